@@ -1,0 +1,1 @@
+"""Command-line entry points: one thin module per subcommand over library calls."""

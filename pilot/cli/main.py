@@ -1,0 +1,38 @@
+"""``pilot``: subcommand dispatch. Each subcommand lives in its own module."""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from pilot import __version__
+from pilot.cli.common import guarded
+
+USAGE = """usage: pilot <command> [options]
+
+commands:
+  run       run a PMC-format DAG under MPI (mpiexec -n N pilot run [options] DAG)
+  version   print the version
+
+'pilot <command> --help' describes a command."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command in ("-V", "--version", "version"):
+        print(f"pilot {__version__}")
+        return 0
+    if command == "run":
+        from pilot.runtime.launch import run
+
+        return guarded(lambda: run(rest, prog="pilot run"), rest, "pilot run")
+    print(f"pilot: unknown command {command!r}; commands: run, version (see pilot --help)", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

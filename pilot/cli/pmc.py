@@ -1,0 +1,23 @@
+"""``pilot-mpi-cluster``: flag-compatible stand-in for pegasus-mpi-cluster.
+
+A Pegasus transformation catalog entry for ``pegasus::mpiexec`` can point at
+this program instead of PMC.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from pilot.cli.common import guarded
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from pilot.runtime.launch import run
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    return guarded(lambda: run(args, prog="pilot-mpi-cluster"), args, "pilot-mpi-cluster")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

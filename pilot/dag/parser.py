@@ -1,0 +1,168 @@
+"""Read PMC .dag files into a Dag, with ``file:line`` errors.
+
+Grammar (DESIGN.md §3.1): lines are trimmed and blank lines skipped; ``#``
+starts a comment only as the first non-blank character, except ``#@ <n> <tx>
+<daxid>`` which annotates the next TASK. ``TASK <id> [options] <exe> [args]``
+and ``EDGE <parent> <child>``. EDGE lines may come before the TASK lines they
+name (PMC requires them after). A duplicated EDGE is ignored and a cycle is an
+error naming the tasks on it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from pilot.dag.cycles import find_cycle
+from pilot.dag.lexer import split_args
+from pilot.dag.model import Dag, Task
+from pilot.errors import DagError
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+# option -> (attribute, kind); kinds are parsed by _option_value.
+_TASK_OPTIONS: dict[str, tuple[str, str]] = {
+    "-m": ("memory", "memory"),
+    "--request-memory": ("memory", "memory"),
+    "-c": ("cpus", "count"),
+    "--request-cpus": ("cpus", "count"),
+    "-g": ("gpus", "count0"),
+    "--request-gpus": ("gpus", "count0"),
+    "-t": ("tries", "tries"),
+    "--tries": ("tries", "tries"),
+    "-p": ("priority", "int"),
+    "--priority": ("priority", "int"),
+    "-f": ("pipe_forwards", "pipe"),
+    "--pipe-forward": ("pipe_forwards", "pipe"),
+    "-F": ("file_forwards", "file"),
+    "--file-forward": ("file_forwards", "file"),
+}
+
+
+def read_dag(path: str) -> Dag:
+    """Parse the DAG file at ``path``."""
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            return parse_dag(fh, path)
+    except OSError as exc:
+        raise DagError(path, None, f"cannot read DAG: {exc.strerror}") from exc
+
+
+def parse_dag(lines, path: str = "<dag>") -> Dag:
+    """Parse an iterable of lines (a file object or a list of strings)."""
+    dag = Dag(path)
+    tasks = dag.tasks
+    edges: list[tuple[str, str, int]] = []
+    note: tuple[str, str, str] | None = None
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line:
+            continue
+        if line[0] == "#":
+            if line.startswith("#@"):
+                parts = line[2:].split()
+                if len(parts) != 3:
+                    raise DagError(path, lineno, "invalid '#@' annotation: expected '#@ <id> <transformation> <daxid>'")
+                note = (parts[0], parts[1], parts[2])
+            continue
+        args = split_args(line)
+        kind = args[0]
+        if kind == "TASK":
+            task = _parse_task(args, path, lineno)
+            if note is not None:
+                task.pegasus_id, task.transformation, task.dax_id = note
+                note = None
+            if task.name in tasks:
+                first = tasks[task.name].line
+                raise DagError(path, lineno, f"duplicate task {task.name!r} (first defined on line {first}); task ids must be unique")
+            task.order = len(tasks)
+            tasks[task.name] = task
+        elif kind == "EDGE":
+            if len(args) != 3:
+                raise DagError(path, lineno, "invalid EDGE record: expected 'EDGE <parent> <child>'")
+            edges.append((args[1], args[2], lineno))
+        else:
+            raise DagError(path, lineno, f"invalid record {kind!r}: expected TASK or EDGE (comments must start the line with '#')")
+    for parent, child, lineno in edges:
+        for name in (parent, child):
+            if name not in tasks:
+                raise DagError(path, lineno, f"EDGE names unknown task {name!r}; define it with a TASK record")
+        if parent == child:
+            raise DagError(path, lineno, f"cycle: {parent} -> {child}; a task cannot depend on itself")
+        dag.add_edge(parent, child)
+    cycle = find_cycle(dag)
+    if cycle:
+        first = dag.tasks[cycle[0]].line
+        raise DagError(path, first, "cycle: " + " -> ".join(cycle + [cycle[0]]) + "; remove one of these EDGE records")
+    return dag
+
+
+def _parse_task(args: list[str], path: str, lineno: int) -> Task:
+    if len(args) < 2:
+        raise DagError(path, lineno, "invalid TASK record: expected 'TASK <id> [options] <executable> [arguments]'")
+    task = Task(name=args[1], argv=[], line=lineno)
+    i = 2
+    n = len(args)
+    while i < n and args[i].startswith("-") and len(args[i]) > 1:
+        opt = args[i]
+        value: str | None = None
+        if opt.startswith("--") and "=" in opt:
+            opt, value = opt.split("=", 1)
+        spec = _TASK_OPTIONS.get(opt)
+        if spec is None:
+            raise DagError(path, lineno, f"task {task.name!r}: unknown task option {opt!r} (valid: -m -c -g -t -p -f -F)")
+        if value is None:
+            i += 1
+            if i >= n:
+                raise DagError(path, lineno, f"task {task.name!r}: option {opt} needs a value")
+            value = args[i]
+        _apply_option(task, spec, opt, value, path, lineno)
+        i += 1
+    if i >= n:
+        raise DagError(path, lineno, f"task {task.name!r} has no executable; put the program after the task options")
+    task.argv = args[i:]
+    return task
+
+
+def _apply_option(task: Task, spec: tuple[str, str], opt: str, value: str, path: str, lineno: int) -> None:
+    attr, kind = spec
+
+    def bad(why: str) -> DagError:
+        return DagError(path, lineno, f"task {task.name!r}: {opt} {value!r}: {why}")
+
+    if kind in ("memory", "count", "count0"):
+        try:
+            number = float(value)
+        except ValueError:
+            raise bad("not a number") from None
+        if not math.isfinite(number):
+            raise bad("not a finite number")
+        if number < 0:
+            raise bad("must not be negative")
+        rounded = math.ceil(number)
+        if kind == "count" and rounded < 1:
+            raise bad("must be at least 1")
+        setattr(task, attr, rounded)
+    elif kind == "tries":
+        try:
+            tries = int(value)
+        except ValueError:
+            raise bad("not an integer") from None
+        if tries < 1:
+            raise bad("must be at least 1")
+        task.tries = tries
+    elif kind == "int":
+        try:
+            task.priority = int(value)
+        except ValueError:
+            raise bad("not an integer") from None
+    else:
+        left, sep, right = value.partition("=")
+        if not sep or not left or not right:
+            raise bad("expected VAR=FILE" if kind == "pipe" else "expected SRC=DEST")
+        if kind == "pipe":
+            if not _ENV_NAME.match(left):
+                raise bad(f"{left!r} is not a valid environment variable name")
+            task.pipe_forwards.append((left, right))
+        else:
+            task.file_forwards.append((left, right))

@@ -1,0 +1,1 @@
+"""Files that downstream tools read: records, resource log, jobstate.log, dagman.out, stdio."""

@@ -1,0 +1,83 @@
+"""Where task stdout/stderr go, and the master's merge of per-worker files.
+
+Default mode: each worker appends its tasks' output to ``DAG.out.<rank>`` and
+``DAG.err.<rank>`` (the task writes straight into the file; no copy, no pipe),
+so output of different workers never interleaves. At the end the master
+appends every worker's file, rank by rank, to its stdout/stderr or to the
+-o/-e files. The per-worker files are deleted only when the run succeeded;
+after a failed or aborted run they stay for inspection (their content is
+merged too, so nothing is lost either way).
+
+Per-task mode: ``<dagdir>/<task>.out.NNN`` and ``.err.NNN``, NNN the first
+number not yet used, claimed with O_EXCL so concurrent workers and reruns
+never share a file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import BinaryIO
+
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+
+
+def worker_paths(dag: str, rank: int) -> tuple[str, str]:
+    return f"{dag}.out.{rank}", f"{dag}.err.{rank}"
+
+
+def open_append(path: str) -> int:
+    return os.open(path, _FLAGS, 0o644)
+
+
+def open_task_stdio(dag: str, task: str, hint: int = 0) -> tuple[int, int, str, str]:
+    """Open the first unused ``<task>.out.NNN``/``.err.NNN`` pair next to the DAG."""
+    base = os.path.join(os.path.dirname(os.path.abspath(dag)), task)
+    number = max(0, hint)
+    while True:
+        out = f"{base}.out.{number:03d}"
+        try:
+            out_fd = os.open(out, _FLAGS | os.O_EXCL, 0o644)
+        except FileExistsError:
+            number += 1
+            continue
+        err = f"{base}.err.{number:03d}"
+        try:
+            err_fd = os.open(err, _FLAGS | os.O_EXCL, 0o644)
+        except FileExistsError:
+            # A stray .err without .out: reuse it rather than skip the number.
+            err_fd = os.open(err, _FLAGS, 0o644)
+        return out_fd, err_fd, out, err
+
+
+def merge_worker_files(dag: str, ranks: list[int], stdout: str | None, stderr: str | None, delete: bool) -> list[str]:
+    """Append per-worker files to the targets; return the files left on disk."""
+    kept: list[str] = []
+    for which, target in ((0, stdout), (1, stderr)):
+        sink: BinaryIO
+        if target is None:
+            stream = sys.stdout if which == 0 else sys.stderr
+            stream.flush()
+            sink = stream.buffer
+            close = False
+        else:
+            sink = open(target, "ab")
+            close = True
+        try:
+            for rank in ranks:
+                path = worker_paths(dag, rank)[which]
+                try:
+                    with open(path, "rb") as src:
+                        shutil.copyfileobj(src, sink, 1 << 20)
+                except FileNotFoundError:
+                    continue
+                if delete:
+                    os.unlink(path)
+                else:
+                    kept.append(path)
+            sink.flush()
+        finally:
+            if close:
+                sink.close()
+    return kept

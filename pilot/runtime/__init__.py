@@ -1,0 +1,1 @@
+"""The MPI pilot (``pilot run``). Never imports the planner, submit or providers."""

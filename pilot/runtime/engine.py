@@ -1,0 +1,139 @@
+"""The DAG state machine: readiness, tries, permanent failures, the -m limit.
+
+No MPI, no I/O: the master feeds it events and it answers which tasks became
+ready. Task states move WAITING -> READY -> RUNNING -> DONE | FAILED, with a
+failed attempt going back to READY while tries remain. Tasks under a failed
+task never become ready; they end the run as unfinished.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from pilot.dag.model import Dag, Task
+
+
+class State(IntEnum):
+    WAITING = 0
+    READY = 1
+    RUNNING = 2
+    DONE = 3
+    FAILED = 4
+
+
+class Engine:
+    """Tracks every task of one DAG for one run."""
+
+    def __init__(self, dag: Dag, tries: int = 1, max_failures: int = 0, done: set[str] | frozenset[str] = frozenset()) -> None:
+        if tries < 1:
+            raise ValueError("tries must be at least 1")
+        self.dag = dag
+        self.default_tries = tries
+        self.max_failures = max_failures
+        n = len(dag)
+        self.state: list[State] = [State.WAITING] * n
+        self.attempts: list[int] = [0] * n
+        self._missing: list[int] = [0] * n
+        self.running = 0
+        self.done_count = 0
+        self.failed_count = 0  # tasks failed permanently
+        self.submitted = 0  # attempts started this run
+        self.failed_attempts = 0
+        self.succeeded_this_run = 0
+        self.stopped = False
+        self.stop_reason: str | None = None
+        self._initial: list[Task] = []
+        for task in dag.tasks.values():
+            if task.name in done:
+                self.state[task.order] = State.DONE
+                self.done_count += 1
+        for task in dag.tasks.values():
+            i = task.order
+            if self.state[i] is State.DONE:
+                continue
+            missing = sum(1 for p in task.parents if self.state[p.order] is not State.DONE)
+            self._missing[i] = missing
+            if missing == 0:
+                self.state[i] = State.READY
+                self._initial.append(task)
+
+    @property
+    def total(self) -> int:
+        return len(self.state)
+
+    def initial_ready(self) -> list[Task]:
+        """Tasks ready at start (all parents DONE, from the rescue log or none)."""
+        ready, self._initial = self._initial, []
+        return ready
+
+    def tries_of(self, task: Task) -> int:
+        return task.tries if task.tries is not None else self.default_tries
+
+    def start(self, task: Task) -> int:
+        """Mark an attempt started; return its number (1-based)."""
+        i = task.order
+        if self.state[i] is not State.READY:
+            raise RuntimeError(f"task {task.name} started in state {self.state[i].name}")
+        self.state[i] = State.RUNNING
+        self.attempts[i] += 1
+        self.running += 1
+        self.submitted += 1
+        return self.attempts[i]
+
+    def unstart(self, task: Task) -> None:
+        """Undo ``start`` for an attempt that never ran (a recalled or dropped prefetch)."""
+        i = task.order
+        self._finish(i)
+        self.state[i] = State.READY
+        self.attempts[i] -= 1
+        self.submitted -= 1
+
+    def succeeded(self, task: Task) -> list[Task]:
+        """Record success; return the children that became ready."""
+        i = task.order
+        self._finish(i)
+        self.state[i] = State.DONE
+        self.done_count += 1
+        self.succeeded_this_run += 1
+        ready = []
+        missing = self._missing
+        for child in task.children:
+            j = child.order
+            missing[j] -= 1
+            if missing[j] == 0 and self.state[j] is State.WAITING:
+                self.state[j] = State.READY
+                ready.append(child)
+        return ready
+
+    def failed(self, task: Task, retry: bool = True) -> bool:
+        """Record a failed attempt; True when the task goes back to READY for another try."""
+        i = task.order
+        self._finish(i)
+        self.failed_attempts += 1
+        if retry and not self.stopped and self.attempts[i] < self.tries_of(task):
+            self.state[i] = State.READY
+            return True
+        self.state[i] = State.FAILED
+        self.failed_count += 1
+        if self.max_failures and self.failed_count >= self.max_failures:
+            self.stop(f"{self.failed_count} task(s) failed permanently (-m {self.max_failures})")
+        return False
+
+    def stop(self, reason: str) -> None:
+        """Release no more work (max failures, wall time, signal)."""
+        if not self.stopped:
+            self.stopped = True
+            self.stop_reason = reason
+
+    def _finish(self, i: int) -> None:
+        if self.state[i] is not State.RUNNING:
+            raise RuntimeError(f"task #{i} finished in state {self.state[i].name}")
+        self.running -= 1
+
+    @property
+    def success(self) -> bool:
+        return self.done_count == self.total
+
+    def unfinished(self) -> list[str]:
+        """Names of tasks that are not DONE, in DAG order."""
+        return [t.name for t in self.dag.tasks.values() if self.state[t.order] is not State.DONE]

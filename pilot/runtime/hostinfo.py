@@ -1,0 +1,46 @@
+"""What a worker reports about its host: name, memory (MB), CPUs and GPU ids.
+
+Options (--host-memory, --host-cpus, --host-gpus and the PMC_HOST_* aliases)
+override detection on the master, for every host alike, as in PMC.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import socket
+
+
+def hostname() -> str:
+    return socket.gethostname()
+
+
+def memory_mb() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().total // (1024 * 1024))
+
+
+def cpu_count() -> int:
+    """Logical CPUs of the host (PMC counts all cores, not the inherited mask)."""
+    return os.cpu_count() or 1
+
+
+def gpu_ids(env: dict[str, str] | None = None) -> tuple[str, ...]:
+    """GPUs visible to this process.
+
+    A *_VISIBLE_DEVICES variable set by the batch system wins (its ids are
+    what tasks must be given back); otherwise NVIDIA device nodes are counted.
+    Without either, the host has no GPUs (use --host-gpus to say otherwise).
+    """
+    env = os.environ if env is None else env
+    for var in ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"):
+        value = env.get(var)
+        if value is not None:
+            ids = tuple(v.strip() for v in value.split(",") if v.strip())
+            if ids and ids[0] not in ("-1", "NoDevFiles"):
+                return ids
+            return ()
+    nodes = [p for p in glob.glob("/dev/nvidia*") if re.fullmatch(r"/dev/nvidia\d+", p)]
+    return tuple(str(i) for i in range(len(nodes)))

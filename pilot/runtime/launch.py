@@ -1,0 +1,95 @@
+"""``pilot run``: decide this rank's role and run it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Sequence
+
+from pilot.errors import UsageError
+from pilot.runtime.options import RunOptions, parse_run_args
+
+TRACE = 5
+_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID", "PALS_RANKID")
+
+
+def env_rank() -> int:
+    """This process's MPI rank as the launcher announced it, before MPI starts (0 if unknown)."""
+    for var in _RANK_VARS:
+        value = os.environ.get(var)
+        if value and value.isdigit():
+            return int(value)
+    return 0
+
+
+def setup_logging(verbosity: int, rank: int) -> None:
+    level = {2: TRACE, 1: logging.DEBUG, 0: logging.INFO, -1: logging.WARNING, -2: logging.ERROR}.get(
+        max(-3, min(2, verbosity)), logging.CRITICAL
+    )
+    logging.addLevelName(TRACE, "TRACE")
+    names = {TRACE: "trace", logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error", logging.CRITICAL: "fatal"}
+
+    class _Formatter(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            prefix = f"[{names.get(record.levelno, record.levelname.lower())}]"
+            if rank:
+                prefix += f" worker {rank}:"
+            return f"{prefix} {record.getMessage()}"
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter())
+    root = logging.getLogger("pilot")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+def run(argv: Sequence[str], prog: str = "pilot run") -> int:
+    """Parse options, start MPI, run the master or a worker; return the exit code."""
+    rank = env_rank()
+    if rank > 0 and any(a in ("-h", "--help", "-V", "--version") for a in argv):
+        return 0  # only rank 0 prints help and version
+    try:
+        opts = parse_run_args(argv, prog=prog)
+    except UsageError:
+        if rank > 0:
+            return 2  # rank 0 says it once
+        raise
+    setup_logging(opts.verbosity, rank)
+    return run_with(opts, prog)
+
+
+def run_with(opts: RunOptions, prog: str) -> int:
+    from pilot.runtime.transport import MpiTransport
+
+    try:
+        transport = MpiTransport(sleep_on_recv=opts.sleep_on_recv)
+    except ImportError as exc:
+        raise UsageError(f"{prog}: mpi4py is not installed ({exc}); pip install 'pilot-hpc[mpich]' or build mpi4py against your MPI") from None
+    if transport.size < 2:
+        raise UsageError(
+            f"{prog}: needs at least 2 MPI ranks (rank 0 is the master, the others run tasks); "
+            f"start it as: mpiexec -n N {prog} ... with N >= 2"
+        )
+    if transport.rank == 0:
+        from pilot.runtime.master import Master
+
+        return Master(opts, transport, _monitors(opts), app=sys.argv[0]).run()
+    from pilot.runtime.worker import Worker
+
+    return Worker(opts, transport).run()
+
+
+def _monitors(opts: RunOptions) -> list:
+    """The monitoring writers the options ask for."""
+    sinks = []
+    if opts.jobstate_log:
+        from pilot.monitor.jobstate import JobstateLog
+
+        sinks.append(JobstateLog(os.path.join(os.path.dirname(os.path.abspath(opts.dag)), "jobstate.log")))
+    if opts.monitord_hack:
+        from pilot.monitor.dagman_out import DagmanOut
+
+        sinks.append(DagmanOut(opts.dag + ".dagman.out", opts.dag))
+    return sinks

@@ -1,0 +1,442 @@
+"""Rank 0: the DAG engine's driver, the scheduler's caller, and the only writer of logs.
+
+Sequence: lock the DAG, parse it, read the rescue log, wait for every worker
+to register, check that every task fits some host, run host scripts, then
+dispatch and collect until nothing is left. Every exit path (success,
+failures, -m, wall time, SIGTERM/SIGINT, errors) goes through ``_finish``:
+workers are told to stop, stdio merged, rescue log, jobstate.log and
+dagman.out flushed and closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+
+from pilot.dag import read_dag, read_rescue
+from pilot.dag.model import Dag, Task
+from pilot.dag.rescue import RescueLog
+from pilot.errors import InfeasibleTask, PilotError, RunAborted
+from pilot.monitor import records, stdio
+from pilot.monitor.events import Fanout, RunEvents
+from pilot.monitor.resource_log import ResourceLog
+from pilot.runtime.engine import Engine, State
+from pilot.runtime.forwarding import FdCache
+from pilot.runtime.lock import DagLock
+from pilot.runtime.options import RunOptions
+from pilot.runtime.policy import Allocation, Host, Policy
+from pilot.runtime.protocol import (
+    PROTOCOL_VERSION,
+    Bye,
+    Hello,
+    HostReady,
+    HostSetup,
+    KillTask,
+    Recall,
+    Recalled,
+    RunTask,
+    Shutdown,
+    TaskResult,
+    WorkerFailed,
+)
+from pilot.runtime.transport import Transport
+from pilot.runtime.taskexec import KILL_GRACE
+
+log = logging.getLogger("pilot.master")
+
+REGISTER_TIMEOUT = 300.0
+# Prefetch a task onto a busy slot only while recent tasks are this short:
+# that is where a round trip to the master costs a noticeable share.
+PREFETCH_BELOW = 0.25
+BYE_TIMEOUT = 10.0
+
+
+class Master:
+    def __init__(self, opts: RunOptions, transport: Transport, events: list[RunEvents] | None = None, app: str = "pilot") -> None:
+        self.opts = opts
+        self.t = transport
+        self.app = app
+        self.workers = list(range(1, transport.size))
+        self.policy = Policy()
+        self.events = Fanout(list(events or []))
+        self.running: dict[int, tuple[Task, Allocation, int]] = {}
+        self.queued: dict[int, Task] = {}  # prefetched onto a busy slot, not started
+        self.recalling: dict[int, Task] = {}  # prefetched, Recall sent
+        self._prefetchable: list[int] = []  # busy ranks that may take a prefetch
+        self.mean_duration = float("inf")  # unknown until a task ends: no prefetch before
+        self.seq = 0
+        self.runtime_total = 0.0
+        self.signalled: str | None = None
+        self.abort_reason: str | None = None
+        self.engine: Engine | None = None
+        self.dag: Dag | None = None
+        self.rescue: RescueLog | None = None
+        self.resource_log: ResourceLog | None = None
+        self.fdcache = FdCache(opts.maxfds)
+        self.lock = DagLock(opts.dag)
+        self.start = time.time()
+        self.makespan_start = 0.0
+        self.makespan_end = 0.0
+        self.deadline: float | None = None
+        self._kill_deadline = 0.0
+        self._alive = set(self.workers)
+
+    # -- entry ----------------------------------------------------------------
+    def run(self) -> int:
+        self.start = time.time()
+        mono = time.monotonic()
+        if self.opts.max_wall_time:
+            self.deadline = mono + self.opts.max_wall_time * 60.0
+            log.info("Setting max walltime to %f minutes", self.opts.max_wall_time)
+        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self._prepare()
+            self._loop()
+        except BaseException:
+            self._stop_workers()
+            self._close()
+            raise
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+        return self._finish()
+
+    def _on_signal(self, signum, frame) -> None:  # noqa: ARG002
+        self.signalled = signal.Signals(signum).name
+
+    # -- setup ----------------------------------------------------------------
+    def _prepare(self) -> None:
+        opts = self.opts
+        if not opts.nolock:
+            self.lock.acquire()
+        self.dag = dag = read_dag(opts.dag)
+        done: set[str] = set()
+        if not opts.skip_rescue:
+            done = read_rescue(opts.rescue_path, dag.tasks)
+            if done:
+                log.info("Rescue log %s: %d of %d tasks already done", opts.rescue_path, len(done), len(dag))
+        self.rescue = RescueLog(opts.rescue_path, sorted(done))
+        if opts.resource_log:
+            self.resource_log = ResourceLog(opts.dag + ".resource")
+        self.engine = Engine(dag, opts.tries, opts.max_failures, done)
+        log.info("Master starting with %d workers", len(self.workers))
+        self._register()
+        self._check_feasible()
+        self._setup_hosts()
+        self.events.run_started(opts.dag, len(dag), len(self.workers))
+        for task in self.engine.initial_ready():
+            self.policy.push(task)
+
+    def _register(self) -> None:
+        pending = set(self.workers)
+        deadline = time.monotonic() + REGISTER_TIMEOUT
+        while pending:
+            source, msg = self._recv_until(deadline, "worker registration")
+            if not isinstance(msg, Hello):
+                raise RunAborted(f"worker {source} sent {type(msg).__name__} before registering")
+            if msg.version != PROTOCOL_VERSION:
+                raise RunAborted(
+                    f"worker {source} on {msg.hostname} speaks protocol {msg.version}, master {PROTOCOL_VERSION}: "
+                    "install the same pilot version on every node"
+                )
+            pending.discard(source)
+            o = self.opts
+            cpus = o.host_cpus if o.host_cpus is not None else msg.cpus
+            memory = o.host_memory if o.host_memory is not None else msg.memory_mb
+            gpus = msg.gpu_ids
+            if o.host_gpus is not None:
+                gpus = gpus[: o.host_gpus] if len(gpus) >= o.host_gpus else tuple(str(i) for i in range(o.host_gpus))
+            host = self.policy.add_slot(source, msg.hostname, cpus, memory, gpus)
+            log.debug("worker %d registered on %s (%d CPUs, %d MB, %d GPUs)", source, host.name, host.cpus, host.memory, len(host.gpu_ids))
+        for host in self.policy.hosts.values():
+            self._log_resources(host)
+
+    def _check_feasible(self) -> None:
+        assert self.dag is not None and self.engine is not None
+        seen: set[tuple[int, int, int]] = set()
+        for task in self.dag:
+            key = (task.cpus, task.memory, task.gpus)
+            if key in seen or self.engine.state[task.order] is State.DONE:
+                continue
+            seen.add(key)
+            why = self.policy.infeasible(task)
+            if why:
+                raise InfeasibleTask(f"{self.opts.dag}:{task.line}: {why}")
+
+    def _setup_hosts(self) -> None:
+        for host in self.policy.hosts.values():
+            for host_rank, rank in enumerate(host.slots):
+                script = self.opts.host_script if host_rank == 0 else None
+                self.t.send(rank, HostSetup(script, host_rank))
+        pending = set(self.workers)
+        errors: list[str] = []
+        while pending:
+            source, msg = self._recv_until(None, "host scripts")
+            if isinstance(msg, HostReady):
+                pending.discard(source)
+                if msg.error:
+                    errors.append(f"{msg.hostname}: {msg.error}")
+            else:
+                raise RunAborted(f"worker {source} sent {type(msg).__name__} during host setup")
+        if errors:
+            raise RunAborted("host script failed, aborting the run: " + "; ".join(errors))
+
+    def _recv_until(self, deadline: float | None, what: str):
+        while True:
+            if self.signalled:
+                raise RunAborted(f"{self.signalled} received during {what}")
+            timeout = None if deadline is None else deadline - time.monotonic()
+            if timeout is not None and timeout <= 0:
+                raise RunAborted(f"timed out waiting for {what}")
+            got = self.t.recv(timeout=min(timeout, 1.0) if timeout is not None else 1.0, wake=self._interrupted)
+            if got is None:
+                continue
+            source, msg = got
+            if isinstance(msg, WorkerFailed):
+                raise RunAborted(f"worker {source} failed: {msg.error}")
+            return source, msg
+
+    # -- main loop ------------------------------------------------------------
+    def _interrupted(self) -> bool:
+        return self.signalled is not None or (self.deadline is not None and time.monotonic() >= self.deadline)
+
+    def _loop(self) -> None:
+        engine = self.engine
+        assert engine is not None
+        self.makespan_start = time.time()
+        while True:
+            if self.abort_reason is None:
+                self._check_limits()
+            if not engine.stopped:
+                self._dispatch()
+            if engine.running == 0 and (engine.stopped or self.policy.ready_count == 0):
+                break
+            if self.abort_reason is not None:
+                timeout: float | None = self._kill_deadline - time.monotonic()
+                if timeout <= 0:
+                    log.error("%d task(s) did not end after the kill; giving up on them", engine.running)
+                    break
+                wake = None
+            else:
+                timeout = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+                wake = self._interrupted
+            got = self.t.recv(timeout=timeout, wake=wake)
+            if got is not None:
+                self._handle(*got)
+        self.makespan_end = time.time()
+
+    def _check_limits(self) -> None:
+        if self.signalled:
+            self._abort(f"{self.signalled} received")
+        elif self.deadline is not None and time.monotonic() >= self.deadline:
+            self._abort(f"max wall time of {self.opts.max_wall_time:g} minutes reached")
+
+    def _abort(self, reason: str) -> None:
+        assert self.engine is not None
+        log.error("Aborting workflow: %s", reason)
+        self.abort_reason = reason
+        self.engine.stop(reason)
+        self._kill_deadline = time.monotonic() + KILL_GRACE + 5.0
+        for rank in self.running:
+            self.t.send(rank, KillTask(reason))
+
+    def _dispatch(self) -> None:
+        policy = self.policy
+        engine = self.engine
+        assert engine is not None
+        while not engine.stopped:
+            pick = policy.assign()
+            if pick is None:
+                break
+            task, alloc = pick
+            self._send_task(task, alloc)
+            self._started(task, alloc)
+            self._log_resources(alloc.host)
+        if engine.stopped:
+            return
+        if policy.ready_count:
+            if self.mean_duration < PREFETCH_BELOW:
+                self._prefetch()
+        elif self.queued and policy.has_idle_slot():
+            self._recall()
+
+    def _send_task(self, task: Task, alloc: Allocation) -> None:
+        attempt = self.engine.start(task)  # type: ignore[union-attr]
+        gpu_ids = alloc.gpu_ids[: task.gpus] if task.gpus else ()
+        self.t.send(
+            alloc.rank,
+            RunTask(task.name, task.argv, attempt, task.memory, task.cpus, gpu_ids, task.pegasus_id, task.pipe_forwards, task.file_forwards),
+        )
+
+    def _started(self, task: Task, alloc: Allocation) -> None:
+        self.seq += 1
+        self.running[alloc.rank] = (task, alloc, self.seq)
+        self._prefetchable.append(alloc.rank)
+        self.events.task_dispatched(task, self.seq, alloc.rank, alloc.host.name)
+
+    def _prefetch(self) -> None:
+        """Queue one task behind the running one on busy slots (seed 002's window of tasks)."""
+        while self._prefetchable and self.policy.ready_count:
+            rank = self._prefetchable.pop()
+            entry = self.running.get(rank)
+            if entry is None or rank in self.queued or rank in self.recalling:
+                continue
+            task = self.policy.pick_within(entry[1])
+            if task is not None:
+                self._send_task(task, entry[1])
+                self.queued[rank] = task
+
+    def _recall(self) -> None:
+        """A slot is idle and nothing is ready: take back prefetched tasks stuck behind running ones."""
+        for rank, task in list(self.queued.items()):
+            if not self.policy.fits_now(task):
+                continue
+            del self.queued[rank]
+            self.recalling[rank] = task
+            self.t.send(rank, Recall(task.name))
+            if not self.policy.has_idle_slot(len(self.recalling)):
+                return
+
+    def _recalled(self, source: int, name: str) -> None:
+        for table in (self.queued, self.recalling):
+            task = table.get(source)
+            if task is not None and task.name == name:
+                del table[source]
+                self.engine.unstart(task)  # type: ignore[union-attr]
+                if not self.engine.stopped:  # type: ignore[union-attr]
+                    self.policy.push(task)
+                return
+        log.error("worker %d gave back %s, which it did not hold", source, name)
+
+    def _handle(self, source: int, msg) -> None:
+        if isinstance(msg, TaskResult):
+            self._task_done(source, msg)
+        elif isinstance(msg, Recalled):
+            self._recalled(source, msg.name)
+        elif isinstance(msg, WorkerFailed):
+            log.error("worker %d: %s", source, msg.error)
+        elif isinstance(msg, Bye):
+            self._alive.discard(source)
+        else:
+            log.error("unexpected %s from worker %d", type(msg).__name__, source)
+
+    def _task_done(self, source: int, res: TaskResult) -> None:
+        engine = self.engine
+        assert engine is not None and self.rescue is not None
+        task, alloc, seq = self.running.pop(source)
+        nxt = self.queued.pop(source, None) or self.recalling.pop(source, None)
+        self._record_result(task, seq, source, res)
+        if nxt is not None:
+            self._started(nxt, alloc)  # the worker went straight on to its prefetched task
+        else:
+            self.policy.release(alloc)
+            self._log_resources(alloc.host)
+
+    def _record_result(self, task: Task, seq: int, source: int, res: TaskResult) -> None:
+        engine = self.engine
+        assert engine is not None and self.rescue is not None
+        self.runtime_total += res.duration
+        if self.mean_duration == float("inf"):
+            self.mean_duration = res.duration
+        else:
+            self.mean_duration += (res.duration - self.mean_duration) * 0.1
+        status = res.status
+        if status == 0 and res.forwards:
+            try:
+                for dest, data in res.forwards:
+                    self.fdcache.write(dest, data)
+            except OSError as exc:
+                log.error("task %s: I/O forwarding to %s failed (%s): marking the task failed", task.name, dest, exc.strerror or exc)
+                status = 1
+        if status == 0:
+            self.rescue.done(task.name)
+            for child in engine.succeeded(task):
+                self.policy.push(child)
+            self.events.task_ended(task, seq, 0, False)
+            log.debug("task %s succeeded on worker %d in %.3f s", task.name, source, res.duration)
+            return
+        retry = engine.failed(task, retry=self.abort_reason is None)
+        self.events.task_ended(task, seq, status, retry)
+        why = f" ({res.error})" if res.error else ""
+        if retry:
+            log.warning("task %s failed with status %d%s on attempt %d; retrying", task.name, status, why, engine.attempts[task.order])
+            self.policy.push(task)
+        else:
+            log.error("task %s failed with status %d%s", task.name, status, why)
+
+    def _log_resources(self, host: Host) -> None:
+        if self.resource_log is not None:
+            self.resource_log.record(len(host.idle), host.free_cpus, host.free_memory, host.name)
+
+    # -- the end --------------------------------------------------------------
+    def _stop_workers(self) -> None:
+        for rank in sorted(self._alive):
+            self.t.send(rank, Shutdown(self.abort_reason or ""))
+        deadline = time.monotonic() + BYE_TIMEOUT
+        while self._alive and time.monotonic() < deadline:
+            got = self.t.recv(timeout=max(0.0, deadline - time.monotonic()))
+            if got is None:
+                break
+            source, msg = got
+            if isinstance(msg, Bye):
+                self._alive.discard(source)
+            elif isinstance(msg, TaskResult) and source in self.running and self.engine is not None:
+                self._task_done(source, msg)
+            elif isinstance(msg, Recalled) and self.engine is not None:
+                self._recalled(source, msg.name)
+        if self._alive:
+            log.warning("worker(s) %s did not confirm shutdown", ", ".join(map(str, sorted(self._alive))))
+
+    def _close(self) -> None:
+        for closer in (self.rescue, self.resource_log, self.fdcache, self.events):
+            if closer is not None:
+                try:
+                    closer.close()
+                except OSError as exc:  # pragma: no cover - disk full at exit
+                    log.error("closing logs: %s", exc)
+        self.lock.release()
+
+    def _finish(self) -> int:
+        engine = self.engine
+        assert engine is not None
+        self._stop_workers()
+        ok = engine.success and self.abort_reason is None
+        end = time.time()
+        wall = end - self.start
+        makespan = max(0.0, self.makespan_end - self.makespan_start)
+        for line in records.utilisation_report(self.runtime_total, wall, makespan, len(self.workers), engine.succeeded_this_run):
+            log.info("%s", line)
+        log.info("File descriptor cache hit rate: %f", self.fdcache.hit_rate)
+        if not self.opts.per_task_stdio:
+            kept = stdio.merge_worker_files(self.opts.dag, self.workers, self.opts.stdout, self.opts.stderr, delete=ok)
+            if kept:
+                log.info("Task stdio of this run kept in %s.out.<rank> / .err.<rank>", self.opts.dag)
+        counts = {
+            "tasks": engine.total,
+            "submitted": engine.submitted,
+            "succeeded": engine.succeeded_this_run,
+            "failed": engine.failed_attempts,
+            "done": engine.done_count,
+        }
+        self.events.run_finished(ok, counts)
+        sys.stdout.write(
+            records.cluster_summary(
+                ok, engine.total, engine.submitted, engine.succeeded_this_run, engine.failed_attempts,
+                self.start, wall, os.getpid(), self.app, self.runtime_total, len(self.workers), self.policy.total_cpus,
+            )
+        )
+        sys.stdout.flush()
+        self._close()
+        if ok:
+            log.info("Workflow succeeded")
+            return 0
+        if engine.stop_reason and self.abort_reason is None:
+            log.error("Max failures reached: DAG prematurely aborted")
+        unfinished = engine.unfinished()
+        shown = ", ".join(unfinished[:10]) + (f" and {len(unfinished) - 10} more" if len(unfinished) > 10 else "")
+        log.error("Workflow failed: %d of %d tasks not done (%s)%s", len(unfinished), engine.total, shown,
+                  f"; {self.abort_reason}" if self.abort_reason else "")
+        return 1

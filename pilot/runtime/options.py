@@ -1,0 +1,160 @@
+"""Command-line options of ``pilot run`` / ``pilot-mpi-cluster`` (PMC's, plus a few).
+
+Every option of the pegasus-mpi-cluster man page is accepted with its
+meaning; PMC_HOST_SCRIPT, PMC_HOST_MEMORY, PMC_HOST_CPUS and PMC_MAX_WALL_TIME
+supply defaults that the command line overrides. Ours: ``--host-gpus`` (and
+PMC_HOST_GPUS). Parsing errors are one line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import resource
+import sys
+from dataclasses import dataclass
+from typing import Mapping, NoReturn, Sequence
+
+from pilot import __version__
+from pilot.errors import UsageError
+
+
+@dataclass(slots=True)
+class RunOptions:
+    dag: str
+    verbosity: int = 0
+    skip_rescue: bool = False
+    stdout: str | None = None
+    stderr: str | None = None
+    max_failures: int = 0
+    tries: int = 1
+    nolock: bool = False
+    rescue: str | None = None
+    host_script: str | None = None
+    host_memory: int | None = None
+    host_cpus: int | None = None
+    host_gpus: int | None = None
+    strict_limits: bool = False
+    max_wall_time: float | None = None
+    per_task_stdio: bool = False
+    jobstate_log: bool = False
+    monitord_hack: bool = False
+    resource_log: bool = True
+    sleep_on_recv: bool = True
+    maxfds: int | None = None
+    keep_affinity: bool = False
+
+    @property
+    def rescue_path(self) -> str:
+        return self.rescue or self.dag + ".rescue"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=prog,
+        description="Run a PMC-format DAG of tasks under MPI: rank 0 is the master, ranks 1..N-1 run tasks. "
+        "Start it as: mpiexec -n N %s [options] workflow.dag" % prog,
+    )
+    p.add_argument("dag", metavar="workflow.dag", help="the DAG file (PMC format)")
+    p.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (repeatable); also shows tracebacks")
+    p.add_argument("-q", "--quiet", action="count", default=0, help="less logging (repeatable)")
+    p.add_argument("-s", "--skip-rescue", action="store_true", help="ignore the rescue log (a new one is still written)")
+    p.add_argument("-o", "--stdout", metavar="path", help="file for task stdout (default: the master's stdout)")
+    p.add_argument("-e", "--stderr", metavar="path", help="file for task stderr (default: the master's stderr)")
+    p.add_argument("-m", "--max-failures", metavar="M", type=_int_at_least(0), default=0,
+                   help="stop starting tasks after M tasks failed permanently (0: no limit)")
+    p.add_argument("-t", "--tries", metavar="T", type=_int_at_least(1), default=1, help="tries per task (default 1)")
+    p.add_argument("-n", "--nolock", action="store_true", help="do not lock the DAG file")
+    p.add_argument("-r", "--rescue", metavar="path", help="rescue log path (default: DAG.rescue)")
+    p.add_argument("--host-script", metavar="path", help="script run once per host before any task (PMC_HOST_SCRIPT)")
+    p.add_argument("--host-memory", metavar="MB", type=_int_at_least(0), help="memory per host in MB (PMC_HOST_MEMORY)")
+    p.add_argument("--host-cpus", metavar="N", type=_int_at_least(1), help="CPUs per host (PMC_HOST_CPUS)")
+    p.add_argument("--host-gpus", metavar="N", type=_int_at_least(0), help="GPUs per host (PMC_HOST_GPUS)")
+    p.add_argument("--strict-limits", action="store_true", help="enforce each task's memory request")
+    p.add_argument("--max-wall-time", metavar="minutes", type=_positive_float,
+                   help="abort the run after this many minutes (PMC_MAX_WALL_TIME; fractions allowed)")
+    p.add_argument("--per-task-stdio", action="store_true", help="write TASK.out.NNN/TASK.err.NNN per attempt")
+    p.add_argument("--jobstate-log", action="store_true", help="append to jobstate.log next to the DAG")
+    p.add_argument("--monitord-hack", action="store_true", help="write DAG.dagman.out for pegasus-monitord (implies --per-task-stdio)")
+    p.add_argument("--no-resource-log", action="store_true", help="do not write DAG.resource")
+    p.add_argument("--no-sleep-on-recv", action="store_true", help="poll for messages without sleeping (for MPIs that block cheaply)")
+    p.add_argument("--maxfds", metavar="N", type=_int_at_least(1), help="open files kept by the master for I/O forwarding")
+    p.add_argument("--keep-affinity", action="store_true", help="keep the inherited CPU affinity instead of resetting it")
+    return p
+
+
+def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, prog: str = "pilot run") -> RunOptions:
+    env = os.environ if env is None else env
+    ns = build_parser(prog).parse_args(list(argv))
+    opts = RunOptions(dag=ns.dag)
+    opts.verbosity = ns.verbose - ns.quiet
+    opts.skip_rescue = ns.skip_rescue
+    opts.stdout = ns.stdout
+    opts.stderr = ns.stderr
+    opts.max_failures = ns.max_failures
+    opts.tries = ns.tries
+    opts.nolock = ns.nolock
+    opts.rescue = ns.rescue
+    opts.host_script = ns.host_script if ns.host_script is not None else (env.get("PMC_HOST_SCRIPT") or None)
+    opts.host_memory = ns.host_memory if ns.host_memory is not None else _env_value(env, "PMC_HOST_MEMORY", _int_at_least(0))
+    opts.host_cpus = ns.host_cpus if ns.host_cpus is not None else _env_value(env, "PMC_HOST_CPUS", _int_at_least(1))
+    opts.host_gpus = ns.host_gpus if ns.host_gpus is not None else _env_value(env, "PMC_HOST_GPUS", _int_at_least(0))
+    opts.max_wall_time = ns.max_wall_time if ns.max_wall_time is not None else _env_value(env, "PMC_MAX_WALL_TIME", _positive_float)
+    opts.strict_limits = ns.strict_limits
+    opts.monitord_hack = ns.monitord_hack
+    opts.per_task_stdio = ns.per_task_stdio or ns.monitord_hack
+    opts.jobstate_log = ns.jobstate_log
+    opts.resource_log = not ns.no_resource_log
+    opts.sleep_on_recv = not ns.no_sleep_on_recv
+    opts.keep_affinity = ns.keep_affinity
+    if ns.maxfds is not None:
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if limit != resource.RLIM_INFINITY and ns.maxfds > limit:
+            raise UsageError(f"{prog}: --maxfds {ns.maxfds} is more than RLIMIT_NOFILE ({limit}); use at most {limit}")
+        opts.maxfds = ns.maxfds
+    return opts
+
+
+def _env_value(env: Mapping[str, str], name: str, convert):
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return convert(raw)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"invalid value for {name}: {exc}; unset it or fix the value") from None
+
+
+def _int_at_least(low: int):
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text!r} must be at least {low}")
+        return value
+
+    convert.__name__ = "integer"
+    return convert
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of minutes")
+    return value
+
+
+def program_name(argv0: str | None = None) -> str:
+    return os.path.basename(argv0 or sys.argv[0])

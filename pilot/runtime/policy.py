@@ -1,0 +1,194 @@
+"""Resource-aware matching of ready tasks to idle worker slots.
+
+Each worker rank is a slot on a host; slots on one host share its CPUs,
+memory and GPUs. A ready task runs on an idle slot of a host that has its
+requested resources free. The policy answers "this pair now", "nothing fits
+yet" (None: wait for a release) or, before the run, "this can never fit"
+(``infeasible``), the way Flux splits wait from fail.
+
+Order: highest priority first; equal priorities in DAG order (FIFO). PMC pops
+equal priorities from a heap in arbitrary order; FIFO is deliberate and
+documented. A task that does not fit now is passed over for a lower-priority
+one that does (backfill).
+
+Cost: ready tasks are kept in one heap per resource signature (cpus, memory,
+gpus). Matching looks at the head of each signature only, and hosts are kept
+in an insertion-ordered index of hosts that have an idle slot and a free CPU,
+so with uniform tasks a match costs O(1) whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from pilot.dag.model import Task
+
+
+@dataclass(slots=True, eq=False)
+class Host:
+    name: str
+    cpus: int
+    memory: int
+    gpu_ids: tuple[str, ...]
+    free_cpus: int = 0
+    free_memory: int = 0
+    free_gpus: list[str] = field(default_factory=list)
+    slots: list[int] = field(default_factory=list)
+    idle: list[int] = field(default_factory=list)
+
+    def fits(self, cpus: int, memory: int, gpus: int) -> bool:
+        return self.free_cpus >= cpus and self.free_memory >= memory and len(self.free_gpus) >= gpus
+
+    def could_fit(self, cpus: int, memory: int, gpus: int) -> bool:
+        return self.cpus >= cpus and self.memory >= memory and len(self.gpu_ids) >= gpus
+
+
+@dataclass(slots=True)
+class Allocation:
+    """Resources held by one busy slot; a prefetched task reuses them when its predecessor ends."""
+
+    rank: int
+    host: Host
+    cpus: int
+    memory: int
+    gpu_ids: tuple[str, ...]
+
+
+Signature = tuple[int, int, int]
+
+
+class Policy:
+    """Slots, hosts and the ready queue."""
+
+    def __init__(self) -> None:
+        self.hosts: dict[str, Host] = {}
+        self.host_of: dict[int, Host] = {}
+        self._queues: dict[Signature, list[tuple[int, int, Task]]] = {}
+        self._available: dict[str, Host] = {}  # hosts with an idle slot and a free CPU
+        self.ready_count = 0
+
+    # -- hosts and slots ------------------------------------------------------
+    def add_slot(self, rank: int, hostname: str, cpus: int, memory: int, gpu_ids: tuple[str, ...] = ()) -> Host:
+        """Register a worker; the first worker of a host defines its resources."""
+        host = self.hosts.get(hostname)
+        if host is None:
+            host = Host(hostname, cpus, memory, tuple(gpu_ids), cpus, memory, list(gpu_ids))
+            self.hosts[hostname] = host
+        host.slots.append(rank)
+        host.idle.append(rank)
+        self.host_of[rank] = host
+        self._refresh(host)
+        return host
+
+    def _refresh(self, host: Host) -> None:
+        if host.idle and host.free_cpus > 0:
+            self._available.setdefault(host.name, host)
+        else:
+            self._available.pop(host.name, None)
+
+    def infeasible(self, task: Task) -> str | None:
+        """Why ``task`` can never run on these hosts, or None if some host could run it."""
+        if any(h.could_fit(task.cpus, task.memory, task.gpus) for h in self.hosts.values()):
+            return None
+        return (
+            f"task {task.name} requests {task.cpus} CPU(s), {task.memory} MB memory and {task.gpus} GPU(s), "
+            f"but no host has that much ({self.describe_hosts()}); lower the request or use "
+            f"--host-cpus/--host-memory/--host-gpus"
+        )
+
+    def describe_hosts(self) -> str:
+        parts = [f"{h.name}: {h.cpus} CPUs, {h.memory} MB, {len(h.gpu_ids)} GPUs" for h in list(self.hosts.values())[:4]]
+        if len(self.hosts) > 4:
+            parts.append(f"... {len(self.hosts) - 4} more")
+        return "; ".join(parts)
+
+    # -- the ready queue ------------------------------------------------------
+    def push(self, task: Task) -> None:
+        key = (task.cpus, task.memory, task.gpus)
+        queue = self._queues.get(key)
+        if queue is None:
+            queue = self._queues[key] = []
+        heapq.heappush(queue, (-task.priority, task.order, task))
+        self.ready_count += 1
+
+    def assign(self) -> tuple[Task, Allocation] | None:
+        """Best-priority ready task that fits an idle slot now, with its allocation."""
+        if not self._available or not self.ready_count:
+            return None
+        best: tuple[tuple[int, int], Signature, Host] | None = None
+        for key, queue in self._queues.items():
+            if not queue:
+                continue
+            head = queue[0]
+            rank = (head[0], head[1])
+            if best is not None and rank >= best[0]:
+                continue
+            host = self._find_host(key)
+            if host is not None:
+                best = (rank, key, host)
+        if best is None:
+            return None
+        _, key, host = best
+        _, _, task = heapq.heappop(self._queues[key])
+        self.ready_count -= 1
+        return task, self._allocate(host, task)
+
+    def pick_within(self, alloc: Allocation) -> Task | None:
+        """Best ready task that fits inside an existing allocation (for prefetching onto a busy slot)."""
+        if not self.ready_count:
+            return None
+        best: tuple[tuple[int, int], Signature] | None = None
+        gpus = len(alloc.gpu_ids)
+        for key, queue in self._queues.items():
+            if queue and key[0] <= alloc.cpus and key[1] <= alloc.memory and key[2] <= gpus:
+                rank = (queue[0][0], queue[0][1])
+                if best is None or rank < best[0]:
+                    best = (rank, key)
+        if best is None:
+            return None
+        self.ready_count -= 1
+        return heapq.heappop(self._queues[best[1]])[2]
+
+    def has_idle_slot(self, more_than: int = 0) -> bool:
+        """Whether more than ``more_than`` slots on hosts with a free CPU are idle."""
+        count = 0
+        for host in self._available.values():
+            count += len(host.idle)
+            if count > more_than:
+                return True
+        return False
+
+    def fits_now(self, task: Task) -> bool:
+        """Whether some idle slot could take ``task`` right now."""
+        return self._find_host((task.cpus, task.memory, task.gpus)) is not None
+
+    def _find_host(self, key: Signature) -> Host | None:
+        cpus, memory, gpus = key
+        for host in self._available.values():
+            if host.fits(cpus, memory, gpus):
+                return host
+        return None
+
+    def _allocate(self, host: Host, task: Task) -> Allocation:
+        rank = host.idle.pop()
+        host.free_cpus -= task.cpus
+        host.free_memory -= task.memory
+        gpu_ids: tuple[str, ...] = ()
+        if task.gpus:
+            gpu_ids = tuple(host.free_gpus[: task.gpus])
+            del host.free_gpus[: task.gpus]
+        self._refresh(host)
+        return Allocation(rank, host, task.cpus, task.memory, gpu_ids)
+
+    def release(self, alloc: Allocation) -> None:
+        host = alloc.host
+        host.free_cpus += alloc.cpus
+        host.free_memory += alloc.memory
+        host.free_gpus.extend(alloc.gpu_ids)
+        host.idle.append(alloc.rank)
+        self._refresh(host)
+
+    @property
+    def total_cpus(self) -> int:
+        return sum(h.cpus for h in self.hosts.values())

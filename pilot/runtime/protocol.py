@@ -1,0 +1,130 @@
+"""Typed messages between the master (rank 0) and the workers.
+
+Messages are small slotted dataclasses pickled by the transport. The worker's
+``Hello`` carries ``PROTOCOL_VERSION`` and the master refuses a mismatch, so a
+job that mixes two pilot versions (say, a stale install on some nodes) fails
+at start instead of misbehaving later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PROTOCOL_VERSION = 1
+
+
+@dataclass(slots=True)
+class Hello:
+    """Worker -> master: registration with the host's resources."""
+
+    version: int
+    rank: int
+    hostname: str
+    memory_mb: int
+    cpus: int
+    gpu_ids: tuple[str, ...]
+    pid: int
+
+
+@dataclass(slots=True)
+class HostSetup:
+    """Master -> one worker per host: run the host script (if any) and report."""
+
+    script: str | None
+    host_rank: int
+
+
+@dataclass(slots=True)
+class HostReady:
+    """Worker -> master: the host script started and exited 0 (or ``error`` says why not)."""
+
+    hostname: str
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class RunTask:
+    """Master -> worker: run one attempt of a task.
+
+    A worker may receive one while a task runs (prefetch): it queues it and
+    starts it the moment the running task ends, so short tasks do not wait
+    for a round trip to the master.
+    """
+
+    name: str
+    argv: list[str]
+    attempt: int
+    memory: int = 0
+    cpus: int = 1
+    gpu_ids: tuple[str, ...] = ()
+    pegasus_id: str | None = None
+    pipe_forwards: list[tuple[str, str]] = field(default_factory=list)
+    file_forwards: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TaskResult:
+    """Worker -> master: how an attempt ended.
+
+    ``status`` is the exit code, or minus the signal number. ``forwards``
+    holds (destination, data) pairs of I/O forwarding, only for status 0.
+    ``error`` explains failures that are not the task's own (spawn failure,
+    forwarding source missing or too large).
+    """
+
+    name: str
+    status: int
+    start: float
+    duration: float
+    forwards: list[tuple[str, bytes]] = field(default_factory=list)
+    error: str | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+
+
+@dataclass(slots=True)
+class Recall:
+    """Master -> worker: give back a prefetched task that has not started."""
+
+    name: str
+
+
+@dataclass(slots=True)
+class Recalled:
+    """Worker -> master: this prefetched task was dropped unstarted (recall or abort)."""
+
+    name: str
+
+
+@dataclass(slots=True)
+class KillTask:
+    """Master -> worker: end the running task (SIGTERM to its group, then SIGKILL) and drop queued ones."""
+
+    reason: str
+
+
+@dataclass(slots=True)
+class Shutdown:
+    """Master -> worker: no more work; clean up and say Bye."""
+
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class Bye:
+    """Worker -> master: stdio files closed, host script stopped; safe to merge."""
+
+    rank: int
+
+
+@dataclass(slots=True)
+class WorkerFailed:
+    """Worker -> master: the worker cannot go on (e.g. cannot open its stdio files)."""
+
+    rank: int
+    error: str
+
+
+Message = (
+    Hello | HostSetup | HostReady | RunTask | TaskResult | Recall | Recalled | KillTask | Shutdown | Bye | WorkerFailed
+)

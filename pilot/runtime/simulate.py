@@ -1,0 +1,155 @@
+"""Simulated workers on a virtual clock, for tests and the scheduling benchmark.
+
+``SimCluster`` plays every worker rank behind an ``InProcTransport``: it
+registers hosts, answers host setup, and runs tasks the way a real worker
+does (one at a time per rank, prefetched tasks queued behind the running one,
+recalls honoured, kills obeyed) but finishes them on a virtual clock instead
+of spawning processes. Tests inspect the start order and the resources in
+use at every start.
+"""
+
+from __future__ import annotations
+
+import collections
+import heapq
+import itertools
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pilot.runtime.protocol import (
+    PROTOCOL_VERSION,
+    Bye,
+    Hello,
+    HostReady,
+    HostSetup,
+    KillTask,
+    Message,
+    Recall,
+    Recalled,
+    RunTask,
+    Shutdown,
+    TaskResult,
+)
+from pilot.runtime.transport import InProcTransport
+
+
+@dataclass
+class SimHost:
+    name: str
+    cpus: int = 4
+    memory: int = 4096
+    gpu_ids: tuple[str, ...] = ()
+    slots: int = 4
+
+
+@dataclass
+class SimRank:
+    rank: int
+    host: SimHost
+    running: tuple[RunTask, float] | None = None  # task, virtual start
+    queue: collections.deque = field(default_factory=collections.deque)
+
+
+class SimCluster:
+    """Ranks 1..n spread over ``hosts``; ``duration(name)`` and ``status(name, attempt)`` script the tasks."""
+
+    def __init__(
+        self,
+        hosts: list[SimHost],
+        duration: Callable[[str], float] = lambda name: 1.0,
+        status: Callable[[str, int], int] = lambda name, attempt: 0,
+        hello_cpus: int | None = None,
+    ) -> None:
+        self.ranks: list[SimRank] = []
+        for host in hosts:
+            for _ in range(host.slots):
+                self.ranks.append(SimRank(len(self.ranks) + 1, host))
+        self.duration = duration
+        self.status = status
+        self.clock = 0.0
+        self.events: list[tuple[float, int, int]] = []  # (end time, tiebreak, rank)
+        self._tie = itertools.count()
+        self.started: list[tuple[float, str, int]] = []  # (time, task, rank)
+        self.peak: dict[str, tuple[int, int, int]] = {}
+        self.recalled: list[str] = []
+        self.transport = InProcTransport([_Handler(self, r) for r in self.ranks])
+        self.transport.on_idle = self._advance
+        for r in self.ranks:
+            self.transport.deliver(
+                r.rank,
+                Hello(PROTOCOL_VERSION, r.rank, r.host.name, r.host.memory, hello_cpus or r.host.cpus, r.host.gpu_ids, 1000 + r.rank),
+            )
+
+    # -- worker behaviour ----------------------------------------------------
+    def handle(self, r: SimRank, msg: Message, reply: Callable[[Message], None]) -> None:
+        if isinstance(msg, HostSetup):
+            reply(HostReady(r.host.name))
+        elif isinstance(msg, RunTask):
+            r.queue.append(msg)
+            if r.running is None:
+                self._start_next(r)
+        elif isinstance(msg, Recall):
+            for queued in r.queue:
+                if queued.name == msg.name:
+                    r.queue.remove(queued)
+                    self.recalled.append(msg.name)
+                    reply(Recalled(msg.name))
+                    break
+        elif isinstance(msg, KillTask):
+            while r.queue:
+                reply(Recalled(r.queue.popleft().name))
+            if r.running is not None:
+                task, start = r.running
+                r.running = None
+                reply(TaskResult(task.name, -15, start, self.clock - start))
+        elif isinstance(msg, Shutdown):
+            while r.queue:
+                reply(Recalled(r.queue.popleft().name))
+            reply(Bye(r.rank))
+
+    def _start_next(self, r: SimRank) -> None:
+        if not r.queue:
+            return
+        task = r.queue.popleft()
+        r.running = (task, self.clock)
+        self.started.append((self.clock, task.name, r.rank))
+        heapq.heappush(self.events, (self.clock + self.duration(task.name), next(self._tie), r.rank))
+        self._check_usage(r.host)
+
+    def _check_usage(self, host: SimHost) -> None:
+        cpus = mem = gpus = 0
+        for r in self.ranks:
+            if r.host is host and r.running is not None:
+                cpus += r.running[0].cpus
+                mem += r.running[0].memory
+                gpus += len(r.running[0].gpu_ids)
+        old = self.peak.get(host.name, (0, 0, 0))
+        self.peak[host.name] = (max(old[0], cpus), max(old[1], mem), max(old[2], gpus))
+
+    def _advance(self, timeout: float | None) -> None:
+        """The master waits: finish the running task that ends first."""
+        while self.events:
+            end, _, rank = heapq.heappop(self.events)
+            r = self.ranks[rank - 1]
+            if r.running is None:
+                continue  # killed earlier
+            task, start = r.running
+            if end < self.clock:
+                continue
+            self.clock = end
+            r.running = None
+            self.transport.deliver(rank, TaskResult(task.name, self.status(task.name, task.attempt), start, end - start))
+            self._start_next(r)
+            return
+
+    def order(self) -> list[str]:
+        return [name for _, name, _ in self.started]
+
+
+class _Handler:
+    def __init__(self, cluster: SimCluster, r: SimRank) -> None:
+        self.cluster = cluster
+        self.r = r
+
+    def handle(self, msg: Message, reply: Callable[[Message], None]) -> None:
+        self.cluster.handle(self.r, msg, reply)

@@ -1,0 +1,223 @@
+"""Start a task, collect its forwarded I/O, and wait for it without spinning.
+
+Spawning uses ``os.posix_spawnp`` (vfork+exec in glibc): a worker that holds
+MPI buffers would pay for copying page tables with fork. Each task gets its
+own process group (so the whole tree can be signalled at abort), default
+dispositions for the signals Python ignores (SIGPIPE, SIGXFSZ), stdin from
+/dev/null and its stdout/stderr dup'ed from already-open files.
+
+Waiting is event driven: SIGCHLD writes to a wakeup pipe, and the worker
+selects on that pipe plus the task's forwarding pipes, so a task's exit is
+seen at once and an idle wait costs no CPU. This works on any Linux kernel
+(pidfd would need 5.3; RHEL 8 ships 4.18).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import time
+from dataclasses import dataclass, field
+
+FILE_FORWARD_LIMIT = 1024 * 1024
+KILL_GRACE = 3.0
+
+
+class ChildWaker:
+    """SIGCHLD -> wakeup fd, installed once per worker process (main thread)."""
+
+    def __init__(self) -> None:
+        self.rfd, self.wfd = os.pipe()
+        os.set_blocking(self.rfd, False)
+        os.set_blocking(self.wfd, False)
+        signal.signal(signal.SIGCHLD, _ignore)
+        self._old = signal.set_wakeup_fd(self.wfd, warn_on_full_buffer=False)
+
+    def drain(self) -> None:
+        try:
+            while os.read(self.rfd, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def close(self) -> None:
+        signal.set_wakeup_fd(self._old)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.close(self.rfd)
+        os.close(self.wfd)
+
+
+def _ignore(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+    pass
+
+
+@dataclass(slots=True, eq=False)
+class Pipe:
+    """The worker's read end of one -f VAR=FILE forward, and what came through it."""
+
+    fd: int
+    var: str
+    dest: str
+    chunks: list[bytes] = field(default_factory=list)
+    open: bool = True
+
+    def close(self) -> None:
+        if self.open:
+            os.close(self.fd)
+            self.open = False
+
+
+@dataclass(slots=True)
+class Running:
+    pid: int
+    start: float
+    started: float  # monotonic
+    pipes: list[Pipe] = field(default_factory=list)
+    kill_at: float | None = None
+    status: int | None = None
+
+
+def limited_argv(argv: list[str], memory_mb: int) -> list[str]:
+    """Wrap argv so the task runs under RLIMIT_AS/RLIMIT_DATA of its request (--strict-limits).
+
+    posix_spawn has no rlimit attribute, lowering the worker's own limit
+    around the spawn breaks glibc's stack mmap, and preexec hooks force a slow
+    fork; ``sh`` sets the limits and execs the task (argv passed as
+    arguments, never interpolated into the script).
+    """
+    kb = str(memory_mb * 1024)
+    return ["/bin/sh", "-c", 'ulimit -v "$0" && ulimit -d "$0" && exec "$@"', kb, *argv]
+
+
+def spawn(
+    argv: list[str],
+    env: dict[str, str],
+    stdout_fd: int,
+    stderr_fd: int,
+    pipe_forwards: list[tuple[str, str]] = (),
+) -> Running:
+    """Start ``argv``; raise OSError if it cannot be executed."""
+    pipes: list[Pipe] = []
+    child_ends: list[int] = []
+    try:
+        if pipe_forwards:
+            env = dict(env)
+            for var, dest in pipe_forwards:
+                r, w = os.pipe()
+                os.set_blocking(r, False)
+                os.set_inheritable(w, True)
+                child_ends.append(w)
+                pipes.append(Pipe(r, var, dest))
+                env[var] = str(w)
+        actions = [
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, stdout_fd, 1),
+            (os.POSIX_SPAWN_DUP2, stderr_fd, 2),
+        ]
+        start = time.time()
+        started = time.monotonic()
+        pid = os.posix_spawnp(
+            argv[0],
+            argv,
+            env,
+            file_actions=actions,
+            setpgroup=0,
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+            setsigmask=(),
+        )
+    except BaseException:
+        for pipe in pipes:
+            pipe.close()
+        raise
+    finally:
+        for w in child_ends:
+            os.close(w)
+    return Running(pid, start, started, pipes)
+
+
+def read_pipes(run: Running, ready: list[int] | None = None) -> None:
+    """Read what is available on (ready) forwarding pipes; close them at EOF."""
+    for pipe in run.pipes:
+        if not pipe.open or (ready is not None and pipe.fd not in ready):
+            continue
+        while True:
+            try:
+                data = os.read(pipe.fd, 1 << 16)
+            except BlockingIOError:
+                break
+            if not data:
+                pipe.close()
+                break
+            pipe.chunks.append(data)
+
+
+def reap(run: Running) -> bool:
+    """True (and ``run.status`` set) once the task has exited."""
+    pid, wstatus = os.waitpid(run.pid, os.WNOHANG)
+    if pid == 0:
+        return False
+    run.status = os.waitstatus_to_exitcode(wstatus)
+    return True
+
+
+def signal_group(pid: int, signum: int) -> None:
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def wait(run: Running, waker: ChildWaker, must_end, check_every: float = 0.05) -> None:
+    """Block until the task exits, reading its pipes.
+
+    ``must_end()`` is called at least every ``check_every`` seconds; once it
+    returns True the task's group gets SIGTERM, then SIGKILL KILL_GRACE
+    seconds later.
+    """
+    while not reap(run):
+        fds = [waker.rfd]
+        fds.extend(p.fd for p in run.pipes if p.open)
+        timeout = check_every
+        if run.kill_at is not None:
+            timeout = max(0.0, min(timeout, run.kill_at - time.monotonic()))
+        ready, _, _ = select.select(fds, [], [], timeout)
+        if ready:
+            if waker.rfd in ready:
+                waker.drain()
+            if len(fds) > 1:
+                read_pipes(run, ready)
+        if run.kill_at is None:
+            if must_end():
+                signal_group(run.pid, signal.SIGTERM)
+                run.kill_at = time.monotonic() + KILL_GRACE
+        elif time.monotonic() >= run.kill_at:
+            signal_group(run.pid, signal.SIGKILL)
+            run.kill_at = float("inf")
+    # Take what the task wrote before it exited; a pipe still held open by a
+    # background grandchild must not block us, so read only what is there.
+    read_pipes(run)
+    for pipe in run.pipes:
+        pipe.close()
+
+
+def pipe_data(run: Running) -> list[tuple[str, bytes]]:
+    """(destination, data) per pipe forward, in declaration order."""
+    return [(p.dest, b"".join(p.chunks)) for p in run.pipes]
+
+
+def read_file_forward(src: str) -> bytes:
+    """Read (at most 1 MB) and delete a file-forward source; raise ValueError if unusable."""
+    try:
+        with open(src, "rb") as fh:
+            data = fh.read(FILE_FORWARD_LIMIT + 1)
+    except OSError as exc:
+        raise ValueError(f"file forward source {src}: {exc.strerror or exc}") from None
+    finally:
+        try:
+            os.unlink(src)
+        except OSError:
+            pass
+    if len(data) > FILE_FORWARD_LIMIT:
+        raise ValueError(f"file forward source {src} is larger than 1 MB; write large outputs to a file instead")
+    return data

@@ -1,0 +1,258 @@
+"""A worker rank: register, run what the master sends, report, repeat.
+
+The worker owns everything that touches the task's process: spawning,
+stdio files, forwarding pipes and files, the ``[cluster-task]`` record, the
+host script of its host, and ending tasks on KillTask or SIGTERM. It keeps
+no DAG state.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import signal
+import time
+
+from pilot.monitor import records, stdio
+from pilot.runtime import hostinfo, taskexec
+from pilot.runtime.hostscript import HostScript
+from pilot.runtime.options import RunOptions
+from pilot.runtime.protocol import (
+    PROTOCOL_VERSION,
+    Bye,
+    Hello,
+    HostReady,
+    HostSetup,
+    KillTask,
+    Recall,
+    Recalled,
+    RunTask,
+    Shutdown,
+    TaskResult,
+    WorkerFailed,
+)
+from pilot.runtime.transport import Transport
+
+log = logging.getLogger("pilot.worker")
+
+MASTER = 0
+
+
+class Worker:
+    def __init__(self, opts: RunOptions, transport: Transport) -> None:
+        self.opts = opts
+        self.t = transport
+        self.rank = transport.rank
+        self.hostname = hostinfo.hostname()
+        self.host_rank = 0
+        self.host_script: HostScript | None = None
+        self.terminating = False
+        self.kill_requested = False
+        self.shutdown_pending = False
+        self.queue: collections.deque[RunTask] = collections.deque()
+        self._out_fd = -1
+        self._err_fd = -1
+        self._env = dict(os.environ)
+        self._waker: taskexec.ChildWaker | None = None
+
+    # -- lifecycle ------------------------------------------------------------
+    def run(self) -> int:
+        _make_inherited_fds_cloexec()
+        if not self.opts.keep_affinity:
+            _reset_affinity()
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        self._waker = taskexec.ChildWaker()
+        self.t.send(
+            MASTER,
+            Hello(PROTOCOL_VERSION, self.rank, self.hostname, hostinfo.memory_mb(), hostinfo.cpu_count(), hostinfo.gpu_ids(), os.getpid()),
+        )
+        try:
+            while not self.shutdown_pending:
+                if self.queue:
+                    self.t.send(MASTER, self.run_task(self.queue.popleft()))
+                    continue
+                # After SIGTERM the worker still waits for the master's Shutdown.
+                got = self.t.recv()
+                if got is not None:
+                    self._on_message(got[1], running=False)
+        finally:
+            self.cleanup()
+        self.t.send(MASTER, Bye(self.rank))
+        return 0
+
+    def _on_message(self, msg, running: bool) -> None:
+        """Handle one message from the master; ``running`` says a task is under way."""
+        if isinstance(msg, RunTask):
+            self.queue.append(msg)
+        elif isinstance(msg, Recall):
+            for queued in self.queue:
+                if queued.name == msg.name:
+                    self.queue.remove(queued)
+                    self.t.send(MASTER, Recalled(msg.name))
+                    break
+            # else: it already started; its result will tell the master
+        elif isinstance(msg, (KillTask, Shutdown)):
+            self._drop_queue()
+            if running:
+                self.kill_requested = True
+            if isinstance(msg, Shutdown):
+                self.shutdown_pending = True
+        elif isinstance(msg, HostSetup):
+            self.t.send(MASTER, self.setup_host(msg))
+        else:
+            log.error("worker %d: unexpected message %s", self.rank, type(msg).__name__)
+
+    def _drop_queue(self) -> None:
+        while self.queue:
+            self.t.send(MASTER, Recalled(self.queue.popleft().name))
+
+    def cleanup(self) -> None:
+        if self.host_script is not None:
+            self.host_script.stop()
+            self.host_script = None
+        for fd in (self._out_fd, self._err_fd):
+            if fd >= 0:
+                os.close(fd)
+        self._out_fd = self._err_fd = -1
+        if self._waker is not None:
+            self._waker.close()
+            self._waker = None
+
+    def _on_signal(self, signum, frame) -> None:  # noqa: ARG002
+        # The master gets the same signal from the launcher and aborts the
+        # run; the worker ends its task and waits for the master's Shutdown.
+        self.terminating = True
+
+    # -- host setup -----------------------------------------------------------
+    def setup_host(self, msg: HostSetup) -> HostReady:
+        self.host_rank = msg.host_rank
+        if msg.script:
+            self.host_script = HostScript(msg.script, self.rank)
+            error = self.host_script.start_and_wait(lambda: self.terminating)
+            return HostReady(self.hostname, error)
+        return HostReady(self.hostname)
+
+    # -- tasks ----------------------------------------------------------------
+    def _stdio(self, msg: RunTask) -> tuple[int, int, bool, str | None, str | None]:
+        if self.opts.per_task_stdio:
+            out, err, out_path, err_path = stdio.open_task_stdio(self.opts.dag, msg.name, msg.attempt - 1)
+            return out, err, True, out_path, err_path
+        if self._out_fd < 0:
+            out_path, err_path = stdio.worker_paths(self.opts.dag, self.rank)
+            self._out_fd = stdio.open_append(out_path)
+            self._err_fd = stdio.open_append(err_path)
+        return self._out_fd, self._err_fd, False, None, None
+
+    def run_task(self, msg: RunTask) -> TaskResult:
+        self.kill_requested = False
+        try:
+            out_fd, err_fd, own, out_path, err_path = self._stdio(msg)
+        except OSError as exc:
+            error = f"cannot open stdio files for task {msg.name}: {exc}"
+            self.t.send(MASTER, WorkerFailed(self.rank, error))
+            return TaskResult(msg.name, 1, time.time(), 0.0, error=error)
+        try:
+            return self._execute(msg, out_fd, err_fd, out_path, err_path)
+        finally:
+            if own:
+                os.close(out_fd)
+                os.close(err_fd)
+
+    def _task_env(self, msg: RunTask) -> dict[str, str]:
+        env = dict(self._env)
+        env["PMC_TASK"] = msg.name
+        env["PMC_MEMORY"] = str(msg.memory)
+        env["PMC_CPUS"] = str(msg.cpus)
+        env["PMC_RANK"] = str(self.rank)
+        env["PMC_HOST_RANK"] = str(self.host_rank)
+        if msg.gpu_ids:
+            ids = ",".join(msg.gpu_ids)
+            env["PMC_GPUS"] = ids
+            env["CUDA_VISIBLE_DEVICES"] = ids
+            env["ROCR_VISIBLE_DEVICES"] = ids
+        return env
+
+    def _execute(self, msg: RunTask, out_fd: int, err_fd: int, out_path: str | None, err_path: str | None) -> TaskResult:
+        argv = msg.argv
+        if self.opts.strict_limits and msg.memory > 0:
+            argv = taskexec.limited_argv(argv, msg.memory)
+        try:
+            run = taskexec.spawn(argv, self._task_env(msg), out_fd, err_fd, msg.pipe_forwards)
+        except OSError as exc:
+            start = time.time()
+            error = f"Unable to exec command {msg.argv[0]} for task {msg.name}: {exc.strerror or exc}"
+            os.write(err_fd, (error + "\n").encode())
+            status = 127
+            self._record(msg, out_fd, start, 0.0, status)
+            return TaskResult(msg.name, status, start, 0.0, error=error, stdout=out_path, stderr=err_path)
+        assert self._waker is not None
+        taskexec.wait(run, self._waker, self._must_end)
+        duration = time.monotonic() - run.started
+        status = run.status if run.status is not None else -signal.SIGKILL
+        forwards: list[tuple[str, bytes]] = []
+        error = None
+        if status == 0:
+            forwards = taskexec.pipe_data(run)
+        for src, dest in msg.file_forwards:
+            if status != 0:
+                _remove(src)
+                continue
+            try:
+                forwards.append((dest, taskexec.read_file_forward(src)))
+            except ValueError as exc:
+                error = str(exc)
+                os.write(err_fd, (f"pilot: task {msg.name}: {error}\n").encode())
+                status = 1
+                forwards = []
+        if status != 0:
+            forwards = []
+        self._record(msg, out_fd, run.start, duration, status)
+        return TaskResult(msg.name, status, run.start, duration, forwards, error, out_path, err_path)
+
+    def _record(self, msg: RunTask, out_fd: int, start: float, duration: float, status: int) -> None:
+        line = records.cluster_task(
+            msg.name, start, duration, status, msg.argv[0], self.hostname, self.rank, msg.cpus, msg.memory, msg.pegasus_id
+        )
+        os.write(out_fd, line.encode("utf-8", "surrogateescape"))
+
+    def _must_end(self) -> bool:
+        """Pump the master's messages while a task runs; True once it must be ended."""
+        while not (self.kill_requested or self.terminating):
+            got = self.t.recv(timeout=0)
+            if got is None:
+                break
+            self._on_message(got[1], running=True)
+        if self.terminating:
+            self._drop_queue()
+        return self.kill_requested or self.terminating
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _make_inherited_fds_cloexec() -> None:
+    """Keep the MPI library's descriptors (PMI sockets, shm) out of tasks."""
+    try:
+        fds = [int(x) for x in os.listdir("/proc/self/fd")]
+    except OSError:
+        return
+    for fd in fds:
+        if fd > 2:
+            try:
+                os.set_inheritable(fd, False)
+            except OSError:
+                pass
+
+
+def _reset_affinity() -> None:
+    """Let tasks use every CPU of the host (PMC does the same unless --keep-affinity)."""
+    try:
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    except (OSError, AttributeError):
+        log.debug("could not reset CPU affinity", exc_info=True)

@@ -1,0 +1,48 @@
+"""Shared helpers: DAG files in tmp dirs, simulated runs, and the venv's MPI tools."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from pilot.runtime.master import Master
+from pilot.runtime.options import RunOptions
+from pilot.runtime.simulate import SimCluster, SimHost
+
+
+@pytest.fixture
+def dagfile(tmp_path: Path):
+    def make(text: str, name: str = "wf.dag") -> str:
+        path = tmp_path / name
+        path.write_text(text)
+        return str(path)
+
+    return make
+
+
+def simulate(dag: str, hosts: list[SimHost] | None = None, events=None, **kw) -> tuple[int, SimCluster, Master]:
+    """Run the real master against simulated workers; returns (exit code, cluster, master)."""
+    cluster_kw = {k: kw.pop(k) for k in ("duration", "status", "hello_cpus") if k in kw}
+    cluster = SimCluster(hosts or [SimHost("h1", cpus=2, slots=2)], **cluster_kw)
+    opts = RunOptions(dag=dag, **kw)
+    master = Master(opts, cluster.transport, events)
+    return master.run(), cluster, master
+
+
+def mpiexec() -> str | None:
+    """The mpiexec next to this interpreter (the mpich wheel's), else one on PATH."""
+    here = Path(sys.executable).parent / "mpiexec"
+    if here.exists():
+        return str(here)
+    return shutil.which("mpiexec")
+
+
+@pytest.fixture(autouse=True)
+def _no_pmc_env(monkeypatch):
+    for var in ("PMC_HOST_SCRIPT", "PMC_HOST_MEMORY", "PMC_HOST_CPUS", "PMC_HOST_GPUS", "PMC_MAX_WALL_TIME"):
+        monkeypatch.delenv(var, raising=False)
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")

@@ -1,0 +1,246 @@
+"""pilot run under mpiexec: the PMC contract end to end."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.mpi.helpers import pilot_cmd, run_pilot
+
+pytestmark = pytest.mark.mpi
+
+DIAMOND = """# diamond.dag
+TASK A /bin/echo "I am A"
+TASK B /bin/echo "I am B"
+TASK C /bin/echo "I am C"
+TASK D /bin/echo "I am D"
+EDGE A B
+EDGE A C
+EDGE B D
+EDGE C D
+"""
+
+
+def test_diamond_merges_stdio_and_succeeds(dagfile):
+    dag = dagfile(DIAMOND)
+    res = run_pilot([dag])
+    assert res.returncode == 0, res.stderr
+    for t in "ABCD":
+        assert f"I am {t}\n[cluster-task name={t}, start=" in res.stdout
+    assert res.stdout.rstrip().splitlines()[-1].startswith('[cluster-summary stat="ok", tasks=4, submitted=4, succeeded=4, failed=0')
+    assert "Workflow succeeded" in res.stderr and "Resource utilization (with master)" in res.stderr
+    assert not list(Path(dag).parent.glob("wf.dag.out.*"))  # merged and removed
+    assert Path(dag + ".rescue").read_text().count("DONE") == 4
+    resource = Path(dag + ".resource").read_text().splitlines()
+    assert all(re.fullmatch(r"\d+\.\d{6},\d+,\d+,\d+,\S+", line) for line in resource) and len(resource) >= 9
+
+
+def test_pilot_mpi_cluster_is_the_same_program(dagfile):
+    res = run_pilot(["--no-resource-log", dagfile(DIAMOND)], program="pmc")
+    assert res.returncode == 0 and res.stdout.count("[cluster-task") == 4
+    version = run_pilot(["-V"], program="pmc")
+    assert version.returncode == 0 and version.stdout.startswith("pilot-mpi-cluster ") and version.stdout.count("\n") == 1
+
+
+def test_one_rank_is_a_clear_error(dagfile):
+    res = run_pilot([dagfile(DIAMOND)], n=1)
+    assert res.returncode == 2
+    assert res.stderr.strip().count("\n") == 0 and "needs at least 2 MPI ranks" in res.stderr
+
+
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ("TASK A /bin/true\nTASK A /bin/true\n", "wf.dag:2: duplicate task 'A'"),
+        ("TASK A -m 10\n", "wf.dag:1: task 'A' has no executable"),
+        ("TASK A -q 1 /bin/true\n", "wf.dag:1: task 'A': unknown task option '-q'"),
+        ("TASK A /bin/true\nEDGE A B\n", "wf.dag:2: EDGE names unknown task 'B'"),
+        ("TASK A /bin/true\nTASK B /bin/true\nEDGE A B\nEDGE B A\n", "cycle: A -> B -> A"),
+        ("TASK A -m -1 /bin/true\n", "must not be negative"),
+    ],
+)
+def test_bad_dag_is_one_line_under_mpi(dagfile, text, fragment):
+    res = run_pilot([dagfile(text)])
+    assert res.returncode == 2
+    assert fragment in res.stderr and res.stderr.strip().count("\n") == 0 and "Traceback" not in res.stderr
+    verbose = run_pilot(["-v", dagfile(text)])
+    assert "Traceback" in verbose.stderr
+
+
+def test_bad_option_is_one_line_under_mpi(dagfile):
+    res = run_pilot(["--no-such-option", dagfile(DIAMOND)])
+    assert res.returncode == 2 and res.stderr.strip().count("\n") == 0 and "unrecognized arguments" in res.stderr
+
+
+def test_infeasible_task_aborts_before_anything_runs(dagfile, tmp_path):
+    marker = tmp_path / "ran"
+    dag = dagfile(f"TASK small /usr/bin/touch {marker}\nTASK big -c 4 -m 100 /bin/true\n")
+    res = run_pilot(["--host-cpus", "2", dag])
+    assert res.returncode == 1 and not marker.exists()
+    assert "wf.dag:2: task big requests 4 CPU(s), 100 MB memory" in res.stderr
+
+
+def test_failure_exit_status_and_kept_worker_files(dagfile, tmp_path):
+    dag = dagfile("TASK A /bin/echo hello\nTASK B /bin/sh -c 'echo bad >&2; exit 3'\nTASK C /bin/true\nEDGE B C\n")
+    res = run_pilot([dag])
+    assert res.returncode == 1
+    assert "hello" in res.stdout and "bad" in res.stderr  # merged even on failure
+    assert 'stat="failed", tasks=3, submitted=2, succeeded=1, failed=1' in res.stdout
+    assert "task B failed with status 3" in res.stderr and "2 of 3 tasks not done (B, C)" in res.stderr
+    kept = sorted(p.name for p in tmp_path.glob("wf.dag.*.[12]"))
+    assert kept  # per-worker files stay after a failed run
+    assert "status=3" in "".join((tmp_path / k).read_text() for k in kept if ".out." in k)
+
+
+def test_tries_and_per_task_stdio_numbering(dagfile, tmp_path):
+    counter = tmp_path / "count"
+    script = f"n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo try $n; [ $n -ge 3 ]"
+    dag = dagfile(f"TASK flaky -t 3 /bin/sh -c '{script}'\nTASK once /bin/echo single\n")
+    res = run_pilot(["--per-task-stdio", dag])
+    assert res.returncode == 0, res.stderr
+    assert [(tmp_path / f"flaky.out.{i:03d}").read_text().splitlines()[0] for i in range(3)] == ["try 1", "try 2", "try 3"]
+    assert not (tmp_path / "flaky.out.003").exists()
+    assert (tmp_path / "once.out.000").read_text().startswith("single\n[cluster-task name=once,")
+    assert "submitted=4, succeeded=2, failed=2" in res.stdout
+    rerun = run_pilot(["--per-task-stdio", "-s", dag])  # numbers continue after existing files
+    assert rerun.returncode == 0 and (tmp_path / "once.out.001").exists()
+
+
+def test_global_tries_and_max_failures(dagfile):
+    tasks = "".join(f"TASK f{i} /bin/false\n" for i in range(6))
+    res = run_pilot(["-t", "2", "-m", "1", dagfile(tasks)])
+    assert res.returncode == 1
+    assert "Max failures reached" in res.stderr
+    submitted = int(re.search(r"submitted=(\d+)", res.stdout).group(1))
+    assert submitted < 12  # stopped releasing work
+
+
+def test_stdout_stderr_files(dagfile, tmp_path):
+    dag = dagfile("TASK A /bin/sh -c 'echo out-A; echo err-A >&2'\nTASK B /bin/sh -c 'echo out-B; echo err-B >&2'\n")
+    res = run_pilot(["-o", str(tmp_path / "o.txt"), "-e", str(tmp_path / "e.txt"), dag])
+    assert res.returncode == 0
+    out = (tmp_path / "o.txt").read_text()
+    assert "out-A\n[cluster-task name=A" in out and "out-B\n[cluster-task name=B" in out
+    assert set((tmp_path / "e.txt").read_text().split()) == {"err-A", "err-B"}
+    assert "out-A" not in res.stdout and "[cluster-summary" in res.stdout
+
+
+def test_no_interleaving_within_a_task(dagfile, tmp_path):
+    writer = "import sys\nfor i in range(2000): sys.stdout.write(f'{sys.argv[1]} line {i}\\n'); sys.stdout.flush()"
+    (tmp_path / "w.py").write_text(writer)
+    tasks = "".join(f"TASK t{i} {sys.executable} {tmp_path / 'w.py'} t{i}\n" for i in range(6))
+    res = run_pilot([dagfile(tasks)], n=4)
+    assert res.returncode == 0
+    lines = [l for l in res.stdout.splitlines() if " line " in l]
+    blocks = [l.split()[0] for l in lines]
+    # each task's 2000 lines are contiguous
+    runs = [b for i, b in enumerate(blocks) if i == 0 or blocks[i - 1] != b]
+    assert sorted(runs) == [f"t{i}" for i in range(6)]
+
+
+def test_task_environment_and_annotation(dagfile):
+    dag = dagfile("#@ 12 tx::name ID12\nTASK envtask -m 5 -c 2 /bin/sh -c 'echo $PMC_TASK $PMC_MEMORY $PMC_CPUS $PMC_RANK $PMC_HOST_RANK'\n")
+    res = run_pilot(["--host-cpus", "4", dag])
+    assert res.returncode == 0
+    fields = res.stdout.splitlines()[0].split()
+    assert fields[:3] == ["envtask", "5", "2"] and fields[3] in ("1", "2") and fields[4] in ("0", "1")
+    assert "[cluster-task id=12, name=envtask," in res.stdout and "cpus=2, memory=5]" in res.stdout
+
+
+def test_host_memory_limits_concurrency(dagfile, tmp_path):
+    log = tmp_path / "spans"
+    step = f"/bin/sh -c 'echo start $(date +%s.%N) >> {log}; sleep 0.3; echo end $(date +%s.%N) >> {log}'"
+    dag = dagfile("".join(f"TASK m{i} -m 60 {step}\n" for i in range(4)))
+    res = run_pilot(["--host-memory", "100", dag], n=4)
+    assert res.returncode == 0, res.stderr
+    depth = peak = 0
+    events = sorted((float(t), k) for k, t in (l.split() for l in log.read_text().splitlines()))
+    for _, kind in events:
+        depth += 1 if kind == "start" else -1
+        peak = max(peak, depth)
+    assert peak == 1
+
+
+def test_env_alias_host_cpus(dagfile):
+    dag = dagfile("TASK a -c 3 /bin/true\n")
+    assert run_pilot([dag], env={"PMC_HOST_CPUS": "2"}).returncode == 1
+    assert run_pilot(["-s", dag], env={"PMC_HOST_CPUS": "4"}).returncode == 0
+
+
+def test_no_resource_log(dagfile):
+    dag = dagfile(DIAMOND)
+    assert run_pilot(["--no-resource-log", dag]).returncode == 0
+    assert not Path(dag + ".resource").exists()
+
+
+def test_lock_held_for_whole_run(dagfile):
+    dag = dagfile("TASK slow /bin/sleep 3\n")
+    first = subprocess.Popen(pilot_cmd([dag]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)  # well past parsing
+        second = run_pilot(["-r", dag + ".other", dag])
+        assert second.returncode == 1 and "locked by another pilot run" in second.stderr
+        assert second.stderr.strip().count("\n") == 0
+        unlocked = run_pilot(["-n", "-r", dag + ".third", "-s", dagfile("TASK quick /bin/true\n", "q.dag")])
+        assert unlocked.returncode == 0
+        nolock_same = run_pilot(["-n", "-s", "-r", dag + ".fourth", dag])
+        assert nolock_same.returncode == 0
+    finally:
+        out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+
+
+def _master_pid(dag: str) -> int | None:
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            if dag.encode() not in cmd or b"pilot" not in cmd:
+                continue
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"PMI_RANK=0" in env:
+            return int(entry)
+    return None
+
+
+def test_rescue_after_master_sigkill(dagfile, tmp_path):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    task = f"/bin/sh -c 'touch {runs}/$PMC_TASK.$$; sleep 0.05'"
+    names = [f"t{i:02d}" for i in range(60)]
+    text = "".join(f"TASK {n} {task}\n" for n in names)
+    text += "".join(f"EDGE t{i:02d} t{i + 30:02d}\n" for i in range(30))
+    dag = dagfile(text)
+    proc = subprocess.Popen(pilot_cmd([dag]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rescue = Path(dag + ".rescue")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not rescue.exists() or rescue.read_text().count("DONE") < 15):
+        time.sleep(0.02)
+    pid = _master_pid(dag)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode != 0
+    first_text = rescue.read_text()
+    assert first_text.endswith("\n")
+    done_first = {line.split()[1] for line in first_text.splitlines()}
+    assert all(re.fullmatch(r"DONE t\d\d", line) for line in first_text.splitlines())
+    assert 15 <= len(done_first) < 60
+    before = {p.name for p in runs.iterdir()}
+    res = run_pilot([dag])
+    assert res.returncode == 0, res.stderr
+    after = {p.name for p in runs.iterdir()} - before
+    rerun_tasks = {name.split(".")[0] for name in after}
+    assert not rerun_tasks & done_first  # nothing already DONE ran again
+    lines = rescue.read_text().splitlines()
+    assert sorted(lines) == sorted(f"DONE {n}" for n in names)  # each task DONE exactly once

@@ -1,0 +1,119 @@
+"""The real master against simulated workers (InProcTransport): no MPI, virtual time."""
+
+from pathlib import Path
+
+import pytest
+
+from pilot.errors import InfeasibleTask
+from pilot.monitor.jobstate import JobstateLog
+from pilot.runtime.simulate import SimHost
+from tests.conftest import simulate
+
+DIAMOND = "TASK A x\nTASK B x\nTASK C x\nTASK D x\nEDGE A B\nEDGE A C\nEDGE B D\nEDGE C D\n"
+
+
+def test_diamond_runs_in_dependency_order(dagfile, capsys):
+    dag = dagfile(DIAMOND)
+    rc, cluster, _ = simulate(dag)
+    assert rc == 0
+    order = cluster.order()
+    assert order[0] == "A" and order[-1] == "D" and sorted(order) == ["A", "B", "C", "D"]
+    out = capsys.readouterr().out
+    assert '[cluster-summary stat="ok", tasks=4, submitted=4, succeeded=4, failed=0, extra=0,' in out
+    assert Path(dag + ".rescue").read_text().split("\n")[:-1] == [f"DONE {t}" for t in order]
+
+
+def test_failure_blocks_children_and_fails_run(dagfile, capsys):
+    dag = dagfile(DIAMOND)
+    rc, cluster, _ = simulate(dag, status=lambda name, attempt: 3 if name == "B" else 0)
+    assert rc == 1
+    assert "D" not in cluster.order()
+    assert 'stat="failed", tasks=4, submitted=3, succeeded=2, failed=1' in capsys.readouterr().out
+
+
+def test_retries_use_new_attempts(dagfile, capsys):
+    dag = dagfile("TASK a x\nTASK b -t 3 x\n")
+    rc, cluster, _ = simulate(dag, tries=2, status=lambda name, attempt: 0 if attempt == 3 else 1)
+    assert rc == 1  # a fails twice; b succeeds on its third try
+    assert cluster.order().count("a") == 2 and cluster.order().count("b") == 3
+    assert "submitted=5, succeeded=1, failed=4" in capsys.readouterr().out
+
+
+def test_max_failures_stops_new_work(dagfile):
+    dag = dagfile("".join(f"TASK t{i} x\n" for i in range(10)))
+    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], max_failures=2, status=lambda n, a: 1)
+    assert rc == 1 and len(cluster.order()) == 2
+
+
+def test_priorities_and_fifo_on_one_slot(dagfile):
+    dag = dagfile("TASK a x\nTASK b -p 5 x\nTASK c x\nTASK d -p 5 x\nTASK e -p -3 x\n")
+    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)])
+    assert rc == 0 and cluster.order() == ["b", "d", "a", "c", "e"]
+
+
+def test_resources_never_oversubscribed(dagfile):
+    text = "".join(f"TASK m{i} -m 700 -c 1 x\n" for i in range(6)) + "".join(f"TASK c{i} -c 3 x\n" for i in range(4))
+    text += "".join(f"TASK s{i} x\n" for i in range(20))
+    dag = dagfile(text)
+    hosts = [SimHost("h1", cpus=4, memory=1500, slots=4), SimHost("h2", cpus=4, memory=1000, slots=3)]
+    rc, cluster, _ = simulate(dag, hosts, duration=lambda n: 0.5 if n[0] == "s" else 2.0)
+    assert rc == 0 and len(cluster.order()) == 30
+    for host in hosts:
+        cpus, mem, _ = cluster.peak[host.name]
+        assert cpus <= host.cpus and mem <= host.memory
+
+
+def test_backfill_runs_small_tasks_while_big_waits(dagfile):
+    dag = dagfile("TASK hold x\nTASK gate x\nTASK big -p 10 -c 2 x\nTASK s1 x\nTASK s2 x\nEDGE gate big\nEDGE gate s1\nEDGE gate s2\n")
+    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=2, slots=2)], duration=lambda n: 5.0 if n == "hold" else 1.0)
+    assert rc == 0
+    start = {name: t for t, name, _ in cluster.started}
+    assert start["s1"] < start["big"]  # backfilled while "hold" kept a CPU busy
+
+
+def test_host_overrides(dagfile):
+    dag = dagfile("TASK a -c 8 -m 100 x\n")
+    with pytest.raises(InfeasibleTask, match=r"wf.dag:1: task a requests 8 CPU\(s\)"):
+        simulate(dag, [SimHost("h", cpus=4, slots=1)])
+    rc, _, _ = simulate(dag, [SimHost("h", cpus=4, slots=1)], host_cpus=8)
+    assert rc == 0
+    with pytest.raises(InfeasibleTask):
+        simulate(dag, [SimHost("h", cpus=16, slots=1)], host_memory=50, skip_rescue=True)
+
+
+def test_rescue_log_skips_done_tasks(dagfile):
+    dag = dagfile(DIAMOND)
+    Path(dag + ".rescue").write_text("DONE A\nDONE C\n")
+    rc, cluster, _ = simulate(dag)
+    assert rc == 0 and cluster.order() == ["B", "D"]
+    rc, cluster, _ = simulate(dag, skip_rescue=True)
+    assert cluster.order()[0] == "A" and len(cluster.order()) == 4
+
+
+def test_prefetched_task_is_recalled_from_behind_a_long_task(dagfile):
+    """Short tasks switch prefetch on; a task queued behind a long one moves to an idle slot."""
+    text = "".join(f"TASK s{i} x\n" for i in range(4)) + "TASK long x\nTASK after x\n"
+    dag = dagfile(text)
+    rc, cluster, master = simulate(
+        dag, [SimHost("h", cpus=2, slots=2)], duration=lambda n: 100.0 if n == "long" else 0.01
+    )
+    assert rc == 0 and sorted(cluster.order()) == sorted([f"s{i}" for i in range(4)] + ["after", "long"])
+    assert cluster.recalled == ["after"]
+    start = {name: t for t, name, _ in cluster.started}
+    assert start["after"] < 1.0  # did not wait 100 s behind "long"
+    assert master.engine.submitted == 6
+
+
+def test_jobstate_log(dagfile, tmp_path):
+    dag = dagfile(DIAMOND)
+    log = JobstateLog(str(tmp_path / "jobstate.log"))
+    rc, _, _ = simulate(dag, status=lambda n, a: 3 if n == "C" else 0, events=[log])
+    lines = (tmp_path / "jobstate.log").read_text().splitlines()
+    assert lines[0].endswith("INTERNAL *** PMC_STARTED ***")
+    assert lines[-1].endswith("INTERNAL *** PMC_FINISHED 1 ***")
+    fields = [line.split()[1:] for line in lines[1:-1]]
+    a = [f for f in fields if f[0] == "A"]
+    assert [f[1] for f in a] == ["SUBMIT", "EXECUTE", "JOB_TERMINATED", "JOB_SUCCESS"]
+    assert a[0][2:] == ["1.0", "-", "-", "1"] and a[3][2:] == ["0", "-", "-", "1"]
+    c = [f for f in fields if f[0] == "C"]
+    assert c[-1][1:3] == ["JOB_FAILURE", "3"]

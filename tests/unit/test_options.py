@@ -1,0 +1,60 @@
+import pytest
+
+from pilot.errors import UsageError
+from pilot.runtime.options import parse_run_args
+
+
+def test_every_pmc_option():
+    o = parse_run_args(
+        ["-v", "-v", "-q", "-s", "-o", "out", "-e", "err", "-m", "3", "-t", "2", "-n", "-r", "r.log",
+         "--host-script", "hs.sh", "--host-memory", "2048", "--host-cpus", "8", "--host-gpus", "2", "--strict-limits",
+         "--max-wall-time", "0.5", "--per-task-stdio", "--jobstate-log", "--monitord-hack", "--no-resource-log",
+         "--no-sleep-on-recv", "--maxfds", "16", "--keep-affinity", "wf.dag"],
+        env={},
+    )
+    assert o.dag == "wf.dag" and o.verbosity == 1 and o.skip_rescue
+    assert (o.stdout, o.stderr, o.max_failures, o.tries, o.nolock, o.rescue_path) == ("out", "err", 3, 2, True, "r.log")
+    assert (o.host_script, o.host_memory, o.host_cpus, o.host_gpus) == ("hs.sh", 2048, 8, 2)
+    assert o.strict_limits and o.max_wall_time == 0.5 and o.per_task_stdio and o.jobstate_log and o.monitord_hack
+    assert not o.resource_log and not o.sleep_on_recv and o.maxfds == 16 and o.keep_affinity
+
+
+def test_long_forms_and_defaults():
+    o = parse_run_args(["--verbose", "--skip-rescue", "--stdout", "o", "--stderr", "e", "--max-failures", "1", "--tries", "4",
+                        "--nolock", "--rescue", "x", "wf.dag"], env={})
+    assert o.verbosity == 1 and o.skip_rescue and o.stdout == "o" and o.tries == 4 and o.rescue_path == "x"
+    d = parse_run_args(["wf.dag"], env={})
+    assert d.rescue_path == "wf.dag.rescue" and d.tries == 1 and d.max_failures == 0 and d.resource_log and d.sleep_on_recv
+
+
+def test_monitord_hack_implies_per_task_stdio():
+    assert parse_run_args(["--monitord-hack", "x.dag"], env={}).per_task_stdio
+
+
+def test_environment_aliases_and_precedence():
+    env = {"PMC_HOST_SCRIPT": "/s.sh", "PMC_HOST_MEMORY": "100", "PMC_HOST_CPUS": "3", "PMC_MAX_WALL_TIME": "2.5", "PMC_HOST_GPUS": "1"}
+    o = parse_run_args(["x.dag"], env=env)
+    assert (o.host_script, o.host_memory, o.host_cpus, o.max_wall_time, o.host_gpus) == ("/s.sh", 100, 3, 2.5, 1)
+    o = parse_run_args(["--host-cpus", "7", "--max-wall-time", "1", "x.dag"], env=env)
+    assert o.host_cpus == 7 and o.max_wall_time == 1.0
+
+
+@pytest.mark.parametrize(
+    "argv,env,fragment",
+    [
+        (["-t", "0", "x.dag"], {}, "-t/--tries: '0' must be at least 1"),
+        (["-m", "-1", "x.dag"], {}, "must be at least 0"),
+        (["--max-wall-time", "0", "x.dag"], {}, "positive number of minutes"),
+        (["--host-cpus", "lots", "x.dag"], {}, "is not an integer"),
+        (["--maxfds", "0", "x.dag"], {}, "must be at least 1"),
+        (["--maxfds", "100000000", "x.dag"], {}, "more than RLIMIT_NOFILE"),
+        (["--frobnicate", "x.dag"], {}, "unrecognized arguments: --frobnicate"),
+        ([], {}, "the following arguments are required"),
+        (["x.dag"], {"PMC_HOST_MEMORY": "much"}, "invalid value for PMC_HOST_MEMORY"),
+    ],
+)
+def test_bad_options_are_one_line_usage_errors(argv, env, fragment):
+    with pytest.raises(UsageError) as info:
+        parse_run_args(argv, env=env)
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+    assert info.value.exit_code == 2

@@ -1,0 +1,132 @@
+import pytest
+
+from pilot.dag import format_dag, parse_dag, read_dag
+from pilot.dag.cycles import topological_order
+from pilot.errors import DagError
+
+DIAMOND = """# diamond.dag
+TASK A /bin/echo "I am A"
+TASK B /bin/echo "I am B"
+TASK C /bin/echo "I am C"
+TASK D /bin/echo "I am D"
+EDGE A B
+EDGE A C
+EDGE B D
+EDGE C D
+"""
+
+
+def parse(text: str, path: str = "t.dag"):
+    return parse_dag(text.splitlines(True), path)
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(DagError) as info:
+        parse(text)
+    return str(info.value)
+
+
+def test_diamond():
+    dag = parse(DIAMOND)
+    assert list(dag.tasks) == ["A", "B", "C", "D"]
+    assert dag["A"].argv == ["/bin/echo", "I am A"]
+    assert [c.name for c in dag["A"].children] == ["B", "C"]
+    assert [p.name for p in dag["D"].parents] == ["B", "C"]
+    assert topological_order(dag) == ["A", "B", "C", "D"]
+
+
+def test_task_options():
+    dag = parse("TASK t01 -m 10.2 -c 1.5 -t 3 -p -4 -g 1 -f A=/tmp/a -f B=x=y -F /tmp/s=/d /bin/program -a -b\n")
+    t = dag["t01"]
+    assert (t.memory, t.cpus, t.tries, t.priority, t.gpus) == (11, 2, 3, -4, 1)
+    assert t.pipe_forwards == [("A", "/tmp/a"), ("B", "x=y")]
+    assert t.file_forwards == [("/tmp/s", "/d")]
+    assert t.argv == ["/bin/program", "-a", "-b"]
+
+
+def test_long_options_and_equals_form():
+    t = parse("TASK t --request-memory 5 --request-cpus=2 --tries 2 --priority 7 --pipe-forward V=f --file-forward a=b --request-gpus 1 x\n")["t"]
+    assert (t.memory, t.cpus, t.tries, t.priority, t.gpus) == (5, 2, 2, 7, 1)
+    assert t.pipe_forwards == [("V", "f")] and t.file_forwards == [("a", "b")]
+
+
+def test_options_only_before_executable():
+    t = parse("TASK t /bin/prog -m 10 -c 2\n")["t"]
+    assert t.memory == 0 and t.cpus == 1
+    assert t.argv == ["/bin/prog", "-m", "10", "-c", "2"]
+
+
+def test_defaults():
+    t = parse("TASK t x\n")["t"]
+    assert (t.memory, t.cpus, t.gpus, t.tries, t.priority) == (0, 1, 0, None, 0)
+
+
+def test_comments_blank_and_annotations():
+    dag = parse("\n   # a comment\n#@ 7 pegasus::findrange ID0000007\nTASK a x\n  TASK b y # not a comment\n")
+    assert dag["a"].pegasus_id == "7" and dag["a"].transformation == "pegasus::findrange" and dag["a"].dax_id == "ID0000007"
+    assert dag["b"].pegasus_id is None
+    assert dag["b"].argv == ["y", "#", "not", "a", "comment"]
+
+
+def test_edges_before_tasks_are_accepted():
+    dag = parse("EDGE a b\nTASK a x\nTASK b y\n")
+    assert [c.name for c in dag["a"].children] == ["b"]
+
+
+def test_duplicate_edge_ignored():
+    dag = parse("TASK a x\nTASK b y\nEDGE a b\nEDGE a b\n")
+    assert dag.edge_count() == 1 and len(dag["b"].parents) == 1
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("TASK a x\nTASK a y\n", "t.dag:2: duplicate task 'a'"),
+        ("TASK a x\nEDGE a b\n", "t.dag:2: EDGE names unknown task 'b'"),
+        ("TASK a x\nEDGE a\n", "t.dag:2: invalid EDGE record"),
+        ("TASK a x\nEDGE a a b\n", "t.dag:2: invalid EDGE record"),
+        ("TASK\n", "t.dag:1: invalid TASK record"),
+        ("TASK a -m 10\n", "t.dag:1: task 'a' has no executable"),
+        ("TASK a\n", "t.dag:1: task 'a' has no executable"),
+        ("TASK a -m\n", "t.dag:1: task 'a': option -m needs a value"),
+        ("TASK a -m -1 x\n", "t.dag:1: task 'a': -m '-1': must not be negative"),
+        ("TASK a -m lots x\n", "t.dag:1: task 'a': -m 'lots': not a number"),
+        ("TASK a -c 0 x\n", "t.dag:1: task 'a': -c '0': must be at least 1"),
+        ("TASK a -t 0 x\n", "t.dag:1: task 'a': -t '0': must be at least 1"),
+        ("TASK a -p 1.5 x\n", "t.dag:1: task 'a': -p '1.5': not an integer"),
+        ("TASK a -f nonsense x\n", "t.dag:1: task 'a': -f 'nonsense': expected VAR=FILE"),
+        ("TASK a -f 1X=f x\n", "not a valid environment variable name"),
+        ("TASK a -F src x\n", "t.dag:1: task 'a': -F 'src': expected SRC=DEST"),
+        ("TASK a --bogus 1 x\n", "t.dag:1: task 'a': unknown task option '--bogus'"),
+        ("JOB a x\n", "t.dag:1: invalid record 'JOB'"),
+        ("#@ 1 tx\nTASK a x\n", "t.dag:1: invalid '#@' annotation"),
+        ("TASK a x\nEDGE a a\n", "t.dag:2: cycle: a -> a"),
+    ],
+)
+def test_errors_are_one_line_with_location(text, expected):
+    message = error_of(text)
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_cycle_names_its_tasks():
+    message = error_of("TASK a x\nTASK b x\nTASK c x\nTASK d x\nEDGE a b\nEDGE b c\nEDGE c d\nEDGE d b\n")
+    assert "cycle: b -> c -> d -> b" in message
+
+
+def test_read_missing_file(tmp_path):
+    with pytest.raises(DagError) as info:
+        read_dag(str(tmp_path / "nope.dag"))
+    assert "cannot read DAG" in str(info.value)
+
+
+def test_roundtrip_through_writer():
+    text = "#@ 3 tx ID3\nTASK a -m 5 -c 2 -g 1 -t 2 -p -1 -f V=/o -F s=d /bin/echo 'two words' '' \"it's\" back\\\\slash\nTASK b x\nEDGE a b\n"
+    dag = parse(text)
+    again = parse(format_dag(dag))
+    for name in ("a", "b"):
+        x, y = dag[name], again[name]
+        assert (x.argv, x.memory, x.cpus, x.gpus, x.tries, x.priority, x.pipe_forwards, x.file_forwards, x.pegasus_id) == (
+            y.argv, y.memory, y.cpus, y.gpus, y.tries, y.priority, y.pipe_forwards, y.file_forwards, y.pegasus_id
+        )
+    assert again.edge_count() == 1

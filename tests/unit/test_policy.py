@@ -1,0 +1,125 @@
+from pilot.dag import parse_dag
+from pilot.runtime.policy import Policy
+
+
+def dag(text):
+    return parse_dag(text.splitlines(True), "t.dag")
+
+
+def drain(policy):
+    out = []
+    while (pick := policy.assign()) is not None:
+        out.append((pick[0].name, pick[1].rank))
+    return out
+
+
+def test_priority_then_fifo():
+    d = dag("TASK a x\nTASK b -p 5 x\nTASK c x\nTASK d -p 5 x\nTASK e -p -1 x\n")
+    p = Policy()
+    for rank in range(1, 6):
+        p.add_slot(rank, "h", 8, 1000)
+    for t in d:
+        p.push(t)
+    assert [name for name, _ in drain(p)] == ["b", "d", "a", "c", "e"]
+
+
+def test_backfill_when_best_does_not_fit_now():
+    d = dag("TASK big -p 10 -c 2 x\nTASK small -p 1 x\n")
+    p = Policy()
+    p.add_slot(1, "h", 2, 1000)
+    p.add_slot(2, "h", 2, 1000)
+    first = dag("TASK running x\n")["running"]
+    p.push(first)
+    (_, alloc) = p.assign()  # one CPU in use: big (2 CPUs) cannot start now
+    for t in d:
+        p.push(t)
+    assert [n for n, _ in drain(p)] == ["small"]
+    p.release(alloc)
+
+
+def test_workers_on_a_host_share_memory_and_cpus():
+    d = dag("".join(f"TASK t{i} -m 600 x\n" for i in range(4)))
+    p = Policy()
+    for rank in (1, 2, 3):
+        p.add_slot(rank, "h", 4, 1000)
+    for t in d:
+        p.push(t)
+    got = drain(p)
+    assert len(got) == 1  # 2 x 600 MB > 1000 MB
+    assert p.ready_count == 3
+
+
+def test_memory_hungry_tasks_use_other_hosts():
+    d = dag("TASK a -m 800 x\nTASK b -m 800 x\n")
+    p = Policy()
+    p.add_slot(1, "h1", 4, 1000)
+    p.add_slot(2, "h1", 4, 1000)
+    p.add_slot(3, "h2", 4, 1000)
+    for t in d:
+        p.push(t)
+    got = drain(p)
+    assert sorted(r for _, r in got) in ([1, 3], [2, 3])
+
+
+def test_gpus_scheduled_like_cpus_with_ids():
+    d = dag("TASK a -g 2 x\nTASK b -g 1 x\nTASK c -g 1 x\n")
+    p = Policy()
+    for rank in (1, 2, 3):
+        p.add_slot(rank, "h", 8, 1000, ("0", "1", "2"))
+    for t in d:
+        p.push(t)
+    picks = []
+    while (pick := p.assign()) is not None:
+        picks.append(pick)
+    assert [t.name for t, _ in picks] == ["a", "b"]
+    assert picks[0][1].gpu_ids == ("0", "1") and picks[1][1].gpu_ids == ("2",)
+    p.release(picks[0][1])
+    t, alloc = p.assign()
+    assert t.name == "c" and alloc.gpu_ids == ("0",)
+
+
+def test_infeasible_is_reported_with_the_request():
+    d = dag("TASK ok -c 4 x\nTASK huge -c 16 -m 5 x\n")
+    p = Policy()
+    p.add_slot(1, "h1", 4, 1000)
+    p.add_slot(2, "h2", 8, 100)
+    assert p.infeasible(d["ok"]) is None
+    why = p.infeasible(d["huge"])
+    assert "task huge requests 16 CPU(s), 5 MB memory" in why and "h2: 8 CPUs" in why
+
+
+def test_pick_within_an_allocation():
+    d = dag("TASK run -c 2 x\nTASK big -c 3 -p 9 x\nTASK fits -c 2 x\n")
+    p = Policy()
+    p.add_slot(1, "h", 4, 1000)
+    p.push(d["run"])
+    _, alloc = p.assign()
+    p.push(d["big"])
+    p.push(d["fits"])
+    assert p.pick_within(alloc).name == "fits"
+    assert p.pick_within(alloc) is None
+
+
+def test_assign_cost_does_not_grow_with_workers():
+    """With uniform tasks a match looks at one host, however many there are."""
+    d = dag("".join(f"TASK t{i} x\n" for i in range(20)))
+    p = Policy()
+    for h in range(1000):
+        for s in range(4):
+            p.add_slot(h * 4 + s + 1, f"h{h}", 4, 1000)
+    for t in d:
+        p.push(t)
+    calls = 0
+    original = p.hosts["h0"].__class__.fits
+
+    def counting(self, *a):
+        nonlocal calls
+        calls += 1
+        return original(self, *a)
+
+    p.hosts["h0"].__class__.fits = counting
+    try:
+        drain(p)
+    finally:
+        p.hosts["h0"].__class__.fits = original
+    assert calls == 20

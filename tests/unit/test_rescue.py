@@ -1,0 +1,47 @@
+from pathlib import Path
+import os
+
+import pytest
+
+from pilot.dag.rescue import RescueLog, read_rescue
+from pilot.errors import DagError
+
+
+def test_missing_log_means_nothing_done(tmp_path):
+    assert read_rescue(str(tmp_path / "x.rescue")) == set()
+
+
+def test_read_skips_blank_and_comments(tmp_path):
+    p = tmp_path / "r"
+    p.write_text("# header\n\nDONE a\n  DONE b  \nDONE my task\n")
+    assert read_rescue(str(p)) == {"a", "b", "my task"}
+
+
+def test_unknown_task_and_bad_record(tmp_path):
+    p = tmp_path / "r"
+    p.write_text("DONE a\nDONE zz\n")
+    with pytest.raises(DagError, match=r"r:2: rescue log names unknown task 'zz'"):
+        read_rescue(str(p), {"a"})
+    p.write_text("DONE a\nFINISHED b\n")
+    with pytest.raises(DagError, match=r"r:2: invalid rescue record"):
+        read_rescue(str(p))
+
+
+def test_torn_last_line_is_ignored(tmp_path):
+    p = tmp_path / "r"
+    p.write_bytes(b"DONE a\nDONE b")
+    assert read_rescue(str(p)) == {"a"}
+
+
+def test_writer_compacts_and_appends(tmp_path):
+    p = str(tmp_path / "r")
+    log = RescueLog(p, ["a", "b"])
+    log.done("c")
+    # each record reaches the kernel at once (survives SIGKILL of the writer)
+    assert Path(p).read_text() == "DONE a\nDONE b\nDONE c\n"
+    log.close()
+    log = RescueLog(p, sorted(read_rescue(p)))
+    log.done("d")
+    log.close()
+    assert Path(p).read_text() == "DONE a\nDONE b\nDONE c\nDONE d\n"
+    assert not [f for f in os.listdir(tmp_path) if ".tmp." in f]

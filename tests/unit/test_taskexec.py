@@ -1,0 +1,122 @@
+"""Task spawning, forwarding and killing with real processes (no MPI)."""
+
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+from pilot.runtime import taskexec
+
+
+@pytest.fixture
+def waker():
+    w = taskexec.ChildWaker()
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def outs(tmp_path):
+    out = os.open(tmp_path / "out", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    err = os.open(tmp_path / "err", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    yield out, err, tmp_path
+    os.close(out)
+    os.close(err)
+
+
+def run(argv, waker, outs, forwards=(), must_end=lambda: False, env=None):
+    r = taskexec.spawn(argv, env or dict(os.environ), outs[0], outs[1], list(forwards))
+    taskexec.wait(r, waker, must_end)
+    return r
+
+
+def test_exit_status_and_stdio(waker, outs):
+    r = run(["sh", "-c", "echo hello; echo oops >&2; exit 3"], waker, outs)
+    assert r.status == 3
+    assert (outs[2] / "out").read_text() == "hello\n" and (outs[2] / "err").read_text() == "oops\n"
+
+
+def test_signal_status_is_negative(waker, outs):
+    assert run(["sh", "-c", "kill -9 $$"], waker, outs).status == -9
+
+
+def test_missing_executable_raises(waker, outs):
+    with pytest.raises(OSError):
+        taskexec.spawn(["/no/such/program"], dict(os.environ), outs[0], outs[1])
+
+
+def test_task_gets_own_process_group_and_default_sigpipe(waker, outs):
+    r = run(["sh", "-c", "ps -o pid=,pgid= -p $$; grep SigIgn /proc/self/status"], waker, outs)
+    pid, pgid, _, ignored = (outs[2] / "out").read_text().split()
+    assert r.status == 0 and pid == pgid
+    assert not int(ignored, 16) & (1 << (signal.SIGPIPE - 1))  # the worker ignores SIGPIPE; tasks must not
+
+
+def test_pipe_forward_collects_data_in_order(waker, outs):
+    code = "import os\nfor v in ('A','B'):\n    fd=int(os.environ[v])\n    for i in range(3): os.write(fd, (v+str(i)).encode()*10000)\n"
+    r = run([sys.executable, "-c", code], waker, outs, [("A", "/dest/a"), ("B", "/dest/b")])
+    assert r.status == 0
+    data = dict(taskexec.pipe_data(r))
+    assert data["/dest/a"] == b"A0" * 10000 + b"A1" * 10000 + b"A2" * 10000
+    assert data["/dest/b"].startswith(b"B0") and len(data["/dest/b"]) == 60000
+
+
+def test_background_child_holding_pipe_does_not_block(waker, outs):
+    start = time.monotonic()
+    code = "import os,subprocess; fd=int(os.environ['F']); os.write(fd, b'hi\\n'); subprocess.Popen(['sleep', '5'], pass_fds=[fd])"
+    r = run([sys.executable, "-c", code], waker, outs, [("F", "/d")])
+    assert time.monotonic() - start < 2 and r.status == 0
+    assert dict(taskexec.pipe_data(r))["/d"] == b"hi\n"
+
+
+def test_kill_ends_the_whole_group(waker, outs, tmp_path):
+    marker = tmp_path / "child.pid"
+    calls = {"n": 0}
+
+    def must_end():
+        calls["n"] += 1
+        return marker.exists() and marker.read_text().strip() != ""
+
+    r = run(["sh", "-c", f"sleep 30 & echo $! > {marker}; wait"], waker, outs, must_end=must_end)
+    assert r.status == -signal.SIGTERM
+    child = int(marker.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and alive(child):
+        time.sleep(0.05)
+    assert not alive(child)
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_sigterm_ignored_task_gets_sigkill(waker, outs, monkeypatch):
+    monkeypatch.setattr(taskexec, "KILL_GRACE", 0.3)
+    r = run(["sh", "-c", "trap '' TERM; sleep 30"], waker, outs, must_end=lambda: True)
+    assert r.status == -signal.SIGKILL
+
+
+def test_file_forward_reads_deletes_and_limits(tmp_path):
+    src = tmp_path / "src"
+    src.write_bytes(b"payload")
+    assert taskexec.read_file_forward(str(src)) == b"payload" and not src.exists()
+    src.write_bytes(b"x" * (taskexec.FILE_FORWARD_LIMIT + 1))
+    with pytest.raises(ValueError, match="larger than 1 MB"):
+        taskexec.read_file_forward(str(src))
+    assert not src.exists()
+    with pytest.raises(ValueError, match="file forward source"):
+        taskexec.read_file_forward(str(tmp_path / "missing"))
+
+
+def test_strict_limits_wrapper_enforces_memory(waker, outs):
+    code = "b = bytearray(400 * 1024 * 1024)"
+    r = run(taskexec.limited_argv([sys.executable, "-c", code], 200), waker, outs)
+    assert r.status != 0 and "MemoryError" in (outs[2] / "err").read_text()
+    r = run(taskexec.limited_argv([sys.executable, "-c", "b = bytearray(10 * 1024 * 1024)"], 200), waker, outs)
+    assert r.status == 0
