@@ -6,51 +6,37 @@ ends the argument (so ``''`` is an empty argument); a backslash escapes the
 next character anywhere, inside quotes too. No variable expansion, no globbing.
 As in PMC, a trailing backslash stands for itself and an unterminated quote
 ends at the end of the line, so every DAG that PMC accepts splits the same.
+
+Lines without quotes or backslashes (most of them) take ``str.split``; the
+others a single regular expression per argument, which keeps a million-line
+DAG well inside the parse budget.
 """
 
 from __future__ import annotations
 
-_SPECIAL = frozenset("'\"\\")
+import re
+
+SPECIAL = re.compile(r"['\"\\]")
+# One argument: unquoted characters and escapes, then at most one quoted part
+# (which ends the argument). findall also yields empty matches between
+# arguments; those have neither text nor an opening quote.
+_TOKEN = re.compile(r"""((?:[^\s'"\\]|\\.?)*)(?:(['"])((?:[^'"\\]|\\.?)*)['"]?)?""", re.S)
+_ESCAPE = re.compile(r"\\(.)", re.S)
 
 
 def split_args(text: str) -> list[str]:
     """Split one record into arguments using PMC's quoting rules."""
-    if not any(c in _SPECIAL for c in text):
+    if SPECIAL.search(text) is None:
         return text.split()
     args: list[str] = []
-    cur: list[str] = []
-    have = False
-    quoted = False
-    i = 0
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 1
-            cur.append(text[i] if i < n else "\\")
-            have = True
-        elif quoted:
-            if c == "'" or c == '"':
-                quoted = False
-                args.append("".join(cur))
-                cur = []
-                have = False
-            else:
-                cur.append(c)
-        elif c == "'" or c == '"':
-            quoted = True
-            have = True
-        elif c.isspace():
-            if have:
-                args.append("".join(cur))
-                cur = []
-                have = False
+    for plain, quote, quoted in _TOKEN.findall(text):
+        if quote:
+            arg = plain + quoted
+        elif plain:
+            arg = plain
         else:
-            cur.append(c)
-            have = True
-        i += 1
-    if have:
-        args.append("".join(cur))
+            continue
+        args.append(_ESCAPE.sub(r"\1", arg) if "\\" in arg else arg)
     return args
 
 
@@ -58,8 +44,8 @@ def quote_arg(arg: str) -> str:
     """Quote one argument so that split_args gives it back unchanged."""
     if arg == "":
         return "''"
-    if not any(c in _SPECIAL or c.isspace() for c in arg):
+    if SPECIAL.search(arg) is None and not any(c.isspace() for c in arg):
         return arg
-    if not any(c in _SPECIAL for c in arg):
+    if SPECIAL.search(arg) is None:
         return '"' + arg + '"'
-    return "".join("\\" + c if c in _SPECIAL or c.isspace() else c for c in arg)
+    return "".join("\\" + c if c in "'\"\\" or c.isspace() else c for c in arg)

@@ -2,38 +2,77 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from pilot.dag.lexer import split_args
 
 
-@dataclass(slots=True, eq=False)
 class Task:
     """One TASK record of a PMC DAG.
 
     ``memory`` is in MB; ``tries`` is None when the task does not override the
     run-wide ``-t``. ``pegasus_id`` comes from a ``#@ <n> <tx> <daxid>``
     annotation and is echoed as ``id=<n>`` in the ``[cluster-task]`` record.
+
+    The parser keeps the command as written (``raw_args``) and splits it on
+    first use of ``argv``: PMC's quoting never rejects a line, so nothing is
+    lost by waiting, and a million-task DAG is ready to schedule sooner.
     """
 
-    name: str
-    argv: list[str]
-    memory: int = 0
-    cpus: int = 1
-    gpus: int = 0
-    tries: int | None = None
-    priority: int = 0
-    pipe_forwards: list[tuple[str, str]] = field(default_factory=list)
-    file_forwards: list[tuple[str, str]] = field(default_factory=list)
-    pegasus_id: str | None = None
-    transformation: str | None = None
-    dax_id: str | None = None
-    line: int = 0
-    order: int = 0
-    parents: list["Task"] = field(default_factory=list)
-    children: list["Task"] = field(default_factory=list)
+    __slots__ = (
+        "name", "_argv", "raw_args", "memory", "cpus", "gpus", "tries", "priority", "pipe_forwards",
+        "file_forwards", "pegasus_id", "transformation", "dax_id", "line", "order", "parents", "children",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        argv: list[str] | None = None,
+        memory: int = 0,
+        cpus: int = 1,
+        gpus: int = 0,
+        tries: int | None = None,
+        priority: int = 0,
+        pipe_forwards: list[tuple[str, str]] | None = None,
+        file_forwards: list[tuple[str, str]] | None = None,
+        pegasus_id: str | None = None,
+        transformation: str | None = None,
+        dax_id: str | None = None,
+        line: int = 0,
+        raw_args: str | None = None,
+    ) -> None:
+        self.name = name
+        self._argv = argv
+        self.raw_args = raw_args
+        self.memory = memory
+        self.cpus = cpus
+        self.gpus = gpus
+        self.tries = tries
+        self.priority = priority
+        self.pipe_forwards = pipe_forwards if pipe_forwards is not None else []
+        self.file_forwards = file_forwards if file_forwards is not None else []
+        self.pegasus_id = pegasus_id
+        self.transformation = transformation
+        self.dax_id = dax_id
+        self.line = line
+        self.order = 0
+        self.parents: list[Task] = []
+        self.children: list[Task] = []
+
+    @property
+    def argv(self) -> list[str]:
+        if self._argv is None:
+            self._argv = split_args(self.raw_args or "")
+        return self._argv
+
+    @argv.setter
+    def argv(self, value: list[str]) -> None:
+        self._argv = value
 
     @property
     def executable(self) -> str:
         return self.argv[0]
+
+    def __repr__(self) -> str:
+        return f"Task({self.name!r})"
 
 
 class Dag:

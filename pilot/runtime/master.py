@@ -10,6 +10,7 @@ dagman.out flushed and closed.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -113,6 +114,7 @@ class Master:
         if not opts.nolock:
             self.lock.acquire()
         self.dag = dag = read_dag(opts.dag)
+        gc.freeze()  # the DAG lives as long as the run: keep it out of every later collection
         done: set[str] = set()
         if not opts.skip_rescue:
             done = read_rescue(opts.rescue_path, dag.tasks)

@@ -72,6 +72,7 @@ class SimCluster:
         self.started: list[tuple[float, str, int]] = []  # (time, task, rank)
         self.peak: dict[str, tuple[int, int, int]] = {}
         self.recalled: list[str] = []
+        self.used: dict[str, tuple[int, int, int]] = {}
         self.transport = InProcTransport([_Handler(self, r) for r in self.ranks])
         self.transport.on_idle = self._advance
         for r in self.ranks:
@@ -101,6 +102,7 @@ class SimCluster:
             if r.running is not None:
                 task, start = r.running
                 r.running = None
+                self._use(r.host, task, -1)
                 reply(TaskResult(task.name, -15, start, self.clock - start))
         elif isinstance(msg, Shutdown):
             while r.queue:
@@ -114,17 +116,15 @@ class SimCluster:
         r.running = (task, self.clock)
         self.started.append((self.clock, task.name, r.rank))
         heapq.heappush(self.events, (self.clock + self.duration(task.name), next(self._tie), r.rank))
-        self._check_usage(r.host)
+        self._use(r.host, task, +1)
 
-    def _check_usage(self, host: SimHost) -> None:
-        cpus = mem = gpus = 0
-        for r in self.ranks:
-            if r.host is host and r.running is not None:
-                cpus += r.running[0].cpus
-                mem += r.running[0].memory
-                gpus += len(r.running[0].gpu_ids)
+    def _use(self, host: SimHost, task: RunTask, sign: int) -> None:
+        """Track what a host's running tasks use, and its peak."""
+        used = self.used.get(host.name, (0, 0, 0))
+        used = (used[0] + sign * task.cpus, used[1] + sign * task.memory, used[2] + sign * len(task.gpu_ids))
+        self.used[host.name] = used
         old = self.peak.get(host.name, (0, 0, 0))
-        self.peak[host.name] = (max(old[0], cpus), max(old[1], mem), max(old[2], gpus))
+        self.peak[host.name] = (max(old[0], used[0]), max(old[1], used[1]), max(old[2], used[2]))
 
     def _advance(self, timeout: float | None) -> None:
         """The master waits: finish the running task that ends first."""
@@ -138,6 +138,7 @@ class SimCluster:
                 continue
             self.clock = end
             r.running = None
+            self._use(r.host, task, -1)
             self.transport.deliver(rank, TaskResult(task.name, self.status(task.name, task.attempt), start, end - start))
             self._start_next(r)
             return
