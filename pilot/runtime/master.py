@@ -29,6 +29,7 @@ from pilot.runtime.forwarding import FdCache
 from pilot.runtime.lock import DagLock
 from pilot.runtime.options import RunOptions
 from pilot.runtime.policy import Allocation, Host, Policy
+from pilot.runtime.slots import Slots
 from pilot.runtime.protocol import (
     PROTOCOL_VERSION,
     Bye,
@@ -63,10 +64,7 @@ class Master:
         self.workers = list(range(1, transport.size))
         self.policy = Policy()
         self.events = Fanout(list(events or []))
-        self.running: dict[int, tuple[Task, Allocation, int]] = {}
-        self.queued: dict[int, Task] = {}  # prefetched onto a busy slot, not started
-        self.recalling: dict[int, Task] = {}  # prefetched, Recall sent
-        self._prefetchable: list[int] = []  # busy ranks that may take a prefetch
+        self.slots = Slots()
         self.mean_duration = float("inf")  # unknown until a task ends: no prefetch before
         self.seq = 0
         self.runtime_total = 0.0
@@ -242,7 +240,7 @@ class Master:
         self.abort_reason = reason
         self.engine.stop(reason)
         self._kill_deadline = time.monotonic() + KILL_GRACE + 5.0
-        for rank in self.running:
+        for rank in self.slots.running:
             self.t.send(rank, KillTask(reason))
 
     def _dispatch(self) -> None:
@@ -262,7 +260,7 @@ class Master:
         if policy.ready_count:
             if self.mean_duration < PREFETCH_BELOW:
                 self._prefetch()
-        elif self.queued and policy.has_idle_slot():
+        elif self.slots.queued_total and policy.has_idle_slot():
             self._recall()
 
     def _send_task(self, task: Task, alloc: Allocation) -> None:
@@ -275,43 +273,30 @@ class Master:
 
     def _started(self, task: Task, alloc: Allocation) -> None:
         self.seq += 1
-        self.running[alloc.rank] = (task, alloc, self.seq)
-        self._prefetchable.append(alloc.rank)
+        self.slots.start(alloc.rank, task, alloc, self.seq)
         self.events.task_dispatched(task, self.seq, alloc.rank, alloc.host.name)
 
     def _prefetch(self) -> None:
-        """Queue one task behind the running one on busy slots (seed 002's window of tasks)."""
-        while self._prefetchable and self.policy.ready_count:
-            rank = self._prefetchable.pop()
-            entry = self.running.get(rank)
-            if entry is None or rank in self.queued or rank in self.recalling:
-                continue
-            task = self.policy.pick_within(entry[1])
+        for rank, alloc in self.slots.with_room():
+            task = self.policy.pick_within(alloc)
             if task is not None:
-                self._send_task(task, entry[1])
-                self.queued[rank] = task
+                self._send_task(task, alloc)
+                self.slots.add(rank, task)
+            if not self.policy.ready_count:
+                return
 
     def _recall(self) -> None:
-        """A slot is idle and nothing is ready: take back prefetched tasks stuck behind running ones."""
-        for rank, task in list(self.queued.items()):
-            if not self.policy.fits_now(task):
-                continue
-            del self.queued[rank]
-            self.recalling[rank] = task
+        for rank, task in self.slots.to_recall(self.policy.fits_now, self.policy.has_idle_slot):
             self.t.send(rank, Recall(task.name))
-            if not self.policy.has_idle_slot(len(self.recalling)):
-                return
 
     def _recalled(self, source: int, name: str) -> None:
-        for table in (self.queued, self.recalling):
-            task = table.get(source)
-            if task is not None and task.name == name:
-                del table[source]
-                self.engine.unstart(task)  # type: ignore[union-attr]
-                if not self.engine.stopped:  # type: ignore[union-attr]
-                    self.policy.push(task)
-                return
-        log.error("worker %d gave back %s, which it did not hold", source, name)
+        task = self.slots.recalled(source, name)
+        if task is None:
+            log.error("worker %d gave back %s, which it did not hold", source, name)
+            return
+        self.engine.unstart(task)  # type: ignore[union-attr]
+        if not self.engine.stopped:  # type: ignore[union-attr]
+            self.policy.push(task)
 
     def _handle(self, source: int, msg) -> None:
         if isinstance(msg, TaskResult):
@@ -328,8 +313,7 @@ class Master:
     def _task_done(self, source: int, res: TaskResult) -> None:
         engine = self.engine
         assert engine is not None and self.rescue is not None
-        task, alloc, seq = self.running.pop(source)
-        nxt = self.queued.pop(source, None) or self.recalling.pop(source, None)
+        task, alloc, seq, nxt = self.slots.finish(source)
         self._record_result(task, seq, source, res)
         if nxt is not None:
             self._started(nxt, alloc)  # the worker went straight on to its prefetched task
@@ -385,7 +369,7 @@ class Master:
             source, msg = got
             if isinstance(msg, Bye):
                 self._alive.discard(source)
-            elif isinstance(msg, TaskResult) and source in self.running and self.engine is not None:
+            elif isinstance(msg, TaskResult) and source in self.slots.running and self.engine is not None:
                 self._task_done(source, msg)
             elif isinstance(msg, Recalled) and self.engine is not None:
                 self._recalled(source, msg.name)

@@ -98,9 +98,9 @@ def test_prefetched_task_is_recalled_from_behind_a_long_task(dagfile):
         dag, [SimHost("h", cpus=2, slots=2)], duration=lambda n: 100.0 if n == "long" else 0.01
     )
     assert rc == 0 and sorted(cluster.order()) == sorted([f"s{i}" for i in range(4)] + ["after", "long"])
-    assert cluster.recalled == ["after"]
+    assert cluster.recalled  # something queued behind a busy worker moved to the idle one
     start = {name: t for t, name, _ in cluster.started}
-    assert start["after"] < 1.0  # did not wait 100 s behind "long"
+    assert start["after"] < 1.0 and start["long"] < 1.0  # neither waited 100 s behind "long"
     assert master.engine.submitted == 6
 
 

@@ -1,0 +1,57 @@
+"""Dispatch throughput: pilot run vs xargs on the same 2,000 /bin/true commands.
+
+    python bench/dispatch.py [--tasks 2000] [--repeat 3]
+
+Whole process for both, MPI start-up included: ``mpiexec -n 3 pilot run`` (1 master
++ 2 workers) against ``xargs -P 2``, and ``-n 5`` against ``-P 4``. Prints the best
+of --repeat runs of each and pilot's throughput as a ratio of xargs' (target ≥ 0.8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def timed(cmd: list[str], stdin: bytes | None = None, cwd: str | None = None) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, cwd=cwd)
+    return time.perf_counter() - start
+
+
+def mpiexec() -> str:
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    return here if os.path.exists(here) else (shutil.which("mpiexec") or "mpiexec")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--extra", nargs="*", default=[], help="extra pilot run options (e.g. --jobstate-log)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        dag = os.path.join(tmp, "bench.dag")
+        with open(dag, "w") as fh:
+            fh.writelines(f"TASK t{i} /bin/true\n" for i in range(args.tasks))
+        lines = "".join("/bin/true\n" for _ in range(args.tasks)).encode()
+        for ranks in (3, 5):
+            workers = ranks - 1
+            pilot = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "pilot", "run", "-s", "-q", *args.extra, dag]
+            xargs = ["xargs", "-P", str(workers), "-I{}", "/bin/true"]
+            p_times, x_times = [], []
+            for _ in range(args.repeat):  # interleave so both see the same machine state
+                p_times.append(timed(pilot, cwd=tmp))
+                x_times.append(timed(xargs, lines))
+            p, x = min(p_times), min(x_times)
+            print(f"{args.tasks} x /bin/true, {workers} workers: pilot -n {ranks} {p:.2f} s ({args.tasks / p:.0f} tasks/s), "
+                  f"xargs -P {workers} {x:.2f} s ({args.tasks / x:.0f} tasks/s): pilot/xargs throughput = {x / p:.2f}")
+
+
+if __name__ == "__main__":
+    main()

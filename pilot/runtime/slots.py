@@ -1,0 +1,83 @@
+"""What each worker rank holds: the running attempt, tasks prefetched behind it, a recall.
+
+Prefetching (seed 002's window of tasks per agent): while recent tasks are
+short, the master sends a busy worker up to ``depth`` more tasks that fit in
+the resources it already holds; the worker starts the next one the moment the
+running one ends, without a round trip. The worker answers in order, so a
+result from a rank also says which queued task it went on to. When a worker
+falls idle with nothing ready, the last task queued on some other worker is
+recalled: the worker gives it back (``Recalled``) unless it already started it.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Callable, Iterator
+
+from pilot.dag.model import Task
+from pilot.runtime.policy import Allocation
+
+
+class Slots:
+    def __init__(self, depth: int = 2) -> None:
+        self.depth = depth
+        self.running: dict[int, tuple[Task, Allocation, int]] = {}
+        self.queued: dict[int, collections.deque[Task]] = {}
+        self.recalling: dict[int, Task] = {}
+        self.queued_total = 0
+        self._prefetchable: list[int] = []
+
+    def start(self, rank: int, task: Task, alloc: Allocation, seq: int) -> None:
+        self.running[rank] = (task, alloc, seq)
+        self._prefetchable.append(rank)
+
+    def finish(self, rank: int) -> tuple[Task, Allocation, int, Task | None]:
+        """The running attempt on ``rank`` ended; also return the task the worker went on to."""
+        task, alloc, seq = self.running.pop(rank)
+        queue = self.queued.get(rank)
+        if queue:
+            self.queued_total -= 1
+            return task, alloc, seq, queue.popleft()
+        return task, alloc, seq, self.recalling.pop(rank, None)
+
+    def with_room(self) -> Iterator[tuple[int, Allocation]]:
+        """Busy ranks that can take one more prefetched task (call ``add`` for each taken)."""
+        while self._prefetchable:
+            rank = self._prefetchable.pop()
+            entry = self.running.get(rank)
+            if entry is None or rank in self.recalling or len(self.queued.get(rank, ())) >= self.depth:
+                continue
+            yield rank, entry[1]
+
+    def add(self, rank: int, task: Task) -> None:
+        self.queued.setdefault(rank, collections.deque()).append(task)
+        self.queued_total += 1
+        self._prefetchable.append(rank)
+
+    def to_recall(self, fits: Callable[[Task], bool], idle: Callable[[int], bool]) -> list[tuple[int, Task]]:
+        """Pick queued tasks to take back while ``idle(recalls so far)`` says slots wait."""
+        picked: list[tuple[int, Task]] = []
+        for rank, queue in self.queued.items():
+            if not queue or rank in self.recalling or not fits(queue[-1]):
+                continue
+            task = queue.pop()
+            self.queued_total -= 1
+            self.recalling[rank] = task
+            picked.append((rank, task))
+            if not idle(len(self.recalling)):
+                break
+        return picked
+
+    def recalled(self, rank: int, name: str) -> Task | None:
+        """The worker gave ``name`` back unstarted; return it (None if it was not held)."""
+        task = self.recalling.get(rank)
+        if task is not None and task.name == name:
+            del self.recalling[rank]
+            return task
+        queue = self.queued.get(rank) or ()
+        for task in queue:
+            if task.name == name:
+                queue.remove(task)  # type: ignore[union-attr]
+                self.queued_total -= 1
+                return task
+        return None
