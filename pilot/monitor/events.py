@@ -18,6 +18,9 @@ class RunEvents:
 
     def task_ended(self, task: Task, seq: int, status: int, will_retry: bool) -> None: ...
 
+    def status(self, done: int, queued: int, ready: int, failed: int) -> None:
+        """Node counts after a batch of changes (queued = started or prefetched)."""
+
     def run_finished(self, ok: bool, counts: dict[str, int]) -> None: ...
 
     def flush(self) -> None: ...
@@ -40,6 +43,10 @@ class Fanout(RunEvents):
     def task_ended(self, task: Task, seq: int, status: int, will_retry: bool) -> None:
         for s in self.sinks:
             s.task_ended(task, seq, status, will_retry)
+
+    def status(self, done: int, queued: int, ready: int, failed: int) -> None:
+        for s in self.sinks:
+            s.status(done, queued, ready, failed)
 
     def run_finished(self, ok: bool, counts: dict[str, int]) -> None:
         for s in self.sinks:

@@ -13,7 +13,13 @@ import socket
 
 
 def hostname() -> str:
-    return socket.gethostname()
+    """The host name a worker reports; PILOT_HOSTNAME overrides it.
+
+    Workers that report the same name share one host's resources and run its
+    host script once. The override is for containers whose host names
+    collide, and for tests that play several hosts on one machine.
+    """
+    return os.environ.get("PILOT_HOSTNAME") or socket.gethostname()
 
 
 def memory_mb() -> int:

@@ -54,6 +54,9 @@ REGISTER_TIMEOUT = 300.0
 # that is where a round trip to the master costs a noticeable share.
 PREFETCH_BELOW = 0.25
 BYE_TIMEOUT = 10.0
+# Monitoring files are buffered; an idle master still flushes them this often,
+# so a live pegasus-monitord sees a finished task while long ones still run.
+FLUSH_EVERY = 0.5
 
 
 class Master:
@@ -82,6 +85,8 @@ class Master:
         self.deadline: float | None = None
         self._kill_deadline = 0.0
         self._alive = set(self.workers)
+        self._started_events = False
+        self._next_flush = 0.0
 
     # -- entry ----------------------------------------------------------------
     def run(self) -> int:
@@ -96,6 +101,8 @@ class Master:
             self._loop()
         except BaseException:
             self._stop_workers()
+            if self._started_events:
+                self.events.run_finished(False, {})
             self._close()
             raise
         finally:
@@ -124,9 +131,10 @@ class Master:
         self.engine = Engine(dag, opts.tries, opts.max_failures, done)
         log.info("Master starting with %d workers", len(self.workers))
         self._register()
+        self.events.run_started(opts.dag, len(dag), len(self.workers))
+        self._started_events = True
         self._check_feasible()
         self._setup_hosts()
-        self.events.run_started(opts.dag, len(dag), len(self.workers))
         for task in self.engine.initial_ready():
             self.policy.push(task)
 
@@ -212,6 +220,7 @@ class Master:
                 self._check_limits()
             if not engine.stopped:
                 self._dispatch()
+            self.events.status(engine.done_count, engine.running, self.policy.ready_count, engine.failed_count)
             if engine.running == 0 and (engine.stopped or self.policy.ready_count == 0):
                 break
             if self.abort_reason is not None:
@@ -223,6 +232,11 @@ class Master:
             else:
                 timeout = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
                 wake = self._interrupted
+            now = time.monotonic()
+            if now >= self._next_flush:
+                self._flush_logs()
+                self._next_flush = now + FLUSH_EVERY
+            timeout = FLUSH_EVERY if timeout is None else min(timeout, FLUSH_EVERY)
             got = self.t.recv(timeout=timeout, wake=wake)
             if got is not None:
                 self._handle(*got)
@@ -268,7 +282,10 @@ class Master:
         gpu_ids = alloc.gpu_ids[: task.gpus] if task.gpus else ()
         self.t.send(
             alloc.rank,
-            RunTask(task.name, task.argv, attempt, task.memory, task.cpus, gpu_ids, task.pegasus_id, task.pipe_forwards, task.file_forwards),
+            RunTask(
+                task.name, task.argv, attempt, task.memory, task.cpus, gpu_ids, task.pegasus_id,
+                task.pipe_forwards, task.file_forwards, task.transformation, task.dax_id,
+            ),
         )
 
     def _started(self, task: Task, alloc: Allocation) -> None:
@@ -352,6 +369,11 @@ class Master:
             self.policy.push(task)
         else:
             log.error("task %s failed with status %d%s", task.name, status, why)
+
+    def _flush_logs(self) -> None:
+        self.events.flush()
+        if self.resource_log is not None:
+            self.resource_log.flush()
 
     def _log_resources(self, host: Host) -> None:
         if self.resource_log is not None:

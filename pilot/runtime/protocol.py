@@ -60,6 +60,8 @@ class RunTask:
     pegasus_id: str | None = None
     pipe_forwards: list[tuple[str, str]] = field(default_factory=list)
     file_forwards: list[tuple[str, str]] = field(default_factory=list)
+    transformation: str | None = None
+    dax_id: str | None = None
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ import os
 import signal
 import time
 
-from pilot.monitor import records, stdio
+from pilot.monitor import kickstart, records, stdio
 from pilot.runtime import hostinfo, taskexec
 from pilot.runtime.hostscript import HostScript
 from pilot.runtime.options import RunOptions
@@ -154,7 +154,14 @@ class Worker:
             self.t.send(MASTER, WorkerFailed(self.rank, error))
             return TaskResult(msg.name, 1, time.time(), 0.0, error=error)
         try:
-            return self._execute(msg, out_fd, err_fd, out_path, err_path)
+            result = self._execute(msg, out_fd, err_fd, out_path, err_path)
+            if self.opts.monitord_hack and out_path is not None and not kickstart.has_record(out_path):
+                record = kickstart.invocation(
+                    msg.transformation or msg.name, msg.dax_id or msg.name, result.start, result.duration,
+                    result.status, msg.argv[0], self.hostname,
+                )
+                os.write(out_fd, record.encode("utf-8", "surrogateescape"))
+            return result
         finally:
             if own:
                 os.close(out_fd)

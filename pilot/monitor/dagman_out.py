@@ -1,0 +1,114 @@
+"""``DAG.dagman.out`` (--monitord-hack): DAGMan-style lines pegasus-monitord and pegasus-status follow.
+
+The lines are those PMC's --monitord-hack writes (the start banner, ``Parsing``,
+per node ``Submitting``, ULOG_SUBMIT/EXECUTE/JOB_TERMINATED events, ``completed
+successfully`` or ``failed with status N``, the ``EXITING WITH STATUS`` line),
+plus what DAGMan writes and PMC does not: exit codes rather than wait
+statuses, ``failed with signal N`` for a signal, and a ``DAG status`` block
+after every change, which is the only thing pegasus-status reads.
+
+Stamps are local ``MM/DD/YY HH:MM:SS``. monitord reads a task's ``.out.NNN``
+when it sees the node's completed/failed line, so the master writes that line
+only after the worker closed the files. The file is appended to, never
+truncated, so monitord sees a rerun as DAGMan's restart. Buffered; flushed at
+most every second (monitord polls once a second) and at every exit path.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from pilot.dag.model import Task
+from pilot.monitor.events import RunEvents
+
+_HEADER = " Done     Pre   Queued    Post   Ready   Un-Ready   Failed"
+_RULE = "  ===     ===      ===     ===     ===        ===      ==="
+
+
+class DagmanOut(RunEvents):
+    def __init__(self, path: str, dag_path: str, flush_interval: float = 1.0) -> None:
+        self.path = path
+        self.dag_name = os.path.basename(dag_path)
+        self._fh = open(path, "a", encoding="utf-8", errors="surrogateescape", buffering=1 << 16)
+        self._interval = flush_interval
+        self._last_flush = time.monotonic()
+        self._second = -1
+        self._stamp = ""
+        self._total = 0
+        self._last_counts: tuple[int, ...] | None = None
+        self._failed_nodes = False
+        self.pid = os.getpid()
+
+    def _now(self) -> str:
+        second = int(time.time())
+        if second != self._second:
+            self._second = second
+            self._stamp = time.strftime("%m/%d/%y %H:%M:%S", time.localtime(second))
+        return self._stamp
+
+    def _write(self, *lines: str) -> None:
+        stamp = self._now()
+        self._fh.write("".join(f"{stamp} {line}\n" for line in lines))
+        now = time.monotonic()
+        if now - self._last_flush >= self._interval:
+            self._fh.flush()
+            self._last_flush = now
+
+    def run_started(self, dag_path: str, total: int, workers: int) -> None:
+        self._total = total
+        self._write(
+            "This is a DAGMan-style log written by pilot for pegasus-monitord",
+            "******************************************************",
+            "** condor_scheduniv_exec.0.0 (CONDOR_DAGMAN) STARTING UP",
+            f"** PID = {self.pid}",
+            "******************************************************",
+            f"Parsing {self.dag_name} ...",
+        )
+        self.flush()
+
+    def task_dispatched(self, task: Task, seq: int, rank: int, hostname: str) -> None:
+        self._write(
+            f"Submitting HTCondor Node {task.name} job(s)...",
+            f"Event: ULOG_SUBMIT for HTCondor Node {task.name} ({seq}.0.0) {{{self._now()}}}",
+            f"Event: ULOG_EXECUTE for HTCondor Node {task.name} ({seq}.0.0) {{{self._now()}}}",
+        )
+
+    def task_ended(self, task: Task, seq: int, status: int, will_retry: bool) -> None:
+        lines = [f"Event: ULOG_JOB_TERMINATED for HTCondor Node {task.name} ({seq}.0.0) {{{self._now()}}}"]
+        if status == 0:
+            lines.append(f"Node {task.name} job proc ({seq}.0.0) completed successfully.")
+        elif status < 0:
+            lines.append(f"Node {task.name} job proc ({seq}.0.0) failed with signal {-status}.")
+        else:
+            lines.append(f"Node {task.name} job proc ({seq}.0.0) failed with status {status}.")
+        self._write(*lines)
+
+    def status(self, done: int, queued: int, ready: int, failed: int) -> None:
+        counts = (done, queued, ready, failed)
+        if counts == self._last_counts:
+            return
+        self._last_counts = counts
+        if failed:
+            self._failed_nodes = True
+        unready = max(0, self._total - done - queued - ready - failed)
+        code = "2 (DAG_STATUS_NODE_FAILED)" if failed else "0 (DAG_STATUS_OK)"
+        self._write(
+            f"DAG status: {code}",
+            f"Of {self._total} nodes total:",
+            _HEADER,
+            _RULE,
+            f"{done:>5}{0:>8}{queued:>9}{0:>8}{ready:>8}{unready:>11}{failed:>9}",
+        )
+
+    def run_finished(self, ok: bool, counts: dict[str, int]) -> None:
+        self._write(f"**** condor_scheduniv_exec.0.0 (condor_DAGMAN) pid {self.pid} EXITING WITH STATUS {0 if ok else 1}")
+        self.flush()
+
+    def flush(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()

@@ -1,0 +1,114 @@
+"""``braindump.yml`` and ``<dag>.static.bp``: what pegasus-monitord needs besides dagman.out.
+
+monitord refuses to start without the braindump (and silently populates
+nothing when ``planner_arguments`` is missing), and drops every job whose node
+has no ``job.info`` line in the static bp. These writers take a parsed DAG, so
+a plain PMC DAG can be monitored, and the planner writes the same files.
+
+Each node of the DAG is one job running one task. The task id is the Pegasus
+job id from a ``#@`` annotation when there is one, else the node name; the
+invocation record the worker writes uses the same id as its ``derivation``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import time
+import uuid
+
+from pilot import __version__
+from pilot.dag.lexer import quote_arg
+from pilot.dag.model import Dag, Task
+
+
+def _q(value: str) -> str:
+    """A quoted NetLogger value: only ``"`` is escaped (monitord does not unescape ``\\\\``)."""
+    return '"' + value.replace('"', '\\"') + '"'
+
+
+def task_id(task: Task) -> str:
+    return task.dax_id or task.name
+
+
+def transformation(task: Task) -> str:
+    return task.transformation or task.name
+
+
+def write_static_bp(dag: Dag, path: str, wf_uuid: str, now: float | None = None) -> None:
+    ts = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now or time.time()))
+    head = f"ts={ts} level=Info xwf.id={wf_uuid}"
+    tasks = list(dag)
+    with open(path, "w", encoding="utf-8") as fh:
+        for t in tasks:
+            args = " ".join(quote_arg(a) for a in t.argv[1:])
+            fh.write(f'{head} event=task.info task.id={_q(task_id(t))} type="1" type_desc="compute" '
+                     f"transformation={_q(transformation(t))} argv={_q(args)}\n")
+        for t in tasks:
+            for c in t.children:
+                fh.write(f"{head} event=task.edge parent.task.id={_q(task_id(t))} child.task.id={_q(task_id(c))}\n")
+        for t in tasks:
+            args = " ".join(quote_arg(a) for a in t.argv[1:])
+            fh.write(f'{head} event=job.info job.id={_q(t.name)} submit_file={_q(t.name + ".sub")} type="1" '
+                     f'type_desc="compute" clustered="0" max_retries={_q(str(t.tries or 1))} '
+                     f'executable={_q(t.argv[0])} argv={_q(args)} task_count="1"\n')
+        for t in tasks:
+            fh.write(f"{head} event=wf.map.task_job job.id={_q(t.name)} task.id={_q(task_id(t))}\n")
+        for t in tasks:
+            for c in t.children:
+                fh.write(f"{head} event=job.edge parent.job.id={_q(t.name)} child.job.id={_q(c.name)}\n")
+
+
+def write_braindump(path: str, dag_file: str, submit_dir: str, wf_uuid: str, label: str, planner_arguments: str = "") -> None:
+    """Only keys Pegasus' Braindump knows (an unknown key is a TypeError in monitord)."""
+    import yaml
+
+    data = {
+        "user": _user(),
+        "grid_dn": None,
+        "submit_hostname": socket.gethostname(),
+        "root_wf_uuid": wf_uuid,
+        "wf_uuid": wf_uuid,
+        "dax": dag_file,
+        "dax_label": label,
+        "dax_index": "0",
+        "dax_version": "5.0.0",
+        "pegasus_wf_name": f"{label}-0",
+        "timestamp": time.strftime("%Y%m%dT%H%M%S%z"),
+        "basedir": os.path.dirname(submit_dir),
+        "submit_dir": submit_dir,
+        "planner": "pilot",
+        "planner_version": __version__,
+        "planner_arguments": planner_arguments,
+        "jsd": "jobstate.log",
+        "rundir": os.path.basename(submit_dir),
+        "vogroup": "pegasus",
+        "uses_pmc": True,
+        "properties": "pegasus.properties",
+        "dag": os.path.basename(dag_file),
+        "notify": os.path.splitext(os.path.basename(dag_file))[0] + ".notify",
+        "type": "dag",
+    }
+    with open(path, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(data, fh, sort_keys=False)
+
+
+def write_monitoring_files(dag: Dag, dag_file: str, wf_uuid: str | None = None, planner_arguments: str = "") -> str:
+    """Write braindump.yml, the static bp and an empty notify file next to ``dag_file``; return the uuid."""
+    submit_dir = os.path.dirname(os.path.abspath(dag_file))
+    wf_uuid = wf_uuid or str(uuid.uuid4())
+    base = os.path.splitext(os.path.basename(dag_file))[0]
+    write_static_bp(dag, os.path.join(submit_dir, base + ".static.bp"), wf_uuid)
+    write_braindump(os.path.join(submit_dir, "braindump.yml"), os.path.abspath(dag_file), submit_dir, wf_uuid, base, planner_arguments)
+    notify = os.path.join(submit_dir, base + ".notify")
+    if not os.path.exists(notify):
+        open(notify, "w").close()
+    return wf_uuid
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
