@@ -11,22 +11,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
+sys.path.insert(0, os.path.dirname(__file__))
 
-def timed(cmd: list[str], stdin: bytes | None = None, cwd: str | None = None) -> float:
-    start = time.perf_counter()
-    subprocess.run(cmd, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, cwd=cwd)
-    return time.perf_counter() - start
-
-
-def mpiexec() -> str:
-    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    return here if os.path.exists(here) else (shutil.which("mpiexec") or "mpiexec")
+from common import pilot, timed, write_dag  # noqa: E402
 
 
 def main() -> None:
@@ -36,17 +26,15 @@ def main() -> None:
     ap.add_argument("--extra", nargs="*", default=[], help="extra pilot run options (e.g. --jobstate-log)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        dag = os.path.join(tmp, "bench.dag")
-        with open(dag, "w") as fh:
-            fh.writelines(f"TASK t{i} /bin/true\n" for i in range(args.tasks))
+        dag = write_dag(os.path.join(tmp, "bench.dag"), (f"TASK t{i} /bin/true\n" for i in range(args.tasks)))
         lines = "".join("/bin/true\n" for _ in range(args.tasks)).encode()
         for ranks in (3, 5):
             workers = ranks - 1
-            pilot = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "pilot", "run", "-s", "-q", *args.extra, dag]
+            run = pilot(ranks, "-s", "-q", *args.extra, dag)
             xargs = ["xargs", "-P", str(workers), "-I{}", "/bin/true"]
             p_times, x_times = [], []
             for _ in range(args.repeat):  # interleave so both see the same machine state
-                p_times.append(timed(pilot, cwd=tmp))
+                p_times.append(timed(run, cwd=tmp))
                 x_times.append(timed(xargs, lines))
             p, x = min(p_times), min(x_times)
             print(f"{args.tasks} x /bin/true, {workers} workers: pilot -n {ranks} {p:.2f} s ({args.tasks / p:.0f} tasks/s), "

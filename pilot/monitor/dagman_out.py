@@ -4,8 +4,10 @@ The lines are those PMC's --monitord-hack writes (the start banner, ``Parsing``,
 per node ``Submitting``, ULOG_SUBMIT/EXECUTE/JOB_TERMINATED events, ``completed
 successfully`` or ``failed with status N``, the ``EXITING WITH STATUS`` line),
 plus what DAGMan writes and PMC does not: exit codes rather than wait
-statuses, ``failed with signal N`` for a signal, and a ``DAG status`` block
-after every change, which is the only thing pegasus-status reads.
+statuses, ``failed with signal N`` for a signal, and ``DAG status`` blocks,
+which are the only thing pegasus-status reads. It reads only the last block,
+so a block is written at most once a second, and the final counts always
+before the EXITING line.
 
 Stamps are local ``MM/DD/YY HH:MM:SS``. monitord reads a task's ``.out.NNN``
 when it sees the node's completed/failed line, so the master writes that line
@@ -36,8 +38,9 @@ class DagmanOut(RunEvents):
         self._second = -1
         self._stamp = ""
         self._total = 0
-        self._last_counts: tuple[int, ...] | None = None
-        self._failed_nodes = False
+        self._written: tuple[int, int, int, int] | None = None
+        self._pending: tuple[int, int, int, int] | None = None
+        self._block_at = 0.0
         self.pid = os.getpid()
 
     def _now(self) -> str:
@@ -86,11 +89,20 @@ class DagmanOut(RunEvents):
 
     def status(self, done: int, queued: int, ready: int, failed: int) -> None:
         counts = (done, queued, ready, failed)
-        if counts == self._last_counts:
+        if counts == self._written:
+            self._pending = None
             return
-        self._last_counts = counts
-        if failed:
-            self._failed_nodes = True
+        self._pending = counts
+        now = time.monotonic()
+        if now - self._block_at >= 1.0:
+            self._write_block()
+            self._block_at = now
+
+    def _write_block(self) -> None:
+        if self._pending is None:
+            return
+        done, queued, ready, failed = self._written = self._pending
+        self._pending = None
         unready = max(0, self._total - done - queued - ready - failed)
         code = "2 (DAG_STATUS_NODE_FAILED)" if failed else "0 (DAG_STATUS_OK)"
         self._write(
@@ -102,11 +114,13 @@ class DagmanOut(RunEvents):
         )
 
     def run_finished(self, ok: bool, counts: dict[str, int]) -> None:
+        self._write_block()
         self._write(f"**** condor_scheduniv_exec.0.0 (condor_DAGMAN) pid {self.pid} EXITING WITH STATUS {0 if ok else 1}")
         self.flush()
 
     def flush(self) -> None:
         if not self._fh.closed:
+            self._write_block()  # a reader between events sees the latest counts
             self._fh.flush()
 
     def close(self) -> None:

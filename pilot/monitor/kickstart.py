@@ -26,11 +26,12 @@ def yaml_str(value: str) -> str:
     return _YAML_UNSAFE.sub(lambda m: "\\u%04x" % ord(m.group()), json.dumps(value, ensure_ascii=False))
 
 
-def has_record(path: str, limit: int = 65536) -> bool:
-    """Whether the task's stdout already begins with a kickstart record."""
+def has_record(fd: int, limit: int = 65536) -> bool:
+    """Whether the task's stdout file (open for reading) already begins with a kickstart record."""
     try:
-        with open(path, "rb") as fh:
-            return MARKER in fh.read(limit)
+        if os.fstat(fd).st_size == 0:
+            return False
+        return MARKER in os.pread(fd, limit, 0)
     except OSError:
         return False
 

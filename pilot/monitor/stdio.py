@@ -21,6 +21,8 @@ import sys
 from typing import BinaryIO
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+# Per-task stdout is also read back (is there a kickstart record already?).
+_RW_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
 
 
 def worker_paths(dag: str, rank: int) -> tuple[str, str]:
@@ -38,7 +40,7 @@ def open_task_stdio(dag: str, task: str, hint: int = 0) -> tuple[int, int, str, 
     while True:
         out = f"{base}.out.{number:03d}"
         try:
-            out_fd = os.open(out, _FLAGS | os.O_EXCL, 0o644)
+            out_fd = os.open(out, _RW_FLAGS | os.O_EXCL, 0o644)
         except FileExistsError:
             number += 1
             continue

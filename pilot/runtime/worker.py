@@ -154,14 +154,7 @@ class Worker:
             self.t.send(MASTER, WorkerFailed(self.rank, error))
             return TaskResult(msg.name, 1, time.time(), 0.0, error=error)
         try:
-            result = self._execute(msg, out_fd, err_fd, out_path, err_path)
-            if self.opts.monitord_hack and out_path is not None and not kickstart.has_record(out_path):
-                record = kickstart.invocation(
-                    msg.transformation or msg.name, msg.dax_id or msg.name, result.start, result.duration,
-                    result.status, msg.argv[0], self.hostname,
-                )
-                os.write(out_fd, record.encode("utf-8", "surrogateescape"))
-            return result
+            return self._execute(msg, out_fd, err_fd, out_path, err_path)
         finally:
             if own:
                 os.close(out_fd)
@@ -219,10 +212,15 @@ class Worker:
         return TaskResult(msg.name, status, run.start, duration, forwards, error, out_path, err_path)
 
     def _record(self, msg: RunTask, out_fd: int, start: float, duration: float, status: int) -> None:
-        line = records.cluster_task(
+        """Append the [cluster-task] record (and, for monitord, an invocation record) in one write."""
+        text = records.cluster_task(
             msg.name, start, duration, status, msg.argv[0], self.hostname, self.rank, msg.cpus, msg.memory, msg.pegasus_id
         )
-        os.write(out_fd, line.encode("utf-8", "surrogateescape"))
+        if self.opts.monitord_hack and self.opts.per_task_stdio and not kickstart.has_record(out_fd):
+            text += kickstart.invocation(
+                msg.transformation or msg.name, msg.dax_id or msg.name, start, duration, status, msg.argv[0], self.hostname
+            )
+        os.write(out_fd, text.encode("utf-8", "surrogateescape"))
 
     def _must_end(self) -> bool:
         """Pump the master's messages while a task runs; True once it must be ended."""
