@@ -11,6 +11,7 @@ from pilot.cli.common import guarded
 USAGE = """usage: pilot <command> [options]
 
 commands:
+  plan      cluster a Pegasus workflow into PMC DAGs and batch scripts
   run       run a PMC-format DAG under MPI (mpiexec -n N pilot run [options] DAG)
   version   print the version
 
@@ -26,11 +27,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command in ("-V", "--version", "version"):
         print(f"pilot {__version__}")
         return 0
+    if command == "plan":
+        from pilot.cli import plan
+
+        return guarded(lambda: plan.main(rest), rest, "pilot plan")
     if command == "run":
         from pilot.runtime.launch import run
 
         return guarded(lambda: run(rest, prog="pilot run"), rest, "pilot run")
-    print(f"pilot: unknown command {command!r}; commands: run, version (see pilot --help)", file=sys.stderr)
+    print(f"pilot: unknown command {command!r}; commands: plan, run, version (see pilot --help)", file=sys.stderr)
     return 2
 
 

@@ -1,0 +1,81 @@
+"""``pilot plan``: cluster a Pegasus workflow into PMC DAGs and batch scripts."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import NoReturn, Sequence
+
+from pilot.errors import UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def build_parser(prog: str = "pilot plan") -> argparse.ArgumentParser:
+    p = _Parser(prog=prog, description="Cluster a Pegasus 5 workflow (or take a PMC .dag) and write, per cluster, "
+                "a PMC DAG and a batch script that runs it with pilot run.")
+    add_plan_arguments(p)
+    p.add_argument("-v", "--verbose", action="count", default=0, help="show tracebacks of errors")
+    return p
+
+
+def add_plan_arguments(p: argparse.ArgumentParser, workflow_required: bool = True) -> None:
+    p.add_argument("workflow", help="Pegasus 5 YAML workflow (as Pegasus.api writes it), or a PMC .dag")
+    p.add_argument("--site", required=True, help="site config: a name from 'pilot sites' or a path to a YAML file")
+    p.add_argument("--cluster", "-C", default="", help="clustering: horizontal, label, whole, or a comma list applied in order")
+    p.add_argument("--dir", dest="submit_dir", help="submit directory to write (default: ./<workflow>.runNNNN)")
+    p.add_argument("--conf", help="Pegasus properties file (default: ./pegasus.properties if present)")
+    p.add_argument("--tc", help="transformation catalog YAML (default: inline, else ./transformations.yml)")
+    p.add_argument("--sc", help="site catalog YAML (default: inline, else ./sites.yml)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a site config key (repeatable)")
+    p.add_argument("--force", action="store_true", help="write into a non-empty --dir")
+
+
+def site_overrides(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--set {pair!r}: expected KEY=VALUE, e.g. --set account=m1234")
+        out[key] = value
+    return out
+
+
+def plan_from_args(ns: argparse.Namespace, argv: Sequence[str]):
+    from pilot.planner.plan import PlanRequest, plan
+    from pilot.sites import load_site
+
+    site = load_site(ns.site, site_overrides(ns.set))
+    return plan(PlanRequest(
+        workflow=ns.workflow, site=site, cluster=ns.cluster.split(",") if ns.cluster else [],
+        submit_dir=ns.submit_dir, conf=ns.conf, tc=ns.tc, sc=ns.sc, force=ns.force, argv=list(argv),
+    ))
+
+
+def summary(result) -> str:
+    rows = [("cluster", "kind", "tasks", "ranks", "runtime", "critical path", "after")]
+    for e in result.emitted:
+        c = e.cluster
+        rows.append((
+            c.name, c.kind, str(len(c.jobs)), str(e.ranks),
+            "-" if c.runtime is None else f"{c.runtime:g} s",
+            "-" if e.critical_path is None else f"{e.critical_path:g} s",
+            ", ".join(p.name for p in c.parents[:3]) + (" ..." if len(c.parents) > 3 else "") or "-",
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows[:60]]
+    if len(rows) > 60:
+        lines.append(f"... and {len(rows) - 60} more clusters (see clusters.yml)")
+    tasks = sum(len(e.cluster.jobs) for e in result.emitted)
+    lines.append(f"{tasks} tasks in {len(result.emitted)} clusters, written to {result.submit_dir}")
+    lines.append(f"cluster DAG: {os.path.join(result.submit_dir, 'clusters.yml')}; submit with: pilot submit --site SITE {result.submit_dir}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> int:
+    ns = build_parser().parse_args(list(argv))
+    print(summary(plan_from_args(ns, argv)))
+    return 0

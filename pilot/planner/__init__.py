@@ -1,0 +1,1 @@
+"""pilot plan: Pegasus 5 workflows -> clusters -> PMC DAGs and batch scripts."""

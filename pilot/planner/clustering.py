@@ -1,0 +1,319 @@
+"""Pegasus job clustering: horizontal (by size, number or runtime), label, whole, recursive.
+
+Every job starts as its own node; each technique, in the order given, merges
+nodes that are still single jobs (a cluster made by an earlier technique is
+not split or re-clustered, as in Pegasus). Levels are recomputed on the
+current node graph: a node's level is its longest path from a root (roots are
+level 1).
+
+- horizontal: per (level, transformation ns::name:version, site); clusters.num
+  beats clusters.size; size s gives chunks of s in workflow order (the last
+  may be smaller), num b gives b clusters of near-equal size. With
+  pegasus.clusterer.preference=Runtime: clusters.maxruntime packs first-fit
+  decreasing by runtime and leaves a job longer than maxruntime alone
+  (maxruntime wins over num, per the Pegasus manual); clusters.num deals jobs
+  in decreasing runtime onto the least loaded of b clusters.
+- label: one cluster per label value (profile key pegasus.clusterer.label.key,
+  default "label"), jobs in topological order; unlabelled jobs stay single.
+  Every cross-cluster job edge becomes a cluster edge (Pegasus drops edges into
+  non-root members; we do not), and a cycle between clusters is an error
+  naming the labels.
+- whole: everything in one cluster.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from dataclasses import dataclass, field
+
+from pilot.errors import ConfigError
+from pilot.planner.model import Job, Workflow
+from pilot.planner.profiles import ProfileResolver, float_profile, int_profile
+
+TECHNIQUES = ("horizontal", "label", "whole")
+
+
+@dataclass(eq=False)
+class Cluster:
+    name: str
+    jobs: list[Job]
+    kind: str  # single | horizontal | label | whole
+    site: str
+    parents: list["Cluster"] = field(default_factory=list)
+    children: list["Cluster"] = field(default_factory=list)
+    level: int = 0
+    runtime: float | None = None  # sum of known job runtimes
+
+    def __repr__(self) -> str:
+        return f"Cluster({self.name}, {len(self.jobs)} jobs)"
+
+
+class Clusterer:
+    def __init__(self, wf: Workflow, resolver: ProfileResolver, site_of, runtime_preference: bool) -> None:
+        self.wf = wf
+        self.resolver = resolver
+        self.site_of = site_of  # job -> Pegasus site handle
+        self.runtime_pref = runtime_preference
+        self.topo = topological_positions(wf)
+        self._names: set[str] = set()
+
+    # -- driver ---------------------------------------------------------------
+    def run(self, techniques: list[str]) -> list[Cluster]:
+        for t in techniques:
+            if t not in TECHNIQUES:
+                raise ConfigError(f"unknown clustering technique {t!r}; use horizontal, label, whole or a comma list of them")
+        nodes = [Cluster(f"{j.name}_{j.id}", [j], "single", self.site_of(j)) for j in self.wf.jobs]
+        self._names = {n.name for n in nodes}
+        for technique in techniques:
+            node_of = self._index(nodes)
+            link(nodes, node_of)
+            if technique == "horizontal":
+                groups = self._horizontal(nodes)
+            elif technique == "label":
+                groups = self._label(nodes)
+            else:
+                groups = [("whole", f"merge_{self.wf.name}", nodes)]
+            nodes = self._merge(nodes, groups)
+        link(nodes, self._index(nodes))
+        check_acyclic(nodes)
+        for n in nodes:
+            runtimes = [self._runtime(j, n.site) for j in n.jobs]
+            known = [r for r in runtimes if r is not None]
+            n.runtime = sum(known) if known else None
+        return nodes
+
+    def _index(self, nodes: list[Cluster]) -> list[Cluster]:
+        node_of: list[Cluster] = [None] * len(self.wf.jobs)  # type: ignore[list-item]
+        for n in nodes:
+            for j in n.jobs:
+                node_of[j.index] = n
+        return node_of
+
+    def _unique(self, name: str) -> str:
+        base, k = name, 1
+        while name in self._names:
+            k += 1
+            name = f"{base}_{k}"
+        self._names.add(name)
+        return name
+
+    def _merge(self, nodes: list[Cluster], groups: list[tuple[str, str, list[Cluster]]]) -> list[Cluster]:
+        merged: dict[int, Cluster] = {}
+        replaced: set[int] = set()
+        for kind, name, members in groups:
+            if kind != "whole" and len(members) < 2:
+                continue
+            jobs = [j for m in members for j in m.jobs]
+            if kind in ("label", "whole"):
+                jobs.sort(key=lambda j: self.topo[j.index])
+            sites = {m.site for m in members}
+            if len(sites) > 1 and kind == "label":
+                raise ConfigError(f"{self.wf.path}: jobs of label {name[len('merge_'):]!r} are on sites {', '.join(sorted(sites))}; a label cluster runs on one site")
+            cluster = Cluster(self._unique(name), jobs, kind, members[0].site)
+            merged[id(members[0])] = cluster
+            replaced.update(id(m) for m in members)
+        out = []
+        for n in nodes:
+            if id(n) in merged:
+                out.append(merged[id(n)])
+            elif id(n) not in replaced:
+                out.append(n)
+        return out
+
+    def _runtime(self, job: Job, site: str) -> float | None:
+        return float_profile(self.resolver.pegasus(job, site), "runtime", job)
+
+    # -- horizontal -----------------------------------------------------------
+    def _horizontal(self, nodes: list[Cluster]) -> list[tuple[str, str, list[Cluster]]]:
+        levels = node_levels(nodes)
+        groups: dict[tuple, list[Cluster]] = {}
+        for n in nodes:
+            if n.kind != "single":
+                continue
+            job = n.jobs[0]
+            groups.setdefault((levels[id(n)], job.tx_key, n.site), []).append(n)
+        out: list[tuple[str, str, list[Cluster]]] = []
+        for (level, _, site), members in groups.items():
+            job = members[0].jobs[0]
+            prof = self.resolver.pegasus(job, site)
+            name = f"merge_{job.name}_L{level}"
+            if self.runtime_pref:
+                chunks = self._by_runtime(members, prof, job, site)
+            else:
+                chunks = split_by_count(members, int_profile(prof, "clusters.num", job, 1), int_profile(prof, "clusters.size", job, 1))
+            out += [("horizontal", f"{name}_{k}", chunk) for k, chunk in enumerate(chunks, 1)]
+        return out
+
+    def _by_runtime(self, members: list[Cluster], prof: dict[str, str], job: Job, site: str) -> list[list[Cluster]]:
+        maxruntime = float_profile(prof, "clusters.maxruntime", job)
+        num = int_profile(prof, "clusters.num", job, 1)
+        if maxruntime is None and num is None:
+            return [[m] for m in members]
+        timed = []
+        for m in members:
+            rt = self._runtime(m.jobs[0], site)
+            if rt is None:
+                raise ConfigError(
+                    f"{m.jobs[0].where}: runtime clustering (pegasus.clusterer.preference=Runtime) needs the "
+                    f"pegasus profile 'runtime' (seconds) on every job of {job.tx_label}"
+                )
+            timed.append((rt, m))
+        timed.sort(key=lambda p: -p[0])  # stable: equal runtimes keep workflow order
+        if maxruntime is not None:
+            return first_fit_decreasing(timed, maxruntime)
+        return balanced(timed, num or 1)
+
+    # -- label ----------------------------------------------------------------
+    def _label(self, nodes: list[Cluster]) -> list[tuple[str, str, list[Cluster]]]:
+        key = self.resolver.label_key
+        groups: dict[str, list[Cluster]] = {}
+        for n in nodes:
+            if n.kind != "single":
+                continue
+            label = self.resolver.pegasus(n.jobs[0], n.site).get(key)
+            if label:
+                groups.setdefault(label, []).append(n)
+        return [("label", f"merge_{safe_name(label)}", members) for label, members in groups.items()]
+
+
+def split_by_count(members: list, num: int | None, size: int | None) -> list[list]:
+    """clusters.num beats clusters.size; neither means no clustering."""
+    n = len(members)
+    if num is not None:
+        num = min(num, n)
+        q, r = divmod(n, num)
+        out, start = [], 0
+        for k in range(num):
+            end = start + q + (1 if k < r else 0)
+            out.append(members[start:end])
+            start = end
+        return out
+    if size is not None and size > 1:
+        return [members[i:i + size] for i in range(0, n, size)]
+    return [[m] for m in members]
+
+
+def first_fit_decreasing(timed: list[tuple[float, object]], maxruntime: float) -> list[list]:
+    bins: list[list] = []
+    loads: list[float] = []
+    alone: list[list] = []
+    for rt, m in timed:
+        if rt > maxruntime:
+            alone.append([m])
+            continue
+        for k, load in enumerate(loads):
+            if load + rt <= maxruntime:
+                bins[k].append(m)
+                loads[k] += rt
+                break
+        else:
+            bins.append([m])
+            loads.append(rt)
+    return bins + alone
+
+
+def balanced(timed: list[tuple[float, object]], num: int) -> list[list]:
+    num = min(num, len(timed))
+    bins: list[list] = [[] for _ in range(num)]
+    heap = [(0.0, k) for k in range(num)]
+    for rt, m in timed:
+        load, k = heapq.heappop(heap)
+        bins[k].append(m)
+        heapq.heappush(heap, (load + rt, k))
+    return [b for b in bins if b]
+
+
+def safe_name(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", label) or "label"
+
+
+def link(nodes: list[Cluster], node_of: list[Cluster]) -> None:
+    """Node edges from every cross-node job edge."""
+    for n in nodes:
+        n.parents, n.children = [], []
+    for n in nodes:
+        seen: set[int] = set()
+        for j in n.jobs:
+            for c in j.children:
+                target = node_of[c.index]
+                if target is not n and id(target) not in seen:
+                    seen.add(id(target))
+                    n.children.append(target)
+                    target.parents.append(n)
+
+
+def node_levels(nodes: list[Cluster]) -> dict[int, int]:
+    """Longest path from a root, roots at level 1."""
+    indeg = {id(n): len(n.parents) for n in nodes}
+    level = {id(n): 1 for n in nodes}
+    stack = [n for n in nodes if not n.parents]
+    while stack:
+        n = stack.pop()
+        for c in n.children:
+            level[id(c)] = max(level[id(c)], level[id(n)] + 1)
+            indeg[id(c)] -= 1
+            if indeg[id(c)] == 0:
+                stack.append(c)
+    for n in nodes:
+        n.level = level[id(n)]
+    return level
+
+
+def check_acyclic(nodes: list[Cluster]) -> None:
+    indeg = {id(n): len(n.parents) for n in nodes}
+    stack = [n for n in nodes if not n.parents]
+    seen = 0
+    while stack:
+        n = stack.pop()
+        seen += 1
+        for c in n.children:
+            indeg[id(c)] -= 1
+            if indeg[id(c)] == 0:
+                stack.append(c)
+    if seen == len(nodes):
+        return
+    left = [n for n in nodes if indeg[id(n)] > 0]
+    start = left[0]
+    path, index = [], {}
+    node = start
+    while id(node) not in index:
+        index[id(node)] = len(path)
+        path.append(node)
+        node = next(p for p in node.parents if indeg[id(p)] > 0)
+    cycle = path[index[id(node)]:][::-1]
+    names = [c.name[len("merge_"):] if c.kind == "label" else c.name for c in cycle]
+    raise ConfigError(
+        "clusters form a cycle: " + " -> ".join(names + [names[0]])
+        + "; jobs outside a label sit between jobs of that label: give them the label too, or split the label"
+    )
+
+
+def topological_positions(wf: Workflow) -> list[int]:
+    """Position of each job in a topological order (ties in workflow order); a cycle is an error naming its jobs."""
+    indeg = [len(j.parents) for j in wf.jobs]
+    heap = [j.index for j in wf.jobs if not j.parents]
+    heapq.heapify(heap)
+    pos = [-1] * len(wf.jobs)
+    k = 0
+    while heap:
+        i = heapq.heappop(heap)
+        pos[i] = k
+        k += 1
+        for c in wf.jobs[i].children:
+            indeg[c.index] -= 1
+            if indeg[c.index] == 0:
+                heapq.heappush(heap, c.index)
+    if k < len(wf.jobs):
+        left = {j.index for j in wf.jobs if pos[j.index] < 0}
+        job = wf.jobs[min(left)]
+        path, index = [], {}
+        while job.index not in index:
+            index[job.index] = len(path)
+            path.append(job)
+            job = next(p for p in job.parents if p.index in left)
+        ring = path[index[job.index]:][::-1]
+        first = min(range(len(ring)), key=lambda k: ring[k].index)
+        cycle = [j.id for j in ring[first:] + ring[:first]]
+        raise ConfigError(f"{wf.path}: jobDependencies form a cycle: {' -> '.join(cycle + [cycle[0]])}")
+    return pos

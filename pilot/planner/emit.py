@@ -1,0 +1,169 @@
+"""Write a submit directory: per cluster a PMC .dag, a batch script and monitoring files.
+
+Layout (documented in docs/submit-dir.md)::
+
+    SUBMIT/clusters.yml          the cluster DAG: clusters, their files, parents
+    SUBMIT/<cluster>/<cluster>.dag            PMC DAG (task ids <txname>_<jobid>)
+    SUBMIT/<cluster>/<cluster>.slurm|.pbs|.sh batch script running pilot run
+    SUBMIT/<cluster>/braindump.yml, <cluster>.static.bp   for pegasus-monitord
+
+Each cluster has its own directory because a pilot writes jobstate.log and
+per-task output next to its DAG, and clusters of one workflow may run at once.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+
+import yaml
+
+from pilot.dag.lexer import quote_arg
+from pilot.dag.parser import parse_dag
+from pilot.errors import ConfigError, DagError
+from pilot.jobrequest import pilot_wall_time, request_for, script_for
+from pilot.monitor.submitdir import write_monitoring_files
+from pilot.planner.clustering import Cluster
+from pilot.planner.model import Job
+from pilot.planner.profiles import ProfileResolver
+from pilot.sites import SiteConfig
+
+CLUSTERS_FILE = "clusters.yml"
+
+
+@dataclass
+class Emitted:
+    cluster: Cluster
+    dag: str
+    script: str
+    ranks: int
+    critical_path: float | None
+
+
+def task_id(job: Job) -> str:
+    return f"{job.name}_{job.id}"
+
+
+def task_line(job: Job, pfn: str, profiles: dict[str, str]) -> str:
+    parts = ["TASK", task_id(job)]
+    for key, opt in (("pmc_request_memory", "-m"), ("pmc_request_cpus", "-c"), ("pmc_priority", "-p")):
+        value = profiles.get(key)
+        if value not in (None, ""):
+            parts += [opt, quote_arg(str(value))]
+    extra = profiles.get("pmc_task_arguments")
+    if extra:
+        parts.append(extra)  # verbatim: PMC task options such as -t 3 or -f VAR=FILE
+    parts.append(quote_arg(pfn))
+    parts += [quote_arg(a) for a in job.arguments]
+    return " ".join(parts)
+
+
+def cluster_dag_text(cluster: Cluster, resolver: ProfileResolver, pfn_of) -> str:
+    members = {id(j) for j in cluster.jobs}
+    lines = []
+    for n, job in enumerate(cluster.jobs, 1):
+        lines.append(f"#@ {n} {job.tx_label} {job.id}")
+        lines.append(task_line(job, pfn_of(job, cluster.site), resolver.pegasus(job, cluster.site)))
+    for job in cluster.jobs:
+        for child in job.children:
+            if id(child) in members:
+                lines.append(f"EDGE {task_id(job)} {task_id(child)}")
+    return "\n".join(lines) + "\n"
+
+
+def width_and_path(cluster: Cluster, runtime_of) -> tuple[int, float | None]:
+    """Most tasks of the cluster that can run at once (by level) and its critical path."""
+    members = {id(j) for j in cluster.jobs}
+    level: dict[int, int] = {}
+    finish: dict[int, float] = {}
+    known = True
+    for job in cluster.jobs:  # topological inside a cluster (or independent)
+        parents = [p for p in job.parents if id(p) in members]
+        level[id(job)] = 1 + max((level[id(p)] for p in parents), default=0)
+        rt = runtime_of(job)
+        if rt is None:
+            known = False
+            rt = 0.0
+        finish[id(job)] = rt + max((finish[id(p)] for p in parents), default=0.0)
+    counts: dict[int, int] = {}
+    for v in level.values():
+        counts[v] = counts.get(v, 0) + 1
+    return max(counts.values()), (max(finish.values()) if known else None)
+
+
+def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: ProfileResolver, pfn_of,
+         runtime_of, workflow_name: str, planner_arguments: str) -> list[Emitted]:
+    os.makedirs(submit_dir, exist_ok=True)
+    out: list[Emitted] = []
+    for cluster in clusters:
+        text = cluster_dag_text(cluster, resolver, pfn_of)
+        width, critical = width_and_path(cluster, runtime_of)
+        out.append(write_cluster(submit_dir, cluster, text, width, critical, site, planner_arguments))
+    write_cluster_dag(submit_dir, out, site, workflow_name)
+    return out
+
+
+def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, critical: float | None,
+                  site: SiteConfig, planner_arguments: str) -> Emitted:
+    """The cluster's directory: its PMC DAG, batch script and monitoring files."""
+    cdir = os.path.join(submit_dir, cluster.name)
+    os.makedirs(cdir, exist_ok=True)
+    dag_file = os.path.join(cdir, cluster.name + ".dag")
+    try:
+        dag = parse_dag(text.splitlines(True), dag_file)
+    except DagError as exc:
+        job = cluster.jobs[min(len(cluster.jobs) - 1, (exc.line - 1) // 2)] if exc.line else cluster.jobs[0]
+        raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: {exc.message}") from None
+    with open(dag_file, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    walltime = site.walltime_minutes
+    pilot_args = ["--max-wall-time", f"{pilot_wall_time(walltime):g}", "--jobstate-log", "--monitord-hack"]
+    pilot_args += host_options(site) + shlex.split(site.pilot_options) + [cluster.name + ".dag"]
+    req = request_for(site, cluster.name, cdir, pilot_args, ranks=width + 1, walltime_minutes=walltime)
+    suffix, script = script_for(site, req)
+    script_file = os.path.join(cdir, cluster.name + suffix)
+    with open(script_file, "w", encoding="utf-8") as fh:
+        fh.write(script)
+    os.chmod(script_file, 0o755)
+    write_monitoring_files(dag, dag_file, planner_arguments=planner_arguments)
+    return Emitted(cluster, dag_file, script_file, req.ranks, critical)
+
+
+def host_options(site: SiteConfig) -> list[str]:
+    opts = []
+    if site.cores_per_node:
+        opts += ["--host-cpus", str(site.cores_per_node)]
+    if site.memory_per_node_mb:
+        opts += ["--host-memory", str(site.memory_per_node_mb)]
+    if site.gpus_per_node is not None:
+        opts += ["--host-gpus", str(site.gpus_per_node)]
+    return opts
+
+
+def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str) -> None:
+    data = {
+        "workflow": workflow_name,
+        "site": site.name,
+        "site_file": os.path.abspath(site.path),
+        "scheduler": site.scheduler,
+        "clusters": [
+            {
+                "name": e.cluster.name,
+                "kind": e.cluster.kind,
+                "dir": e.cluster.name,
+                "dag": os.path.relpath(e.dag, submit_dir),
+                "script": os.path.relpath(e.script, submit_dir),
+                "tasks": len(e.cluster.jobs),
+                "ranks": e.ranks,
+                "runtime": e.cluster.runtime,
+                "critical_path": e.critical_path,
+                "parents": [p.name for p in e.cluster.parents],
+            }
+            for e in emitted
+        ],
+    }
+    tmp = os.path.join(submit_dir, CLUSTERS_FILE + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        yaml.safe_dump(data, fh, sort_keys=False)
+    os.replace(tmp, os.path.join(submit_dir, CLUSTERS_FILE))

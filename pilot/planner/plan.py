@@ -1,0 +1,144 @@
+"""``pilot plan``: read, resolve, cluster, emit. Library entry point for the CLI and submit."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+
+from pilot.dag.cycles import topological_order
+from pilot.dag.parser import read_dag
+from pilot.errors import ConfigError
+from pilot.planner import reader
+from pilot.planner.clustering import Cluster, Clusterer
+from pilot.planner.emit import Emitted, emit
+from pilot.planner.model import Catalogs, Job, Workflow
+from pilot.planner.profiles import ProfileResolver, float_profile
+from pilot.sites import SiteConfig
+
+SITE_HINTS = ("selector.execution.site", "hints.execution.site")
+
+
+@dataclass
+class PlanRequest:
+    workflow: str
+    site: SiteConfig
+    cluster: list[str] = field(default_factory=list)
+    submit_dir: str | None = None
+    conf: str | None = None
+    tc: str | None = None
+    sc: str | None = None
+    force: bool = False
+    argv: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    submit_dir: str
+    workflow: str
+    emitted: list[Emitted]
+
+
+def load(req: PlanRequest) -> Workflow:
+    """The workflow with its catalogs and properties (files given, else inline, else ./ defaults)."""
+    if req.workflow.endswith(".dag"):
+        return _from_pmc_dag(req.workflow)
+    wf = reader.read_workflow(req.workflow)
+    cat = wf.catalogs
+    tc = req.tc or (None if cat.transformations else _default("transformations.yml"))
+    if tc:
+        reader.read_transformation_catalog(reader.load_yaml(tc), tc, "", cat)
+    sc = req.sc or (None if cat.sites else _default("sites.yml"))
+    if sc:
+        reader.read_site_catalog(reader.load_yaml(sc), sc, "", cat)
+    conf = req.conf or _default("pegasus.properties")
+    if conf:
+        cat.properties = reader.read_properties(conf)
+        cat.properties_path = conf
+    return wf
+
+
+def _default(name: str) -> str | None:
+    return name if os.path.exists(name) else None
+
+
+def _from_pmc_dag(path: str) -> Workflow:
+    """Only for the name and path: a PMC .dag is planned as written (see _plan_pmc_dag)."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    return Workflow(name=name if reader.SAFE_ID.match(name) else "workflow", path=path, catalogs=Catalogs())
+
+
+def plan(req: PlanRequest) -> Plan:
+    site = req.site
+    wf = load(req)
+    submit_dir = _submit_dir(req, wf.name)
+    planner_arguments = " ".join(shlex.quote(a) for a in req.argv)
+    if req.workflow.endswith(".dag"):
+        return _plan_pmc_dag(req, wf, submit_dir, planner_arguments)
+    props = wf.catalogs.properties
+    resolver = ProfileResolver(wf.catalogs, props.get("pegasus.clusterer.label.key", "label"))
+    runtime_pref = props.get("pegasus.clusterer.preference", "").lower() == "runtime"
+
+    def site_of(job: Job) -> str:
+        for key in SITE_HINTS:
+            value = job.profiles.get("pegasus", {}).get(key) or job.profiles.get("selector", {}).get("execution.site")
+            if value:
+                return value
+        return site.handle
+
+    def pfn_of(job: Job, handle: str) -> str:
+        tx = wf.catalogs.find_transformation(job.tx_key)
+        if tx is None:
+            raise ConfigError(f"{job.where}: unknown transformation {job.tx_label}: add it to the transformation catalog (--tc)")
+        entry = tx.sites.get(handle)
+        if entry is None:
+            raise ConfigError(
+                f"{job.where}: transformation {job.tx_label} has no entry for site {handle!r} "
+                f"(it has: {', '.join(tx.sites) or 'none'}); add one, or plan for another --site"
+            )
+        return entry.pfn
+
+    for job in wf.jobs:  # fail early on unknown transformations, sites and bad runtimes
+        handle = site_of(job)
+        pfn_of(job, handle)
+        float_profile(resolver.pegasus(job, handle), "runtime", job)
+    techniques = [t.strip() for t in req.cluster if t.strip()]
+    clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_pref).run(techniques)
+
+    def runtime_of(job: Job) -> float | None:
+        return float_profile(resolver.pegasus(job, site_of(job)), "runtime", job)
+
+    emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments)
+    return Plan(submit_dir, wf.name, emitted)
+
+
+def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_arguments: str) -> Plan:
+    """A PMC .dag is already one cluster: copied as written, with a batch script and monitoring files."""
+    from pilot.dag.writer import format_dag
+    from pilot.planner.emit import write_cluster, write_cluster_dag
+
+    dag = read_dag(req.workflow)
+    levels: dict[str, int] = {}
+    for name in topological_order(dag):
+        t = dag[name]
+        levels[name] = 1 + max((levels[p.name] for p in t.parents), default=0)
+    width = max(list(levels.values()).count(v) for v in set(levels.values())) if levels else 1
+    os.makedirs(submit_dir, exist_ok=True)
+    cluster = Cluster(wf.name, [], "whole", req.site.handle)
+    emitted = write_cluster(submit_dir, cluster, format_dag(dag), width, None, req.site, planner_arguments)
+    cluster.jobs = [Job(id=t.name, name="task") for t in dag]
+    write_cluster_dag(submit_dir, [emitted], req.site, wf.name)
+    return Plan(submit_dir, wf.name, [emitted])
+
+
+def _submit_dir(req: PlanRequest, name: str) -> str:
+    if req.submit_dir:
+        path = os.path.abspath(req.submit_dir)
+        if os.path.isdir(path) and os.listdir(path) and not req.force:
+            raise ConfigError(f"{req.submit_dir}: submit directory is not empty; choose another --dir or pass --force")
+        return path
+    for n in range(1, 10000):
+        path = os.path.abspath(f"{name}.run{n:04d}")
+        if not os.path.exists(path):
+            return path
+    raise ConfigError("no free submit directory name; pass --dir")

@@ -1,0 +1,1 @@
+"""Site configurations shipped with pilot (one YAML file per site); see pilot.sites."""

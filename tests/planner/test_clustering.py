@@ -1,0 +1,223 @@
+"""Clustering per the Pegasus manual (seeds 000/001), on workflows written by Pegasus.api."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pilot.dag import read_dag
+from pilot.errors import ConfigError
+from pilot.planner.plan import PlanRequest, plan
+from pilot.sites import load_site
+from tests.planner.wf import api, jobs, transformations, write
+
+SITE = "local"
+
+
+def run_plan(tmp_path, paths, cluster, site="local", **kw):
+    req = PlanRequest(workflow=paths["workflow"], site=load_site(site), cluster=cluster.split(",") if cluster else [],
+                      submit_dir=str(tmp_path / "submit"), conf=paths.get("conf"), tc=paths.get("tc"), sc=paths.get("sc"), **kw)
+    return plan(req)
+
+
+def sizes(result, tx="B"):
+    """Task counts of the clusters holding jobs of transformation ``tx`` (a chunk of one stays a plain job)."""
+    return sorted((len(e.cluster.jobs) for e in result.emitted if e.cluster.jobs[0].name == tx), reverse=True)
+
+
+def four_b(tmp_path, **profiles):
+    wf = api.Workflow("hz", infer_dependencies=False)
+    a = api.Job("A", _id="A0")
+    wf.add_jobs(a)
+    bs = jobs(wf, "B", 4)
+    wf.add_dependency(a, children=bs)
+    tc = transformations(SITE, {"A": "/bin/echo", "B": "/bin/echo"}, {"B": profiles})
+    return write(tmp_path, wf, tc)
+
+
+def test_clusters_size_3_gives_3_plus_1(tmp_path):
+    assert sizes(run_plan(tmp_path, four_b(tmp_path, **{"clusters.size": 3}), "horizontal")) == [3, 1]
+
+
+def test_clusters_num_3_gives_2_1_1(tmp_path):
+    assert sizes(run_plan(tmp_path, four_b(tmp_path, **{"clusters.num": 3}), "horizontal")) == [2, 1, 1]
+
+
+def test_num_beats_size(tmp_path):
+    assert sizes(run_plan(tmp_path, four_b(tmp_path, **{"clusters.num": 3, "clusters.size": 3}), "horizontal")) == [2, 1, 1]
+
+
+def test_no_factor_no_clustering(tmp_path):
+    res = run_plan(tmp_path, four_b(tmp_path), "horizontal")
+    assert sizes(res) == [1, 1, 1, 1] and len(res.emitted) == 5
+
+
+def test_levels_are_longest_paths(tmp_path):
+    """X feeds B2 directly and through Y: B2 sits on level 3, so it is not clustered with B0, B1 (level 2)."""
+    wf = api.Workflow("lv", infer_dependencies=False)
+    x, y = api.Job("X", _id="X"), api.Job("Y", _id="Y")
+    b = jobs(wf, "B", 3)
+    wf.add_jobs(x, y)
+    wf.add_dependency(x, children=[b[0], b[1], y, b[2]])
+    wf.add_dependency(y, children=[b[2]])
+    tc = transformations(SITE, {"X": "/bin/echo", "Y": "/bin/echo", "B": "/bin/echo"}, {"B": {"clusters.size": 5}})
+    res = run_plan(tmp_path, write(tmp_path, wf, tc), "horizontal")
+    clusters = {e.cluster.name: [j.id for j in e.cluster.jobs] for e in res.emitted}
+    assert clusters["merge_B_L2_1"] == ["B0", "B1"] and "B_B2" in clusters
+
+
+def runtime_wf(tmp_path, runtimes, tx_profiles, props=None):
+    wf = api.Workflow("rt", infer_dependencies=False)
+    for i, rt in enumerate(runtimes):
+        j = api.Job("C", _id=f"C{i}")
+        if rt is not None:
+            j.add_profiles(api.Namespace.PEGASUS, key="runtime", value=rt)
+        wf.add_jobs(j)
+    tc = transformations(SITE, {"C": "/bin/echo"}, {"C": tx_profiles})
+    return write(tmp_path, wf, tc, props=props or {"pegasus.clusterer.preference": "Runtime"})
+
+
+def members(res):
+    return sorted(sorted(j.id for j in e.cluster.jobs) for e in res.emitted)
+
+
+def test_runtime_maxruntime_first_fit_decreasing(tmp_path):
+    # 100,100,100 under 300 fit one bin; 250 alone; 400 > 300 stays unclustered
+    paths = runtime_wf(tmp_path, [100, 250, 100, 400, 100, 50], {"clusters.maxruntime": 300})
+    res = run_plan(tmp_path, paths, "horizontal")
+    assert members(res) == [["C0", "C2", "C4"], ["C1", "C5"], ["C3"]]
+    assert all(e.cluster.runtime <= 300 for e in res.emitted if e.cluster.kind == "horizontal")
+
+
+def test_runtime_num_balances(tmp_path):
+    paths = runtime_wf(tmp_path, [100, 90, 80, 30, 20, 10], {"clusters.num": 2})
+    res = run_plan(tmp_path, paths, "horizontal")
+    loads = sorted(e.cluster.runtime for e in res.emitted)
+    assert loads == [160.0, 170.0]
+
+
+def test_runtime_clustering_needs_runtime(tmp_path):
+    paths = runtime_wf(tmp_path, [100, None], {"clusters.num": 2})
+    with pytest.raises(ConfigError, match=r"workflow.yml: jobs\[1\] \(id C1\): runtime clustering .* needs the pegasus profile 'runtime'"):
+        run_plan(tmp_path, paths, "horizontal")
+
+
+def label_wf(tmp_path, key="label", cycle=False, sites=None):
+    wf = api.Workflow("lb", infer_dependencies=False)
+    names = ["a", "b", "c", "d", "e"]
+    made = {}
+    for n in names:
+        j = api.Job("T", _id=n).add_args(n)
+        label = {"a": "one", "b": "one", "c": None if cycle else "two", "d": "two", "e": "one" if cycle else None}[n]
+        if label:
+            j.add_profiles(api.Namespace.PEGASUS, key=key, value=label)
+        if sites and n in sites:
+            j.add_profiles(api.Namespace.SELECTOR, key="execution.site", value=sites[n])
+        made[n] = j
+        wf.add_jobs(j)
+    wf.add_dependency(made["a"], children=[made["b"], made["c"]])
+    wf.add_dependency(made["b"], children=[made["d"]])
+    wf.add_dependency(made["c"], children=[made["d"], made["e"]])
+    props = {"pegasus.clusterer.label.key": key} if key != "label" else None
+    tc = transformations(SITE, {"T": "/bin/echo"})
+    if sites:
+        tc.transformations[next(iter(tc.transformations))].add_sites(api.TransformationSite("other", "/bin/echo", is_stageable=False))
+    return write(tmp_path, wf, tc, props=props)
+
+
+def test_label_clustering_keeps_every_cross_edge(tmp_path):
+    res = run_plan(tmp_path, label_wf(tmp_path), "label")
+    by = {e.cluster.name: e for e in res.emitted}
+    assert [j.id for j in by["merge_one"].cluster.jobs] == ["a", "b"]
+    assert [j.id for j in by["merge_two"].cluster.jobs] == ["c", "d"]
+    assert "T_e" in by  # unlabelled: single
+    assert [p.name for p in by["merge_two"].cluster.parents] == ["merge_one"]  # a->c and b->d both kept
+    assert [p.name for p in by["T_e"].cluster.parents] == ["merge_two"]
+    dag = read_dag(by["merge_one"].dag)
+    assert [c.name for c in dag["T_a"].children] == ["T_b"]
+
+
+def test_label_key_property(tmp_path):
+    res = run_plan(tmp_path, label_wf(tmp_path, key="user_label"), "label")
+    assert {e.cluster.name for e in res.emitted} == {"merge_one", "merge_two", "T_e"}
+
+
+def test_label_cycle_names_labels(tmp_path):
+    with pytest.raises(ConfigError, match=r"clusters form a cycle: .*one.*T_c.*"):
+        run_plan(tmp_path, label_wf(tmp_path, cycle=True), "label")
+
+
+def test_label_on_two_sites_is_an_error(tmp_path):
+    paths = label_wf(tmp_path, sites={"b": "other"})
+    with pytest.raises(ConfigError, match=r"jobs of label 'one' are on sites"):
+        run_plan(tmp_path, paths, "label", site="local")
+
+
+def test_whole_and_recursive(tmp_path):
+    res = run_plan(tmp_path, label_wf(tmp_path), "whole")
+    assert [len(e.cluster.jobs) for e in res.emitted] == [5]
+    assert [j.id for j in res.emitted[0].cluster.jobs] == ["a", "b", "c", "d", "e"]
+
+
+def test_recursive_label_then_horizontal(tmp_path):
+    wf = api.Workflow("rc", infer_dependencies=False)
+    top = api.Job("S", _id="s").add_profiles(api.Namespace.PEGASUS, key="label", value="head")
+    top2 = api.Job("S", _id="s2").add_profiles(api.Namespace.PEGASUS, key="label", value="head")
+    wf.add_jobs(top, top2)
+    leaves = jobs(wf, "L", 4)
+    wf.add_dependency(top, children=[top2])
+    wf.add_dependency(top2, children=leaves)
+    tc = transformations(SITE, {"S": "/bin/echo", "L": "/bin/echo"}, {"L": {"clusters.size": 2}})
+    res = run_plan(tmp_path, write(tmp_path, wf, tc), "label,horizontal")
+    got = sorted((e.cluster.kind, len(e.cluster.jobs)) for e in res.emitted)
+    assert got == [("horizontal", 2), ("horizontal", 2), ("label", 2)]
+
+
+def test_unknown_technique(tmp_path):
+    with pytest.raises(ConfigError, match="unknown clustering technique 'vertical'"):
+        run_plan(tmp_path, four_b(tmp_path), "vertical")
+
+
+def test_profile_overloading_order(tmp_path):
+    """transformation catalog > site catalog > job > properties."""
+    wf = api.Workflow("ov", infer_dependencies=False)
+    j1 = api.Job("T", _id="j1").add_profiles(api.Namespace.PEGASUS, key="pmc_priority", value=3)
+    j1.add_profiles(api.Namespace.PEGASUS, key="pmc_request_cpus", value=2)
+    j2 = api.Job("U", _id="j2").add_profiles(api.Namespace.PEGASUS, key="pmc_request_cpus", value=2)
+    wf.add_jobs(j1, j2)
+    tc = transformations(SITE, {"T": "/bin/echo", "U": "/bin/echo"}, {"T": {"pmc_request_cpus": 4}})
+    sc = api.SiteCatalog().add_sites(
+        api.Site(SITE).add_profiles(api.Namespace.PEGASUS, key="pmc_priority", value=7).add_profiles(api.Namespace.PEGASUS, key="pmc_request_memory", value=64)
+    )
+    res = run_plan(tmp_path, write(tmp_path, wf, tc, sc, props={"pegasus.pmc_request_memory": "10", "pegasus.pmc_priority": "1"}), "whole")
+    dag = read_dag(res.emitted[0].dag)
+    t, u = dag["T_j1"], dag["U_j2"]
+    assert (t.cpus, t.priority, t.memory) == (4, 7, 64)  # tc beats job (cpus); sc beats job (priority); sc beats props
+    assert (u.cpus, u.priority, u.memory) == (2, 7, 64)
+
+
+def test_pmc_profiles_and_task_arguments(tmp_path):
+    wf = api.Workflow("pm", infer_dependencies=False)
+    j = api.Job("T", _id="ID0000001").add_args("-a", "1", "two words")
+    for key, value in (("pmc_request_memory", 1024), ("pmc_request_cpus", 4), ("pmc_priority", 10), ("pmc_task_arguments", "-t 3 -f A=/tmp/a")):
+        j.add_profiles(api.Namespace.PEGASUS, key=key, value=value)
+    wf.add_jobs(j)
+    res = run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/path/to/mytask"})), "whole")
+    text = Path(res.emitted[0].dag).read_text()
+    assert "#@ 1 T ID0000001\nTASK T_ID0000001 -m 1024 -c 4 -p 10 -t 3 -f A=/tmp/a /path/to/mytask -a 1 \"two words\"\n" in text
+    t = read_dag(res.emitted[0].dag)["T_ID0000001"]
+    assert (t.memory, t.cpus, t.priority, t.tries, t.pipe_forwards) == (1024, 4, 10, 3, [("A", "/tmp/a")])
+    assert t.argv == ["/path/to/mytask", "-a", "1", "two words"]
+
+
+def test_cluster_dag_file_and_monitoring_files(tmp_path):
+    res = run_plan(tmp_path, label_wf(tmp_path), "label")
+    data = yaml.safe_load((tmp_path / "submit" / "clusters.yml").read_text())
+    assert {c["name"]: c["parents"] for c in data["clusters"]} == {"merge_one": [], "merge_two": ["merge_one"], "T_e": ["merge_two"]}
+    for e in res.emitted:
+        d = tmp_path / "submit" / e.cluster.name
+        assert (d / "braindump.yml").exists() and (d / f"{e.cluster.name}.static.bp").exists()
+        bd = yaml.safe_load((d / "braindump.yml").read_text())
+        assert bd["wf_uuid"] == bd["root_wf_uuid"] and bd["dag"] == f"{e.cluster.name}.dag"
