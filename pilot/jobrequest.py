@@ -9,10 +9,13 @@ checked to be plain words when the site config is loaded.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 
 from pilot.sites import SiteConfig, format_walltime
+
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
 
 # Below 10 minutes Pegasus' 5-minute margin would leave nothing: keep 10%, at
 # least 30 s, at most half.
@@ -112,15 +115,21 @@ def request_for(site: SiteConfig, name: str, workdir: str, pilot_args: list[str]
     )
 
 
+def _plain_workdir(req: JobRequest) -> bool:
+    """Directives cannot quote: name the directory there only when it is a plain word."""
+    return bool(_PLAIN_PATH.match(req.workdir))
+
+
 def slurm_script(req: JobRequest) -> str:
     d = [
         f"#SBATCH --job-name={req.name}",
         f"#SBATCH --nodes={req.nodes}",
         f"#SBATCH --ntasks-per-node={req.ranks_per_node}",
         f"#SBATCH --time={req.walltime}",
-        f"#SBATCH --output={req.name}.batch.out",
-        f"#SBATCH --error={req.name}.batch.err",
     ]
+    if _plain_workdir(req):
+        d.append(f"#SBATCH --chdir={req.workdir}")  # output files land next to the DAG wherever sbatch runs
+    d += [f"#SBATCH --output={req.name}.batch.out", f"#SBATCH --error={req.name}.batch.err"]
     for flag, value in (("partition", req.queue), ("account", req.account), ("qos", req.qos), ("constraint", req.constraint)):
         if value:
             d.append(f"#SBATCH --{flag}={value}")
@@ -134,7 +143,8 @@ def pbs_script(req: JobRequest, flavor: str = "pbspro") -> str:
         d = [f"#PBS -N {req.name}", f"#PBS -l select={req.nodes}:mpiprocs={req.ranks_per_node}"]
     else:
         d = [f"#PBS -N {req.name}", f"#PBS -l nodes={req.nodes}:ppn={req.ranks_per_node}"]
-    d += [f"#PBS -l walltime={req.walltime}", f"#PBS -o {req.name}.batch.out", f"#PBS -e {req.name}.batch.err"]
+    out = f"{req.workdir}/{req.name}" if _plain_workdir(req) else req.name
+    d += [f"#PBS -l walltime={req.walltime}", f"#PBS -o {out}.batch.out", f"#PBS -e {out}.batch.err"]
     if req.queue:
         d.append(f"#PBS -q {req.queue}")
     if req.account:

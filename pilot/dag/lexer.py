@@ -40,12 +40,13 @@ def split_args(text: str) -> list[str]:
     return args
 
 
+_NEEDS_QUOTING = re.compile(r"[\s'\"\\]")
+
+
 def quote_arg(arg: str) -> str:
     """Quote one argument so that split_args gives it back unchanged."""
-    if arg == "":
-        return "''"
-    if SPECIAL.search(arg) is None and not any(c.isspace() for c in arg):
-        return arg
+    if not _NEEDS_QUOTING.search(arg):
+        return arg if arg else "''"
     if SPECIAL.search(arg) is None:
         return '"' + arg + '"'
     return "".join("\\" + c if c in "'\"\\" or c.isspace() else c for c in arg)

@@ -13,6 +13,7 @@ invocation record the worker writes uses the same id as its ``derivation``.
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import socket
 import time
@@ -40,30 +41,33 @@ def write_static_bp(dag: Dag, path: str, wf_uuid: str, now: float | None = None)
     ts = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now or time.time()))
     head = f"ts={ts} level=Info xwf.id={wf_uuid}"
     tasks = list(dag)
+    ids = [_q(task_id(t)) for t in tasks]
+    names = [_q(t.name) for t in tasks]
+    args = [_q(" ".join(quote_arg(a) for a in t.argv[1:])) for t in tasks]
+    where = {t.name: k for k, t in enumerate(tasks)}
+    out = []
+    for k, t in enumerate(tasks):
+        out.append(f'{head} event=task.info task.id={ids[k]} type="1" type_desc="compute" '
+                   f"transformation={_q(transformation(t))} argv={args[k]}\n")
+    for k, t in enumerate(tasks):
+        for c in t.children:
+            out.append(f"{head} event=task.edge parent.task.id={ids[k]} child.task.id={ids[where[c.name]]}\n")
+    for k, t in enumerate(tasks):
+        out.append(f'{head} event=job.info job.id={names[k]} submit_file={_q(t.name + ".sub")} type="1" '
+                   f'type_desc="compute" clustered="0" max_retries={_q(str(t.tries or 1))} '
+                   f"executable={_q(t.argv[0])} argv={args[k]} task_count=\"1\"\n")
+    for k, t in enumerate(tasks):
+        out.append(f"{head} event=wf.map.task_job job.id={names[k]} task.id={ids[k]}\n")
+    for k, t in enumerate(tasks):
+        for c in t.children:
+            out.append(f"{head} event=job.edge parent.job.id={names[k]} child.job.id={names[where[c.name]]}\n")
     with open(path, "w", encoding="utf-8") as fh:
-        for t in tasks:
-            args = " ".join(quote_arg(a) for a in t.argv[1:])
-            fh.write(f'{head} event=task.info task.id={_q(task_id(t))} type="1" type_desc="compute" '
-                     f"transformation={_q(transformation(t))} argv={_q(args)}\n")
-        for t in tasks:
-            for c in t.children:
-                fh.write(f"{head} event=task.edge parent.task.id={_q(task_id(t))} child.task.id={_q(task_id(c))}\n")
-        for t in tasks:
-            args = " ".join(quote_arg(a) for a in t.argv[1:])
-            fh.write(f'{head} event=job.info job.id={_q(t.name)} submit_file={_q(t.name + ".sub")} type="1" '
-                     f'type_desc="compute" clustered="0" max_retries={_q(str(t.tries or 1))} '
-                     f'executable={_q(t.argv[0])} argv={_q(args)} task_count="1"\n')
-        for t in tasks:
-            fh.write(f"{head} event=wf.map.task_job job.id={_q(t.name)} task.id={_q(task_id(t))}\n")
-        for t in tasks:
-            for c in t.children:
-                fh.write(f"{head} event=job.edge parent.job.id={_q(t.name)} child.job.id={_q(c.name)}\n")
+        fh.write("".join(out))
 
 
-def write_braindump(path: str, dag_file: str, submit_dir: str, wf_uuid: str, label: str, planner_arguments: str = "") -> None:
+def write_braindump(path: str, dag_file: str, submit_dir: str, wf_uuid: str, label: str, planner_arguments: str = "",
+                    notify: str | None = None) -> None:
     """Only keys Pegasus' Braindump knows (an unknown key is a TypeError in monitord)."""
-    import yaml
-
     data = {
         "user": _user(),
         "grid_dn": None,
@@ -87,23 +91,34 @@ def write_braindump(path: str, dag_file: str, submit_dir: str, wf_uuid: str, lab
         "uses_pmc": True,
         "properties": "pegasus.properties",
         "dag": os.path.basename(dag_file),
-        "notify": os.path.splitext(os.path.basename(dag_file))[0] + ".notify",
+        "notify": notify or os.path.splitext(os.path.basename(dag_file))[0] + ".notify",
         "type": "dag",
     }
+    # JSON scalars are YAML; yaml.safe_dump costs a millisecond a file, and a
+    # big plan writes one braindump per cluster.
+    lines = [f"{k}: {'null' if v is None else json.dumps(v)}" for k, v in data.items()]
     with open(path, "w", encoding="utf-8") as fh:
-        yaml.safe_dump(data, fh, sort_keys=False)
+        fh.write("\n".join(lines) + "\n")
 
 
-def write_monitoring_files(dag: Dag, dag_file: str, wf_uuid: str | None = None, planner_arguments: str = "") -> str:
-    """Write braindump.yml, the static bp and an empty notify file next to ``dag_file``; return the uuid."""
+def write_monitoring_files(dag: Dag, dag_file: str, wf_uuid: str | None = None, planner_arguments: str = "",
+                           notify: str | None = None) -> str:
+    """Write braindump.yml and the static bp next to ``dag_file``; return the workflow uuid.
+
+    ``notify`` names an (empty) notifications file that live monitord opens;
+    by default ``<dag>.notify`` next to the DAG is created. A planner writing
+    many clusters shares one.
+    """
     submit_dir = os.path.dirname(os.path.abspath(dag_file))
     wf_uuid = wf_uuid or str(uuid.uuid4())
     base = os.path.splitext(os.path.basename(dag_file))[0]
     write_static_bp(dag, os.path.join(submit_dir, base + ".static.bp"), wf_uuid)
-    write_braindump(os.path.join(submit_dir, "braindump.yml"), os.path.abspath(dag_file), submit_dir, wf_uuid, base, planner_arguments)
-    notify = os.path.join(submit_dir, base + ".notify")
-    if not os.path.exists(notify):
-        open(notify, "w").close()
+    if notify is None:
+        notify = os.path.join(submit_dir, base + ".notify")
+        if not os.path.exists(notify):
+            open(notify, "w").close()
+    write_braindump(os.path.join(submit_dir, "braindump.yml"), os.path.abspath(dag_file), submit_dir, wf_uuid, base,
+                    planner_arguments, notify)
     return wf_uuid
 
 

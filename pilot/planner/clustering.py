@@ -233,14 +233,17 @@ def link(nodes: list[Cluster], node_of: list[Cluster]) -> None:
     for n in nodes:
         n.parents, n.children = [], []
     for n in nodes:
-        seen: set[int] = set()
-        for j in n.jobs:
-            for c in j.children:
-                target = node_of[c.index]
-                if target is not n and id(target) not in seen:
-                    seen.add(id(target))
-                    n.children.append(target)
-                    target.parents.append(n)
+        jobs = n.jobs
+        if len(jobs) == 1:
+            targets = {node_of[c.index] for c in jobs[0].children}
+        else:
+            targets = {node_of[c.index] for j in jobs for c in j.children}
+        targets.discard(n)
+        if targets:
+            children = sorted(targets, key=lambda t: t.jobs[0].index)
+            n.children = children
+            for t in children:
+                t.parents.append(n)
 
 
 def node_levels(nodes: list[Cluster]) -> dict[int, int]:

@@ -13,11 +13,11 @@ per-task output next to its DAG, and clusters of one workflow may run at once.
 
 from __future__ import annotations
 
+import json
+import multiprocessing
 import os
 import shlex
 from dataclasses import dataclass
-
-import yaml
 
 from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
@@ -30,6 +30,7 @@ from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
 
 CLUSTERS_FILE = "clusters.yml"
+NOTIFY_FILE = "monitord.notify"  # one empty notifications file that every cluster's braindump names
 
 
 @dataclass
@@ -92,16 +93,39 @@ def width_and_path(cluster: Cluster, runtime_of) -> tuple[int, float | None]:
     return max(counts.values()), (max(finish.values()) if known else None)
 
 
+# Emitting is per cluster and independent: with many clusters, forked workers
+# (sharing the plan copy-on-write) write them in parallel.
+PARALLEL_FROM = 64
+_SHARED: tuple | None = None
+
+
 def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: ProfileResolver, pfn_of,
          runtime_of, workflow_name: str, planner_arguments: str) -> list[Emitted]:
+    global _SHARED
     os.makedirs(submit_dir, exist_ok=True)
-    out: list[Emitted] = []
-    for cluster in clusters:
-        text = cluster_dag_text(cluster, resolver, pfn_of)
-        width, critical = width_and_path(cluster, runtime_of)
-        out.append(write_cluster(submit_dir, cluster, text, width, critical, site, planner_arguments))
+    open(os.path.join(submit_dir, NOTIFY_FILE), "a").close()
+    _SHARED = (submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments)
+    try:
+        workers = min(os.cpu_count() or 1, 8)
+        if len(clusters) >= PARALLEL_FROM and workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                rows = pool.map(_emit_one, range(len(clusters)), chunksize=max(1, len(clusters) // (workers * 8)))
+        else:
+            rows = [_emit_one(k) for k in range(len(clusters))]
+    finally:
+        _SHARED = None
+    out = [Emitted(clusters[k], dag, script, ranks, critical) for k, dag, script, ranks, critical in rows]
     write_cluster_dag(submit_dir, out, site, workflow_name)
     return out
+
+
+def _emit_one(k: int) -> tuple[int, str, str, int, float | None]:
+    submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments = _SHARED  # type: ignore[misc]
+    cluster = clusters[k]
+    text = cluster_dag_text(cluster, resolver, pfn_of)
+    width, critical = width_and_path(cluster, runtime_of)
+    e = write_cluster(submit_dir, cluster, text, width, critical, site, planner_arguments)
+    return k, e.dag, e.script, e.ranks, e.critical_path
 
 
 def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, critical: float | None,
@@ -126,7 +150,8 @@ def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, crit
     with open(script_file, "w", encoding="utf-8") as fh:
         fh.write(script)
     os.chmod(script_file, 0o755)
-    write_monitoring_files(dag, dag_file, planner_arguments=planner_arguments)
+    write_monitoring_files(dag, dag_file, planner_arguments=planner_arguments,
+                           notify=os.path.join(os.path.abspath(submit_dir), NOTIFY_FILE))
     return Emitted(cluster, dag_file, script_file, req.ranks, critical)
 
 
@@ -142,28 +167,31 @@ def host_options(site: SiteConfig) -> list[str]:
 
 
 def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str) -> None:
-    data = {
-        "workflow": workflow_name,
-        "site": site.name,
-        "site_file": os.path.abspath(site.path),
-        "scheduler": site.scheduler,
-        "clusters": [
-            {
-                "name": e.cluster.name,
-                "kind": e.cluster.kind,
-                "dir": e.cluster.name,
-                "dag": os.path.relpath(e.dag, submit_dir),
-                "script": os.path.relpath(e.script, submit_dir),
-                "tasks": len(e.cluster.jobs),
-                "ranks": e.ranks,
-                "runtime": e.cluster.runtime,
-                "critical_path": e.critical_path,
-                "parents": [p.name for p in e.cluster.parents],
-            }
-            for e in emitted
-        ],
-    }
+    """clusters.yml (format in docs/submit-dir.md). JSON scalars are YAML; PyYAML's emitter
+    would take seconds for the tens of thousands of clusters of a big plan."""
+    j = json.dumps
+    lines = [
+        f"workflow: {j(workflow_name)}",
+        f"site: {j(site.name)}",
+        f"site_file: {j(os.path.abspath(site.path))}",
+        f"scheduler: {j(site.scheduler)}",
+        "clusters:",
+    ]
+    for e in emitted:
+        c = e.cluster
+        lines += [
+            f"- name: {j(c.name)}",
+            f"  kind: {j(c.kind)}",
+            f"  dir: {j(c.name)}",
+            f"  dag: {j(os.path.relpath(e.dag, submit_dir))}",
+            f"  script: {j(os.path.relpath(e.script, submit_dir))}",
+            f"  tasks: {len(c.jobs)}",
+            f"  ranks: {e.ranks}",
+            f"  runtime: {j(c.runtime)}",
+            f"  critical_path: {j(e.critical_path)}",
+            f"  parents: {j([p.name for p in c.parents])}",
+        ]
     tmp = os.path.join(submit_dir, CLUSTERS_FILE + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
-        yaml.safe_dump(data, fh, sort_keys=False)
+        fh.write("\n".join(lines) + "\n")
     os.replace(tmp, os.path.join(submit_dir, CLUSTERS_FILE))

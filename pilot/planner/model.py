@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 Profiles = dict[str, dict[str, str]]  # namespace -> key -> value
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Job:
     """One compute job of the abstract workflow."""
 
@@ -17,10 +17,15 @@ class Job:
     version: str | None = None
     arguments: list[str] = field(default_factory=list)
     profiles: Profiles = field(default_factory=dict)
-    where: str = ""  # "file: jobs[3]" for errors
+    source: str = ""  # the workflow file, for errors
     index: int = 0
     parents: list["Job"] = field(default_factory=list)
     children: list["Job"] = field(default_factory=list)
+
+    @property
+    def where(self) -> str:
+        """``file: jobs[3] (id X)`` for error messages (built only when one is needed)."""
+        return f"{self.source}: jobs[{self.index}] (id {self.id})"
 
     @property
     def tx_key(self) -> tuple[str | None, str, str | None]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shlex
 from dataclasses import dataclass, field
@@ -69,6 +70,18 @@ def _from_pmc_dag(path: str) -> Workflow:
 
 
 def plan(req: PlanRequest) -> Plan:
+    """Plan with the cyclic garbage collector paused: every object made lives to the end,
+    and for a million jobs the collector's rescans cost a fifth of the time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _plan(req)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _plan(req: PlanRequest) -> Plan:
     site = req.site
     wf = load(req)
     submit_dir = _submit_dir(req, wf.name)
@@ -79,12 +92,18 @@ def plan(req: PlanRequest) -> Plan:
     resolver = ProfileResolver(wf.catalogs, props.get("pegasus.clusterer.label.key", "label"))
     runtime_pref = props.get("pegasus.clusterer.preference", "").lower() == "runtime"
 
-    def site_of(job: Job) -> str:
-        for key in SITE_HINTS:
-            value = job.profiles.get("pegasus", {}).get(key) or job.profiles.get("selector", {}).get("execution.site")
-            if value:
-                return value
+    def hinted_site(job: Job) -> str:
+        if job.profiles:
+            for key in SITE_HINTS:
+                value = job.profiles.get("pegasus", {}).get(key) or job.profiles.get("selector", {}).get("execution.site")
+                if value:
+                    return value
         return site.handle
+
+    sites = [hinted_site(job) for job in wf.jobs]
+
+    def site_of(job: Job) -> str:
+        return sites[job.index]
 
     def pfn_of(job: Job, handle: str) -> str:
         tx = wf.catalogs.find_transformation(job.tx_key)

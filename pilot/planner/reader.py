@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from pilot.errors import ConfigError
+from pilot.planner import yamlstream
 from pilot.planner.model import Catalogs, Job, Profiles, Site, Transformation, TransformationSite, Workflow
 
 # Job ids and transformation names become task ids, file and directory names
@@ -23,6 +24,7 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_yaml(path: str) -> Any:
+    """A whole (small) YAML file: catalogs."""
     try:
         with open(path, "rb") as fh:
             return yaml.load(fh, Loader=_Loader)  # noqa: S506 - a SafeLoader
@@ -58,45 +60,51 @@ def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
 
 
 def read_workflow(path: str) -> Workflow:
-    data = load_yaml(path)
-    if not isinstance(data, dict) or "jobs" not in data:
-        raise _err(path, "(top)", "not a Pegasus 5 workflow: no 'jobs' (write it with Pegasus.api Workflow.write())")
-    wf = Workflow(name=str(data.get("name") or "workflow"), path=path)
-    if not SAFE_ID.match(wf.name):
-        raise _err(path, "name", f"{wf.name!r}: use letters, digits, '_', '.', '+', '-' only")
-    jobs = data.get("jobs") or []
-    if not isinstance(jobs, list):
-        raise _err(path, "jobs", "must be a list")
+    wf = Workflow(name="workflow", path=path)
     by_id: dict[str, Job] = {}
-    for i, raw in enumerate(jobs):
+    deps: list[tuple[int, Any]] = []
+
+    def on_job(raw: Any, i: int) -> None:
         job = _read_job(raw, path, f"jobs[{i}]", i)
         if job.id in by_id:
             raise _err(path, f"jobs[{i}].id", f"duplicate job id {job.id!r} (first at {by_id[job.id].where})")
         by_id[job.id] = job
         wf.jobs.append(job)
-    for i, dep in enumerate(data.get("jobDependencies") or []):
-        ypath = f"jobDependencies[{i}]"
-        if not isinstance(dep, dict) or "id" not in dep:
-            raise _err(path, ypath, "expected {id: JOB, children: [JOB, ...]}")
-        parent = by_id.get(str(dep["id"]))
-        if parent is None:
-            raise _err(path, f"{ypath}.id", f"unknown job {dep['id']!r}")
-        for k, child_id in enumerate(dep.get("children") or []):
-            child = by_id.get(str(child_id))
-            if child is None:
-                raise _err(path, f"{ypath}.children[{k}]", f"unknown job {child_id!r}")
-            if child is parent:
-                raise _err(path, f"{ypath}.children[{k}]", f"job {child.id} depends on itself")
-            known = (child in parent.children) if len(parent.children) < len(child.parents) else (parent in child.parents)
-            if not known:  # a repeated dependency is one edge
-                parent.children.append(child)
-                child.parents.append(parent)
+
+    data = yamlstream.load_streaming(path, {"jobs": on_job, "jobDependencies": lambda raw, i: deps.append((i, raw))})
+    if "jobs" not in data:
+        raise _err(path, "(top)", "not a Pegasus 5 workflow: no 'jobs' (write it with Pegasus.api Workflow.write())")
+    if not isinstance(data["jobs"], int):
+        raise _err(path, "jobs", "must be a list")
+    wf.name = str(data.get("name") or "workflow")
+    if not SAFE_ID.match(wf.name):
+        raise _err(path, "name", f"{wf.name!r}: use letters, digits, '_', '.', '+', '-' only")
+    for i, dep in deps:
+        _add_dependency(dep, path, f"jobDependencies[{i}]", by_id)
     catalogs = wf.catalogs
     if "transformationCatalog" in data:
         read_transformation_catalog(data["transformationCatalog"], path, "transformationCatalog", catalogs)
     if "siteCatalog" in data:
         read_site_catalog(data["siteCatalog"], path, "siteCatalog", catalogs)
     return wf
+
+
+def _add_dependency(dep: Any, path: str, ypath: str, by_id: dict[str, Job]) -> None:
+    if not isinstance(dep, dict) or "id" not in dep:
+        raise _err(path, ypath, "expected {id: JOB, children: [JOB, ...]}")
+    parent = by_id.get(str(dep["id"]))
+    if parent is None:
+        raise _err(path, f"{ypath}.id", f"unknown job {dep['id']!r}")
+    for k, child_id in enumerate(dep.get("children") or []):
+        child = by_id.get(str(child_id))
+        if child is None:
+            raise _err(path, f"{ypath}.children[{k}]", f"unknown job {child_id!r}")
+        if child is parent:
+            raise _err(path, f"{ypath}.children[{k}]", f"job {child.id} depends on itself")
+        known = (child in parent.children) if len(parent.children) < len(child.parents) else (parent in child.parents)
+        if not known:  # a repeated dependency is one edge
+            parent.children.append(child)
+            child.parents.append(parent)
 
 
 def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
@@ -126,7 +134,7 @@ def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
         version=None if version is None else str(version),
         arguments=arguments,
         profiles=read_profiles(raw.get("profiles"), path, f"{ypath}.profiles"),
-        where=f"{path}: {ypath} (id {job_id})",
+        source=path,
         index=index,
     )
 

@@ -1,0 +1,100 @@
+"""pilot plan end to end under real Slurm: scripts submitted by hand with sbatch."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.integration.slurm import require_slurm, sbatch, wait_gone
+from tests.integration.test_monitord import pegasus_cli
+
+pytestmark = pytest.mark.slurm
+api = pytest.importorskip("Pegasus.api")
+
+PILOT = f"pilot_command={sys.executable} -m pilot"
+
+
+def diamond(tmp_path: Path, labels: dict[str, str] | None = None) -> str:
+    wf = api.Workflow("diamond", infer_dependencies=True)
+    files = {n: api.File(n) for n in ("f.a", "f.b1", "f.b2", "f.c1", "f.c2", "f.d")}
+    tc = api.TransformationCatalog()
+    for n in ("preprocess", "findrange", "analyze"):
+        tc.add_transformations(api.Transformation(n, site="container", pfn="/bin/echo", is_stageable=False))
+    wf.add_transformation_catalog(tc)
+    jobs = [
+        api.Job("preprocess", _id="pre").add_args("pre", files["f.a"]).add_inputs(files["f.a"]).add_outputs(files["f.b1"], files["f.b2"]),
+        api.Job("findrange", _id="left").add_args("left").add_inputs(files["f.b1"]).add_outputs(files["f.c1"]),
+        api.Job("findrange", _id="right").add_args("right").add_inputs(files["f.b2"]).add_outputs(files["f.c2"]),
+        api.Job("analyze", _id="ana").add_args("ana").add_inputs(files["f.c1"], files["f.c2"]).add_outputs(files["f.d"]),
+    ]
+    for j in jobs:
+        if labels and j._id in labels:
+            j.add_profiles(api.Namespace.PEGASUS, key="label", value=labels[j._id])
+        wf.add_jobs(j)
+    path = tmp_path / "diamond.yml"
+    wf.write(str(path))
+    return str(path)
+
+
+def plan(tmp_path: Path, workflow: str, cluster: str) -> Path:
+    sub = tmp_path / "submit"
+    res = subprocess.run([sys.executable, "-m", "pilot", "plan", workflow, "--site", "container", "--cluster", cluster,
+                          "--dir", str(sub), "--set", PILOT], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    return sub
+
+
+@pytest.mark.monitord
+def test_whole_workflow_by_hand_then_monitord(tmp_path, monkeypatch):
+    require_slurm()
+    sub = plan(tmp_path, diamond(tmp_path), "whole")
+    cdir = sub / "merge_diamond"
+    job = sbatch(str(cdir / "merge_diamond.slurm"), cwd=str(tmp_path))  # sbatch from elsewhere: --chdir applies
+    wait_gone([job])
+    out = (cdir / "merge_diamond.batch.out").read_text()
+    assert '[cluster-summary stat="ok", tasks=4, submitted=4, succeeded=4' in out, (cdir / "merge_diamond.batch.err").read_text()
+    assert sorted((cdir / "merge_diamond.dag.rescue").read_text().split()) == sorted(
+        "DONE preprocess_pre DONE findrange_left DONE findrange_right DONE analyze_ana".split())
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    mon = subprocess.run([*pegasus_cli("pegasus-monitord"), "-r", "merge_diamond.dag.dagman.out"], cwd=cdir,
+                         capture_output=True, text=True, timeout=120)
+    assert mon.returncode == 0, mon.stderr
+    db = sqlite3.connect(cdir / "merge_diamond.stampede.db")
+    rows = db.execute("select j.exec_job_id, ji.exitcode from job_instance ji join job j on j.job_id = ji.job_id").fetchall()
+    db.close()
+    assert sorted(rows) == sorted((t, 0) for t in ("preprocess_pre", "findrange_left", "findrange_right", "analyze_ana"))
+    stats = subprocess.run([*pegasus_cli("pegasus-statistics"), "-s", "all", "."], cwd=cdir, capture_output=True, text=True)
+    assert stats.returncode == 0, stats.stderr
+    summary = (cdir / "statistics" / "summary.txt").read_text()
+    jobs = next(line.split() for line in summary.splitlines() if line.startswith("Jobs"))
+    tasks = next(line.split() for line in summary.splitlines() if line.startswith("Tasks"))
+    assert jobs[1:5] == ["4", "0", "0", "4"] and tasks[1:5] == ["4", "0", "0", "4"]
+
+
+def test_label_clusters_run_in_dependency_order(tmp_path):
+    require_slurm()
+    sub = plan(tmp_path, diamond(tmp_path, {"pre": "top", "left": "mid", "right": "mid"}), "label")
+    clusters = yaml.safe_load((sub / "clusters.yml").read_text())["clusters"]
+    # a label with one job stays that job, as a chunk of one does in horizontal clustering
+    assert {c["name"]: c["parents"] for c in clusters} == {"preprocess_pre": [], "merge_mid": ["preprocess_pre"], "analyze_ana": ["merge_mid"]}
+    ids: dict[str, str] = {}
+    for c in clusters:  # listed parents first
+        deps = [ids[p] for p in c["parents"]]
+        extra = [f"--dependency=afterok:{':'.join(deps)}"] if deps else []
+        ids[c["name"]] = sbatch(str(sub / c["script"]), *extra)
+    wait_gone(list(ids.values()))
+    spans = {}
+    for c in clusters:
+        out = (sub / c["dir"] / f"{c['name']}.batch.out").read_text()
+        assert 'stat="ok"' in out, out
+        starts = [float(x) for x in re.findall(r"^(\d+\.\d+) \S+ EXECUTE", (sub / c["dir"] / "jobstate.log").read_text(), re.M)]
+        ends = [float(x) for x in re.findall(r"^(\d+\.\d+) \S+ JOB_TERMINATED", (sub / c["dir"] / "jobstate.log").read_text(), re.M)]
+        spans[c["name"]] = (min(starts), max(ends))
+    assert spans["preprocess_pre"][1] <= spans["merge_mid"][0] and spans["merge_mid"][1] <= spans["analyze_ana"][0]
