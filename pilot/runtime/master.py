@@ -20,22 +20,20 @@ import time
 from pilot.dag import read_dag, read_rescue
 from pilot.dag.model import Dag, Task
 from pilot.dag.rescue import RescueLog
-from pilot.errors import InfeasibleTask, PilotError, RunAborted
+
 from pilot.monitor import records, stdio
 from pilot.monitor.events import Fanout, RunEvents
 from pilot.monitor.resource_log import ResourceLog
-from pilot.runtime.engine import Engine, State
+from pilot.monitor.result import write_result
+from pilot.runtime.engine import Engine
 from pilot.runtime.forwarding import FdCache
 from pilot.runtime.lock import DagLock
 from pilot.runtime.options import RunOptions
 from pilot.runtime.policy import Allocation, Host, Policy
 from pilot.runtime.slots import Slots
+from pilot.runtime.startup import Startup
 from pilot.runtime.protocol import (
-    PROTOCOL_VERSION,
     Bye,
-    Hello,
-    HostReady,
-    HostSetup,
     KillTask,
     Recall,
     Recalled,
@@ -49,7 +47,6 @@ from pilot.runtime.taskexec import KILL_GRACE
 
 log = logging.getLogger("pilot.master")
 
-REGISTER_TIMEOUT = 300.0
 # Prefetch a task onto a busy slot only while recent tasks are this short:
 # that is where a round trip to the master costs a noticeable share.
 PREFETCH_BELOW = 0.25
@@ -99,11 +96,13 @@ class Master:
         try:
             self._prepare()
             self._loop()
-        except BaseException:
+        except BaseException as exc:
             self._stop_workers()
             if self._started_events:
                 self.events.run_finished(False, {})
             self._close()
+            reason = "signal" if self.signalled else "error"
+            self._write_result(False, reason, getattr(exc, "exit_code", 1))
             raise
         finally:
             for s, h in old.items():
@@ -130,82 +129,16 @@ class Master:
             self.resource_log = ResourceLog(opts.dag + ".resource")
         self.engine = Engine(dag, opts.tries, opts.max_failures, done)
         log.info("Master starting with %d workers", len(self.workers))
-        self._register()
-        self.events.run_started(opts.dag, len(dag), len(self.workers))
-        self._started_events = True
-        self._check_feasible()
-        self._setup_hosts()
-        for task in self.engine.initial_ready():
-            self.policy.push(task)
-
-    def _register(self) -> None:
-        pending = set(self.workers)
-        deadline = time.monotonic() + REGISTER_TIMEOUT
-        while pending:
-            source, msg = self._recv_until(deadline, "worker registration")
-            if not isinstance(msg, Hello):
-                raise RunAborted(f"worker {source} sent {type(msg).__name__} before registering")
-            if msg.version != PROTOCOL_VERSION:
-                raise RunAborted(
-                    f"worker {source} on {msg.hostname} speaks protocol {msg.version}, master {PROTOCOL_VERSION}: "
-                    "install the same pilot version on every node"
-                )
-            pending.discard(source)
-            o = self.opts
-            cpus = o.host_cpus if o.host_cpus is not None else msg.cpus
-            memory = o.host_memory if o.host_memory is not None else msg.memory_mb
-            gpus = msg.gpu_ids
-            if o.host_gpus is not None:
-                gpus = gpus[: o.host_gpus] if len(gpus) >= o.host_gpus else tuple(str(i) for i in range(o.host_gpus))
-            host = self.policy.add_slot(source, msg.hostname, cpus, memory, gpus)
-            log.debug("worker %d registered on %s (%d CPUs, %d MB, %d GPUs)", source, host.name, host.cpus, host.memory, len(host.gpu_ids))
+        startup = Startup(opts, self.t, self.policy, lambda: self.signalled, self._interrupted)
+        startup.register(self.workers)
         for host in self.policy.hosts.values():
             self._log_resources(host)
-
-    def _check_feasible(self) -> None:
-        assert self.dag is not None and self.engine is not None
-        seen: set[tuple[int, int, int]] = set()
-        for task in self.dag:
-            key = (task.cpus, task.memory, task.gpus)
-            if key in seen or self.engine.state[task.order] is State.DONE:
-                continue
-            seen.add(key)
-            why = self.policy.infeasible(task)
-            if why:
-                raise InfeasibleTask(f"{self.opts.dag}:{task.line}: {why}")
-
-    def _setup_hosts(self) -> None:
-        for host in self.policy.hosts.values():
-            for host_rank, rank in enumerate(host.slots):
-                script = self.opts.host_script if host_rank == 0 else None
-                self.t.send(rank, HostSetup(script, host_rank))
-        pending = set(self.workers)
-        errors: list[str] = []
-        while pending:
-            source, msg = self._recv_until(None, "host scripts")
-            if isinstance(msg, HostReady):
-                pending.discard(source)
-                if msg.error:
-                    errors.append(f"{msg.hostname}: {msg.error}")
-            else:
-                raise RunAborted(f"worker {source} sent {type(msg).__name__} during host setup")
-        if errors:
-            raise RunAborted("host script failed, aborting the run: " + "; ".join(errors))
-
-    def _recv_until(self, deadline: float | None, what: str):
-        while True:
-            if self.signalled:
-                raise RunAborted(f"{self.signalled} received during {what}")
-            timeout = None if deadline is None else deadline - time.monotonic()
-            if timeout is not None and timeout <= 0:
-                raise RunAborted(f"timed out waiting for {what}")
-            got = self.t.recv(timeout=min(timeout, 1.0) if timeout is not None else 1.0, wake=self._interrupted)
-            if got is None:
-                continue
-            source, msg = got
-            if isinstance(msg, WorkerFailed):
-                raise RunAborted(f"worker {source} failed: {msg.error}")
-            return source, msg
+        self.events.run_started(opts.dag, len(dag), len(self.workers))
+        self._started_events = True
+        startup.check_feasible(dag, self.engine)
+        startup.setup_hosts(self.workers)
+        for task in self.engine.initial_ready():
+            self.policy.push(task)
 
     # -- main loop ------------------------------------------------------------
     def _interrupted(self) -> bool:
@@ -370,6 +303,14 @@ class Master:
         else:
             log.error("task %s failed with status %d%s", task.name, status, why)
 
+    def _write_result(self, ok: bool, reason: str, exit_code: int) -> None:
+        engine = self.engine
+        try:
+            write_result(self.opts.dag, ok, reason, engine.total if engine else 0, engine.done_count if engine else 0,
+                         engine.unfinished() if engine else [], exit_code)
+        except OSError as exc:
+            log.error("cannot write %s.result: %s", self.opts.dag, exc.strerror)
+
     def _flush_logs(self) -> None:
         self.events.flush()
         if self.resource_log is not None:
@@ -438,6 +379,15 @@ class Master:
         )
         sys.stdout.flush()
         self._close()
+        if ok:
+            reason = "done"
+        elif self.abort_reason and self.signalled:
+            reason = "signal"
+        elif self.abort_reason:
+            reason = "walltime"
+        else:
+            reason = "failed"
+        self._write_result(ok, reason, 0 if ok else 1)
         if ok:
             log.info("Workflow succeeded")
             return 0

@@ -14,7 +14,7 @@ import pytest
 
 from pilot.dag import read_dag
 from pilot.monitor.submitdir import write_monitoring_files
-from tests.mpi.helpers import pilot_cmd, run_pilot
+from tests.mpi.helpers import run_pilot
 
 pytestmark = [pytest.mark.monitord, pytest.mark.mpi]
 

@@ -20,6 +20,13 @@ pytestmark = pytest.mark.mpi
 LOG_FLAGS = ["--jobstate-log", "--monitord-hack"]
 
 
+def assert_result(dag: str, reason: str) -> None:
+    from pilot.monitor.result import read_result
+
+    result = read_result(dag)
+    assert result is not None and result["reason"] == reason and result["ok"] == (reason == "done")
+
+
 def assert_logs_complete(dag: str, ok: bool) -> None:
     """Rescue log, jobstate.log and dagman.out are whole and closed."""
     d = Path(dag).parent
@@ -50,6 +57,7 @@ def test_wall_time_aborts_and_rerun_resumes(dagfile, tmp_path):
     assert '[cluster-summary stat="failed"' in res.stdout
     assert Path(dag + ".rescue").read_text() == "DONE quick\n"
     assert_logs_complete(dag, ok=False)
+    assert_result(dag, "walltime")
     fixed = dagfile("TASK quick /bin/true\nTASK slow /bin/true\nTASK stubborn /bin/true\nTASK after /bin/true\n"
                     "EDGE quick after\nEDGE slow after\n")
     res = run_pilot([*LOG_FLAGS, fixed], n=4)
@@ -89,6 +97,7 @@ def test_sigterm_takes_the_wall_time_path(dagfile, tmp_path, target):
     assert proc.returncode != 0
     assert Path(dag + ".rescue").read_text() == "DONE quick\n"
     assert_logs_complete(dag, ok=False)
+    assert_result(dag, "signal")
     if target == "master":
         assert "SIGTERM received" in err and '[cluster-summary stat="failed"' in out
 
@@ -97,6 +106,7 @@ def test_log_files_complete_on_success_failure_and_max_failures(dagfile):
     dag = dagfile("TASK a /bin/true\nTASK b /bin/true\nEDGE a b\n")
     assert run_pilot([*LOG_FLAGS, dag]).returncode == 0
     assert_logs_complete(dag, ok=True)
+    assert_result(dag, "done")
     for name, text, extra in [
         ("f.dag", "TASK a /bin/false\nTASK b /bin/true\nEDGE a b\n", []),
         ("m.dag", "TASK a /bin/false\nTASK b /bin/false\nTASK c /bin/sleep 0.5\nTASK d /bin/true\nEDGE c d\n", ["-m", "1"]),
@@ -107,6 +117,7 @@ def test_log_files_complete_on_success_failure_and_max_failures(dagfile):
         Path(path).write_text(text)
         assert run_pilot([*LOG_FLAGS, *extra, path]).returncode == 1
         assert_logs_complete(path, ok=False)
+        assert_result(path, "failed")
 
 
 SERVICE = r"""#!/bin/sh
@@ -179,6 +190,7 @@ def test_host_script_failure_aborts(dagfile, tmp_path):
     assert "host script" in res.stderr and "exited with status 3" in res.stderr
     assert res.stderr.strip().splitlines()[-1].count("exited with status 3") == 1
     assert_logs_complete(dag, ok=False)
+    assert_result(dag, "error")
 
 
 def test_host_script_timeout_aborts(dagfile, tmp_path):

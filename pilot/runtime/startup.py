@@ -1,0 +1,104 @@
+"""The master's start-up: registration, the feasibility check, host scripts.
+
+Kept apart from the run loop: it happens once, before any task, and each step
+either completes or aborts the run with one clear reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Callable
+
+from pilot.dag.model import Dag
+from pilot.errors import InfeasibleTask, RunAborted
+from pilot.runtime.engine import Engine, State
+from pilot.runtime.options import RunOptions
+from pilot.runtime.policy import Policy
+from pilot.runtime.protocol import PROTOCOL_VERSION, Hello, HostReady, HostSetup, WorkerFailed
+from pilot.runtime.transport import Transport
+
+log = logging.getLogger("pilot.master")
+
+REGISTER_TIMEOUT = 300.0
+
+
+class Startup:
+    def __init__(self, opts: RunOptions, transport: Transport, policy: Policy, signalled: Callable[[], str | None],
+                 interrupted: Callable[[], bool]) -> None:
+        self.opts = opts
+        self.t = transport
+        self.policy = policy
+        self.signalled = signalled
+        self.interrupted = interrupted
+
+    def register(self, workers: list[int]) -> None:
+        """Wait for every worker's Hello; hosts get their resources (options override detection)."""
+        pending = set(workers)
+        deadline = time.monotonic() + REGISTER_TIMEOUT
+        while pending:
+            source, msg = self._recv(deadline, "worker registration")
+            if not isinstance(msg, Hello):
+                raise RunAborted(f"worker {source} sent {type(msg).__name__} before registering")
+            if msg.version != PROTOCOL_VERSION:
+                raise RunAborted(
+                    f"worker {source} on {msg.hostname} speaks protocol {msg.version}, master {PROTOCOL_VERSION}: "
+                    "install the same pilot version on every node"
+                )
+            pending.discard(source)
+            o = self.opts
+            cpus = o.host_cpus if o.host_cpus is not None else msg.cpus
+            memory = o.host_memory if o.host_memory is not None else msg.memory_mb
+            gpus = msg.gpu_ids
+            if o.host_gpus is not None:
+                gpus = gpus[: o.host_gpus] if len(gpus) >= o.host_gpus else tuple(str(i) for i in range(o.host_gpus))
+            host = self.policy.add_slot(source, msg.hostname, cpus, memory, gpus)
+            log.debug("worker %d registered on %s (%d CPUs, %d MB, %d GPUs)", source, host.name, host.cpus, host.memory, len(host.gpu_ids))
+
+    def check_feasible(self, dag: Dag, engine: Engine) -> None:
+        """Every task not yet done must fit some host, else abort before anything runs."""
+        seen: set[tuple[int, int, int]] = set()
+        for task in dag:
+            key = (task.cpus, task.memory, task.gpus)
+            if key in seen or engine.state[task.order] is State.DONE:
+                continue
+            seen.add(key)
+            why = self.policy.infeasible(task)
+            if why:
+                raise InfeasibleTask(f"{self.opts.dag}:{task.line}: {why}")
+
+    def setup_hosts(self, workers: list[int]) -> None:
+        """One host script per host (by its first worker); wait until every host is ready."""
+        for host in self.policy.hosts.values():
+            for host_rank, rank in enumerate(host.slots):
+                script = self.opts.host_script if host_rank == 0 else None
+                self.t.send(rank, HostSetup(script, host_rank))
+        pending = set(workers)
+        errors: list[str] = []
+        while pending:
+            source, msg = self._recv(None, "host scripts")
+            if isinstance(msg, HostReady):
+                pending.discard(source)
+                if msg.error:
+                    errors.append(f"{msg.hostname}: {msg.error}")
+            else:
+                raise RunAborted(f"worker {source} sent {type(msg).__name__} during host setup")
+        if errors:
+            raise RunAborted("host script failed, aborting the run: " + "; ".join(errors))
+
+    def _recv(self, deadline: float | None, what: str):
+        while True:
+            signalled = self.signalled()
+            if signalled:
+                raise RunAborted(f"{signalled} received during {what}")
+            timeout = None if deadline is None else deadline - time.monotonic()
+            if timeout is not None and timeout <= 0:
+                raise RunAborted(f"timed out waiting for {what}")
+            got = self.t.recv(timeout=min(timeout, 1.0) if timeout is not None else 1.0, wake=self.interrupted)
+            if got is None:
+                continue
+            source, msg = got
+            if isinstance(msg, WorkerFailed):
+                raise RunAborted(f"worker {source} failed: {msg.error}")
+            return source, msg
+
