@@ -9,8 +9,10 @@ checked to be plain words when the site config is loaded.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field
 
 from pilot.sites import SiteConfig, format_walltime
@@ -61,11 +63,12 @@ class JobRequest:
         """The MPI launcher that starts ONE job of ``ranks`` ranks."""
         extra = shlex.split(self.launcher_options)
         n = str(self.ranks)
-        if self.launcher == "srun":
+        name = os.path.basename(self.launcher)
+        if name == "srun":
             return ["srun", *extra, "-n", n, "--ntasks-per-node", str(self.ranks_per_node)]
-        if self.launcher == "aprun":
+        if name == "aprun":
             return ["aprun", *extra, "-n", n, "-N", str(self.ranks_per_node)]
-        if self.launcher == "ibrun":
+        if name == "ibrun":
             return ["ibrun", *extra, "-n", n]
         return [self.launcher, *extra, "-n", n]
 
@@ -95,6 +98,14 @@ def request_for(site: SiteConfig, name: str, workdir: str, pilot_args: list[str]
         nodes = max(1, min(site.nodes, -(-ranks // rpn)))
         if nodes == 1:
             rpn = min(rpn, ranks)
+    launcher, pilot_command = site.launcher, shlex.split(site.pilot_command)
+    if site.scheduler == "local":
+        # No batch system: run the pilot and the MPI launcher of this very environment.
+        here = os.path.join(os.path.dirname(sys.executable), launcher)
+        if os.path.exists(here):
+            launcher = here
+        if pilot_command == ["pilot"]:
+            pilot_command = [sys.executable, "-m", "pilot"]
     return JobRequest(
         name=name,
         workdir=workdir,
@@ -109,9 +120,9 @@ def request_for(site: SiteConfig, name: str, workdir: str, pilot_args: list[str]
         exclusive=bool(site.exclusive),
         scheduler_options=site.scheduler_options,
         worker_init=site.worker_init,
-        launcher=site.launcher,
+        launcher=launcher,
         launcher_options=site.launcher_options,
-        pilot_command=shlex.split(site.pilot_command),
+        pilot_command=pilot_command,
     )
 
 

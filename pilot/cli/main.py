@@ -11,6 +11,10 @@ from pilot.cli.common import guarded
 USAGE = """usage: pilot <command> [options]
 
 commands:
+  submit    plan a workflow and run its clusters as batch jobs (pilot submit --site NAME WORKFLOW)
+  status    show the clusters of a submit directory
+  cancel    cancel every batch job of a submit directory
+  sites     list the site configs (pilot sites show NAME)
   plan      cluster a Pegasus workflow into PMC DAGs and batch scripts
   run       run a PMC-format DAG under MPI (mpiexec -n N pilot run [options] DAG)
   version   print the version
@@ -27,6 +31,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command in ("-V", "--version", "version"):
         print(f"pilot {__version__}")
         return 0
+    if command in ("submit", "status", "cancel", "sites"):
+        from pilot.cli import submit
+
+        entry = {"submit": submit.submit_main, "status": submit.status_main, "cancel": submit.cancel_main,
+                 "sites": submit.sites_main}[command]
+        return guarded(lambda: entry(rest), rest, f"pilot {command}")
     if command == "plan":
         from pilot.cli import plan
 
@@ -35,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pilot.runtime.launch import run
 
         return guarded(lambda: run(rest, prog="pilot run"), rest, "pilot run")
-    print(f"pilot: unknown command {command!r}; commands: plan, run, version (see pilot --help)", file=sys.stderr)
+    print(f"pilot: unknown command {command!r}; commands: submit, status, cancel, sites, plan, run, version (see pilot --help)", file=sys.stderr)
     return 2
 
 

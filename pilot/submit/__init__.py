@@ -1,0 +1,1 @@
+"""pilot submit: drive a planned submit directory's cluster DAG through Parsl providers."""

@@ -1,0 +1,63 @@
+"""No batch system: Parsl's LocalProvider runs the pilot on this machine."""
+
+from __future__ import annotations
+
+import glob
+import os
+from typing import Any
+
+from pilot.jobrequest import JobRequest
+from pilot.sites import SiteConfig
+
+
+def make_provider(site: SiteConfig) -> Any:
+    from parsl.launchers import SimpleLauncher
+    from parsl.providers import LocalProvider
+
+    return LocalProvider(
+        launcher=SimpleLauncher(),
+        worker_init=site.worker_init,
+        cmd_timeout=site.cmd_timeout,
+        init_blocks=0,
+        min_blocks=0,
+        max_blocks=max(1, site.max_queued),
+    )
+
+
+def size(provider: Any, req: JobRequest) -> None:
+    """A local run has no nodes or walltime to ask for."""
+
+
+def _script(workdir: str, job_name: str) -> str | None:
+    found = sorted(glob.glob(os.path.join(glob.escape(workdir), glob.escape(job_name) + ".*.sh")))
+    return found[-1] if found else None
+
+
+def track(provider: Any, jobs: list[tuple[str, str, str]]) -> None:
+    """LocalProvider keeps the pid and script of each job; rebuild them after a restart."""
+    from parsl.jobs.states import JobState, JobStatus
+
+    for job_id, workdir, job_name in jobs:
+        script = _script(workdir, job_name)
+        if script is None:
+            continue
+        provider.resources.setdefault(job_id, {"job_id": job_id, "status": JobStatus(JobState.RUNNING),
+                                               "remote_pid": int(job_id), "script_path": script})
+
+
+def find(site: SiteConfig, workdir: str, job_name: str) -> str | None:
+    """The pid of the ``bash <script>`` LocalProvider started for ``job_name``, if it still runs."""
+    script = _script(workdir, job_name)
+    if script is None:
+        return None
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                args = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if len(args) >= 2 and args[0].endswith(b"bash") and args[1] == script.encode():
+            return entry
+    return None
