@@ -172,8 +172,8 @@ def _validate(site: SiteConfig, lines: dict[str, int]) -> None:
 
     if site.scheduler not in SCHEDULERS:
         raise fail("scheduler", f"{site.scheduler!r} is not one of {', '.join(SCHEDULERS)}")
-    if site.launcher not in LAUNCHERS:
-        raise fail("launcher", f"{site.launcher!r} is not one of {', '.join(LAUNCHERS)}")
+    if os.path.basename(site.launcher) not in LAUNCHERS or (os.sep in site.launcher and not os.path.isabs(site.launcher)):
+        raise fail("launcher", f"{site.launcher!r} is not one of {', '.join(LAUNCHERS)} (or an absolute path to one)")
     for key in ("nodes", "ranks_per_node", "max_queued", "cmd_timeout", "cores_per_node", "memory_per_node_mb", "gpus_per_node"):
         value = getattr(site, key)
         if value is None:

@@ -61,10 +61,18 @@ def find(site: SiteConfig, workdir: str, job_name: str) -> str | None:
 
 
 def track_generic(provider: Any, jobs: list[tuple[str, str, str]]) -> None:
+    """Batch providers keep a record per job, including where its stdout and stderr go."""
+    import glob
+    import os
+
     from parsl.jobs.states import JobState, JobStatus
 
-    for job_id, _, _ in jobs:
-        provider.resources.setdefault(job_id, {"job_id": job_id, "status": JobStatus(JobState.PENDING)})
+    for job_id, workdir, job_name in jobs:
+        base = sorted(glob.glob(os.path.join(glob.escape(workdir), glob.escape(job_name) + ".*.stdout")))
+        stdout = base[-1] if base else os.devnull
+        stderr = stdout[: -len(".stdout")] + ".stderr" if base else os.devnull
+        provider.resources.setdefault(job_id, {"job_id": job_id, "status": JobStatus(JobState.PENDING),
+                                               "job_stdout_path": stdout, "job_stderr_path": stderr})
 
 
 def run_query(cmd: list[str], timeout: int) -> str:

@@ -149,6 +149,11 @@ class Driver:
                 statuses = provider.status([c.job_id for c in queued])
             except Exception as exc:  # a slow or failing squeue/qstat: try again next pass
                 log.warning("%s: status query failed (%s); will retry", site_name, exc)
+                for c in queued:  # a finished pilot's own word is enough
+                    result = read_result(self.clusters[c.name].dag)
+                    if result is not None:
+                        self._settle(c, result)
+                        changed = True
                 continue
             for c, status in zip(queued, statuses):
                 name = getattr(status.state, "name", str(status.state))

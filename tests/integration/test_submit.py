@@ -1,0 +1,153 @@
+"""pilot submit end to end: LocalProvider with the MPI wheel, SlurmProvider and TorqueProvider on real Slurm."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.slurm import require_slurm
+
+api = pytest.importorskip("Pegasus.api")
+EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "diamond.yml")
+PILOT = [sys.executable, "-m", "pilot"]
+VENV_PILOT = f"pilot_command={sys.executable} -m pilot"
+
+
+def pilot(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*PILOT, *args], capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def state(sub: Path) -> dict:
+    return {c["name"]: c for c in json.loads((sub / "submit.state.json").read_text())["clusters"]}
+
+
+@pytest.mark.mpi
+def test_local_site_runs_the_example(tmp_path):
+    sub = tmp_path / "sub"
+    res = pilot("submit", "--site", "local", "--cluster", "label", "--poll", "0.3", EXAMPLE, "--dir", str(sub))
+    assert res.returncode == 0, res.stderr
+    st = state(sub)
+    assert {n: c["state"] for n, c in st.items()} == {"preprocess_preprocess": "done", "merge_middle": "done", "analyze_analyze": "done"}
+    table = pilot("status", str(sub)).stdout
+    assert "merge_middle" in table and "2/2" in table
+    again = pilot("submit", "--site", "local", "--poll", "0.3", str(sub))  # all done: nothing is submitted again
+    assert again.returncode == 0 and state(sub) == st
+
+
+def sleeper_workflow(tmp_path: Path, n: int, seconds: int, label_each: bool) -> str:
+    wf = api.Workflow("sleepers", infer_dependencies=False)
+    tc = api.TransformationCatalog()
+    tc.add_transformations(api.Transformation("sleep", site="container", pfn="/bin/sleep", is_stageable=False))
+    wf.add_transformation_catalog(tc)
+    jobs = []
+    for i in range(n):
+        j = api.Job("sleep", _id=f"s{i}").add_args(str(seconds))
+        j.add_profiles(api.Namespace.PEGASUS, key="label", value=f"stage{i}" if label_each else "chain")
+        jobs.append(j)
+        wf.add_jobs(j)
+    for a, b in zip(jobs, jobs[1:]):
+        wf.add_dependency(a, children=[b])
+    path = tmp_path / "sleepers.yml"
+    wf.write(str(path))
+    return str(path)
+
+
+def our_squeue(sub: Path) -> list[str]:
+    ids = {j for c in state(sub).values() for j in c["job_ids"]}
+    out = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split()
+    return [j for j in out if j in ids]
+
+
+@pytest.mark.slurm
+def test_slurm_label_workflow(tmp_path):
+    require_slurm()
+    sub = tmp_path / "sub"
+    res = pilot("submit", "--site", "container", "--cluster", "label", "--poll", "0.5", "--set", VENV_PILOT, EXAMPLE, "--dir", str(sub))
+    assert res.returncode == 0, res.stderr
+    st = state(sub)
+    assert len(st) == 3 and all(c["state"] == "done" and len(c["job_ids"]) == 1 for c in st.values())
+    assert our_squeue(sub) == []
+
+
+@pytest.mark.slurm
+def test_slurm_wall_time_abort_is_resubmitted_and_resumes(tmp_path):
+    require_slurm()
+    sub = tmp_path / "sub"
+    wf = sleeper_workflow(tmp_path, 4, 6, label_each=False)  # 24 s of work; the pilot gets 15 s per job
+    res = pilot("submit", "--site", "container", "--cluster", "label", "--poll", "0.5", "--set", VENV_PILOT,
+                "--set", "walltime=00:00:30", wf, "--dir", str(sub), timeout=400)
+    assert res.returncode == 0, res.stderr
+    c = state(sub)["merge_chain"]
+    assert c["state"] == "done" and c["attempts"] >= 2 and len(c["job_ids"]) == c["attempts"]
+    assert "resubmitting" in res.stderr and "walltime" in res.stderr
+    rescue = (sub / "merge_chain" / "merge_chain.dag.rescue").read_text().split("\n")
+    assert sorted(x for x in rescue if x) == [f"DONE sleep_s{i}" for i in range(4)]  # each task done once
+
+
+@pytest.mark.slurm
+def test_slurm_killed_driver_resumes_without_duplicates(tmp_path):
+    require_slurm()
+    sub = tmp_path / "sub"
+    wf = sleeper_workflow(tmp_path, 3, 3, label_each=True)
+    plan = pilot("plan", wf, "--site", "container", "--cluster", "label", "--dir", str(sub), "--set", VENV_PILOT)
+    assert plan.returncode == 0, plan.stderr
+    driver = subprocess.Popen([*PILOT, "submit", "--site", "container", "--set", VENV_PILOT, "--poll", "0.3", str(sub)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if (sub / "submit.state.json").exists() and state(sub)["sleep_s0"]["state"] == "done" and state(sub)["sleep_s1"]["job_ids"]:
+            break
+        time.sleep(0.1)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    res = pilot("submit", "--site", "container", "--set", VENV_PILOT, "--poll", "0.3", str(sub))
+    assert res.returncode == 0, res.stderr
+    st = state(sub)
+    assert all(c["state"] == "done" for c in st.values())
+    assert [len(c["job_ids"]) for c in st.values()] == [1, 1, 1]  # no cluster submitted twice
+    jobcomp = Path("/var/log/slurm/jobcomp.log")
+    if jobcomp.exists():  # the scheduler's own record agrees
+        text = jobcomp.read_text()
+        for name in st:
+            assert text.count(f"Name=pilot-{json.loads((sub / 'submit.state.json').read_text())['plan_id']}-{name}-") == 1
+
+
+@pytest.mark.slurm
+def test_slurm_cancel_leaves_no_job(tmp_path):
+    require_slurm()
+    sub = tmp_path / "sub"
+    wf = sleeper_workflow(tmp_path, 2, 60, label_each=False)
+    res = pilot("submit", "--site", "container", "--cluster", "label", "--detach", "--poll", "0.3", "--set", VENV_PILOT, wf,
+                "--dir", str(sub))
+    assert res.returncode == 0, res.stderr
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not ((sub / "submit.state.json").exists() and our_squeue(sub)):
+        time.sleep(0.2)
+    assert our_squeue(sub)
+    cancel = pilot("cancel", str(sub))
+    assert cancel.returncode == 0, cancel.stderr
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and our_squeue(sub):
+        time.sleep(0.2)
+    assert our_squeue(sub) == []
+    assert all(c["state"] == "cancelled" for c in state(sub).values())
+
+
+@pytest.mark.slurm
+def test_pbs_path_through_torque_wrappers(tmp_path):
+    require_slurm()
+    site = tmp_path / "torque.yaml"
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    site.write_text(f"description: Slurm through its PBS/Torque wrappers\nscheduler: torque\npegasus_site: container\nlauncher: {mpiexec}\n"
+                    f"queue: debug\nnodes: 1\nranks_per_node: 3\nwalltime: '00:05:00'\npilot_command: {sys.executable} -m pilot\n")
+    sub = tmp_path / "sub"
+    res = pilot("submit", "--site", str(site), "--cluster", "label", "--poll", "0.5", EXAMPLE, "--dir", str(sub))
+    assert res.returncode == 0, res.stderr
+    assert all(c["state"] == "done" for c in state(sub).values()) and len(state(sub)) == 3
