@@ -151,3 +151,64 @@ def test_pbs_path_through_torque_wrappers(tmp_path):
     res = pilot("submit", "--site", str(site), "--cluster", "label", "--poll", "0.5", EXAMPLE, "--dir", str(sub))
     assert res.returncode == 0, res.stderr
     assert all(c["state"] == "done" for c in state(sub).values()) and len(state(sub)) == 3
+
+
+def local_site(tmp_path: Path, name: str, max_queued: int) -> str:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(f"description: test site {name}\nscheduler: local\nlauncher: mpiexec\npegasus_site: local\n"
+                    f"nodes: 1\nranks_per_node: 2\nmax_queued: {max_queued}\n")
+    return str(path)
+
+
+def independent_workflow(tmp_path: Path, n: int, fail: str | None = None) -> str:
+    wf = api.Workflow("indep", infer_dependencies=False)
+    tc = api.TransformationCatalog()
+    tc.add_transformations(api.Transformation("sleep", site="local", pfn="/bin/sleep", is_stageable=False))
+    tc.add_transformations(api.Transformation("false", site="local", pfn="/bin/false", is_stageable=False))
+    wf.add_transformation_catalog(tc)
+    for i in range(n):
+        name = "false" if f"j{i}" == fail else "sleep"
+        wf.add_jobs(api.Job(name, _id=f"j{i}").add_args(*([] if name == "false" else ["1"])))
+    path = tmp_path / "indep.yml"
+    wf.write(str(path))
+    return str(path)
+
+
+def spans(sub: Path) -> dict[str, tuple[float, float]]:
+    out = {}
+    for d in sub.iterdir():
+        log = d / "jobstate.log"
+        if log.exists():
+            times = [float(line.split()[0]) for line in log.read_text().splitlines()]
+            out[d.name] = (min(times), max(times))
+    return out
+
+
+@pytest.mark.mpi
+def test_site_throttle_and_stop_after_failure(tmp_path):
+    site = local_site(tmp_path, "one", max_queued=1)
+    sub = tmp_path / "sub"
+    res = pilot("submit", "--site", site, "--poll", "0.2", "--cluster", "horizontal", independent_workflow(tmp_path, 3),
+                "--dir", str(sub))
+    assert res.returncode == 0, res.stderr
+    runs = sorted(spans(sub).values())
+    assert len(runs) == 3 and all(a[1] <= b[0] for a, b in zip(runs, runs[1:]))  # never two at once
+    sub2 = tmp_path / "sub2"
+    res = pilot("submit", "--site", site, "--poll", "0.2", "--cluster", "horizontal",
+                independent_workflow(tmp_path, 3, fail="j0"), "--dir", str(sub2))
+    assert res.returncode == 1
+    st = state(sub2)
+    assert st["false_j0"]["state"] == "failed" and "failed" in st["false_j0"]["reason"]
+    assert [c["state"] for n, c in st.items() if n != "false_j0"] == ["waiting", "waiting"]  # nothing more released
+    assert "not done: false_j0 (failed: failed, 0/1 tasks done)" in res.stderr
+
+
+@pytest.mark.mpi
+def test_several_sites_share_the_work(tmp_path):
+    a, b = local_site(tmp_path, "site_a", 1), local_site(tmp_path, "site_b", 1)
+    sub = tmp_path / "sub"
+    res = pilot("submit", "--site", f"{a},{b}", "--poll", "0.2", "--cluster", "horizontal", independent_workflow(tmp_path, 4),
+                "--dir", str(sub))
+    assert res.returncode == 0, res.stderr
+    used = [c["site"] for c in state(sub).values()]
+    assert sorted(set(used)) == ["site_a", "site_b"] and all(c["attempts"] == 1 for c in state(sub).values())
