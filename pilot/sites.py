@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from pilot.errors import ConfigError
+from pilot.yamlerrors import yaml_error
 
 SCHEDULERS = ("local", "slurm", "pbspro", "torque")
 LAUNCHERS = ("mpiexec", "srun", "aprun", "ibrun", "mpirun")
@@ -143,9 +144,7 @@ def _read(path: str) -> tuple[dict[str, Any], dict[str, int]]:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else path
-        raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        raise yaml_error(path, exc) from None
     if node is None:
         return {}, {}
     if not isinstance(node, yaml.MappingNode):

@@ -58,37 +58,3 @@ def find(site: SiteConfig, workdir: str, job_name: str) -> str | None:
     """The id of a job submitted under ``job_name`` (Parsl appends a timestamp), if the queue has it."""
     module = importlib.import_module(MODULES[site.scheduler])
     return module.find(site, workdir, job_name)
-
-
-def track_generic(provider: Any, jobs: list[tuple[str, str, str]]) -> None:
-    """Batch providers keep a record per job, including where its stdout and stderr go."""
-    import glob
-    import os
-
-    from parsl.jobs.states import JobState, JobStatus
-
-    for job_id, workdir, job_name in jobs:
-        base = sorted(glob.glob(os.path.join(glob.escape(workdir), glob.escape(job_name) + ".*.stdout")))
-        stdout = base[-1] if base else os.devnull
-        stderr = stdout[: -len(".stdout")] + ".stderr" if base else os.devnull
-        provider.resources.setdefault(job_id, {"job_id": job_id, "status": JobStatus(JobState.PENDING),
-                                               "job_stdout_path": stdout, "job_stderr_path": stderr})
-
-
-def run_query(cmd: list[str], timeout: int) -> str:
-    """One place that runs scheduler commands (never through a shell)."""
-    import subprocess
-
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-
-
-def job_by_name(output: str, prefix: str) -> str | None:
-    """Parse ``<id> <name>`` lines; the id of the first job whose name starts with ``prefix``."""
-    for line in output.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[1].startswith(prefix):
-            return parts[0]
-    return None

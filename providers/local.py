@@ -8,20 +8,15 @@ from typing import Any
 
 from pilot.jobrequest import JobRequest
 from pilot.sites import SiteConfig
+from providers.common import block_kwargs
+
+__all__ = ["make_provider", "size", "track", "find"]
 
 
 def make_provider(site: SiteConfig) -> Any:
-    from parsl.launchers import SimpleLauncher
     from parsl.providers import LocalProvider
 
-    return LocalProvider(
-        launcher=SimpleLauncher(),
-        worker_init=site.worker_init,
-        cmd_timeout=site.cmd_timeout,
-        init_blocks=0,
-        min_blocks=0,
-        max_blocks=max(1, site.max_queued),
-    )
+    return LocalProvider(worker_init=site.worker_init, **block_kwargs(site))
 
 
 def size(provider: Any, req: JobRequest) -> None:

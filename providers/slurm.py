@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pilot.jobrequest import JobRequest
 from pilot.sites import SiteConfig
+from providers.common import block_kwargs, run_query, size, track
+
+__all__ = ["make_provider", "size", "track", "find"]
 
 
 def make_provider(site: SiteConfig) -> Any:
-    from parsl.launchers import SimpleLauncher
     from parsl.providers import SlurmProvider
 
     return SlurmProvider(
@@ -27,26 +28,14 @@ def make_provider(site: SiteConfig) -> Any:
         scheduler_options=site.scheduler_options,
         worker_init=site.worker_init,
         exclusive=bool(site.exclusive),
-        cmd_timeout=site.cmd_timeout,
-        launcher=SimpleLauncher(),
-        init_blocks=0,
-        min_blocks=0,
-        max_blocks=max(1, site.max_queued),
+        **block_kwargs(site),
     )
 
 
-def size(provider: Any, req: JobRequest) -> None:
-    provider.nodes_per_block = req.nodes
-    provider.walltime = req.walltime
-
-
-def track(provider: Any, jobs: list[tuple[str, str, str]]) -> None:
-    from providers import track_generic
-
-    track_generic(provider, jobs)
-
-
 def find(site: SiteConfig, workdir: str, job_name: str) -> str | None:
-    from providers import job_by_name, run_query
-
-    return job_by_name(run_query(["squeue", "-h", "-o", "%i %j"], site.cmd_timeout), job_name)
+    """The id of the queued job whose name starts with ``job_name`` (Parsl appends a timestamp)."""
+    for line in run_query(["squeue", "-h", "-o", "%i %j"], site.cmd_timeout).splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[1].startswith(job_name):
+            return parts[0]
+    return None

@@ -14,6 +14,18 @@ from pilot.runtime.options import RunOptions
 from pilot.runtime.simulate import SimCluster, SimHost
 
 
+DIAMOND_DAG = """# diamond.dag
+TASK A /bin/echo "I am A"
+TASK B /bin/echo "I am B"
+TASK C /bin/echo "I am C"
+TASK D /bin/echo "I am D"
+EDGE A B
+EDGE A C
+EDGE B D
+EDGE C D
+"""
+
+
 @pytest.fixture
 def dagfile(tmp_path: Path):
     def make(text: str, name: str = "wf.dag") -> str:

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from pilot.errors import ConfigError
+from pilot.yamlerrors import yaml_error
 from pilot.planner import yamlstream
 from pilot.planner.model import Catalogs, Job, Profiles, Site, Transformation, TransformationSite, Workflow
 
@@ -31,9 +32,7 @@ def load_yaml(path: str) -> Any:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else path
-        raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        raise yaml_error(path, exc) from None
 
 
 def _err(path: str, ypath: str, message: str) -> ConfigError:

@@ -28,6 +28,7 @@ from yaml.events import (
 )
 
 from pilot.errors import ConfigError
+from pilot.yamlerrors import yaml_error
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _NULLS = frozenset(("", "~", "null", "Null", "NULL"))
@@ -96,9 +97,7 @@ def load_streaming(path: str, stream: dict[str, Callable[[Any, int], None]]) -> 
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else path
-        raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        raise yaml_error(path, exc) from None
     finally:
         if was_enabled:
             gc.enable()

@@ -14,19 +14,12 @@ import pytest
 
 from pilot.dag import read_dag
 from pilot.monitor.submitdir import write_monitoring_files
+from tests.conftest import DIAMOND_DAG
 from tests.mpi.helpers import run_pilot
 
 pytestmark = [pytest.mark.monitord, pytest.mark.mpi]
 
-DIAMOND = """TASK A /bin/echo "I am A"
-TASK B /bin/sh -c 'echo B-is-broken >&2; exit 3'
-TASK C /bin/echo "I am C"
-TASK D /bin/echo "I am D"
-EDGE A B
-EDGE A C
-EDGE B D
-EDGE C D
-"""
+DIAMOND = DIAMOND_DAG.replace('TASK B /bin/echo "I am B"', "TASK B /bin/sh -c 'echo B-is-broken >&2; exit 3'")
 
 
 def pegasus_cli(tool: str) -> list[str]:

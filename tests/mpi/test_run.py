@@ -12,20 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import DIAMOND_DAG
+
 from tests.mpi.helpers import pilot_cmd, run_pilot
 
 pytestmark = pytest.mark.mpi
 
-DIAMOND = """# diamond.dag
-TASK A /bin/echo "I am A"
-TASK B /bin/echo "I am B"
-TASK C /bin/echo "I am C"
-TASK D /bin/echo "I am D"
-EDGE A B
-EDGE A C
-EDGE B D
-EDGE C D
-"""
+DIAMOND = DIAMOND_DAG
 
 
 def test_diamond_merges_stdio_and_succeeds(dagfile):

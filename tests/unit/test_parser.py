@@ -1,19 +1,12 @@
 import pytest
 
+from tests.conftest import DIAMOND_DAG
+
 from pilot.dag import format_dag, parse_dag, read_dag
 from pilot.dag.cycles import topological_order
 from pilot.errors import DagError
 
-DIAMOND = """# diamond.dag
-TASK A /bin/echo "I am A"
-TASK B /bin/echo "I am B"
-TASK C /bin/echo "I am C"
-TASK D /bin/echo "I am D"
-EDGE A B
-EDGE A C
-EDGE B D
-EDGE C D
-"""
+DIAMOND = DIAMOND_DAG
 
 
 def parse(text: str, path: str = "t.dag"):
