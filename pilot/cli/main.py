@@ -15,6 +15,7 @@ commands:
   status    show the clusters of a submit directory
   cancel    cancel every batch job of a submit directory
   sites     list the site configs (pilot sites show NAME)
+  demo      the whole chain on the bundled workflow (plan, submit, status, monitoring)
   plan      cluster a Pegasus workflow into PMC DAGs and batch scripts
   run       run a PMC-format DAG under MPI (mpiexec -n N pilot run [options] DAG)
   version   print the version
@@ -37,6 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         entry = {"submit": submit.submit_main, "status": submit.status_main, "cancel": submit.cancel_main,
                  "sites": submit.sites_main}[command]
         return guarded(lambda: entry(rest), rest, f"pilot {command}")
+    if command == "demo":
+        from pilot.cli import demo
+
+        return guarded(lambda: demo.main(rest), rest, "pilot demo")
     if command == "plan":
         from pilot.cli import plan
 
@@ -45,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pilot.runtime.launch import run
 
         return guarded(lambda: run(rest, prog="pilot run"), rest, "pilot run")
-    print(f"pilot: unknown command {command!r}; commands: submit, status, cancel, sites, plan, run, version (see pilot --help)", file=sys.stderr)
+    print(f"pilot: unknown command {command!r}; commands: submit, status, cancel, sites, demo, plan, run, version (see pilot --help)", file=sys.stderr)
     return 2
 
 

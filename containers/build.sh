@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Build containers/Dockerfile without a Docker engine, and optionally run the demo in it.
+#
+#   bash containers/build.sh            # image "pilot"
+#   bash containers/build.sh --demo     # ... then run `pilot demo` inside it (what CI does)
+#
+# buildah with chroot isolation (root); FROM debian:bookworm is made here by
+# debootstrap and committed locally, so nothing is pulled from a registry. The
+# host's CA bundle reaches pip as a build secret: mounted for that one step,
+# never stored in the image. The container shares the host's network and processes: a Slurm
+# running on the host is stopped first (ports 6817/6818 are fixed), and the
+# container's daemons are stopped at the end, since they outlive `buildah run`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+IMAGE=${IMAGE:-pilot}
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+CA=${HOST_CA:-/etc/ssl/certs/ca-certificates.crt}
+
+missing=""
+for tool in buildah debootstrap; do command -v "$tool" >/dev/null || missing="$missing $tool"; done
+if [ -n "$missing" ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+if ! buildah inspect --type image debian:bookworm >/dev/null 2>&1; then
+  echo "build.sh: making debian:bookworm with debootstrap"
+  rootfs=$(mktemp -d)
+  debootstrap --variant=minbase bookworm "$rootfs" "$MIRROR" >/dev/null
+  ctr=$(buildah from scratch)
+  mnt=$(buildah mount "$ctr")
+  cp -a "$rootfs"/. "$mnt"/
+  buildah umount "$ctr" >/dev/null
+  buildah commit --rm "$ctr" debian:bookworm >/dev/null
+  rm -rf "$rootfs"
+fi
+
+secret=()
+[ -s "$CA" ] && secret=(--secret "id=ca,src=$CA")
+buildah bud --isolation chroot --pull=false "${secret[@]}" -t "$IMAGE" -f containers/Dockerfile .
+
+if [ "${1:-}" = "--demo" ]; then
+  [ -x containers/stop-slurm.sh ] && bash containers/stop-slurm.sh >/dev/null 2>&1 || true
+  ctr=$(buildah from "$IMAGE")
+  status=0
+  buildah run --isolation chroot "$ctr" -- /usr/local/bin/entrypoint.sh pilot demo || status=$?
+  buildah run --isolation chroot "$ctr" -- /usr/local/bin/stop-slurm.sh >/dev/null 2>&1 || true
+  buildah rm "$ctr" >/dev/null
+  echo "build.sh: $(buildah images --format '{{.Name}}:{{.Tag}} {{.Size}}' "$IMAGE"); demo exit $status"
+  exit $status
+fi
