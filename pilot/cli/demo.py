@@ -39,11 +39,15 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("-v", "--verbose", action="count", default=0)
     ns = p.parse_args(list(argv))
     workflow = ns.workflow or default_workflow()
+    if not os.path.exists(workflow):
+        raise ConfigError(f"{workflow}: no such workflow file")
     submit_dir = ns.dir or os.path.join(tempfile.mkdtemp(prefix="pilot-demo-"), "submit")
     me = [sys.executable, "-m", "pilot"]
     print(f"== pilot submit --site {ns.site} --cluster label {workflow}", flush=True)
     code = subprocess.call([*me, "submit", "--site", ns.site, "--cluster", "label", "--poll", "0.5", workflow,
                             "--dir", submit_dir])
+    if not os.path.exists(os.path.join(submit_dir, "clusters.yml")):
+        return code or 1  # planning failed; pilot submit said why
     print(f"\n== pilot status {submit_dir}", flush=True)
     subprocess.call([*me, "status", submit_dir])
     if importlib.util.find_spec("Pegasus") is not None:

@@ -191,6 +191,8 @@ def cancel_main(argv: Sequence[str]) -> int:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("-v", "--verbose", action="count", default=0)
     ns = p.parse_args(list(argv))
+    if not os.path.exists(os.path.join(ns.submit_dir, "clusters.yml")):
+        raise ConfigError(f"{ns.submit_dir}: no clusters.yml: is this a directory written by pilot plan?")
     _stop_driver(ns.submit_dir)
     state = SubmitState.load(ns.submit_dir)
     if state is None:
