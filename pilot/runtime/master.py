@@ -20,6 +20,7 @@ import time
 from pilot.dag import read_dag, read_rescue
 from pilot.dag.model import Dag, Task
 from pilot.dag.rescue import RescueLog
+from pilot.errors import LockError
 
 from pilot.monitor import records, stdio
 from pilot.monitor.events import Fanout, RunEvents
@@ -94,20 +95,30 @@ class Master:
             log.info("Setting max walltime to %f minutes", self.opts.max_wall_time)
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
-            self._prepare()
-            self._loop()
-        except BaseException as exc:
-            self._stop_workers()
-            if self._started_events:
-                self.events.run_finished(False, {})
-            self._close()
-            reason = "signal" if self.signalled else "error"
-            self._write_result(False, reason, getattr(exc, "exit_code", 1))
-            raise
+            try:
+                self._prepare()
+                self._loop()
+            except BaseException as exc:
+                self._fail(exc)
+                raise
+            return self._finish()
         finally:
+            # Only now: a second signal during the shutdown must not kill the master
+            # before its logs and result are written.
             for s, h in old.items():
                 signal.signal(s, h)
-        return self._finish()
+
+    def _fail(self, exc: BaseException) -> None:
+        """The run could not go on: stop workers, close the logs, record why."""
+        try:
+            self._stop_workers()
+        except Exception:  # noqa: BLE001 - the original error is the one to report
+            log.debug("stopping workers failed", exc_info=True)
+        if self._started_events:
+            self.events.run_finished(False, {})
+        self._close()
+        if not isinstance(exc, LockError):  # another run holds the DAG: its result file is not ours
+            self._write_result(False, "signal" if self.signalled else "error", getattr(exc, "exit_code", 1))
 
     def _on_signal(self, signum, frame) -> None:  # noqa: ARG002
         self.signalled = signal.Signals(signum).name
@@ -203,6 +214,9 @@ class Master:
             self._started(task, alloc)
             self._log_resources(alloc.host)
         if engine.stopped:
+            # -m reached: prefetched tasks must not start after all (one recall per pass and worker).
+            for rank, task in self.slots.recall_all():
+                self.t.send(rank, Recall(task.name))
             return
         if policy.ready_count:
             if self.mean_duration < PREFETCH_BELOW:
@@ -351,8 +365,36 @@ class Master:
     def _finish(self) -> int:
         engine = self.engine
         assert engine is not None
-        self._stop_workers()
         ok = engine.success and self.abort_reason is None
+        try:
+            self._report(ok)
+        finally:
+            self._close()
+            if ok:
+                reason = "done"
+            elif self.abort_reason and self.signalled:
+                reason = "signal"
+            elif self.abort_reason:
+                reason = "walltime"
+            else:
+                reason = "failed"
+            self._write_result(ok, reason, 0 if ok else 1)
+        if ok:
+            log.info("Workflow succeeded")
+            return 0
+        if engine.stop_reason and self.abort_reason is None:
+            log.error("Max failures reached: DAG prematurely aborted")
+        unfinished = engine.unfinished()
+        shown = ", ".join(unfinished[:10]) + (f" and {len(unfinished) - 10} more" if len(unfinished) > 10 else "")
+        log.error("Workflow failed: %d of %d tasks not done (%s)%s", len(unfinished), engine.total, shown,
+                  f"; {self.abort_reason}" if self.abort_reason else "")
+        return 1
+
+    def _report(self, ok: bool) -> None:
+        """Workers stopped, stdio merged, report and summary printed, monitoring closed."""
+        engine = self.engine
+        assert engine is not None
+        self._stop_workers()
         end = time.time()
         wall = end - self.start
         makespan = max(0.0, self.makespan_end - self.makespan_start)
@@ -378,23 +420,3 @@ class Master:
             )
         )
         sys.stdout.flush()
-        self._close()
-        if ok:
-            reason = "done"
-        elif self.abort_reason and self.signalled:
-            reason = "signal"
-        elif self.abort_reason:
-            reason = "walltime"
-        else:
-            reason = "failed"
-        self._write_result(ok, reason, 0 if ok else 1)
-        if ok:
-            log.info("Workflow succeeded")
-            return 0
-        if engine.stop_reason and self.abort_reason is None:
-            log.error("Max failures reached: DAG prematurely aborted")
-        unfinished = engine.unfinished()
-        shown = ", ".join(unfinished[:10]) + (f" and {len(unfinished) - 10} more" if len(unfinished) > 10 else "")
-        log.error("Workflow failed: %d of %d tasks not done (%s)%s", len(unfinished), engine.total, shown,
-                  f"; {self.abort_reason}" if self.abort_reason else "")
-        return 1

@@ -26,10 +26,16 @@ class Slots:
         self.recalling: dict[int, Task] = {}
         self.queued_total = 0
         self._prefetchable: list[int] = []
+        self._listed: set[int] = set()  # ranks in _prefetchable, so it holds each at most once
 
     def start(self, rank: int, task: Task, alloc: Allocation, seq: int) -> None:
         self.running[rank] = (task, alloc, seq)
-        self._prefetchable.append(rank)
+        self._offer(rank)
+
+    def _offer(self, rank: int) -> None:
+        if rank not in self._listed:
+            self._listed.add(rank)
+            self._prefetchable.append(rank)
 
     def finish(self, rank: int) -> tuple[Task, Allocation, int, Task | None]:
         """The running attempt on ``rank`` ended; also return the task the worker went on to."""
@@ -44,6 +50,7 @@ class Slots:
         """Busy ranks that can take one more prefetched task (call ``add`` for each taken)."""
         while self._prefetchable:
             rank = self._prefetchable.pop()
+            self._listed.discard(rank)
             entry = self.running.get(rank)
             if entry is None or rank in self.recalling or len(self.queued.get(rank, ())) >= self.depth:
                 continue
@@ -52,7 +59,7 @@ class Slots:
     def add(self, rank: int, task: Task) -> None:
         self.queued.setdefault(rank, collections.deque()).append(task)
         self.queued_total += 1
-        self._prefetchable.append(rank)
+        self._offer(rank)
 
     def to_recall(self, fits: Callable[[Task], bool], idle: Callable[[int], bool]) -> list[tuple[int, Task]]:
         """Pick queued tasks to take back while ``idle(recalls so far)`` says slots wait."""
@@ -66,6 +73,17 @@ class Slots:
             picked.append((rank, task))
             if not idle(len(self.recalling)):
                 break
+        return picked
+
+    def recall_all(self) -> list[tuple[int, Task]]:
+        """Every queued task, marked as being recalled (the run stops releasing work)."""
+        picked = []
+        for rank, queue in self.queued.items():
+            if queue and rank not in self.recalling:
+                task = queue.pop()
+                self.queued_total -= 1
+                self.recalling[rank] = task
+                picked.append((rank, task))
         return picked
 
     def recalled(self, rank: int, name: str) -> Task | None:

@@ -96,6 +96,8 @@ class Startup:
                 raise RunAborted(f"timed out waiting for {what}")
             got = self.t.recv(timeout=min(timeout, 1.0) if timeout is not None else 1.0, wake=self.interrupted)
             if got is None:
+                if self.interrupted() and not self.signalled():
+                    raise RunAborted(f"max wall time reached during {what}")
                 continue
             source, msg = got
             if isinstance(msg, WorkerFailed):

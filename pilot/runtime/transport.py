@@ -55,13 +55,32 @@ class MpiTransport:
         self._pending: collections.deque = collections.deque()
 
     def send(self, dest: int, msg: Message) -> None:
-        # Sends are small and go out eagerly; a non-blocking isend would only
-        # add request bookkeeping to the hot path. Large forwarded data is
-        # rare and bounded (file forwarding 1 MB).
-        self.comm.send(msg, dest=dest)
+        """Send without ever blocking on the peer.
+
+        A blocking send of a message above the MPI library's eager limit waits
+        for the receiver to post a receive; if the receiver is itself blocked
+        sending to us (a worker returning forwarded data while the master
+        prefetches it a task), both wait forever. So: isend, and while it is
+        not complete keep receiving, queueing what arrives for recv().
+        """
+        req = self.comm.isend(msg, dest=dest)
+        if req.Test():
+            return
+        mpi = self._mpi
+        status = mpi.Status()
+        pause = MIN_SLEEP
+        while not req.Test():
+            message = self.comm.improbe(source=mpi.ANY_SOURCE, status=status)
+            if message is not None:
+                self._pending.append((status.Get_source(), message.recv()))
+                continue
+            time.sleep(pause)
+            pause = min(pause * 2, self.max_sleep)
 
     def poll(self) -> tuple[int, Message] | None:
         """One non-blocking check."""
+        if self._pending:
+            return self._pending.popleft()
         status = self._mpi.Status()
         message = self.comm.improbe(source=self._mpi.ANY_SOURCE, status=status)
         if message is None:

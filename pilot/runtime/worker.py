@@ -141,8 +141,13 @@ class Worker:
             return out, err, True, out_path, err_path
         if self._out_fd < 0:
             out_path, err_path = stdio.worker_paths(self.opts.dag, self.rank)
-            self._out_fd = stdio.open_append(out_path)
-            self._err_fd = stdio.open_append(err_path)
+            out_fd = stdio.open_append(out_path)
+            try:
+                err_fd = stdio.open_append(err_path)
+            except OSError:
+                os.close(out_fd)
+                raise
+            self._out_fd, self._err_fd = out_fd, err_fd
         return self._out_fd, self._err_fd, False, None, None
 
     def run_task(self, msg: RunTask) -> TaskResult:
@@ -155,6 +160,10 @@ class Worker:
             return TaskResult(msg.name, 1, time.time(), 0.0, error=error)
         try:
             return self._execute(msg, out_fd, err_fd, out_path, err_path)
+        except OSError as exc:  # a full or failing disk under the stdio files: report, do not vanish
+            error = f"task {msg.name}: writing its output failed: {exc.strerror or exc}"
+            log.error("worker %d: %s", self.rank, error)
+            return TaskResult(msg.name, 1, time.time(), 0.0, error=error)
         finally:
             if own:
                 os.close(out_fd)

@@ -269,3 +269,14 @@ def test_affinity_reset_unless_kept(dagfile, tmp_path):
     kept = subprocess.run(["taskset", "-c", "0", *pilot_cmd(["-s", "--keep-affinity", dag])], capture_output=True, text=True, timeout=60)
     assert f"CPUS {os.cpu_count()}" in reset.stdout
     assert "CPUS 1" in kept.stdout
+
+
+def test_big_messages_both_ways_do_not_deadlock(dagfile, tmp_path):
+    """Prefetched tasks above MPICH's eager limit cross results above it: sends must not block each other."""
+    writer = script(tmp_path, "fw.sh", "#!/bin/sh\nhead -c 20000 /dev/zero | tr '\\\\0' y > /proc/self/fd/$OUT\n")
+    out = tmp_path / "fwd.out"
+    big = "x" * 20000
+    dag = dagfile("".join(f"TASK t{i} -f OUT={out} {writer} {big}\n" for i in range(120)))
+    res = run_pilot([dag], n=6, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert out.stat().st_size == 120 * 20000

@@ -92,16 +92,16 @@ def test_rescue_log_skips_done_tasks(dagfile):
 
 def test_prefetched_task_is_recalled_from_behind_a_long_task(dagfile):
     """Short tasks switch prefetch on; a task queued behind a long one moves to an idle slot."""
-    text = "".join(f"TASK s{i} x\n" for i in range(4)) + "TASK long x\nTASK after x\n"
+    text = "".join(f"TASK s{i} x\n" for i in range(3)) + "TASK long x\nTASK after x\n"
     dag = dagfile(text)
     rc, cluster, master = simulate(
         dag, [SimHost("h", cpus=2, slots=2)], duration=lambda n: 100.0 if n == "long" else 0.01
     )
-    assert rc == 0 and sorted(cluster.order()) == sorted([f"s{i}" for i in range(4)] + ["after", "long"])
+    assert rc == 0 and sorted(cluster.order()) == sorted([f"s{i}" for i in range(3)] + ["after", "long"])
     assert cluster.recalled  # something queued behind a busy worker moved to the idle one
     start = {name: t for t, name, _ in cluster.started}
     assert start["after"] < 1.0 and start["long"] < 1.0  # neither waited 100 s behind "long"
-    assert master.engine.submitted == 6
+    assert master.engine.submitted == 5
 
 
 def test_jobstate_log(dagfile, tmp_path):
@@ -117,3 +117,14 @@ def test_jobstate_log(dagfile, tmp_path):
     assert a[0][2:] == ["1.0", "-", "-", "1"] and a[3][2:] == ["0", "-", "-", "1"]
     c = [f for f in fields if f[0] == "C"]
     assert c[-1][1:3] == ["JOB_FAILURE", "3"]
+
+
+def test_max_failures_recalls_prefetched_work(dagfile):
+    """After -m is reached, tasks already prefetched onto busy workers do not start."""
+    text = "TASK bad x\n" + "".join(f"TASK s{i} x\n" for i in range(30))
+    rc, cluster, master = simulate(dagfile(text), [SimHost("h", cpus=2, slots=2)], max_failures=1,
+                                   duration=lambda n: 0.5 if n == "bad" else 0.01, status=lambda n, a: 1 if n == "bad" else 0)
+    assert rc == 1
+    started_after_failure = [name for t, name, _ in cluster.started if t > 0.5]
+    assert started_after_failure == []
+    assert master.engine.running == 0
