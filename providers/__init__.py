@@ -55,6 +55,7 @@ def track(site: SiteConfig, provider: Any, jobs: list[tuple[str, str, str]]) -> 
 
 
 def find(site: SiteConfig, workdir: str, job_name: str) -> str | None:
-    """The id of a job submitted under ``job_name`` (Parsl appends a timestamp), if the queue has it."""
+    """The id of a job submitted under ``job_name`` (Parsl appends a timestamp): "" when the queue
+    has none, None when the queue could not be asked."""
     module = importlib.import_module(MODULES[site.scheduler])
     return module.find(site, workdir, job_name)

@@ -41,20 +41,27 @@ def track(provider: Any, jobs: list[tuple[str, str, str]]) -> None:
                                                "job_stdout_path": stdout, "job_stderr_path": stderr})
 
 
-def run_query(cmd: list[str], timeout: int) -> str:
-    """One place that runs scheduler commands (never through a shell)."""
+def run_query(cmd: list[str], timeout: int) -> str | None:
+    """One place that runs scheduler commands (never through a shell); None when the command failed."""
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout).stdout
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired):
-        return ""
+        return None
+    return res.stdout if res.returncode == 0 else None
 
 
 def find_qstat(site: SiteConfig, workdir: str, job_name: str) -> str | None:
-    """PBS: ``qstat -f`` lists Job_Name in full (plain qstat truncates names)."""
-    job_id = None
-    for line in run_query(["qstat", "-f"], site.cmd_timeout).splitlines():
+    """PBS: the id of job ``job_name``.<timestamp> ("" if none; None if qstat failed).
+
+    ``qstat -f`` lists Job_Name in full (plain qstat truncates names).
+    """
+    out = run_query(["qstat", "-f"], site.cmd_timeout)
+    if out is None:
+        return None
+    job_id = ""
+    for line in out.splitlines():
         if line.startswith("Job Id:"):
             job_id = line.split(":", 1)[1].strip()
-        elif line.strip().startswith("Job_Name =") and line.split("=", 1)[1].strip().startswith(job_name):
+        elif line.strip().startswith("Job_Name =") and line.split("=", 1)[1].strip().startswith(job_name + "."):
             return job_id
-    return None
+    return ""

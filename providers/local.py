@@ -24,7 +24,7 @@ def size(provider: Any, req: JobRequest) -> None:
 
 
 def _script(workdir: str, job_name: str) -> str | None:
-    found = sorted(glob.glob(os.path.join(glob.escape(workdir), glob.escape(job_name) + ".*.sh")))
+    found = sorted(glob.glob(os.path.join(glob.escape(workdir), glob.escape(job_name) + ".[0-9]*.sh")))
     return found[-1] if found else None
 
 
@@ -41,10 +41,10 @@ def track(provider: Any, jobs: list[tuple[str, str, str]]) -> None:
 
 
 def find(site: SiteConfig, workdir: str, job_name: str) -> str | None:
-    """The pid of the ``bash <script>`` LocalProvider started for ``job_name``, if it still runs."""
+    """The pid of the ``bash <script>`` LocalProvider started for ``job_name``; "" if none runs."""
     script = _script(workdir, job_name)
     if script is None:
-        return None
+        return ""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -55,4 +55,4 @@ def find(site: SiteConfig, workdir: str, job_name: str) -> str | None:
             continue
         if len(args) >= 2 and args[0].endswith(b"bash") and args[1] == script.encode():
             return entry
-    return None
+    return ""

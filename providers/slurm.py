@@ -33,9 +33,12 @@ def make_provider(site: SiteConfig) -> Any:
 
 
 def find(site: SiteConfig, workdir: str, job_name: str) -> str | None:
-    """The id of the queued job whose name starts with ``job_name`` (Parsl appends a timestamp)."""
-    for line in run_query(["squeue", "-h", "-o", "%i %j"], site.cmd_timeout).splitlines():
+    """The id of job ``job_name``.<timestamp> (Parsl appends one): "" if not queued, None if squeue failed."""
+    out = run_query(["squeue", "-h", "-o", "%i %j"], site.cmd_timeout)
+    if out is None:
+        return None
+    for line in out.splitlines():
         parts = line.split()
-        if len(parts) >= 2 and parts[1].startswith(job_name):
+        if len(parts) >= 2 and parts[1].startswith(job_name + "."):
             return parts[0]
-    return None
+    return ""

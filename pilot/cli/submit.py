@@ -61,12 +61,13 @@ def submit_main(argv: Sequence[str]) -> int:
     p.add_argument("-v", "--verbose", action="count", default=0)
     ns = p.parse_args(list(argv))
     sites = _sites(ns.site, ns.set)
+    site_spec = ns.site
     if os.path.isdir(ns.workflow) and os.path.exists(os.path.join(ns.workflow, "clusters.yml")):
         submit_dir = os.path.abspath(ns.workflow)
     else:
-        first = ns.site.split(",")[0]
-        ns.site = first
+        ns.site = site_spec.split(",")[0]  # the plan's site: task paths come from its catalog entries
         result = plan_from_args(ns, argv)
+        ns.site = site_spec
         print(summary(result))
         submit_dir = result.submit_dir
     if ns.detach:

@@ -86,26 +86,50 @@ class Driver:
 
     # -- restart --------------------------------------------------------------
     def _recover(self) -> None:
-        """A previous driver stopped: find what it may have submitted, and let providers poll old jobs."""
-        from providers import find, track
+        """A previous driver stopped: let providers poll its jobs; submissions in doubt are resolved in step()."""
+        from providers import track
 
-        for c in self.state.clusters.values():
-            if c.state == st.SUBMITTING:
-                site = self.site_by_name.get(c.site or "")
-                found = find(site, self.clusters[c.name].dir, c.job_name) if site and c.job_name else None
-                if found:
-                    log.info("cluster %s: found job %s submitted before the restart", c.name, found)
-                    c.job_ids.append(found)
-                    c.state = st.QUEUED
-                elif self._finished_ok(c.name):
-                    c.state = st.DONE
-                else:
-                    c.state = st.WAITING  # never reached the queue: submit again
-                    c.attempts = max(0, c.attempts - 1)
+        missing = sorted({c.site for c in self.state.clusters.values()
+                          if c.site and c.state in (*st.ACTIVE, st.WAITING) and c.site not in self.site_by_name})
+        if missing:
+            raise ConfigError(
+                f"{self.submit_dir}: clusters of this run are on site(s) {', '.join(missing)}: pass them to --site too "
+                f"(e.g. --site {','.join([*self.site_by_name, *missing])})"
+            )
         for site_name, provider in self.providers.items():
             jobs = [(c.job_id, self.clusters[c.name].dir, c.job_name or "") for c in self.state.clusters.values()
                     if c.state == st.QUEUED and c.site == site_name and c.job_id]
             track(self.site_by_name[site_name], provider, jobs)
+
+    def _resolve(self, c: st.ClusterState) -> bool:
+        """A submission in doubt (the driver stopped during it, or sbatch/qsub reported an error):
+        adopt the job if the queue has it, settle it if it already ran, else submit again.
+        Returns False while the queue cannot be asked (the cluster stays SUBMITTING)."""
+        from providers import find, track
+
+        site = self.site_by_name[c.site or ""]
+        cluster = self.clusters[c.name]
+        result = read_result(cluster.dag)
+        if result is not None:  # results of earlier attempts are removed before each submission
+            self._settle(c, result)
+            return True
+        found = find(site, cluster.dir, c.job_name or "")
+        if found is None:
+            log.warning("cluster %s: cannot ask %s's queue whether job %s exists; will ask again", c.name, site.name, c.job_name)
+            return False
+        if found:
+            log.info("cluster %s: job %s was submitted as %s", c.name, c.job_name, found)
+            c.job_ids.append(found)
+            c.state = st.QUEUED
+            track(site, self.providers[site.name], [(found, cluster.dir, c.job_name or "")])
+        elif c.submit_errors >= SUBMIT_TRIES:
+            c.state, c.reason = st.FAILED, f"submission failed {c.submit_errors} times"
+            log.error("cluster %s: %s; no new clusters will be released", c.name, c.reason)
+        else:
+            c.state = st.WAITING  # it never reached the queue: submit again
+            c.attempts = max(0, c.attempts - 1)
+        self.state.save()
+        return True
 
     # -- one pass of the loop -------------------------------------------------
     def run(self) -> bool:
@@ -127,7 +151,12 @@ class Driver:
         return all(c.state in st.FINAL for c in states) or not self._ready()
 
     def step(self) -> bool:
-        changed = self._poll()
+        now = time.monotonic()
+        changed = False
+        for c in [c for c in self.state.clusters.values() if c.state == st.SUBMITTING]:
+            if self._next_try.get(c.name, 0.0) <= now:
+                changed |= self._resolve(c)
+        changed |= self._poll()
         if not self.stopping and not any(c.state == st.FAILED for c in self.state.clusters.values()):
             changed |= self._release()
         return changed
@@ -177,10 +206,6 @@ class Driver:
             log.error("cluster %s failed: %s (job %s); no new clusters will be released", c.name, c.reason, c.job_id)
         self.state.save()
 
-    def _finished_ok(self, name: str) -> bool:
-        result = read_result(self.clusters[name].dag)
-        return bool(result and result.get("ok"))
-
     def _ready(self) -> list[st.ClusterState]:
         out = []
         for c in self.state.clusters.values():
@@ -222,6 +247,8 @@ class Driver:
             os.unlink(result_path(cluster.dag))  # the next result must be this attempt's
         except FileNotFoundError:
             pass
+        if self._next_try.get(c.name, 0.0) > time.monotonic():
+            return False
         c.site = site.name
         c.attempts += 1
         c.job_name = f"pilot-{self.state.plan_id}-{c.name}-{c.attempts}"
@@ -231,16 +258,12 @@ class Driver:
         try:
             job_id = submit(self.providers[site.name], site, req, c.job_name)
         except SubmitError as exc:
+            # The job may exist all the same (a timeout after sbatch accepted it): stay in doubt,
+            # and let _resolve look for it before anything is submitted again.
             c.submit_errors += 1
-            c.attempts -= 1
-            if c.submit_errors >= SUBMIT_TRIES:
-                c.state, c.reason = st.FAILED, str(exc)
-                log.error("cluster %s: %s (gave up after %d tries)", c.name, exc, c.submit_errors)
-            else:
-                c.state = st.WAITING
-                delay = self.opts.backoff * 2 ** (c.submit_errors - 1)
-                self._next_try[c.name] = time.monotonic() + delay
-                log.warning("cluster %s: %s; retrying in %.0f s", c.name, exc, delay)
+            delay = self.opts.backoff * 2 ** (c.submit_errors - 1)
+            self._next_try[c.name] = time.monotonic() + delay
+            log.warning("cluster %s: %s; checking the queue and retrying in %.0f s", c.name, exc, delay)
             self.state.save()
             return True
         c.job_ids.append(job_id)

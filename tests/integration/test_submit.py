@@ -211,3 +211,33 @@ def test_several_sites_share_the_work(tmp_path):
     assert res.returncode == 0, res.stderr
     used = [c["site"] for c in state(sub).values()]
     assert sorted(set(used)) == ["site_a", "site_b"] and all(c["attempts"] == 1 for c in state(sub).values())
+
+
+@pytest.mark.slurm
+def test_rejected_submission_fails_after_retries(tmp_path):
+    """sbatch refuses the job (no such partition): retried with back-off, never duplicated, then failed."""
+    require_slurm()
+    from pilot.sites import load_site
+    from pilot.submit.driver import Driver, Options
+    from providers import provider_for
+
+    sub = tmp_path / "sub"
+    plan = pilot("plan", EXAMPLE, "--site", "container", "--cluster", "whole", "--dir", str(sub), "--set", VENV_PILOT)
+    assert plan.returncode == 0, plan.stderr
+    site = load_site("container", {"partition": "nosuchpartition"})
+    driver = Driver(str(sub), [site], {site.name: provider_for(site)}, Options(poll=0.05, backoff=0.05))
+    assert driver.run() is False
+    c = state(sub)["merge_diamond"]
+    assert c["state"] == "failed" and c["job_ids"] == [] and c["submit_errors"] >= 5
+
+
+@pytest.mark.mpi
+def test_restart_needs_every_site_of_the_run(tmp_path):
+    a, b = local_site(tmp_path, "site_a", 1), local_site(tmp_path, "site_b", 1)
+    sub = tmp_path / "sub"
+    assert pilot("plan", independent_workflow(tmp_path, 2), "--site", a, "--cluster", "horizontal", "--dir", str(sub)).returncode == 0
+    (sub / "submit.state.json").write_text(json.dumps({"plan_id": "x", "clusters": [
+        {"name": "sleep_j0", "state": "queued", "site": "site_b", "attempts": 1, "job_ids": ["999999"],
+         "job_name": "pilot-x-sleep_j0-1", "submit_errors": 0, "reason": ""}]}))
+    res = pilot("submit", "--site", a, str(sub))
+    assert res.returncode == 2 and "on site(s) site_b: pass them to --site too" in res.stderr
