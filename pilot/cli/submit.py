@@ -210,8 +210,6 @@ def cancel_main(argv: Sequence[str]) -> int:
 
 def _stop_driver(submit_dir: str) -> None:
     """SIGTERM a running pilot submit (its pid is in the lock file) so it submits nothing more."""
-    import time
-
     path = os.path.join(submit_dir, LOCK)
     try:
         fd = os.open(path, os.O_RDWR)
@@ -227,7 +225,6 @@ def _stop_driver(submit_dir: str) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX)  # wait until it let go
     finally:
         os.close(fd)
-    time.sleep(0)
 
 
 def sites_main(argv: Sequence[str]) -> int:
