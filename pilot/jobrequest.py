@@ -32,6 +32,23 @@ def pilot_wall_time(walltime_minutes: float) -> float:
     return round(walltime_minutes - margin, 3)
 
 
+def host_options(site: SiteConfig) -> list[str]:
+    opts = []
+    if site.cores_per_node:
+        opts += ["--host-cpus", str(site.cores_per_node)]
+    if site.memory_per_node_mb:
+        opts += ["--host-memory", str(site.memory_per_node_mb)]
+    if site.gpus_per_node is not None:
+        opts += ["--host-gpus", str(site.gpus_per_node)]
+    return opts
+
+
+def pilot_args(site: SiteConfig, dag_name: str) -> list[str]:
+    """``pilot run`` options for a cluster's batch job on ``site`` (planner scripts and pilot submit alike)."""
+    return ["--max-wall-time", f"{pilot_wall_time(site.walltime_minutes):g}", "--jobstate-log", "--monitord-hack",
+            *host_options(site), *shlex.split(site.pilot_options), dag_name]
+
+
 @dataclass
 class JobRequest:
     name: str

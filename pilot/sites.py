@@ -108,19 +108,24 @@ def shipped_sites() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+def site_path(name_or_path: str) -> str:
+    """The file of a shipped site (by name) or of a user's own (by path)."""
+    if os.sep in name_or_path or name_or_path.endswith((".yaml", ".yml")):
+        if not os.path.exists(name_or_path):
+            raise ConfigError(f"{name_or_path}: no such site file")
+        return name_or_path
+    sites = shipped_sites()
+    path = sites.get(name_or_path)
+    if not path:
+        close = difflib.get_close_matches(name_or_path, sites, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"unknown site {name_or_path!r}{hint}; known sites: {', '.join(sites)}; or pass a path to your own YAML")
+    return path
+
+
 def load_site(name_or_path: str, overrides: dict[str, str] | None = None) -> SiteConfig:
     """Load a site by shipped name or by path, apply ``overrides``, validate."""
-    if os.sep in name_or_path or name_or_path.endswith((".yaml", ".yml")):
-        path = name_or_path
-        if not os.path.exists(path):
-            raise ConfigError(f"{path}: no such site file")
-    else:
-        sites = shipped_sites()
-        path = sites.get(name_or_path, "")
-        if not path:
-            close = difflib.get_close_matches(name_or_path, sites, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"unknown site {name_or_path!r}{hint}; known sites: {', '.join(sites)}; or pass a path to your own YAML")
+    path = site_path(name_or_path)
     raw, lines = _read(path)
     default_name = os.path.splitext(os.path.basename(path))[0]
     data: dict[str, Any] = {"name": default_name}

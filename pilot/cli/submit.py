@@ -90,13 +90,7 @@ def _drive(submit_dir: str, sites, ns, tty: bool) -> int:
     opts = Options(max_resubmits=ns.max_resubmits, poll=ns.poll, on_change=_progress(tty))
     driver = _driver(submit_dir, sites, opts)
     try:
-        while not driver.finished() and not stop["flag"]:
-            if driver.step() and opts.on_change:
-                opts.on_change(driver)
-            if not driver.finished():
-                import time
-
-                time.sleep(opts.poll)
+        driver.run(lambda: stop["flag"])
     except KeyboardInterrupt:
         stop["flag"] = True
     finally:
@@ -167,10 +161,12 @@ def status_table(submit_dir: str) -> str:
 
 
 def _done_tasks(dag: str) -> int:
+    from pilot.dag.rescue import read_rescue
+    from pilot.errors import DagError
+
     try:
-        with open(dag + ".rescue", encoding="utf-8", errors="replace") as fh:
-            return len({line.split(None, 1)[1].strip() for line in fh if line.startswith("DONE ")})
-    except OSError:
+        return len(read_rescue(dag + ".rescue"))
+    except DagError:  # unreadable: the status table still shows the rest
         return 0
 
 
@@ -228,7 +224,7 @@ def _stop_driver(submit_dir: str) -> None:
 
 
 def sites_main(argv: Sequence[str]) -> int:
-    from pilot.sites import load_site, shipped_sites
+    from pilot.sites import shipped_sites, site_path
 
     p = _Parser(prog="pilot sites", description="List the shipped site configs, or show one.")
     p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
@@ -238,10 +234,7 @@ def sites_main(argv: Sequence[str]) -> int:
     if ns.action == "show":
         if not ns.name:
             raise UsageError("pilot sites show NAME: which site? (see pilot sites)")
-        path = ns.name if os.sep in ns.name or ns.name.endswith((".yaml", ".yml")) else shipped_sites().get(ns.name)
-        if path is None:
-            load_site(ns.name)  # raises the unknown-site error with a suggestion
-        with open(path, encoding="utf-8") as fh:
+        with open(site_path(ns.name), encoding="utf-8") as fh:
             print(fh.read(), end="")
         return 0
     import yaml

@@ -41,7 +41,7 @@ def raw_status(status: int) -> int:
     return -status if status < 0 else status << 8
 
 
-def _user() -> str:
+def user_name() -> str:
     try:
         return getpass.getuser()
     except (KeyError, OSError):
@@ -60,7 +60,7 @@ def invocation(
         f"  transformation: {yaml_str(transformation)}",
         f"  derivation: {yaml_str(derivation)}",
         f"  hostname: {yaml_str(hostname)}",
-        f"  user: {yaml_str(_user())}",
+        f"  user: {yaml_str(user_name())}",
         "  mainjob:",
         f"    start: {when}",
         f"    duration: {duration:.3f}",

@@ -12,7 +12,6 @@ invocation record the worker writes uses the same id as its ``derivation``.
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import socket
@@ -22,6 +21,7 @@ import uuid
 from pilot import __version__
 from pilot.dag.lexer import quote_arg
 from pilot.dag.model import Dag, Task
+from pilot.monitor.kickstart import user_name
 
 
 def _q(value: str) -> str:
@@ -69,7 +69,7 @@ def write_braindump(path: str, dag_file: str, submit_dir: str, wf_uuid: str, lab
                     notify: str | None = None) -> None:
     """Only keys Pegasus' Braindump knows (an unknown key is a TypeError in monitord)."""
     data = {
-        "user": _user(),
+        "user": user_name(),
         "grid_dn": None,
         "submit_hostname": socket.gethostname(),
         "root_wf_uuid": wf_uuid,
@@ -120,10 +120,3 @@ def write_monitoring_files(dag: Dag, dag_file: str, wf_uuid: str | None = None, 
     write_braindump(os.path.join(submit_dir, "braindump.yml"), os.path.abspath(dag_file), submit_dir, wf_uuid, base,
                     planner_arguments, notify)
     return wf_uuid
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())

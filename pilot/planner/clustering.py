@@ -50,10 +50,11 @@ class Cluster:
 
 
 class Clusterer:
-    def __init__(self, wf: Workflow, resolver: ProfileResolver, site_of, runtime_preference: bool) -> None:
+    def __init__(self, wf: Workflow, resolver: ProfileResolver, site_of, runtime_of, runtime_preference: bool) -> None:
         self.wf = wf
         self.resolver = resolver
         self.site_of = site_of  # job -> Pegasus site handle
+        self.runtime_of = runtime_of  # job -> its 'runtime' profile (seconds) or None
         self.runtime_pref = runtime_preference
         self.topo = topological_positions(wf)
         self._names: set[str] = set()
@@ -78,7 +79,7 @@ class Clusterer:
         link(nodes, self._index(nodes))
         check_acyclic(nodes)
         for n in nodes:
-            runtimes = [self._runtime(j, n.site) for j in n.jobs]
+            runtimes = [self.runtime_of(j) for j in n.jobs]
             known = [r for r in runtimes if r is not None]
             n.runtime = sum(known) if known else None
         return nodes
@@ -121,9 +122,6 @@ class Clusterer:
                 out.append(n)
         return out
 
-    def _runtime(self, job: Job, site: str) -> float | None:
-        return float_profile(self.resolver.pegasus(job, site), "runtime", job)
-
     # -- horizontal -----------------------------------------------------------
     def _horizontal(self, nodes: list[Cluster]) -> list[tuple[str, str, list[Cluster]]]:
         levels = node_levels(nodes)
@@ -139,20 +137,20 @@ class Clusterer:
             prof = self.resolver.pegasus(job, site)
             name = f"merge_{job.name}_L{level}"
             if self.runtime_pref:
-                chunks = self._by_runtime(members, prof, job, site)
+                chunks = self._by_runtime(members, prof, job)
             else:
                 chunks = split_by_count(members, int_profile(prof, "clusters.num", job, 1), int_profile(prof, "clusters.size", job, 1))
             out += [("horizontal", f"{name}_{k}", chunk) for k, chunk in enumerate(chunks, 1)]
         return out
 
-    def _by_runtime(self, members: list[Cluster], prof: dict[str, str], job: Job, site: str) -> list[list[Cluster]]:
+    def _by_runtime(self, members: list[Cluster], prof: dict[str, str], job: Job) -> list[list[Cluster]]:
         maxruntime = float_profile(prof, "clusters.maxruntime", job)
         num = int_profile(prof, "clusters.num", job, 1)
         if maxruntime is None and num is None:
             return [[m] for m in members]
         timed = []
         for m in members:
-            rt = self._runtime(m.jobs[0], site)
+            rt = self.runtime_of(m.jobs[0])
             if rt is None:
                 raise ConfigError(
                     f"{m.jobs[0].where}: runtime clustering (pegasus.clusterer.preference=Runtime) needs the "

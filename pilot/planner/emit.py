@@ -16,13 +16,12 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import shlex
 from dataclasses import dataclass
 
 from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
 from pilot.errors import ConfigError, DagError
-from pilot.jobrequest import pilot_wall_time, request_for, script_for
+from pilot.jobrequest import pilot_args, request_for, script_for
 from pilot.monitor.submitdir import write_monitoring_files
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
@@ -141,10 +140,7 @@ def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, crit
         raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: {exc.message}") from None
     with open(dag_file, "w", encoding="utf-8") as fh:
         fh.write(text)
-    walltime = site.walltime_minutes
-    pilot_args = ["--max-wall-time", f"{pilot_wall_time(walltime):g}", "--jobstate-log", "--monitord-hack"]
-    pilot_args += host_options(site) + shlex.split(site.pilot_options) + [cluster.name + ".dag"]
-    req = request_for(site, cluster.name, cdir, pilot_args, ranks=width + 1, walltime_minutes=walltime)
+    req = request_for(site, cluster.name, cdir, pilot_args(site, cluster.name + ".dag"), ranks=width + 1)
     suffix, script = script_for(site, req)
     script_file = os.path.join(cdir, cluster.name + suffix)
     with open(script_file, "w", encoding="utf-8") as fh:
@@ -153,17 +149,6 @@ def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, crit
     write_monitoring_files(dag, dag_file, planner_arguments=planner_arguments,
                            notify=os.path.join(os.path.abspath(submit_dir), NOTIFY_FILE))
     return Emitted(cluster, dag_file, script_file, req.ranks, critical)
-
-
-def host_options(site: SiteConfig) -> list[str]:
-    opts = []
-    if site.cores_per_node:
-        opts += ["--host-cpus", str(site.cores_per_node)]
-    if site.memory_per_node_mb:
-        opts += ["--host-memory", str(site.memory_per_node_mb)]
-    if site.gpus_per_node is not None:
-        opts += ["--host-gpus", str(site.gpus_per_node)]
-    return opts
 
 
 def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str) -> None:

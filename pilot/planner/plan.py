@@ -117,15 +117,17 @@ def _plan(req: PlanRequest) -> Plan:
             )
         return entry.pfn
 
+    runtimes: list[float | None] = []
     for job in wf.jobs:  # fail early on unknown transformations, sites and bad runtimes
         handle = site_of(job)
         pfn_of(job, handle)
-        float_profile(resolver.pegasus(job, handle), "runtime", job)
-    techniques = [t.strip() for t in req.cluster if t.strip()]
-    clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_pref).run(techniques)
+        runtimes.append(float_profile(resolver.pegasus(job, handle), "runtime", job))
 
     def runtime_of(job: Job) -> float | None:
-        return float_profile(resolver.pegasus(job, site_of(job)), "runtime", job)
+        return runtimes[job.index]
+
+    techniques = [t.strip() for t in req.cluster if t.strip()]
+    clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
 
     emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments)
     return Plan(submit_dir, wf.name, emitted)

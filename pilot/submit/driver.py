@@ -24,7 +24,7 @@ from typing import Any, Callable
 import yaml
 
 from pilot.errors import ConfigError, SubmitError
-from pilot.jobrequest import pilot_wall_time, request_for
+from pilot.jobrequest import pilot_args, request_for
 from pilot.monitor.result import read_result, result_path
 from pilot.sites import SiteConfig
 from pilot.submit import state as st
@@ -132,13 +132,13 @@ class Driver:
         return True
 
     # -- one pass of the loop -------------------------------------------------
-    def run(self) -> bool:
-        """Drive until every cluster is final (or nothing more can run); True when all are done."""
-        while not self.finished():
+    def run(self, stop: Callable[[], bool] = lambda: False) -> bool:
+        """Drive until every cluster is final (or nothing more can run, or ``stop()``); True when all are done."""
+        while not self.finished() and not stop():
             changed = self.step()
             if changed and self.opts.on_change:
                 self.opts.on_change(self)
-            if not self.finished():
+            if not self.finished() and not stop():
                 time.sleep(self.opts.poll)
         return all(c.state == st.DONE for c in self.state.clusters.values())
 
@@ -247,14 +247,12 @@ class Driver:
             os.unlink(result_path(cluster.dag))  # the next result must be this attempt's
         except FileNotFoundError:
             pass
-        if self._next_try.get(c.name, 0.0) > time.monotonic():
-            return False
         c.site = site.name
         c.attempts += 1
         c.job_name = f"pilot-{self.state.plan_id}-{c.name}-{c.attempts}"
         c.state = st.SUBMITTING
         self.state.save()
-        req = request_for(site, cluster.name, cluster.dir, self._pilot_args(site, cluster), ranks=cluster.ranks)
+        req = request_for(site, cluster.name, cluster.dir, pilot_args(site, os.path.basename(cluster.dag)), ranks=cluster.ranks)
         try:
             job_id = submit(self.providers[site.name], site, req, c.job_name)
         except SubmitError as exc:
@@ -272,15 +270,6 @@ class Driver:
         self.state.save()
         log.info("cluster %s submitted to %s as job %s (attempt %d)", c.name, site.name, job_id, c.attempts)
         return True
-
-    @staticmethod
-    def _pilot_args(site: SiteConfig, cluster: Cluster) -> list[str]:
-        from pilot.planner.emit import host_options
-
-        import shlex
-
-        return ["--max-wall-time", f"{pilot_wall_time(site.walltime_minutes):g}", "--jobstate-log", "--monitord-hack",
-                *host_options(site), *shlex.split(site.pilot_options), os.path.basename(cluster.dag)]
 
     # -- cancel ---------------------------------------------------------------
     def cancel_all(self) -> list[str]:
