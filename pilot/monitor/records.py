@@ -11,15 +11,28 @@ from __future__ import annotations
 import time
 
 
+_last_second: tuple[int, str, str] = (-1, "", "")
+
+
 def iso_time(epoch: float) -> str:
-    """Local time as ``2024-05-01T12:34:56.789-07:00`` (kickstart/PMC style)."""
+    """Local time as ``2024-05-01T12:34:56.789-07:00`` (kickstart/PMC style).
+
+    A worker writes one per task, often thousands per second: the local-time
+    conversion (a stat of /etc/localtime in libc) is done once per second.
+    """
+    global _last_second
     seconds = int(epoch)
     millis = int((epoch - seconds) * 1000)
-    local = time.localtime(seconds)
-    offset = local.tm_gmtoff // 60
-    sign = "+" if offset >= 0 else "-"
-    offset = abs(offset)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", local) + f".{millis:03d}{sign}{offset // 60:02d}:{offset % 60:02d}"
+    cached, stamp, zone = _last_second
+    if seconds != cached:
+        local = time.localtime(seconds)
+        offset = local.tm_gmtoff // 60
+        sign = "+" if offset >= 0 else "-"
+        offset = abs(offset)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", local)
+        zone = f"{sign}{offset // 60:02d}:{offset % 60:02d}"
+        _last_second = (seconds, stamp, zone)
+    return f"{stamp}.{millis:03d}{zone}"
 
 
 def cluster_task(

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 
 
@@ -27,7 +26,7 @@ def result_path(dag: str) -> str:
 def write_result(dag: str, ok: bool, reason: str, tasks: int, done: int, unfinished: list[str], exit_code: int) -> None:
     data = {
         "ok": ok, "reason": reason, "tasks": tasks, "done": done, "unfinished": unfinished[:100],
-        "exit": exit_code, "pid": os.getpid(), "host": socket.gethostname(), "end": time.time(),
+        "exit": exit_code, "pid": os.getpid(), "host": os.uname().nodename, "end": time.time(),
     }
     path = result_path(dag)
     tmp = f"{path}.tmp.{os.getpid()}"

@@ -9,7 +9,8 @@ from __future__ import annotations
 import glob
 import os
 import re
-import socket
+
+import psutil
 
 
 def hostname() -> str:
@@ -19,12 +20,10 @@ def hostname() -> str:
     host script once. The override is for containers whose host names
     collide, and for tests that play several hosts on one machine.
     """
-    return os.environ.get("PILOT_HOSTNAME") or socket.gethostname()
+    return os.environ.get("PILOT_HOSTNAME") or os.uname().nodename  # gethostname(2), without importing socket
 
 
 def memory_mb() -> int:
-    import psutil
-
     return int(psutil.virtual_memory().total // (1024 * 1024))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -63,6 +64,9 @@ def run(argv: Sequence[str], prog: str = "pilot run") -> int:
 def run_with(opts: RunOptions, prog: str) -> int:
     from pilot.runtime.transport import MpiTransport
 
+    # Import this rank's side before MPI starts: MPI_Init waits for every rank,
+    # so the imports fill that wait instead of delaying the first task after it.
+    importlib.import_module("pilot.runtime.master" if env_rank() == 0 else "pilot.runtime.worker")
     try:
         transport = MpiTransport(sleep_on_recv=opts.sleep_on_recv)
     except ImportError as exc:

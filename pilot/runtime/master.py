@@ -51,6 +51,13 @@ log = logging.getLogger("pilot.master")
 # Prefetch a task onto a busy slot only while recent tasks are this short:
 # that is where a round trip to the master costs a noticeable share.
 PREFETCH_BELOW = 0.25
+# How much work (in seconds of recent mean task time) to queue behind each
+# running task, and the most tasks that may wait on one worker.
+PREFETCH_SECONDS = 0.004
+PREFETCH_MAX = 8
+# While every worker has prefetched work waiting, the master need not look at
+# its messages more often than this: each look is a wakeup taken from tasks.
+MAX_PATIENCE = 1e-3
 BYE_TIMEOUT = 10.0
 # Monitoring files are buffered; an idle master still flushes them this often,
 # so a live pegasus-monitord sees a finished task while long ones still run.
@@ -147,7 +154,7 @@ class Master:
         self.events.run_started(opts.dag, len(dag), len(self.workers))
         self._started_events = True
         startup.check_feasible(dag, self.engine)
-        startup.setup_hosts(self.workers)
+        startup.setup_hosts()
         for task in self.engine.initial_ready():
             self.policy.push(task)
 
@@ -181,10 +188,18 @@ class Master:
                 self._flush_logs()
                 self._next_flush = now + FLUSH_EVERY
             timeout = FLUSH_EVERY if timeout is None else min(timeout, FLUSH_EVERY)
-            got = self.t.recv(timeout=timeout, wake=wake)
+            got = self.t.recv(timeout=timeout, wake=wake, patience=self._patience())
             if got is not None:
                 self._handle(*got)
         self.makespan_end = time.time()
+
+    def _patience(self) -> float:
+        """How long the master may sleep before looking at results: 0 unless every slot is busy
+        and the workers' prefetch queues are at least half full, so none can run dry meanwhile."""
+        slots = self.slots
+        if slots.queued_total * 2 < len(slots.running) * slots.depth or self.policy.has_idle_slot():
+            return 0.0
+        return min(MAX_PATIENCE, slots.depth * self.mean_duration / 4)
 
     def _check_limits(self) -> None:
         if self.signalled:
@@ -214,7 +229,7 @@ class Master:
             self._started(task, alloc)
             self._log_resources(alloc.host)
         if engine.stopped:
-            # -m reached: prefetched tasks must not start after all (one recall per pass and worker).
+            # -m reached: prefetched tasks must not start after all.
             for rank, task in self.slots.recall_all():
                 self.t.send(rank, Recall(task.name))
             return
@@ -293,6 +308,7 @@ class Master:
             self.mean_duration = res.duration
         else:
             self.mean_duration += (res.duration - self.mean_duration) * 0.1
+        self.slots.depth = max(1, min(PREFETCH_MAX, int(PREFETCH_SECONDS / max(self.mean_duration, 1e-6))))
         status = res.status
         if status == 0 and res.forwards:
             try:

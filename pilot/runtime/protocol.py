@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 
 @dataclass(slots=True)
@@ -28,7 +28,7 @@ class Hello:
 
 @dataclass(slots=True)
 class HostSetup:
-    """Master -> one worker per host: run the host script (if any) and report."""
+    """Master -> every worker: its rank on its host, and the host script if it is the one to run it (then it reports)."""
 
     script: str | None
     host_rank: int
@@ -36,7 +36,7 @@ class HostSetup:
 
 @dataclass(slots=True)
 class HostReady:
-    """Worker -> master: the host script started and exited 0 (or ``error`` says why not)."""
+    """Worker -> master, after a host script only: it started and exited 0 (or ``error`` says why not)."""
 
     hostname: str
     error: str | None = None

@@ -84,7 +84,8 @@ class SimCluster:
     # -- worker behaviour ----------------------------------------------------
     def handle(self, r: SimRank, msg: Message, reply: Callable[[Message], None]) -> None:
         if isinstance(msg, HostSetup):
-            reply(HostReady(r.host.name))
+            if msg.script:
+                reply(HostReady(r.host.name))
         elif isinstance(msg, RunTask):
             r.queue.append(msg)
             if r.running is None:

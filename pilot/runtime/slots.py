@@ -2,7 +2,8 @@
 
 Prefetching (seed 002's window of tasks per agent): while recent tasks are
 short, the master sends a busy worker up to ``depth`` more tasks that fit in
-the resources it already holds; the worker starts the next one the moment the
+the resources it already holds (the master sizes ``depth`` to a few
+milliseconds of recent work); the worker starts the next one the moment the
 running one ends, without a round trip. The worker answers in order, so a
 result from a rank also says which queued task it went on to. When a worker
 falls idle with nothing ready, the last task queued on some other worker is
@@ -23,7 +24,9 @@ class Slots:
         self.depth = depth
         self.running: dict[int, tuple[Task, Allocation, int]] = {}
         self.queued: dict[int, collections.deque[Task]] = {}
-        self.recalling: dict[int, Task] = {}
+        # Tasks asked back and not yet given back, in the worker's queue order
+        # (always the tail of what it was sent).
+        self.recalling: dict[int, collections.deque[Task]] = {}
         self.queued_total = 0
         self._prefetchable: list[int] = []
         self._listed: set[int] = set()  # ranks in _prefetchable, so it holds each at most once
@@ -44,7 +47,13 @@ class Slots:
         if queue:
             self.queued_total -= 1
             return task, alloc, seq, queue.popleft()
-        return task, alloc, seq, self.recalling.pop(rank, None)
+        recalling = self.recalling.get(rank)
+        if recalling:  # it started one before the recall reached it
+            nxt = recalling.popleft()
+            if not recalling:
+                del self.recalling[rank]
+            return task, alloc, seq, nxt
+        return task, alloc, seq, None
 
     def with_room(self) -> Iterator[tuple[int, Allocation]]:
         """Busy ranks that can take one more prefetched task (call ``add`` for each taken)."""
@@ -69,7 +78,7 @@ class Slots:
                 continue
             task = queue.pop()
             self.queued_total -= 1
-            self.recalling[rank] = task
+            self.recalling[rank] = collections.deque((task,))
             picked.append((rank, task))
             if not idle(len(self.recalling)):
                 break
@@ -79,19 +88,22 @@ class Slots:
         """Every queued task, marked as being recalled (the run stops releasing work)."""
         picked = []
         for rank, queue in self.queued.items():
-            if queue and rank not in self.recalling:
-                task = queue.pop()
-                self.queued_total -= 1
-                self.recalling[rank] = task
-                picked.append((rank, task))
+            if queue:
+                picked.extend((rank, task) for task in queue)
+                self.queued_total -= len(queue)
+                self.recalling[rank] = collections.deque([*queue, *self.recalling.get(rank, ())])
+                queue.clear()
         return picked
 
     def recalled(self, rank: int, name: str) -> Task | None:
         """The worker gave ``name`` back unstarted; return it (None if it was not held)."""
-        task = self.recalling.get(rank)
-        if task is not None and task.name == name:
-            del self.recalling[rank]
-            return task
+        recalling = self.recalling.get(rank) or ()
+        for task in recalling:
+            if task.name == name:
+                recalling.remove(task)  # type: ignore[union-attr]
+                if not recalling:
+                    del self.recalling[rank]
+                return task
         queue = self.queued.get(rank) or ()
         for task in queue:
             if task.name == name:

@@ -67,13 +67,19 @@ class Startup:
             if why:
                 raise InfeasibleTask(f"{self.opts.dag}:{task.line}: {why}")
 
-    def setup_hosts(self, workers: list[int]) -> None:
-        """One host script per host (by its first worker); wait until every host is ready."""
+    def setup_hosts(self) -> None:
+        """One host script per host (by its first worker); wait until every host script is up.
+
+        Without a host script nothing is waited for: workers only learn their
+        host rank, and the first tasks follow at once.
+        """
+        pending: set[int] = set()
         for host in self.policy.hosts.values():
             for host_rank, rank in enumerate(host.slots):
                 script = self.opts.host_script if host_rank == 0 else None
                 self.t.send(rank, HostSetup(script, host_rank))
-        pending = set(workers)
+                if script:
+                    pending.add(rank)
         errors: list[str] = []
         while pending:
             source, msg = self._recv(None, "host scripts")

@@ -78,6 +78,17 @@ class Running:
     status: int | None = None
 
 
+_DEVNULL = -1
+
+
+def _devnull() -> int:
+    """/dev/null for tasks' stdin, opened once (close-on-exec; dup'ed onto 0 in the child)."""
+    global _DEVNULL
+    if _DEVNULL < 0:
+        _DEVNULL = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    return _DEVNULL
+
+
 def limited_argv(argv: list[str], memory_mb: int) -> list[str]:
     """Wrap argv so the task runs under RLIMIT_AS/RLIMIT_DATA of its request (--strict-limits).
 
@@ -111,7 +122,7 @@ def spawn(
                 pipes.append(Pipe(r, var, dest))
                 env[var] = str(w)
         actions = [
-            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, _devnull(), 0),
             (os.POSIX_SPAWN_DUP2, stdout_fd, 1),
             (os.POSIX_SPAWN_DUP2, stderr_fd, 2),
         ]
@@ -175,7 +186,9 @@ def wait(run: Running, waker: ChildWaker, must_end, check_every: float = 0.05) -
     returns True the task's group gets SIGTERM, then SIGKILL KILL_GRACE
     seconds later.
     """
-    while not reap(run):
+    # The first look is the select: a task that ends before it has already
+    # written to the wakeup pipe, so nothing is missed.
+    while True:
         fds = [waker.rfd]
         fds.extend(p.fd for p in run.pipes if p.open)
         timeout = check_every
@@ -194,6 +207,8 @@ def wait(run: Running, waker: ChildWaker, must_end, check_every: float = 0.05) -
         elif time.monotonic() >= run.kill_at:
             signal_group(run.pid, signal.SIGKILL)
             run.kill_at = float("inf")
+        if reap(run):
+            break
     # Take what the task wrote before it exited; a pipe still held open by a
     # background grandchild must not block us, so read only what is there.
     read_pipes(run)

@@ -17,10 +17,19 @@ logic are tested and benchmarked through it without MPI.
 from __future__ import annotations
 
 import collections
+import os
 import time
 from typing import Callable, Protocol
 
 from pilot.runtime.protocol import Message
+
+# Set for the MPI library's own start only (unless the user set them), then
+# removed again so tasks see the environment the job was started with.
+# UCX (the transport of many MPICH and Open MPI builds) patches the code of
+# mmap/munmap/brk when it loads, to learn of unmapped memory for its RDMA
+# registration cache: some 40 ms per rank, for a cache the pilot's small
+# messages do not use. Without memory events UCX registers without a cache.
+MPI_START_ENV = {"UCX_MEM_EVENTS": "no"}
 
 SPIN_SECONDS = 50e-6
 MIN_SLEEP = 20e-6
@@ -33,8 +42,14 @@ class Transport(Protocol):
 
     def send(self, dest: int, msg: Message) -> None: ...
 
-    def recv(self, timeout: float | None = None, wake: Callable[[], bool] | None = None) -> tuple[int, Message] | None:
-        """Next message as (source, message); None after ``timeout`` s or when ``wake()`` is true."""
+    def recv(
+        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0
+    ) -> tuple[int, Message] | None:
+        """Next message as (source, message); None after ``timeout`` s or when ``wake()`` is true.
+
+        ``patience``: the caller can wait that long for a message without loss,
+        so an empty poll may sleep that long at once.
+        """
         ...
 
     def close(self) -> None: ...
@@ -44,8 +59,13 @@ class MpiTransport:
     """mpi4py COMM_WORLD with polling receives."""
 
     def __init__(self, sleep_on_recv: bool = True, max_sleep: float = MAX_SLEEP) -> None:
-        from mpi4py import MPI  # noqa: PLC0415 - deliberately lazy, see module docstring
-
+        added = [name for name in MPI_START_ENV if name not in os.environ]
+        os.environ.update({name: MPI_START_ENV[name] for name in added})
+        try:
+            from mpi4py import MPI  # noqa: PLC0415 - deliberately lazy (see module docstring); MPI_Init runs here
+        finally:
+            for name in added:
+                os.environ.pop(name, None)
         self._mpi = MPI
         self.comm = MPI.COMM_WORLD
         self.rank = self.comm.Get_rank()
@@ -87,15 +107,18 @@ class MpiTransport:
             return None
         return status.Get_source(), message.recv()
 
-    def recv(self, timeout: float | None = None, wake: Callable[[], bool] | None = None) -> tuple[int, Message] | None:
+    def recv(
+        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0
+    ) -> tuple[int, Message] | None:
         got = self.poll()
         if got is not None:
             return got
         now = time.monotonic
         start = now()
         deadline = None if timeout is None else start + timeout
-        spin_until = start + SPIN_SECONDS
-        pause = MIN_SLEEP
+        # A caller with patience sleeps that long at once instead of spinning.
+        spin_until = start if patience else start + SPIN_SECONDS
+        pause = max(MIN_SLEEP, patience)
         comm = self.comm
         mpi = self._mpi
         status = mpi.Status()
@@ -142,7 +165,9 @@ class InProcTransport:
     def send(self, dest: int, msg: Message) -> None:
         self.workers[dest - 1].handle(msg, lambda reply, _src=dest: self.inbox.append((_src, reply)))
 
-    def recv(self, timeout: float | None = None, wake: Callable[[], bool] | None = None) -> tuple[int, Message] | None:
+    def recv(
+        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0
+    ) -> tuple[int, Message] | None:
         if self.inbox:
             return self.inbox.popleft()
         if self.on_idle is not None:

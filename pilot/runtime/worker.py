@@ -14,7 +14,7 @@ import os
 import signal
 import time
 
-from pilot.monitor import kickstart, records, stdio
+from pilot.monitor import records, stdio
 from pilot.runtime import hostinfo, taskexec
 from pilot.runtime.hostscript import HostScript
 from pilot.runtime.options import RunOptions
@@ -100,7 +100,9 @@ class Worker:
             if isinstance(msg, Shutdown):
                 self.shutdown_pending = True
         elif isinstance(msg, HostSetup):
-            self.t.send(MASTER, self.setup_host(msg))
+            ready = self.setup_host(msg)
+            if ready is not None:
+                self.t.send(MASTER, ready)
         else:
             log.error("worker %d: unexpected message %s", self.rank, type(msg).__name__)
 
@@ -126,13 +128,14 @@ class Worker:
         self.terminating = True
 
     # -- host setup -----------------------------------------------------------
-    def setup_host(self, msg: HostSetup) -> HostReady:
+    def setup_host(self, msg: HostSetup) -> HostReady | None:
+        """Take the host rank; start the host script if this worker runs it (the master waits for that answer only)."""
         self.host_rank = msg.host_rank
         if msg.script:
             self.host_script = HostScript(msg.script, self.rank)
             error = self.host_script.start_and_wait(lambda: self.terminating)
             return HostReady(self.hostname, error)
-        return HostReady(self.hostname)
+        return None
 
     # -- tasks ----------------------------------------------------------------
     def _stdio(self, msg: RunTask) -> tuple[int, int, bool, str | None, str | None]:
@@ -225,10 +228,13 @@ class Worker:
         text = records.cluster_task(
             msg.name, start, duration, status, msg.argv[0], self.hostname, self.rank, msg.cpus, msg.memory, msg.pegasus_id
         )
-        if self.opts.monitord_hack and self.opts.per_task_stdio and not kickstart.has_record(out_fd):
-            text += kickstart.invocation(
-                msg.transformation or msg.name, msg.dax_id or msg.name, start, duration, status, msg.argv[0], self.hostname
-            )
+        if self.opts.monitord_hack and self.opts.per_task_stdio:
+            from pilot.monitor import kickstart  # noqa: PLC0415 - json and getpass only when asked for
+
+            if not kickstart.has_record(out_fd):
+                text += kickstart.invocation(
+                    msg.transformation or msg.name, msg.dax_id or msg.name, start, duration, status, msg.argv[0], self.hostname
+                )
         os.write(out_fd, text.encode("utf-8", "surrogateescape"))
 
     def _must_end(self) -> bool:

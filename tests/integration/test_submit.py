@@ -233,7 +233,8 @@ def test_rejected_submission_fails_after_retries(tmp_path):
 
 @pytest.mark.mpi
 def test_restart_needs_every_site_of_the_run(tmp_path):
-    a, b = local_site(tmp_path, "site_a", 1), local_site(tmp_path, "site_b", 1)
+    a = local_site(tmp_path, "site_a", 1)
+    local_site(tmp_path, "site_b", 1)  # a site that exists, but the restart below does not name it
     sub = tmp_path / "sub"
     assert pilot("plan", independent_workflow(tmp_path, 2), "--site", a, "--cluster", "horizontal", "--dir", str(sub)).returncode == 0
     (sub / "submit.state.json").write_text(json.dumps({"plan_id": "x", "clusters": [

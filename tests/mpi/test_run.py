@@ -147,6 +147,16 @@ def test_task_environment_and_annotation(dagfile):
     assert "[cluster-task id=12, name=envtask," in res.stdout and "cpus=2, memory=5]" in res.stdout
 
 
+def test_mpi_start_settings_stay_out_of_tasks(dagfile):
+    """UCX_MEM_EVENTS=no speeds up MPI's start only: tasks see the job's environment as it was."""
+    dag = dagfile("TASK e /bin/sh -c 'echo ucx=${UCX_MEM_EVENTS-unset}'\n")
+    env = {k: v for k, v in os.environ.items() if k != "UCX_MEM_EVENTS"}
+    res = subprocess.run(pilot_cmd(["-s", dag], 3, "run"), capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0 and "ucx=unset\n" in res.stdout
+    res = run_pilot(["-s", dag], env={"UCX_MEM_EVENTS": "yes"})
+    assert res.returncode == 0 and "ucx=yes\n" in res.stdout
+
+
 def test_host_memory_limits_concurrency(dagfile, tmp_path):
     log = tmp_path / "spans"
     step = f"/bin/sh -c 'echo start $(date +%s.%N) >> {log}; sleep 0.3; echo end $(date +%s.%N) >> {log}'"

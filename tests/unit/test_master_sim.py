@@ -95,7 +95,7 @@ def test_prefetched_task_is_recalled_from_behind_a_long_task(dagfile):
     text = "".join(f"TASK s{i} x\n" for i in range(3)) + "TASK long x\nTASK after x\n"
     dag = dagfile(text)
     rc, cluster, master = simulate(
-        dag, [SimHost("h", cpus=2, slots=2)], duration=lambda n: 100.0 if n == "long" else 0.01
+        dag, [SimHost("h", cpus=2, slots=2)], duration=lambda n: 100.0 if n == "long" else 0.001
     )
     assert rc == 0 and sorted(cluster.order()) == sorted([f"s{i}" for i in range(3)] + ["after", "long"])
     assert cluster.recalled  # something queued behind a busy worker moved to the idle one
