@@ -169,8 +169,7 @@ class Master:
         while True:
             if self.abort_reason is None:
                 self._check_limits()
-            if not engine.stopped:
-                self._dispatch()
+            self._dispatch()  # once stopped, it only takes back prefetched work
             self.events.status(engine.done_count, engine.running, self.policy.ready_count, engine.failed_count)
             if engine.running == 0 and (engine.stopped or self.policy.ready_count == 0):
                 break
@@ -194,10 +193,15 @@ class Master:
         self.makespan_end = time.time()
 
     def _patience(self) -> float:
-        """How long the master may sleep before looking at results: 0 unless every slot is busy
-        and the workers' prefetch queues are at least half full, so none can run dry meanwhile."""
+        """How long the master may sleep before looking at results.
+
+        0 unless every slot is busy, every worker has a task queued behind its
+        running one and the queues are half full on average: a worker then has
+        about depth/2 mean task times of work left, and the master sleeps a
+        quarter of that (at most MAX_PATIENCE) before it refills them.
+        """
         slots = self.slots
-        if slots.queued_total * 2 < len(slots.running) * slots.depth or self.policy.has_idle_slot():
+        if slots.dry or slots.queued_total * 2 < len(slots.running) * slots.depth or self.policy.has_idle_slot():
             return 0.0
         return min(MAX_PATIENCE, slots.depth * self.mean_duration / 4)
 

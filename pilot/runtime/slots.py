@@ -28,11 +28,16 @@ class Slots:
         # (always the tail of what it was sent).
         self.recalling: dict[int, collections.deque[Task]] = {}
         self.queued_total = 0
+        self.dry: set[int] = set()  # busy ranks with nothing queued behind their task
         self._prefetchable: list[int] = []
         self._listed: set[int] = set()  # ranks in _prefetchable, so it holds each at most once
 
     def start(self, rank: int, task: Task, alloc: Allocation, seq: int) -> None:
         self.running[rank] = (task, alloc, seq)
+        if self.queued.get(rank):
+            self.dry.discard(rank)
+        else:
+            self.dry.add(rank)
         self._offer(rank)
 
     def _offer(self, rank: int) -> None:
@@ -43,6 +48,7 @@ class Slots:
     def finish(self, rank: int) -> tuple[Task, Allocation, int, Task | None]:
         """The running attempt on ``rank`` ended; also return the task the worker went on to."""
         task, alloc, seq = self.running.pop(rank)
+        self.dry.discard(rank)  # start() files the rank again if it went on to a queued task
         queue = self.queued.get(rank)
         if queue:
             self.queued_total -= 1
@@ -68,6 +74,7 @@ class Slots:
     def add(self, rank: int, task: Task) -> None:
         self.queued.setdefault(rank, collections.deque()).append(task)
         self.queued_total += 1
+        self.dry.discard(rank)
         self._offer(rank)
 
     def to_recall(self, fits: Callable[[Task], bool], idle: Callable[[int], bool]) -> list[tuple[int, Task]]:
@@ -78,6 +85,7 @@ class Slots:
                 continue
             task = queue.pop()
             self.queued_total -= 1
+            self._emptied(rank, queue)
             self.recalling[rank] = collections.deque((task,))
             picked.append((rank, task))
             if not idle(len(self.recalling)):
@@ -93,6 +101,7 @@ class Slots:
                 self.queued_total -= len(queue)
                 self.recalling[rank] = collections.deque([*queue, *self.recalling.get(rank, ())])
                 queue.clear()
+                self._emptied(rank, queue)
         return picked
 
     def recalled(self, rank: int, name: str) -> Task | None:
@@ -109,5 +118,10 @@ class Slots:
             if task.name == name:
                 queue.remove(task)  # type: ignore[union-attr]
                 self.queued_total -= 1
+                self._emptied(rank, queue)
                 return task
         return None
+
+    def _emptied(self, rank: int, queue) -> None:
+        if not queue and rank in self.running:
+            self.dry.add(rank)

@@ -85,7 +85,14 @@ def _devnull() -> int:
     """/dev/null for tasks' stdin, opened once (close-on-exec; dup'ed onto 0 in the child)."""
     global _DEVNULL
     if _DEVNULL < 0:
-        _DEVNULL = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        if fd < 3:  # a worker started with stdio closed: DUP2 onto itself would keep close-on-exec (glibc < 2.29)
+            import fcntl  # noqa: PLC0415
+
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+            os.close(fd)
+            fd = high
+        _DEVNULL = fd
     return _DEVNULL
 
 

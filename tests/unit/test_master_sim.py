@@ -104,6 +104,17 @@ def test_prefetched_task_is_recalled_from_behind_a_long_task(dagfile):
     assert master.engine.submitted == 5
 
 
+def test_max_failures_takes_back_work_queued_when_it_is_reached(dagfile):
+    """Deep prefetch queues are full when the failure comes: none of their tasks starts after it."""
+    text = "TASK bad x\n" + "".join(f"TASK s{i} x\n" for i in range(3000))
+    rc, cluster, master = simulate(dagfile(text), [SimHost("h", cpus=3, slots=3)], max_failures=1,
+                                   duration=lambda n: 0.01 if n == "bad" else 0.0005,
+                                   status=lambda n, a: 1 if n == "bad" else 0)
+    assert rc == 1 and cluster.recalled  # work was queued behind running tasks, and came back
+    assert [name for t, name, _ in cluster.started if t > 0.01] == []
+    assert master.engine.running == 0 and not master.slots.recalling and master.slots.queued_total == 0
+
+
 def test_jobstate_log(dagfile, tmp_path):
     dag = dagfile(DIAMOND)
     log = JobstateLog(str(tmp_path / "jobstate.log"))

@@ -26,20 +26,23 @@ def test_with_room_stops_at_depth():
         added += 1
         if added == 5:
             break
-    assert added == 3 and slots.queued_total == 3
+    assert added == 3 and slots.queued_total == 3 and not slots.dry
 
 
 def test_recall_all_takes_back_every_queued_task_in_order():
     slots, tasks = _busy(depth=4)
     for task in tasks[1:4]:
         slots.add(1, task)
+    assert not slots.dry
     picked = slots.recall_all()
-    assert [t.name for _, t in picked] == ["t1", "t2", "t3"] and slots.queued_total == 0
-    # The worker had already started t1 when the recalls reached it; it gives back the others.
-    assert slots.recalled(1, "t3") is tasks[3] and slots.recalled(1, "t2") is tasks[2]
-    done, _, _, went_on_to = slots.finish(1)
+    assert [t.name for _, t in picked] == ["t1", "t2", "t3"] and slots.queued_total == 0 and slots.dry == {1}
+    # t0 ended and the worker started t1 before the recalls reached it: its result comes
+    # first, then it gives back the others in the order they were asked for.
+    done, alloc, _, went_on_to = slots.finish(1)
     assert done is tasks[0] and went_on_to is tasks[1]
-    assert not slots.recalling
+    slots.start(1, went_on_to, alloc, 2)
+    assert slots.recalled(1, "t2") is tasks[2] and slots.recalled(1, "t3") is tasks[3]
+    assert not slots.recalling and slots.dry == {1}
 
 
 def test_finish_after_recall_without_start_goes_on_to_nothing():
@@ -47,4 +50,4 @@ def test_finish_after_recall_without_start_goes_on_to_nothing():
     slots.add(1, tasks[1])
     slots.recall_all()
     assert slots.recalled(1, "t1") is tasks[1]
-    assert slots.finish(1)[3] is None and not slots.recalling and 1 not in slots.running
+    assert slots.finish(1)[3] is None and not slots.recalling and 1 not in slots.running and not slots.dry

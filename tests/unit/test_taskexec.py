@@ -2,6 +2,7 @@
 
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -120,3 +121,19 @@ def test_strict_limits_wrapper_enforces_memory(waker, outs):
     assert r.status != 0 and "MemoryError" in (outs[2] / "err").read_text()
     r = run(taskexec.limited_argv([sys.executable, "-c", "b = bytearray(10 * 1024 * 1024)"], 200), waker, outs)
     assert r.status == 0
+
+
+def test_task_stdin_is_usable_when_the_worker_started_without_stdin():
+    """With fd 0 closed at start, /dev/null must not land on 0 (DUP2 onto itself would leave it close-on-exec)."""
+    code = (
+        "import os; os.close(0)\n"
+        "from pilot.runtime import taskexec\n"
+        "assert taskexec._devnull() >= 3\n"
+        "r, w = os.pipe()\n"
+        "run = taskexec.spawn(['/bin/sh', '-c', 'read x; echo status=$?'], dict(os.environ), w, 2)\n"
+        "os.close(w); os.waitpid(run.pid, 0)\n"
+        "print(os.read(r, 100).decode().strip())\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "status=1"  # read hit EOF on /dev/null, not "bad file descriptor" (2)
