@@ -16,6 +16,7 @@ never share a file.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from typing import BinaryIO
 
@@ -70,7 +71,7 @@ def merge_worker_files(dag: str, ranks: list[int], stdout: str | None, stderr: s
                 path = worker_paths(dag, rank)[which]
                 try:
                     with open(path, "rb") as src:
-                        _copy(src, sink)
+                        shutil.copyfileobj(src, sink, 1 << 20)
                 except FileNotFoundError:
                     continue
                 if delete:
@@ -82,11 +83,3 @@ def merge_worker_files(dag: str, ranks: list[int], stdout: str | None, stderr: s
             if close:
                 sink.close()
     return kept
-
-
-def _copy(src: BinaryIO, sink: BinaryIO) -> None:
-    while True:
-        chunk = src.read(1 << 20)
-        if not chunk:
-            return
-        sink.write(chunk)

@@ -234,6 +234,8 @@ class Master:
             self._log_resources(alloc.host)
         if engine.stopped:
             # -m reached: prefetched tasks must not start after all.
+            if not self.slots.queued_total:
+                return  # the common case while the run drains: no pass over every rank
             for rank, task in self.slots.recall_all():
                 self.t.send(rank, Recall(task.name))
             return

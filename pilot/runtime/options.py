@@ -50,27 +50,6 @@ class RunOptions:
         return self.rescue or self.dag + ".rescue"
 
 
-class _Formatter(argparse.HelpFormatter):
-    """argparse's formatter, sized without importing shutil (and bz2, lzma...) on every MPI rank."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None) -> None:
-        if width is None:
-            width = _columns() - 2
-        super().__init__(prog, indent_increment, max_help_position, width)
-
-
-def _columns() -> int:
-    """Terminal width as shutil.get_terminal_size would say it: $COLUMNS, the terminal, else 80."""
-    try:
-        return int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        pass
-    try:
-        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
-    except (AttributeError, ValueError, OSError):
-        return 80
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
@@ -79,7 +58,6 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(prog: str) -> argparse.ArgumentParser:
     p = _Parser(
         prog=prog,
-        formatter_class=_Formatter,
         description="Run a PMC-format DAG of tasks under MPI: rank 0 is the master, ranks 1..N-1 run tasks. "
         "Start it as: mpiexec -n N %s [options] workflow.dag" % prog,
     )
