@@ -1,0 +1,28 @@
+"""What a scheduler says about one of our batch jobs: the contract between schedulers and the driver.
+
+Each scheduler plug-in answers ``query(site, job_ids)`` with a ``QueueStatus``
+per job id it was asked about. The driver never parses scheduler output
+itself: it only reads these values, so a new scheduler needs no driver change.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class QueueState(enum.Enum):
+    """Where a batch job stands in its scheduler's queue."""
+
+    PENDING = "pending"  # waiting to start; ``reason`` says why (Slurm's %r, PBS's comment)
+    RUNNING = "running"
+    HELD = "held"  # held by the user or an administrator: waits until released
+    FINISHED = "finished"  # ended or left the queue; the pilot's result file says how it went
+    UNKNOWN = "unknown"  # the scheduler reported a state this plug-in does not know
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    state: QueueState
+    reason: str = ""  # the scheduler's own word for why the job pends or ended, e.g. "Priority"
+    never_starts: bool = False  # pending for a reason that waiting cannot cure (e.g. PartitionConfig)
