@@ -48,11 +48,15 @@ def plan_from_args(ns: argparse.Namespace, argv: Sequence[str]):
     from pilot.planner.plan import PlanRequest, plan
     from pilot.sites import load_site
 
+    from pilot.planner.estimate import estimate_plan
+
     site = load_site(ns.site, site_overrides(ns.set))
-    return plan(PlanRequest(
+    result = plan(PlanRequest(
         workflow=ns.workflow, site=site, cluster=ns.cluster.split(",") if ns.cluster else [],
         submit_dir=ns.submit_dir, conf=ns.conf, tc=ns.tc, sc=ns.sc, force=ns.force, argv=list(argv),
     ))
+    result.estimate = estimate_plan(result.emitted, site, from_dag=ns.workflow.endswith(".dag"))
+    return result
 
 
 def summary(result) -> str:
@@ -71,6 +75,8 @@ def summary(result) -> str:
         lines.append(f"... and {len(rows) - 60} more clusters (see clusters.yml)")
     tasks = sum(len(e.cluster.jobs) for e in result.emitted)
     lines.append(f"{tasks} tasks in {len(result.emitted)} clusters, written to {result.submit_dir}")
+    if result.estimate is not None:
+        lines += result.estimate.lines()
     lines.append(f"cluster DAG: {os.path.join(result.submit_dir, 'clusters.yml')}; submit with: pilot submit --site SITE {result.submit_dir}")
     return "\n".join(lines)
 

@@ -11,6 +11,8 @@ class Task:
     ``memory`` is in MB; ``tries`` is None when the task does not override the
     run-wide ``-t``. ``pegasus_id`` comes from a ``#@ <n> <tx> <daxid>``
     annotation and is echoed as ``id=<n>`` in the ``[cluster-task]`` record.
+    ``runtime`` is the expected run time in seconds from a ``#pilot
+    runtime=<s>`` comment line (None when not given); PMC skips that line.
 
     The parser keeps the command as written (``raw_args``) and splits it on
     first use of ``argv``: PMC's quoting never rejects a line, so nothing is
@@ -20,6 +22,7 @@ class Task:
     __slots__ = (
         "name", "_argv", "raw_args", "memory", "cpus", "gpus", "tries", "priority", "pipe_forwards",
         "file_forwards", "pegasus_id", "transformation", "dax_id", "line", "order", "parents", "children",
+        "runtime",
     )
 
     def __init__(
@@ -38,6 +41,7 @@ class Task:
         dax_id: str | None = None,
         line: int = 0,
         raw_args: str | None = None,
+        runtime: float | None = None,
     ) -> None:
         self.name = name
         self._argv = argv
@@ -53,6 +57,7 @@ class Task:
         self.transformation = transformation
         self.dax_id = dax_id
         self.line = line
+        self.runtime = runtime
         self.order = 0
         self.parents: list[Task] = []
         self.children: list[Task] = []

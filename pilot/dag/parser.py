@@ -2,7 +2,9 @@
 
 Grammar (DESIGN.md §3.1): lines are trimmed and blank lines skipped; ``#``
 starts a comment only as the first non-blank character, except ``#@ <n> <tx>
-<daxid>`` which annotates the next TASK. ``TASK <id> [options] <exe> [args]``
+<daxid>`` which annotates the next TASK, and ``#pilot runtime=<seconds>``
+which gives the next TASK its expected run time (PMC reads any other ``#``
+line as a comment, so a DAG with it still runs under PMC). ``TASK <id> [options] <exe> [args]``
 and ``EDGE <parent> <child>``. EDGE lines may come before the TASK lines they
 name (PMC requires them after). A duplicated EDGE is ignored and a cycle is an
 error naming the tasks on it.
@@ -65,6 +67,7 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
     tasks = dag.tasks
     edges: list[tuple[str, str, int]] = []
     note: tuple[str, str, str] | None = None
+    runtime: float | None = None
     special = SPECIAL.search
     for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
@@ -77,6 +80,8 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
                 if len(parts) != 3:
                     raise DagError(path, lineno, "invalid '#@' annotation: expected '#@ <id> <transformation> <daxid>'")
                 note = (parts[0], parts[1], parts[2])
+            elif line.startswith(PILOT_NOTE) and (len(line) == len(PILOT_NOTE) or line[len(PILOT_NOTE)].isspace()):
+                runtime = _pilot_note(line, path, lineno)
             continue
         if first == "E" and special(line) is None:
             args = line.split()
@@ -93,6 +98,9 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
             if note is not None:
                 task.pegasus_id, task.transformation, task.dax_id = note
                 note = None
+            if runtime is not None:
+                task.runtime = runtime
+                runtime = None
             if task.name in tasks:
                 first_line = tasks[task.name].line
                 raise DagError(path, lineno, f"duplicate task {task.name!r} (first defined on line {first_line}); task ids must be unique")
@@ -117,6 +125,25 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
         first_line = dag.tasks[cycle[0]].line
         raise DagError(path, first_line, "cycle: " + " -> ".join(cycle + [cycle[0]]) + "; remove one of these EDGE records")
     return dag
+
+
+PILOT_NOTE = "#pilot"
+
+
+def _pilot_note(line: str, path: str, lineno: int) -> float:
+    """``#pilot runtime=<seconds>``: the next TASK's expected run time (finite, not negative)."""
+    fields = line.split()[1:]
+    usage = "expected '#pilot runtime=<seconds>' (other comments must not begin with the word '#pilot')"
+    if len(fields) != 1 or not fields[0].startswith("runtime="):
+        raise DagError(path, lineno, f"invalid '#pilot' annotation: {usage}")
+    raw = fields[0][len("runtime="):]
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise DagError(path, lineno, f"runtime {raw!r} is not a non-negative number of seconds: {usage}")
+    return value
 
 
 def _parse_task(line: str, path: str, lineno: int) -> Task:

@@ -33,12 +33,22 @@ def task_line(task: Task) -> str:
     return " ".join(parts)
 
 
+def runtime_note(seconds: float) -> str:
+    """The ``#pilot runtime=<s>`` line that gives the next TASK its expected run time."""
+    text = f"{seconds:g}"
+    if float(text) != seconds:
+        text = repr(float(seconds))
+    return f"#pilot runtime={text}"
+
+
 def iter_dag_lines(tasks: Iterable[Task]) -> Iterator[str]:
     """TASK lines (with ``#@`` annotations) for all tasks, then their EDGE lines."""
     tasks = list(tasks)
     for task in tasks:
         if task.pegasus_id is not None:
             yield f"#@ {task.pegasus_id} {task.transformation or '-'} {task.dax_id or task.name}\n"
+        if task.runtime is not None:
+            yield runtime_note(task.runtime) + "\n"
         yield task_line(task) + "\n"
     names = {t.name for t in tasks}
     for task in tasks:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
+from pilot.dag.writer import runtime_note
 from pilot.errors import ConfigError, DagError
 from pilot.jobrequest import pilot_args, request_for, script_for
 from pilot.monitor.submitdir import write_monitoring_files
@@ -59,11 +60,15 @@ def task_line(job: Job, pfn: str, profiles: dict[str, str]) -> str:
     return " ".join(parts)
 
 
-def cluster_dag_text(cluster: Cluster, resolver: ProfileResolver, pfn_of) -> str:
+def cluster_dag_text(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=None) -> str:
+    """The cluster's PMC DAG; a job's known runtime goes on a ``#pilot runtime=`` line (PMC skips it)."""
     members = {id(j) for j in cluster.jobs}
     lines = []
     for n, job in enumerate(cluster.jobs, 1):
         lines.append(f"#@ {n} {job.tx_label} {job.id}")
+        runtime = runtime_of(job) if runtime_of is not None else None
+        if runtime is not None:
+            lines.append(runtime_note(runtime))
         lines.append(task_line(job, pfn_of(job, cluster.site), resolver.pegasus(job, cluster.site)))
     for job in cluster.jobs:
         for child in job.children:
@@ -121,7 +126,7 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
 def _emit_one(k: int) -> tuple[int, str, str, int, float | None]:
     submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments = _SHARED  # type: ignore[misc]
     cluster = clusters[k]
-    text = cluster_dag_text(cluster, resolver, pfn_of)
+    text = cluster_dag_text(cluster, resolver, pfn_of, runtime_of)
     width, critical = width_and_path(cluster, runtime_of)
     e = write_cluster(submit_dir, cluster, text, width, critical, site, planner_arguments)
     return k, e.dag, e.script, e.ranks, e.critical_path
@@ -136,7 +141,8 @@ def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, crit
     try:
         dag = parse_dag(text.splitlines(True), dag_file)
     except DagError as exc:
-        job = cluster.jobs[min(len(cluster.jobs) - 1, (exc.line - 1) // 2)] if exc.line else cluster.jobs[0]
+        tasks_before = sum(1 for line in text.splitlines()[: exc.line or 0] if line.startswith("TASK"))
+        job = cluster.jobs[min(len(cluster.jobs) - 1, max(0, tasks_before - 1))]
         raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: {exc.message}") from None
     with open(dag_file, "w", encoding="utf-8") as fh:
         fh.write(text)

@@ -13,6 +13,7 @@ from pilot.errors import ConfigError
 from pilot.planner import reader
 from pilot.planner.clustering import Cluster, Clusterer
 from pilot.planner.emit import Emitted, emit
+from pilot.planner.estimate import PlanEstimate
 from pilot.planner.model import Catalogs, Job, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.sites import SiteConfig
@@ -38,6 +39,7 @@ class Plan:
     submit_dir: str
     workflow: str
     emitted: list[Emitted]
+    estimate: PlanEstimate | None = None  # set by callers that ask for it (pilot.planner.estimate)
 
 
 def load(req: PlanRequest) -> Workflow:
