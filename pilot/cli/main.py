@@ -18,6 +18,7 @@ commands:
   demo      the whole chain on the bundled workflow (plan, submit, status, monitoring)
   plan      cluster a Pegasus workflow into PMC DAGs and batch scripts
   run       run a PMC-format DAG under MPI (mpiexec -n N pilot run [options] DAG)
+  report    timeline PNG and numbers of a run (pilot report SUBMIT_DIR|CLUSTER_DIR|DAG [--json])
   version   print the version
 
 'pilot <command> --help' describes a command."""
@@ -50,7 +51,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pilot.runtime.launch import run
 
         return guarded(lambda: run(rest, prog="pilot run"), rest, "pilot run")
-    print(f"pilot: unknown command {command!r}; commands: submit, status, cancel, sites, demo, plan, run, version (see pilot --help)", file=sys.stderr)
+    if command == "report":
+        from pilot.cli import report
+
+        return guarded(lambda: report.main(rest), rest, "pilot report")
+    print(f"pilot: unknown command {command!r}; commands: submit, status, cancel, sites, demo, plan, run, report, version (see pilot --help)", file=sys.stderr)
     return 2
 
 

@@ -9,6 +9,8 @@ the transformation), site catalog, the job in the workflow, properties
 
 from __future__ import annotations
 
+import math
+
 from pilot.errors import ConfigError
 from pilot.planner.model import Catalogs, Job
 
@@ -92,6 +94,6 @@ def float_profile(profiles: dict[str, str], key: str, job: Job) -> float | None:
         value = float(raw)
     except ValueError:
         raise ConfigError(f"{job.where}: profile pegasus.{key} = {raw!r} is not a number of seconds") from None
-    if value < 0:
-        raise ConfigError(f"{job.where}: profile pegasus.{key} = {raw!r} must not be negative")
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{job.where}: profile pegasus.{key} = {raw!r} must be a non-negative number of seconds")
     return value

@@ -1,0 +1,1 @@
+"""``pilot report``: read a finished (or running) run's files and tell where the time went."""

@@ -1,0 +1,98 @@
+"""The timeline PNG: one row per worker slot, grouped by host; one panel per cluster job.
+
+matplotlib is optional (``pip install 'pilot-hpc[plot]'``): ``available()``
+says whether it is there, and the CLI prints the text report alone without it.
+The Agg backend is used, so no display is needed (batch nodes, CI).
+"""
+
+from __future__ import annotations
+
+from pilot.report.runs import ClusterRun
+
+ABORTS = ("walltime", "signal", "ended early")
+
+
+def available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _rows(c: ClusterRun) -> list[tuple[str, int]]:
+    return sorted({(a.host, a.slot) for a in c.attempts})
+
+
+def draw(clusters: list[ClusterRun], numbers: dict, path: str) -> None:
+    """Write the timeline of ``clusters`` to ``path`` (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    shown = [c for c in clusters if c.attempts]
+    t0 = min([a.start for c in shown for a in c.attempts]
+             + [r.submitted for c in shown for r in c.runs if r.submitted is not None])
+    txs = sorted({a.transformation for c in shown for a in c.attempts})
+    cmap = plt.get_cmap("tab10" if len(txs) <= 10 else "tab20")
+    colour = {tx: cmap(i % cmap.N) for i, tx in enumerate(txs)}
+    heights = [len(_rows(c)) + (1 if any(r.submitted is not None for r in c.runs) else 0) + 1 for c in shown]
+    fig, axes = plt.subplots(len(shown), 1, sharex=True, squeeze=False,
+                             figsize=(11, min(40, 1.2 + 0.32 * sum(heights) + 0.5 * len(shown))),
+                             gridspec_kw={"height_ratios": heights})
+    for ax, c in zip(axes[:, 0], shown):
+        _panel(ax, c, t0, colour, len(shown) > 1)
+    axes[-1, 0].set_xlabel("seconds since the first " + ("submission" if "end_to_end" in numbers else "task start"))
+    handles = [Patch(facecolor=colour[tx], label=tx) for tx in txs]
+    handles.append(Patch(facecolor="white", edgecolor="red", hatch="xxx", label="failed try"))
+    if any(r.submitted is not None for c in shown for r in c.runs):
+        handles.append(Patch(facecolor="lightgrey", edgecolor="grey", label="queue wait"))
+    fig.legend(handles=handles, loc="upper right", fontsize=8, ncol=min(4, len(handles)), frameon=False)
+    n = numbers
+    fig.suptitle(f"makespan {n['makespan']:.1f} s, utilisation {n['utilisation']:.0%} "
+                 f"({n['cpu_utilisation']:.0%} CPU-weighted), critical path {n['critical_path_length']:.1f} s, "
+                 f"{n['tries']} tries, {n['failures']} failed", fontsize=10, x=0.01, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _panel(ax, c: ClusterRun, t0: float, colour: dict, titled: bool) -> None:
+    rows = _rows(c)
+    queue_row = any(r.submitted is not None for r in c.runs)
+    index = {key: i + (1 if queue_row else 0) for i, key in enumerate(rows)}
+    for a in c.attempts:
+        y = index[(a.host, a.slot)]
+        style = {"facecolor": colour[a.transformation], "edgecolor": "black", "linewidth": 0.4}
+        if a.failed:
+            style.update(edgecolor="red", hatch="xxx", linewidth=1.0)
+        ax.broken_barh([(a.start - t0, max(a.duration, 1e-3))], (y - 0.4, 0.8), **style)
+    labels = [f"{host} slot {slot}" for host, slot in rows]
+    if queue_row:
+        labels.insert(0, "batch queue")
+        for i, r in enumerate(c.runs):
+            if r.submitted is not None and r.start is not None:
+                ax.broken_barh([(r.submitted - t0, r.start - r.submitted)], (-0.3, 0.6), facecolor="lightgrey", edgecolor="grey")
+                ax.text(r.start - t0, 0, f" job {r.job_id or i + 1} starts", va="center", fontsize=7)
+    previous = None
+    for host, _ in rows:  # a line between hosts
+        if previous is not None and host != previous:
+            ax.axhline(index[(host, min(s for h, s in rows if h == host))] - 0.5, color="black", linewidth=0.8)
+        previous = host
+    top = -0.55  # the panel's upper edge (rows run downwards)
+    for i, r in enumerate(c.runs):
+        if i > 0 and r.start is not None:
+            ax.axvline(r.start - t0, color="tab:blue", linestyle=":", linewidth=1.2)
+            ax.text(r.start - t0, top, f" resubmitted (run {i + 1})", color="tab:blue", fontsize=7, va="top")
+        if r.reason in ABORTS and r.end is not None:
+            ax.axvline(r.end - t0, color="red", linestyle="--", linewidth=1.2)
+            what = "wall-time abort" if r.reason == "walltime" else ("stopped by a signal" if r.reason == "signal" else "run ended early")
+            ax.text(r.end - t0, top, f" {what}", color="red", fontsize=7, va="top")
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_ylim(len(labels) - 0.5, -0.9)
+    ax.grid(axis="x", linestyle=":", linewidth=0.5)
+    if titled:
+        ax.set_title(f"cluster {c.name}", fontsize=9, loc="left")

@@ -1,0 +1,286 @@
+"""Read what a run left behind: task records, run boundaries, hosts, batch submissions.
+
+Sources, per DAG (all optional but the records):
+
+- ``[cluster-task ...]`` records: in per-task ``<task>.out.NNN`` files
+  (``--per-task-stdio``), in the batch job's stdout (``<cluster>.batch.out``,
+  Parsl's ``*.stdout`` / ``*.submit.o*``), in kept ``<dag>.out.<rank>`` files,
+  and in any stdout capture named with ``--stdout``. Only records of tasks
+  of the DAG count, each once.
+- ``jobstate.log``: ``PMC_STARTED`` / ``PMC_FINISHED`` frame each pilot run
+  (a resubmitted cluster has several).
+- ``<dag>.result``: how the last run ended (``walltime`` and ``signal`` are aborts).
+- ``<dag>.resource``: slots and CPUs of each host (all free at registration).
+- ``<dag>``: the edges, and the transformation of each task from its ``#@`` line.
+- For a submit directory, ``clusters.yml`` (clusters and their parents) and
+  ``submit.state.json`` (each cluster's batch jobs); the moment a job was
+  submitted is the timestamp Parsl puts in its script's file name.
+"""
+
+from __future__ import annotations
+
+import datetime
+import glob
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+from pilot.dag.model import Dag
+from pilot.dag.parser import read_dag
+from pilot.errors import PilotError
+
+RECORD = re.compile(
+    r'\[cluster-task (?:id=[^,]*, )?name=(?P<name>[^,]*), start="(?P<start>[^"]*)", duration=(?P<duration>[0-9.]+), '
+    r'status=(?P<status>-?\d+), app="(?P<app>[^"]*)", hostname="(?P<host>[^"]*)", slot=(?P<slot>\d+), '
+    r"cpus=(?P<cpus>\d+), memory=(?P<memory>\d+)\]"
+)
+# Files next to a DAG that never hold task records.
+_NOT_OUTPUT = (".dag", ".rescue", ".resource", ".result", ".bp", ".yml", ".yaml", ".dagman.out", ".slurm", ".pbs",
+               ".lock", ".notify", ".json")
+MAX_SCAN_BYTES = 1 << 30  # a stdout file larger than this is not read (one line says so)
+
+
+class ReportError(PilotError):
+    """Nothing to report on, or a file that cannot be read."""
+
+    exit_code = 2
+
+
+@dataclass
+class Attempt:
+    """One ``[cluster-task]`` record: one try of one task."""
+
+    task: str
+    start: float
+    duration: float
+    status: int
+    app: str
+    host: str
+    slot: int
+    cpus: int
+    memory: int
+    transformation: str = ""
+
+    @property
+    def end(self) -> float:
+        return self.start + self.duration
+
+    @property
+    def failed(self) -> bool:
+        return self.status != 0
+
+
+@dataclass
+class Run:
+    """One pilot run of a DAG: one batch job, or one ``pilot run``."""
+
+    start: float | None = None  # PMC_STARTED
+    end: float | None = None  # PMC_FINISHED
+    ok: bool | None = None
+    reason: str = ""  # done | failed | walltime | signal | error (from the result file), or "" when unknown
+    submitted: float | None = None  # when its batch job was submitted, if known
+    job_id: str = ""
+
+
+@dataclass
+class ClusterRun:
+    """Everything known about one DAG's runs."""
+
+    name: str
+    dag_path: str
+    dag: Dag
+    attempts: list[Attempt] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+    hosts: dict[str, tuple[int, int]] = field(default_factory=dict)  # host -> (slots, cpus)
+    parents: list[str] = field(default_factory=list)
+
+
+def load(path: str, stdout_files: list[str] | None = None) -> list[ClusterRun]:
+    """The runs under ``path``: a submit directory, a cluster directory or a DAG file."""
+    if not os.path.exists(path):
+        raise ReportError(f"{path}: no such file or directory")
+    extra = list(stdout_files or [])
+    if os.path.isdir(path) and os.path.exists(os.path.join(path, "clusters.yml")):
+        found = _submit_dir(path, extra)
+    elif os.path.isdir(path):
+        dags = sorted(glob.glob(os.path.join(glob.escape(path), "*.dag")))
+        found = [_cluster(os.path.splitext(os.path.basename(d))[0], d, extra) for d in dags]
+    else:
+        found = [_cluster(os.path.splitext(os.path.basename(path))[0], path, extra)]
+    ran = [c for c in found if c.attempts]
+    if not ran:
+        what = "DAG" if not os.path.isdir(path) else "directory"
+        raise ReportError(
+            f"{path}: no run found in this {what}: no [cluster-task] records next to "
+            f"{'any DAG' if len(found) != 1 else found[0].dag_path}; run it first (pilot run or pilot submit), "
+            "or name the run's captured stdout with --stdout FILE"
+        )
+    return found
+
+
+def _submit_dir(path: str, extra: list[str]) -> list[ClusterRun]:
+    clusters_file = os.path.join(path, "clusters.yml")
+    try:
+        with open(clusters_file, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+        entries = data["clusters"]
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+        raise ReportError(f"{clusters_file}: not a cluster DAG written by pilot plan ({exc})") from None
+    jobs = _submissions(path)
+    out = []
+    for entry in entries:
+        c = _cluster(entry["name"], os.path.join(path, entry["dag"]), extra)
+        c.parents = list(entry.get("parents") or [])
+        _attach_submissions(c, jobs.get(c.name, []))
+        out.append(c)
+    return out
+
+
+def _cluster(name: str, dag_path: str, extra: list[str]) -> ClusterRun:
+    dag = read_dag(dag_path)
+    cluster = ClusterRun(name, dag_path, dag)
+    folder = os.path.dirname(os.path.abspath(dag_path))
+    cluster.attempts = _records(dag, folder, extra)
+    cluster.runs = _runs(folder, dag_path)
+    cluster.hosts = _hosts(dag_path + ".resource")
+    return cluster
+
+
+def _records(dag: Dag, folder: str, extra: list[str]) -> list[Attempt]:
+    files = []
+    for entry in os.scandir(folder):
+        if entry.is_file() and not entry.name.endswith(_NOT_OUTPUT) and entry.name != "jobstate.log":
+            files.append(entry.path)
+    files += extra
+    seen: set[tuple[str, str, str]] = set()
+    out: list[Attempt] = []
+    tasks = dag.tasks
+    for path in files:
+        try:
+            if os.path.getsize(path) > MAX_SCAN_BYTES:
+                continue
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    if "[cluster-task " not in line:
+                        continue
+                    m = RECORD.search(line)
+                    if m is None or m["name"] not in tasks:
+                        continue
+                    key = (m["name"], m["start"], m["slot"])
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    task = tasks[m["name"]]
+                    out.append(Attempt(
+                        m["name"], _epoch(m["start"], path), float(m["duration"]), int(m["status"]), m["app"], m["host"],
+                        int(m["slot"]), int(m["cpus"]), int(m["memory"]),
+                        task.transformation if task.transformation not in (None, "-") else os.path.basename(m["app"]),
+                    ))
+        except OSError as exc:
+            raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
+    out.sort(key=lambda a: (a.start, a.slot))
+    return out
+
+
+def _epoch(stamp: str, path: str) -> float:
+    try:
+        return datetime.datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        raise ReportError(f"{path}: [cluster-task] record with a bad start time {stamp!r}") from None
+
+
+def _runs(folder: str, dag_path: str) -> list[Run]:
+    """Runs framed by jobstate.log's PMC_STARTED/PMC_FINISHED; the last one's end reason from the result file."""
+    runs: list[Run] = []
+    log = os.path.join(folder, "jobstate.log")
+    try:
+        with open(log, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if " INTERNAL " not in line:
+                    continue
+                parts = line.split()
+                try:
+                    stamp = float(parts[0])
+                except (ValueError, IndexError):
+                    continue
+                if "PMC_STARTED" in line:
+                    runs.append(Run(start=stamp))
+                elif "PMC_FINISHED" in line and runs:
+                    runs[-1].end = stamp
+                    runs[-1].ok = len(parts) > 4 and parts[4] == "0"
+    except FileNotFoundError:
+        pass
+    try:
+        with open(dag_path + ".result", encoding="utf-8") as fh:
+            result = json.load(fh)
+        if not runs:
+            runs.append(Run())
+        runs[-1].reason = str(result.get("reason", ""))
+        if runs[-1].end is None and isinstance(result.get("end"), (int, float)):
+            runs[-1].end = float(result["end"])
+    except (OSError, ValueError):
+        pass
+    for run in runs[:-1]:
+        if not run.reason and run.ok is not None:
+            run.reason = "done" if run.ok else "ended early"
+    return runs
+
+
+def _hosts(resource_log: str) -> dict[str, tuple[int, int]]:
+    """Slots and CPUs per host: the most ever free (everything is free at registration)."""
+    hosts: dict[str, tuple[int, int]] = {}
+    try:
+        with open(resource_log, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                parts = line.rstrip("\n").split(",", 4)
+                if len(parts) != 5:
+                    continue
+                try:
+                    slots, cpus = int(parts[1]), int(parts[2])
+                except ValueError:
+                    continue
+                old = hosts.get(parts[4], (0, 0))
+                hosts[parts[4]] = (max(old[0], slots), max(old[1], cpus))
+    except FileNotFoundError:
+        pass
+    return hosts
+
+
+def _submissions(submit_dir: str) -> dict[str, list[tuple[float, str]]]:
+    """Per cluster, (submission epoch, job id) of each batch job ``pilot submit`` gave it."""
+    try:
+        with open(os.path.join(submit_dir, "submit.state.json"), encoding="utf-8") as fh:
+            state = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, list[tuple[float, str]]] = {}
+    for c in state.get("clusters", []):
+        name, ids, job_name = c.get("name"), c.get("job_ids") or [], c.get("job_name") or ""
+        if not name or not job_name:
+            continue
+        # job names are pilot-<plan>-<cluster>-<attempt>; Parsl names the script <job name>.<epoch>.submit|.sh
+        stem = job_name.rsplit("-", 1)[0]
+        pattern = re.compile(re.escape(stem) + r"-(\d+)\.(\d+(?:\.\d+)?)\.(?:submit|sh)\Z")
+        times = []
+        folder = os.path.join(submit_dir, name)
+        if os.path.isdir(folder):
+            for entry in os.scandir(folder):
+                m = pattern.search(entry.name)
+                if m:
+                    times.append((int(m.group(1)), float(m.group(2))))
+        times.sort()
+        out[name] = [(t, ids[i] if i < len(ids) else "") for i, (_, t) in enumerate(times)]
+    return out
+
+
+def _attach_submissions(cluster: ClusterRun, jobs: list[tuple[float, str]]) -> None:
+    """Each run gets the latest submission before it started."""
+    for run in cluster.runs:
+        if run.start is None:
+            continue
+        before = [(t, job) for t, job in jobs if t <= run.start]
+        if before:
+            run.submitted, run.job_id = before[-1]
