@@ -42,11 +42,14 @@ def draw(clusters: list[ClusterRun], numbers: dict, path: str) -> None:
     fig, axes = plt.subplots(len(shown), 1, sharex=True, squeeze=False,
                              figsize=(11, min(40, 1.2 + 0.32 * sum(heights) + 0.5 * len(shown))),
                              gridspec_kw={"height_ratios": heights})
+    span = max(a.end for c in shown for a in c.attempts) - t0
     for ax, c in zip(axes[:, 0], shown):
-        _panel(ax, c, t0, colour, len(shown) > 1)
+        _panel(ax, c, t0, colour, len(shown) > 1, span)
     axes[-1, 0].set_xlabel("seconds since the first " + ("submission" if "end_to_end" in numbers else "task start"))
     handles = [Patch(facecolor=colour[tx], label=tx) for tx in txs]
     handles.append(Patch(facecolor="white", edgecolor="red", hatch="xxx", label="failed try"))
+    if any(a.status < 0 for c in shown for a in c.attempts):
+        handles.append(Patch(facecolor="white", edgecolor="red", hatch="///", label="killed (signal)"))
     if any(r.submitted is not None for c in shown for r in c.runs):
         handles.append(Patch(facecolor="lightgrey", edgecolor="grey", label="queue wait"))
     fig.legend(handles=handles, loc="upper right", fontsize=8, ncol=min(4, len(handles)), frameon=False)
@@ -59,16 +62,20 @@ def draw(clusters: list[ClusterRun], numbers: dict, path: str) -> None:
     plt.close(fig)
 
 
-def _panel(ax, c: ClusterRun, t0: float, colour: dict, titled: bool) -> None:
+def _panel(ax, c: ClusterRun, t0: float, colour: dict, titled: bool, span: float) -> None:
     rows = _rows(c)
     queue_row = any(r.submitted is not None for r in c.runs)
     index = {key: i + (1 if queue_row else 0) for i, key in enumerate(rows)}
     for a in c.attempts:
         y = index[(a.host, a.slot)]
         style = {"facecolor": colour[a.transformation], "edgecolor": "black", "linewidth": 0.4}
-        if a.failed:
+        if a.status < 0:  # ended by a signal: killed at an abort, or by the system
+            style.update(edgecolor="red", hatch="///", linewidth=1.0)
+        elif a.failed:
             style.update(edgecolor="red", hatch="xxx", linewidth=1.0)
         ax.broken_barh([(a.start - t0, max(a.duration, 1e-3))], (y - 0.4, 0.8), **style)
+        if a.duration > span * 0.06:  # room for the task's name inside its bar
+            ax.text(a.start - t0 + a.duration / 2, y, a.task, ha="center", va="center", fontsize=6, clip_on=True)
     labels = [f"{host} slot {slot}" for host, slot in rows]
     if queue_row:
         labels.insert(0, "batch queue")
@@ -85,11 +92,11 @@ def _panel(ax, c: ClusterRun, t0: float, colour: dict, titled: bool) -> None:
     for i, r in enumerate(c.runs):
         if i > 0 and r.start is not None:
             ax.axvline(r.start - t0, color="tab:blue", linestyle=":", linewidth=1.2)
-            ax.text(r.start - t0, top, f" resubmitted (run {i + 1})", color="tab:blue", fontsize=7, va="top")
+            ax.text(r.start - t0, top, f" resubmitted (run {i + 1})", color="tab:blue", fontsize=7, va="top", ha="left")
         if r.reason in ABORTS and r.end is not None:
             ax.axvline(r.end - t0, color="red", linestyle="--", linewidth=1.2)
             what = "wall-time abort" if r.reason == "walltime" else ("stopped by a signal" if r.reason == "signal" else "run ended early")
-            ax.text(r.end - t0, top, f" {what}", color="red", fontsize=7, va="top")
+            ax.text(r.end - t0, top, f"{what} ", color="red", fontsize=7, va="top", ha="right")
     ax.set_yticks(range(len(labels)))
     ax.set_yticklabels(labels, fontsize=7)
     ax.set_ylim(len(labels) - 0.5, -0.9)

@@ -1,0 +1,99 @@
+"""Plan-time makespan estimates: the real master on simulated workers, in virtual time."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pilot.dag.parser import read_dag
+from pilot.planner.estimate import DISPATCH_OVERHEAD, estimate_cluster, layout_for, simulate
+from pilot.sites import load_site
+from tests.planner.wf import api, transformations, write
+
+# prep (1 s) -> six work jobs -> join (1 s)
+WORK = [2, 1, 3, 1, 2, 1.5]
+
+
+def mixed(tmp_path, runtimes=True):
+    wf = api.Workflow("mix", infer_dependencies=False)
+
+    def job(tx, jid, seconds):
+        j = api.Job(tx, _id=jid).add_args(str(seconds))
+        if runtimes:
+            j.add_profiles(api.Namespace.PEGASUS, key="runtime", value=str(seconds))
+        wf.add_jobs(j)
+        return j
+
+    prep = job("prep", "p0", 1)
+    works = [job("work", f"w{i}", s) for i, s in enumerate(WORK)]
+    join = job("join", "j0", 1)
+    wf.add_dependency(prep, children=works)
+    wf.add_dependency(join, parents=works)
+    return write(tmp_path, wf, transformations("local", {"prep": "/bin/sleep", "work": "/bin/sleep", "join": "/bin/sleep"}))
+
+
+def pilot_plan(tmp_path, paths, *extra):
+    return subprocess.run([sys.executable, "-m", "pilot", "plan", paths["workflow"], "--tc", paths["tc"], "--site", "local",
+                           "--dir", str(tmp_path / "submit"), *extra], capture_output=True, text=True)
+
+
+def test_plan_prints_the_estimate_of_the_master_in_virtual_time(tmp_path):
+    out = pilot_plan(tmp_path, mixed(tmp_path), "--cluster", "whole")
+    assert out.returncode == 0, out.stderr
+    # 2 workers, FIFO: prep 0-1; w0 1-3, w1 1-2, w2 2-5, w3 3-4, w4 4-6, w5 5-6.5; join 6.5-7.5 (+4 ms a task)
+    assert "merge_mix  3 ranks  7.5 s" in out.stdout
+    assert "workflow end to end: 7.5 s" in out.stdout
+    assert "warning" not in out.stdout
+    dag = read_dag(str(tmp_path / "submit" / "merge_mix" / "merge_mix.dag"))
+    assert [t.runtime for t in dag] == [1.0, *WORK, 1.0]
+    assert simulate(dag, layout_for(load_site("local"), 3)) == pytest.approx(7.5 + 5 * DISPATCH_OVERHEAD)
+
+
+def test_end_to_end_follows_the_longest_chain_of_clusters(tmp_path):
+    out = pilot_plan(tmp_path, mixed(tmp_path), "--cluster", "horizontal")
+    assert out.returncode == 0, out.stderr
+    assert "work_w2  2 ranks  3.0 s" in out.stdout
+    assert "workflow end to end: 5.0 s" in out.stdout  # prep, the 3 s work job, join
+
+
+def test_a_cluster_longer_than_the_walltime_gets_a_fix(tmp_path):
+    # walltime 12 s: the pilot gets 6 s; 4 ranks (3 workers) finish in 6.0 s + overheads, 5 ranks in 5 s
+    out = pilot_plan(tmp_path, mixed(tmp_path), "--cluster", "whole", "--set", "walltime=00:00:12")
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("warning"))
+    assert "cluster merge_mix: estimated 7.5 s with 3 ranks exceeds the 6 s the pilot gets on local" in line
+    assert "more ranks: 5 (of at most 7 it can use, e.g. --set ranks_per_node=5)" in line
+    assert "clusters.maxruntime <= 6" in line
+
+
+def test_no_runtimes_no_estimate(tmp_path):
+    out = pilot_plan(tmp_path, mixed(tmp_path, runtimes=False), "--cluster", "whole")
+    assert out.returncode == 0, out.stderr
+    assert "estimated" not in out.stdout
+
+
+def test_a_hand_written_dag_with_runtimes_is_estimated(tmp_path):
+    dag = tmp_path / "hand.dag"
+    dag.write_text("#pilot runtime=4\nTASK a /bin/true\n#pilot runtime=1\nTASK b /bin/true\nTASK c /bin/true\n")
+    est = estimate_cluster("hand", str(dag), 3, load_site("local"))
+    assert est.makespan is None and "1 task(s) without a runtime, e.g. c" in est.note
+    dag.write_text("#pilot runtime=4\nTASK a /bin/true\n#pilot runtime=1\nTASK b /bin/true\n#pilot runtime=2\nTASK c /bin/true\n")
+    assert estimate_cluster("hand", str(dag), 3, load_site("local")).makespan == pytest.approx(4 + DISPATCH_OVERHEAD)
+    out = subprocess.run([sys.executable, "-m", "pilot", "plan", str(dag), "--site", "local", "--dir", str(tmp_path / "s")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "hand  3 ranks  4.0 s" in out.stdout
+
+
+@pytest.mark.parametrize("value", ["soon", "-3", "nan"])
+def test_bad_runtime_profile_is_one_line(tmp_path, value):
+    wf = api.Workflow("bad", infer_dependencies=False)
+    wf.add_jobs(api.Job("T", _id="a").add_profiles(api.Namespace.PEGASUS, key="runtime", value=value))
+    paths = write(tmp_path, wf, transformations("local", {"T": "/bin/true"}))
+    out = pilot_plan(tmp_path, paths)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1
+    assert "workflow.yml: jobs[0] (id a): profile pegasus.runtime" in out.stderr
+    assert "number of seconds" in out.stderr
