@@ -46,13 +46,18 @@ def main(argv: Sequence[str]) -> int:
             numbers["png"] = os.path.abspath(png)
         else:
             hint = "pilot report: no timeline: matplotlib is not installed (pip install 'pilot-hpc[plot]')"
-    if ns.json:
-        json.dump(numbers, sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        print("\n".join(stats.text(numbers)))
-        if png:
-            print(f"timeline: {png}")
+    try:
+        if ns.json:
+            json.dump(numbers, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            print("\n".join(stats.text(numbers)))
+            if png:
+                print(f"timeline: {png}")
+        sys.stdout.flush()
+    except BrokenPipeError:  # piped into head: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     if hint:
         print(hint, file=sys.stderr)
     return 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import io
 import logging
 import math
@@ -103,6 +104,9 @@ def simulate(dag: Dag, layout: Layout, tries: int = 1) -> float:
                 Master(opts, cluster.transport).run()
         finally:
             logger.disabled = was_disabled
+            # The master freezes what it parsed (a run keeps its DAG to the end); here the
+            # simulated DAG is garbage once the estimate is known, so let the collector have it.
+            gc.unfreeze()
     return cluster.clock
 
 

@@ -37,9 +37,11 @@ RECORD = re.compile(
     r'status=(?P<status>-?\d+), app="(?P<app>[^"]*)", hostname="(?P<host>[^"]*)", slot=(?P<slot>\d+), '
     r"cpus=(?P<cpus>\d+), memory=(?P<memory>\d+)\]"
 )
-# Files next to a DAG that never hold task records.
+# Files next to a DAG that never hold task records: pilot's logs, scripts, and stderr
+# (records go to a task's stdout).
 _NOT_OUTPUT = (".dag", ".rescue", ".resource", ".result", ".bp", ".yml", ".yaml", ".dagman.out", ".slurm", ".pbs",
-               ".lock", ".notify", ".json")
+               ".lock", ".notify", ".json", ".sh", ".submit", ".ec", ".png", ".err", ".stderr")
+_STDERR = re.compile(r"\.(?:err\.\d+|e\d+)\Z")  # <task>.err.NNN, <dag>.err.<rank>, torque's <script>.e<job>
 MAX_SCAN_BYTES = 1 << 30  # a stdout file larger than this is not read (one line says so)
 
 
@@ -152,7 +154,8 @@ def _cluster(name: str, dag_path: str, extra: list[str]) -> ClusterRun:
 def _records(dag: Dag, folder: str, extra: list[str]) -> list[Attempt]:
     files = []
     for entry in os.scandir(folder):
-        if entry.is_file() and not entry.name.endswith(_NOT_OUTPUT) and entry.name != "jobstate.log":
+        name = entry.name
+        if entry.is_file() and not name.endswith(_NOT_OUTPUT) and not _STDERR.search(name) and name != "jobstate.log":
             files.append(entry.path)
     files += extra
     seen: set[tuple[str, str, str]] = set()

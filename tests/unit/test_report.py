@@ -114,3 +114,22 @@ def test_a_directory_with_no_run_is_one_line_and_exit_2(tmp_path):
         assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
     assert "no run found in this directory" in report(tmp_path).stderr
     assert "missing: no such file or directory" in report(tmp_path / "missing").stderr
+
+
+def test_records_from_a_captured_stdout_and_no_matplotlib(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "w.dag").write_text("TASK a /bin/sleep 1\nTASK b /bin/sleep 1\n")
+    captured = tmp_path / "pilot.out"
+    captured.write_text("hello\n" + cluster_task("a", T, 1.0, 0, "/bin/sleep", "h", 1, 1, 0)
+                        + cluster_task("b", T + 0.5, 1.0, 0, "/bin/sleep", "h", 2, 1, 0)
+                        + cluster_task("other", T, 9.0, 0, "/bin/sleep", "h", 2, 1, 0))  # not a task of this DAG
+    assert report(run / "w.dag").returncode == 2
+    # matplotlib made unimportable: the text report still comes, with a one-line hint
+    code = ("import sys; sys.modules['matplotlib'] = None; from pilot.cli.main import main; "
+            f"sys.exit(main(['report', {str(run / 'w.dag')!r}, '--stdout', {str(captured)!r}]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("makespan: 1.500 s\nutilisation: 66.7% of slot-seconds (2.000 busy / 3.000 available)")
+    assert out.stderr == "pilot report: no timeline: matplotlib is not installed (pip install 'pilot-hpc[plot]')\n"
+    assert not list(run.glob("*.png"))
