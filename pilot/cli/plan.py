@@ -45,10 +45,9 @@ def site_overrides(pairs: list[str]) -> dict[str, str]:
 
 
 def plan_from_args(ns: argparse.Namespace, argv: Sequence[str]):
+    from pilot.planner.estimate import estimate_plan
     from pilot.planner.plan import PlanRequest, plan
     from pilot.sites import load_site
-
-    from pilot.planner.estimate import estimate_plan
 
     site = load_site(ns.site, site_overrides(ns.set))
     result = plan(PlanRequest(
