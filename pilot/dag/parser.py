@@ -5,9 +5,9 @@ starts a comment only as the first non-blank character, except ``#@ <n> <tx>
 <daxid>`` which annotates the next TASK, and ``#pilot runtime=<seconds>``
 which gives the next TASK its expected run time (PMC reads every ``#`` line
 but ``#@`` as a comment, so a DAG with it still runs under PMC). ``TASK <id>
-[options] <exe> [args]`` and ``EDGE <parent> <child>``. EDGE lines may come before the TASK lines they
-name (PMC requires them after). A duplicated EDGE is ignored and a cycle is an
-error naming the tasks on it.
+[options] <exe> [args]`` and ``EDGE <parent> <child>``. EDGE lines may come
+before the TASK lines they name (PMC requires them after). A duplicated EDGE
+is ignored and a cycle is an error naming the tasks on it.
 """
 
 from __future__ import annotations
