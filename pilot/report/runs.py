@@ -129,13 +129,19 @@ def _submit_dir(path: str, extra: list[str]) -> list[ClusterRun]:
         with open(clusters_file, encoding="utf-8") as fh:
             data = yaml.safe_load(fh)
         entries = data["clusters"]
+        if not isinstance(entries, list):
+            raise TypeError("'clusters' is not a list")
     except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
-        raise ReportError(f"{clusters_file}: not a cluster DAG written by pilot plan ({exc})") from None
+        raise ReportError(f"{clusters_file}: not a cluster DAG written by pilot plan ({' '.join(str(exc).split())})") from None
     jobs = _submissions(path)
     out = []
-    for entry in entries:
-        c = _cluster(entry["name"], os.path.join(path, entry["dag"]), extra)
-        c.parents = list(entry.get("parents") or [])
+    for i, entry in enumerate(entries):
+        try:
+            name, dag, parents = str(entry["name"]), str(entry["dag"]), list(entry.get("parents") or [])
+        except (KeyError, TypeError, AttributeError):
+            raise ReportError(f"{clusters_file}: clusters[{i}] lacks its name or dag: is this file written by pilot plan?") from None
+        c = _cluster(name, os.path.join(path, dag), extra)
+        c.parents = parents
         _attach_submissions(c, jobs.get(c.name, []))
         out.append(c)
     return out

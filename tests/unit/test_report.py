@@ -133,3 +133,15 @@ def test_records_from_a_captured_stdout_and_no_matplotlib(tmp_path):
     assert out.stdout.startswith("makespan: 1.500 s\nutilisation: 66.7% of slot-seconds (2.000 busy / 3.000 available)")
     assert out.stderr == "pilot report: no timeline: matplotlib is not installed (pip install 'pilot-hpc[plot]')\n"
     assert not list(run.glob("*.png"))
+
+
+@pytest.mark.parametrize("text, says", [
+    ("clusters: 5\n", "not a cluster DAG written by pilot plan ('clusters' is not a list)"),
+    ("clusters:\n- name: x\n", "clusters[0] lacks its name or dag"),
+    ("clusters: [\n", "not a cluster DAG written by pilot plan (while parsing"),
+])
+def test_a_broken_clusters_file_is_one_line(tmp_path, text, says):
+    (tmp_path / "clusters.yml").write_text(text)
+    out = report(tmp_path)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert says in out.stderr
