@@ -7,9 +7,22 @@ The Agg backend is used, so no display is needed (batch nodes, CI).
 
 from __future__ import annotations
 
+from enum import IntEnum
+
 from pilot.report.runs import ClusterRun
 
 ABORTS = ("walltime", "signal", "ended early")
+
+
+class Outcome(IntEnum):
+    """How a try ended, which decides its bar's style."""
+
+    OK = 0
+    FAILED = 1
+    KILLED = 2  # ended by a signal
+
+
+LABELLED_TRIES = 300  # beyond this many tries in a panel, bars go without task names
 
 
 def available() -> bool:
@@ -66,16 +79,23 @@ def _panel(ax, c: ClusterRun, t0: float, colour: dict, titled: bool, span: float
     rows = _rows(c)
     queue_row = any(r.submitted is not None for r in c.runs)
     index = {key: i + (1 if queue_row else 0) for i, key in enumerate(rows)}
+    # One call per row, transformation and outcome: a run of a million tries stays drawable.
+    groups: dict[tuple[int, str, Outcome], list[tuple[float, float]]] = {}
     for a in c.attempts:
-        y = index[(a.host, a.slot)]
-        style = {"facecolor": colour[a.transformation], "edgecolor": "black", "linewidth": 0.4}
-        if a.status < 0:  # ended by a signal: killed at an abort, or by the system
+        outcome = Outcome.KILLED if a.status < 0 else (Outcome.FAILED if a.failed else Outcome.OK)
+        groups.setdefault((index[(a.host, a.slot)], a.transformation, outcome), []).append((a.start - t0, max(a.duration, 1e-3)))
+    for (y, tx, outcome), bars in groups.items():
+        style = {"facecolor": colour[tx], "edgecolor": "black", "linewidth": 0.4}
+        if outcome is Outcome.KILLED:  # killed at an abort, or by the system
             style.update(edgecolor="red", hatch="///", linewidth=1.0)
-        elif a.failed:
+        elif outcome is Outcome.FAILED:
             style.update(edgecolor="red", hatch="xxx", linewidth=1.0)
-        ax.broken_barh([(a.start - t0, max(a.duration, 1e-3))], (y - 0.4, 0.8), **style)
-        if a.duration > span * 0.06:  # room for the task's name inside its bar
-            ax.text(a.start - t0 + a.duration / 2, y, a.task, ha="center", va="center", fontsize=6, clip_on=True)
+        ax.broken_barh(bars, (y - 0.4, 0.8), **style)
+    if len(c.attempts) <= LABELLED_TRIES:
+        for a in c.attempts:
+            if a.duration > span * 0.06:  # room for the task's name inside its bar
+                ax.text(a.start - t0 + a.duration / 2, index[(a.host, a.slot)], a.task, ha="center", va="center",
+                        fontsize=6, clip_on=True)
     labels = [f"{host} slot {slot}" for host, slot in rows]
     if queue_row:
         labels.insert(0, "batch queue")

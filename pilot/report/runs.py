@@ -133,7 +133,8 @@ def _submit_dir(path: str, extra: list[str]) -> list[ClusterRun]:
             raise TypeError("'clusters' is not a list")
     except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
         raise ReportError(f"{clusters_file}: not a cluster DAG written by pilot plan ({' '.join(str(exc).split())})") from None
-    jobs = _submissions(path)
+    jobs = _submissions(path, {str(e.get("name")): os.path.join(path, str(e.get("dir") or e.get("name")))
+                               for e in entries if isinstance(e, dict)})
     out = []
     for i, entry in enumerate(entries):
         try:
@@ -258,38 +259,70 @@ def _hosts(resource_log: str) -> dict[str, tuple[int, int]]:
     return hosts
 
 
-def _submissions(submit_dir: str) -> dict[str, list[tuple[float, str]]]:
-    """Per cluster, (submission epoch, job id) of each batch job ``pilot submit`` gave it."""
+@dataclass
+class Submission:
+    """One batch job of a cluster, as ``pilot submit`` sent it."""
+
+    submitted: float
+    job_id: str
+    script: str  # Parsl's script; the job's stdout/stderr files start with its name
+
+
+def _submissions(submit_dir: str, folders: dict[str, str]) -> dict[str, list[Submission]]:
+    """Per cluster, each batch job ``pilot submit`` gave it, in submission order."""
     try:
         with open(os.path.join(submit_dir, "submit.state.json"), encoding="utf-8") as fh:
             state = json.load(fh)
     except (OSError, ValueError):
         return {}
-    out: dict[str, list[tuple[float, str]]] = {}
-    for c in state.get("clusters", []):
+    out: dict[str, list[Submission]] = {}
+    for c in state.get("clusters", []) if isinstance(state, dict) else []:
         name, ids, job_name = c.get("name"), c.get("job_ids") or [], c.get("job_name") or ""
-        if not name or not job_name:
+        folder = folders.get(name or "")
+        if not job_name or folder is None or not os.path.isdir(folder):
             continue
         # job names are pilot-<plan>-<cluster>-<attempt>; Parsl names the script <job name>.<epoch>.submit|.sh
         stem = job_name.rsplit("-", 1)[0]
         pattern = re.compile(re.escape(stem) + r"-(\d+)\.(\d+(?:\.\d+)?)\.(?:submit|sh)\Z")
-        times = []
-        folder = os.path.join(submit_dir, name)
-        if os.path.isdir(folder):
-            for entry in os.scandir(folder):
-                m = pattern.search(entry.name)
-                if m:
-                    times.append((int(m.group(1)), float(m.group(2))))
-        times.sort()
-        out[name] = [(t, ids[i] if i < len(ids) else "") for i, (_, t) in enumerate(times)]
+        found = []
+        for entry in os.scandir(folder):
+            m = pattern.search(entry.name)
+            if m:
+                found.append((int(m.group(1)), float(m.group(2)), entry.path))
+        found.sort()
+        out[name] = [Submission(t, ids[i] if i < len(ids) else "", path) for i, (_, t, path) in enumerate(found)]
     return out
 
 
-def _attach_submissions(cluster: ClusterRun, jobs: list[tuple[float, str]]) -> None:
-    """Each run gets the latest submission before it started."""
+# What the master logs when it aborts (pilot.runtime.master): the reason of a run whose
+# result file was replaced by a later run's.
+_ABORTS = (("Aborting workflow: max wall time", "walltime"), ("Aborting workflow: SIG", "signal"))
+
+
+def _attach_submissions(cluster: ClusterRun, jobs: list[Submission]) -> None:
+    """Each run gets the latest submission before it started, and its end reason from that job's stderr."""
     for run in cluster.runs:
         if run.start is None:
             continue
-        before = [(t, job) for t, job in jobs if t <= run.start]
-        if before:
-            run.submitted, run.job_id = before[-1]
+        before = [job for job in jobs if job.submitted <= run.start]
+        if not before:
+            continue
+        job = before[-1]
+        run.submitted, run.job_id = job.submitted, job.job_id
+        if run.reason in ("", "ended early"):
+            run.reason = _abort_in(job.script) or run.reason
+
+
+def _abort_in(script: str) -> str:
+    for path in glob.glob(glob.escape(script) + ".*"):
+        try:
+            if os.path.getsize(path) > MAX_SCAN_BYTES:
+                continue
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    for marker, reason in _ABORTS:
+                        if marker in line:
+                            return reason
+        except OSError:
+            continue
+    return ""

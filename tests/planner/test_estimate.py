@@ -97,3 +97,13 @@ def test_bad_runtime_profile_is_one_line(tmp_path, value):
     assert out.stderr.count("\n") == 1
     assert "workflow.yml: jobs[0] (id a): profile pegasus.runtime" in out.stderr
     assert "number of seconds" in out.stderr
+
+
+def test_pilot_submit_shows_the_estimate_before_submitting(tmp_path):
+    # pilot submit plans with plan_from_args and prints summary() before the first submission
+    from pilot.cli.plan import build_parser, plan_from_args, summary
+
+    paths = mixed(tmp_path)
+    argv = [paths["workflow"], "--tc", paths["tc"], "--site", "local", "--cluster", "whole", "--dir", str(tmp_path / "s")]
+    text = summary(plan_from_args(build_parser().parse_args(argv), argv))
+    assert "merge_mix  3 ranks  7.5 s" in text and "workflow end to end: 7.5 s" in text

@@ -55,6 +55,9 @@ def submit_dir(tmp_path: Path) -> Path:
     (second / "second.dag.result").write_text(json.dumps({"ok": True, "reason": "done", "end": T + 15.1}))
     (second / "second.dag.resource").write_text(f"{T + 6:.6f},2,2,1000,h2\n")
     (second / f"parsl.pilot-abc-second-1.{T + 4}.submit").write_text("")
+    # the first job's stderr says why its run ended (its result file was replaced by the second run's)
+    (second / f"parsl.pilot-abc-second-1.{T + 4}.submit.stderr").write_text(
+        "[error] Aborting workflow: max wall time of 0.03 minutes reached\n")
     (second / f"parsl.pilot-abc-second-2.{T + 9}.submit").write_text("")
     (tmp_path / "submit.state.json").write_text(json.dumps({"plan_id": "abc", "clusters": [
         {"name": "first", "state": "done", "job_ids": ["11"], "job_name": "pilot-abc-first-1", "attempts": 1},
@@ -89,7 +92,7 @@ def test_numbers_of_a_submit_directory(submit_dir):
     second = n["clusters"][1]
     assert [r["queue_wait"] for r in second["runs"]] == pytest.approx([2.0, 1.0])
     assert [r["job_id"] for r in second["runs"]] == ["12", "13"]
-    assert [r["reason"] for r in second["runs"]] == ["ended early", "done"]
+    assert [r["reason"] for r in second["runs"]] == ["walltime", "done"]
     assert n["clusters"][0]["runs"][0]["queue_wait"] == pytest.approx(9.0)
     assert (submit_dir / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
