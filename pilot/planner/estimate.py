@@ -102,12 +102,18 @@ def simulate(dag: Dag, layout: Layout, tries: int = 1) -> float:
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 Master(opts, cluster.transport).run()
+        except PilotError as exc:  # e.g. a task that fits no node: say it of the real DAG, not the scratch link
+            raise EstimateError(str(exc).replace(link, dag.path)) from None
         finally:
             logger.disabled = was_disabled
             # The master freezes what it parsed (a run keeps its DAG to the end); here the
             # simulated DAG is garbage once the estimate is known, so let the collector have it.
             gc.unfreeze()
     return cluster.clock
+
+
+class EstimateError(PilotError):
+    """The simulated run could not go on (a task that fits no node of the site)."""
 
 
 @dataclass
@@ -142,7 +148,8 @@ def estimate_cluster(name: str, dag_path: str, ranks: int, site: SiteConfig) -> 
 
 
 def _fix(dag: Dag, ranks: int, site: SiteConfig, limit: float, min_cpus: int) -> str:
-    """More ranks (the fewest that fit, up to the widest level + 1), or a clusters.maxruntime that fits."""
+    """More ranks (the fewest that fit, trying up to the widest level + 1, the most the planner
+    would give it), or a clusters.maxruntime that fits."""
     longest = max(dag, key=lambda t: t.runtime or 0.0)
     if (longest.runtime or 0.0) + DISPATCH_OVERHEAD > limit:
         return (f"task {longest.name} alone runs {longest.runtime:g} s: ask for a longer walltime "
@@ -164,9 +171,9 @@ def _fix(dag: Dag, ranks: int, site: SiteConfig, limit: float, min_cpus: int) ->
                 how = f", e.g. --set ranks_per_node={hi}"
             else:
                 how = f", e.g. --set nodes={nodes}" if nodes > site.nodes else ""
-            options.append(f"more ranks: {hi} (of at most {useful} it can use{how})")
+            options.append(f"more ranks: {hi}{how}")
         else:
-            options.append(f"more ranks do not suffice ({useful}, all it can use, still take {best:.1f} s)")
+            options.append(f"more ranks do not suffice (with {useful}, its widest level + 1, it still takes {best:.1f} s)")
     options.append(f"clusters.maxruntime <= {math.floor(limit)} with pegasus.clusterer.preference=Runtime")
     return "; ".join(options)
 

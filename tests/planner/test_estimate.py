@@ -64,7 +64,7 @@ def test_a_cluster_longer_than_the_walltime_gets_a_fix(tmp_path):
     assert out.returncode == 0, out.stderr
     line = next(x for x in out.stdout.splitlines() if x.startswith("warning"))
     assert "cluster merge_mix: estimated 7.5 s with 3 ranks exceeds the 6 s the pilot gets on local" in line
-    assert "more ranks: 5 (of at most 7 it can use, e.g. --set ranks_per_node=5)" in line
+    assert "Fix: more ranks: 5, e.g. --set ranks_per_node=5;" in line
     assert "clusters.maxruntime <= 6" in line
 
 
@@ -107,3 +107,14 @@ def test_pilot_submit_shows_the_estimate_before_submitting(tmp_path):
     argv = [paths["workflow"], "--tc", paths["tc"], "--site", "local", "--cluster", "whole", "--dir", str(tmp_path / "s")]
     text = summary(plan_from_args(build_parser().parse_args(argv), argv))
     assert "merge_mix  3 ranks  7.5 s" in text and "workflow end to end: 7.5 s" in text
+
+
+def test_a_task_that_fits_no_node_is_named_in_the_estimate(tmp_path):
+    import dataclasses
+
+    dag = tmp_path / "big.dag"
+    dag.write_text("#pilot runtime=1\nTASK small /bin/true\n#pilot runtime=1\nTASK huge -m 5000 /bin/true\n")
+    site = dataclasses.replace(load_site("local"), memory_per_node_mb=1000)
+    est = estimate_cluster("big", str(dag), 3, site)
+    assert est.makespan is None
+    assert est.note.startswith(f"{dag}:4: task huge requests 1 CPU(s), 5000 MB memory")
