@@ -22,6 +22,7 @@ class Outcome(IntEnum):
     KILLED = 2  # ended by a signal
 
 
+LEGEND_COLUMNS = 4
 LABELLED_TRIES = 300  # beyond this many tries in a panel, bars go without task names
 
 
@@ -52,8 +53,10 @@ def draw(clusters: list[ClusterRun], numbers: dict, path: str) -> None:
     cmap = plt.get_cmap("tab10" if len(txs) <= 10 else "tab20")
     colour = {tx: cmap(i % cmap.N) for i, tx in enumerate(txs)}
     heights = [len(_rows(c)) + (1 if any(r.submitted is not None for r in c.runs) else 0) + 1 for c in shown]
-    fig, axes = plt.subplots(len(shown), 1, sharex=True, squeeze=False,
-                             figsize=(11, min(40, 1.2 + 0.32 * sum(heights) + 0.5 * len(shown))),
+    legend_items = len(txs) + 3
+    legend_rows = -(-legend_items // LEGEND_COLUMNS)
+    inches = min(40.0, 1.6 + 0.32 * sum(heights) + 0.5 * len(shown) + 0.22 * legend_rows)
+    fig, axes = plt.subplots(len(shown), 1, sharex=True, squeeze=False, figsize=(11, inches),
                              gridspec_kw={"height_ratios": heights})
     span = max(a.end for c in shown for a in c.attempts) - t0
     for ax, c in zip(axes[:, 0], shown):
@@ -65,14 +68,20 @@ def draw(clusters: list[ClusterRun], numbers: dict, path: str) -> None:
         handles.append(Patch(facecolor="white", edgecolor="red", hatch="///", label="killed (signal)"))
     if any(r.submitted is not None for c in shown for r in c.runs):
         handles.append(Patch(facecolor="lightgrey", edgecolor="grey", label="queue wait"))
-    fig.legend(handles=handles, loc="upper right", fontsize=8, ncol=min(4, len(handles)), frameon=False)
+    # title above, legend below the time axis: long transformation names never cover either
+    fig.legend(handles=handles, loc="lower center", fontsize=8, ncol=min(LEGEND_COLUMNS, len(handles)), frameon=False)
     n = numbers
-    fig.suptitle(f"makespan {n['makespan']:.1f} s, utilisation {n['utilisation']:.0%} "
-                 f"({n['cpu_utilisation']:.0%} CPU-weighted), critical path {n['critical_path_length']:.1f} s, "
+    fig.suptitle(f"makespan {_secs(n['makespan'])}, utilisation {n['utilisation']:.0%} "
+                 f"({n['cpu_utilisation']:.0%} CPU-weighted), critical path {_secs(n['critical_path_length'])}, "
                  f"{n['tries']} tries, {n['failures']} failed", fontsize=10, x=0.01, ha="left")
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.tight_layout(rect=(0, (0.1 + 0.2 * legend_rows) / inches, 1, 1 - 0.4 / inches))
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _secs(value: float) -> str:
+    """Seconds with the digits that matter: 0.004 s, 3.2 s, 1234 s."""
+    return f"{value:.3f} s" if value < 1 else (f"{value:.1f} s" if value < 100 else f"{value:.0f} s")
 
 
 def _panel(ax, c: ClusterRun, t0: float, colour: dict, titled: bool, span: float) -> None:
