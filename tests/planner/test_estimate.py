@@ -118,3 +118,15 @@ def test_a_task_that_fits_no_node_is_named_in_the_estimate(tmp_path):
     est = estimate_cluster("big", str(dag), 3, site)
     assert est.makespan is None
     assert est.note.startswith(f"{dag}:4: task huge requests 1 CPU(s), 5000 MB memory")
+
+
+def test_on_a_batch_site_more_ranks_means_more_nodes(tmp_path):
+    import dataclasses
+
+    dag = tmp_path / "wide.dag"
+    dag.write_text("".join(f"#pilot runtime=2\nTASK t{i} /bin/true\n" for i in range(6)))
+    site = dataclasses.replace(load_site("local"), scheduler="slurm", nodes=1, ranks_per_node=3, walltime="00:00:12")
+    est = estimate_cluster("wide", str(dag), 3, site)  # 2 workers: 3 rounds of 2 s > the 6 s the pilot gets
+    assert est.too_long and est.makespan == pytest.approx(6 + 3 * DISPATCH_OVERHEAD)
+    # 4 ranks take 2 nodes of 3 ranks: 5 workers, 2 rounds
+    assert est.note.startswith("more ranks: 4, e.g. --set nodes=2; clusters.maxruntime <= 6")
