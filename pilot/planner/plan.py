@@ -11,7 +11,7 @@ from pilot.dag.cycles import topological_order
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
 from pilot.planner import reader
-from pilot.planner.clustering import Cluster, Clusterer
+from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
 from pilot.planner.emit import Emitted, emit
 from pilot.planner.model import Catalogs, Job, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile
@@ -24,7 +24,7 @@ SITE_HINTS = ("selector.execution.site", "hints.execution.site")
 class PlanRequest:
     workflow: str
     site: SiteConfig
-    cluster: list[str] = field(default_factory=list)
+    cluster: list[str] = field(default_factory=lambda: [DEFAULT_CLUSTER])  # techniques in order; [] or ["none"]: none
     submit_dir: str | None = None
     conf: str | None = None
     tc: str | None = None
@@ -55,7 +55,6 @@ def load(req: PlanRequest) -> Workflow:
     conf = req.conf or _default("pegasus.properties")
     if conf:
         cat.properties = reader.read_properties(conf)
-        cat.properties_path = conf
     return wf
 
 
@@ -83,6 +82,7 @@ def plan(req: PlanRequest) -> Plan:
 
 def _plan(req: PlanRequest) -> Plan:
     site = req.site
+    techniques = parse_techniques(req.cluster)  # a typo fails before a big workflow is read
     wf = load(req)
     submit_dir = _submit_dir(req, wf.name)
     planner_arguments = " ".join(shlex.quote(a) for a in req.argv)
@@ -121,12 +121,11 @@ def _plan(req: PlanRequest) -> Plan:
     for job in wf.jobs:  # fail early on unknown transformations, sites and bad runtimes
         handle = site_of(job)
         pfn_of(job, handle)
-        runtimes.append(float_profile(resolver.pegasus(job, handle), "runtime", job))
+        runtimes.append(float_profile(resolver.pegasus(job, handle), "runtime"))
 
     def runtime_of(job: Job) -> float | None:
         return runtimes[job.index]
 
-    techniques = [t.strip() for t in req.cluster if t.strip()]
     clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
 
     emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments)
