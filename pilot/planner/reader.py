@@ -140,10 +140,10 @@ def _add_dependency(dep: Any, path: str, ypath: str, by_id: dict[str, Job]) -> N
     if parent is None:
         raise _err(path, f"{ypath}.id", f"unknown job {parent_id!r}")
     children = _list(dep.get("children"), path, f"{ypath}.children", "of job ids")
-    for k, raw in enumerate(children):
-        child_id = _text(raw, path, f"{ypath}.children[{k}]")
-        child = by_id.get(child_id)
+    for k, child_id in enumerate(children):
+        child = by_id.get(child_id) if type(child_id) is str else None
         if child is None:
+            _text(child_id, path, f"{ypath}.children[{k}]")
             raise _err(path, f"{ypath}.children[{k}]", f"unknown job {child_id!r}")
         if child is parent:
             raise _err(path, f"{ypath}.children[{k}]", f"job {child.id} depends on itself")

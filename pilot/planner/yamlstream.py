@@ -67,12 +67,19 @@ class _Invalid(Exception):
 
 
 class _Reader:
-    """Plain values from an event source, counting nesting and what aliases repeat."""
+    """Plain values from an event source, counting nesting and what aliases repeat.
+
+    Sizes (one per node plus scalar characters) are worked out only for anchored
+    values, when the anchor is defined: a walk that stops at values already
+    sized (earlier anchors, which is all an alias can name), so it costs the
+    anchored text once, and files without anchors pay nothing for it.
+    """
 
     def __init__(self, next_event: Callable[[], Any], alias_budget: int) -> None:
         self.next_event = next_event
-        self.anchors: dict[str, tuple[Any, int]] = {}  # anchor -> (value, its size)
-        self.size = 0  # nodes + scalar characters read so far (aliases counted in full)
+        self.anchors: dict[str, Any] = {}
+        self.sizes: dict[int, int] = {}  # id(anchored value) -> its size with aliases expanded
+        self.kept: list[Any] = []  # every anchored value stays alive, so that its id is never reused
         self.depth = 0
         self.aliased = 0
         self.alias_budget = alias_budget
@@ -81,52 +88,71 @@ class _Reader:
         kind = type(ev)
         if kind is ScalarEvent:
             v = ev.value
-            self.size += 1 + len(v)
-            if ev.implicit[0] and ev.style is None and v in _NULLS:
+            if len(v) < 5 and v in _NULLS and ev.implicit[0] and ev.style is None:
                 v = None
             if ev.anchor:
-                self.anchors[ev.anchor] = (v, 1 + len(ev.value))
+                self._anchor(ev.anchor, v)
             return v
         if kind is AliasEvent:
             return self._alias(ev)
         if kind not in _COLLECTIONS:
             raise yaml.YAMLError(f"unexpected {kind.__name__}")
-        start = self.size
-        self.size += 1
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise _Invalid(ev.start_mark.line, f"nested deeper than {MAX_DEPTH} levels (a Pegasus workflow needs about 6): "
                            "is this the right file?")
         nxt = self.next_event
+        value = self.value
         if kind is MappingStartEvent:
             v: Any = {}
             while True:
                 k = nxt()
-                if type(k) is MappingEndEvent:
+                tk = type(k)
+                if tk is MappingEndEvent:
                     break
-                key = self.value(k)
-                if isinstance(key, (dict, list)):
-                    raise _Invalid(k.start_mark.line, "a mapping key must be plain text, not a mapping or list")
-                v[key] = self.value(nxt())
+                if tk is ScalarEvent and not k.anchor:
+                    key = k.value  # the common case, inline
+                    if len(key) < 5 and key in _NULLS and k.implicit[0] and k.style is None:
+                        key = None
+                else:
+                    key = value(k)
+                    if isinstance(key, (dict, list)):
+                        raise _Invalid(k.start_mark.line, "a mapping key must be plain text, not a mapping or list")
+                v[key] = value(nxt())
         else:
             v = []
+            append = v.append
             while True:
                 item = nxt()
                 if type(item) is SequenceEndEvent:
                     break
-                v.append(self.value(item))
+                append(value(item))
         self.depth -= 1
         if ev.anchor:
-            self.anchors[ev.anchor] = (v, self.size - start)
+            self._anchor(ev.anchor, v)
         return v
+
+    def _anchor(self, name: str, v: Any) -> None:
+        self.anchors[name] = v
+        self.kept.append(v)
+        self.sizes[id(v)] = self._size(v)
+
+    def _size(self, v: Any) -> int:
+        known = self.sizes.get(id(v))
+        if known is not None:
+            return known
+        if isinstance(v, dict):
+            return 1 + sum(self._size(k) + self._size(x) for k, x in v.items())
+        if isinstance(v, list):
+            return 1 + sum(self._size(x) for x in v)
+        return 1 + (0 if v is None else len(v))
 
     def _alias(self, ev: Any) -> Any:
         try:
-            v, size = self.anchors[ev.anchor]
+            v = self.anchors[ev.anchor]
         except KeyError:
             raise _Invalid(ev.start_mark.line, f"alias *{ev.anchor} names no anchor (&{ev.anchor}) before it") from None
-        self.size += size
-        self.aliased += size
+        self.aliased += self.sizes[id(v)]
         if self.aliased > self.alias_budget:
             raise _Invalid(ev.start_mark.line, f"aliases (*{ev.anchor} and those before it) repeat more than "
                            f"{self.alias_budget:,} nodes and characters ({ALIAS_RATIO} times the file's size, at least "
