@@ -80,6 +80,7 @@ def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
         ns = str(ns).lower()
         pegasus = ns == "pegasus"
         got: dict[str, str] = {}
+        spelled: dict[str, str] = {}  # canonical key -> the name it was given under
         for key, value in _mapping(values, path, npath, "key: value").items():
             key = str(key)
             kpath = f"{npath}.{key}"
@@ -87,10 +88,13 @@ def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
                 value = ""
             text = _text(value, path, kpath)
             if pegasus:
-                key = canonical(key)
+                name, key = key, canonical(key)
                 why = check_value(key, text)
                 if why:
                     raise _err(path, kpath, f"{text!r} {why}")
+                other = spelled.setdefault(key, name)
+                if other != name:
+                    raise _err(path, kpath, f"{name} and {other} name the same profile: keep one")
             got[key] = text
         out[ns] = got
     return out

@@ -135,6 +135,15 @@ def test_pmc_arguments_is_pmc_task_arguments(tmp_path):
     assert res.emitted[0].cluster.runtime == 12.0
 
 
+def test_two_names_of_one_profile_are_an_error(tmp_path):
+    wf = api.Workflow("pd", infer_dependencies=False)
+    j = api.Job("T", _id="x").add_profiles(api.Namespace.PEGASUS, key="pmc_arguments", value="-t 4")
+    wf.add_jobs(j.add_profiles(api.Namespace.PEGASUS, key="pmc_task_arguments", value="-t 5"))
+    with pytest.raises(ConfigError, match=r"jobs\[0\].profiles.pegasus.pmc_task_arguments: pmc_task_arguments and "
+                       r"pmc_arguments name the same profile: keep one"):
+        run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/bin/echo"})), "whole")
+
+
 def test_pmc_arguments_in_properties(tmp_path):
     wf = api.Workflow("pp", infer_dependencies=False)
     wf.add_jobs(api.Job("T", _id="x"))

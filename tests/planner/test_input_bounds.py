@@ -217,3 +217,49 @@ def test_yaml_that_is_not_plain_values(tmp_path, text, expected):
     path.write_text(text)
     with pytest.raises(ConfigError, match=expected):
         yamlstream.load(str(path))
+
+
+def _paths_of(node, prefix=()):
+    """Every (path, value) in a loaded YAML document, containers included."""
+    yield prefix, node
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, child in items:
+        yield from _paths_of(child, prefix + (key,))
+
+
+def _replaced(doc, path, value):
+    if not path:
+        return value
+    out = yaml.safe_load(yaml.safe_dump(doc))
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return out
+
+
+@pytest.mark.parametrize("which", ["workflow", "tc", "sc"])
+def test_any_value_of_any_type_is_planned_or_a_one_line_error(tmp_path, which):
+    """Every node of real Pegasus.api output replaced by a list, a mapping, nothing or a word: never an internal error."""
+    wf = api.Workflow("fz", infer_dependencies=False)
+    a = api.Job("T", _id="a", namespace="ns", version="1").add_args("-i", api.File("f.in")).add_inputs(api.File("f.in"))
+    a.add_profiles(api.Namespace.PEGASUS, key="label", value="x").add_profiles(api.Namespace.ENV, key="A", value="1")
+    b = api.Job("T", _id="b", namespace="ns", version="1").add_profiles(api.Namespace.PEGASUS, key="runtime", value=5)
+    wf.add_jobs(a, b)
+    wf.add_dependency(a, children=[b])
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("T", namespace="ns", version="1", site="local", pfn="/bin/echo", is_stageable=False)
+        .add_profiles(api.Namespace.PEGASUS, key="clusters.size", value=2))
+    sc = api.SiteCatalog().add_sites(api.Site("local").add_profiles(api.Namespace.PEGASUS, key="pmc_priority", value=1))
+    paths = write(tmp_path, wf, tc, sc)
+    original = yaml.safe_load(Path(paths[which]).read_text())
+    tried = 0
+    for path, _ in _paths_of(original):
+        for value in (["x", "y"], {"k": "v"}, None, "word"):
+            Path(paths[which]).write_text(yaml.safe_dump(_replaced(original, path, value), sort_keys=False))
+            try:
+                run_plan(tmp_path, paths, "label,horizontal", force=True)
+            except ConfigError as err:
+                assert "\n" not in str(err) and str(err).startswith(str(tmp_path)), (path, value, err)
+            tried += 1
+    assert tried > 40
