@@ -263,3 +263,9 @@ def test_any_value_of_any_type_is_planned_or_a_one_line_error(tmp_path, which):
                 assert "\n" not in str(err) and str(err).startswith(str(tmp_path)), (path, value, err)
             tried += 1
     assert tried > 40
+
+
+def test_the_limits_are_documented_as_they_are():
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    assert f"nest at most {yamlstream.MAX_DEPTH} deep" in readme
+    assert f"at most {yamlstream.ALIAS_RATIO} times the file's size (at least {yamlstream.ALIAS_FLOOR:,})" in readme
