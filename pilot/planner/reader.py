@@ -119,6 +119,8 @@ def read_workflow(path: str) -> Workflow:
         raise _err(path, "(top)", "not a Pegasus 5 workflow: no 'jobs' (write it with Pegasus.api Workflow.write())")
     if not isinstance(data["jobs"], int):
         _list(data["jobs"], path, "jobs", "of jobs")  # None: no jobs
+    if not wf.jobs:
+        raise _err(path, "jobs", "the workflow has no jobs: nothing to plan")
     if "jobDependencies" in data and not isinstance(data["jobDependencies"], int):
         _list(data["jobDependencies"], path, "jobDependencies", "of {id: JOB, children: [JOB, ...]}")
     name = data.get("name")

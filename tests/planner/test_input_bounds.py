@@ -219,6 +219,16 @@ def test_yaml_that_is_not_plain_values(tmp_path, text, expected):
         yamlstream.load(str(path))
 
 
+def test_binary_file_and_empty_workflow(tmp_path, capsys):
+    wf = tmp_path / "workflow.yml"
+    wf.write_bytes(b"pegasus: '5.0'\nname: \xff\xfe\njobs: []\n")
+    code, err = run_cli(capsys, {"workflow": str(wf)}, tmp_path)
+    assert code == 2 and one_line(err) == f"{wf}: not valid YAML: not UTF-8 text (byte 21): is this the right file?"
+    wf.write_text("pegasus: '5.0'\nname: e\njobs: []\n")
+    code, err = run_cli(capsys, {"workflow": str(wf)}, tmp_path)
+    assert code == 2 and one_line(err) == f"{wf}: jobs: the workflow has no jobs: nothing to plan"
+
+
 def _paths_of(node, prefix=()):
     """Every (path, value) in a loaded YAML document, containers included."""
     yield prefix, node
