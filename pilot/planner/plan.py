@@ -75,6 +75,9 @@ def plan(req: PlanRequest) -> Plan:
     gc.disable()
     try:
         return _plan(req)
+    except OSError as exc:  # inputs are read with their own messages: this is the submit directory
+        where = exc.filename or req.submit_dir or "the submit directory"
+        raise ConfigError(f"{where}: cannot write the plan: {exc.strerror or exc}; choose another --dir") from None
     finally:
         if was_enabled:
             gc.enable()
@@ -154,6 +157,8 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
 def _submit_dir(req: PlanRequest, name: str) -> str:
     if req.submit_dir:
         path = os.path.abspath(req.submit_dir)
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise ConfigError(f"{req.submit_dir}: not a directory; choose another --dir")
         if os.path.isdir(path) and os.listdir(path) and not req.force:
             raise ConfigError(f"{req.submit_dir}: submit directory is not empty; choose another --dir or pass --force")
         return path

@@ -92,3 +92,13 @@ def test_demo_runs_from_any_directory_after_pip_install(tmp_path):
     assert str(target / "pilot" / "examples" / "diamond.yml") in res.stdout
     assert "4 tasks in 3 clusters" in res.stdout
     assert list(elsewhere.iterdir()) == []
+
+
+def test_submit_directory_that_cannot_be_written_is_exit_2(tmp_path, capsys):
+    paths = two_jobs(tmp_path)
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    for where, expected in ((blocker, f"{blocker}: not a directory; choose another --dir"),
+                            (blocker / "sub", f"{blocker / 'sub'}: cannot write the plan: Not a directory; choose another --dir")):
+        code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(where)])
+        assert code == 2 and capsys.readouterr().err.strip() == expected
