@@ -9,7 +9,8 @@ turned straight into plain values, and the items of chosen top-level lists
 complete, so only one job is ever held as a dict.
 
 Scalars stay strings (Pegasus values are read as strings anyway), except that
-an empty, ``~`` or ``null`` plain scalar is None. Mapping keys must be scalars.
+an empty, ``~`` or ``null`` plain scalar is None. Mapping keys must be scalars,
+and unique.
 
 Input is bounded, because a planner runs on a login node that others share and
 a few kilobytes of YAML can otherwise ask for gigabytes:
@@ -66,6 +67,11 @@ class _Invalid(Exception):
         self.message = message
 
 
+def _duplicate(ev: Any, key: Any) -> _Invalid:
+    """YAML keys are unique; a second one would silently replace the first (two jobs lists, two profiles)."""
+    return _Invalid(ev.start_mark.line, f"{key!r} appears twice in one mapping: merge the two or keep one")
+
+
 class _Reader:
     """Plain values from an event source, counting nesting and what aliases repeat.
 
@@ -118,15 +124,31 @@ class _Reader:
                     key = value(k)
                     if isinstance(key, (dict, list)):
                         raise _Invalid(k.start_mark.line, "a mapping key must be plain text, not a mapping or list")
-                v[key] = value(nxt())
+                if key in v:
+                    raise _duplicate(k, key)
+                item = nxt()
+                if type(item) is ScalarEvent and not item.anchor:
+                    x = item.value  # the common case, inline
+                    if len(x) < 5 and x in _NULLS and item.implicit[0] and item.style is None:
+                        x = None
+                    v[key] = x
+                else:
+                    v[key] = value(item)
         else:
             v = []
             append = v.append
             while True:
                 item = nxt()
-                if type(item) is SequenceEndEvent:
+                ti = type(item)
+                if ti is SequenceEndEvent:
                     break
-                append(value(item))
+                if ti is ScalarEvent and not item.anchor:
+                    x = item.value  # the common case, inline
+                    if len(x) < 5 and x in _NULLS and item.implicit[0] and item.style is None:
+                        x = None
+                    append(x)
+                else:
+                    append(value(item))
         self.depth -= 1
         if ev.anchor:
             self._anchor(ev.anchor, v)
@@ -227,6 +249,8 @@ def _document(reader: _Reader, stream: dict[str, Handler]) -> dict[str, Any]:
         key = value(ev)
         if isinstance(key, (dict, list)):
             raise _Invalid(ev.start_mark.line, "a mapping key must be plain text, not a mapping or list")
+        if key in out:
+            raise _duplicate(ev, key)
         first = next_event()
         handler = stream.get(key)
         if handler is not None and type(first) is SequenceStartEvent:

@@ -211,6 +211,8 @@ def test_nesting_bound_holds_in_catalogs(tmp_path, capsys):
     ("? [a, b]\n: c\n", r"k.yml:1: a mapping key must be plain text"),
     ("a: *nowhere\n", r"k.yml:1: alias \*nowhere names no anchor"),
     ("a: [1, 2\n", r"k.yml:\d+: not valid YAML"),
+    ("jobs: []\nname: x\njobs: []\n", r"k.yml:3: 'jobs' appears twice in one mapping"),
+    ("j:\n  profiles: {}\n  id: a\n  profiles: {}\n", r"k.yml:4: 'profiles' appears twice in one mapping"),
 ])
 def test_yaml_that_is_not_plain_values(tmp_path, text, expected):
     path = tmp_path / "k.yml"
@@ -279,3 +281,11 @@ def test_the_limits_are_documented_as_they_are():
     readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
     assert f"nest at most {yamlstream.MAX_DEPTH} deep" in readme
     assert f"at most {yamlstream.ALIAS_RATIO} times the file's size (at least {yamlstream.ALIAS_FLOOR:,})" in readme
+
+
+def test_two_jobs_lists_in_one_workflow(tmp_path, capsys):
+    paths = diamondish(tmp_path)
+    text = Path(paths["workflow"]).read_text()
+    Path(paths["workflow"]).write_text(text + "jobs:\n- {type: job, name: T, id: third}\n")
+    code, err = run_cli(capsys, paths, tmp_path)
+    assert code == 2 and re.search(r"workflow.yml:\d+: 'jobs' appears twice in one mapping", one_line(err)), err
