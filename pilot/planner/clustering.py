@@ -57,11 +57,13 @@ def parse_techniques(words: list[str]) -> list[str]:
     techniques = [w.strip() for w in words if w.strip()]
     if techniques == [NO_CLUSTERING]:
         return []
+    spec = ",".join(techniques)
     for t in techniques:
+        if t == NO_CLUSTERING:
+            raise ConfigError(f"--cluster {spec}: none (no clustering) stands alone; drop it or the other techniques")
         if t not in TECHNIQUES:
-            hint = " (none means no clustering and stands alone)" if t == NO_CLUSTERING else ""
-            raise ConfigError(f"--cluster {','.join(techniques)}: unknown clustering technique {t!r}{hint}; "
-                              f"use whole, label, horizontal, a comma list of them, or none")
+            raise ConfigError(f"--cluster {spec}: unknown clustering technique {t!r}; "
+                              "use whole, label, horizontal, a comma list of them, or none")
     return techniques
 
 

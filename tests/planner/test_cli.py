@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -75,8 +76,13 @@ def test_demo_workflow_ships_with_the_package(tmp_path):
 @pytest.mark.mpi
 def test_demo_runs_from_any_directory_after_pip_install(tmp_path):
     """Build the wheel, install it into a directory of its own, run pilot demo --site local elsewhere."""
+    source = tmp_path / "source"  # pip builds in the tree it is given: a copy keeps the checkout clean
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, source / name, follow_symlinks=False)
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
                    check=True, capture_output=True)
     wheel = next(wheels.glob("pilot_hpc-*.whl"))
     assert "pilot/examples/diamond.yml" in zipfile.ZipFile(wheel).namelist()

@@ -231,7 +231,7 @@ def test_unknown_technique(tmp_path):
 def test_none_means_every_job_alone_and_stands_alone(tmp_path):
     paths = four_b(tmp_path, **{"clusters.size": 2})
     assert len(run_plan(tmp_path, paths, "none").emitted) == 5
-    with pytest.raises(ConfigError, match="'none' .*stands alone"):
+    with pytest.raises(ConfigError, match="none \\(no clustering\\) stands alone"):
         run_plan(tmp_path, paths, "label,none", force=True)
 
 
