@@ -75,7 +75,6 @@ class Cluster:
     site: str
     parents: list["Cluster"] = field(default_factory=list)
     children: list["Cluster"] = field(default_factory=list)
-    level: int = 0
     runtime: float | None = None  # sum of known job runtimes
 
     def __repr__(self) -> str:
@@ -295,8 +294,6 @@ def node_levels(nodes: list[Cluster]) -> dict[int, int]:
             indeg[id(c)] -= 1
             if indeg[id(c)] == 0:
                 stack.append(c)
-    for n in nodes:
-        n.level = level[id(n)]
     return level
 
 

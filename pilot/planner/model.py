@@ -56,7 +56,6 @@ class Transformation:
     version: str | None = None
     sites: dict[str, TransformationSite] = field(default_factory=dict)
     profiles: Profiles = field(default_factory=dict)
-    where: str = ""
 
 
 @dataclass

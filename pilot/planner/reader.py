@@ -213,7 +213,6 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
             namespace=_optional_text(raw, "namespace", path, tpath),
             version=_optional_text(raw, "version", path, tpath),
             profiles=read_profiles(raw.get("profiles"), path, f"{tpath}.profiles"),
-            where=f"{path}: {tpath}",
         )
         for k, site in enumerate(_list(raw.get("sites"), path, f"{tpath}.sites", "of {name: SITE, pfn: PATH}")):
             spath = f"{tpath}.sites[{k}]"
