@@ -108,3 +108,12 @@ def test_submit_directory_that_cannot_be_written_is_exit_2(tmp_path, capsys):
                             (blocker / "sub", f"{blocker / 'sub'}: cannot write the plan: Not a directory; choose another --dir")):
         code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(where)])
         assert code == 2 and capsys.readouterr().err.strip() == expected
+
+
+def test_demo_on_local_without_mpiexec_says_how_to_get_one(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    code = pilot(["demo", "--dir", str(tmp_path / "submit")])
+    err = capsys.readouterr().err
+    assert code == 2 and "no mpiexec next to" in err and "pip install 'pilot-hpc[mpich]'" in err
+    assert not (tmp_path / "submit").exists()
