@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pilot.dag.cycles import topological_order
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
-from pilot.planner import reader
+from pilot.planner import reader, yamlstream
 from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
 from pilot.planner.emit import Emitted, emit
 from pilot.planner.model import Catalogs, Job, Workflow
@@ -48,10 +48,10 @@ def load(req: PlanRequest) -> Workflow:
     cat = wf.catalogs
     tc = req.tc or (None if cat.transformations else _default("transformations.yml"))
     if tc:
-        reader.read_transformation_catalog(reader.load_yaml(tc), tc, "", cat)
+        reader.read_transformation_catalog(yamlstream.load(tc), tc, "", cat)
     sc = req.sc or (None if cat.sites else _default("sites.yml"))
     if sc:
-        reader.read_site_catalog(reader.load_yaml(sc), sc, "", cat)
+        reader.read_site_catalog(yamlstream.load(sc), sc, "", cat)
     conf = req.conf or _default("pegasus.properties")
     if conf:
         cat.properties = reader.read_properties(conf)

@@ -67,11 +67,6 @@ def _optional_text(raw: dict, key: str, path: str, ypath: str) -> str | None:
     return None if value is None else _text(value, path, f"{ypath}.{key}")
 
 
-def load_yaml(path: str) -> Any:
-    """A whole catalog file, through the same bounded reader as the workflow."""
-    return yamlstream.load(path)
-
-
 def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
     """``{namespace: {key: value}}``; pegasus keys under their canonical names, their values checked."""
     out: Profiles = {}
