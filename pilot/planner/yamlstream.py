@@ -184,7 +184,7 @@ class _Reader:
 
 def load(path: str) -> Any:
     """The first document of ``path`` as plain values (None for an empty file)."""
-    return _run(path, lambda reader: _whole(reader))
+    return _run(path, _whole)
 
 
 def load_streaming(path: str, stream: dict[str, Handler]) -> dict[str, Any]:
