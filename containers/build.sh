@@ -2,7 +2,7 @@
 # Build containers/Dockerfile without a Docker engine, and optionally run the demo in it.
 #
 #   bash containers/build.sh            # image "pilot"
-#   bash containers/build.sh --demo     # ... then run `pilot demo` inside it (what CI does)
+#   bash containers/build.sh --demo     # ... then run `pilot demo --site container` inside it (what CI does)
 #
 # buildah with chroot isolation (root); FROM debian:bookworm is made here by
 # debootstrap and committed locally, so nothing is pulled from a registry. The
@@ -43,7 +43,7 @@ if [ "${1:-}" = "--demo" ]; then
   [ -x containers/stop-slurm.sh ] && bash containers/stop-slurm.sh >/dev/null 2>&1 || true
   ctr=$(buildah from "$IMAGE")
   status=0
-  buildah run --isolation chroot "$ctr" -- /usr/local/bin/entrypoint.sh pilot demo || status=$?
+  buildah run --isolation chroot "$ctr" -- /usr/local/bin/entrypoint.sh pilot demo --site container || status=$?
   buildah run --isolation chroot "$ctr" -- /usr/local/bin/stop-slurm.sh >/dev/null 2>&1 || true
   buildah rm "$ctr" >/dev/null
   echo "build.sh: $(buildah images --format '{{.Name}}:{{.Tag}} {{.Size}}' "$IMAGE"); demo exit $status"

@@ -1,9 +1,12 @@
-"""``pilot demo``: the whole chain on the bundled workflow, for a first look (and the container).
+"""``pilot demo``: the whole chain on the bundled example workflow, for a first look.
 
-Plans the example diamond with label clustering for a site (``container``: the
-Slurm of containers/Dockerfile; ``local``: this machine), submits and drives it
-to the end, shows ``pilot status``, and, when pegasus-wms is installed, runs
+Plans the example diamond (installed with the package, so it runs from any
+directory) with label clustering for a site, submits and drives it to the
+end, shows ``pilot status``, and, when pegasus-wms is installed, runs
 pegasus-monitord and pegasus-statistics on every cluster and sums the jobs.
+The default site, ``local``, needs no batch system, only an ``mpiexec``
+(the MPICH wheel's, or one on PATH); the container image passes
+``--site container`` for its Slurm.
 """
 
 from __future__ import annotations
@@ -11,12 +14,21 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 from typing import NoReturn, Sequence
 
+import pilot
 from pilot.errors import ConfigError, UsageError
+
+DEFAULT_SITE = "local"
+DESCRIPTION = (
+    "Run the whole chain on the bundled example workflow (Pegasus' diamond: four echo jobs in three labels): "
+    "plan it with label clustering, submit and drive its three batch jobs on a site, show pilot status and, "
+    "when pegasus-wms is installed, pegasus-monitord and pegasus-statistics for every cluster."
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -24,23 +36,41 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
-def default_workflow() -> str:
-    for candidate in ("diamond.yml", os.path.join("examples", "diamond.yml"), "/opt/examples/diamond.yml"):
-        if os.path.exists(candidate):
-            return candidate
-    raise ConfigError("no example workflow found: pass --workflow PATH (examples/diamond.yml in a checkout)")
+def bundled_workflow() -> str:
+    """The example diamond installed with the package (examples/diamond.yml in the source tree)."""
+    return os.path.join(os.path.dirname(os.path.abspath(pilot.__file__)), "examples", "diamond.yml")
+
+
+def _check_launcher(site_name: str) -> None:
+    """A site without a batch system runs the pilot under this machine's mpiexec: say how to get one first."""
+    from pilot.sites import load_site
+
+    site = load_site(site_name)
+    if site.scheduler != "local":
+        return
+    here = os.path.join(os.path.dirname(sys.executable), site.launcher)
+    if not os.path.exists(here) and shutil.which(site.launcher) is None:
+        raise ConfigError(
+            f"pilot demo --site {site_name}: no {site.launcher} next to {sys.executable} or on PATH; "
+            f"install one with pip install 'pilot-hpc[mpich]' (or load your MPI module)"
+        )
 
 
 def main(argv: Sequence[str]) -> int:
-    p = _Parser(prog="pilot demo", description=__doc__.splitlines()[0])
-    p.add_argument("--site", default="container", help="site config (default: container)")
+    p = _Parser(prog="pilot demo", description=DESCRIPTION)
+    p.add_argument("--site", default=DEFAULT_SITE,
+                   help=f"site config (default: {DEFAULT_SITE}, this machine without a batch system; "
+                   "container: the Slurm of the container image)")
     p.add_argument("--workflow", help="Pegasus workflow (default: the bundled diamond)")
     p.add_argument("--dir", help="submit directory (default: a new one under the system temp dir)")
-    p.add_argument("-v", "--verbose", action="count", default=0)
+    p.add_argument("-v", "--verbose", action="count", default=0, help="show tracebacks of errors")
     ns = p.parse_args(list(argv))
-    workflow = ns.workflow or default_workflow()
+    workflow = ns.workflow or bundled_workflow()
     if not os.path.exists(workflow):
-        raise ConfigError(f"{workflow}: no such workflow file")
+        if ns.workflow:
+            raise ConfigError(f"{workflow}: no such workflow file")
+        raise ConfigError(f"{workflow}: the bundled example is missing: reinstall pilot-hpc, or pass --workflow PATH")
+    _check_launcher(ns.site)
     submit_dir = ns.dir or os.path.join(tempfile.mkdtemp(prefix="pilot-demo-"), "submit")
     me = [sys.executable, "-m", "pilot"]
     print(f"== pilot submit --site {ns.site} --cluster label {workflow}", flush=True)

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import sys
 from typing import NoReturn, Sequence
 
 from pilot.errors import UsageError
+from pilot.planner.clustering import DEFAULT_CLUSTER
+
+CLUSTER_HELP = (
+    f"how jobs are grouped into batch jobs (default: {DEFAULT_CLUSTER}): whole puts the whole workflow in one batch "
+    "job (PMC-only mode, what a pegasus-mpi-cluster user runs); label one batch job per label; horizontal per level "
+    "and transformation by the clusters.size/clusters.num/clusters.maxruntime profiles; a comma list applies them in "
+    "order (label,horizontal); none makes every job its own batch job"
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -18,14 +28,16 @@ def build_parser(prog: str = "pilot plan") -> argparse.ArgumentParser:
     p = _Parser(prog=prog, description="Cluster a Pegasus 5 workflow (or take a PMC .dag) and write, per cluster, "
                 "a PMC DAG and a batch script that runs it with pilot run.")
     add_plan_arguments(p)
-    p.add_argument("-v", "--verbose", action="count", default=0, help="show tracebacks of errors")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="also log the planner's reasons (such as why runtime clustering left jobs single), "
+                   "and show tracebacks of errors")
     return p
 
 
-def add_plan_arguments(p: argparse.ArgumentParser, workflow_required: bool = True) -> None:
+def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workflow", help="Pegasus 5 YAML workflow (as Pegasus.api writes it), or a PMC .dag")
     p.add_argument("--site", required=True, help="site config: a name from 'pilot sites' or a path to a YAML file")
-    p.add_argument("--cluster", "-C", default="", help="clustering: horizontal, label, whole, or a comma list applied in order")
+    p.add_argument("--cluster", "-C", default=DEFAULT_CLUSTER, metavar="TECHNIQUES", help=CLUSTER_HELP)
     p.add_argument("--dir", dest="submit_dir", help="submit directory to write (default: ./<workflow>.runNNNN)")
     p.add_argument("--conf", help="Pegasus properties file (default: ./pegasus.properties if present)")
     p.add_argument("--tc", help="transformation catalog YAML (default: inline, else ./transformations.yml)")
@@ -51,7 +63,7 @@ def plan_from_args(ns: argparse.Namespace, argv: Sequence[str]):
 
     site = load_site(ns.site, site_overrides(ns.set))
     result = plan(PlanRequest(
-        workflow=ns.workflow, site=site, cluster=ns.cluster.split(",") if ns.cluster else [],
+        workflow=ns.workflow, site=site, cluster=ns.cluster.split(","),
         submit_dir=ns.submit_dir, conf=ns.conf, tc=ns.tc, sc=ns.sc, force=ns.force, argv=list(argv),
     ))
     result.estimate = estimate_plan(result.emitted, site, from_dag=ns.workflow.endswith(".dag"))
@@ -70,17 +82,24 @@ def summary(result) -> str:
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows[:60]]
-    if len(rows) > 60:
-        lines.append(f"... and {len(rows) - 60} more clusters (see clusters.yml)")
+    if len(rows) > 60:  # the header and 59 clusters shown
+        lines.append(f"... and {plural(len(rows) - 60, 'more cluster')} (see clusters.yml)")
     tasks = sum(len(e.cluster.jobs) for e in result.emitted)
-    lines.append(f"{tasks} tasks in {len(result.emitted)} clusters, written to {result.submit_dir}")
+    lines.append(f"{plural(tasks, 'task')} in {plural(len(result.emitted), 'cluster')}, written to {result.submit_dir}")
     if result.estimate is not None:
         lines += result.estimate.lines()
     lines.append(f"cluster DAG: {os.path.join(result.submit_dir, 'clusters.yml')}; submit with: pilot submit --site SITE {result.submit_dir}")
     return "\n".join(lines)
 
 
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def main(argv: Sequence[str]) -> int:
     ns = build_parser().parse_args(list(argv))
+    # The planner's warnings (and with -v its reasons) as "pilot plan: ..." lines on stderr.
+    logging.basicConfig(level=logging.INFO if ns.verbose else logging.WARNING, stream=sys.stderr,
+                        format="pilot plan: %(message)s")
     print(summary(plan_from_args(ns, argv)))
     return 0

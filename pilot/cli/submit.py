@@ -54,7 +54,6 @@ def submit_main(argv: Sequence[str]) -> int:
     p = _Parser(prog="pilot submit", description="Plan a workflow (or take a planned submit directory) and run its "
                 "clusters as batch jobs through Parsl providers, like DAGMan would.")
     add_plan_arguments(p)
-    p.set_defaults(cluster="whole")
     p.add_argument("--max-resubmits", type=int, default=3, help="resubmissions of a cluster that ran out of time (default 3)")
     p.add_argument("--poll", type=float, default=2.0, help="seconds between queue polls (default 2)")
     p.add_argument("--detach", action="store_true", help="run in the background, logging to SUBMIT_DIR/submit.log")

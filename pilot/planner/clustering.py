@@ -1,29 +1,39 @@
-"""Pegasus job clustering: horizontal (by size, number or runtime), label, whole, recursive.
+"""Pegasus job clustering: horizontal (by size, number or runtime), label, whole.
 
-Every job starts as its own node; each technique, in the order given, merges
-nodes that are still single jobs (a cluster made by an earlier technique is
-not split or re-clustered, as in Pegasus). Levels are recomputed on the
-current node graph: a node's level is its longest path from a root (roots are
-level 1).
+``--cluster`` names techniques as a comma list, applied in the order given
+(``label,horizontal`` is Pegasus' recursive clustering: first by label, then
+what is left horizontally). Every job starts as its own node; each technique
+merges nodes that are still single jobs (a cluster made by an earlier
+technique is not split or re-clustered, as in Pegasus). Levels are recomputed
+on the current node graph: a node's level is its longest path from a root
+(roots are level 1). ``none`` leaves every job its own cluster.
 
 - horizontal: per (level, transformation ns::name:version, site); clusters.num
   beats clusters.size; size s gives chunks of s in workflow order (the last
-  may be smaller), num b gives b clusters of near-equal size. With
-  pegasus.clusterer.preference=Runtime: clusters.maxruntime packs first-fit
-  decreasing by runtime and leaves a job longer than maxruntime alone
-  (maxruntime wins over num, per the Pegasus manual); clusters.num deals jobs
-  in decreasing runtime onto the least loaded of b clusters.
+  may be smaller), num b gives b clusters of near-equal size; neither leaves
+  the jobs single.
+- horizontal with pegasus.clusterer.preference=Runtime (every clustered job
+  needs a ``runtime``): clusters.maxruntime packs first-fit decreasing by
+  runtime and leaves a job longer than maxruntime alone (maxruntime wins over
+  num, per the Pegasus manual); clusters.num deals jobs in decreasing runtime
+  onto the least loaded of b clusters. With neither, pegasus-plan
+  (Horizontal.java) merges the whole group into one clustered job and logs a
+  warning saying so, and so do we; as there, a group without any clustering
+  factor (no clusters.size either) is not clustered, which is logged too.
+  Unlike pegasus-plan, clusters.maxruntime alone is enough to cluster (the
+  manual's example sets only it; Horizontal.java would also want clusters.size).
 - label: one cluster per label value (profile key pegasus.clusterer.label.key,
   default "label"), jobs in topological order; unlabelled jobs stay single.
   Every cross-cluster job edge becomes a cluster edge (Pegasus drops edges into
   non-root members; we do not), and a cycle between clusters is an error
   naming the labels.
-- whole: everything in one cluster.
+- whole: everything in one cluster (PMC-only mode: one batch job).
 """
 
 from __future__ import annotations
 
 import heapq
+import logging
 import re
 from dataclasses import dataclass, field
 
@@ -32,6 +42,29 @@ from pilot.planner.model import Job, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile, int_profile
 
 TECHNIQUES = ("horizontal", "label", "whole")
+NO_CLUSTERING = "none"
+# What `pilot plan` and `pilot submit` do without --cluster: the whole workflow
+# as one batch job, pegasus-mpi-cluster's PMC-only mode. Without clustering
+# every job would be its own batch job, queued on its own: pegasus-plan can
+# default to that because HTCondor runs short jobs cheaply, a batch queue does not.
+DEFAULT_CLUSTER = "whole"
+
+log = logging.getLogger("pilot.planner")
+
+
+def parse_techniques(words: list[str]) -> list[str]:
+    """``--cluster`` split at commas -> techniques in order; ``none`` (alone) or nothing means no clustering."""
+    techniques = [w.strip() for w in words if w.strip()]
+    if techniques == [NO_CLUSTERING]:
+        return []
+    spec = ",".join(techniques)
+    for t in techniques:
+        if t == NO_CLUSTERING:
+            raise ConfigError(f"--cluster {spec}: none (no clustering) stands alone; drop it or the other techniques")
+        if t not in TECHNIQUES:
+            raise ConfigError(f"--cluster {spec}: unknown clustering technique {t!r}; "
+                              "use whole, label, horizontal, a comma list of them, or none")
+    return techniques
 
 
 @dataclass(eq=False)
@@ -42,7 +75,6 @@ class Cluster:
     site: str
     parents: list["Cluster"] = field(default_factory=list)
     children: list["Cluster"] = field(default_factory=list)
-    level: int = 0
     runtime: float | None = None  # sum of known job runtimes
 
     def __repr__(self) -> str:
@@ -61,9 +93,7 @@ class Clusterer:
 
     # -- driver ---------------------------------------------------------------
     def run(self, techniques: list[str]) -> list[Cluster]:
-        for t in techniques:
-            if t not in TECHNIQUES:
-                raise ConfigError(f"unknown clustering technique {t!r}; use horizontal, label, whole or a comma list of them")
+        """Cluster with ``techniques`` (as parse_techniques gives them), in order."""
         nodes = [Cluster(f"{j.name}_{j.id}", [j], "single", self.site_of(j)) for j in self.wf.jobs]
         self._names = {n.name for n in nodes}
         for technique in techniques:
@@ -137,17 +167,25 @@ class Clusterer:
             prof = self.resolver.pegasus(job, site)
             name = f"merge_{job.name}_L{level}"
             if self.runtime_pref:
-                chunks = self._by_runtime(members, prof, job)
+                chunks = self._by_runtime(members, prof, job, level, site)
             else:
-                chunks = split_by_count(members, int_profile(prof, "clusters.num", job, 1), int_profile(prof, "clusters.size", job, 1))
+                chunks = split_by_count(members, int_profile(prof, "clusters.num"), int_profile(prof, "clusters.size"))
             out += [("horizontal", f"{name}_{k}", chunk) for k, chunk in enumerate(chunks, 1)]
         return out
 
-    def _by_runtime(self, members: list[Cluster], prof: dict[str, str], job: Job) -> list[list[Cluster]]:
-        maxruntime = float_profile(prof, "clusters.maxruntime", job)
-        num = int_profile(prof, "clusters.num", job, 1)
+    def _by_runtime(self, members: list[Cluster], prof: dict[str, str], job: Job, level: int, site: str) -> list[list[Cluster]]:
+        maxruntime = float_profile(prof, "clusters.maxruntime")
+        num = int_profile(prof, "clusters.num")
+        if len(members) < 2:
+            return [members]
         if maxruntime is None and num is None:
-            return [[m] for m in members]
+            what = f"{self.wf.path}: runtime clustering of the {len(members)} {job.tx_label} jobs on level {level}, site {site}"
+            if (int_profile(prof, "clusters.size") or 1) <= 1:
+                log.info("%s: no clusters.maxruntime, clusters.num or clusters.size: not clustered", what)
+                return [[m] for m in members]
+            log.warning("%s: neither clusters.maxruntime nor clusters.num is set, so they become one clustered job, "
+                        "as pegasus-plan does; set one of them to split it", what)
+            num = 1
         timed = []
         for m in members:
             rt = self.runtime_of(m.jobs[0])
@@ -160,7 +198,7 @@ class Clusterer:
         timed.sort(key=lambda p: -p[0])  # stable: equal runtimes keep workflow order
         if maxruntime is not None:
             return first_fit_decreasing(timed, maxruntime)
-        return balanced(timed, num or 1)
+        return balanced(timed, num)
 
     # -- label ----------------------------------------------------------------
     def _label(self, nodes: list[Cluster]) -> list[tuple[str, str, list[Cluster]]]:
@@ -256,8 +294,6 @@ def node_levels(nodes: list[Cluster]) -> dict[int, int]:
             indeg[id(c)] -= 1
             if indeg[id(c)] == 0:
                 stack.append(c)
-    for n in nodes:
-        n.level = level[id(n)]
     return level
 
 

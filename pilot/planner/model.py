@@ -56,7 +56,6 @@ class Transformation:
     version: str | None = None
     sites: dict[str, TransformationSite] = field(default_factory=dict)
     profiles: Profiles = field(default_factory=dict)
-    where: str = ""
 
 
 @dataclass
@@ -70,7 +69,6 @@ class Catalogs:
     transformations: dict[tuple[str | None, str, str | None], Transformation] = field(default_factory=dict)
     sites: dict[str, Site] = field(default_factory=dict)
     properties: dict[str, str] = field(default_factory=dict)
-    properties_path: str | None = None
 
     def find_transformation(self, key: tuple[str | None, str, str | None]) -> Transformation | None:
         tx = self.transformations.get(key)
@@ -90,6 +88,3 @@ class Workflow:
     path: str
     jobs: list[Job] = field(default_factory=list)
     catalogs: Catalogs = field(default_factory=Catalogs)
-
-    def edge_count(self) -> int:
-        return sum(len(j.children) for j in self.jobs)

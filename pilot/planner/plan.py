@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pilot.dag.cycles import topological_order
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
-from pilot.planner import reader
-from pilot.planner.clustering import Cluster, Clusterer
+from pilot.planner import reader, yamlstream
+from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
 from pilot.planner.emit import Emitted, emit
 from pilot.planner.estimate import PlanEstimate
 from pilot.planner.model import Catalogs, Job, Workflow
@@ -25,7 +25,7 @@ SITE_HINTS = ("selector.execution.site", "hints.execution.site")
 class PlanRequest:
     workflow: str
     site: SiteConfig
-    cluster: list[str] = field(default_factory=list)
+    cluster: list[str] = field(default_factory=lambda: [DEFAULT_CLUSTER])  # techniques in order; [] or ["none"]: none
     submit_dir: str | None = None
     conf: str | None = None
     tc: str | None = None
@@ -50,14 +50,13 @@ def load(req: PlanRequest) -> Workflow:
     cat = wf.catalogs
     tc = req.tc or (None if cat.transformations else _default("transformations.yml"))
     if tc:
-        reader.read_transformation_catalog(reader.load_yaml(tc), tc, "", cat)
+        reader.read_transformation_catalog(yamlstream.load(tc), tc, "", cat)
     sc = req.sc or (None if cat.sites else _default("sites.yml"))
     if sc:
-        reader.read_site_catalog(reader.load_yaml(sc), sc, "", cat)
+        reader.read_site_catalog(yamlstream.load(sc), sc, "", cat)
     conf = req.conf or _default("pegasus.properties")
     if conf:
         cat.properties = reader.read_properties(conf)
-        cat.properties_path = conf
     return wf
 
 
@@ -78,6 +77,9 @@ def plan(req: PlanRequest) -> Plan:
     gc.disable()
     try:
         return _plan(req)
+    except OSError as exc:  # inputs are read with their own messages: this is the submit directory
+        where = exc.filename or req.submit_dir or "the submit directory"
+        raise ConfigError(f"{where}: cannot write the plan: {exc.strerror or exc}; choose another --dir") from None
     finally:
         if was_enabled:
             gc.enable()
@@ -85,6 +87,7 @@ def plan(req: PlanRequest) -> Plan:
 
 def _plan(req: PlanRequest) -> Plan:
     site = req.site
+    techniques = parse_techniques(req.cluster)  # a typo fails before a big workflow is read
     wf = load(req)
     submit_dir = _submit_dir(req, wf.name)
     planner_arguments = " ".join(shlex.quote(a) for a in req.argv)
@@ -123,12 +126,11 @@ def _plan(req: PlanRequest) -> Plan:
     for job in wf.jobs:  # fail early on unknown transformations, sites and bad runtimes
         handle = site_of(job)
         pfn_of(job, handle)
-        runtimes.append(float_profile(resolver.pegasus(job, handle), "runtime", job))
+        runtimes.append(float_profile(resolver.pegasus(job, handle), "runtime"))
 
     def runtime_of(job: Job) -> float | None:
         return runtimes[job.index]
 
-    techniques = [t.strip() for t in req.cluster if t.strip()]
     clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
 
     emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments)
@@ -157,6 +159,8 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
 def _submit_dir(req: PlanRequest, name: str) -> str:
     if req.submit_dir:
         path = os.path.abspath(req.submit_dir)
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise ConfigError(f"{req.submit_dir}: not a directory; choose another --dir")
         if os.path.isdir(path) and os.listdir(path) and not req.force:
             raise ConfigError(f"{req.submit_dir}: submit directory is not empty; choose another --dir or pass --force")
         return path

@@ -2,16 +2,18 @@
 
 Highest first: transformation catalog (the transformation's site entry, then
 the transformation), site catalog, the job in the workflow, properties
-(``pegasus.<key>``). Keys the seed documents spell two ways are normalised
-(``clusters_size`` and ``clusters.size``; ``maxruntime`` and
-``clusters.maxruntime``).
+(``pegasus.<key>``). Keys that Pegasus accepts under two names are stored
+under one (``clusters_size`` as ``clusters.size``, ``job.runtime`` as
+``runtime``, ``pmc_arguments`` as ``pmc_task_arguments``) by whoever reads
+them, and values are checked where they are read, so that an error names the
+file and YAML path (or properties line) the value came from.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Callable
 
-from pilot.errors import ConfigError
 from pilot.planner.model import Catalogs, Job
 
 ALIASES = {
@@ -20,6 +22,8 @@ ALIASES = {
     "clusters_maxruntime": "clusters.maxruntime",
     "maxruntime": "clusters.maxruntime",
     "job_aggregator": "job.aggregator",
+    "job.runtime": "runtime",  # the name before Pegasus 4.x, which Pegasus still reads
+    "pmc_arguments": "pmc_task_arguments",  # the name in the pegasus-mpi-cluster man page
 }
 # Properties that are profiles when written as pegasus.<key>.
 PROPERTY_PROFILES = (
@@ -28,8 +32,60 @@ PROPERTY_PROFILES = (
 )
 
 
-def _norm(values: dict[str, str]) -> dict[str, str]:
-    return {ALIASES.get(k, k): v for k, v in values.items()}
+def canonical(key: str) -> str:
+    """The one name a pegasus profile key is stored under."""
+    return ALIASES.get(key, key)
+
+
+def _whole(minimum: int) -> Callable[[str], str | None]:
+    def check(raw: str) -> str | None:
+        try:
+            value = float(raw)
+        except ValueError:
+            return "is not a whole number"
+        if not value.is_integer():
+            return "is not a whole number"
+        return None if value >= minimum else f"must be at least {minimum}"
+    return check
+
+
+def _amount(what: str, positive: bool = False) -> Callable[[str], str | None]:
+    def check(raw: str) -> str | None:
+        try:
+            value = float(raw)
+        except ValueError:
+            return f"is not a number of {what}"
+        if not math.isfinite(value):
+            return f"is not a finite number of {what}"
+        if positive and value <= 0:
+            return "must be more than 0"
+        return "must not be negative" if value < 0 else None
+    return check
+
+
+def _integer(raw: str) -> str | None:
+    try:
+        int(raw)
+    except ValueError:
+        return "is not an integer (negative ones are allowed)"
+    return None
+
+
+CHECKS: dict[str, Callable[[str], str | None]] = {
+    "clusters.size": _whole(1),
+    "clusters.num": _whole(1),
+    "clusters.maxruntime": _amount("seconds"),
+    "runtime": _amount("seconds"),
+    "pmc_request_memory": _amount("MB"),
+    "pmc_request_cpus": _amount("CPUs", positive=True),
+    "pmc_priority": _integer,
+}
+
+
+def check_value(key: str, raw: str) -> str | None:
+    """Why ``raw`` is not a valid value of pegasus profile ``key`` (canonical name), as "is not ...", or None."""
+    check = CHECKS.get(key)
+    return None if check is None or raw == "" else check(raw)
 
 
 class ProfileResolver:
@@ -38,10 +94,13 @@ class ProfileResolver:
     def __init__(self, catalogs: Catalogs, label_key: str) -> None:
         self.catalogs = catalogs
         self.label_key = label_key
-        props = catalogs.properties
-        self._from_properties = {k: props[f"pegasus.{k}"] for k in PROPERTY_PROFILES if f"pegasus.{k}" in props}
-        if label_key not in PROPERTY_PROFILES and f"pegasus.{label_key}" in props:
-            self._from_properties[label_key] = props[f"pegasus.{label_key}"]
+        wanted = set(PROPERTY_PROFILES) | {label_key}
+        self._from_properties = {}
+        for prop, value in catalogs.properties.items():
+            if prop.startswith("pegasus."):
+                key = canonical(prop[len("pegasus."):])
+                if key in wanted:
+                    self._from_properties[key] = value
         self._upper: dict[tuple, dict[str, str]] = {}
 
     def _catalog_layers(self, job: Job, site: str) -> dict[str, str]:
@@ -51,13 +110,13 @@ class ProfileResolver:
             merged = {}
             site_entry = self.catalogs.sites.get(site)
             if site_entry is not None:
-                merged.update(_norm(site_entry.profiles.get("pegasus", {})))
+                merged.update(site_entry.profiles.get("pegasus", {}))
             tx = self.catalogs.find_transformation(job.tx_key)
             if tx is not None:
-                merged.update(_norm(tx.profiles.get("pegasus", {})))
+                merged.update(tx.profiles.get("pegasus", {}))
                 tx_site = tx.sites.get(site)
                 if tx_site is not None:
-                    merged.update(_norm(tx_site.profiles.get("pegasus", {})))
+                    merged.update(tx_site.profiles.get("pegasus", {}))
             self._upper[key] = merged
         return merged
 
@@ -68,32 +127,18 @@ class ProfileResolver:
             return upper
         out = dict(self._from_properties)
         if job_profiles:
-            out.update(_norm(job_profiles))
+            out.update(job_profiles)
         out.update(upper)
         return out
 
 
-def int_profile(profiles: dict[str, str], key: str, job: Job, minimum: int = 0) -> int | None:
+def int_profile(profiles: dict[str, str], key: str) -> int | None:
+    """A whole-number profile (checked when read), or None when unset."""
     raw = profiles.get(key)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = int(float(raw))
-    except ValueError:
-        raise ConfigError(f"{job.where}: profile pegasus.{key} = {raw!r} is not a number") from None
-    if value < minimum:
-        raise ConfigError(f"{job.where}: profile pegasus.{key} = {raw!r} must be at least {minimum}")
-    return value
+    return None if raw is None or raw == "" else int(float(raw))
 
 
-def float_profile(profiles: dict[str, str], key: str, job: Job) -> float | None:
+def float_profile(profiles: dict[str, str], key: str) -> float | None:
+    """A number profile (checked when read), or None when unset."""
     raw = profiles.get(key)
-    if raw is None or raw == "":
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{job.where}: profile pegasus.{key} = {raw!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise ConfigError(f"{job.where}: profile pegasus.{key} = {raw!r} must be a non-negative number of seconds")
-    return value
+    return None if raw is None or raw == "" else float(raw)

@@ -2,8 +2,11 @@
 
 Input is what the real Pegasus.api writes (``pegasus: '5.0'``, ``jobs``,
 ``jobDependencies``, inline or separate ``transformationCatalog`` and
-``siteCatalog``). Errors name the file and the YAML path (``jobs[3].id``).
-Only ``yaml.safe_load`` (the C loader when PyYAML has it, for speed).
+``siteCatalog``), read through the bounded event reader of yamlstream. Every
+value is checked for its type where it is read, and an error names the file
+and the YAML path (``workflow.yml: jobDependencies[0].children: ...``): a
+string where a list belongs is never read letter by letter, and a list where
+a name belongs is never turned into its printed form.
 """
 
 from __future__ import annotations
@@ -11,50 +14,84 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
 from pilot.errors import ConfigError
-from pilot.yamlerrors import yaml_error
 from pilot.planner import yamlstream
 from pilot.planner.model import Catalogs, Job, Profiles, Site, Transformation, TransformationSite, Workflow
+from pilot.planner.profiles import canonical, check_value
 
 # Job ids and transformation names become task ids, file and directory names
 # and words in batch scripts: plain characters only, nothing a shell reads.
 SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\Z")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def load_yaml(path: str) -> Any:
-    """A whole (small) YAML file: catalogs."""
-    try:
-        with open(path, "rb") as fh:
-            return yaml.load(fh, Loader=_Loader)  # noqa: S506 - a SafeLoader
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise yaml_error(path, exc) from None
+CLUSTERER_PREFERENCES = ("runtime",)
 
 
 def _err(path: str, ypath: str, message: str) -> ConfigError:
     return ConfigError(f"{path}: {ypath}: {message}")
 
 
-def _str(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return "empty" if value is None else f"{value!r}"
+
+
+def _mapping(value: Any, path: str, ypath: str, hint: str) -> dict:
+    """``value`` if it is a mapping; None is an empty one."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _err(path, ypath, f"must be a mapping ({hint}), not {_kind(value)}")
+    return value
+
+
+def _list(value: Any, path: str, ypath: str, hint: str) -> list:
+    """``value`` if it is a list; None is an empty one."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _err(path, ypath, f"must be a list ({hint}), not {_kind(value)}")
+    return value
+
+
+def _text(value: Any, path: str, ypath: str) -> str:
+    """A scalar (every scalar is read as a string); a mapping, list or nothing is an error."""
+    if not isinstance(value, str):
+        raise _err(path, ypath, f"must be a single value, not {_kind(value)}")
+    return value
+
+
+def _optional_text(raw: dict, key: str, path: str, ypath: str) -> str | None:
+    value = raw.get(key)
+    return None if value is None else _text(value, path, f"{ypath}.{key}")
 
 
 def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise _err(path, ypath, "profiles must be a mapping of namespace to {key: value}")
+    """``{namespace: {key: value}}``; pegasus keys under their canonical names, their values checked."""
     out: Profiles = {}
-    for ns, values in raw.items():
-        if not isinstance(values, dict):
-            raise _err(path, f"{ypath}.{ns}", "must be a mapping of key to value")
-        out[str(ns).lower()] = {str(k): _str(v) for k, v in values.items()}
+    for ns, values in _mapping(raw, path, ypath, "namespace: {key: value}").items():
+        npath = f"{ypath}.{ns}"
+        ns = str(ns).lower()
+        pegasus = ns == "pegasus"
+        got: dict[str, str] = {}
+        spelled: dict[str, str] = {}  # canonical key -> the name it was given under
+        for key, value in _mapping(values, path, npath, "key: value").items():
+            key = str(key)
+            kpath = f"{npath}.{key}"
+            if value is None:
+                value = ""
+            text = _text(value, path, kpath)
+            if pegasus:
+                name, key = key, canonical(key)
+                why = check_value(key, text)
+                if why:
+                    raise _err(path, kpath, f"{text!r} {why}")
+                other = spelled.setdefault(key, name)
+                if other != name:
+                    raise _err(path, kpath, f"{name} and {other} name the same profile: keep one")
+            got[key] = text
+        out[ns] = got
     return out
 
 
@@ -71,32 +108,43 @@ def read_workflow(path: str) -> Workflow:
         wf.jobs.append(job)
 
     data = yamlstream.load_streaming(path, {"jobs": on_job, "jobDependencies": lambda raw, i: deps.append((i, raw))})
+    if "" in data and len(data) == 1:
+        raise _err(path, "(top)", f"not a Pegasus 5 workflow: the file holds {_kind(data[''])}, not a mapping")
     if "jobs" not in data:
         raise _err(path, "(top)", "not a Pegasus 5 workflow: no 'jobs' (write it with Pegasus.api Workflow.write())")
     if not isinstance(data["jobs"], int):
-        raise _err(path, "jobs", "must be a list")
-    wf.name = str(data.get("name") or "workflow")
+        _list(data["jobs"], path, "jobs", "of jobs")  # None: no jobs
+    if not wf.jobs:
+        raise _err(path, "jobs", "the workflow has no jobs: nothing to plan")
+    if "jobDependencies" in data and not isinstance(data["jobDependencies"], int):
+        _list(data["jobDependencies"], path, "jobDependencies", "of {id: JOB, children: [JOB, ...]}")
+    name = data.get("name")
+    wf.name = "workflow" if name is None else _text(name, path, "name")
     if not SAFE_ID.match(wf.name):
         raise _err(path, "name", f"{wf.name!r}: use letters, digits, '_', '.', '+', '-' only")
     for i, dep in deps:
         _add_dependency(dep, path, f"jobDependencies[{i}]", by_id)
     catalogs = wf.catalogs
-    if "transformationCatalog" in data:
+    if data.get("transformationCatalog") is not None:
         read_transformation_catalog(data["transformationCatalog"], path, "transformationCatalog", catalogs)
-    if "siteCatalog" in data:
+    if data.get("siteCatalog") is not None:
         read_site_catalog(data["siteCatalog"], path, "siteCatalog", catalogs)
     return wf
 
 
 def _add_dependency(dep: Any, path: str, ypath: str, by_id: dict[str, Job]) -> None:
-    if not isinstance(dep, dict) or "id" not in dep:
-        raise _err(path, ypath, "expected {id: JOB, children: [JOB, ...]}")
-    parent = by_id.get(str(dep["id"]))
+    dep = _mapping(dep, path, ypath, "{id: JOB, children: [JOB, ...]}")
+    if "id" not in dep:
+        raise _err(path, ypath, "missing 'id': expected {id: JOB, children: [JOB, ...]}")
+    parent_id = _text(dep["id"], path, f"{ypath}.id")
+    parent = by_id.get(parent_id)
     if parent is None:
-        raise _err(path, f"{ypath}.id", f"unknown job {dep['id']!r}")
-    for k, child_id in enumerate(dep.get("children") or []):
-        child = by_id.get(str(child_id))
+        raise _err(path, f"{ypath}.id", f"unknown job {parent_id!r}")
+    children = _list(dep.get("children"), path, f"{ypath}.children", "of job ids")
+    for k, child_id in enumerate(children):
+        child = by_id.get(child_id) if type(child_id) is str else None
         if child is None:
+            _text(child_id, path, f"{ypath}.children[{k}]")
             raise _err(path, f"{ypath}.children[{k}]", f"unknown job {child_id!r}")
         if child is parent:
             raise _err(path, f"{ypath}.children[{k}]", f"job {child.id} depends on itself")
@@ -107,30 +155,25 @@ def _add_dependency(dep: Any, path: str, ypath: str, by_id: dict[str, Job]) -> N
 
 
 def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
-    if not isinstance(raw, dict):
-        raise _err(path, ypath, "a job must be a mapping")
+    raw = _mapping(raw, path, ypath, "a job: {type: job, id: ..., name: ...}")
     kind = raw.get("type", "job")
     if kind != "job":
         raise _err(path, f"{ypath}.type", f"{kind!r} jobs (sub-workflows) are not supported; plan the sub-workflow on its own")
     for key in ("id", "name"):
         if key not in raw:
             raise _err(path, ypath, f"missing '{key}'")
-    job_id, name = str(raw["id"]), str(raw["name"])
+    job_id, name = _text(raw["id"], path, f"{ypath}.id"), _text(raw["name"], path, f"{ypath}.name")
     if not SAFE_ID.match(job_id):
         raise _err(path, f"{ypath}.id", f"{job_id!r}: job ids may use letters, digits, '_', '.', '+', '-' only")
     if not SAFE_ID.match(name):
         raise _err(path, f"{ypath}.name", f"{name!r}: transformation names may use letters, digits, '_', '.', '+', '-' only")
-    args = raw.get("arguments") or []
-    if not isinstance(args, list):
-        raise _err(path, f"{ypath}.arguments", "must be a list")
+    args = _list(raw.get("arguments"), path, f"{ypath}.arguments", "of arguments")
     arguments = [_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)]
-    ns = raw.get("namespace")
-    version = raw.get("version")
     return Job(
         id=job_id,
         name=name,
-        namespace=None if ns is None else str(ns),
-        version=None if version is None else str(version),
+        namespace=_optional_text(raw, "namespace", path, ypath),
+        version=_optional_text(raw, "version", path, ypath),
         arguments=arguments,
         profiles=read_profiles(raw.get("profiles"), path, f"{ypath}.profiles"),
         source=path,
@@ -140,60 +183,91 @@ def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
 
 def _argument(value: Any, path: str, ypath: str) -> str:
     if isinstance(value, dict) and "lfn" in value:
-        return str(value["lfn"])
+        return _text(value["lfn"], path, f"{ypath}.lfn")
+    if value is None:
+        return ""
     if isinstance(value, (dict, list)):
-        raise _err(path, ypath, "an argument must be a string or a file")
-    return _str(value)
+        raise _err(path, ypath, f"an argument must be a string or a file ({{lfn: NAME}}), not {_kind(value)}")
+    return value
+
+
+def _under(ypath: str, key: str) -> str:
+    return f"{ypath}.{key}" if ypath else key
 
 
 def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
-    if not isinstance(data, dict):
-        raise _err(path, ypath, "expected a transformation catalog mapping")
-    for i, raw in enumerate(data.get("transformations") or []):
-        tpath = f"{ypath}.transformations[{i}]" if ypath else f"transformations[{i}]"
-        if not isinstance(raw, dict) or "name" not in raw:
+    data = _mapping(data, path, ypath or "(top)", "a transformation catalog: {transformations: [...]}")
+    tlist = _under(ypath, "transformations")
+    for i, raw in enumerate(_list(data.get("transformations"), path, tlist, "of transformations")):
+        tpath = f"{tlist}[{i}]"
+        raw = _mapping(raw, path, tpath, "a transformation: {name: ..., sites: [...]}")
+        if "name" not in raw:
             raise _err(path, tpath, "a transformation needs a name")
         tx = Transformation(
-            name=str(raw["name"]),
-            namespace=None if raw.get("namespace") is None else str(raw["namespace"]),
-            version=None if raw.get("version") is None else str(raw["version"]),
+            name=_text(raw["name"], path, f"{tpath}.name"),
+            namespace=_optional_text(raw, "namespace", path, tpath),
+            version=_optional_text(raw, "version", path, tpath),
             profiles=read_profiles(raw.get("profiles"), path, f"{tpath}.profiles"),
-            where=f"{path}: {tpath}",
         )
-        for k, site in enumerate(raw.get("sites") or []):
+        for k, site in enumerate(_list(raw.get("sites"), path, f"{tpath}.sites", "of {name: SITE, pfn: PATH}")):
             spath = f"{tpath}.sites[{k}]"
-            if not isinstance(site, dict) or "name" not in site or "pfn" not in site:
+            site = _mapping(site, path, spath, "{name: SITE, pfn: PATH}")
+            if "name" not in site or "pfn" not in site:
                 raise _err(path, spath, "a transformation site needs name and pfn")
-            tx.sites[str(site["name"])] = TransformationSite(
-                str(site["name"]), str(site["pfn"]), read_profiles(site.get("profiles"), path, f"{spath}.profiles")
+            handle = _text(site["name"], path, f"{spath}.name")
+            tx.sites[handle] = TransformationSite(
+                handle, _text(site["pfn"], path, f"{spath}.pfn"), read_profiles(site.get("profiles"), path, f"{spath}.profiles")
             )
         catalogs.transformations[(tx.namespace, tx.name, tx.version)] = tx
 
 
 def read_site_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
-    if not isinstance(data, dict):
-        raise _err(path, ypath, "expected a site catalog mapping")
-    for i, raw in enumerate(data.get("sites") or []):
-        spath = f"{ypath}.sites[{i}]" if ypath else f"sites[{i}]"
-        if not isinstance(raw, dict) or "name" not in raw:
+    data = _mapping(data, path, ypath or "(top)", "a site catalog: {sites: [...]}")
+    slist = _under(ypath, "sites")
+    for i, raw in enumerate(_list(data.get("sites"), path, slist, "of sites")):
+        spath = f"{slist}[{i}]"
+        raw = _mapping(raw, path, spath, "a site: {name: ..., profiles: ...}")
+        if "name" not in raw:
             raise _err(path, spath, "a site needs a name")
-        catalogs.sites[str(raw["name"])] = Site(str(raw["name"]), read_profiles(raw.get("profiles"), path, f"{spath}.profiles"))
+        name = _text(raw["name"], path, f"{spath}.name")
+        catalogs.sites[name] = Site(name, read_profiles(raw.get("profiles"), path, f"{spath}.profiles"))
 
 
 def read_properties(path: str) -> dict[str, str]:
-    """Java-style properties (``key = value``, ``key: value`` or ``key value``; # and ! comments)."""
+    """Java-style properties (``key = value``, ``key: value`` or ``key value``; # and ! comments).
+
+    The values pilot uses are checked here, so that an error names the line.
+    """
     props: dict[str, str] = {}
     try:
-        fh = open(path, encoding="utf-8")
+        with open(path, encoding="utf-8") as fh:
+            lines = list(enumerate(fh, 1))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    with fh:
-        for lineno, raw in enumerate(fh, 1):
-            line = raw.strip()
-            if not line or line[0] in "#!":
-                continue
-            m = re.match(r"([^\s=:]+)\s*[=:\s]\s*(.*)$", line)
-            if not m:
-                raise ConfigError(f"{path}:{lineno}: expected 'key = value'")
-            props[m.group(1)] = m.group(2).strip()
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}): is this a properties file?") from None
+    for lineno, raw in lines:
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        m = re.match(r"([^\s=:]+)\s*[=:\s]\s*(.*)$", line)
+        if not m:
+            raise ConfigError(f"{path}:{lineno}: expected 'key = value'")
+        key, value = m.group(1), m.group(2).strip()
+        why = _property_problem(key, value)
+        if why:
+            raise ConfigError(f"{path}:{lineno}: {key} = {value!r} {why}")
+        props[key] = value
     return props
+
+
+def _property_problem(key: str, value: str) -> str | None:
+    if key == "pegasus.clusterer.preference":
+        if value and value.lower() not in CLUSTERER_PREFERENCES:
+            return "is not a preference: use Runtime, or leave it out to cluster by clusters.size and clusters.num"
+        return None
+    if key == "pegasus.clusterer.label.key":
+        return None if value else "is empty: name the profile key that holds the label, e.g. label"
+    if key.startswith("pegasus."):
+        return check_value(canonical(key[len("pegasus."):]), value)
+    return None

@@ -1,4 +1,4 @@
-"""Clustering per the Pegasus manual (seeds 000/001), on workflows written by Pegasus.api."""
+"""Clustering as the Pegasus manual and pegasus-plan do it, on workflows written by Pegasus.api."""
 
 from __future__ import annotations
 
@@ -104,6 +104,54 @@ def test_runtime_clustering_needs_runtime(tmp_path):
         run_plan(tmp_path, paths, "horizontal")
 
 
+def test_runtime_without_maxruntime_or_num_merges_the_group(tmp_path, caplog):
+    """pegasus-plan (Horizontal.java): a clustering factor but neither maxruntime nor num: one job, and a warning."""
+    paths = runtime_wf(tmp_path, [10, 30, 20], {"clusters.size": 2})
+    with caplog.at_level("INFO", logger="pilot.planner"):
+        res = run_plan(tmp_path, paths, "horizontal")
+    assert members(res) == [["C0", "C1", "C2"]]
+    assert [j.id for j in res.emitted[0].cluster.jobs] == ["C1", "C2", "C0"]  # decreasing runtime, as bin packing orders
+    warned = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and "neither clusters.maxruntime nor clusters.num is set, so they become one clustered job" in warned[0].message
+    assert "3 C jobs on level 1, site local" in warned[0].message
+
+
+def test_runtime_without_any_factor_leaves_jobs_single_and_says_why(tmp_path, caplog):
+    paths = runtime_wf(tmp_path, [10, None, 20], {})
+    with caplog.at_level("INFO", logger="pilot.planner"):
+        res = run_plan(tmp_path, paths, "horizontal")
+    assert members(res) == [["C0"], ["C1"], ["C2"]]  # no runtime needed for jobs that are not clustered
+    assert any("no clusters.maxruntime, clusters.num or clusters.size: not clustered" in r.message for r in caplog.records)
+
+
+def test_pmc_arguments_is_pmc_task_arguments(tmp_path):
+    """The PMC man page's name for the profile; and job.runtime, the older name of runtime."""
+    wf = api.Workflow("pa", infer_dependencies=False)
+    j = api.Job("T", _id="x").add_profiles(api.Namespace.PEGASUS, key="pmc_arguments", value="-t 4")
+    j.add_profiles(api.Namespace.PEGASUS, key="job.runtime", value=12)
+    wf.add_jobs(j)
+    res = run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/bin/echo"})), "whole")
+    assert read_dag(res.emitted[0].dag)["T_x"].tries == 4
+    assert res.emitted[0].cluster.runtime == 12.0
+
+
+def test_two_names_of_one_profile_are_an_error(tmp_path):
+    wf = api.Workflow("pd", infer_dependencies=False)
+    j = api.Job("T", _id="x").add_profiles(api.Namespace.PEGASUS, key="pmc_arguments", value="-t 4")
+    wf.add_jobs(j.add_profiles(api.Namespace.PEGASUS, key="pmc_task_arguments", value="-t 5"))
+    with pytest.raises(ConfigError, match=r"jobs\[0\].profiles.pegasus.pmc_task_arguments: pmc_task_arguments and "
+                       r"pmc_arguments name the same profile: keep one"):
+        run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/bin/echo"})), "whole")
+
+
+def test_pmc_arguments_in_properties(tmp_path):
+    wf = api.Workflow("pp", infer_dependencies=False)
+    wf.add_jobs(api.Job("T", _id="x"))
+    paths = write(tmp_path, wf, transformations(SITE, {"T": "/bin/echo"}), props={"pegasus.pmc_arguments": "-t 2"})
+    res = run_plan(tmp_path, paths, "whole")
+    assert read_dag(res.emitted[0].dag)["T_x"].tries == 2
+
+
 def label_wf(tmp_path, key="label", cycle=False, sites=None):
     wf = api.Workflow("lb", infer_dependencies=False)
     names = ["a", "b", "c", "d", "e"]
@@ -178,6 +226,21 @@ def test_recursive_label_then_horizontal(tmp_path):
 def test_unknown_technique(tmp_path):
     with pytest.raises(ConfigError, match="unknown clustering technique 'vertical'"):
         run_plan(tmp_path, four_b(tmp_path), "vertical")
+
+
+def test_none_means_every_job_alone_and_stands_alone(tmp_path):
+    paths = four_b(tmp_path, **{"clusters.size": 2})
+    assert len(run_plan(tmp_path, paths, "none").emitted) == 5
+    with pytest.raises(ConfigError, match="none \\(no clustering\\) stands alone"):
+        run_plan(tmp_path, paths, "label,none", force=True)
+
+
+def test_library_default_is_the_cli_default(tmp_path):
+    from pilot.planner.clustering import DEFAULT_CLUSTER
+
+    paths = four_b(tmp_path)
+    res = plan(PlanRequest(workflow=paths["workflow"], site=load_site(SITE), tc=paths["tc"], submit_dir=str(tmp_path / "s")))
+    assert DEFAULT_CLUSTER == "whole" and [e.cluster.kind for e in res.emitted] == ["whole"]
 
 
 def test_profile_overloading_order(tmp_path):

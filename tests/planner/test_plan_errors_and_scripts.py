@@ -54,7 +54,7 @@ def test_unknown_site_for_transformation(tmp_path):
 
 def test_bad_profile_value(tmp_path):
     paths = simple(tmp_path, runtime="soon")
-    with pytest.raises(ConfigError, match=r"jobs\[0\] \(id a\): profile pegasus.runtime = 'soon' is not a number"):
+    with pytest.raises(ConfigError, match=r"workflow.yml: jobs\[0\].profiles.pegasus.runtime: 'soon' is not a number of seconds"):
         run_plan(tmp_path, paths, "whole")
 
 
@@ -78,7 +78,7 @@ def test_cli_summary(tmp_path):
     paths = simple(tmp_path)
     res = pilot_plan(paths["workflow"], "--site", "local", "--cluster", "whole", "--tc", paths["tc"], "--dir", str(tmp_path / "s"))
     assert res.returncode == 0, res.stderr
-    assert re.search(r"^merge_er\s+whole\s+2\s", res.stdout, re.M) and "2 tasks in 1 clusters" in res.stdout
+    assert re.search(r"^merge_er\s+whole\s+2\s", res.stdout, re.M) and "2 tasks in 1 cluster," in res.stdout
     again = pilot_plan(paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "s"))
     assert again.returncode == 2 and "not empty" in again.stderr
 

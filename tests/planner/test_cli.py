@@ -1,0 +1,119 @@
+"""pilot plan / submit / demo as a user meets them: the shared --cluster default, the summary, the demo."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pilot.cli import demo
+from pilot.cli.main import main as pilot
+from pilot.planner.clustering import DEFAULT_CLUSTER
+from tests.planner.wf import api, transformations, write
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def help_text(capsys, *args: str) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        pilot([*args, "--help"])
+    assert exit_.value.code == 0
+    return " ".join(capsys.readouterr().out.split()).replace("- ", "-")  # argparse wraps at hyphens
+
+
+@pytest.mark.parametrize("command", ["plan", "submit"])
+def test_plan_and_submit_show_one_default_for_cluster(capsys, command):
+    text = help_text(capsys, command)
+    assert f"(default: {DEFAULT_CLUSTER})" in text and "PMC-only mode" in text
+
+
+def two_jobs(tmp_path: Path) -> dict[str, str]:
+    wf = api.Workflow("two", infer_dependencies=False)
+    a, b = api.Job("T", _id="a"), api.Job("T", _id="b")
+    wf.add_jobs(a, b)
+    wf.add_dependency(a, children=[b])
+    return write(tmp_path, wf, transformations("local", {"T": "/bin/echo"}))
+
+
+def test_plan_without_cluster_makes_one_batch_job_and_counts_in_words(tmp_path, capsys):
+    paths = two_jobs(tmp_path)
+    code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "s")])
+    out = capsys.readouterr().out
+    assert code == 0 and re.search(r"^merge_two\s+whole\s+2\s", out, re.M)
+    assert "2 tasks in 1 cluster, written to" in out
+    code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "n"),
+                  "--cluster", "none"])
+    assert code == 0 and "2 tasks in 2 clusters," in capsys.readouterr().out
+
+
+def test_unknown_cluster_technique_is_exit_2(tmp_path, capsys):
+    paths = two_jobs(tmp_path)
+    code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--cluster", "vertical"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "unknown clustering technique 'vertical'" in err
+
+
+def test_demo_help_is_plain_text_and_defaults_to_local(capsys):
+    text = help_text(capsys, "demo")
+    assert "``" not in text and ":ref:" not in text
+    assert "default: local" in text
+
+
+def test_demo_workflow_ships_with_the_package(tmp_path):
+    """The demo's workflow is found beside the package, not in the current directory."""
+    path = Path(demo.bundled_workflow())
+    assert path.is_file() and path.read_bytes() == (REPO / "examples" / "diamond.yml").read_bytes()
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert 'pilot = ["examples/diamond.yml"]' in pyproject
+
+
+@pytest.mark.mpi
+def test_demo_runs_from_any_directory_after_pip_install(tmp_path):
+    """Build the wheel, install it into a directory of its own, run pilot demo --site local elsewhere."""
+    source = tmp_path / "source"  # pip builds in the tree it is given: a copy keeps the checkout clean
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, source / name, follow_symlinks=False)
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
+                   check=True, capture_output=True)
+    wheel = next(wheels.glob("pilot_hpc-*.whl"))
+    assert "pilot/examples/diamond.yml" in zipfile.ZipFile(wheel).namelist()
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, capture_output=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(target))
+    res = subprocess.run([sys.executable, "-m", "pilot", "demo", "--site", "local", "--dir", str(tmp_path / "submit")],
+                         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert str(target / "pilot" / "examples" / "diamond.yml") in res.stdout
+    assert "4 tasks in 3 clusters" in res.stdout
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_submit_directory_that_cannot_be_written_is_exit_2(tmp_path, capsys):
+    paths = two_jobs(tmp_path)
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    for where, expected in ((blocker, f"{blocker}: not a directory; choose another --dir"),
+                            (blocker / "sub", f"{blocker / 'sub'}: cannot write the plan: Not a directory; choose another --dir")):
+        code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(where)])
+        assert code == 2 and capsys.readouterr().err.strip() == expected
+
+
+def test_demo_on_local_without_mpiexec_says_how_to_get_one(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    code = pilot(["demo", "--dir", str(tmp_path / "submit")])
+    err = capsys.readouterr().err
+    assert code == 2 and "no mpiexec next to" in err and "pip install 'pilot-hpc[mpich]'" in err
+    assert not (tmp_path / "submit").exists()
