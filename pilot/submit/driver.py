@@ -204,6 +204,8 @@ class Driver:
             return False
         if status.state is QueueState.RUNNING and c.queue != QueueState.RUNNING.value:
             log.info("cluster %s: job %s running", c.name, c.job_id)
+        elif status.state is QueueState.PENDING and status.reason:
+            log.info("cluster %s: job %s pending (%s)", c.name, c.job_id, status.reason)
         elif status.state is QueueState.HELD:
             log.warning("cluster %s: job %s held%s", c.name, c.job_id, f" ({status.reason})" if status.reason else "")
         c.queue, c.queue_reason = status.state.value, status.reason

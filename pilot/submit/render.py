@@ -104,7 +104,8 @@ class LiveProgress:
         if not self.tty:
             text = total[1]
             if text != self._last:
-                self.stream.write(f"progress: {' '.join(total[0].split())} = {' '.join(text.split())}\n")
+                pairs = " ".join(f"{k} {v}" for k, v in zip(total[0].split(), text.split()))
+                self.stream.write(f"tasks: {pairs}\n")
                 self.stream.flush()
                 self._last = text
             return
