@@ -68,7 +68,9 @@ def build_submit_parser() -> argparse.ArgumentParser:
     site.help = ("site config(s), comma-separated: names from 'pilot sites' or paths to YAML files; required for a "
                  "workflow; for a submit directory the default is the sites it was submitted with")
     p.set_defaults(cluster="whole")
-    _action(p, "cluster").help = "clustering: horizontal, label, whole, or a comma list applied in order (default: whole)"
+    cluster = _action(p, "cluster")
+    if "default" not in (cluster.help or ""):
+        cluster.help = f"{cluster.help} (default: whole)"
     p.add_argument("--retry", type=_non_negative, default=DEFAULT_RETRY, metavar="N",
                    help="retries of a cluster whose tasks failed, each resuming from its rescue log, for clusters whose "
                         f"jobs carry no Pegasus dagman.retry profile (default: {DEFAULT_RETRY}, Pegasus' default)")
