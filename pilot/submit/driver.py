@@ -200,15 +200,16 @@ class Driver:
             self._fail(c, f"job {c.job_id} can never start on {site.name}: {status.reason or 'the scheduler says so'} "
                           f"(cancelled; ask for less, or use another site)")
             return True
-        if (c.queue, c.queue_reason) == (status.state.value, status.reason):
+        reason = "" if status.reason.upper() == status.state.name else status.reason  # no reason, only the state again
+        if (c.queue, c.queue_reason) == (status.state.value, reason):
             return False
         if status.state is QueueState.RUNNING and c.queue != QueueState.RUNNING.value:
             log.info("cluster %s: job %s running", c.name, c.job_id)
-        elif status.state is QueueState.PENDING and status.reason:
-            log.info("cluster %s: job %s pending (%s)", c.name, c.job_id, status.reason)
+        elif status.state is QueueState.PENDING and reason:
+            log.info("cluster %s: job %s pending (%s)", c.name, c.job_id, reason)
         elif status.state is QueueState.HELD:
-            log.warning("cluster %s: job %s held%s", c.name, c.job_id, f" ({status.reason})" if status.reason else "")
-        c.queue, c.queue_reason = status.state.value, status.reason
+            log.warning("cluster %s: job %s held%s", c.name, c.job_id, f" ({reason})" if reason else "")
+        c.queue, c.queue_reason = status.state.value, reason
         self.state.save()
         return True
 
