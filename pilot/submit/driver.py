@@ -234,7 +234,7 @@ class Driver:
                 c.retries += 1
                 self._again(c, f"{failed}: retry {c.retries} of {limit}")
             else:
-                self._fail(c, f"{failed}" + (f" after {c.retries} retries" if c.retries else ""))
+                self._fail(c, failed + (f" after {c.retries} {'retry' if c.retries == 1 else 'retries'}" if c.retries else ""))
             return
         if result is not None and result.outcome is RunOutcome.ERROR:
             self._fail(c, "the pilot could not start (see the batch job's stderr)")
