@@ -78,7 +78,7 @@ def failure_lines(views: list[ClusterView], watcher: Watcher, submit_dir: str) -
                 out.append(f"{name}: task {task} {how} (stderr: {rel(files.stderr_of(task))})")
             if len(failed) > MAX_FAILED_TASKS:
                 out.append(f"{name}: ... and {len(failed) - MAX_FAILED_TASKS} more failed tasks (see {rel(os.path.join(v.spec.dir, 'jobstate.log'))})")
-            if r.job_id:
+            if r.job_id and any(p and os.path.exists(p) for p in (r.job_stdout, r.job_stderr)):  # a job that never ran has none
                 out.append(f"{name}: batch job {r.job_id} on {r.site}: stdout {rel(r.job_stdout)}, stderr {rel(r.job_stderr)}")
         elif v.shown is Shown.NOT_RUN:
             out.append(f"{name}: not run ({v.detail})")

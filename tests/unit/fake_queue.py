@@ -130,6 +130,8 @@ class FakeQueue:
             job.status = QueueStatus(QueueState.PENDING, "Priority")
         elif job.queries == 2:
             job.status = QueueStatus(QueueState.RUNNING)
+            for suffix in (".stdout", ".stderr"):  # the batch system opens the job's output when it starts
+                Path(job.workdir, job.name + suffix).touch()
         elif job.status.state is not QueueState.FINISHED:
             self._pilot_ends(job)
             job.status = QueueStatus(QueueState.FINISHED)

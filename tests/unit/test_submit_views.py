@@ -118,3 +118,18 @@ def test_status_exit_codes(tmp_path):
     assert res.code is StatusCode.FAILED == 1 and "not run (a failed)" in res.text
     running, _ = drive_until(tmp_path / "3", {"a": []}, {}, steps=2)
     assert status(running.submit_dir).code is StatusCode.NOT_FINISHED == 3
+
+
+def test_live_progress_on_a_terminal_redraws_in_place(tmp_path):
+    driver, queue = drive_until(tmp_path, {"a": [], "b": ["a"]}, {}, steps=2)
+    out = io.StringIO()
+    live = LiveProgress(Watcher(list(driver.specs.values())), out, tty=True)
+    live.show(driver.state.clusters)
+    first = out.getvalue()
+    assert first.startswith("\x1b[J") and "queued (Priority)" in first and "\nb " not in first  # waiting clusters stay off
+    driver.step()
+    live.show(driver.state.clusters)
+    redraw = out.getvalue()[len(first):]
+    assert redraw.startswith(f"\x1b[{first.count(chr(10))}F\x1b[J") and "running" in redraw
+    live.clear()
+    assert out.getvalue().endswith("\x1b[J")
