@@ -87,7 +87,8 @@ def status_of(job: dict[str, Any]) -> QueueStatus:
 
 
 def find_by_name(site: "SiteConfig", job_name: str) -> str | None:
-    """PBS and Torque: the id of our user's job ``job_name``.<timestamp> ("" if none; None if qstat failed).
+    """PBS and Torque: the id of our user's job ``job_name``.<timestamp> ("" if none; None if qstat failed);
+    TorqueProvider puts "parsl." in front.
 
     ``qstat -f`` lists Job_Name in full (plain qstat truncates names) and Job_Owner as user@host.
     """
@@ -104,7 +105,8 @@ def find_by_name(site: "SiteConfig", job_name: str) -> str | None:
         return None
     user = getpass.getuser()
     for job_id, job in parse_qstat_full(out.stdout).items():
-        if job.get("Job_Name", "").startswith(job_name + ".") and job.get("Job_Owner", "").split("@")[0] == user:
+        name = job.get("Job_Name", "")
+        if name.startswith((job_name + ".", "parsl." + job_name + ".")) and job.get("Job_Owner", "").split("@")[0] == user:
             return job_id
     return ""
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
 from pilot.errors import ConfigError, DagError
-from pilot.jobrequest import pilot_args, request_for, script_for
+from pilot.jobrequest import pilot_args, request_for
+from providers import script_for
 from pilot.monitor.submitdir import write_monitoring_files
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
