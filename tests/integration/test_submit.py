@@ -158,7 +158,8 @@ def test_pbs_path_through_torque_wrappers(tmp_path):
     site.write_text(f"description: Slurm through its PBS/Torque wrappers\nscheduler: torque\npegasus_site: container\nlauncher: {mpiexec}\n"
                     f"queue: debug\nnodes: 1\nranks_per_node: 3\nwalltime: '00:05:00'\npilot_command: {sys.executable} -m pilot\n")
     sub = tmp_path / "sub"
-    res = pilot("submit", "--site", str(site), "--cluster", "label", "--poll", "0.5", EXAMPLE, "--dir", str(sub))
+    # Slurm's qsub wrapper sends the job's output to the submitting process's directory: keep it in tmp_path.
+    res = pilot("submit", "--site", str(site), "--cluster", "label", "--poll", "0.5", EXAMPLE, "--dir", str(sub), cwd=str(tmp_path))
     assert res.returncode == 0, res.stderr
     assert all(c["state"] == "done" for c in state(sub).values()) and len(state(sub)) == 3
 
