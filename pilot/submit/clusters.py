@@ -56,26 +56,17 @@ def is_submit_dir(path: str) -> bool:
     return os.path.isdir(path) and os.path.exists(clusters_path(path))
 
 
+def plan_site_file(submit_dir: str) -> str | None:
+    """The site file the plan was made for (``site_file``), the default site of a first submit."""
+    data = _load(submit_dir)
+    value = data.get("site_file")
+    return str(value) if value else None
+
+
 def read_clusters(submit_dir: str) -> list[ClusterSpec]:
     """The clusters of a submit directory, parents before children."""
     path = clusters_path(submit_dir)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read(MAX_CLUSTERS_BYTES)
-    except FileNotFoundError:
-        raise ConfigError(f"{submit_dir}: no {CLUSTERS_FILE}: is this a directory written by pilot plan?") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise yaml_error(path, exc) from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: not a cluster DAG (expected a mapping with 'format' and 'clusters'); re-plan with pilot plan")
-    version = data.get("format")
-    if version != CLUSTERS_FORMAT:
-        raise ConfigError(f"{path}: cluster DAG format {version!r}, this pilot reads format {CLUSTERS_FORMAT}; "
-                          f"re-plan the workflow with this pilot (pilot plan) or use the pilot that wrote it")
+    data = _load(submit_dir)
     out: list[ClusterSpec] = []
     seen: set[str] = set()
     for n, item in enumerate(data.get("clusters") or [], 1):
@@ -98,3 +89,26 @@ def read_clusters(submit_dir: str) -> list[ClusterSpec]:
     if not out:
         raise ConfigError(f"{path}: no clusters; re-plan with pilot plan")
     return out
+
+
+def _load(submit_dir: str) -> dict:
+    """clusters.yml parsed, its format checked."""
+    path = clusters_path(submit_dir)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read(MAX_CLUSTERS_BYTES)
+    except FileNotFoundError:
+        raise ConfigError(f"{submit_dir}: no {CLUSTERS_FILE}: is this a directory written by pilot plan?") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise yaml_error(path, exc) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: not a cluster DAG (expected a mapping with 'format' and 'clusters'); re-plan with pilot plan")
+    version = data.get("format")
+    if version != CLUSTERS_FORMAT:
+        raise ConfigError(f"{path}: cluster DAG format {version!r}, this pilot reads format {CLUSTERS_FORMAT}; "
+                          f"re-plan the workflow with this pilot (pilot plan) or use the pilot that wrote it")
+    return data

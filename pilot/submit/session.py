@@ -17,7 +17,7 @@ from typing import TextIO
 from pilot.errors import ConfigError
 from pilot.sites import SiteConfig, load_site
 from pilot.submit.backend import SchedulerBackend
-from pilot.submit.clusters import read_clusters
+from pilot.submit.clusters import plan_site_file, read_clusters
 from pilot.submit.driver import Driver, Options
 from pilot.submit.lock import SubmitLock, holder, stop_holder
 from pilot.submit.render import LiveProgress, failure_lines, status_text
@@ -57,14 +57,10 @@ def recorded_sites(submit_dir: str) -> list[SiteChoice]:
     state = SubmitState.load(submit_dir)
     if state is not None and state.sites:
         return [SiteChoice(v["file"], dict(v.get("set", {}))) for v in state.sites.values()]
-    import yaml
-
-    with open(os.path.join(submit_dir, "clusters.yml"), encoding="utf-8") as fh:
-        head = yaml.safe_load(fh) or {}
-    site_file = head.get("site_file") if isinstance(head, dict) else None
+    site_file = plan_site_file(submit_dir)
     if not site_file:
         raise ConfigError(f"{submit_dir}: which site? pass --site NAME (see pilot sites)")
-    return [SiteChoice(str(site_file))]
+    return [SiteChoice(site_file)]
 
 
 def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: TextIO | None = None) -> Outcome:

@@ -77,11 +77,10 @@ class Watcher:
 
     def views(self, records: dict[str, ClusterRecord]) -> list[ClusterView]:
         out: list[ClusterView] = []
-        blocked: dict[str, str] = {}  # cluster -> the failed ancestor that keeps it from running
-        for spec in self.specs:
+        blocked: dict[str, str] = {}  # cluster that cannot run or did not -> the failed/cancelled cluster to blame
+        for spec in self.specs:  # parents come first
             rec = records.get(spec.name) or ClusterRecord(spec.name)
-            culprit = next((blocked.get(p) or p for p in spec.parents
-                            if p in blocked or records.get(p, ClusterRecord(p)).state in (ClusterState.FAILED, ClusterState.CANCELLED)), None)
+            culprit = next((blocked[p] for p in spec.parents if p in blocked), None)
             if rec.state is ClusterState.DONE:
                 progress = TaskProgress(done=spec.tasks)
             elif rec.state is ClusterState.WAITING and rec.attempts == 0:
@@ -89,8 +88,10 @@ class Watcher:
             else:
                 progress = self.files(spec).update()
             shown, detail = _shown(spec, rec, culprit, records, progress)
-            if shown in (Shown.NOT_RUN, Shown.FAILED, Shown.CANCELLED):
+            if shown is Shown.NOT_RUN:
                 blocked[spec.name] = culprit or spec.name
+            elif shown in (Shown.FAILED, Shown.CANCELLED):
+                blocked[spec.name] = spec.name
             out.append(ClusterView(spec, rec, shown, detail, progress))
         return out
 
@@ -115,8 +116,7 @@ def _shown(spec: ClusterSpec, rec: ClusterRecord, culprit: str | None, records: 
             return Shown.QUEUED, f"scheduler state unknown{': ' + rec.queue_reason if rec.queue_reason else ''}"
         return Shown.QUEUED, rec.queue_reason
     if culprit is not None:
-        return Shown.NOT_RUN, f"{culprit} failed" if records.get(culprit, ClusterRecord(culprit)).state is ClusterState.FAILED \
-            else f"{culprit} {records.get(culprit, ClusterRecord(culprit)).state.value}"
+        return Shown.NOT_RUN, f"{culprit} {records[culprit].state.value}"  # "a failed", "a cancelled"
     waiting_on = [p for p in spec.parents if records.get(p, ClusterRecord(p)).state is not ClusterState.DONE]
     if rec.reason:
         return Shown.WAITING, rec.reason
