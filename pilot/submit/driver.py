@@ -96,6 +96,7 @@ class Driver:
         self.stopping = False
         self._next_try: dict[str, float] = {}
         self._query_failing: set[str] = set()
+        self._dirty = False  # changes not yet in the state file (written at the end of each step)
         for name in self.specs:
             state.clusters.setdefault(name, ClusterRecord(name))
 
@@ -127,7 +128,7 @@ class Driver:
                 c.queue = c.queue_reason = ""
             if c.state is ClusterState.WAITING and c.site is not None and c.site not in self.site_by_name:
                 c.site = None  # not in a queue: any site given now may take it
-        self.state.save()
+        self._save()
 
     # -- the loop ---------------------------------------------------------------
     def run(self, stop: Callable[[], bool] = lambda: False, on_step: Callable[["Driver"], None] | None = None) -> bool:
@@ -164,7 +165,13 @@ class Driver:
         changed |= self._poll()
         if not self.stopping:
             changed |= self._release()
+        if self._dirty:
+            self._save()
         return changed
+
+    def _save(self) -> None:
+        self.state.save()
+        self._dirty = False
 
     # -- queue ------------------------------------------------------------------
     def _poll(self) -> bool:
@@ -210,7 +217,7 @@ class Driver:
         elif status.state is QueueState.HELD:
             log.warning("cluster %s: job %s held%s", c.name, c.job_id, f" ({reason})" if reason else "")
         c.queue, c.queue_reason = status.state.value, reason
-        self.state.save()
+        self._dirty = True
         return True
 
     def _settle(self, c: ClusterRecord) -> None:
@@ -225,7 +232,7 @@ class Driver:
         if result is not None and result.ok:
             c.state, c.reason = ClusterState.DONE, ""
             log.info("cluster %s done (job %s)", c.name, c.job_id)
-            self.state.save()
+            self._dirty = True
             return
         if result is not None and result.outcome is RunOutcome.FAILED:
             limit = spec.retry if spec.retry is not None else self.opts.retry
@@ -250,7 +257,7 @@ class Driver:
     def _again(self, c: ClusterRecord, reason: str) -> None:
         c.state, c.reason = ClusterState.WAITING, reason
         log.warning("cluster %s: %s, resuming from its rescue log", c.name, reason)
-        self.state.save()
+        self._dirty = True
 
     def _fail(self, c: ClusterRecord, reason: str) -> None:
         c.state, c.reason = ClusterState.FAILED, reason
@@ -258,7 +265,7 @@ class Driver:
         below = self.descendants(c.name)
         more = f"; {len(below)} cluster(s) below it will not run" if below else ""
         log.error("cluster %s failed: %s%s", c.name, reason, more)
-        self.state.save()
+        self._dirty = True
 
     def descendants(self, name: str) -> list[str]:
         out: list[str] = []
@@ -297,12 +304,12 @@ class Driver:
             log.info("cluster %s: job %s was submitted as %s", c.name, c.job_name, found)
             c.job_ids.append(found)
             c.state, c.queue = ClusterState.QUEUED, QueueState.PENDING.value
-            self.state.save()
+            self._dirty = True
         elif c.submit_errors >= self.opts.submit_tries:
             self._fail(c, f"submission to {site.name} failed {c.submit_errors} times: {c.reason}")
         else:
             c.state = ClusterState.WAITING  # it never reached the queue: submit again
-            self.state.save()
+            self._dirty = True
         return True
 
     # -- release ------------------------------------------------------------------
@@ -311,35 +318,48 @@ class Driver:
             self.state.clusters[p].state is ClusterState.DONE for p in self.specs[c.name].parents)
 
     def _release(self) -> bool:
-        changed = False
+        """Submit every ready cluster that has room on a site. All of them are recorded as SUBMITTING (with
+        their unique job names) in one write before the first submission, and each job id is written as
+        soon as it is known: a restart after a crash anywhere in between looks a job up by name instead of
+        submitting it twice. Other changes (queue states, outcomes) are written once per pass."""
         now = self.clock.monotonic()
-        for c in list(self.state.clusters.values()):
+        active = {s.name: self.state.count(ACTIVE, s.name) for s in self.sites}
+        batch: list[tuple[ClusterRecord, SiteConfig]] = []
+        for c in self.state.clusters.values():
+            if all(active[s.name] >= s.max_queued for s in self.sites):
+                break  # every site is full
             if not self._is_ready(c) or self._next_try.get(c.name, 0.0) > now:
                 continue
-            site = self._pick_site(c)
+            site = self._pick_site(c, active)
             if site is None:
                 continue  # its site is full; another cluster may fit elsewhere
-            changed |= self._submit(c, site)
-        return changed
+            active[site.name] += 1
+            self._prepare(c, site)
+            batch.append((c, site))
+        if not batch:
+            return False
+        self._save()
+        for c, site in batch:
+            self._submit(c, site)
+            self._save()  # and its job id as soon as it has one
+        return True
 
-    def _pick_site(self, c: ClusterRecord) -> SiteConfig | None:
+    def _pick_site(self, c: ClusterRecord, active: dict[str, int]) -> SiteConfig | None:
         if c.site is not None:  # further attempts stay where the cluster ran
             site = self.site_by_name[c.site]
-            return site if self.state.count(ACTIVE, site.name) < site.max_queued else None
+            return site if active[site.name] < site.max_queued else None
         best, best_rank = None, None
         for site in self.sites:
-            active = self.state.count(ACTIVE, site.name)
-            if active >= site.max_queued:
+            if active[site.name] >= site.max_queued:
                 continue
-            rank = -active / site.max_queued
+            rank = -active[site.name] / site.max_queued
             if best_rank is None or rank > best_rank:
                 best, best_rank = site, rank
         return best
 
-    def _submit(self, c: ClusterRecord, site: SiteConfig) -> bool:
-        spec = self.specs[c.name]
+    def _prepare(self, c: ClusterRecord, site: SiteConfig) -> None:
         try:
-            os.unlink(result_path(spec.dag))  # the next result must be this attempt's
+            os.unlink(result_path(self.specs[c.name].dag))  # the next result must be this attempt's
         except FileNotFoundError:
             pass
         c.site = site.name
@@ -347,31 +367,31 @@ class Driver:
         c.job_name = f"pilot-{self.state.plan_id}-{c.name}-{c.attempts}"
         c.state = ClusterState.SUBMITTING
         c.queue = c.queue_reason = ""
-        self.state.save()
+
+    def _submit(self, c: ClusterRecord, site: SiteConfig) -> None:
+        spec = self.specs[c.name]
         req = request_for(site, spec.name, spec.dir, pilot_args(site, os.path.basename(spec.dag)), ranks=spec.ranks)
+        self._dirty = True
         try:
-            job = self.backend.submit(site, req, c.job_name)
+            job = self.backend.submit(site, req, c.job_name or "")
         except SubmitError as exc:
             c.submit_errors += 1
             c.reason = " ".join(str(exc).split())
             if not exc.transient:  # refused for good: no job exists
                 self._fail(c, f"{site.name} refused the job: {c.reason}")
-                return True
+                return
             # The job may exist all the same (a timeout after sbatch accepted it): stay in doubt,
             # and let _resolve look for it before anything is submitted again.
             delay = min(self.opts.max_backoff, self.opts.backoff * 2 ** (c.submit_errors - 1))
             self._next_try[c.name] = self.clock.monotonic() + delay
             log.warning("cluster %s: %s; checking the queue and retrying in %.0f s", c.name, c.reason, delay)
-            self.state.save()
-            return True
+            return
         c.job_ids.append(job.job_id)
         c.job_stdout, c.job_stderr = job.stdout, job.stderr
         c.state, c.queue = ClusterState.QUEUED, QueueState.PENDING.value
         if c.submit_errors:  # the reason was the failed submission's
             c.reason, c.submit_errors = "", 0
-        self.state.save()
         log.info("cluster %s submitted to %s as job %s (attempt %d)", c.name, site.name, job.job_id, c.attempts)
-        return True
 
     # -- cancel -------------------------------------------------------------------
     def cancel_all(self) -> list[str]:
@@ -386,5 +406,5 @@ class Driver:
             if c.state in ACTIVE or c.state is ClusterState.WAITING:
                 c.state, c.reason = ClusterState.CANCELLED, "pilot cancel"
                 c.queue = c.queue_reason = ""
-        self.state.save()
+        self._save()
         return cancelled

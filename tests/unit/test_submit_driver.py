@@ -266,3 +266,21 @@ def test_clusters_file_errors_are_one_line(tmp_path, edit, message):
     with pytest.raises(ConfigError, match="clusters.yml") as err:
         read_clusters(str(sub))
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_every_submission_is_on_disk_before_and_after_it_happens(tmp_path):
+    driver, queue, _ = setup(tmp_path, {f"c{i}": [] for i in range(3)})
+    seen = []
+    submit = queue.submit
+
+    def checked(site, req, job_name):
+        on_disk = SubmitState.load(driver.submit_dir)
+        seen.append((on_disk.clusters[req.name].state, on_disk.clusters[req.name].job_name == job_name,
+                     [c.job_ids for c in on_disk.clusters.values()]))
+        return submit(site, req, job_name)
+
+    queue.submit = checked
+    driver.recover()
+    driver.step()
+    assert [(s, named) for s, named, _ in seen] == [(ClusterState.SUBMITTING, True)] * 3
+    assert [ids for _, _, ids in seen] == [[[], [], []], [["100"], [], []], [["100"], ["101"], []]]
