@@ -55,7 +55,7 @@ def _choices(spec: str | None, sets: list[str]):
 
 def build_submit_parser() -> argparse.ArgumentParser:
     from pilot.cli.plan import add_plan_arguments
-    from pilot.submit.driver import DEFAULT_MAX_RESUBMITS, DEFAULT_RETRY
+    from pilot.submit.options import DEFAULT_MAX_RESUBMITS, DEFAULT_RETRY
 
     p = _Parser(prog="pilot submit", description="Plan a workflow (or take a submit directory pilot plan wrote) and run "
                 "its clusters as batch jobs through Parsl providers, as DAGMan would: independent branches go on after "
@@ -85,7 +85,7 @@ def build_submit_parser() -> argparse.ArgumentParser:
 
 def submit_main(argv: Sequence[str]) -> int:
     from pilot.submit.clusters import is_submit_dir
-    from pilot.submit.driver import Options
+    from pilot.submit.options import Options
     from pilot.submit.session import recorded_sites
 
     ns = build_submit_parser().parse_args(list(argv))

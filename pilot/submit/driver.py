@@ -35,10 +35,8 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 import uuid
-from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable
 
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import pilot_args, request_for
@@ -46,37 +44,11 @@ from pilot.monitor.result import ResultError, RunOutcome, read_result, result_pa
 from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef
 from pilot.submit.clusters import ClusterSpec, read_clusters
+from pilot.submit.options import Clock, Options, SystemClock
 from pilot.submit.state import ACTIVE, STATE_FILE, ClusterRecord, ClusterState, SubmitState
 from providers.queue import QueueState, QueueStatus
 
 log = logging.getLogger("pilot.submit")
-
-# Pegasus' default for the dagman.retry profile (its profile reference: "Default : 1").
-DEFAULT_RETRY = 1
-DEFAULT_MAX_RESUBMITS = 3
-DEFAULT_SUBMIT_TRIES = 5
-
-
-@dataclass
-class Options:
-    retry: int = DEFAULT_RETRY  # for clusters whose jobs carry no dagman.retry
-    max_resubmits: int = DEFAULT_MAX_RESUBMITS
-    submit_tries: int = DEFAULT_SUBMIT_TRIES
-    poll: float = 2.0
-    backoff: float = 2.0
-    max_backoff: float = 300.0
-
-
-class Clock(Protocol):
-    def monotonic(self) -> float: ...
-
-    def sleep(self, seconds: float) -> None: ...
-
-
-class SystemClock:
-    monotonic = staticmethod(time.monotonic)
-    sleep = staticmethod(time.sleep)
-
 
 class Driver:
     def __init__(self, submit_dir: str, specs: list[ClusterSpec], state: SubmitState, sites: list[SiteConfig],

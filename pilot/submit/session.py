@@ -18,7 +18,8 @@ from pilot.errors import ConfigError
 from pilot.sites import SiteConfig, load_site
 from pilot.submit.backend import SchedulerBackend
 from pilot.submit.clusters import plan_site_file, read_clusters
-from pilot.submit.driver import Driver, Options
+from pilot.submit.driver import Driver
+from pilot.submit.options import Options
 from pilot.submit.lock import SubmitLock, holder, stop_holder
 from pilot.submit.render import LiveProgress, failure_lines, status_text
 from pilot.submit.state import SubmitState

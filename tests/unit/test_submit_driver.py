@@ -10,7 +10,8 @@ import pytest
 from pilot.errors import ConfigError
 from pilot.monitor.result import RunOutcome
 from pilot.sites import SiteConfig
-from pilot.submit.driver import Driver, Options
+from pilot.submit.driver import Driver
+from pilot.submit.options import Options
 from pilot.submit.state import STATE_FILE, ClusterState, SubmitState
 from providers.queue import QueueState, QueueStatus
 from tests.unit.fake_queue import FakeClock, FakeQueue, make_plan

@@ -6,7 +6,8 @@ import io
 from pathlib import Path
 
 from pilot.monitor.result import RunOutcome
-from pilot.submit.driver import Driver, Options
+from pilot.submit.driver import Driver
+from pilot.submit.options import Options
 from pilot.submit.pilotfiles import PilotFiles
 from pilot.submit.render import LiveProgress, failure_lines, status_text
 from pilot.submit.session import StatusCode, status
