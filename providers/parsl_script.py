@@ -5,10 +5,16 @@ write the script ``providers.script.render`` makes from the cluster's
 JobRequest instead, so what ``pilot submit`` sends is what ``pilot plan``
 wrote, differing only in the job name (unique per submission) and its output
 files (named after that job name by Parsl).
+
+Their scheduler commands (sbatch, qsub, qdel, ...) run here without a shell,
+in the cluster's directory: Slurm's qsub wrapper writes a job's output files
+into the directory qsub runs in, whatever the script says.
 """
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -36,6 +42,14 @@ class OwnScript:
         with open(script_filename, "w", encoding="utf-8") as fh:
             fh.write(text)
         return True
+
+    def execute_wait(self, cmd: str, timeout: float | None = None) -> tuple[int, str, str]:
+        """Parsl's command runner without a shell, in ``script_dir`` (its commands are plain words)."""
+        argv = shlex.split(cmd)
+        res = subprocess.run(argv, capture_output=True, text=True, cwd=getattr(self, "script_dir", None) or None,
+                             timeout=timeout if timeout is not None else getattr(self, "cmd_timeout", None),
+                             stdin=subprocess.DEVNULL)
+        return res.returncode, res.stdout, res.stderr
 
     @staticmethod
     def subclass(base: type, scheduler: "Scheduler") -> type:

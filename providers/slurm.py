@@ -19,6 +19,12 @@ if TYPE_CHECKING:
     from pilot.sites import SiteConfig
 
 SQUEUE_FORMAT = "%i|%T|%r"
+# A job waiting for nodes that are down, drained or failed: Slurm says "ReqNodeNotAvail, UnavailableNodes:..."
+# or, when every node is out, "Nodes required for job are DOWN, DRAINED or reserved ...".
+_NODE_WAIT = ("ReqNodeNotAvail", "Nodes required for job are DOWN")
+# sinfo %t states of nodes that take no new job until an administrator acts ("*": not responding).
+_OUT_OF_SERVICE = {"down", "drain", "drng", "drained", "draining", "fail", "failg", "maint", "futr", "inval", "unk",
+                   "npc"}
 
 _STATES = {
     "PENDING": QueueState.PENDING, "REQUEUED": QueueState.PENDING, "REQUEUE_FED": QueueState.PENDING,
@@ -105,6 +111,15 @@ def parse_squeue(job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
     return {j: seen.get(j, QueueStatus(QueueState.FINISHED, "not in the queue")) for j in job_ids}
 
 
+def in_service(sinfo: str) -> bool:
+    """Whether any node of ``sinfo -h -o '%P|%t' -p PARTITION`` can take a new job."""
+    for line in sinfo.splitlines():
+        state = line.rsplit("|", 1)[-1].strip()
+        if state and not state.endswith("*") and state.rstrip("~#!%$@^-") not in _OUT_OF_SERVICE:
+            return True
+    return False
+
+
 class Slurm(Scheduler):
     name = "slurm"
     template = "slurm.sh"
@@ -131,6 +146,26 @@ class Slurm(Scheduler):
 
     def parse_query(self, job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
         return parse_squeue(job_ids, out)
+
+    def query(self, site: "SiteConfig", job_ids: Sequence[str]) -> dict[str, QueueStatus]:
+        """squeue's answer; a job waiting for unavailable nodes never starts when no node of the
+        site's partition is in service (all down, drained or failed): nobody but an administrator
+        can change that, and a run must not wait for it forever."""
+        statuses = super().query(site, job_ids)
+        waiting = [j for j, s in statuses.items() if s.state is QueueState.PENDING and s.reason.startswith(_NODE_WAIT)]
+        if not waiting:
+            return statuses
+        argv = ["sinfo", "-h", "-o", "%P|%t", *(["-p", site.partition] if site.partition else [])]
+        out = run_command(argv, site.cmd_timeout)
+        if out.returncode != 0:
+            raise out.failure()
+        lines = out.stdout if site.partition else "\n".join(l for l in out.stdout.splitlines() if l.split("|")[0].endswith("*"))
+        if in_service(lines):
+            return statuses
+        for j in waiting:
+            statuses[j] = QueueStatus(QueueState.PENDING, f"{statuses[j].reason} (no node of the partition is in service)",
+                                      True)
+        return statuses
 
     def find(self, site: "SiteConfig", workdir: str, job_name: str) -> str | None:
         """Our job by its name: ``squeue --name`` wants the full name, so list our user's jobs' names."""

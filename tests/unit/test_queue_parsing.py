@@ -107,3 +107,21 @@ def test_never_starts_reasons_are_in_each_reason_map():
     assert SCHEDULERS["slurm"].reason("PartitionTimeLimit").never_starts
     assert not SCHEDULERS["slurm"].reason("Priority").never_starts
     assert SCHEDULERS["pbspro"].reason("Can Never Run").never_starts
+
+
+def test_slurm_no_node_in_service_never_starts(monkeypatch):
+    """Captured on the three-node Slurm with every node drained, then with one drained."""
+    from pilot.sites import SiteConfig
+    from providers import slurm
+
+    squeue = (DATA / "slurm_squeue_no_node.txt").read_text()
+    assert not slurm.in_service((DATA / "slurm_sinfo_no_node.txt").read_text())
+    assert slurm.in_service((DATA / "slurm_sinfo_some_node.txt").read_text())
+    answers = {"squeue": squeue, "sinfo": (DATA / "slurm_sinfo_no_node.txt").read_text()}
+    monkeypatch.setattr(slurm, "run_command", lambda argv, timeout: Output(tuple(argv), 0, answers[argv[0]]))
+    monkeypatch.setattr("providers.base.run_command", lambda argv, timeout: Output(tuple(argv), 0, answers[argv[0]]))
+    site = SiteConfig(name="mn", scheduler="slurm", partition="mn")
+    got = SCHEDULERS["slurm"].query(site, ["14"])["14"]
+    assert got.state is QueueState.PENDING and got.never_starts and "Nodes required for job are DOWN" in got.reason
+    answers["sinfo"] = (DATA / "slurm_sinfo_some_node.txt").read_text()
+    assert not SCHEDULERS["slurm"].query(site, ["14"])["14"].never_starts  # a node may still take it
