@@ -169,3 +169,37 @@ def test_dagman_retry_profile_retries_a_cluster_from_its_rescue_log(tmp_path):
     assert "retry 1 of 1" in res.stderr
     assert (sub / "merge_L" / "merge_L.dag.rescue").read_text().split().count("echo_first") == 1
     assert_files_as_documented(sub, "local")
+
+
+@pytest.mark.slurm
+def test_slurm_held_job_is_shown_held_and_runs_once_released(tmp_path):
+    require_slurm()
+    import time
+
+    site = tmp_path / "held.yaml"
+    site.write_text("description: the container site, every job submitted held\nscheduler: slurm\npegasus_site: container\n"
+                    "launcher: srun\nlauncher_options: --mpi=pmi2\npartition: debug\nnodes: 1\nranks_per_node: 3\n"
+                    f"walltime: '00:05:00'\nscheduler_options: ['#SBATCH --hold']\npilot_command: {sys.executable} -m pilot\n")
+    sub = tmp_path / "sub"
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "diamond.yml")
+    res = pilot("submit", "--site", str(site), "--cluster", "whole", "--poll", "0.3", "--detach", example, "--dir", str(sub))
+    assert res.returncode == 0, res.stderr
+
+    def wait(what: str, check) -> subprocess.CompletedProcess:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            now = pilot("status", str(sub))
+            if check(now):
+                return now
+            time.sleep(0.3)
+        raise AssertionError(f"{what}: {now.stdout} {(sub / 'submit.log').read_text()}")
+
+    try:
+        held = wait("the job held", lambda r: "held (JobHeldUser)" in r.stdout)
+        assert held.returncode == 3 and held.stdout.splitlines()[-2].split()[:4] == ["0", "4", "0", "0"]  # 4 tasks READY
+        subprocess.run(["scontrol", "release", state(sub)["merge_diamond"]["job_ids"][0]], check=True)
+        done = wait("the released job done", lambda r: r.returncode != 3)
+    finally:
+        pilot("cancel", str(sub))  # a held job would wait forever
+    assert done.returncode == 0 and state(sub)["merge_diamond"]["attempts"] == 1
+    assert_files_as_documented(sub, "slurm")
