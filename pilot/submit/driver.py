@@ -69,8 +69,9 @@ class Driver:
         self._next_try: dict[str, float] = {}
         self._query_failing: set[str] = set()
         self._dirty = False  # changes not yet in the state file (written at the end of each step)
-        for name in self.specs:
-            state.clusters.setdefault(name, ClusterRecord(name))
+        # Records of clusters the plan no longer has (re-planned with --force): set aside, checked by recover().
+        self.orphans = [c for n, c in state.clusters.items() if n not in self.specs]
+        state.clusters = {name: state.clusters.get(name) or ClusterRecord(name) for name in self.specs}
 
     @classmethod
     def load(cls, submit_dir: str, sites: list[SiteConfig], backend: Backend, opts: Options | None = None,
@@ -85,6 +86,10 @@ class Driver:
         """Prepare to drive: every site with jobs in a queue must be given; clusters that failed or were
         cancelled get a fresh set of retries and resubmissions (the rescue DAG of DAGMan: their rescue
         logs keep finished tasks from running again); the state is written."""
+        busy = [c.name for c in self.orphans if c.state in ACTIVE]
+        if busy:
+            raise ConfigError(f"{self.submit_dir}: {STATE_FILE} has batch jobs for cluster(s) {', '.join(busy[:5])} that "
+                              f"clusters.yml no longer has (re-planned?): pilot cancel them first, or remove {STATE_FILE}")
         missing = sorted({c.site for c in self.state.clusters.values()
                           if c.site and c.state in ACTIVE and c.site not in self.site_by_name})
         if missing:
@@ -370,8 +375,9 @@ class Driver:
         """Cancel every batch job this submit directory has in a queue (those in doubt found by name)."""
         cancelled: list[str] = []
         for site in self.sites:
-            refs = [JobRef(c.job_id if c.state is ClusterState.QUEUED else None, self.specs[c.name].dir, c.job_name or "")
-                    for c in self.state.clusters.values() if c.site == site.name and c.state in ACTIVE]
+            refs = [JobRef(c.job_id if c.state is ClusterState.QUEUED else None, os.path.join(self.submit_dir, c.name),
+                           c.job_name or "")
+                    for c in [*self.state.clusters.values(), *self.orphans] if c.site == site.name and c.state in ACTIVE]
             if refs:
                 cancelled += self.backend.cancel(site, refs)
         for c in self.state.clusters.values():

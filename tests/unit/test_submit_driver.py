@@ -285,3 +285,16 @@ def test_every_submission_is_on_disk_before_and_after_it_happens(tmp_path):
     driver.step()
     assert [(s, named) for s, named, _ in seen] == [(ClusterState.SUBMITTING, True)] * 3
     assert [ids for _, _, ids in seen] == [[[], [], []], [["100"], [], []], [["100"], ["101"], []]]
+
+
+def test_records_of_clusters_no_longer_planned(tmp_path):
+    driver, queue, clock = setup(tmp_path, {"a": [], "b": []})
+    driver.recover()
+    driver.step()  # a and b queued
+    text = Path(driver.submit_dir, "clusters.yml").read_text()
+    Path(driver.submit_dir, "clusters.yml").write_text(text[:text.index('- name: "b"')])  # re-planned without b
+    again = Driver.load(driver.submit_dir, [site()], queue, Options(), clock)
+    assert list(again.state.clusters) == ["a"]
+    with pytest.raises(ConfigError, match="batch jobs for cluster\\(s\\) b that clusters.yml no longer has"):
+        again.recover()
+    assert sorted(again.cancel_all()) == sorted(j.job_id for j in queue.jobs.values())  # pilot cancel still finds b's job
