@@ -1,23 +1,28 @@
-"""One batch job's request, and the batch scripts made from it.
+"""One batch job's request: what the planner's script and ``pilot submit`` both ask for.
 
-The planner writes these scripts for users to submit by hand, and ``pilot
-submit`` hands the same request to a Parsl provider, so what one would
-``sbatch`` and what is submitted cannot drift. Every value that reaches the
-shell is quoted with shlex.quote; values in #SBATCH/#PBS directives are
-checked to be plain words when the site config is loaded.
+The planner writes the script for users to submit by hand, and ``pilot
+submit`` hands the same request to the site's scheduler plug-in, which
+renders the same template (``providers.script``), so what one would
+``sbatch`` and what is submitted cannot drift.
+
+The job runs pilot and its MPI launcher from the environment it was planned
+from, by absolute path, whatever the job's PATH (a PBS job does not inherit
+the submitter's; ``module load`` lines may put another MPI first):
+``pilot_command: pilot`` becomes this environment's ``pilot`` script (or
+``python -m pilot``), and ``launcher: mpiexec``/``mpirun`` the one beside this
+Python when there is one (the mpich wheel's). ``launcher_from: path`` keeps the
+bare name for a site MPI module that ``worker_init`` loads; ``srun``, ``aprun``
+and ``ibrun`` are always the batch system's own.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import sys
 from dataclasses import dataclass, field
 
 from pilot.sites import SiteConfig, format_walltime
-
-_PLAIN_PATH = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
 
 # Below 10 minutes Pegasus' 5-minute margin would leave nothing: keep 10%, at
 # least 30 s, at most half.
@@ -33,6 +38,7 @@ def pilot_wall_time(walltime_minutes: float) -> float:
 
 
 def host_options(site: SiteConfig) -> list[str]:
+    """What one host offers the pilot's tasks; tasks' -c/-m/-g then pack the workers' slots."""
     opts = []
     if site.cores_per_node:
         opts += ["--host-cpus", str(site.cores_per_node)]
@@ -62,8 +68,8 @@ class JobRequest:
     qos: str | None = None
     constraint: str | None = None
     exclusive: bool = False
-    scheduler_options: str = ""
-    worker_init: str = ""
+    scheduler_options: list[str] = field(default_factory=list)
+    worker_init: list[str] = field(default_factory=list)
     launcher: str = "mpiexec"
     launcher_options: str = ""
     pilot_command: list[str] = field(default_factory=lambda: ["pilot"])
@@ -77,52 +83,55 @@ class JobRequest:
         return format_walltime(self.walltime_minutes)
 
     def launch_prefix(self) -> list[str]:
-        """The MPI launcher that starts ONE job of ``ranks`` ranks."""
-        extra = shlex.split(self.launcher_options)
-        n = str(self.ranks)
-        name = os.path.basename(self.launcher)
-        if name == "srun":
-            return ["srun", *extra, "-n", n, "--ntasks-per-node", str(self.ranks_per_node)]
-        if name == "aprun":
-            return ["aprun", *extra, "-n", n, "-N", str(self.ranks_per_node)]
-        if name == "ibrun":
-            return ["ibrun", *extra, "-n", n]
-        return [self.launcher, *extra, "-n", n]
+        """The MPI launcher that starts ONE job of ``ranks`` ranks over all nodes."""
+        from providers.launchers import launch_line
+
+        return launch_line(self.launcher, self.launcher_options, self.nodes, self.ranks_per_node)
 
     def command(self) -> list[str]:
         return [*self.launch_prefix(), *self.pilot_command, "run", *self.pilot_args]
 
     def command_line(self) -> str:
-        return " ".join(shlex.quote(a) for a in self.command())
+        return shlex.join(self.command())
 
     def body(self) -> str:
         """What the job runs: worker_init, then the pilot in its directory."""
-        lines = []
-        if self.worker_init.strip():
-            lines.append(self.worker_init.rstrip())
-        lines.append(f"cd {shlex.quote(self.workdir)} || exit 1")
-        lines.append(self.command_line())
-        return "\n".join(lines) + "\n"
+        return "\n".join([*self.worker_init, f"cd {shlex.quote(self.workdir)} || exit 1", self.command_line()]) + "\n"
+
+
+def environment_bin() -> str:
+    """The bin directory of the Python environment pilot runs in (not resolved: a venv's python is a link)."""
+    return os.path.dirname(os.path.abspath(sys.executable))
+
+
+def resolve_launcher(site: SiteConfig) -> str:
+    """Absolute path of mpiexec/mpirun from the planning environment when it has one (see module doc)."""
+    from providers.launchers import SITE_LAUNCHERS
+
+    if os.path.isabs(site.launcher) or site.launcher in SITE_LAUNCHERS or site.launcher_from == "path":
+        return site.launcher
+    here = os.path.join(environment_bin(), site.launcher)
+    return here if os.access(here, os.X_OK) else site.launcher
+
+
+def resolve_pilot(site: SiteConfig) -> list[str]:
+    command = shlex.split(site.pilot_command)
+    if command != ["pilot"]:
+        return command
+    here = os.path.join(environment_bin(), "pilot")
+    return [here] if os.access(here, os.X_OK) else [os.path.abspath(sys.executable), "-m", "pilot"]
 
 
 def request_for(site: SiteConfig, name: str, workdir: str, pilot_args: list[str], ranks: int | None = None,
                 walltime_minutes: float | None = None) -> JobRequest:
     """Size a job on ``site``: at most the site's nodes x ranks_per_node, fewer if ``ranks`` is smaller."""
-    rpn = site.ranks_per_node
+    rpn = site.ranks_per_node or 2
     nodes = site.nodes
     if ranks is not None:
         ranks = max(2, ranks)
         nodes = max(1, min(site.nodes, -(-ranks // rpn)))
         if nodes == 1:
             rpn = min(rpn, ranks)
-    launcher, pilot_command = site.launcher, shlex.split(site.pilot_command)
-    if site.scheduler == "local":
-        # No batch system: run the pilot and the MPI launcher of this very environment.
-        here = os.path.join(os.path.dirname(sys.executable), launcher)
-        if os.path.exists(here):
-            launcher = here
-        if pilot_command == ["pilot"]:
-            pilot_command = [sys.executable, "-m", "pilot"]
     return JobRequest(
         name=name,
         workdir=workdir,
@@ -135,69 +144,9 @@ def request_for(site: SiteConfig, name: str, workdir: str, pilot_args: list[str]
         qos=site.qos,
         constraint=site.constraint,
         exclusive=bool(site.exclusive),
-        scheduler_options=site.scheduler_options,
-        worker_init=site.worker_init,
-        launcher=launcher,
+        scheduler_options=list(site.scheduler_options),
+        worker_init=list(site.worker_init),
+        launcher=resolve_launcher(site),
         launcher_options=site.launcher_options,
-        pilot_command=pilot_command,
+        pilot_command=resolve_pilot(site),
     )
-
-
-def _plain_workdir(req: JobRequest) -> bool:
-    """Directives cannot quote: name the directory there only when it is a plain word."""
-    return bool(_PLAIN_PATH.match(req.workdir))
-
-
-def slurm_script(req: JobRequest) -> str:
-    d = [
-        f"#SBATCH --job-name={req.name}",
-        f"#SBATCH --nodes={req.nodes}",
-        f"#SBATCH --ntasks-per-node={req.ranks_per_node}",
-        f"#SBATCH --time={req.walltime}",
-    ]
-    if _plain_workdir(req):
-        d.append(f"#SBATCH --chdir={req.workdir}")  # output files land next to the DAG wherever sbatch runs
-    d += [f"#SBATCH --output={req.name}.batch.out", f"#SBATCH --error={req.name}.batch.err"]
-    for flag, value in (("partition", req.queue), ("account", req.account), ("qos", req.qos), ("constraint", req.constraint)):
-        if value:
-            d.append(f"#SBATCH --{flag}={value}")
-    if req.exclusive:
-        d.append("#SBATCH --exclusive")
-    return _script(d, req)
-
-
-def pbs_script(req: JobRequest, flavor: str = "pbspro") -> str:
-    if flavor == "pbspro":
-        d = [f"#PBS -N {req.name}", f"#PBS -l select={req.nodes}:mpiprocs={req.ranks_per_node}"]
-    else:
-        d = [f"#PBS -N {req.name}", f"#PBS -l nodes={req.nodes}:ppn={req.ranks_per_node}"]
-    out = f"{req.workdir}/{req.name}" if _plain_workdir(req) else req.name
-    d += [f"#PBS -l walltime={req.walltime}", f"#PBS -o {out}.batch.out", f"#PBS -e {out}.batch.err"]
-    if req.queue:
-        d.append(f"#PBS -q {req.queue}")
-    if req.account:
-        d.append(f"#PBS -A {req.account}")
-    if req.constraint and flavor == "pbspro":
-        d[1] += f":{req.constraint}"
-    return _script(d, req)
-
-
-def local_script(req: JobRequest) -> str:
-    return _script([], req)
-
-
-def _script(directives: list[str], req: JobRequest) -> str:
-    head = ["#!/bin/bash", *directives]
-    if req.scheduler_options.strip():
-        head.append(req.scheduler_options.rstrip())
-    head.append(f"# pilot job {req.name}: {req.ranks} MPI ranks, walltime {req.walltime}")
-    return "\n".join(head) + "\n" + req.body()
-
-
-def script_for(site: SiteConfig, req: JobRequest) -> tuple[str, str]:
-    """(file suffix, script text) for the site's scheduler."""
-    if site.scheduler == "slurm":
-        return ".slurm", slurm_script(req)
-    if site.scheduler in ("pbspro", "torque"):
-        return ".pbs", pbs_script(req, site.scheduler)
-    return ".sh", local_script(req)

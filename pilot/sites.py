@@ -1,10 +1,13 @@
 """Site configurations: which scheduler, launcher, queue and sizes a site uses.
 
 A site is a YAML file: one of the files shipped in ``site_configs/`` (by
-name) or a user's own (by path). Keys are checked: an unknown key fails with
-the closest valid one suggested (``file:line: unknown key 'acount' (did you
-mean 'account'?)``), and fields the site marks ``required`` (an account, an
-allocation) must be set, in the file or with ``--set key=value``.
+name) or a user's own (by path). Every key is declared in ``SiteConfig`` with
+a kind (``pilot.siteschema``): an unknown key, or a value of the wrong type or
+shape, fails with one line naming the file, the line and the key, with the
+closest valid key suggested for a typo. ``--set key=value`` values are read
+by the same rules (lists comma-separated). Fields the site marks
+``required`` (an account, an allocation) must be set, in the file or with
+``--set``.
 """
 
 from __future__ import annotations
@@ -19,43 +22,63 @@ from typing import Any
 import yaml
 
 from pilot.errors import ConfigError
+from pilot.siteschema import (ARGS, BOOL, COMMAND, DURATION, KEYLIST, LINES, TEXT, TEXTLIST, WORD, Kind, choice,
+                              integer, spec)
 from pilot.yamlerrors import yaml_error
 
-SCHEDULERS = ("local", "slurm", "pbspro", "torque")
 LAUNCHERS = ("mpiexec", "srun", "aprun", "ibrun", "mpirun")
-# Values that go into #SBATCH/#PBS lines must be plain words: no quoting applies there.
-_DIRECTIVE_VALUE = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
+
+
+def _launcher(value: str) -> str | None:
+    if os.path.basename(value) in LAUNCHERS and (os.sep not in value or os.path.isabs(value)):
+        return None
+    return f"{value!r} is not one of {', '.join(LAUNCHERS)} (or an absolute path to one)"
+
+
+def _scheduler(value: str) -> str | None:
+    from providers import SCHEDULERS  # the one registry of scheduler plug-ins
+
+    return None if value in SCHEDULERS else f"{value!r} is not one of {', '.join(SCHEDULERS)}"
 
 
 @dataclass
 class SiteConfig:
-    name: str
-    description: str = ""
-    scheduler: str = "local"
-    launcher: str = "mpiexec"
-    launcher_options: str = ""
-    nodes: int = 1
-    ranks_per_node: int = 2
-    cores_per_node: int | None = None
-    memory_per_node_mb: int | None = None
-    gpus_per_node: int | None = None
-    walltime: str = "01:00:00"
-    partition: str | None = None
-    queue: str | None = None
-    account: str | None = None
-    qos: str | None = None
-    constraint: str | None = None
-    exclusive: bool = False
-    scheduler_options: str = ""
-    worker_init: str = ""
-    pilot_command: str = "pilot"
-    pilot_options: str = ""
-    max_queued: int = 10
-    cmd_timeout: int = 60
-    pegasus_site: str | None = None
-    required: list[str] = field(default_factory=list)
-    notes: str = ""
+    name: str = field(default="", metadata=spec(WORD))
+    description: str = field(default="", metadata=spec(TEXT))
+    scheduler: str = field(default="local", metadata=spec(choice(_scheduler)))
+    launcher: str = field(default="mpiexec", metadata=spec(choice(_launcher)))
+    # Where mpiexec/mpirun come from: "environment" = the one beside the Python pilot was planned
+    # with (the mpich wheel), when it has one; "path" = the job's PATH after worker_init (a site module).
+    launcher_from: str = field(default="environment", metadata=spec(choice(
+        lambda v: None if v in ("environment", "path") else f"{v!r} is not 'environment' or 'path'")))
+    launcher_options: str = field(default="", metadata=spec(ARGS))
+    nodes: int = field(default=1, metadata=spec(integer(1)))
+    ranks_per_node: int | None = field(default=None, metadata=spec(integer(1)))  # default: cores_per_node, else 2
+    cores_per_node: int | None = field(default=None, metadata=spec(integer(1)))
+    memory_per_node_mb: int | None = field(default=None, metadata=spec(integer(1)))
+    gpus_per_node: int | None = field(default=None, metadata=spec(integer(0)))
+    walltime: str = field(default="01:00:00", metadata=spec(DURATION))
+    max_walltime: str | None = field(default=None, metadata=spec(DURATION))
+    partition: str | None = field(default=None, metadata=spec(WORD))
+    queue: str | None = field(default=None, metadata=spec(WORD))
+    account: str | None = field(default=None, metadata=spec(WORD))
+    qos: str | None = field(default=None, metadata=spec(WORD))
+    constraint: str | None = field(default=None, metadata=spec(WORD))
+    exclusive: bool = field(default=False, metadata=spec(BOOL))
+    scheduler_options: list[str] = field(default_factory=list, metadata=spec(LINES))
+    worker_init: list[str] = field(default_factory=list, metadata=spec(LINES))
+    pilot_command: str = field(default="pilot", metadata=spec(COMMAND))
+    pilot_options: str = field(default="", metadata=spec(ARGS))
+    max_queued: int = field(default=10, metadata=spec(integer(1)))
+    cmd_timeout: int = field(default=60, metadata=spec(integer(1)))
+    pegasus_site: str | None = field(default=None, metadata=spec(WORD))
+    required: list[str] = field(default_factory=list, metadata=spec(KEYLIST))
+    sources: list[str] = field(default_factory=list, metadata=spec(TEXTLIST))
     path: str = ""
+
+    def __post_init__(self) -> None:
+        if self.ranks_per_node is None:
+            self.ranks_per_node = self.cores_per_node or 2
 
     @property
     def handle(self) -> str:
@@ -71,11 +94,12 @@ class SiteConfig:
         return self.partition or self.queue
 
 
-KEYS = [f.name for f in fields(SiteConfig) if f.name != "path"]
+KINDS: dict[str, Kind] = {f.name: f.metadata["kind"] for f in fields(SiteConfig) if "kind" in f.metadata}
+KEYS = list(KINDS)
 
 
 def parse_walltime(text: str, where: str = "walltime") -> float:
-    """``[[D-]HH:]MM[:SS]`` or minutes -> minutes."""
+    """``[[D-]HH:]MM[:SS]`` or minutes -> minutes (positive)."""
     value = str(text).strip()
     m = re.fullmatch(r"(?:(\d+)-)?(\d+):(\d{1,2})(?::(\d{1,2}))?", value)
     if m:
@@ -84,13 +108,14 @@ def parse_walltime(text: str, where: str = "walltime") -> float:
             h, mi, s = int(m.group(2)), int(m.group(3)), int(m.group(4))
         else:
             h, mi, s = int(m.group(2)), int(m.group(3)), 0
-        return days * 1440 + h * 60 + mi + s / 60
-    try:
-        minutes = float(value)
-    except ValueError:
-        raise ConfigError(f"{where}: walltime {text!r} is not HH:MM:SS or minutes") from None
-    if minutes <= 0:
-        raise ConfigError(f"{where}: walltime must be positive")
+        minutes = days * 1440 + h * 60 + mi + s / 60
+    else:
+        try:
+            minutes = float(value)
+        except ValueError:
+            raise ConfigError(f"{where}: walltime {text!r} is not HH:MM:SS, D-HH:MM:SS or minutes") from None
+    if not minutes > 0:
+        raise ConfigError(f"{where}: walltime {text!r} must be longer than zero")
     return minutes
 
 
@@ -123,28 +148,31 @@ def site_path(name_or_path: str) -> str:
     return path
 
 
-def load_site(name_or_path: str, overrides: dict[str, str] | None = None) -> SiteConfig:
-    """Load a site by shipped name or by path, apply ``overrides``, validate."""
+def load_site(name_or_path: str, overrides: dict[str, str] | None = None, need_required: bool = True) -> SiteConfig:
+    """Load a site by shipped name or by path, apply ``overrides`` (``--set``), validate (the keys it
+    marks ``required`` only with ``need_required``: ``pilot sites show`` describes a site without them)."""
     path = site_path(name_or_path)
-    raw, lines = _read(path)
-    default_name = os.path.splitext(os.path.basename(path))[0]
-    data: dict[str, Any] = {"name": default_name}
+    raw, lines = read_site_file(path)
+    data: dict[str, Any] = {"name": os.path.splitext(os.path.basename(path))[0]}
     for key, value in raw.items():
-        _check_key(key, path, lines.get(key))
-        data[key] = value
+        where = f"{path}:{lines.get(key, 1)}"
+        _check_key(key, where)
+        data[key] = KINDS[key].check(value, f"{where}: {key}", from_text=False)
     for key, value in (overrides or {}).items():
-        _check_key(key, "--set", None)
-        data[key] = value
-    site = SiteConfig(**{k: v for k, v in data.items() if v is not None or k == "name"})
+        where = "--set"
+        _check_key(key, where)
+        data[key] = KINDS[key].check(value, f"{where}: {key}", from_text=True)
+    site = SiteConfig(**{k: v for k, v in data.items() if v is not None})
     site.path = path
-    _validate(site, lines)
+    _check_site(site, lines, need_required)
     return site
 
 
-def _read(path: str) -> tuple[dict[str, Any], dict[str, int]]:
+def read_site_file(path: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """The file's mapping and the line of each key."""
     try:
         with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+            text = fh.read(1 << 20)
         node = yaml.compose(text)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
@@ -154,56 +182,37 @@ def _read(path: str) -> tuple[dict[str, Any], dict[str, int]]:
         return {}, {}
     if not isinstance(node, yaml.MappingNode):
         raise ConfigError(f"{path}:1: a site config is a mapping of keys to values")
-    lines = {k.value: k.start_mark.line + 1 for k, _ in node.value}
+    lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
     data = yaml.safe_load(text) or {}
-    return data, lines
+    return {str(k): v for k, v in data.items()}, lines
 
 
-def _check_key(key: str, path: str, line: int | None) -> None:
-    if key in KEYS:
+def _check_key(key: str, where: str) -> None:
+    if key in KINDS:
         return
     close = difflib.get_close_matches(str(key), KEYS, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    where = f"{path}:{line}" if line else path
     raise ConfigError(f"{where}: unknown key {key!r}{hint}")
 
 
-def _validate(site: SiteConfig, lines: dict[str, int]) -> None:
-    def fail(key: str, message: str) -> ConfigError:
-        line = lines.get(key)
-        where = f"{site.path}:{line}" if line else site.path
-        return ConfigError(f"{where}: {key}: {message}")
+def _check_site(site: SiteConfig, lines: dict[str, int], need_required: bool) -> None:
+    """Rules across keys, once every key has its type."""
+    def where(key: str) -> str:
+        return f"{site.path}:{lines[key]}" if key in lines else site.path
 
-    if site.scheduler not in SCHEDULERS:
-        raise fail("scheduler", f"{site.scheduler!r} is not one of {', '.join(SCHEDULERS)}")
-    if os.path.basename(site.launcher) not in LAUNCHERS or (os.sep in site.launcher and not os.path.isabs(site.launcher)):
-        raise fail("launcher", f"{site.launcher!r} is not one of {', '.join(LAUNCHERS)} (or an absolute path to one)")
-    for key in ("nodes", "ranks_per_node", "max_queued", "cmd_timeout", "cores_per_node", "memory_per_node_mb", "gpus_per_node"):
-        value = getattr(site, key)
-        if value is None:
-            continue
-        if isinstance(value, str) and value.isdigit():
-            value = int(value)
-            setattr(site, key, value)
-        if not isinstance(value, int) or isinstance(value, bool) or value < (0 if key == "gpus_per_node" else 1):
-            raise fail(key, f"{value!r} must be a positive integer")
-    if site.nodes * site.ranks_per_node < 2:
-        raise fail("ranks_per_node", "a pilot needs at least 2 MPI ranks (nodes x ranks_per_node)")
-    if isinstance(site.exclusive, str):
-        site.exclusive = site.exclusive.lower() in ("1", "true", "yes")
-    site.walltime = str(site.walltime)
-    parse_walltime(site.walltime, f"{site.path}:{lines.get('walltime', '')}".rstrip(":"))
-    for key in ("partition", "queue", "account", "qos", "constraint"):
-        value = getattr(site, key)
-        if value is not None:
-            value = str(value)
-            setattr(site, key, value)
-            if not _DIRECTIVE_VALUE.match(value):
-                raise fail(key, f"{value!r} has characters that cannot go into a batch directive")
-    for key in site.required:
-        if key not in KEYS:
-            raise fail("required", f"{key!r} is not a site key")
-        if getattr(site, key) in (None, ""):
+    if site.nodes * (site.ranks_per_node or 0) < 2:
+        raise ConfigError(f"{where('ranks_per_node')}: ranks_per_node: a pilot needs at least 2 MPI ranks (nodes x ranks_per_node)")
+    if site.max_walltime and site.walltime_minutes > parse_walltime(site.max_walltime):
+        raise ConfigError(f"{where('walltime')}: walltime: {site.walltime} is longer than the site's max_walltime {site.max_walltime}")
+    from providers import SCHEDULERS
+
+    prefix = SCHEDULERS[site.scheduler].directive_prefix
+    for line in site.scheduler_options:
+        if not prefix or not line.startswith(prefix + " "):
+            wanted = f"a {prefix} directive line" if prefix else "nothing (a local site has no batch directives)"
+            raise ConfigError(f"{where('scheduler_options')}: scheduler_options: {line!r}: each entry must be {wanted}")
+    for key in site.required if need_required else ():
+        if getattr(site, key) in (None, "", []):
             raise ConfigError(
                 f"{site.path}: site {site.name} needs {key}: pass --set {key}=VALUE, or copy the file, set it there and pass --site PATH"
             )

@@ -1,61 +1,106 @@
-"""Parsl providers for pilot's site configs: one module per scheduler.
+"""Scheduler plug-ins: one module per batch system, one registry, one interface (``providers.base.Scheduler``).
 
-``provider_for(site)`` builds the Parsl provider for a site once; ``submit``
-sizes it for one cluster's JobRequest and submits the very command line the
-planner's batch script runs. The launcher is Parsl's SimpleLauncher, which
-runs that command once: the command itself starts ONE MPI job with all its
-ranks through the site's srun/mpiexec/aprun/ibrun. (Parsl's default
-SingleNodeLauncher would start one single-rank pilot per task slot.)
+The rest of pilot only calls the functions here:
+
+- ``scheduler_for(site)``: the site's ``Scheduler``;
+- ``script_for(site, req)``: (file suffix, batch script) as ``pilot plan`` writes it;
+- ``provider_for(site)`` / ``submit(provider, site, req, job_name)``: the Parsl
+  provider and one submission of that same script (Parsl's SimpleLauncher
+  runs the script's single MPI launch once; its default SingleNodeLauncher
+  would start one single-rank pilot per task slot);
+- ``query(site, job_ids)``: what the scheduler says about exactly these jobs;
+- ``track`` / ``find``: following jobs after a restart.
 """
 
 from __future__ import annotations
 
-import importlib
-import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
-from pilot.errors import SubmitError
-from pilot.jobrequest import JobRequest
-from pilot.sites import SiteConfig
+from pilot.errors import ConfigError, SubmitError
+from providers.base import PendingReason, Scheduler
+from providers.local import Local
+from providers.pbspro import PBSPro
+from providers.queue import QueueState, QueueStatus
+from providers.slurm import Slurm
+from providers.torque import Torque
 
-MODULES = {"slurm": "providers.slurm", "pbspro": "providers.pbspro", "torque": "providers.torque", "local": "providers.local"}
+if TYPE_CHECKING:
+    from pilot.jobrequest import JobRequest
+    from pilot.sites import SiteConfig
+
+__all__ = ["SCHEDULERS", "PendingReason", "QueueState", "QueueStatus", "Scheduler", "find", "provider_for", "query",
+           "scheduler_for", "script_for", "submit", "track"]
+
+# The one registry: a site's ``scheduler:`` value -> its plug-in.
+SCHEDULERS: dict[str, Scheduler] = {s.name: s for s in (Slurm(), PBSPro(), Torque(), Local())}
 
 
-def provider_for(site: SiteConfig) -> Any:
-    module = importlib.import_module(MODULES[site.scheduler])
-    return module.make_provider(site)
-
-
-def job_command(req: JobRequest) -> str:
-    """What the batch job runs after the site's worker_init: go to the cluster and start the pilot."""
-    return f"cd {shlex.quote(req.workdir)} || exit 1\n{req.command_line()}"
-
-
-def submit(provider: Any, site: SiteConfig, req: JobRequest, job_name: str) -> str:
-    """Submit one cluster; return the batch job id. SubmitError(transient=...) on failure."""
-    module = importlib.import_module(MODULES[site.scheduler])
-    module.size(provider, req)
-    provider.script_dir = req.workdir  # Parsl writes its script and the job's stdout/stderr here
+def scheduler_for(site: "SiteConfig") -> Scheduler:
     try:
-        job_id = provider.submit(job_command(req), req.ranks_per_node, job_name=job_name)
+        return SCHEDULERS[site.scheduler]
+    except KeyError:
+        raise ConfigError(f"{site.path or site.name}: scheduler {site.scheduler!r} is not one of "
+                          f"{', '.join(SCHEDULERS)}") from None
+
+
+def script_for(site: "SiteConfig", req: "JobRequest") -> tuple[str, str]:
+    """(file suffix, script text) of the batch script for ``req`` on ``site``."""
+    from providers.script import render
+
+    scheduler = scheduler_for(site)
+    return scheduler.suffix, render(scheduler, req)
+
+
+def provider_for(site: "SiteConfig") -> Any:
+    return scheduler_for(site).make_provider(site)
+
+
+def submit(provider: Any, site: "SiteConfig", req: "JobRequest", job_name: str) -> str:
+    """Submit one cluster; return the batch job id. SubmitError(transient=...) on failure."""
+    scheduler_for(site).size(provider, req)
+    provider.script_dir = req.workdir  # Parsl writes its script and the job's stdout/stderr here
+    provider.request = req
+    try:
+        job_id = provider.submit(req.command_line(), req.ranks_per_node, job_name=job_name)
     except Exception as exc:  # Parsl raises SubmitException, ScaleOutFailed, OSError, ...
-        raise SubmitError(f"{site.name}: submitting {req.name} failed: {exc}", transient=True) from exc
+        raise SubmitError(f"{site.name}: submitting {req.name} failed: {_one_line(exc)}", transient=True) from exc
+    finally:
+        provider.request = None
     if not job_id:
         raise SubmitError(f"{site.name}: submitting {req.name} returned no job id", transient=True)
     return str(job_id)
 
 
-def track(site: SiteConfig, provider: Any, jobs: list[tuple[str, str, str]]) -> None:
-    """Make a fresh provider (after a restart) poll jobs an earlier process submitted.
+def _one_line(exc: Exception) -> str:
+    """Parsl's SubmitException carries the command's stdout/stderr: keep what the scheduler said."""
+    parts = [str(exc)]
+    for attr in ("stderr", "stdout"):
+        text = getattr(exc, attr, None)
+        if text and text.strip() and text.strip() not in parts[0]:
+            parts.append(" / ".join(line.strip() for line in text.splitlines() if line.strip()))
+    return ": ".join(p.replace("\n", " ") for p in parts)
+
+
+def query(site: "SiteConfig", job_ids: Sequence[str]) -> dict[str, QueueStatus]:
+    """What ``site``'s scheduler says about exactly ``job_ids`` (one command for all of them).
+
+    Every id gets a status; a job the scheduler no longer lists is FINISHED (the
+    pilot's result file says how it went). ``never_starts`` marks a pending
+    reason that waiting cannot cure. Raises ``SubmitError(transient=True)``,
+    with the command's stderr, when the scheduler command fails.
+    """
+    return scheduler_for(site).query(site, list(job_ids))
+
+
+def track(site: "SiteConfig", provider: Any, jobs: list[tuple[str, str, str]]) -> None:
+    """Make a fresh provider (after a restart) follow jobs an earlier process submitted.
 
     ``jobs`` are (job id, cluster directory, job name) triples.
     """
-    module = importlib.import_module(MODULES[site.scheduler])
-    module.track(provider, jobs)
+    scheduler_for(site).track(provider, jobs)
 
 
-def find(site: SiteConfig, workdir: str, job_name: str) -> str | None:
+def find(site: "SiteConfig", workdir: str, job_name: str) -> str | None:
     """The id of a job submitted under ``job_name`` (Parsl appends a timestamp): "" when the queue
     has none, None when the queue could not be asked."""
-    module = importlib.import_module(MODULES[site.scheduler])
-    return module.find(site, workdir, job_name)
+    return scheduler_for(site).find(site, workdir, job_name)

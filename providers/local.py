@@ -1,58 +1,92 @@
-"""No batch system: Parsl's LocalProvider runs the pilot on this machine."""
+"""No batch system: Parsl's LocalProvider runs the pilot's script with bash on this machine.
+
+A job id is the pid of the background shell LocalProvider starts; ``ps``
+tells whether it still runs. There is no queue, hence no pending reasons.
+"""
 
 from __future__ import annotations
 
 import glob
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
-from pilot.jobrequest import JobRequest
-from pilot.sites import SiteConfig
-from providers.common import block_kwargs
+from providers.base import Scheduler
+from providers.commands import Output
+from providers.parsl_script import OwnScript
+from providers.queue import QueueState, QueueStatus
 
-__all__ = ["make_provider", "size", "track", "find"]
-
-
-def make_provider(site: SiteConfig) -> Any:
-    from parsl.providers import LocalProvider
-
-    return LocalProvider(worker_init=site.worker_init, **block_kwargs(site))
+if TYPE_CHECKING:
+    from pilot.jobrequest import JobRequest
+    from pilot.sites import SiteConfig
 
 
-def size(provider: Any, req: JobRequest) -> None:
-    """A local run has no nodes or walltime to ask for."""
+def parse_ps(job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
+    """Statuses from ``ps -o pid=,stat= -p PIDS`` (exit 1 when none of them exists): a zombie or a
+    missing process has finished."""
+    if out.returncode not in (0, 1) or (out.returncode == 1 and out.stderr.strip()):
+        raise out.failure()
+    alive = {}
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            alive[parts[0]] = parts[1]
+    return {j: QueueStatus(QueueState.RUNNING) if j in alive and not alive[j].startswith("Z")
+            else QueueStatus(QueueState.FINISHED, "process ended") for j in job_ids}
+
+
+class Local(Scheduler):
+    name = "local"
+    template = "local.sh"
+    suffix = ".sh"
+
+    def directives(self, req: "JobRequest") -> dict[str, str | None]:
+        return {}
+
+    def make_provider(self, site: "SiteConfig") -> Any:
+        from parsl.providers import LocalProvider
+
+        from providers.common import block_kwargs
+
+        return OwnScript.subclass(LocalProvider, self)(**block_kwargs(site))
+
+    def size(self, provider: Any, req: "JobRequest") -> None:
+        """A local run has no nodes or walltime to ask for."""
+
+    def query_command(self, job_ids: Sequence[str]) -> list[str]:
+        return ["ps", "-o", "pid=,stat=", "-p", ",".join(job_ids)]
+
+    def parse_query(self, job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
+        return parse_ps(job_ids, out)
+
+    def track(self, provider: Any, jobs: Sequence[tuple[str, str, str]]) -> None:
+        """LocalProvider keeps the pid and script of each job; rebuild them after a restart."""
+        from parsl.jobs.states import JobState, JobStatus
+
+        for job_id, workdir, job_name in jobs:
+            script = _script(workdir, job_name)
+            if script is None:
+                continue
+            provider.resources.setdefault(job_id, {"job_id": job_id, "status": JobStatus(JobState.RUNNING),
+                                                   "remote_pid": int(job_id), "script_path": script})
+
+    def find(self, site: "SiteConfig", workdir: str, job_name: str) -> str | None:
+        """The pid of the ``bash <script>`` LocalProvider started for ``job_name``; "" if none runs."""
+        script = _script(workdir, job_name)
+        if script is None:
+            return ""
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    args = fh.read().split(b"\0")
+            except OSError:
+                continue
+            if len(args) >= 2 and args[0].endswith(b"bash") and args[1] == script.encode():
+                return entry
+        return ""
 
 
 def _script(workdir: str, job_name: str) -> str | None:
     found = sorted(glob.glob(os.path.join(glob.escape(workdir), glob.escape(job_name) + ".[0-9]*.sh")))
     return found[-1] if found else None
-
-
-def track(provider: Any, jobs: list[tuple[str, str, str]]) -> None:
-    """LocalProvider keeps the pid and script of each job; rebuild them after a restart."""
-    from parsl.jobs.states import JobState, JobStatus
-
-    for job_id, workdir, job_name in jobs:
-        script = _script(workdir, job_name)
-        if script is None:
-            continue
-        provider.resources.setdefault(job_id, {"job_id": job_id, "status": JobStatus(JobState.RUNNING),
-                                               "remote_pid": int(job_id), "script_path": script})
-
-
-def find(site: SiteConfig, workdir: str, job_name: str) -> str | None:
-    """The pid of the ``bash <script>`` LocalProvider started for ``job_name``; "" if none runs."""
-    script = _script(workdir, job_name)
-    if script is None:
-        return ""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                args = fh.read().split(b"\0")
-        except OSError:
-            continue
-        if len(args) >= 2 and args[0].endswith(b"bash") and args[1] == script.encode():
-            return entry
-    return ""

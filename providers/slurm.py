@@ -1,44 +1,181 @@
-"""Slurm through Parsl's SlurmProvider.
+"""Slurm: sbatch scripts, Parsl's SlurmProvider, ``squeue -j`` for our own jobs.
 
-``exclusive`` follows the site config (Parsl defaults to exclusive nodes, which
-on a small cluster runs one pilot at a time); ``script_dir`` is set before
-every submit (Parsl would otherwise write into the current directory).
+``exclusive`` follows the site config (Parsl's default, exclusive nodes, runs
+one pilot at a time on a small cluster). Pending reasons are Slurm's own codes
+(``squeue %r``, "JOB REASON CODES" in squeue(1)).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
-from pilot.sites import SiteConfig
-from providers.common import block_kwargs, run_query, size, track
+from providers.base import PendingReason, Scheduler
+from providers.commands import Output, run_command
+from providers.parsl_script import OwnScript
+from providers.queue import QueueState, QueueStatus
 
-__all__ = ["make_provider", "size", "track", "find"]
+if TYPE_CHECKING:
+    from pilot.jobrequest import JobRequest
+    from pilot.sites import SiteConfig
+
+SQUEUE_FORMAT = "%i|%T|%r"
+# A job waiting for nodes that are down, drained or failed: Slurm says "ReqNodeNotAvail, UnavailableNodes:..."
+# or, when every node is out, "Nodes required for job are DOWN, DRAINED or reserved ...".
+_NODE_WAIT = ("ReqNodeNotAvail", "Nodes required for job are DOWN")
+# sinfo %t states of nodes that take no new job until an administrator acts ("*": not responding).
+_OUT_OF_SERVICE = {"down", "drain", "drng", "drained", "draining", "fail", "failg", "maint", "futr", "inval", "unk",
+                   "npc"}
+
+_STATES = {
+    "PENDING": QueueState.PENDING, "REQUEUED": QueueState.PENDING, "REQUEUE_FED": QueueState.PENDING,
+    "CONFIGURING": QueueState.RUNNING, "RUNNING": QueueState.RUNNING, "COMPLETING": QueueState.RUNNING,
+    "STAGE_OUT": QueueState.RUNNING, "SIGNALING": QueueState.RUNNING, "RESIZING": QueueState.RUNNING,
+    "SUSPENDED": QueueState.HELD, "STOPPED": QueueState.HELD, "REQUEUE_HOLD": QueueState.HELD,
+    "SPECIAL_EXIT": QueueState.HELD,
+    "COMPLETED": QueueState.FINISHED, "CANCELLED": QueueState.FINISHED, "FAILED": QueueState.FINISHED,
+    "TIMEOUT": QueueState.FINISHED, "NODE_FAIL": QueueState.FINISHED, "PREEMPTED": QueueState.FINISHED,
+    "BOOT_FAIL": QueueState.FINISHED, "DEADLINE": QueueState.FINISHED, "OUT_OF_MEMORY": QueueState.FINISHED,
+    "REVOKED": QueueState.FINISHED,
+}
+
+_P, _NEVER = PendingReason, True
+# Reasons a job waits for; ``never_starts`` where the request itself exceeds what the partition,
+# account or QOS allows (an administrator must change the limits or the user the request).
+PENDING_REASONS: dict[str, PendingReason] = {
+    "None": _P("no reason given"),
+    "Priority": _P("jobs of higher priority are ahead"),
+    "Resources": _P("waiting for nodes to become free"),
+    "Dependency": _P("waiting for a job it depends on"),
+    "BeginTime": _P("its start time is in the future"),
+    "JobHeldUser": _P("held by its owner (scontrol release)"),
+    "JobHeldAdmin": _P("held by an administrator"),
+    "NodeDown": _P("a node it needs is down"),
+    "ReqNodeNotAvail": _P("a node it needs is unavailable (down, drained or reserved)"),
+    "Reservation": _P("waiting for its advanced reservation"),
+    "PartitionDown": _P("the partition is down"),
+    "PartitionInactive": _P("the partition is inactive"),
+    "Licenses": _P("waiting for a license"),
+    "AssocGrpCpuLimit": _P("the account's CPU limit is reached by running jobs"),
+    "AssocGrpNodeLimit": _P("the account's node limit is reached by running jobs"),
+    "AssocGrpJobsLimit": _P("the account's running-job limit is reached"),
+    "AssocMaxJobsLimit": _P("the association's running-job limit is reached"),
+    "QOSGrpCpuLimit": _P("the QOS's CPU limit is reached by running jobs"),
+    "QOSGrpNodeLimit": _P("the QOS's node limit is reached by running jobs"),
+    "QOSMaxJobsPerUserLimit": _P("your running-job limit in this QOS is reached"),
+    "BadConstraints": _P("no node has the requested features", _NEVER),
+    "PartitionConfig": _P("the partition cannot hold the request (e.g. more CPUs than it has)", _NEVER),
+    "PartitionNodeLimit": _P("more nodes than the partition allows", _NEVER),
+    "PartitionTimeLimit": _P("a walltime longer than the partition allows", _NEVER),
+    "InvalidAccount": _P("the account is invalid", _NEVER),
+    "InvalidQOS": _P("the QOS is invalid", _NEVER),
+    "AccountNotAllowed": _P("the account may not use this partition", _NEVER),
+    "QOSNotAllowed": _P("the QOS may not be used in this partition", _NEVER),
+    "DependencyNeverSatisfied": _P("a job it depends on failed", _NEVER),
+    "AssocMaxWallDurationPerJobLimit": _P("a walltime longer than the association allows", _NEVER),
+    "AssocMaxNodeLimit": _P("more nodes than the association allows per job", _NEVER),
+    "AssocMaxCpuPerJobLimit": _P("more CPUs than the association allows per job", _NEVER),
+    "AssocMaxNodePerJobLimit": _P("more nodes than the association allows per job", _NEVER),
+    "QOSMaxWallDurationPerJobLimit": _P("a walltime longer than the QOS allows", _NEVER),
+    "QOSMaxNodePerJobLimit": _P("more nodes than the QOS allows per job", _NEVER),
+    "QOSMaxCpuPerJobLimit": _P("more CPUs than the QOS allows per job", _NEVER),
+    "QOSMaxMemoryPerJob": _P("more memory than the QOS allows per job", _NEVER),
+    "QOSMinCpuNotSatisfied": _P("fewer CPUs than the QOS requires", _NEVER),
+}
 
 
-def make_provider(site: SiteConfig) -> Any:
-    from parsl.providers import SlurmProvider
+def parse_squeue(job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
+    """Statuses from ``squeue -h -j IDS -o '%i|%T|%r'``.
 
-    return SlurmProvider(
-        partition=site.partition,
-        account=site.account,
-        qos=site.qos,
-        constraint=site.constraint,
-        nodes_per_block=site.nodes,
-        walltime=site.walltime,
-        scheduler_options=site.scheduler_options,
-        worker_init=site.worker_init,
-        exclusive=bool(site.exclusive),
-        **block_kwargs(site),
-    )
+    Slurm forgets a job soon after it ends: an id squeue does not list is
+    FINISHED. With a single unknown id squeue fails with "Invalid job id
+    specified" (with several it prints nothing); any other failure is the
+    command's.
+    """
+    if out.returncode != 0:
+        if "Invalid job id specified" in out.stderr:
+            return {j: QueueStatus(QueueState.FINISHED, "not in the queue") for j in job_ids}
+        raise out.failure()
+    seen: dict[str, QueueStatus] = {}
+    for line in out.stdout.splitlines():
+        parts = line.strip().split("|", 2)
+        if len(parts) != 3:
+            continue
+        job_id, state_name, reason = parts
+        state = _STATES.get(state_name, QueueState.UNKNOWN)
+        if state is QueueState.PENDING and reason.startswith("JobHeld"):
+            state = QueueState.HELD
+        code = reason.split(",", 1)[0].strip()
+        known = PENDING_REASONS.get(code)
+        never = bool(known and known.never_starts and state is QueueState.PENDING)
+        seen[job_id] = QueueStatus(state, reason if reason != "None" else state_name, never)
+    return {j: seen.get(j, QueueStatus(QueueState.FINISHED, "not in the queue")) for j in job_ids}
 
 
-def find(site: SiteConfig, workdir: str, job_name: str) -> str | None:
-    """The id of job ``job_name``.<timestamp> (Parsl appends one): "" if not queued, None if squeue failed."""
-    out = run_query(["squeue", "-h", "-o", "%i %j"], site.cmd_timeout)
-    if out is None:
-        return None
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[1].startswith(job_name + "."):
-            return parts[0]
-    return ""
+def in_service(sinfo: str) -> bool:
+    """Whether any node of ``sinfo -h -o '%P|%t' -p PARTITION`` can take a new job."""
+    for line in sinfo.splitlines():
+        state = line.rsplit("|", 1)[-1].strip()
+        if state and not state.endswith("*") and state.rstrip("~#!%$@^-") not in _OUT_OF_SERVICE:
+            return True
+    return False
+
+
+class Slurm(Scheduler):
+    name = "slurm"
+    template = "slurm.sh"
+    suffix = ".slurm"
+    directive_prefix = "#SBATCH"
+    pending_reasons = PENDING_REASONS
+
+    def directives(self, req: "JobRequest") -> dict[str, str | None]:
+        return {"partition": req.queue, "account": req.account, "qos": req.qos, "constraint": req.constraint,
+                "exclusive": "" if req.exclusive else None}
+
+    def make_provider(self, site: "SiteConfig") -> Any:
+        from parsl.providers import SlurmProvider
+
+        from providers.common import block_kwargs
+
+        cls = OwnScript.subclass(SlurmProvider, self)
+        return cls(partition=site.partition, account=site.account, qos=site.qos, constraint=site.constraint,
+                   nodes_per_block=site.nodes, walltime=site.walltime, exclusive=bool(site.exclusive),
+                   **block_kwargs(site))
+
+    def query_command(self, job_ids: Sequence[str]) -> list[str]:
+        return ["squeue", "-h", "-j", ",".join(job_ids), "-o", SQUEUE_FORMAT]
+
+    def parse_query(self, job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
+        return parse_squeue(job_ids, out)
+
+    def query(self, site: "SiteConfig", job_ids: Sequence[str]) -> dict[str, QueueStatus]:
+        """squeue's answer; a job waiting for unavailable nodes never starts when no node of the
+        site's partition is in service (all down, drained or failed): nobody but an administrator
+        can change that, and a run must not wait for it forever."""
+        statuses = super().query(site, job_ids)
+        waiting = [j for j, s in statuses.items() if s.state is QueueState.PENDING and s.reason.startswith(_NODE_WAIT)]
+        if not waiting:
+            return statuses
+        argv = ["sinfo", "-h", "-o", "%P|%t", *(["-p", site.partition] if site.partition else [])]
+        out = run_command(argv, site.cmd_timeout)
+        if out.returncode != 0:
+            raise out.failure()
+        lines = out.stdout if site.partition else "\n".join(l for l in out.stdout.splitlines() if l.split("|")[0].endswith("*"))
+        if in_service(lines):
+            return statuses
+        for j in waiting:
+            statuses[j] = QueueStatus(QueueState.PENDING, f"{statuses[j].reason} (no node of the partition is in service)",
+                                      True)
+        return statuses
+
+    def find(self, site: "SiteConfig", workdir: str, job_name: str) -> str | None:
+        """Our job by its name: ``squeue --name`` wants the full name, so list our user's jobs' names."""
+        import getpass
+
+        out = run_command(["squeue", "-h", "-u", getpass.getuser(), "-o", "%i %j"], site.cmd_timeout)
+        if out.returncode != 0:
+            return None
+        for line in out.stdout.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].startswith(job_name + "."):
+                return parts[0]
+        return ""

@@ -1,16 +1,14 @@
-"""``pilot submit``, ``pilot status``, ``pilot cancel``: the cluster DAG through Parsl providers."""
+"""``pilot submit``, ``pilot status``, ``pilot cancel`` (and ``pilot sites``): parse, call pilot.submit, print."""
 
 from __future__ import annotations
 
 import argparse
-import fcntl
 import logging
 import os
-import signal
 import sys
 from typing import NoReturn, Sequence
 
-from pilot.errors import ConfigError, UsageError
+from pilot.errors import UsageError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -18,208 +16,152 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
-LOCK = "submit.lock"
+def _action(p: argparse.ArgumentParser, dest: str) -> argparse.Action:
+    return next(a for a in p._actions if a.dest == dest)
 
 
-def _sites(spec: str, sets: list[str]):
-    from pilot.cli.plan import site_overrides
-    from pilot.sites import load_site
-
-    overrides = site_overrides(sets)
-    return [load_site(name.strip(), overrides) for name in spec.split(",") if name.strip()]
-
-
-def _driver(submit_dir: str, sites, opts=None):
-    from providers import provider_for
-    from pilot.submit.driver import Driver, Options
-
-    return Driver(submit_dir, sites, {s.name: provider_for(s) for s in sites}, opts or Options())
-
-
-def _lock(submit_dir: str) -> int:
-    fd = os.open(os.path.join(submit_dir, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+def _non_negative(text: str) -> int:
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise ConfigError(f"{submit_dir}: another pilot submit drives this directory (see pilot status; pilot cancel stops it)") from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
-    return fd
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0")
+    return value
+
+
+def _choices(spec: str | None, sets: list[str]):
+    from pilot.cli.plan import site_overrides
+    from pilot.submit.session import SiteChoice
+
+    if spec is None:
+        return None
+    overrides = site_overrides(sets)
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if not names:
+        raise UsageError(f"--site {spec!r}: name at least one site (see pilot sites)")
+    return [SiteChoice(n, overrides) for n in names]
+
+
+def build_submit_parser() -> argparse.ArgumentParser:
+    from pilot.cli.plan import add_plan_arguments
+    from pilot.submit.options import DEFAULT_MAX_RESUBMITS, DEFAULT_RETRY
+
+    p = _Parser(prog="pilot submit", description="Plan a workflow (or take a submit directory pilot plan wrote) and run "
+                "its clusters as batch jobs through Parsl providers, as DAGMan would: independent branches go on after "
+                "a failure, failed clusters are retried, and running it again on the directory retries what failed.")
+    add_plan_arguments(p)
+    _action(p, "workflow").help = ("Pegasus 5 YAML workflow (as Pegasus.api writes it), a PMC .dag, or a submit directory "
+                                   "written by pilot plan / pilot submit (to continue or retry a run)")
+    site = _action(p, "site")
+    site.required = False
+    site.help = ("site config(s), comma-separated: names from 'pilot sites' or paths to YAML files; required for a "
+                 "workflow; for a submit directory the default is the sites it was submitted with")
+    p.add_argument("--retry", type=_non_negative, default=DEFAULT_RETRY, metavar="N",
+                   help="retries of a cluster whose tasks failed, each resuming from its rescue log, for clusters whose "
+                        f"jobs carry no Pegasus dagman.retry profile (default: {DEFAULT_RETRY}, Pegasus' default)")
+    p.add_argument("--max-resubmits", type=_non_negative, default=DEFAULT_MAX_RESUBMITS, metavar="N",
+                   help="resubmissions of a cluster whose job ran out of wall time, was preempted or vanished "
+                        f"(node failure); they do not count against --retry (default: {DEFAULT_MAX_RESUBMITS})")
+    p.add_argument("--poll", type=_positive_float, default=2.0, metavar="S", help="seconds between queue polls (default: 2)")
+    p.add_argument("--detach", action="store_true", help="run in the background, logging to SUBMIT_DIR/submit.log (default: off)")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="show tracebacks of errors")
+    return p
 
 
 def submit_main(argv: Sequence[str]) -> int:
-    from pilot.cli.plan import add_plan_arguments, plan_from_args, summary
+    from pilot.submit.clusters import is_submit_dir
+    from pilot.submit.options import Options
+    from pilot.submit.session import recorded_sites
 
-    p = _Parser(prog="pilot submit", description="Plan a workflow (or take a planned submit directory) and run its "
-                "clusters as batch jobs through Parsl providers, like DAGMan would.")
-    add_plan_arguments(p)
-    p.add_argument("--max-resubmits", type=int, default=3, help="resubmissions of a cluster that ran out of time (default 3)")
-    p.add_argument("--poll", type=float, default=2.0, help="seconds between queue polls (default 2)")
-    p.add_argument("--detach", action="store_true", help="run in the background, logging to SUBMIT_DIR/submit.log")
-    p.add_argument("-v", "--verbose", action="count", default=0)
-    ns = p.parse_args(list(argv))
-    sites = _sites(ns.site, ns.set)
-    site_spec = ns.site
-    if os.path.isdir(ns.workflow) and os.path.exists(os.path.join(ns.workflow, "clusters.yml")):
+    ns = build_submit_parser().parse_args(list(argv))
+    choices = _choices(ns.site, ns.set)
+    if is_submit_dir(ns.workflow):
         submit_dir = os.path.abspath(ns.workflow)
+        choices = choices or recorded_sites(submit_dir)
     else:
-        ns.site = site_spec.split(",")[0]  # the plan's site: task paths come from its catalog entries
-        result = plan_from_args(ns, argv)
-        ns.site = site_spec
-        print(summary(result))
-        submit_dir = result.submit_dir
+        if choices is None:
+            raise UsageError("pilot submit: --site is required to plan a workflow (see pilot sites)")
+        submit_dir = _plan(ns, argv)
+    opts = Options(retry=ns.retry, max_resubmits=ns.max_resubmits, poll=ns.poll)
     if ns.detach:
-        return _detach(submit_dir, sites, ns)
-    return _drive(submit_dir, sites, ns, tty=sys.stderr.isatty())
+        from pilot.submit.daemon import LOG_FILE, detach
+
+        pid = detach(submit_dir, lambda: _drive(submit_dir, choices, opts))
+        print(f"pilot submit: driving {submit_dir} in the background (pid {pid}); log: "
+              f"{os.path.join(submit_dir, LOG_FILE)}; see: pilot status {submit_dir}")
+        return 0
+    return _drive(submit_dir, choices, opts)
 
 
-def _drive(submit_dir: str, sites, ns, tty: bool) -> int:
-    from pilot.submit.driver import Options
+def _plan(ns: argparse.Namespace, argv: Sequence[str]) -> str:
+    from pilot.cli.plan import plan_from_args, summary
 
-    lock = _lock(submit_dir)
+    site_spec = ns.site
+    ns.site = site_spec.split(",")[0]  # the plan's site: task paths come from its catalog entries
+    result = plan_from_args(ns, argv)
+    ns.site = site_spec
+    # The plan's hint to submit it is for pilot plan; here the submission follows at once.
+    print("\n".join(line for line in summary(result).splitlines() if "submit with:" not in line))
+    return result.submit_dir
+
+
+def _drive(submit_dir: str, choices, opts) -> int:
+    from pilot.submit.session import drive
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
     logging.getLogger("parsl").setLevel(logging.WARNING)
-    stop = {"flag": False}
-
-    def on_signal(signum, frame):  # noqa: ARG001
-        stop["flag"] = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    opts = Options(max_resubmits=ns.max_resubmits, poll=ns.poll, on_change=_progress(tty))
-    driver = _driver(submit_dir, sites, opts)
-    try:
-        driver.run(lambda: stop["flag"])
-    except KeyboardInterrupt:
-        stop["flag"] = True
-    finally:
-        os.close(lock)
-    if stop["flag"]:
-        print(f"pilot submit: stopped; batch jobs keep running. Resume with: pilot submit --site {ns.site} {submit_dir}",
-              file=sys.stderr)
+    outcome = drive(submit_dir, choices, opts)
+    if outcome.stopped:
+        print(f"pilot submit: stopped; batch jobs keep running. Resume with: pilot submit {submit_dir}", file=sys.stderr)
         return 130
-    print(status_table(submit_dir))
-    failed = [c for c in driver.state.clusters.values() if c.state != "done"]
-    if failed:
-        print("pilot submit: not done: " + ", ".join(f"{c.name} ({c.state}{': ' + c.reason if c.reason else ''})" for c in failed),
-              file=sys.stderr)
-        return 1
-    return 0
-
-
-def _progress(tty: bool):
-    def show(driver) -> None:
-        counts: dict[str, int] = {}
-        for c in driver.state.clusters.values():
-            counts[c.state] = counts.get(c.state, 0) + 1
-        line = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-        if tty:
-            sys.stderr.write(f"\r\x1b[Kclusters: {line}")
-            sys.stderr.flush()
-        else:
-            logging.getLogger("pilot.submit").info("clusters: %s", line)
-
-    return show
-
-
-def _detach(submit_dir: str, sites, ns) -> int:
-    log = os.path.join(submit_dir, "submit.log")
-    pid = os.fork()
-    if pid:
-        print(f"pilot submit: driving {submit_dir} in the background (pid {pid}); log: {log}; see: pilot status {submit_dir}")
-        return 0
-    os.setsid()
-    if os.fork():
-        os._exit(0)
-    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    try:
-        code = _drive(submit_dir, sites, ns, tty=False)
-    except Exception as exc:  # the parent is gone: the log is the only place to say it
-        print(f"pilot submit: {exc}", file=sys.stderr)
-        code = 1
-    os._exit(code)
-
-
-def status_table(submit_dir: str) -> str:
-    from pilot.submit.driver import read_clusters
-    from pilot.submit.state import SubmitState
-
-    state = SubmitState.load(submit_dir)
-    rows = [("cluster", "job id", "state", "done/total", "attempts", "site", "note")]
-    for c in read_clusters(submit_dir):
-        cs = state.clusters.get(c.name) if state else None
-        done = _done_tasks(c.dag)
-        rows.append((c.name, (cs.job_id if cs else None) or "-", cs.state if cs else "waiting", f"{done}/{c.tasks}",
-                     str(cs.attempts if cs else 0), (cs.site if cs else None) or "-", (cs.reason if cs else "") or ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows)
-
-
-def _done_tasks(dag: str) -> int:
-    from pilot.dag.rescue import read_rescue
-    from pilot.errors import DagError
-
-    try:
-        return len(read_rescue(dag + ".rescue"))
-    except DagError:  # unreadable: the status table still shows the rest
-        return 0
+    print(outcome.status)
+    for line in outcome.problems:
+        print(line, file=sys.stderr)
+    return 0 if outcome.ok else 1
 
 
 def status_main(argv: Sequence[str]) -> int:
-    p = _Parser(prog="pilot status", description="Show the clusters of a submit directory: batch job, state, tasks done.")
-    p.add_argument("submit_dir")
-    p.add_argument("-v", "--verbose", action="count", default=0)
+    from pilot.submit.session import status
+
+    p = _Parser(prog="pilot status", description="Show the clusters of a submit directory (waiting, queued with the "
+                "scheduler's reason, held, running with tasks done and running now, done, failed, not run) and the "
+                "task totals as pegasus-status counts them. Exit status: 0 all done, 1 failed (or cancelled), "
+                "2 bad input, 3 not finished (still running, or stopped: resume with pilot submit DIR).")
+    p.add_argument("submit_dir", help="a submit directory written by pilot plan or pilot submit")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="show tracebacks of errors")
     ns = p.parse_args(list(argv))
-    print(status_table(ns.submit_dir))
-    return 0
+    result = status(ns.submit_dir)
+    print(result.text)
+    return int(result.code)
 
 
 def cancel_main(argv: Sequence[str]) -> int:
-    from pilot.submit.state import SubmitState
+    from pilot.submit.session import cancel
 
-    p = _Parser(prog="pilot cancel", description="Stop the driver and cancel every batch job it submitted.")
-    p.add_argument("submit_dir")
-    p.add_argument("--site", help="site config(s) used by pilot submit (default: as recorded)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("-v", "--verbose", action="count", default=0)
+    p = _Parser(prog="pilot cancel", description="Stop the pilot submit driving a submit directory and cancel every "
+                "batch job it submitted.")
+    p.add_argument("submit_dir", help="a submit directory written by pilot plan or pilot submit")
+    p.add_argument("--site", help="site config(s) the run used (default: those recorded in submit.state.json)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a site config key (repeatable)")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="show tracebacks of errors")
     ns = p.parse_args(list(argv))
-    if not os.path.exists(os.path.join(ns.submit_dir, "clusters.yml")):
-        raise ConfigError(f"{ns.submit_dir}: no clusters.yml: is this a directory written by pilot plan?")
-    _stop_driver(ns.submit_dir)
-    state = SubmitState.load(ns.submit_dir)
-    if state is None:
+    cancelled = cancel(ns.submit_dir, _choices(ns.site, ns.set))
+    if cancelled is None:
         print("pilot cancel: nothing was submitted from this directory")
         return 0
-    names = ns.site or ",".join(sorted({c.site for c in state.clusters.values() if c.site}))
-    if not names:
-        print("pilot cancel: nothing was submitted from this directory")
-        return 0
-    cancelled = _driver(ns.submit_dir, _sites(names, ns.set)).cancel_all()
     print(f"pilot cancel: cancelled {len(cancelled)} batch job(s){': ' + ' '.join(cancelled) if cancelled else ''}")
     return 0
-
-
-def _stop_driver(submit_dir: str) -> None:
-    """SIGTERM a running pilot submit (its pid is in the lock file) so it submits nothing more."""
-    path = os.path.join(submit_dir, LOCK)
-    try:
-        fd = os.open(path, os.O_RDWR)
-    except FileNotFoundError:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return  # nobody holds it
-    except BlockingIOError:
-        pid = int((os.pread(fd, 32, 0).decode().strip() or "0"))
-        if pid:
-            os.kill(pid, signal.SIGTERM)
-        fcntl.flock(fd, fcntl.LOCK_EX)  # wait until it let go
-    finally:
-        os.close(fd)
 
 
 def sites_main(argv: Sequence[str]) -> int:
@@ -228,18 +170,56 @@ def sites_main(argv: Sequence[str]) -> int:
     p = _Parser(prog="pilot sites", description="List the shipped site configs, or show one.")
     p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
     p.add_argument("name", nargs="?")
+    p.add_argument("--yaml", action="store_true", help="show: print the site file itself")
     p.add_argument("-v", "--verbose", action="count", default=0)
     ns = p.parse_args(list(argv))
     if ns.action == "show":
         if not ns.name:
             raise UsageError("pilot sites show NAME: which site? (see pilot sites)")
-        with open(site_path(ns.name), encoding="utf-8") as fh:
-            print(fh.read(), end="")
+        if ns.yaml:
+            with open(site_path(ns.name), encoding="utf-8") as fh:
+                print(fh.read(), end="")
+        else:
+            print(site_summary(ns.name))
         return 0
-    import yaml
+    from pilot.sites import read_site_file
 
     for name, path in shipped_sites().items():
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh) or {}
+        data, _ = read_site_file(path)
         print(f"{name:<16} {data.get('scheduler', 'local'):<7} {data.get('description', '')}")
     return 0
+
+
+def site_summary(name: str) -> str:
+    """What a user needs to know before submitting to a site, one fact a line."""
+    from pilot.sites import load_site
+
+    site = load_site(name, need_required=False)
+
+    def size(mb: int | None) -> str:
+        return "-" if mb is None else (f"{mb / 1024:g} GiB" if mb >= 1024 else f"{mb} MiB")
+
+    launcher = site.launcher + (" (from the job's PATH after worker_init)" if site.launcher_from == "path" else "")
+    rows = [
+        ("site", f"{site.name}: {site.description}" if site.description else site.name),
+        ("scheduler", site.scheduler),
+        ("queue", ", ".join(f"{k} {v}" for k, v in (("partition", site.partition), ("queue", site.queue),
+                                                       ("qos", site.qos), ("constraint", site.constraint)) if v) or "-"),
+        ("launcher", f"{launcher} {site.launcher_options}".rstrip()),
+        ("per node", f"{site.cores_per_node or '?'} cores, {size(site.memory_per_node_mb)} memory, "
+                     f"{site.gpus_per_node if site.gpus_per_node is not None else '?'} GPUs; {site.ranks_per_node} ranks"),
+        ("nodes", f"{site.nodes} per job{', whole nodes' if site.exclusive else ''}"),
+        ("walltime", f"{site.walltime} per job; max walltime {site.max_walltime or 'not stated'}"),
+        ("worker_init", "; ".join(site.worker_init) or "-"),
+        ("required", ", ".join(f"{k} (pass --set {k}=VALUE)" for k in site.required) or "nothing"),
+        ("max queued", str(site.max_queued)),
+        ("sources", "\n".join(site.sources) or "-"),
+        ("file", site.path),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines = []
+    for key, value in rows:
+        first, *rest = value.split("\n")
+        lines.append(f"{key + ':':<{width + 1}} {first}")
+        lines += [f"{'':<{width + 1}} {more}" for more in rest]
+    return "\n".join(lines)

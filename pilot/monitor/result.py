@@ -5,27 +5,66 @@ One JSON object, replaced atomically at every exit path::
     {"ok": false, "reason": "walltime", "tasks": 4, "done": 2, "unfinished": ["C", "D"],
      "exit": 1, "pid": 123, "host": "n1", "end": 1790000000.0}
 
-``reason`` is ``done`` (all tasks succeeded), ``failed`` (tasks failed after their
-tries, or -m was reached), ``walltime`` (--max-wall-time), ``signal`` (SIGTERM or
-SIGINT: the batch system's time limit or a cancel) or ``error`` (the run could not
-start: bad DAG, infeasible task, host script). A batch queue reports a vanished
-job as completed whatever happened in it; this file says what really did.
+``reason`` is a ``RunOutcome``: ``done`` (all tasks succeeded), ``failed`` (tasks
+failed after their tries, or -m was reached), ``walltime`` (--max-wall-time, also
+when it strikes during start-up), ``signal`` (SIGTERM or SIGINT: the batch system's
+time limit, a preemption or a cancel) or ``error`` (the run could not start: bad
+DAG, infeasible task, host script). A batch queue reports a vanished job as
+completed whatever happened in it; this file says what really did.
+
+Reading distinguishes "no file" (the pilot never got to write one: the job
+vanished) from "a file that cannot be read or parsed", which is an error to
+report: resubmitting on a corrupt result would hide a real problem.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import time
+from dataclasses import dataclass
+
+from pilot.errors import PilotError
+
+MAX_RESULT_BYTES = 1 << 20  # a result is a few hundred bytes; anything bigger is not one
+
+
+class RunOutcome(str, enum.Enum):
+    """How one ``pilot run`` ended."""
+
+    DONE = "done"
+    FAILED = "failed"
+    WALLTIME = "walltime"
+    SIGNAL = "signal"
+    ERROR = "error"
+
+
+class ResultError(PilotError):
+    """A result file exists but cannot be read or is not a result."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    outcome: RunOutcome
+    tasks: int
+    done: int
+    unfinished: list[str]
+    exit_code: int
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is RunOutcome.DONE
 
 
 def result_path(dag: str) -> str:
     return dag + ".result"
 
 
-def write_result(dag: str, ok: bool, reason: str, tasks: int, done: int, unfinished: list[str], exit_code: int) -> None:
+def write_result(dag: str, ok: bool, reason: RunOutcome | str, tasks: int, done: int, unfinished: list[str],
+                 exit_code: int) -> None:
     data = {
-        "ok": ok, "reason": reason, "tasks": tasks, "done": done, "unfinished": unfinished[:100],
+        "ok": ok, "reason": RunOutcome(reason).value, "tasks": tasks, "done": done, "unfinished": unfinished[:100],
         "exit": exit_code, "pid": os.getpid(), "host": os.uname().nodename, "end": time.time(),
     }
     path = result_path(dag)
@@ -36,9 +75,21 @@ def write_result(dag: str, ok: bool, reason: str, tasks: int, done: int, unfinis
     os.replace(tmp, path)
 
 
-def read_result(dag: str) -> dict | None:
+def read_result(dag: str) -> RunResult | None:
+    """The run's result; None when there is no result file; ResultError when it is unreadable."""
+    path = result_path(dag)
     try:
-        with open(result_path(dag), encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read(MAX_RESULT_BYTES + 1)
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise ResultError(f"{path}: cannot read the pilot's result: {exc.strerror}") from None
+    try:
+        raw = json.loads(text)
+        outcome = RunOutcome(raw["reason"])
+        return RunResult(outcome, int(raw["tasks"]), int(raw["done"]), [str(u) for u in raw.get("unfinished", [])],
+                         int(raw.get("exit", 0 if outcome is RunOutcome.DONE else 1)))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ResultError(f"{path}: not a pilot result ({type(exc).__name__}: {exc}); "
+                          f"see the cluster's batch job output for what went wrong") from None

@@ -22,14 +22,14 @@ from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
 from pilot.dag.writer import runtime_note
 from pilot.errors import ConfigError, DagError
-from pilot.jobrequest import pilot_args, request_for, script_for
+from pilot.jobrequest import pilot_args, request_for
+from providers import script_for
 from pilot.monitor.submitdir import write_monitoring_files
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
-
-CLUSTERS_FILE = "clusters.yml"
+from pilot.submit.clusters import CLUSTERS_FILE, CLUSTERS_FORMAT
 NOTIFY_FILE = "monitord.notify"  # one empty notifications file that every cluster's braindump names
 
 
@@ -119,8 +119,56 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
     finally:
         _SHARED = None
     out = [Emitted(clusters[k], dag, script, ranks, critical) for k, dag, script, ranks, critical in rows]
-    write_cluster_dag(submit_dir, out, site, workflow_name)
+    memo: dict = {}
+    write_cluster_dag(submit_dir, out, site, workflow_name, [cluster_retry(c, resolver, memo) for c in clusters])
     return out
+
+
+def _retry_in(layer: dict[str, str]) -> str | None:
+    value = None
+    for key, raw in layer.items():
+        if key.lower() == "retry":
+            value = raw
+    return value
+
+
+def dagman_retry(job: Job, site: str, resolver: ProfileResolver, memo: dict | None = None) -> int | None:
+    """Pegasus' ``dagman.retry`` for a job, overloaded as pegasus profiles are (transformation
+    catalog > site catalog > job > properties); keys compare case-insensitively (Pegasus.api
+    writes ``RETRY``). ``memo`` keeps the catalogs' answer per transformation and site."""
+    cat = resolver.catalogs
+    key = (job.tx_key, site)
+    memo = {} if memo is None else memo
+    if key not in memo:
+        upper = None
+        tx = cat.find_transformation(job.tx_key)
+        tx_site = tx.sites.get(site) if tx is not None else None
+        site_entry = cat.sites.get(site)
+        for layer in (tx_site.profiles if tx_site else {}, tx.profiles if tx else {}, site_entry.profiles if site_entry else {}):
+            upper = _retry_in(layer.get("dagman", {}))
+            if upper is not None:
+                break
+        memo[key] = upper
+    value = memo[key]
+    if value is None:
+        value = _retry_in(job.profiles.get("dagman", {})) if job.profiles else None
+    if value is None:
+        value = cat.properties.get("dagman.retry")
+    if value is None or value == "":
+        return None
+    try:
+        retry = int(value)
+    except ValueError:
+        raise ConfigError(f"{job.where}: profile dagman.retry = {value!r} is not a whole number") from None
+    if retry < 0:
+        raise ConfigError(f"{job.where}: profile dagman.retry = {value!r} must not be negative")
+    return retry
+
+
+def cluster_retry(cluster: Cluster, resolver: ProfileResolver, memo: dict | None = None) -> int | None:
+    """A cluster is retried as often as the most-retried of its jobs asks (None: no job says)."""
+    values = [r for r in (dagman_retry(job, cluster.site, resolver, memo) for job in cluster.jobs) if r is not None]
+    return max(values) if values else None
 
 
 def _emit_one(k: int) -> tuple[int, str, str, int, float | None]:
@@ -157,18 +205,20 @@ def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, crit
     return Emitted(cluster, dag_file, script_file, req.ranks, critical)
 
 
-def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str) -> None:
+def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
+                      retries: list[int | None] | None = None) -> None:
     """clusters.yml (format in docs/submit-dir.md). JSON scalars are YAML; PyYAML's emitter
     would take seconds for the tens of thousands of clusters of a big plan."""
     j = json.dumps
     lines = [
+        f"format: {CLUSTERS_FORMAT}",
         f"workflow: {j(workflow_name)}",
         f"site: {j(site.name)}",
         f"site_file: {j(os.path.abspath(site.path))}",
         f"scheduler: {j(site.scheduler)}",
         "clusters:",
     ]
-    for e in emitted:
+    for k, e in enumerate(emitted):
         c = e.cluster
         lines += [
             f"- name: {j(c.name)}",
@@ -181,6 +231,7 @@ def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig,
             f"  runtime: {j(c.runtime)}",
             f"  critical_path: {j(e.critical_path)}",
             f"  parents: {j([p.name for p in c.parents])}",
+            f"  retry: {j(retries[k] if retries else None)}",
         ]
     tmp = os.path.join(submit_dir, CLUSTERS_FILE + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import shlex
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.sites import SiteConfig
 
 SITE_HINTS = ("selector.execution.site", "hints.execution.site")
+log = logging.getLogger("pilot.plan")
 
 
 @dataclass
@@ -134,7 +136,47 @@ def _plan(req: PlanRequest) -> Plan:
     clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
 
     emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments)
+    for line in node_fit_warnings(emitted, site, resolver):
+        log.warning("%s", line)
     return Plan(submit_dir, wf.name, emitted)
+
+
+MAX_FIT_WARNINGS = 5
+
+
+def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: ProfileResolver | None) -> list[str]:
+    """Clusters that ask for more than the site config says a node has (ranks per node against
+    cores_per_node; a task's pmc_request_cpus/pmc_request_memory against cores_per_node/memory_per_node_mb):
+    such a batch job or task may never start, which is better said now than after hours in a queue."""
+    from pilot.jobrequest import request_for
+
+    cores, memory = site.cores_per_node, site.memory_per_node_mb
+    if not cores and not memory:
+        return []
+    where = site.path or site.name
+    out: list[str] = []
+    for e in emitted:
+        c = e.cluster
+        rpn = request_for(site, c.name, "", [], ranks=e.ranks).ranks_per_node
+        if cores and rpn > cores:
+            out.append(f"cluster {c.name} asks for {rpn} MPI ranks per node, but a node of site {site.name} has {cores} "
+                       f"cores ({where}: cores_per_node): its batch job may never start; lower ranks_per_node")
+        if resolver is None:
+            continue
+        for job in c.jobs:
+            profiles = resolver.pegasus(job, c.site)
+            cpus, mem = _number(profiles.get("pmc_request_cpus")), _number(profiles.get("pmc_request_memory"))
+            if cores and cpus and cpus > cores:
+                out.append(f"{job.where}: asks for {cpus:g} CPUs (pmc_request_cpus), but a node of site {site.name} has {cores} "
+                           f"(cores_per_node): cluster {c.name} cannot run it")
+                break
+            if memory and mem and mem > memory:
+                out.append(f"{job.where}: asks for {mem:g} MB (pmc_request_memory), but a node of site {site.name} has "
+                           f"{memory} MB (memory_per_node_mb): cluster {c.name} cannot run it")
+                break
+    if len(out) > MAX_FIT_WARNINGS:
+        out = out[:MAX_FIT_WARNINGS] + [f"... and {len(out) - MAX_FIT_WARNINGS} more clusters that do not fit a node of {site.name}"]
+    return out
 
 
 def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_arguments: str) -> Plan:
@@ -169,3 +211,11 @@ def _submit_dir(req: PlanRequest, name: str) -> str:
         if not os.path.exists(path):
             return path
     raise ConfigError("no free submit directory name; pass --dir")
+
+
+def _number(raw: str | None) -> float | None:
+    """A profile's number; None when unset or not a number (the DAG writer reports those)."""
+    try:
+        return float(raw) if raw not in (None, "") else None
+    except ValueError:
+        return None

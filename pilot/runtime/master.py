@@ -25,7 +25,7 @@ from pilot.errors import LockError
 from pilot.monitor import records, stdio
 from pilot.monitor.events import Fanout, RunEvents
 from pilot.monitor.resource_log import ResourceLog
-from pilot.monitor.result import write_result
+from pilot.monitor.result import RunOutcome, write_result
 from pilot.runtime.engine import Engine
 from pilot.runtime.forwarding import FdCache
 from pilot.runtime.lock import DagLock
@@ -125,7 +125,13 @@ class Master:
             self.events.run_finished(False, {})
         self._close()
         if not isinstance(exc, LockError):  # another run holds the DAG: its result file is not ours
-            self._write_result(False, "signal" if self.signalled else "error", getattr(exc, "exit_code", 1))
+            if self.signalled:
+                outcome = RunOutcome.SIGNAL
+            elif self.deadline is not None and time.monotonic() >= self.deadline:
+                outcome = RunOutcome.WALLTIME  # out of time during start-up: a resubmission can finish it
+            else:
+                outcome = RunOutcome.ERROR
+            self._write_result(False, outcome, getattr(exc, "exit_code", 1))
 
     def _on_signal(self, signum, frame) -> None:  # noqa: ARG002
         self.signalled = signal.Signals(signum).name
@@ -339,7 +345,7 @@ class Master:
         else:
             log.error("task %s failed with status %d%s", task.name, status, why)
 
-    def _write_result(self, ok: bool, reason: str, exit_code: int) -> None:
+    def _write_result(self, ok: bool, reason: RunOutcome | str, exit_code: int) -> None:
         engine = self.engine
         try:
             write_result(self.opts.dag, ok, reason, engine.total if engine else 0, engine.done_count if engine else 0,

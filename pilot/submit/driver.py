@@ -1,287 +1,388 @@
-"""DAGMan's job for the cluster DAG: submit ready clusters, watch them, resubmit, stop on failure.
+"""DAGMan's job for the cluster DAG: submit ready clusters, watch them, retry, resubmit, fail like DAGMan.
 
 A cluster is ready when its parents are done. It goes to a site with room
 (fewer than ``max_queued`` of ours active there); with several sites, the one
-with the highest rank -queued/max_queued (seed 004's matchmaking), and its
-resubmissions stay there. Whether a cluster succeeded is read from the
-pilot's ``<dag>.result`` (a batch queue shows a vanished job as completed
-whatever happened): ``done`` is done; ``walltime`` or ``signal`` (ran out of
-time, was preempted) and a job that vanished without a result are resubmitted
-up to ``max_resubmits`` times, resuming from the rescue log; ``failed`` or
-``error`` fail the cluster, after which no new cluster is released. A failed
-submission is retried with exponential back-off.
+with the highest rank -queued/max_queued, and its further attempts stay there.
+
+The queue says where a job stands (pending with a reason, held, running,
+finished); whether a cluster succeeded is read from the pilot's
+``<dag>.result``, since a queue shows a vanished job as completed whatever
+happened in it. When a job has finished:
+
+- ``done``: the cluster is done;
+- ``failed`` (tasks failed after their tries): retried, resuming from the
+  rescue log, up to the cluster's retry count (the largest Pegasus
+  ``dagman.retry`` among its jobs, else ``--retry``);
+- ``walltime``, ``signal`` (preemption, node failure, the batch time limit) or
+  no result at all (the job vanished before the pilot could write one):
+  resubmitted, resuming from the rescue log, up to ``--max-resubmits``; these
+  never consume the retries;
+- ``error`` (the pilot could not start: bad DAG, infeasible task, host
+  script) or a result file that cannot be read: the cluster fails.
+
+A job pending for a reason waiting cannot cure (the scheduler plug-in says
+``never_starts``) is cancelled and its cluster fails. A failed cluster stops
+only its descendants: everything that does not depend on it is still released
+(DAGMan's semantics); the run ends when nothing more can run. A failed
+submission is retried with exponential back-off, after looking the job up by
+its unique name (it may have reached the queue all the same).
+
+The constructor does no I/O: ``Driver.load`` reads the submit directory and
+``recover()`` is the explicit step that prepares a restart.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import time
 import uuid
-from dataclasses import dataclass, field
-from typing import Any, Callable
-
-import yaml
+from typing import Callable
 
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import pilot_args, request_for
-from pilot.monitor.result import read_result, result_path
+from pilot.monitor.result import ResultError, RunOutcome, read_result, result_path
 from pilot.sites import SiteConfig
-from pilot.submit import state as st
+from pilot.submit.backend import Backend, JobRef
+from pilot.submit.clusters import ClusterSpec, read_clusters
+from pilot.submit.options import Clock, Options, SystemClock
+from pilot.submit.state import ACTIVE, STATE_FILE, ClusterRecord, ClusterState, SubmitState
+from providers.queue import QueueState, QueueStatus
 
 log = logging.getLogger("pilot.submit")
 
-SUBMIT_TRIES = 5
-TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "MISSING", "EXITING"}
-
-
-@dataclass
-class Cluster:
-    name: str
-    dir: str
-    dag: str
-    tasks: int
-    ranks: int
-    parents: list[str]
-
-
-@dataclass
-class Options:
-    max_resubmits: int = 3
-    poll: float = 2.0
-    backoff: float = 2.0
-    on_change: Callable[["Driver"], None] | None = None
-
-
-def read_clusters(submit_dir: str) -> list[Cluster]:
-    path = os.path.join(submit_dir, "clusters.yml")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"{submit_dir}: no clusters.yml: is this a directory written by pilot plan?") from None
-    return [Cluster(c["name"], os.path.join(submit_dir, c["dir"]), os.path.join(submit_dir, c["dag"]), c["tasks"],
-                    c["ranks"], list(c["parents"])) for c in data["clusters"]]
-
-
-@dataclass
 class Driver:
-    submit_dir: str
-    sites: list[SiteConfig]
-    providers: dict[str, Any]
-    opts: Options = field(default_factory=Options)
-
-    def __post_init__(self) -> None:
-        self.clusters = {c.name: c for c in read_clusters(self.submit_dir)}
-        self.site_by_name = {s.name: s for s in self.sites}
-        loaded = st.SubmitState.load(self.submit_dir)
-        self.state = loaded or st.SubmitState(os.path.join(self.submit_dir, st.STATE_FILE), plan_id=uuid.uuid4().hex[:8])
-        for name in self.clusters:
-            self.state.clusters.setdefault(name, st.ClusterState(name))
-        self._next_try: dict[str, float] = {}
+    def __init__(self, submit_dir: str, specs: list[ClusterSpec], state: SubmitState, sites: list[SiteConfig],
+                 backend: Backend, opts: Options | None = None, clock: Clock | None = None) -> None:
+        self.submit_dir = submit_dir
+        self.specs = {s.name: s for s in specs}
+        self.children: dict[str, list[str]] = {s.name: [] for s in specs}
+        for s in specs:
+            for p in s.parents:
+                self.children[p].append(s.name)
+        self.state = state
+        self.sites = list(sites)
+        self.site_by_name = {s.name: s for s in sites}
+        self.backend = backend
+        self.opts = opts or Options()
+        self.clock = clock or SystemClock()
         self.stopping = False
-        if loaded:
-            self._recover()
-        self.state.save()
+        self._next_try: dict[str, float] = {}
+        self._query_failing: set[str] = set()
+        self._dirty = False  # changes not yet in the state file (written at the end of each step)
+        # Records of clusters the plan no longer has (re-planned with --force): set aside, checked by recover().
+        self.orphans = [c for n, c in state.clusters.items() if n not in self.specs]
+        state.clusters = {name: state.clusters.get(name) or ClusterRecord(name) for name in self.specs}
+
+    @classmethod
+    def load(cls, submit_dir: str, sites: list[SiteConfig], backend: Backend, opts: Options | None = None,
+             clock: Clock | None = None) -> "Driver":
+        """A driver over a submit directory: its clusters and the state of earlier runs (nothing is written)."""
+        specs = read_clusters(submit_dir)
+        state = SubmitState.load(submit_dir) or SubmitState(os.path.join(submit_dir, STATE_FILE), plan_id=uuid.uuid4().hex[:8])
+        return cls(submit_dir, specs, state, sites, backend, opts, clock)
 
     # -- restart --------------------------------------------------------------
-    def _recover(self) -> None:
-        """A previous driver stopped: let providers poll its jobs; submissions in doubt are resolved in step()."""
-        from providers import track
-
+    def recover(self) -> None:
+        """Prepare to drive: every site with jobs in a queue must be given; clusters that failed or were
+        cancelled get a fresh set of retries and resubmissions (the rescue DAG of DAGMan: their rescue
+        logs keep finished tasks from running again); the state is written."""
+        busy = [c.name for c in self.orphans if c.state in ACTIVE]
+        if busy:
+            raise ConfigError(f"{self.submit_dir}: {STATE_FILE} has batch jobs for cluster(s) {', '.join(busy[:5])} that "
+                              f"clusters.yml no longer has (re-planned?): pilot cancel them first, or remove {STATE_FILE}")
         missing = sorted({c.site for c in self.state.clusters.values()
-                          if c.site and c.state in (*st.ACTIVE, st.WAITING) and c.site not in self.site_by_name})
+                          if c.site and c.state in ACTIVE and c.site not in self.site_by_name})
         if missing:
             raise ConfigError(
                 f"{self.submit_dir}: clusters of this run are on site(s) {', '.join(missing)}: pass them to --site too "
                 f"(e.g. --site {','.join([*self.site_by_name, *missing])})"
             )
-        for site_name, provider in self.providers.items():
-            jobs = [(c.job_id, self.clusters[c.name].dir, c.job_name or "") for c in self.state.clusters.values()
-                    if c.state == st.QUEUED and c.site == site_name and c.job_id]
-            track(self.site_by_name[site_name], provider, jobs)
+        for c in self.state.clusters.values():
+            if c.state in (ClusterState.FAILED, ClusterState.CANCELLED):
+                log.info("cluster %s: %s before (%s); trying it again", c.name, c.state.value, c.reason)
+                c.state, c.reason = ClusterState.WAITING, ""
+                c.retries = c.resubmits = c.submit_errors = 0
+                c.queue = c.queue_reason = ""
+            if c.state is ClusterState.WAITING and c.site is not None and c.site not in self.site_by_name:
+                c.site = None  # not in a queue: any site given now may take it
+        self._save()
 
-    def _resolve(self, c: st.ClusterState) -> bool:
-        """A submission in doubt (the driver stopped during it, or sbatch/qsub reported an error):
-        adopt the job if the queue has it, settle it if it already ran, else submit again.
-        Returns False while the queue cannot be asked (the cluster stays SUBMITTING)."""
-        from providers import find, track
+    # -- the loop ---------------------------------------------------------------
+    def run(self, stop: Callable[[], bool] = lambda: False, on_step: Callable[["Driver"], None] | None = None) -> bool:
+        """Drive until nothing more can run (or ``stop()``); True when every cluster is done.
+        ``on_step`` is called after every pass (live progress reads the pilots' files then)."""
+        while True:
+            self.step()
+            if on_step is not None:
+                on_step(self)
+            if stop():
+                self.stopping = True
+            if self.finished():
+                break
+            self.clock.sleep(self.opts.poll)
+        return self.all_done()
 
-        site = self.site_by_name[c.site or ""]
-        cluster = self.clusters[c.name]
-        result = read_result(cluster.dag)
-        if result is not None:  # results of earlier attempts are removed before each submission
-            self._settle(c, result)
+    def all_done(self) -> bool:
+        return all(c.state is ClusterState.DONE for c in self.state.clusters.values())
+
+    def finished(self) -> bool:
+        """Nothing is in a queue and nothing more can be released (or we are stopping)."""
+        if self.stopping:
             return True
-        found = find(site, cluster.dir, c.job_name or "")
+        if any(c.state in ACTIVE for c in self.state.clusters.values()):
+            return False
+        return not any(self._is_ready(c) for c in self.state.clusters.values())
+
+    def step(self) -> bool:
+        changed = False
+        now = self.clock.monotonic()
+        for c in [c for c in self.state.clusters.values() if c.state is ClusterState.SUBMITTING]:
+            if self._next_try.get(c.name, 0.0) <= now:
+                changed |= self._resolve(c)
+        changed |= self._poll()
+        if not self.stopping:
+            changed |= self._release()
+        if self._dirty:
+            self._save()
+        return changed
+
+    def _save(self) -> None:
+        self.state.save()
+        self._dirty = False
+
+    # -- queue ------------------------------------------------------------------
+    def _poll(self) -> bool:
+        changed = False
+        for site in self.sites:
+            queued = [c for c in self.state.clusters.values()
+                      if c.state is ClusterState.QUEUED and c.site == site.name and c.job_id]
+            if not queued:
+                continue
+            try:
+                statuses = self.backend.query(site, [c.job_id for c in queued if c.job_id])
+            except SubmitError as exc:
+                if site.name not in self._query_failing:
+                    log.warning("%s: cannot ask the queue (%s); will ask again", site.name, exc)
+                    self._query_failing.add(site.name)
+                for c in queued:  # a pilot that wrote its result has ended: its own word is enough
+                    if os.path.exists(result_path(self.specs[c.name].dag)):
+                        self._settle(c)
+                        changed = True
+                continue
+            self._query_failing.discard(site.name)
+            for c in queued:
+                status = statuses.get(c.job_id or "", QueueStatus(QueueState.FINISHED))
+                changed |= self._observe(c, site, status)
+        return changed
+
+    def _observe(self, c: ClusterRecord, site: SiteConfig, status: QueueStatus) -> bool:
+        if status.state is QueueState.FINISHED:
+            self._settle(c)
+            return True
+        if status.state is QueueState.PENDING and status.never_starts:
+            self._cancel_job(site, c)
+            self._fail(c, f"job {c.job_id} can never start on {site.name}: {status.reason or 'the scheduler says so'} "
+                          f"(cancelled; ask for less, or use another site)")
+            return True
+        reason = "" if status.reason.upper() == status.state.name else status.reason  # no reason, only the state again
+        if (c.queue, c.queue_reason) == (status.state.value, reason):
+            return False
+        if status.state is QueueState.RUNNING and c.queue != QueueState.RUNNING.value:
+            log.info("cluster %s: job %s running", c.name, c.job_id)
+        elif status.state is QueueState.PENDING and reason:
+            log.info("cluster %s: job %s pending (%s)", c.name, c.job_id, reason)
+        elif status.state is QueueState.HELD:
+            log.warning("cluster %s: job %s held%s", c.name, c.job_id, f" ({reason})" if reason else "")
+        c.queue, c.queue_reason = status.state.value, reason
+        self._dirty = True
+        return True
+
+    def _settle(self, c: ClusterRecord) -> None:
+        """The cluster's job has ended: its pilot's result decides what comes next."""
+        spec = self.specs[c.name]
+        c.queue = c.queue_reason = ""
+        try:
+            result = read_result(spec.dag)
+        except ResultError as exc:
+            self._fail(c, str(exc))
+            return
+        if result is not None and result.ok:
+            c.state, c.reason = ClusterState.DONE, ""
+            log.info("cluster %s done (job %s)", c.name, c.job_id)
+            self._dirty = True
+            return
+        if result is not None and result.outcome is RunOutcome.FAILED:
+            limit = spec.retry if spec.retry is not None else self.opts.retry
+            failed = f"tasks failed ({result.done}/{result.tasks} done)"
+            if c.retries < limit:
+                c.retries += 1
+                self._again(c, f"{failed}: retry {c.retries} of {limit}")
+            else:
+                self._fail(c, failed + (f" after {c.retries} {'retry' if c.retries == 1 else 'retries'}" if c.retries else ""))
+            return
+        if result is not None and result.outcome is RunOutcome.ERROR:
+            self._fail(c, "the pilot could not start (see the batch job's stderr)")
+            return
+        why = {RunOutcome.WALLTIME: "ran out of wall time", RunOutcome.SIGNAL: "was stopped by a signal (time limit, preemption)"}
+        what = why[result.outcome] if result is not None else "vanished without a result (node failure or killed)"
+        if c.resubmits < self.opts.max_resubmits:
+            c.resubmits += 1
+            self._again(c, f"job {c.job_id} {what}: resubmit {c.resubmits} of {self.opts.max_resubmits}")
+        else:
+            self._fail(c, f"job {c.job_id} {what}; no resubmissions left (--max-resubmits {self.opts.max_resubmits})")
+
+    def _again(self, c: ClusterRecord, reason: str) -> None:
+        c.state, c.reason = ClusterState.WAITING, reason
+        log.warning("cluster %s: %s, resuming from its rescue log", c.name, reason)
+        self._dirty = True
+
+    def _fail(self, c: ClusterRecord, reason: str) -> None:
+        c.state, c.reason = ClusterState.FAILED, reason
+        c.queue = c.queue_reason = ""
+        below = self.descendants(c.name)
+        more = f"; {len(below)} cluster(s) below it will not run" if below else ""
+        log.error("cluster %s failed: %s%s", c.name, reason, more)
+        self._dirty = True
+
+    def descendants(self, name: str) -> list[str]:
+        out: list[str] = []
+        seen = {name}
+        todo = [name]
+        while todo:
+            for child in self.children[todo.pop()]:
+                if child not in seen:
+                    seen.add(child)
+                    out.append(child)
+                    todo.append(child)
+        return out
+
+    def _cancel_job(self, site: SiteConfig, c: ClusterRecord) -> None:
+        try:
+            self.backend.cancel(site, [JobRef(c.job_id, self.specs[c.name].dir, c.job_name or "")])
+        except Exception as exc:  # noqa: BLE001 - the cluster fails either way; say the job may remain
+            log.error("cluster %s: cancelling job %s failed (%s); cancel it by hand", c.name, c.job_id, exc)
+
+    # -- submissions in doubt ---------------------------------------------------
+    def _resolve(self, c: ClusterRecord) -> bool:
+        """A submission in doubt (the driver stopped during it, or the submit command failed): adopt the
+        job if the queue has it, settle it if it already ran, else submit again or give up.
+        Returns False while the queue cannot be asked (the cluster stays SUBMITTING)."""
+        site = self.site_by_name[c.site or ""]
+        spec = self.specs[c.name]
+        if os.path.exists(result_path(spec.dag)):  # results of earlier attempts are removed before each submission
+            self._settle(c)
+            return True
+        found = self.backend.find(site, spec.dir, c.job_name or "")
         if found is None:
             log.warning("cluster %s: cannot ask %s's queue whether job %s exists; will ask again", c.name, site.name, c.job_name)
+            self._next_try[c.name] = self.clock.monotonic() + self.opts.backoff
             return False
         if found:
             log.info("cluster %s: job %s was submitted as %s", c.name, c.job_name, found)
             c.job_ids.append(found)
-            c.state = st.QUEUED
-            track(site, self.providers[site.name], [(found, cluster.dir, c.job_name or "")])
-        elif c.submit_errors >= SUBMIT_TRIES:
-            c.state, c.reason = st.FAILED, f"submission failed {c.submit_errors} times"
-            log.error("cluster %s: %s; no new clusters will be released", c.name, c.reason)
+            c.state, c.queue = ClusterState.QUEUED, QueueState.PENDING.value
+            self._dirty = True
+        elif c.submit_errors >= self.opts.submit_tries:
+            self._fail(c, f"submission to {site.name} failed {c.submit_errors} times: {c.reason}")
         else:
-            c.state = st.WAITING  # it never reached the queue: submit again
-            c.attempts = max(0, c.attempts - 1)
-        self.state.save()
+            c.state = ClusterState.WAITING  # it never reached the queue: submit again
+            self._dirty = True
         return True
 
-    # -- one pass of the loop -------------------------------------------------
-    def run(self, stop: Callable[[], bool] = lambda: False) -> bool:
-        """Drive until every cluster is final (or nothing more can run, or ``stop()``); True when all are done."""
-        while not self.finished() and not stop():
-            changed = self.step()
-            if changed and self.opts.on_change:
-                self.opts.on_change(self)
-            if not self.finished() and not stop():
-                time.sleep(self.opts.poll)
-        return all(c.state == st.DONE for c in self.state.clusters.values())
-
-    def finished(self) -> bool:
-        states = self.state.clusters.values()
-        if any(c.state in st.ACTIVE for c in states):
-            return False
-        if self.stopping or any(c.state == st.FAILED for c in states):
-            return True
-        return all(c.state in st.FINAL for c in states) or not self._ready()
-
-    def step(self) -> bool:
-        now = time.monotonic()
-        changed = False
-        for c in [c for c in self.state.clusters.values() if c.state == st.SUBMITTING]:
-            if self._next_try.get(c.name, 0.0) <= now:
-                changed |= self._resolve(c)
-        changed |= self._poll()
-        if not self.stopping and not any(c.state == st.FAILED for c in self.state.clusters.values()):
-            changed |= self._release()
-        return changed
-
-    def _poll(self) -> bool:
-        changed = False
-        for site_name, provider in self.providers.items():
-            queued = [c for c in self.state.clusters.values() if c.state == st.QUEUED and c.site == site_name]
-            known = getattr(provider, "resources", None)
-            if known is not None:
-                for c in [c for c in queued if c.job_id not in known]:
-                    # A job no provider can follow (its traces are gone): the result file decides.
-                    self._settle(c, read_result(self.clusters[c.name].dag))
-                    changed = True
-                queued = [c for c in queued if c.job_id in known]
-            if not queued:
-                continue
-            try:
-                statuses = provider.status([c.job_id for c in queued])
-            except Exception as exc:  # a slow or failing squeue/qstat: try again next pass
-                log.warning("%s: status query failed (%s); will retry", site_name, exc)
-                for c in queued:  # a finished pilot's own word is enough
-                    result = read_result(self.clusters[c.name].dag)
-                    if result is not None:
-                        self._settle(c, result)
-                        changed = True
-                continue
-            for c, status in zip(queued, statuses):
-                name = getattr(status.state, "name", str(status.state))
-                result = read_result(self.clusters[c.name].dag)
-                if name in TERMINAL or (result is not None and name not in ("RUNNING", "PENDING")):
-                    self._settle(c, result)
-                    changed = True
-        return changed
-
-    def _settle(self, c: st.ClusterState, result: dict | None) -> None:
-        reason = result["reason"] if result else "vanished"
-        if result and result.get("ok"):
-            c.state, c.reason = st.DONE, "done"
-            log.info("cluster %s done (job %s)", c.name, c.job_id)
-        elif reason in ("walltime", "signal", "vanished") and c.attempts <= self.opts.max_resubmits:
-            c.state, c.reason = st.WAITING, f"resubmit after {reason}"
-            log.warning("cluster %s: job %s ended (%s); resubmitting, resuming from its rescue log", c.name, c.job_id, reason)
-        else:
-            done = f", {result['done']}/{result['tasks']} tasks done" if result else ""
-            c.state, c.reason = st.FAILED, f"{reason}{done}"
-            log.error("cluster %s failed: %s (job %s); no new clusters will be released", c.name, c.reason, c.job_id)
-        self.state.save()
-
-    def _ready(self) -> list[st.ClusterState]:
-        out = []
-        for c in self.state.clusters.values():
-            if c.state == st.WAITING and all(self.state.clusters[p].state == st.DONE for p in self.clusters[c.name].parents):
-                out.append(c)
-        return out
+    # -- release ------------------------------------------------------------------
+    def _is_ready(self, c: ClusterRecord) -> bool:
+        return c.state is ClusterState.WAITING and all(
+            self.state.clusters[p].state is ClusterState.DONE for p in self.specs[c.name].parents)
 
     def _release(self) -> bool:
-        changed = False
-        now = time.monotonic()
-        for c in self._ready():
-            if self._next_try.get(c.name, 0.0) > now:
+        """Submit every ready cluster that has room on a site. All of them are recorded as SUBMITTING (with
+        their unique job names) in one write before the first submission, and each job id is written as
+        soon as it is known: a restart after a crash anywhere in between looks a job up by name instead of
+        submitting it twice. Other changes (queue states, outcomes) are written once per pass."""
+        now = self.clock.monotonic()
+        active = {s.name: self.state.count(ACTIVE, s.name) for s in self.sites}
+        batch: list[tuple[ClusterRecord, SiteConfig]] = []
+        for c in self.state.clusters.values():
+            if all(active[s.name] >= s.max_queued for s in self.sites):
+                break  # every site is full
+            if not self._is_ready(c) or self._next_try.get(c.name, 0.0) > now:
                 continue
-            site = self._pick_site(c)
+            site = self._pick_site(c, active)
             if site is None:
-                break  # every site is at its limit
-            changed |= self._submit(c, site)
-        return changed
+                continue  # its site is full; another cluster may fit elsewhere
+            active[site.name] += 1
+            self._prepare(c, site)
+            batch.append((c, site))
+        if not batch:
+            return False
+        self._save()
+        for c, site in batch:
+            self._submit(c, site)
+            self._save()  # and its job id as soon as it has one
+        return True
 
-    def _pick_site(self, c: st.ClusterState) -> SiteConfig | None:
-        if c.site is not None:  # resubmissions stay where the cluster ran
+    def _pick_site(self, c: ClusterRecord, active: dict[str, int]) -> SiteConfig | None:
+        if c.site is not None:  # further attempts stay where the cluster ran
             site = self.site_by_name[c.site]
-            return site if self.state.count(st.ACTIVE, site.name) < site.max_queued else None
+            return site if active[site.name] < site.max_queued else None
         best, best_rank = None, None
         for site in self.sites:
-            active = self.state.count(st.ACTIVE, site.name)
-            if active >= site.max_queued:
+            if active[site.name] >= site.max_queued:
                 continue
-            rank = -active / site.max_queued
+            rank = -active[site.name] / site.max_queued
             if best_rank is None or rank > best_rank:
                 best, best_rank = site, rank
         return best
 
-    def _submit(self, c: st.ClusterState, site: SiteConfig) -> bool:
-        from providers import submit
-
-        cluster = self.clusters[c.name]
+    def _prepare(self, c: ClusterRecord, site: SiteConfig) -> None:
         try:
-            os.unlink(result_path(cluster.dag))  # the next result must be this attempt's
+            os.unlink(result_path(self.specs[c.name].dag))  # the next result must be this attempt's
         except FileNotFoundError:
             pass
         c.site = site.name
         c.attempts += 1
         c.job_name = f"pilot-{self.state.plan_id}-{c.name}-{c.attempts}"
-        c.state = st.SUBMITTING
-        self.state.save()
-        req = request_for(site, cluster.name, cluster.dir, pilot_args(site, os.path.basename(cluster.dag)), ranks=cluster.ranks)
+        c.state = ClusterState.SUBMITTING
+        c.queue = c.queue_reason = ""
+
+    def _submit(self, c: ClusterRecord, site: SiteConfig) -> None:
+        spec = self.specs[c.name]
+        req = request_for(site, spec.name, spec.dir, pilot_args(site, os.path.basename(spec.dag)), ranks=spec.ranks)
+        self._dirty = True
         try:
-            job_id = submit(self.providers[site.name], site, req, c.job_name)
+            job = self.backend.submit(site, req, c.job_name or "")
         except SubmitError as exc:
+            c.submit_errors += 1
+            c.reason = " ".join(str(exc).split())
+            if not exc.transient:  # refused for good: no job exists
+                self._fail(c, f"{site.name} refused the job: {c.reason}")
+                return
             # The job may exist all the same (a timeout after sbatch accepted it): stay in doubt,
             # and let _resolve look for it before anything is submitted again.
-            c.submit_errors += 1
-            delay = self.opts.backoff * 2 ** (c.submit_errors - 1)
-            self._next_try[c.name] = time.monotonic() + delay
-            log.warning("cluster %s: %s; checking the queue and retrying in %.0f s", c.name, exc, delay)
-            self.state.save()
-            return True
-        c.job_ids.append(job_id)
-        c.state = st.QUEUED
-        c.submit_errors = 0
-        self.state.save()
-        log.info("cluster %s submitted to %s as job %s (attempt %d)", c.name, site.name, job_id, c.attempts)
-        return True
+            delay = min(self.opts.max_backoff, self.opts.backoff * 2 ** (c.submit_errors - 1))
+            self._next_try[c.name] = self.clock.monotonic() + delay
+            log.warning("cluster %s: %s; checking the queue and retrying in %.0f s", c.name, c.reason, delay)
+            return
+        c.job_ids.append(job.job_id)
+        c.job_stdout, c.job_stderr = job.stdout, job.stderr
+        c.state, c.queue = ClusterState.QUEUED, QueueState.PENDING.value
+        if c.submit_errors:  # the reason was the failed submission's
+            c.reason, c.submit_errors = "", 0
+        log.info("cluster %s submitted to %s as job %s (attempt %d)", c.name, site.name, job.job_id, c.attempts)
 
-    # -- cancel ---------------------------------------------------------------
+    # -- cancel -------------------------------------------------------------------
     def cancel_all(self) -> list[str]:
-        """Cancel every batch job this submit directory has in a queue; return their ids."""
+        """Cancel every batch job this submit directory has in a queue (those in doubt found by name)."""
         cancelled: list[str] = []
-        for site_name, provider in self.providers.items():
-            ids = [c.job_id for c in self.state.clusters.values() if c.site == site_name and c.state in st.ACTIVE and c.job_id]
-            if ids:
-                provider.cancel(ids)
-                cancelled += ids
+        for site in self.sites:
+            refs = [JobRef(c.job_id if c.state is ClusterState.QUEUED else None, os.path.join(self.submit_dir, c.name),
+                           c.job_name or "")
+                    for c in [*self.state.clusters.values(), *self.orphans] if c.site == site.name and c.state in ACTIVE]
+            if refs:
+                cancelled += self.backend.cancel(site, refs)
         for c in self.state.clusters.values():
-            if c.state in st.ACTIVE or c.state == st.WAITING:
-                c.state, c.reason = st.CANCELLED, "pilot cancel"
-        self.state.save()
+            if c.state in ACTIVE or c.state is ClusterState.WAITING:
+                c.state, c.reason = ClusterState.CANCELLED, "pilot cancel"
+                c.queue = c.queue_reason = ""
+        self._save()
         return cancelled

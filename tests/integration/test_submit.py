@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.slurm import require_slurm
+from tests.integration.test_submit_dagman import assert_files_as_documented
 
 api = pytest.importorskip("Pegasus.api")
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "diamond.yml")
@@ -70,9 +71,12 @@ def test_slurm_label_workflow(tmp_path):
     sub = tmp_path / "sub"
     res = pilot("submit", "--site", "container", "--cluster", "label", "--poll", "0.5", "--set", VENV_PILOT, EXAMPLE, "--dir", str(sub))
     assert res.returncode == 0, res.stderr
+    assert "submit with:" not in res.stdout  # it is submitting already
     st = state(sub)
     assert len(st) == 3 and all(c["state"] == "done" and len(c["job_ids"]) == 1 for c in st.values())
     assert our_squeue(sub) == []
+    assert res.stdout.splitlines()[-1].split() == ["0", "0", "0", "4", "0", "100.0", "Success"]
+    assert_files_as_documented(sub, "slurm")
 
 
 @pytest.mark.slurm
@@ -85,7 +89,8 @@ def test_slurm_wall_time_abort_is_resubmitted_and_resumes(tmp_path):
     assert res.returncode == 0, res.stderr
     c = state(sub)["merge_chain"]
     assert c["state"] == "done" and c["attempts"] >= 2 and len(c["job_ids"]) == c["attempts"]
-    assert "resubmitting" in res.stderr and "walltime" in res.stderr
+    assert c["resubmits"] == c["attempts"] - 1 and c["retries"] == 0  # wall time never uses up --retry
+    assert "ran out of wall time: resubmit 1 of 3" in res.stderr
     rescue = (sub / "merge_chain" / "merge_chain.dag.rescue").read_text().split("\n")
     assert sorted(x for x in rescue if x) == [f"DONE sleep_s{i}" for i in range(4)]  # each task done once
 
@@ -130,6 +135,12 @@ def test_slurm_cancel_leaves_no_job(tmp_path):
     while time.monotonic() < deadline and not ((sub / "submit.state.json").exists() and our_squeue(sub)):
         time.sleep(0.2)
     assert our_squeue(sub)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "running" not in pilot("status", str(sub)).stdout:
+        time.sleep(0.2)
+    live = pilot("status", str(sub))
+    assert live.returncode == 3 and "merge_chain  running" in live.stdout and "0/2" in live.stdout
+    assert "driven by pilot submit (pid" in live.stdout
     cancel = pilot("cancel", str(sub))
     assert cancel.returncode == 0, cancel.stderr
     deadline = time.monotonic() + 30
@@ -147,7 +158,8 @@ def test_pbs_path_through_torque_wrappers(tmp_path):
     site.write_text(f"description: Slurm through its PBS/Torque wrappers\nscheduler: torque\npegasus_site: container\nlauncher: {mpiexec}\n"
                     f"queue: debug\nnodes: 1\nranks_per_node: 3\nwalltime: '00:05:00'\npilot_command: {sys.executable} -m pilot\n")
     sub = tmp_path / "sub"
-    res = pilot("submit", "--site", str(site), "--cluster", "label", "--poll", "0.5", EXAMPLE, "--dir", str(sub))
+    # Slurm's qsub wrapper sends the job's output to the submitting process's directory: keep it in tmp_path.
+    res = pilot("submit", "--site", str(site), "--cluster", "label", "--poll", "0.5", EXAMPLE, "--dir", str(sub), cwd=str(tmp_path))
     assert res.returncode == 0, res.stderr
     assert all(c["state"] == "done" for c in state(sub).values()) and len(state(sub)) == 3
 
@@ -184,7 +196,7 @@ def spans(sub: Path) -> dict[str, tuple[float, float]]:
 
 
 @pytest.mark.mpi
-def test_site_throttle_and_stop_after_failure(tmp_path):
+def test_site_throttle_and_independent_work_after_a_failure(tmp_path):
     site = local_site(tmp_path, "one", max_queued=1)
     sub = tmp_path / "sub"
     res = pilot("submit", "--site", site, "--poll", "0.2", "--cluster", "horizontal", independent_workflow(tmp_path, 3),
@@ -197,9 +209,9 @@ def test_site_throttle_and_stop_after_failure(tmp_path):
                 independent_workflow(tmp_path, 3, fail="j0"), "--dir", str(sub2))
     assert res.returncode == 1
     st = state(sub2)
-    assert st["false_j0"]["state"] == "failed" and "failed" in st["false_j0"]["reason"]
-    assert [c["state"] for n, c in st.items() if n != "false_j0"] == ["waiting", "waiting"]  # nothing more released
-    assert "not done: false_j0 (failed: failed, 0/1 tasks done)" in res.stderr
+    assert st["false_j0"]["state"] == "failed" and st["false_j0"]["attempts"] == 2  # the default --retry 1
+    assert [c["state"] for n, c in st.items() if n != "false_j0"] == ["done", "done"]  # independent clusters still ran
+    assert "false_j0: task false_j0 failed with exit 1 (stderr: false_j0/false_j0.err.001)" in res.stderr.splitlines()
 
 
 @pytest.mark.mpi
@@ -218,17 +230,19 @@ def test_rejected_submission_fails_after_retries(tmp_path):
     """sbatch refuses the job (no such partition): retried with back-off, never duplicated, then failed."""
     require_slurm()
     from pilot.sites import load_site
+    from pilot.submit.backend import SchedulerBackend
     from pilot.submit.driver import Driver, Options
-    from providers import provider_for
 
     sub = tmp_path / "sub"
     plan = pilot("plan", EXAMPLE, "--site", "container", "--cluster", "whole", "--dir", str(sub), "--set", VENV_PILOT)
     assert plan.returncode == 0, plan.stderr
     site = load_site("container", {"partition": "nosuchpartition"})
-    driver = Driver(str(sub), [site], {site.name: provider_for(site)}, Options(poll=0.05, backoff=0.05))
+    driver = Driver.load(str(sub), [site], SchedulerBackend(), Options(poll=0.05, backoff=0.05))
+    driver.recover()
     assert driver.run() is False
     c = state(sub)["merge_diamond"]
     assert c["state"] == "failed" and c["job_ids"] == [] and c["submit_errors"] >= 5
+    assert "failed 5 times" in c["reason"] and "Invalid partition name specified" in c["reason"]
 
 
 @pytest.mark.mpi
@@ -237,7 +251,7 @@ def test_restart_needs_every_site_of_the_run(tmp_path):
     local_site(tmp_path, "site_b", 1)  # a site that exists, but the restart below does not name it
     sub = tmp_path / "sub"
     assert pilot("plan", independent_workflow(tmp_path, 2), "--site", a, "--cluster", "horizontal", "--dir", str(sub)).returncode == 0
-    (sub / "submit.state.json").write_text(json.dumps({"plan_id": "x", "clusters": [
+    (sub / "submit.state.json").write_text(json.dumps({"format": 1, "plan_id": "x", "clusters": [
         {"name": "sleep_j0", "state": "queued", "site": "site_b", "attempts": 1, "job_ids": ["999999"],
          "job_name": "pilot-x-sleep_j0-1", "submit_errors": 0, "reason": ""}]}))
     res = pilot("submit", "--site", a, str(sub))

@@ -24,7 +24,7 @@ def assert_result(dag: str, reason: str) -> None:
     from pilot.monitor.result import read_result
 
     result = read_result(dag)
-    assert result is not None and result["reason"] == reason and result["ok"] == (reason == "done")
+    assert result is not None and result.outcome.value == reason and result.ok == (reason == "done")
 
 
 def assert_logs_complete(dag: str, ok: bool) -> None:

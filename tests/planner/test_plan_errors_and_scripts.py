@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from pilot.errors import ConfigError
-from pilot.jobrequest import JobRequest, pbs_script, pilot_wall_time, slurm_script
+from pilot.jobrequest import JobRequest, pilot_wall_time
 from pilot.sites import load_site, parse_walltime
+from providers import SCHEDULERS
+from providers.script import render
 from tests.planner.test_clustering import run_plan
 from tests.planner.wf import api, transformations, write
 
@@ -123,30 +125,42 @@ def test_walltime_parsing_and_pilot_margin():
 def request(**kw):
     base = dict(name="merge_x", workdir="/scratch/my dir/merge_x", nodes=2, ranks_per_node=4, walltime_minutes=90,
                 pilot_args=["--max-wall-time", "85", "merge_x.dag"], queue="regular", account="m42", launcher="srun",
-                launcher_options="--mpi=pmi2", worker_init="module load python")
+                launcher_options="--mpi=pmi2", worker_init=["module load python"])
     base.update(kw)
     return JobRequest(**base)
 
 
 def test_slurm_script():
-    text = slurm_script(request(qos="debug", constraint="cpu"))
+    text = render(SCHEDULERS["slurm"], request(qos="debug", constraint="cpu", exclusive=True,
+                                               scheduler_options=["#SBATCH --gpus-per-node=4"]))
     assert text == (
         "#!/bin/bash\n#SBATCH --job-name=merge_x\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --time=01:30:00\n"
         "#SBATCH --output=merge_x.batch.out\n#SBATCH --error=merge_x.batch.err\n#SBATCH --partition=regular\n"
-        "#SBATCH --account=m42\n#SBATCH --qos=debug\n#SBATCH --constraint=cpu\n"
-        "# pilot job merge_x: 8 MPI ranks, walltime 01:30:00\nmodule load python\n"
+        "#SBATCH --account=m42\n#SBATCH --qos=debug\n#SBATCH --constraint=cpu\n#SBATCH --exclusive\n"
+        "#SBATCH --gpus-per-node=4\n"
+        "# pilot job merge_x: 8 MPI ranks on 2 node(s), walltime 01:30:00\nmodule load python\n"
         "cd '/scratch/my dir/merge_x' || exit 1\n"
         "srun --mpi=pmi2 -n 8 --ntasks-per-node 4 pilot run --max-wall-time 85 merge_x.dag\n"
     )
+    plain = render(SCHEDULERS["slurm"], request(workdir="/scratch/x", account=None, queue=None))
+    assert "#SBATCH --chdir=/scratch/x\n#SBATCH --output=/scratch/x/merge_x.batch.out\n" in plain
+    assert "--account" not in plain and "--partition" not in plain and "--exclusive" not in plain
 
 
 def test_pbs_scripts():
-    text = pbs_script(request(launcher="mpiexec", launcher_options=""), "pbspro")
-    assert "#PBS -l select=2:mpiprocs=4\n" in text and "#PBS -q regular\n#PBS -A m42\n" in text
-    assert "mpiexec -n 8 pilot run --max-wall-time 85 merge_x.dag\n" in text
-    assert "#PBS -l nodes=2:ppn=4\n" in pbs_script(request(), "torque")
+    text = render(SCHEDULERS["pbspro"], request(launcher="mpiexec", launcher_options="", exclusive=True,
+                                                constraint="system=polaris"))
+    assert "#PBS -l select=2:ncpus=4:mpiprocs=4:system=polaris\n" in text and "#PBS -q regular\n#PBS -A m42\n" in text
+    assert "#PBS -l place=scatter:excl\n" in text
+    assert "mpiexec -n 8 -ppn 4 pilot run --max-wall-time 85 merge_x.dag\n" in text
+    assert "#PBS -l nodes=2:ppn=4\n" in render(SCHEDULERS["torque"], request())
 
 
 def test_values_are_quoted_in_the_shell_part():
-    text = slurm_script(request(pilot_args=["--max-wall-time", "85", "odd name$(x).dag"]))
+    text = render(SCHEDULERS["slurm"], request(pilot_args=["--max-wall-time", "85", "odd name$(x).dag"]))
     assert "'odd name$(x).dag'" in text
+
+
+def test_directive_values_must_be_plain_words():
+    with pytest.raises(ConfigError, match="cannot go into a batch directive"):
+        render(SCHEDULERS["pbspro"], request(account="m42 -l x"))

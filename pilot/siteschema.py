@@ -1,0 +1,162 @@
+"""The kinds of value a site config key can hold, and how each is checked.
+
+Every key of ``SiteConfig`` declares its kind in its field metadata
+(``spec(KIND)``). A kind checks a value from a YAML file (already typed) or
+from ``--set`` (text) and returns it normalised, or raises one ConfigError
+line ``where: key: what is wrong``. Lists from ``--set`` are comma-separated.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pilot.errors import ConfigError
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """``name`` is how errors describe the expected value; ``convert`` returns the value or raises ValueError."""
+
+    name: str
+    convert: Callable[[Any, bool], Any]
+
+    def check(self, value: Any, where: str, from_text: bool) -> Any:
+        if value is None:
+            return None
+        try:
+            return self.convert(value, from_text)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
+
+def spec(kind: Kind) -> dict[str, Kind]:
+    return {"kind": kind}
+
+
+def _one_line(value: Any, what: str) -> str:
+    if isinstance(value, (list, dict)):
+        raise ValueError(f"expected {what}, got a {'list' if isinstance(value, list) else 'mapping'}")
+    if isinstance(value, bool):
+        raise ValueError(f"expected {what}, got {str(value).lower()}")
+    text = str(value)
+    if "\n" in text.rstrip("\n") or "\r" in text:
+        raise ValueError(f"{text!r} spans several lines: expected {what}")
+    return text.rstrip("\n")
+
+
+def _text(value: Any, from_text: bool) -> str:  # noqa: ARG001
+    return _one_line(value, "one line of text")
+
+
+def _word(value: Any, from_text: bool) -> str:  # noqa: ARG001
+    text = _one_line(value, "a single word")
+    if not _PLAIN.match(text):
+        raise ValueError(f"{text!r} has characters that cannot go into a batch directive "
+                         "(letters, digits and _.,:=@+/%- only)")
+    return text
+
+
+def _args(value: Any, from_text: bool) -> str:  # noqa: ARG001
+    text = _one_line(value, "one line of command-line options")
+    try:
+        shlex.split(text)
+    except ValueError as exc:
+        raise ValueError(f"{text!r}: {exc}") from None
+    return text
+
+
+def _bool(value: Any, from_text: bool) -> bool:  # noqa: ARG001
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError(f"{value!r} is not true or false")
+
+
+def _duration(value: Any, from_text: bool) -> str:  # noqa: ARG001
+    from pilot.sites import parse_walltime
+
+    if isinstance(value, bool) or isinstance(value, (list, dict)):
+        raise ValueError(f"{value!r} is not a duration (HH:MM:SS, D-HH:MM:SS or minutes)")
+    text = _one_line(value, "a duration")
+    try:
+        parse_walltime(text, "")
+    except ConfigError as exc:
+        raise ValueError(str(exc).lstrip(": ")) from None
+    return text
+
+
+def _list(item: Callable[[Any, bool], str], what: str) -> Callable[[Any, bool], list[str]]:
+    def convert(value: Any, from_text: bool) -> list[str]:
+        if from_text:
+            value = [v.strip() for v in str(value).split(",") if v.strip()]
+        elif isinstance(value, str):
+            value = [value]  # one entry may be written without brackets
+        elif not isinstance(value, list):
+            raise ValueError(f"expected a list of {what}, got {value!r}")
+        return [item(v, False) for v in value]
+
+    return convert
+
+
+def _lines(value: Any, from_text: bool) -> list[str]:
+    """Lines of a script part: a list of one-line strings (from --set: one line)."""
+    if from_text or isinstance(value, str):
+        return [_one_line(value, "one line (write several lines as a YAML list)")]
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list of lines, got {value!r}")
+    return [_one_line(v, "one line per list entry") for v in value]
+
+
+def _key(value: Any, from_text: bool) -> str:  # noqa: ARG001
+    from pilot.sites import KEYS
+
+    text = _one_line(value, "a site key")
+    if text not in KEYS:
+        import difflib
+
+        close = difflib.get_close_matches(text, KEYS, n=1)
+        raise ValueError(f"{text!r} is not a site key" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return text
+
+
+def integer(minimum: int) -> Kind:
+    def convert(value: Any, from_text: bool) -> int:  # noqa: ARG001
+        if isinstance(value, bool) or isinstance(value, float) or (isinstance(value, str) and not re.fullmatch(r"-?\d+", value.strip())):
+            raise ValueError(f"{value!r} is not a whole number")
+        if not isinstance(value, (int, str)):
+            raise ValueError(f"{value!r} is not a whole number")
+        number = int(value)
+        if number < minimum:
+            raise ValueError(f"{number} must be at least {minimum}")
+        return number
+
+    return Kind(f"a whole number >= {minimum}", convert)
+
+
+def choice(problem: Callable[[str], str | None]) -> Kind:
+    def convert(value: Any, from_text: bool) -> str:  # noqa: ARG001
+        text = _one_line(value, "a single word")
+        said = problem(text)
+        if said:
+            raise ValueError(said)
+        return text
+
+    return Kind("one of a fixed set", convert)
+
+
+TEXT = Kind("one line of text", _text)
+WORD = Kind("a single word", _word)
+ARGS = Kind("command-line options", _args)
+COMMAND = Kind("a command", _args)
+BOOL = Kind("true or false", _bool)
+DURATION = Kind("a duration", _duration)
+LINES = Kind("a list of lines", _lines)
+KEYLIST = Kind("a list of site keys", _list(_key, "site keys"))
+TEXTLIST = Kind("a list of one-line texts", _list(_text, "one-line texts"))

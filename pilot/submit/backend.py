@@ -1,0 +1,103 @@
+"""What the driver asks of batch systems, and the real implementation over the scheduler plug-ins.
+
+The driver talks to a ``Backend`` only: submit one cluster's job, ask the
+queue about jobs, find a job by its unique name (a submission in doubt), and
+cancel jobs. ``SchedulerBackend`` does it with Parsl providers (submission and
+cancel) and each scheduler's own ``query`` (job states with pending reasons:
+Parsl's status cannot give reasons and reports a vanished job as completed).
+Tests drive the same state machine with a fake backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+from pilot.jobrequest import JobRequest
+from pilot.sites import SiteConfig
+from providers.queue import QueueStatus
+
+
+@dataclass(frozen=True)
+class Submitted:
+    job_id: str
+    stdout: str | None = None  # where the batch job's own stdout/stderr go
+    stderr: str | None = None
+
+
+@dataclass(frozen=True)
+class JobRef:
+    job_id: str | None  # None: a submission in doubt, to be found by name
+    workdir: str
+    job_name: str
+
+
+class Backend(Protocol):
+    def submit(self, site: SiteConfig, req: JobRequest, job_name: str) -> Submitted:
+        """Submit; SubmitError(transient=...) when the scheduler refused or could not be reached."""
+
+    def query(self, site: SiteConfig, job_ids: Sequence[str]) -> dict[str, QueueStatus]:
+        """The queue's view of exactly these jobs; SubmitError(transient=True) when it cannot be asked."""
+
+    def find(self, site: SiteConfig, workdir: str, job_name: str) -> str | None:
+        """The id of the job submitted as ``job_name``: "" when the queue has none, None when it cannot be asked."""
+
+    def cancel(self, site: SiteConfig, jobs: Sequence[JobRef]) -> list[str]:
+        """Cancel these jobs (finding those in doubt by name); return the ids cancelled."""
+
+
+class SchedulerBackend:
+    """Parsl providers, made on first use per site (SlurmProvider's constructor runs a command)."""
+
+    def __init__(self) -> None:
+        self._providers: dict[str, Any] = {}
+
+    def provider(self, site: SiteConfig) -> Any:
+        from providers import provider_for
+
+        if site.name not in self._providers:
+            self._providers[site.name] = provider_for(site)
+        return self._providers[site.name]
+
+    def submit(self, site: SiteConfig, req: JobRequest, job_name: str) -> Submitted:
+        from providers import submit
+
+        provider = self.provider(site)
+        job_id = submit(provider, site, req, job_name)
+        return Submitted(job_id, *_stdio(provider, job_id))
+
+    def query(self, site: SiteConfig, job_ids: Sequence[str]) -> dict[str, QueueStatus]:
+        from providers import query
+
+        return query(site, job_ids)
+
+    def find(self, site: SiteConfig, workdir: str, job_name: str) -> str | None:
+        from providers import find
+
+        return find(site, workdir, job_name)
+
+    def cancel(self, site: SiteConfig, jobs: Sequence[JobRef]) -> list[str]:
+        from providers import track
+
+        provider = self.provider(site)
+        known: list[tuple[str, str, str]] = []
+        for job in jobs:
+            job_id = job.job_id or self.find(site, job.workdir, job.job_name)
+            if job_id:
+                known.append((job_id, job.workdir, job.job_name))
+        if not known:
+            return []
+        track(site, provider, known)  # a fresh provider cancels only jobs it knows
+        provider.cancel([j for j, _, _ in known])
+        return [j for j, _, _ in known]
+
+
+def _stdio(provider: Any, job_id: str) -> tuple[str | None, str | None]:
+    """Where Parsl sent the job's stdout/stderr (batch providers record it; LocalProvider uses <script>.out/.err)."""
+    rec = getattr(provider, "resources", {}).get(job_id, {})
+    if rec.get("job_stdout_path"):
+        return rec["job_stdout_path"], rec.get("job_stderr_path")
+    script = rec.get("script_path")
+    if script:
+        return script + ".out", script + ".err"
+    return None, None

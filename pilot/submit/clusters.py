@@ -1,0 +1,114 @@
+"""``clusters.yml``, the cluster DAG ``pilot plan`` writes and ``pilot submit`` drives.
+
+The file carries ``format: N``; a reader meeting another number, or a file that
+does not parse into the documented shape, stops with one line naming the file
+(format in docs/submit-dir.md) instead of guessing.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+
+import yaml
+
+from pilot.errors import ConfigError
+from pilot.yamlerrors import yaml_error
+
+CLUSTERS_FILE = "clusters.yml"
+CLUSTERS_FORMAT = 1
+MAX_CLUSTERS_BYTES = 1 << 30
+
+
+class ClusterKind(str, enum.Enum):
+    """How the planner made a cluster."""
+
+    SINGLE = "single"  # one job left unclustered
+    HORIZONTAL = "horizontal"
+    LABEL = "label"
+    WHOLE = "whole"
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """One cluster of the plan, paths made absolute."""
+
+    name: str
+    kind: ClusterKind
+    dir: str
+    dag: str
+    tasks: int
+    ranks: int
+    parents: tuple[str, ...]
+    retry: int | None = None  # the largest Pegasus dagman.retry among its jobs; None: not set
+
+    def rel(self, path: str) -> str:
+        """``path`` relative to the submit directory, for messages."""
+        return os.path.relpath(path, os.path.dirname(self.dir))
+
+
+def clusters_path(submit_dir: str) -> str:
+    return os.path.join(submit_dir, CLUSTERS_FILE)
+
+
+def is_submit_dir(path: str) -> bool:
+    return os.path.isdir(path) and os.path.exists(clusters_path(path))
+
+
+def plan_site_file(submit_dir: str) -> str | None:
+    """The site file the plan was made for (``site_file``), the default site of a first submit."""
+    data = _load(submit_dir)
+    value = data.get("site_file")
+    return str(value) if value else None
+
+
+def read_clusters(submit_dir: str) -> list[ClusterSpec]:
+    """The clusters of a submit directory, parents before children."""
+    path = clusters_path(submit_dir)
+    data = _load(submit_dir)
+    out: list[ClusterSpec] = []
+    seen: set[str] = set()
+    for n, item in enumerate(data.get("clusters") or [], 1):
+        try:
+            name = str(item["name"])
+            parents = tuple(str(p) for p in item["parents"])
+            retry = item.get("retry")
+            spec = ClusterSpec(
+                name=name, kind=ClusterKind(item["kind"]), dir=os.path.join(submit_dir, item["dir"]),
+                dag=os.path.join(submit_dir, item["dag"]), tasks=int(item["tasks"]), ranks=int(item["ranks"]),
+                parents=parents, retry=None if retry is None else int(retry),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{path}: cluster #{n}: bad or missing field ({type(exc).__name__}: {exc}); re-plan with pilot plan") from None
+        missing = [p for p in parents if p not in seen]
+        if missing:
+            raise ConfigError(f"{path}: cluster {name}: parent {missing[0]} is not listed before it; re-plan with pilot plan")
+        seen.add(name)
+        out.append(spec)
+    if not out:
+        raise ConfigError(f"{path}: no clusters; re-plan with pilot plan")
+    return out
+
+
+def _load(submit_dir: str) -> dict:
+    """clusters.yml parsed, its format checked."""
+    path = clusters_path(submit_dir)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read(MAX_CLUSTERS_BYTES)
+    except FileNotFoundError:
+        raise ConfigError(f"{submit_dir}: no {CLUSTERS_FILE}: is this a directory written by pilot plan?") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise yaml_error(path, exc) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: not a cluster DAG (expected a mapping with 'format' and 'clusters'); re-plan with pilot plan")
+    version = data.get("format")
+    if version != CLUSTERS_FORMAT:
+        raise ConfigError(f"{path}: cluster DAG format {version!r}, this pilot reads format {CLUSTERS_FORMAT}; "
+                          f"re-plan the workflow with this pilot (pilot plan) or use the pilot that wrote it")
+    return data

@@ -1,0 +1,36 @@
+"""How the driver behaves: retry and resubmission limits, polling and back-off, and the clock it reads.
+
+The clock is a parameter so the driver's tests run hours of back-off in milliseconds.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+# Pegasus' default for the dagman.retry profile ("Default : 1" in its profile reference, dagman namespace).
+DEFAULT_RETRY = 1
+DEFAULT_MAX_RESUBMITS = 3
+DEFAULT_SUBMIT_TRIES = 5
+
+
+@dataclass
+class Options:
+    retry: int = DEFAULT_RETRY  # for clusters whose jobs carry no dagman.retry
+    max_resubmits: int = DEFAULT_MAX_RESUBMITS
+    submit_tries: int = DEFAULT_SUBMIT_TRIES
+    poll: float = 2.0
+    backoff: float = 2.0
+    max_backoff: float = 300.0
+
+
+class Clock(Protocol):
+    def monotonic(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    monotonic = staticmethod(time.monotonic)
+    sleep = staticmethod(time.sleep)

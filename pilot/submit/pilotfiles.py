@@ -1,0 +1,114 @@
+"""What a cluster's pilot has written so far: tasks done, running now, failed, and their stderr files.
+
+Read from the files ``pilot run`` keeps next to the cluster's DAG: the rescue
+log (one ``DONE <task>`` per finished task, across every attempt) and
+jobstate.log (SUBMIT/EXECUTE/JOB_TERMINATED/JOB_SUCCESS/JOB_FAILURE per task
+attempt, ``INTERNAL *** PMC_STARTED/FINISHED ***`` around each run). Both are
+append-only, so a ``PilotFiles`` reads only what was added since it last
+looked: live progress costs the new lines, not the whole history.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass, field
+
+_ERR_NUMBER = re.compile(r"\.err\.(\d+)\Z")
+
+
+class _Tail:
+    """New complete lines of an append-only file since the last call."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.offset = 0
+        self.ino: int | None = None
+
+    def lines(self) -> tuple[bool, list[str]]:
+        """(the file was replaced or truncated since last time, its new lines)."""
+        try:
+            with open(self.path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                reset = (self.ino is not None and st.st_ino != self.ino) or st.st_size < self.offset
+                if reset:
+                    self.offset = 0
+                self.ino = st.st_ino
+                fh.seek(self.offset)
+                data = fh.read()
+        except FileNotFoundError:
+            reset = self.offset > 0
+            self.offset, self.ino = 0, None
+            return reset, []
+        end = data.rfind(b"\n") + 1  # a line still being written waits for its newline
+        self.offset += end
+        return reset, data[:end].decode("utf-8", "surrogateescape").splitlines()
+
+
+@dataclass
+class TaskProgress:
+    done: int = 0
+    running: set[str] = field(default_factory=set)
+    failed: dict[str, int] = field(default_factory=dict)  # task -> status of its last attempt (negative: signal)
+    started: bool = False  # a run has started (PMC_STARTED)
+    finished: bool = False  # and the latest one finished (PMC_FINISHED)
+
+
+class PilotFiles:
+    def __init__(self, dag: str) -> None:
+        self.dag = dag
+        self.dir = os.path.dirname(dag)
+        self._rescue = _Tail(dag + ".rescue")
+        self._jobstate = _Tail(os.path.join(self.dir, "jobstate.log"))
+        self.progress = TaskProgress()
+
+    def update(self) -> TaskProgress:
+        p = self.progress
+        reset, lines = self._rescue.lines()
+        if reset:
+            p.done = 0
+        p.done += sum(1 for line in lines if line.startswith("DONE "))
+        reset, lines = self._jobstate.lines()
+        if reset:
+            p.running.clear()
+            p.failed.clear()
+            p.started = p.finished = False
+        for line in lines:
+            self._event(line.split())
+        return p
+
+    def _event(self, parts: list[str]) -> None:
+        p = self.progress
+        if len(parts) < 3:
+            return
+        if parts[1] == "INTERNAL":
+            if "PMC_STARTED" in parts:
+                p.started, p.finished = True, False
+                p.running.clear()  # whatever ran in an earlier attempt is over
+            elif "PMC_FINISHED" in parts:
+                p.finished = True
+                p.running.clear()
+            return
+        task, event = parts[1], parts[2]
+        if event in ("SUBMIT", "EXECUTE"):
+            p.running.add(task)
+            p.failed.pop(task, None)
+        elif event == "JOB_TERMINATED":
+            p.running.discard(task)
+        elif event == "JOB_SUCCESS":
+            p.failed.pop(task, None)
+        elif event == "JOB_FAILURE" and len(parts) > 3:
+            try:
+                p.failed[task] = int(parts[3])
+            except ValueError:
+                p.failed[task] = 1
+
+    def stderr_of(self, task: str) -> str | None:
+        """The stderr file of the task's latest attempt (``<task>.err.NNN``, the highest NNN)."""
+        best, best_n = None, -1
+        for path in glob.glob(os.path.join(glob.escape(self.dir), glob.escape(task) + ".err.*")):
+            m = _ERR_NUMBER.search(path)
+            if m and int(m.group(1)) > best_n:
+                best, best_n = path, int(m.group(1))
+        return best

@@ -1,0 +1,128 @@
+"""Text for people: the status table, the pegasus-status total line, the failure report, live progress."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from typing import TextIO
+
+from pilot.submit.views import ClusterView, Shown, Totals, Watcher, run_state, totals
+
+MAX_FAILED_TASKS = 10  # per cluster in the report; the rest are counted
+
+
+def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def _state_cell(v: ClusterView) -> str:
+    if v.shown is Shown.QUEUED and v.detail:
+        return f"queued ({v.detail})"
+    if v.shown is Shown.HELD and v.detail:
+        return f"held ({v.detail})"
+    if v.shown is Shown.NOT_RUN:
+        return f"not run ({v.detail})"
+    return v.shown.value
+
+
+def _note(v: ClusterView) -> str:
+    if v.shown in (Shown.QUEUED, Shown.HELD, Shown.NOT_RUN):
+        return ""
+    return v.detail
+
+
+def cluster_table(views: list[ClusterView], limit: int | None = None) -> list[str]:
+    rows = [("cluster", "state", "done/total", "job id", "attempts", "site", "note")]
+    shown = views if limit is None else views[:limit]
+    for v in shown:
+        r = v.record
+        rows.append((v.spec.name, _state_cell(v), f"{v.done}/{v.spec.tasks}", r.job_id or "-", str(r.attempts),
+                     r.site or "-", _note(v)))
+    lines = _table(rows)
+    if limit is not None and len(views) > limit:
+        lines.append(f"... and {len(views) - limit} more clusters")
+    return lines
+
+
+def total_lines(t: Totals, state: str) -> list[str]:
+    """pegasus-status' summary: task counts by state, %DONE and the run's state."""
+    return _table([("UNREADY", "READY", "RUNNING", "DONE", "FAILED", "%DONE", "STATE"),
+                   (str(t.unready), str(t.ready), str(t.running), str(t.done), str(t.failed), f"{t.percent:.1f}", state)])
+
+
+def status_text(views: list[ClusterView], driving: bool) -> str:
+    lines = cluster_table(views)
+    lines.append("")
+    lines += total_lines(totals(views), run_state(views, driving))
+    return "\n".join(lines)
+
+
+def failure_lines(views: list[ClusterView], watcher: Watcher, submit_dir: str) -> list[str]:
+    """One line per fact a user needs after a failed run: each failed task with its exit status and
+    stderr file, the batch job's own stdout/stderr, and every cluster that did not run because of it."""
+    out: list[str] = []
+
+    def rel(path: str | None) -> str:
+        return os.path.relpath(path, submit_dir) if path else "-"
+
+    for v in views:
+        name, r = v.spec.name, v.record
+        if v.shown is Shown.FAILED:
+            files = watcher.files(v.spec)
+            failed = sorted(files.update().failed.items())
+            out.append(f"{name}: failed: {v.detail}")
+            for task, status in failed[:MAX_FAILED_TASKS]:
+                how = f"was killed by signal {-status}" if status < 0 else f"failed with exit {status}"
+                out.append(f"{name}: task {task} {how} (stderr: {rel(files.stderr_of(task))})")
+            if len(failed) > MAX_FAILED_TASKS:
+                out.append(f"{name}: ... and {len(failed) - MAX_FAILED_TASKS} more failed tasks (see {rel(os.path.join(v.spec.dir, 'jobstate.log'))})")
+            if r.job_id and any(p and os.path.exists(p) for p in (r.job_stdout, r.job_stderr)):  # a job that never ran has none
+                out.append(f"{name}: batch job {r.job_id} on {r.site}: stdout {rel(r.job_stdout)}, stderr {rel(r.job_stderr)}")
+        elif v.shown is Shown.NOT_RUN:
+            out.append(f"{name}: not run ({v.detail})")
+        elif v.shown is Shown.CANCELLED:
+            out.append(f"{name}: cancelled ({v.detail})")
+    return out
+
+
+class LiveProgress:
+    """On a terminal: the table of clusters that are not waiting or done, redrawn in place, and the
+    total line. Elsewhere (a log file): the total line whenever it changes."""
+
+    def __init__(self, watcher: Watcher, stream: TextIO | None = None, tty: bool | None = None) -> None:
+        self.watcher = watcher
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty() if tty is None else tty
+        self._last = ""
+        self._drawn = 0
+
+    def show(self, records, driving: bool = True) -> None:
+        views = self.watcher.views(records)
+        total = total_lines(totals(views), run_state(views, driving))
+        if not self.tty:
+            text = total[1]
+            if text != self._last:
+                pairs = " ".join(f"{k} {v}" for k, v in zip(total[0].split(), text.split()))
+                self.stream.write(f"tasks: {pairs}\n")
+                self.stream.flush()
+                self._last = text
+            return
+        busy = [v for v in views if v.shown not in (Shown.DONE, Shown.WAITING)]
+        height = max(5, shutil.get_terminal_size((100, 24)).lines - 6)
+        lines = (cluster_table(busy, limit=height) if busy else []) + total
+        text = "\n".join(lines)
+        if text == self._last:
+            return
+        up = f"\x1b[{self._drawn}F" if self._drawn else ""
+        self.stream.write(up + "\x1b[J" + text + "\n")
+        self.stream.flush()
+        self._last, self._drawn = text, len(lines)
+
+    def clear(self) -> None:
+        """Remove the live block before the final report (a terminal only)."""
+        if self.tty and self._drawn:
+            self.stream.write(f"\x1b[{self._drawn}F\x1b[J")
+            self.stream.flush()
+            self._drawn, self._last = 0, ""

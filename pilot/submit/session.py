@@ -1,0 +1,142 @@
+"""The three things a user does with a submit directory: drive it, look at it, cancel it.
+
+Each is one call that returns what happened; the CLI only parses arguments,
+calls one of these and prints. Sites not named again on a restart come from
+the state file (the site files and ``--set`` values the run started with).
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import signal
+import sys
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from pilot.errors import ConfigError
+from pilot.sites import SiteConfig, load_site
+from pilot.submit.backend import SchedulerBackend
+from pilot.submit.clusters import plan_site_file, read_clusters
+from pilot.submit.driver import Driver
+from pilot.submit.options import Options
+from pilot.submit.lock import SubmitLock, holder, stop_holder
+from pilot.submit.render import LiveProgress, failure_lines, status_text
+from pilot.submit.state import SubmitState
+from pilot.submit.views import ClusterView, Shown, Watcher
+
+
+class StatusCode(enum.IntEnum):
+    """``pilot status`` exit codes (2, bad input, comes from the error itself)."""
+
+    DONE = 0
+    FAILED = 1
+    NOT_FINISHED = 3  # still running, or stopped before the end (resume with pilot submit DIR)
+
+
+@dataclass
+class SiteChoice:
+    """A site as the user named it: a shipped name or a file, and --set overrides."""
+
+    spec: str
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    def load(self) -> SiteConfig:
+        return load_site(self.spec, self.overrides)
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    stopped: bool  # stopped by a signal before the end: batch jobs keep running
+    status: str  # the final table and total line
+    problems: list[str]  # one line per failed task, batch output, not-run cluster
+
+
+def recorded_sites(submit_dir: str) -> list[SiteChoice]:
+    """The sites an earlier pilot submit of this directory used, else the site the plan was made for."""
+    state = SubmitState.load(submit_dir)
+    if state is not None and state.sites:
+        return [SiteChoice(v["file"], dict(v.get("set", {}))) for v in state.sites.values()]
+    site_file = plan_site_file(submit_dir)
+    if not site_file:
+        raise ConfigError(f"{submit_dir}: which site? pass --site NAME (see pilot sites)")
+    return [SiteChoice(site_file)]
+
+
+def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: TextIO | None = None) -> Outcome:
+    """Run the cluster DAG of ``submit_dir`` to its end (or until SIGTERM/SIGINT), showing live progress."""
+    stream = stream or sys.stderr
+    sites = [c.load() for c in choices]
+    names = [s.name for s in sites]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"--site: two sites are named {sorted({n for n in names if names.count(n) > 1})[0]!r}; give each file its own name")
+    lock = SubmitLock(submit_dir)
+    lock.acquire()
+    stop = {"flag": False}
+
+    def on_signal(signum, frame) -> None:  # noqa: ARG001
+        stop["flag"] = True
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        driver = Driver.load(submit_dir, sites, SchedulerBackend(), opts)
+        for choice, site in zip(choices, sites):
+            path = os.path.abspath(site.path) if site.path else choice.spec
+            driver.state.sites[site.name] = {"file": path, "set": choice.overrides}
+        driver.recover()
+        watcher = Watcher(list(driver.specs.values()))
+        live = LiveProgress(watcher, stream)
+        ok = driver.run(lambda: stop["flag"], on_step=lambda d: live.show(d.state.clusters))
+        live.clear()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        lock.release()
+    views = watcher.views(driver.state.clusters)
+    stopped = stop["flag"] and not driver.all_done()
+    problems = [] if stopped else failure_lines(views, watcher, submit_dir)
+    return Outcome(ok, stopped, status_text(views, driving=False), problems)
+
+
+@dataclass
+class Status:
+    text: str
+    code: StatusCode
+    driver_pid: int | None
+
+
+def status(submit_dir: str) -> Status:
+    specs = read_clusters(submit_dir)
+    state = SubmitState.load(submit_dir)
+    records = state.clusters if state is not None else {}
+    pid = holder(submit_dir)
+    views = Watcher(specs).views(records)
+    text = status_text(views, driving=pid is not None)
+    if pid is not None:
+        text += f"\ndriven by pilot submit (pid {pid})"
+    return Status(text, status_code(views, pid is not None), pid)
+
+
+def status_code(views: list[ClusterView], driving: bool) -> StatusCode:
+    if all(v.shown is Shown.DONE for v in views):
+        return StatusCode.DONE
+    if driving or any(v.shown in (Shown.SUBMITTING, Shown.QUEUED, Shown.HELD, Shown.RUNNING) for v in views):
+        return StatusCode.NOT_FINISHED
+    if any(v.shown in (Shown.FAILED, Shown.NOT_RUN, Shown.CANCELLED) for v in views):
+        return StatusCode.FAILED
+    return StatusCode.NOT_FINISHED
+
+
+def cancel(submit_dir: str, choices: list[SiteChoice] | None) -> list[str] | None:
+    """Stop the driver, then cancel every batch job of the run; None when nothing was ever submitted.
+    No recovery runs: cancelling only reads the state and asks the queues."""
+    specs = read_clusters(submit_dir)
+    stop_holder(submit_dir)
+    state = SubmitState.load(submit_dir)
+    if state is None or not any(c.site for c in state.clusters.values()):
+        return None
+    if choices is None:
+        choices = [SiteChoice(v["file"], dict(v.get("set", {}))) for v in state.sites.values()]
+    sites = [c.load() for c in choices]
+    return Driver(submit_dir, specs, state, sites, SchedulerBackend()).cancel_all()

@@ -1,0 +1,157 @@
+"""True states of a run, per cluster and in total, from the driver's state, the queue's last word and the pilot's files.
+
+Per cluster one of: waiting (parents not done, or due for another attempt),
+submitting, queued (with the scheduler's pending reason), held, running (tasks
+done/total and running now), done, failed, not run (an ancestor failed), cancelled.
+The total counts tasks in pegasus-status' terms: UNREADY (their cluster cannot
+start yet), READY (their cluster is released but they have not run), RUNNING,
+DONE, FAILED (their last attempt failed), and %DONE.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from pilot.submit.clusters import ClusterSpec
+from pilot.submit.pilotfiles import PilotFiles, TaskProgress
+from pilot.submit.state import ClusterRecord, ClusterState
+from providers.queue import QueueState
+
+
+class Shown(str, enum.Enum):
+    """A cluster's state as the user sees it."""
+
+    WAITING = "waiting"
+    SUBMITTING = "submitting"
+    QUEUED = "queued"
+    HELD = "held"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    NOT_RUN = "not run"
+    CANCELLED = "cancelled"
+
+
+@dataclass
+class ClusterView:
+    spec: ClusterSpec
+    record: ClusterRecord
+    shown: Shown
+    detail: str
+    progress: TaskProgress
+
+    @property
+    def done(self) -> int:
+        return self.spec.tasks if self.shown is Shown.DONE else min(self.progress.done, self.spec.tasks)
+
+
+@dataclass
+class Totals:
+    unready: int = 0
+    ready: int = 0
+    running: int = 0
+    done: int = 0
+    failed: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.unready + self.ready + self.running + self.done + self.failed
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.done / self.total if self.total else 100.0
+
+
+class Watcher:
+    """Builds views; keeps one PilotFiles per cluster so repeated looks read only new lines."""
+
+    def __init__(self, specs: list[ClusterSpec]) -> None:
+        self.specs = specs
+        self._files: dict[str, PilotFiles] = {}
+
+    def files(self, spec: ClusterSpec) -> PilotFiles:
+        if spec.name not in self._files:
+            self._files[spec.name] = PilotFiles(spec.dag)
+        return self._files[spec.name]
+
+    def views(self, records: dict[str, ClusterRecord]) -> list[ClusterView]:
+        out: list[ClusterView] = []
+        blocked: dict[str, str] = {}  # cluster that cannot run or did not -> the failed/cancelled cluster to blame
+        for spec in self.specs:  # parents come first
+            rec = records.get(spec.name) or ClusterRecord(spec.name)
+            culprit = next((blocked[p] for p in spec.parents if p in blocked), None)
+            if rec.state is ClusterState.DONE:
+                progress = TaskProgress(done=spec.tasks)
+            elif rec.state is ClusterState.WAITING and rec.attempts == 0:
+                progress = TaskProgress()
+            else:
+                progress = self.files(spec).update()
+            shown, detail = _shown(spec, rec, culprit, records, progress)
+            if shown is Shown.NOT_RUN:
+                blocked[spec.name] = culprit or spec.name
+            elif shown in (Shown.FAILED, Shown.CANCELLED):
+                blocked[spec.name] = spec.name
+            out.append(ClusterView(spec, rec, shown, detail, progress))
+        return out
+
+
+def _shown(spec: ClusterSpec, rec: ClusterRecord, culprit: str | None, records: dict[str, ClusterRecord],
+           progress: TaskProgress) -> tuple[Shown, str]:
+    s = rec.state
+    if s is ClusterState.DONE:
+        return Shown.DONE, ""
+    if s is ClusterState.FAILED:
+        return Shown.FAILED, rec.reason
+    if s is ClusterState.CANCELLED:
+        return Shown.CANCELLED, rec.reason
+    if s is ClusterState.SUBMITTING:
+        return Shown.SUBMITTING, rec.reason
+    if s is ClusterState.QUEUED:
+        if rec.queue == QueueState.RUNNING.value:
+            return Shown.RUNNING, f"{len(progress.running)} running now"
+        if rec.queue == QueueState.HELD.value:
+            return Shown.HELD, rec.queue_reason
+        if rec.queue == QueueState.UNKNOWN.value:
+            return Shown.QUEUED, f"scheduler state unknown{': ' + rec.queue_reason if rec.queue_reason else ''}"
+        return Shown.QUEUED, rec.queue_reason
+    if culprit is not None:
+        return Shown.NOT_RUN, f"{culprit} {records[culprit].state.value}"  # "a failed", "a cancelled"
+    waiting_on = [p for p in spec.parents if records.get(p, ClusterRecord(p)).state is not ClusterState.DONE]
+    if rec.reason:
+        return Shown.WAITING, rec.reason
+    if waiting_on:
+        return Shown.WAITING, "after " + ", ".join(waiting_on[:3]) + (" ..." if len(waiting_on) > 3 else "")
+    return Shown.WAITING, "ready"
+
+
+def totals(views: list[ClusterView]) -> Totals:
+    t = Totals()
+    for v in views:
+        total = v.spec.tasks
+        done = v.done
+        running = len(v.progress.running) if v.shown is Shown.RUNNING else 0
+        failed = min(len(v.progress.failed), total - done - running) if v.shown is not Shown.DONE else 0
+        rest = max(0, total - done - running - failed)
+        t.done += done
+        t.running += running
+        t.failed += failed
+        released = v.shown in (Shown.SUBMITTING, Shown.QUEUED, Shown.HELD, Shown.RUNNING) or (
+            v.shown is Shown.WAITING and v.detail != "" and not v.detail.startswith("after "))
+        if released:
+            t.ready += rest
+        else:
+            t.unready += rest
+    return t
+
+
+def run_state(views: list[ClusterView], driving: bool) -> str:
+    """pegasus-status' STATE word: Running, Success or Failure."""
+    if all(v.shown is Shown.DONE for v in views):
+        return "Success"
+    active = any(v.shown in (Shown.SUBMITTING, Shown.QUEUED, Shown.HELD, Shown.RUNNING) for v in views)
+    if driving or active:
+        return "Running"
+    if any(v.shown in (Shown.FAILED, Shown.NOT_RUN, Shown.CANCELLED) for v in views):
+        return "Failure"
+    return "Stopped"

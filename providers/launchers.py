@@ -1,0 +1,47 @@
+"""The MPI launcher line: one MPI job of ``nodes x ranks_per_node`` ranks spread over the allocation.
+
+Each launcher names its own flags for the total and the per-node count, so
+ranks land on every node of a multi-node job (rank 0, the master, on the
+first). ``mpiexec`` is MPICH's hydra (the mpich wheel) or HPE PALS (ALCF):
+both take ``-ppn``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from typing import Callable
+
+LaunchLine = Callable[[str, list[str], int, int], list[str]]
+
+
+def _srun(path: str, extra: list[str], ranks: int, per_node: int) -> list[str]:
+    return [path, *extra, "-n", str(ranks), "--ntasks-per-node", str(per_node)]
+
+
+def _mpiexec(path: str, extra: list[str], ranks: int, per_node: int) -> list[str]:
+    return [path, *extra, "-n", str(ranks), "-ppn", str(per_node)]
+
+
+def _aprun(path: str, extra: list[str], ranks: int, per_node: int) -> list[str]:
+    return [path, *extra, "-n", str(ranks), "-N", str(per_node)]
+
+
+def _ibrun(path: str, extra: list[str], ranks: int, per_node: int) -> list[str]:  # noqa: ARG001 - from #SBATCH
+    return [path, *extra, "-n", str(ranks)]
+
+
+def _mpirun(path: str, extra: list[str], ranks: int, per_node: int) -> list[str]:  # noqa: ARG001 - options vary
+    return [path, *extra, "-n", str(ranks)]
+
+
+LAUNCHERS: dict[str, LaunchLine] = {"srun": _srun, "mpiexec": _mpiexec, "aprun": _aprun, "ibrun": _ibrun,
+                                    "mpirun": _mpirun}
+# Launchers that belong to the batch system: always the site's own, found on the job's PATH.
+SITE_LAUNCHERS = ("srun", "aprun", "ibrun")
+
+
+def launch_line(launcher: str, options: str, nodes: int, ranks_per_node: int) -> list[str]:
+    """argv prefix that starts ONE MPI job of all ranks (``launcher`` is a name or an absolute path)."""
+    build = LAUNCHERS[os.path.basename(launcher)]
+    return build(launcher, shlex.split(options), nodes * ranks_per_node, ranks_per_node)

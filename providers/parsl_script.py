@@ -1,0 +1,56 @@
+"""Parsl providers that submit pilot's own batch script.
+
+Parsl's batch providers fill in their own template; ``OwnScript`` makes them
+write the script ``providers.script.render`` makes from the cluster's
+JobRequest instead, so what ``pilot submit`` sends is what ``pilot plan``
+wrote, differing only in the job name (unique per submission) and its output
+files (named after that job name by Parsl).
+
+Their scheduler commands (sbatch, qsub, qdel, ...) run here without a shell,
+in the cluster's directory: Slurm's qsub wrapper writes a job's output files
+into the directory qsub runs in, whatever the script says.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pilot.jobrequest import JobRequest
+    from providers.base import Scheduler
+
+
+class OwnScript:
+    """Mixin before a Parsl provider class; ``request`` is set by ``providers.submit`` before each submit."""
+
+    pilot_scheduler: "Scheduler"
+    request: "JobRequest | None" = None
+
+    def _write_submit_script(self, template: Any, script_filename: str, job_name: str | None = None,
+                             configs: dict[str, Any] | None = None) -> bool:
+        from providers.script import render
+
+        if self.request is None:
+            raise RuntimeError("providers.submit sets the job request before submitting")
+        if job_name is None:  # LocalProvider: <script_dir>/<job name>.sh, output captured by Parsl itself
+            job_name = script_filename.rsplit("/", 1)[-1][: -len(".sh")]
+        configs = configs or {}
+        text = render(self.pilot_scheduler, self.request, job_name=job_name,
+                      stdout=configs.get("job_stdout_path"), stderr=configs.get("job_stderr_path"))
+        with open(script_filename, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return True
+
+    def execute_wait(self, cmd: str, timeout: float | None = None) -> tuple[int, str, str]:
+        """Parsl's command runner without a shell, in ``script_dir`` (its commands are plain words)."""
+        argv = shlex.split(cmd)
+        res = subprocess.run(argv, capture_output=True, text=True, cwd=getattr(self, "script_dir", None) or None,
+                             timeout=timeout if timeout is not None else getattr(self, "cmd_timeout", None),
+                             stdin=subprocess.DEVNULL)
+        return res.returncode, res.stdout, res.stderr
+
+    @staticmethod
+    def subclass(base: type, scheduler: "Scheduler") -> type:
+        return type(f"Pilot{base.__name__}", (OwnScript, base), {"pilot_scheduler": scheduler})

@@ -1,0 +1,3 @@
+#!/bin/bash
+# pilot job ${name}: ${ranks} MPI ranks on this machine
+${body}

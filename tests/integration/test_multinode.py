@@ -1,0 +1,189 @@
+"""pilot on a real three-node Slurm (``multinode`` marker): node1..node3 with their own host names.
+
+The cluster comes from ../shared/ci/multinode/start-multinode-slurm.sh (2 CPUs
+per node, partition ``mn``); ``SLURM_CONF`` points the clients at it. Each
+test writes its own site file; the driver, Slurm and the pilot are all real.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_submit import PILOT, api, pilot, state
+
+pytestmark = pytest.mark.multinode
+
+CONF = "/var/tmp/multinode-slurm/etc/slurm.conf"
+NODES = ["node1", "node2", "node3"]
+RECORD = re.compile(r'\[cluster-task (?:id=\S+, )?name=([^,]+), start="([^"]+)", duration=([\d.]+), status=(-?\d+), '
+                    r'app="[^"]*", hostname="([^"]+)", slot=(\d+), cpus=(\d+)')
+
+
+@pytest.fixture
+def multinode(monkeypatch):
+    if not os.path.exists(CONF):
+        pytest.skip("no multi-node Slurm: start it with ../shared/ci/multinode/start-multinode-slurm.sh")
+    monkeypatch.setenv("SLURM_CONF", CONF)
+    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.skip(f"the multi-node Slurm does not answer: {out.stderr.strip()}")
+    for node in NODES:  # a test that failed half-way may have left one down
+        subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"], capture_output=True)
+
+
+def site_file(tmp_path: Path, launcher: str = "srun", **extra: str) -> str:
+    path = tmp_path / "mn.yaml"
+    lines = ["description: three-node Slurm on this machine", "scheduler: slurm", "pegasus_site: container",
+             "partition: mn", "nodes: 3", "cores_per_node: 2", "memory_per_node_mb: 4000", "walltime: '00:05:00'",
+             f"launcher: {launcher}", *(f"{k}: {v}" for k, v in extra.items())]
+    if launcher == "srun":
+        lines.append("launcher_options: --mpi=pmi2")
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def workflow(tmp_path: Path, n: int, argv: list[str], cpus: dict[int, int] | None = None, exe: str = "/bin/sleep") -> str:
+    """``n`` independent jobs running ``exe argv``; job i asks for cpus[i] CPUs."""
+    wf = api.Workflow("wide", infer_dependencies=False)
+    tc = api.TransformationCatalog()
+    tc.add_transformations(api.Transformation("work", site="container", pfn=exe, is_stageable=False))
+    wf.add_transformation_catalog(tc)
+    for i in range(n):
+        job = api.Job("work", _id=f"t{i}").add_args(*[a.replace("{i}", str(i)) for a in argv])
+        if cpus and i in cpus:
+            job.add_profiles(api.Namespace.PEGASUS, key="pmc_request_cpus", value=str(cpus[i]))
+        wf.add_jobs(job)
+    path = tmp_path / "wide.yml"
+    wf.write(str(path))
+    return str(path)
+
+
+def records(cluster_dir: Path) -> list[dict]:
+    out = []
+    for f in cluster_dir.glob("*.out.*"):
+        for m in RECORD.finditer(f.read_text()):
+            start = datetime.fromisoformat(m.group(2)).timestamp()
+            out.append({"name": m.group(1), "start": start, "end": start + float(m.group(3)), "status": int(m.group(4)),
+                        "host": m.group(5), "slot": int(m.group(6)), "cpus": int(m.group(7))})
+    return out
+
+
+def resource_hosts(cluster_dir: Path) -> set[str]:
+    return {line.rsplit(",", 1)[1] for f in cluster_dir.glob("*.dag.resource") for line in f.read_text().split()}
+
+
+@pytest.mark.parametrize("launcher", ["srun", "mpiexec"])
+def test_pilot_spans_three_nodes(tmp_path, multinode, launcher):
+    hosts = tmp_path / "hosts.txt"
+    host_script = tmp_path / "host.sh"
+    host_script.write_text(f"#!/bin/sh\nhostname >> {hosts}\n")
+    host_script.chmod(0o755)
+    sub = tmp_path / "sub"
+    site = site_file(tmp_path, launcher, pilot_options=f"'--host-script {host_script}'")
+    res = pilot("submit", "--site", site, "--cluster", "whole", "--poll", "0.3", workflow(tmp_path, 10, ["2"]),
+                "--dir", str(sub), timeout=240)
+    assert res.returncode == 0, res.stderr
+    cdir = sub / "merge_wide"
+    script = (cdir / "merge_wide.slurm").read_text()
+    assert "#SBATCH --nodes=3\n#SBATCH --ntasks-per-node=2\n" in script
+    expected = "srun --mpi=pmi2 -n 6 --ntasks-per-node 2 " if launcher == "srun" else \
+        f"{Path(sys.executable).parent / 'mpiexec'} -n 6 -ppn 2 "
+    assert expected in script
+    recs = records(cdir)
+    assert len(recs) == 10 and all(r["status"] == 0 for r in recs)
+    assert {r["host"] for r in recs} == set(NODES)  # workers on all three nodes
+    assert {r["host"] for r in recs if r["slot"] == 1} <= {"node1"}  # rank 1 shares node1 with the master (rank 0)
+    assert resource_hosts(cdir) == set(NODES)
+    assert sorted(hosts.read_text().split()) == NODES  # the host script ran once per node
+
+
+def test_task_wider_than_any_node_is_infeasible(tmp_path, multinode):
+    """Six CPUs in the job, two per node: a task asking for three can never run."""
+    sub = tmp_path / "sub"
+    res = pilot("submit", "--site", site_file(tmp_path), "--cluster", "whole", "--poll", "0.3",
+                workflow(tmp_path, 6, ["0"], cpus={0: 3}), "--dir", str(sub), timeout=180)
+    assert res.returncode == 1
+    cdir = sub / "merge_wide"
+    said = " ".join(p.read_text() for p in cdir.glob("pilot-*.stderr"))
+    assert "3" in said and "cpu" in said.lower() and "work_t0" in said, said
+    assert state(sub)["merge_wide"]["state"] == "failed"
+
+
+def test_cpus_are_counted_per_host(tmp_path, multinode):
+    """Tasks of two CPUs: one at a time on each node, three at a time in the job."""
+    sub = tmp_path / "sub"
+    res = pilot("submit", "--site", site_file(tmp_path), "--cluster", "whole", "--poll", "0.3",
+                workflow(tmp_path, 6, ["2"], cpus={i: 2 for i in range(6)}), "--dir", str(sub), timeout=240)
+    assert res.returncode == 0, res.stderr
+    recs = records(sub / "merge_wide")
+    assert len(recs) == 6 and all(r["cpus"] == 2 for r in recs)
+    for host in NODES:
+        mine = sorted((r["start"], r["end"]) for r in recs if r["host"] == host)
+        assert all(a[1] <= b[0] + 0.01 for a, b in zip(mine, mine[1:])), (host, mine)  # never two at once on a node
+    most = max(sum(1 for r in recs if r["start"] <= t["start"] < r["end"]) for t in recs)
+    assert most >= 2  # several nodes worked at the same time
+
+
+def resume(node: str) -> None:
+    """Bring ``node`` back (Slurm may already have: ReturnToService=2 returns a node whose slurmd registers)."""
+    subprocess.run(["scontrol", "update", f"nodename={node}", "state=resume"], capture_output=True)
+    out = subprocess.run(["sinfo", "-h", "-n", node, "-o", "%t"], capture_output=True, text=True).stdout.strip()
+    assert not out.startswith("down"), f"{node} is still {out}"
+
+
+def our_jobs(prefix: str) -> list[str]:
+    out = subprocess.run(["squeue", "-h", "-o", "%i %j"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if len(line.split()) == 2 and line.split()[1].startswith(prefix)]
+
+
+def test_node_down_mid_run_completes_without_rerunning_done_tasks(tmp_path, multinode):
+    log = tmp_path / "tasks.log"
+    task = tmp_path / "task.sh"
+    task.write_text(f"#!/bin/sh\necho start $1 >> {log}\nsleep 2\necho end $1 >> {log}\n")
+    task.chmod(0o755)
+    sub = tmp_path / "sub"
+    site = site_file(tmp_path, scheduler_options="['#SBATCH --no-requeue']")
+    plan = pilot("plan", workflow(tmp_path, 16, ["{i}"], exe=str(task)), "--site", site, "--cluster", "whole",
+                 "--dir", str(sub))
+    assert plan.returncode == 0, plan.stderr
+    rescue = sub / "merge_wide" / "merge_wide.dag.rescue"
+    driver = subprocess.Popen([*PILOT, "submit", "--site", site, "--poll", "0.3", str(sub)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    live_max, done_before, downed, first = 0, set(), False, set()
+    try:
+        deadline = time.monotonic() + 300
+        while driver.poll() is None and time.monotonic() < deadline:
+            jobs = our_jobs("pilot-")
+            live_max = max(live_max, len(jobs))
+            if not downed and rescue.exists() and "DONE" in rescue.read_text():
+                first = set(jobs)
+                subprocess.run(["scontrol", "update", "nodename=node2", "state=down", "reason=pilot-test"], check=True)
+                downed = True
+            elif downed and not done_before and not first & set(jobs):  # the job that lost its node has ended
+                done_before = {line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE")}
+                resume("node2")
+            time.sleep(0.2)
+        out, err = driver.communicate(timeout=30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+        resume("node2")
+    assert driver.returncode == 0, err
+    assert downed and done_before, err
+    c = state(sub)["merge_wide"]
+    assert c["state"] == "done" and len(c["job_ids"]) >= 2  # resubmitted after the node failure
+    assert live_max <= 1  # never two batch jobs of the cluster at once
+    started = log.read_text().split("\n")
+    for name in done_before:
+        i = name.rsplit("_t", 1)[1]
+        assert started.count(f"start {i}") == 1, name  # a DONE task is not run again
+    done = [line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE")]
+    assert sorted(done) == sorted(f"work_t{i}" for i in range(16))

@@ -1,0 +1,134 @@
+"""pilot submit on a real OpenPBS through Parsl's PBSProProvider (``pbs`` marker).
+
+The site file is written here: the machine's OpenPBS has queue ``workq`` and
+one node with the machine's CPUs. Jobs start in $HOME with PBS's own
+environment, so these runs also prove that the scripts run pilot and the
+mpich wheel's mpiexec by absolute path.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.pbs import live, ncpus, pbs, wait_for  # noqa: F401 - pbs is a fixture
+from tests.integration.test_submit import EXAMPLE, pilot, sleeper_workflow, state
+
+pytestmark = pytest.mark.pbs
+
+
+def pbs_site(tmp_path: Path, walltime: str = "00:05:00", **extra: str) -> str:
+    path = tmp_path / "pbs.yaml"
+    lines = ["description: the OpenPBS of this machine", "scheduler: pbspro", "pegasus_site: container",
+             "queue: workq", "nodes: 1", f"cores_per_node: {ncpus()}", f"walltime: '{walltime}'",
+             *(f"{k}: {v}" for k, v in extra.items())]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def job_ids(sub: Path) -> set[str]:
+    return {j for c in state(sub).values() for j in c["job_ids"]}
+
+
+def test_example_workflow_runs_with_mpi_in_pbs_jobs(tmp_path, pbs):
+    sub = tmp_path / "sub"
+    res = pilot("submit", "--site", pbs_site(tmp_path), "--cluster", "label", "--poll", "0.3", EXAMPLE, "--dir", str(sub))
+    assert res.returncode == 0, res.stderr
+    st = state(sub)
+    assert {n: c["state"] for n, c in st.items()} == {"preprocess_preprocess": "done", "merge_middle": "done",
+                                                       "analyze_analyze": "done"}
+    assert all(len(c["job_ids"]) == 1 and c["job_ids"][0].split(".")[0].isdigit() for c in st.values())
+    script = (sub / "merge_middle" / "merge_middle.pbs").read_text()
+    mpiexec = str(Path(sys.executable).parent / "mpiexec")
+    assert f"\n{mpiexec} -n 2 -ppn 2 " in script and "#PBS -l select=1:ncpus=2:mpiprocs=2\n" in script
+    # One MPI job of two ranks ran the cluster: the master reports its worker on the PBS node.
+    out = (sub / "merge_middle" / "merge_middle.dag.dagman.out").read_text()
+    assert "findrange_left" in out and "findrange_right" in out
+    finished = json.loads(subprocess.run(["qstat", "-x", "-f", "-F", "json", *job_ids(sub)], capture_output=True,
+                                         text=True, check=True).stdout)["Jobs"]
+    assert all(j["job_state"] == "F" and j["Exit_status"] == 0 for j in finished.values())
+
+
+def test_too_short_walltime_is_aborted_resubmitted_and_resumed(tmp_path, pbs):
+    sub = tmp_path / "sub"
+    wf = sleeper_workflow(tmp_path, 4, 6, label_each=False)  # 24 s of work; the pilot gets 15 s per job
+    res = pilot("submit", "--site", pbs_site(tmp_path, walltime="00:00:30"), "--cluster", "label", "--poll", "0.5",
+                wf, "--dir", str(sub), timeout=400)
+    assert res.returncode == 0, res.stderr
+    c = state(sub)["merge_chain"]
+    assert c["state"] == "done" and c["attempts"] >= 2 and len(c["job_ids"]) == c["attempts"]
+    rescue = (sub / "merge_chain" / "merge_chain.dag.rescue").read_text().split("\n")
+    assert sorted(x for x in rescue if x) == [f"DONE sleep_s{i}" for i in range(4)]  # each task done once
+    assert live(job_ids(sub)) == []
+
+
+def test_status_shows_pbs_states_and_cancel_leaves_no_job(tmp_path, pbs):
+    sub = tmp_path / "sub"
+    wf = sleeper_workflow(tmp_path, 2, 120, label_each=True)
+    site = pbs_site(tmp_path)
+    res = pilot("submit", "--site", site, "--cluster", "label", "--detach", "--poll", "0.3", wf, "--dir", str(sub))
+    assert res.returncode == 0, res.stderr
+    try:
+        wait_for(lambda: (sub / "submit.state.json").exists() and live(job_ids(sub)), 60, "a PBS job")
+        wait_for(lambda: "running" in pilot("status", str(sub)).stdout, 60, "pilot status shows the job running")
+    finally:
+        cancel = pilot("cancel", str(sub))
+    assert cancel.returncode == 0, cancel.stderr
+    wait_for(lambda: live(job_ids(sub)) == [], 60, "qstat without the run's jobs")
+    assert all(c["state"] in ("cancelled", "waiting") for c in state(sub).values())
+    assert "cancelled" in pilot("status", str(sub)).stdout
+
+
+def test_job_pbs_can_never_run_fails_with_its_reason(tmp_path, pbs):
+    """More CPUs per chunk than the node has: PBS keeps the job queued as "Can Never Run"; the run fails with that."""
+    sub = tmp_path / "sub"
+    site = pbs_site(tmp_path, ranks_per_node=str(ncpus() + 2), cores_per_node=str(ncpus() + 2))
+    try:
+        res = pilot("submit", "--site", site, "--cluster", "whole", "--poll", "0.3", EXAMPLE, "--dir", str(sub), timeout=90)
+    finally:
+        pilot("cancel", str(sub))
+    assert res.returncode == 1
+    assert "Can Never Run" in res.stderr and "ncpus" in res.stderr
+    assert state(sub)["merge_diamond"]["state"] == "failed"
+    assert live(job_ids(sub)) == []  # the job does not stay queued forever
+
+
+def wide_workflow(tmp_path: Path, site: str, n: int) -> str:
+    """``n`` independent jobs: clustered whole, one pilot of n + 1 ranks."""
+    from tests.integration.test_submit import api
+
+    wf = api.Workflow("wide", infer_dependencies=False)
+    tc = api.TransformationCatalog()
+    tc.add_transformations(api.Transformation("true", site=site, pfn="/bin/true", is_stageable=False))
+    wf.add_transformation_catalog(tc)
+    for i in range(n):
+        wf.add_jobs(api.Job("true", _id=f"t{i}"))
+    path = tmp_path / "wide.yml"
+    wf.write(str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize("name,per_node", [("polaris", 32), ("aurora", 102)])
+def test_alcf_scripts_pass_qsub(tmp_path, pbs, name, per_node):
+    """The ALCF scripts' directives as this qsub checks them, for a two-node pilot; only the queue (workq
+    here) and ALCF's own custom resource (filesystems) are overridden. PALS' launcher line is checked as text."""
+    sub = tmp_path / "sub"
+    res = pilot("plan", wide_workflow(tmp_path, name, 120), "--site", name, "--cluster", "whole", "--dir", str(sub),
+                "--set", "account=proj42", "--set", "queue=workq", "--set", "nodes=2")
+    assert res.returncode == 0, res.stderr
+    text = (sub / "merge_wide" / "merge_wide.pbs").read_text()
+    assert f"#PBS -l select=2:ncpus={per_node}:mpiprocs={per_node}\n" in text
+    assert "#PBS -A proj42\n" in text and "#PBS -q workq\n" in text and "#PBS -l place=scatter:excl\n" in text
+    assert "#PBS -l filesystems=" in text
+    # PALS' mpiexec, from the job's PATH after worker_init, one rank per core on both nodes
+    launch = [line for line in text.splitlines() if line.startswith("mpiexec ")]
+    assert len(launch) == 1 and f" -n {2 * per_node} -ppn {per_node} " in launch[0], launch
+    checked = tmp_path / "checked.pbs"
+    checked.write_text("".join(line for line in text.splitlines(True) if not line.startswith("#PBS -l filesystems=")))
+    qsub = subprocess.run(["qsub", "-h", str(checked)], capture_output=True, text=True)
+    assert qsub.returncode == 0, qsub.stderr
+    subprocess.run(["qdel", qsub.stdout.strip()], check=True)

@@ -1,0 +1,47 @@
+"""The pilot's result file: how a run ended, as pilot submit reads it."""
+
+from __future__ import annotations
+
+import pytest
+
+from pilot.errors import RunAborted
+from pilot.monitor.result import ResultError, RunOutcome, read_result, result_path, write_result
+from pilot.runtime.master import Master
+from pilot.runtime.options import RunOptions
+from pilot.runtime.protocol import HostSetup
+from pilot.runtime.simulate import SimCluster, SimHost
+from tests.conftest import DIAMOND_DAG
+
+
+def test_round_trip_and_missing(tmp_path):
+    dag = str(tmp_path / "x.dag")
+    assert read_result(dag) is None  # no file: the job vanished before the pilot wrote one
+    write_result(dag, False, RunOutcome.WALLTIME, 4, 2, ["C", "D"], 1)
+    r = read_result(dag)
+    assert r is not None and (r.outcome, r.tasks, r.done, r.unfinished, r.ok) == (RunOutcome.WALLTIME, 4, 2, ["C", "D"], False)
+
+
+@pytest.mark.parametrize("text", ["{", '{"reason": "eaten", "tasks": 1, "done": 0}', '{"reason": "done"}', "[]", ""])
+def test_an_unreadable_result_is_an_error(tmp_path, text):
+    dag = str(tmp_path / "x.dag")
+    with open(result_path(dag), "w") as fh:
+        fh.write(text)
+    with pytest.raises(ResultError, match=r"x\.dag\.result: not a pilot result"):
+        read_result(dag)
+
+
+class HostScriptsNeverReady(SimCluster):
+    def handle(self, r, msg, reply):
+        if isinstance(msg, HostSetup) and msg.script:
+            return  # the host script outlives the wall time
+        super().handle(r, msg, reply)
+
+
+def test_wall_time_during_start_up_is_walltime(dagfile):
+    dag = dagfile(DIAMOND_DAG)
+    cluster = HostScriptsNeverReady([SimHost("h1", cpus=2, slots=2)])
+    master = Master(RunOptions(dag=dag, host_script="/bin/true", max_wall_time=0.001), cluster.transport, None)
+    with pytest.raises(RunAborted, match="max wall time reached during host scripts"):
+        master.run()
+    result = read_result(dag)
+    assert result is not None and result.outcome is RunOutcome.WALLTIME  # resubmitted, not failed

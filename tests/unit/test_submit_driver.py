@@ -1,0 +1,300 @@
+"""The cluster-DAG driver's state machine on a batch system in memory (no scheduler, milliseconds each)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pilot.errors import ConfigError
+from pilot.monitor.result import RunOutcome
+from pilot.sites import SiteConfig
+from pilot.submit.driver import Driver
+from pilot.submit.options import Options
+from pilot.submit.state import STATE_FILE, ClusterState, SubmitState
+from providers.queue import QueueState, QueueStatus
+from tests.unit.fake_queue import FakeClock, FakeQueue, make_plan
+
+W, F, S, V, E = RunOutcome.WALLTIME, RunOutcome.FAILED, RunOutcome.SIGNAL, None, RunOutcome.ERROR
+DIAMOND = {"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"]}
+
+
+def site(name: str = "a", max_queued: int = 10) -> SiteConfig:
+    return SiteConfig(name=name, scheduler="local", max_queued=max_queued)
+
+
+def setup(tmp_path: Path, clusters=None, sites=None, retry=None, **opts):
+    clock = FakeClock()
+    queue = FakeQueue(clock)
+    sub = make_plan(tmp_path / "sub", clusters or DIAMOND, retry=retry)
+    driver = Driver.load(sub, sites or [site()], queue, Options(poll=1.0, backoff=2.0, **opts), clock)
+    return driver, queue, clock
+
+
+def states(driver: Driver) -> dict[str, str]:
+    return {n: c.state.value for n, c in driver.state.clusters.items()}
+
+
+def run(driver: Driver) -> bool:
+    driver.recover()
+    return driver.run()
+
+
+def test_diamond_runs_in_dependency_order(tmp_path):
+    driver, queue, _ = setup(tmp_path)
+    assert run(driver) is True
+    order = [c for _, _, c in queue.submits]
+    assert order[0] == "a" and order[-1] == "d" and sorted(order) == ["a", "b", "c", "d"]
+    assert states(driver) == dict.fromkeys("abcd", "done")
+
+
+def test_a_failed_cluster_stops_only_its_descendants(tmp_path):
+    clusters = {"a": [], "b": ["a"], "c": [], "d": ["c"], "e": ["b", "d"]}
+    driver, queue, _ = setup(tmp_path, clusters, retry={"a": 0})
+    queue.outcomes["a"] = [F]
+    assert run(driver) is False
+    assert states(driver) == {"a": "failed", "b": "waiting", "c": "done", "d": "done", "e": "waiting"}
+    assert "tasks failed (1/2 done)" in driver.state.clusters["a"].reason
+    assert sorted(driver.descendants("a")) == ["b", "e"]
+
+
+def test_task_failures_are_retried_up_to_the_retry_count(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": []}, retry={"a": 2})
+    queue.outcomes["a"] = [F, F]
+    assert run(driver) is True
+    c = driver.state.clusters["a"]
+    assert (c.state, c.attempts, c.retries, c.resubmits) == (ClusterState.DONE, 3, 2, 0)
+
+
+def test_default_retry_is_pegasus_one_and_dagman_retry_wins(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": [], "b": []}, retry={"b": 3})
+    queue.outcomes["a"] = [F, F, F, F]
+    queue.outcomes["b"] = [F, F, F]
+    assert run(driver) is False
+    a, b = driver.state.clusters["a"], driver.state.clusters["b"]
+    assert (a.state, a.attempts, a.retries) == (ClusterState.FAILED, 2, 1)  # --retry default: 1
+    assert (b.state, b.attempts, b.retries) == (ClusterState.DONE, 4, 3)
+
+
+def test_resubmissions_have_their_own_counter(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": []}, retry={"a": 1}, max_resubmits=3)
+    queue.outcomes["a"] = [W, F, S, V]
+    assert run(driver) is True
+    c = driver.state.clusters["a"]
+    assert (c.state, c.attempts, c.retries, c.resubmits) == (ClusterState.DONE, 5, 1, 3)
+
+
+def test_resubmissions_run_out(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": []}, max_resubmits=1)
+    queue.outcomes["a"] = [W, V]
+    assert run(driver) is False
+    c = driver.state.clusters["a"]
+    assert c.state is ClusterState.FAILED and c.retries == 0 and "vanished" in c.reason and "--max-resubmits 1" in c.reason
+
+
+def test_a_pilot_that_could_not_start_fails_without_retry(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": []}, retry={"a": 5})
+    queue.outcomes["a"] = [E]
+    assert run(driver) is False
+    assert driver.state.clusters["a"].attempts == 1 and "could not start" in driver.state.clusters["a"].reason
+
+
+def test_an_unreadable_result_is_an_error_not_a_vanished_job(tmp_path):
+    driver, queue, clock = setup(tmp_path, {"a": []})
+    driver.recover()
+    driver.step()  # submitted
+    driver.step()  # pending
+    driver.step()  # running
+    Path(driver.specs["a"].dag + ".result").write_text("{not json")
+    queue.pin("a", QueueStatus(QueueState.FINISHED))
+    driver.step()
+    c = driver.state.clusters["a"]
+    assert c.state is ClusterState.FAILED and "not a pilot result" in c.reason and c.resubmits == 0
+
+
+def test_pending_reason_is_kept_and_a_never_starting_job_is_cancelled(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": [], "b": []})
+    driver.recover()
+    driver.step()
+    queue.pin("a", QueueStatus(QueueState.PENDING, "Resources"))
+    queue.pin("b", QueueStatus(QueueState.PENDING, "PartitionConfig", never_starts=True))
+    driver.step()
+    a, b = driver.state.clusters["a"], driver.state.clusters["b"]
+    assert (a.state, a.queue, a.queue_reason) == (ClusterState.QUEUED, "pending", "Resources")
+    assert b.state is ClusterState.FAILED and "can never start on a: PartitionConfig" in b.reason and "\n" not in b.reason
+    assert queue.cancelled == [b.job_id]
+    queue.pin("a", QueueStatus(QueueState.HELD, "JobHeldUser"))
+    driver.step()
+    assert (a.queue, a.queue_reason) == ("held", "JobHeldUser")
+    queue.release("a")
+    assert driver.run() is False and a.state is ClusterState.DONE
+
+
+def test_queue_outage_is_waited_out(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": []})
+    driver.recover()
+    driver.step()
+    queue.query_outages = 3
+    assert driver.run() is True and driver.state.clusters["a"].attempts == 1
+
+
+def test_failed_submissions_back_off_and_give_up(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": []}, submit_tries=3)
+    queue.submit_errors["a"] = [False, False, False]
+    assert run(driver) is False
+    times = [t for t, _, _ in queue.submits]
+    assert [b - a for a, b in zip(times, times[1:])] == [2.0, 4.0]  # exponential back-off
+    c = driver.state.clusters["a"]
+    assert c.state is ClusterState.FAILED and "failed 3 times" in c.reason and "timed out" in c.reason and c.job_ids == []
+
+
+def test_submission_in_doubt_is_found_not_duplicated(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": []})
+    queue.submit_errors["a"] = [True]  # the submit command failed, but the job reached the queue
+    assert run(driver) is True
+    assert len(queue.submits) == 1 and len(queue.jobs) == 1
+    assert driver.state.clusters["a"].job_ids == [next(iter(queue.jobs))]
+
+
+def test_submission_in_doubt_waits_while_the_queue_cannot_be_asked(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": []})
+    queue.submit_errors["a"] = [True]
+    queue.find_outages = 2
+    assert run(driver) is True and len(queue.jobs) == 1
+
+
+def test_a_refused_job_fails_at_once(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": [], "b": []})
+    queue.refuse["a"] = "sbatch: error: Invalid partition name specified"
+    assert run(driver) is False
+    assert states(driver) == {"a": "failed", "b": "done"} and len(queue.submits) == 2
+    assert "Invalid partition name" in driver.state.clusters["a"].reason
+
+
+def test_site_choice_by_rank_and_throttle(tmp_path):
+    clusters = {f"c{i}": [] for i in range(6)}
+    driver, queue, _ = setup(tmp_path, clusters, sites=[site("a", 2), site("b", 1)])
+    driver.recover()
+    driver.step()
+    assert [s for _, s, _ in queue.submits] == ["a", "b", "a"]  # ranks 0,0 -> a; -1/2 vs 0 -> b; -1/2 vs -1 -> a
+    assert driver.run() is True
+    assert queue.max_active == {"a": 2, "b": 1}
+    for c in driver.state.clusters.values():  # each attempt stays on its site
+        assert c.site in ("a", "b")
+
+
+def test_further_attempts_stay_on_their_site(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": []}, sites=[site("x", 1), site("y", 1)])
+    queue.outcomes["a"] = [W, W]
+    assert run(driver) is True
+    assert [s for _, s, _ in queue.submits] == ["x", "x", "x"]
+
+
+def test_a_killed_driver_resumes_without_submitting_twice(tmp_path):
+    driver, queue, clock = setup(tmp_path)
+    driver.recover()
+    driver.step()  # a submitted
+    again = Driver.load(driver.submit_dir, [site()], queue, Options(poll=1.0), clock)
+    assert run(again) is True
+    assert [c for _, _, c in queue.submits].count("a") == 1
+
+
+def test_rerun_retries_only_what_failed(tmp_path):
+    driver, queue, clock = setup(tmp_path, retry={"b": 0})
+    queue.outcomes["b"] = [F]
+    assert run(driver) is False
+    assert states(driver) == {"a": "done", "b": "failed", "c": "done", "d": "waiting"}
+    again = Driver.load(driver.submit_dir, [site()], queue, Options(poll=1.0), clock)
+    assert run(again) is True
+    assert [c for _, _, c in queue.submits] == ["a", "b", "c", "b", "d"]
+
+
+def test_constructor_and_load_write_nothing_and_cancel_needs_no_recovery(tmp_path):
+    driver, queue, _ = setup(tmp_path)
+    assert not Path(driver.submit_dir, STATE_FILE).exists()
+    driver.recover()
+    driver.step()
+    fresh = Driver.load(driver.submit_dir, [site()], queue, Options(), FakeClock())
+    assert fresh.cancel_all() == [queue.latest("a").job_id]
+    assert set(states(fresh).values()) == {"cancelled"}
+
+
+def test_restart_needs_every_site_with_jobs(tmp_path):
+    driver, queue, clock = setup(tmp_path, sites=[site("a"), site("b")])
+    driver.recover()
+    driver.step()
+    busy = {c.site for c in driver.state.clusters.values() if c.job_ids}
+    again = Driver.load(driver.submit_dir, [site("z")], queue, Options(), clock)
+    with pytest.raises(ConfigError, match=f"on site\\(s\\) {sorted(busy)[0]}"):
+        again.recover()
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"format": 99, "plan_id": "x", "clusters": []}', "state format 99, this pilot reads format 1"),
+    ('{"plan_id": "x", "clusters": []}', "state format None"),
+    ("{", "corrupt"),
+    ('{"format": 1, "plan_id": "x", "clusters": [{"name": "a", "state": "flying"}]}', "corrupt (ValueError"),
+    ('{"format": 1, "plan_id": "x", "clusters": [{"name": "a", "colour": 1}]}', "unknown field 'colour'"),
+])
+def test_state_file_errors_are_one_line(tmp_path, text, message):
+    (tmp_path / STATE_FILE).write_text(text)
+    with pytest.raises(ConfigError, match=r"submit\.state\.json: ") as err:
+        SubmitState.load(str(tmp_path))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_state_file_round_trip(tmp_path):
+    driver, _, _ = setup(tmp_path)
+    assert run(driver) is True
+    raw = json.loads(Path(driver.submit_dir, STATE_FILE).read_text())
+    assert raw["format"] == 1 and raw["clusters"][0]["state"] == "done"
+    loaded = SubmitState.load(driver.submit_dir)
+    assert loaded is not None and loaded.clusters["d"].state is ClusterState.DONE
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace("format: 1", "format: 7"), "cluster DAG format 7, this pilot reads format 1"),
+    (lambda t: t.replace("format: 1\n", ""), "cluster DAG format None"),
+    (lambda t: t.replace('kind: "horizontal"', 'kind: "diagonal"', 1), "cluster #1: bad or missing field"),
+    (lambda t: t.replace("clusters:", "clusters: ["), "not valid YAML"),
+])
+def test_clusters_file_errors_are_one_line(tmp_path, edit, message):
+    from pilot.submit.clusters import read_clusters
+
+    sub = Path(make_plan(tmp_path / "sub", {"a": []}))
+    (sub / "clusters.yml").write_text(edit((sub / "clusters.yml").read_text()))
+    with pytest.raises(ConfigError, match="clusters.yml") as err:
+        read_clusters(str(sub))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_every_submission_is_on_disk_before_and_after_it_happens(tmp_path):
+    driver, queue, _ = setup(tmp_path, {f"c{i}": [] for i in range(3)})
+    seen = []
+    submit = queue.submit
+
+    def checked(site, req, job_name):
+        on_disk = SubmitState.load(driver.submit_dir)
+        seen.append((on_disk.clusters[req.name].state, on_disk.clusters[req.name].job_name == job_name,
+                     [c.job_ids for c in on_disk.clusters.values()]))
+        return submit(site, req, job_name)
+
+    queue.submit = checked
+    driver.recover()
+    driver.step()
+    assert [(s, named) for s, named, _ in seen] == [(ClusterState.SUBMITTING, True)] * 3
+    assert [ids for _, _, ids in seen] == [[[], [], []], [["100"], [], []], [["100"], ["101"], []]]
+
+
+def test_records_of_clusters_no_longer_planned(tmp_path):
+    driver, queue, clock = setup(tmp_path, {"a": [], "b": []})
+    driver.recover()
+    driver.step()  # a and b queued
+    text = Path(driver.submit_dir, "clusters.yml").read_text()
+    Path(driver.submit_dir, "clusters.yml").write_text(text[:text.index('- name: "b"')])  # re-planned without b
+    again = Driver.load(driver.submit_dir, [site()], queue, Options(), clock)
+    assert list(again.state.clusters) == ["a"]
+    with pytest.raises(ConfigError, match="batch jobs for cluster\\(s\\) b that clusters.yml no longer has"):
+        again.recover()
+    assert sorted(again.cancel_all()) == sorted(j.job_id for j in queue.jobs.values())  # pilot cancel still finds b's job

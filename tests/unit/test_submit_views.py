@@ -1,0 +1,136 @@
+"""True states, pegasus-status totals, the failure report and pilot status exit codes, from real files."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from pilot.monitor.result import RunOutcome
+from pilot.submit.driver import Driver
+from pilot.submit.options import Options
+from pilot.submit.pilotfiles import PilotFiles
+from pilot.submit.render import LiveProgress, failure_lines, status_text
+from pilot.submit.session import StatusCode, status
+from pilot.submit.views import Shown, Watcher, totals
+from providers.queue import QueueState, QueueStatus
+from tests.unit.fake_queue import FakeClock, FakeQueue, make_plan
+from tests.unit.test_submit_driver import site
+
+JOBSTATE = """\
+1.0 INTERNAL *** PMC_STARTED ***
+1.0 t1 SUBMIT 1.0 - - 1
+1.0 t1 EXECUTE 1.0 - - 1
+1.0 t2 SUBMIT 2.0 - - 2
+1.0 t2 EXECUTE 2.0 - - 2
+1.0 t1 JOB_TERMINATED 1.0 - - 1
+1.0 t1 JOB_FAILURE 3 - - 1
+1.0 t3 SUBMIT 3.0 - - 3
+1.0 t3 EXECUTE 3.0 - - 3
+1.0 t3 JOB_TERMINATED 3.0 - - 3
+1.0 t3 JOB_FAILURE -9 - - 3
+"""
+
+
+def test_pilot_files_are_read_incrementally(tmp_path):
+    dag = tmp_path / "c.dag"
+    dag.write_text("")
+    files = PilotFiles(str(dag))
+    (tmp_path / "jobstate.log").write_text(JOBSTATE + "1.0 t4 SUBM")  # a line still being written
+    (tmp_path / "c.dag.rescue").write_text("# rescue\nDONE t0\n")
+    p = files.update()
+    assert (p.done, sorted(p.running), p.failed, p.started, p.finished) == (1, ["t2"], {"t1": 3, "t3": -9}, True, False)
+    with open(tmp_path / "jobstate.log", "a") as fh:
+        fh.write("IT 1.0 - - 4\n1.0 t1 SUBMIT 5.0 - - 5\n1.0 t2 JOB_TERMINATED 2.0 - - 2\n1.0 t2 JOB_SUCCESS 0 - - 2\n")
+    with open(tmp_path / "c.dag.rescue", "a") as fh:
+        fh.write("DONE t2\n")
+    p = files.update()
+    assert (p.done, sorted(p.running), p.failed) == (2, ["t1", "t4"], {"t3": -9})
+    (tmp_path / "t3.err.000").write_text("")
+    (tmp_path / "t3.err.002").write_text("")
+    (tmp_path / "t3.err.001").write_text("")
+    assert files.stderr_of("t3") == str(tmp_path / "t3.err.002") and files.stderr_of("t9") is None
+
+
+def drive_until(tmp_path, clusters, outcomes, retry=None, steps=None):
+    clock = FakeClock()
+    queue = FakeQueue(clock)
+    queue.outcomes.update(outcomes)
+    sub = make_plan(tmp_path / "sub", clusters, retry=retry)
+    driver = Driver.load(sub, [site()], queue, Options(poll=1.0), clock)
+    driver.recover()
+    if steps is None:
+        driver.run()
+    else:
+        for _ in range(steps):
+            driver.step()
+    return driver, queue
+
+
+def test_failed_run_report_names_tasks_stderr_batch_output_and_not_run(tmp_path):
+    driver, _ = drive_until(tmp_path, {"a": [], "b": ["a"], "c": ["b"], "x": []}, {"a": [RunOutcome.FAILED]}, retry={"a": 0})
+    watcher = Watcher(list(driver.specs.values()))
+    views = watcher.views(driver.state.clusters)
+    assert [v.shown for v in views] == [Shown.FAILED, Shown.NOT_RUN, Shown.NOT_RUN, Shown.DONE]
+    job = driver.state.clusters["a"].job_id
+    name = driver.state.clusters["a"].job_name
+    assert failure_lines(views, watcher, driver.submit_dir) == [
+        "a: failed: tasks failed (1/2 done)",
+        "a: task a_t0 failed with exit 3 (stderr: a/a_t0.err.000)",
+        f"a: batch job {job} on a: stdout a/{name}.stdout, stderr a/{name}.stderr",
+        "b: not run (a failed)",
+        "c: not run (a failed)",
+    ]
+    t = totals(views)
+    assert (t.unready, t.ready, t.running, t.done, t.failed) == (4, 0, 0, 3, 1)
+    text = status_text(views, driving=False)
+    assert "not run (a failed)" in text and text.splitlines()[-1].split() == ["4", "0", "0", "3", "1", "37.5", "Failure"]
+
+
+def test_live_states_queued_with_reason_running_held(tmp_path):
+    driver, queue = drive_until(tmp_path, {"a": [], "b": [], "c": ["a"]}, {}, steps=1)
+    queue.pin("b", QueueStatus(QueueState.HELD, "JobHeldUser"))
+    driver.step()  # a: pending (Priority)
+    views = {v.spec.name: v for v in Watcher(list(driver.specs.values())).views(driver.state.clusters)}
+    assert (views["a"].shown, views["a"].detail) == (Shown.QUEUED, "Priority")
+    assert (views["b"].shown, views["b"].detail) == (Shown.HELD, "JobHeldUser")
+    assert (views["c"].shown, views["c"].detail) == (Shown.WAITING, "after a")
+    driver.step()  # a: running
+    Path(driver.specs["a"].dir, "jobstate.log").write_text("1.0 INTERNAL *** PMC_STARTED ***\n1.0 a_t0 EXECUTE 1.0 - - 1\n")
+    Path(driver.specs["a"].dag + ".rescue").write_text("DONE a_t1\n")
+    views = Watcher(list(driver.specs.values())).views(driver.state.clusters)
+    a = views[0]
+    assert (a.shown, a.done, a.detail) == (Shown.RUNNING, 1, "1 running now")
+    t = totals(views)
+    assert (t.unready, t.ready, t.running, t.done, t.failed) == (2, 2, 1, 1, 0)
+    out = io.StringIO()
+    live = LiveProgress(Watcher(list(driver.specs.values())), out, tty=False)
+    live.show(driver.state.clusters)
+    live.show(driver.state.clusters)  # unchanged: not repeated
+    assert out.getvalue() == "tasks: UNREADY 2 READY 2 RUNNING 1 DONE 1 FAILED 0 %DONE 16.7 STATE Running\n"
+
+
+def test_status_exit_codes(tmp_path):
+    sub = make_plan(tmp_path / "fresh", {"a": []})
+    assert status(sub).code is StatusCode.NOT_FINISHED  # planned, never submitted
+    done, _ = drive_until(tmp_path / "1", {"a": []}, {})
+    assert status(done.submit_dir).code is StatusCode.DONE == 0
+    failed, _ = drive_until(tmp_path / "2", {"a": [], "b": ["a"]}, {"a": [RunOutcome.ERROR]})
+    res = status(failed.submit_dir)
+    assert res.code is StatusCode.FAILED == 1 and "not run (a failed)" in res.text
+    running, _ = drive_until(tmp_path / "3", {"a": []}, {}, steps=2)
+    assert status(running.submit_dir).code is StatusCode.NOT_FINISHED == 3
+
+
+def test_live_progress_on_a_terminal_redraws_in_place(tmp_path):
+    driver, queue = drive_until(tmp_path, {"a": [], "b": ["a"]}, {}, steps=2)
+    out = io.StringIO()
+    live = LiveProgress(Watcher(list(driver.specs.values())), out, tty=True)
+    live.show(driver.state.clusters)
+    first = out.getvalue()
+    assert first.startswith("\x1b[J") and "queued (Priority)" in first and "\nb " not in first  # waiting clusters stay off
+    driver.step()
+    live.show(driver.state.clusters)
+    redraw = out.getvalue()[len(first):]
+    assert redraw.startswith(f"\x1b[{first.count(chr(10))}F\x1b[J") and "running" in redraw
+    live.clear()
+    assert out.getvalue().endswith("\x1b[J")
