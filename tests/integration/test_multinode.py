@@ -7,6 +7,7 @@ test writes its own site file; the driver, Slurm and the pilot are all real.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -148,7 +149,9 @@ def resume(node: str) -> None:
 
 
 def our_jobs(prefix: str) -> list[str]:
-    out = subprocess.run(["squeue", "-h", "-o", "%i %j"], capture_output=True, text=True).stdout
+    """Jobs named ``prefix``* that have not ended (squeue also lists ended jobs for a while, e.g. NODE_FAIL)."""
+    live = "PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED,REQUEUED,RESIZING,SIGNALING,STAGE_OUT,STOPPED"
+    out = subprocess.run(["squeue", "-h", "-t", live, "-o", "%i %j"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in out.splitlines() if len(line.split()) == 2 and line.split()[1].startswith(prefix)]
 
 
@@ -169,7 +172,11 @@ def test_node_down_mid_run_completes_without_rerunning_done_tasks(tmp_path, mult
     try:
         deadline = time.monotonic() + 300
         while driver.poll() is None and time.monotonic() < deadline:
-            jobs = our_jobs("pilot-")
+            if not (sub / "submit.state.json").exists():
+                time.sleep(0.1)
+                continue
+            plan_id = json.loads((sub / "submit.state.json").read_text())["plan_id"]
+            jobs = our_jobs(f"pilot-{plan_id}-merge_wide-")
             live_max = max(live_max, len(jobs))
             if not downed and rescue.exists() and "DONE" in rescue.read_text():
                 first = set(jobs)
