@@ -3,7 +3,8 @@
 Each launcher names its own flags for the total and the per-node count, so
 ranks land on every node of a multi-node job (rank 0, the master, on the
 first). ``mpiexec`` is MPICH's hydra (the mpich wheel) or HPE PALS (ALCF):
-both take ``-ppn``.
+both take ``-ppn``. Open MPI's does not: name it ``mpirun``, which gets only
+``-n``, and place the ranks with ``launcher_options`` (``--map-by ppr:N:node``).
 """
 
 from __future__ import annotations

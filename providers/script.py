@@ -13,7 +13,6 @@ checked or quoted pieces before they are placed.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from importlib import resources
@@ -90,6 +89,3 @@ def _value(key: str, line: str, words: dict[str, str | None], blocks: dict[str, 
         raise ConfigError(f"{key} {value!r} cannot go into a batch directive: use letters, digits and _.,:=@+/%- only")
     return quoted
 
-
-def script_file(scheduler: "Scheduler", workdir: str, name: str) -> str:
-    return os.path.join(workdir, name + scheduler.suffix)
