@@ -13,6 +13,7 @@ checked or quoted pieces before they are placed.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from importlib import resources
@@ -28,8 +29,14 @@ _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 _PLAIN = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
 
 
+@functools.lru_cache(maxsize=None)
+def _template(name: str) -> str:
+    return resources.files("providers").joinpath("templates", name).read_text(encoding="utf-8")
+
+
 def template_text(scheduler: "Scheduler") -> str:
-    return resources.files("providers").joinpath("templates", scheduler.template).read_text(encoding="utf-8")
+    """The scheduler's template (read once per process: a big plan renders tens of thousands)."""
+    return _template(scheduler.template)
 
 
 def is_plain(value: str) -> bool:
