@@ -45,7 +45,9 @@ def test_example_workflow_runs_with_mpi_in_pbs_jobs(tmp_path, pbs):
     script = (sub / "merge_middle" / "merge_middle.pbs").read_text()
     mpiexec = str(Path(sys.executable).parent / "mpiexec")
     assert f"\n{mpiexec} -n 2 -ppn 2 " in script and "#PBS -l select=1:ncpus=2:mpiprocs=2\n" in script
-    # One MPI job of two ranks ran the cluster: the master reports its worker on the PBS node.
+    # One MPI job of two ranks ran the cluster: a master and its worker on the PBS node.
+    said = " ".join(p.read_text() for p in (sub / "merge_middle").glob("pilot-*.stderr"))
+    assert "Master starting with 1 workers" in said and "Workflow succeeded" in said, said
     out = (sub / "merge_middle" / "merge_middle.dag.dagman.out").read_text()
     assert "findrange_left" in out and "findrange_right" in out
     finished = json.loads(subprocess.run(["qstat", "-x", "-f", "-F", "json", *job_ids(sub)], capture_output=True,
