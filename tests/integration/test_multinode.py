@@ -190,6 +190,8 @@ def test_node_down_mid_run_completes_without_rerunning_done_tasks(tmp_path, mult
     finally:
         if driver.poll() is None:
             driver.kill()
+            driver.wait()
+            pilot("cancel", str(sub), "--site", site)
         resume("node2")
     assert driver.returncode == 0, err
     assert downed and done_before, err

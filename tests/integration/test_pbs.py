@@ -79,7 +79,7 @@ def test_status_shows_pbs_states_and_cancel_leaves_no_job(tmp_path, pbs):
         wait_for(lambda: (sub / "submit.state.json").exists() and live(job_ids(sub)), 60, "a PBS job")
         wait_for(lambda: "running" in pilot("status", str(sub)).stdout, 60, "pilot status shows the job running")
     finally:
-        cancel = pilot("cancel", str(sub))
+        cancel = pilot("cancel", str(sub), "--site", site)
     assert cancel.returncode == 0, cancel.stderr
     wait_for(lambda: live(job_ids(sub)) == [], 60, "qstat without the run's jobs")
     assert all(c["state"] in ("cancelled", "waiting") for c in state(sub).values())
@@ -93,7 +93,7 @@ def test_job_pbs_can_never_run_fails_with_its_reason(tmp_path, pbs):
     try:
         res = pilot("submit", "--site", site, "--cluster", "whole", "--poll", "0.3", EXAMPLE, "--dir", str(sub), timeout=90)
     finally:
-        pilot("cancel", str(sub))
+        pilot("cancel", str(sub), "--site", site)
     assert res.returncode == 1
     assert "Can Never Run" in res.stderr and "ncpus" in res.stderr
     assert state(sub)["merge_diamond"]["state"] == "failed"
