@@ -77,7 +77,9 @@ def test_status_shows_pbs_states_and_cancel_leaves_no_job(tmp_path, pbs):
     assert res.returncode == 0, res.stderr
     try:
         wait_for(lambda: (sub / "submit.state.json").exists() and live(job_ids(sub)), 60, "a PBS job")
-        wait_for(lambda: "running" in pilot("status", str(sub)).stdout, 60, "pilot status shows the job running")
+        wait_for(lambda: any(line.startswith("sleep_s0 ") and " running " in f"{line} "
+                             for line in pilot("status", str(sub)).stdout.splitlines()),
+                 60, "pilot status shows the cluster's PBS job running")
     finally:
         cancel = pilot("cancel", str(sub), "--site", site)
     assert cancel.returncode == 0, cancel.stderr
