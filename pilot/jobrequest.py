@@ -49,10 +49,16 @@ def host_options(site: SiteConfig) -> list[str]:
     return opts
 
 
+def _split(text: str) -> tuple[str, ...]:
+    from providers.launchers import split
+
+    return split(text)
+
+
 def pilot_args(site: SiteConfig, dag_name: str) -> list[str]:
     """``pilot run`` options for a cluster's batch job on ``site`` (planner scripts and pilot submit alike)."""
     return ["--max-wall-time", f"{pilot_wall_time(site.walltime_minutes):g}", "--jobstate-log", "--monitord-hack",
-            *host_options(site), *shlex.split(site.pilot_options), dag_name]
+            *host_options(site), *_split(site.pilot_options), dag_name]
 
 
 @dataclass
@@ -115,7 +121,7 @@ def resolve_launcher(site: SiteConfig) -> str:
 
 
 def resolve_pilot(site: SiteConfig) -> list[str]:
-    command = shlex.split(site.pilot_command)
+    command = list(_split(site.pilot_command))
     if command != ["pilot"]:
         return command
     here = os.path.join(environment_bin(), "pilot")

@@ -26,10 +26,9 @@ from pilot.siteschema import (ARGS, BOOL, COMMAND, DURATION, KEYLIST, LINES, TEX
                               integer, spec)
 from pilot.yamlerrors import yaml_error
 
-LAUNCHERS = ("mpiexec", "srun", "aprun", "ibrun", "mpirun")
-
-
 def _launcher(value: str) -> str | None:
+    from providers.launchers import LAUNCHERS  # the one registry of launcher lines
+
     if os.path.basename(value) in LAUNCHERS and (os.sep not in value or os.path.isabs(value)):
         return None
     return f"{value!r} is not one of {', '.join(LAUNCHERS)} (or an absolute path to one)"

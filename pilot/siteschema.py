@@ -96,10 +96,8 @@ def _list(item: Callable[[Any, bool], str], what: str) -> Callable[[Any, bool], 
     def convert(value: Any, from_text: bool) -> list[str]:
         if from_text:
             value = [v.strip() for v in str(value).split(",") if v.strip()]
-        elif isinstance(value, str):
-            value = [value]  # one entry may be written without brackets
         elif not isinstance(value, list):
-            raise ValueError(f"expected a list of {what}, got {value!r}")
+            raise ValueError(f"expected a list of {what} ([a, b] or one '- item' per line), got {value!r}")
         return [item(v, False) for v in value]
 
     return convert
@@ -107,10 +105,10 @@ def _list(item: Callable[[Any, bool], str], what: str) -> Callable[[Any, bool], 
 
 def _lines(value: Any, from_text: bool) -> list[str]:
     """Lines of a script part: a list of one-line strings (from --set: one line)."""
-    if from_text or isinstance(value, str):
+    if from_text:
         return [_one_line(value, "one line (write several lines as a YAML list)")]
     if not isinstance(value, list):
-        raise ValueError(f"expected a list of lines, got {value!r}")
+        raise ValueError(f"expected a list of lines (one '- line' per line), got {value!r}")
     return [_one_line(v, "one line per list entry") for v in value]
 
 

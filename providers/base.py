@@ -12,6 +12,10 @@ A scheduler is one subclass of ``Scheduler`` registered in ``providers.SCHEDULER
   waiting cannot cure (the driver fails such a job instead of waiting forever);
 - ``find`` and ``track``: finding a job after a restart.
 
+The MPI launcher line (ranks over all nodes of the job) belongs to the launcher a
+site names, not to its scheduler: ``srun`` under Slurm, ``mpiexec`` under PBS,
+Slurm or none alike. ``providers/launchers.py`` holds one builder per launcher.
+
 docs/new-scheduler.md walks through adding one.
 """
 

@@ -3,11 +3,13 @@
 Each launcher names its own flags for the total and the per-node count, so
 ranks land on every node of a multi-node job (rank 0, the master, on the
 first). ``mpiexec`` is MPICH's hydra (the mpich wheel) or HPE PALS (ALCF):
-both take ``-ppn``.
+both take ``-ppn``. Open MPI's does not: name it ``mpirun``, which gets only
+``-n``, and place the ranks with ``launcher_options`` (``--map-by ppr:N:node``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 from typing import Callable
@@ -44,4 +46,10 @@ SITE_LAUNCHERS = ("srun", "aprun", "ibrun")
 def launch_line(launcher: str, options: str, nodes: int, ranks_per_node: int) -> list[str]:
     """argv prefix that starts ONE MPI job of all ranks (``launcher`` is a name or an absolute path)."""
     build = LAUNCHERS[os.path.basename(launcher)]
-    return build(launcher, shlex.split(options), nodes * ranks_per_node, ranks_per_node)
+    return build(launcher, list(split(options)), nodes * ranks_per_node, ranks_per_node)
+
+
+@functools.lru_cache(maxsize=256)
+def split(text: str) -> tuple[str, ...]:
+    """shlex.split, once per distinct site option string (a big plan asks for it per cluster)."""
+    return tuple(shlex.split(text))

@@ -46,9 +46,12 @@ class OwnScript:
     def execute_wait(self, cmd: str, timeout: float | None = None) -> tuple[int, str, str]:
         """Parsl's command runner without a shell, in ``script_dir`` (its commands are plain words)."""
         argv = shlex.split(cmd)
-        res = subprocess.run(argv, capture_output=True, text=True, cwd=getattr(self, "script_dir", None) or None,
-                             timeout=timeout if timeout is not None else getattr(self, "cmd_timeout", None),
-                             stdin=subprocess.DEVNULL)
+        try:
+            res = subprocess.run(argv, capture_output=True, text=True, cwd=getattr(self, "script_dir", None) or None,
+                                 timeout=timeout if timeout is not None else getattr(self, "cmd_timeout", None),
+                                 stdin=subprocess.DEVNULL)
+        except OSError as exc:  # as a shell would say it (SlurmProvider probes for sacct when it starts)
+            return 127, "", f"{argv[0]}: {exc.strerror}"
         return res.returncode, res.stdout, res.stderr
 
     @staticmethod

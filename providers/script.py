@@ -13,7 +13,7 @@ checked or quoted pieces before they are placed.
 
 from __future__ import annotations
 
-import os
+import functools
 import re
 import shlex
 from importlib import resources
@@ -29,8 +29,20 @@ _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 _PLAIN = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
 
 
+@functools.lru_cache(maxsize=None)
+def _template(name: str) -> str:
+    return resources.files("providers").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=None)
+def _parsed(name: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The template's lines, each with the placeholders it names."""
+    return tuple((line, tuple(_PLACEHOLDER.findall(line))) for line in _template(name).splitlines())
+
+
 def template_text(scheduler: "Scheduler") -> str:
-    return resources.files("providers").joinpath("templates", scheduler.template).read_text(encoding="utf-8")
+    """The scheduler's template (read once per process: a big plan renders tens of thousands)."""
+    return _template(scheduler.template)
 
 
 def is_plain(value: str) -> bool:
@@ -71,8 +83,10 @@ def render(scheduler: "Scheduler", req: "JobRequest", job_name: str | None = Non
     """The batch script for ``req`` (named ``job_name``, default the cluster's name)."""
     words, blocks = values(scheduler, req, job_name or req.name, stdout, stderr)
     lines = []
-    for line in template_text(scheduler).splitlines():
-        keys = _PLACEHOLDER.findall(line)
+    for line, keys in _parsed(scheduler.template):
+        if not keys:
+            lines.append(line)
+            continue
         if any((words.get(k) if k in words else blocks.get(k)) is None for k in keys if k in words or k in blocks):
             continue
         lines.append(_PLACEHOLDER.sub(lambda m: _value(m.group(1), line, words, blocks), line))
@@ -90,6 +104,3 @@ def _value(key: str, line: str, words: dict[str, str | None], blocks: dict[str, 
         raise ConfigError(f"{key} {value!r} cannot go into a batch directive: use letters, digits and _.,:=@+/%- only")
     return quoted
 
-
-def script_file(scheduler: "Scheduler", workdir: str, name: str) -> str:
-    return os.path.join(workdir, name + scheduler.suffix)

@@ -47,8 +47,9 @@ def parse_qstat_full(text: str) -> dict[str, dict[str, str]]:
 
 def parse_qstat(job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
     """Statuses from ``qstat -f IDS``: a job qstat does not list is finished."""
-    if out.returncode != 0 and not (out.returncode == 153 and "Unknown Job Id" in out.stderr or
-                                    out.returncode == 153 and not out.stderr.strip()):
+    # 153: some id is unknown (Torque says "Unknown Job Id"; Slurm's wrapper says nothing)
+    unknown_only = out.returncode == 153 and (not out.stderr.strip() or "Unknown Job Id" in out.stderr)
+    if out.returncode != 0 and not unknown_only:
         raise out.failure()
     jobs = parse_qstat_full(out.stdout)
     by_short = {k.split(".", 1)[0]: v for k, v in jobs.items()}

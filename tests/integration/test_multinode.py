@@ -7,6 +7,7 @@ test writes its own site file; the driver, Slurm and the pilot are all real.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.multinode
 CONF = "/var/tmp/multinode-slurm/etc/slurm.conf"
 NODES = ["node1", "node2", "node3"]
 RECORD = re.compile(r'\[cluster-task (?:id=\S+, )?name=([^,]+), start="([^"]+)", duration=([\d.]+), status=(-?\d+), '
-                    r'app="[^"]*", hostname="([^"]+)", slot=(\d+), cpus=(\d+)')
+                    r'app="[^"]*", hostname="([^"]+)", slot=(\d+), cpus=(\d+), memory=(\d+)')
 
 
 @pytest.fixture
@@ -50,8 +51,9 @@ def site_file(tmp_path: Path, launcher: str = "srun", **extra: str) -> str:
     return str(path)
 
 
-def workflow(tmp_path: Path, n: int, argv: list[str], cpus: dict[int, int] | None = None, exe: str = "/bin/sleep") -> str:
-    """``n`` independent jobs running ``exe argv``; job i asks for cpus[i] CPUs."""
+def workflow(tmp_path: Path, n: int, argv: list[str], cpus: dict[int, int] | None = None, exe: str = "/bin/sleep",
+             profile: str = "pmc_request_cpus") -> str:
+    """``n`` independent jobs running ``exe argv``; job i asks for cpus[i] of ``profile`` (CPUs or MB)."""
     wf = api.Workflow("wide", infer_dependencies=False)
     tc = api.TransformationCatalog()
     tc.add_transformations(api.Transformation("work", site="container", pfn=exe, is_stageable=False))
@@ -59,7 +61,7 @@ def workflow(tmp_path: Path, n: int, argv: list[str], cpus: dict[int, int] | Non
     for i in range(n):
         job = api.Job("work", _id=f"t{i}").add_args(*[a.replace("{i}", str(i)) for a in argv])
         if cpus and i in cpus:
-            job.add_profiles(api.Namespace.PEGASUS, key="pmc_request_cpus", value=str(cpus[i]))
+            job.add_profiles(api.Namespace.PEGASUS, key=profile, value=str(cpus[i]))
         wf.add_jobs(job)
     path = tmp_path / "wide.yml"
     wf.write(str(path))
@@ -72,7 +74,8 @@ def records(cluster_dir: Path) -> list[dict]:
         for m in RECORD.finditer(f.read_text()):
             start = datetime.fromisoformat(m.group(2)).timestamp()
             out.append({"name": m.group(1), "start": start, "end": start + float(m.group(3)), "status": int(m.group(4)),
-                        "host": m.group(5), "slot": int(m.group(6)), "cpus": int(m.group(7))})
+                        "host": m.group(5), "slot": int(m.group(6)), "cpus": int(m.group(7)),
+                        "memory": int(m.group(8))})
     return out
 
 
@@ -97,6 +100,8 @@ def test_pilot_spans_three_nodes(tmp_path, multinode, launcher):
     expected = "srun --mpi=pmi2 -n 6 --ntasks-per-node 2 " if launcher == "srun" else \
         f"{Path(sys.executable).parent / 'mpiexec'} -n 6 -ppn 2 "
     assert expected in script
+    said = " ".join(p.read_text() for p in cdir.glob("pilot-*.stderr"))
+    assert "Master starting with 5 workers" in said, said
     recs = records(cdir)
     assert len(recs) == 10 and all(r["status"] == 0 for r in recs)
     assert {r["host"] for r in recs} == set(NODES)  # workers on all three nodes
@@ -113,18 +118,22 @@ def test_task_wider_than_any_node_is_infeasible(tmp_path, multinode):
     assert res.returncode == 1
     cdir = sub / "merge_wide"
     said = " ".join(p.read_text() for p in cdir.glob("pilot-*.stderr"))
-    assert "3" in said and "cpu" in said.lower() and "work_t0" in said, said
+    assert "task work_t0 requests 3 CPU(s)" in said and "but no host has that much" in said, said
+    assert all(f"{node}: 2 CPUs" in said for node in NODES), said  # each node's own count, not the job's 6
     assert state(sub)["merge_wide"]["state"] == "failed"
 
 
-def test_cpus_are_counted_per_host(tmp_path, multinode):
-    """Tasks of two CPUs: one at a time on each node, three at a time in the job."""
+@pytest.mark.parametrize("profile,amount", [("pmc_request_cpus", 2), ("pmc_request_memory", 3000)])
+def test_resources_are_counted_per_host(tmp_path, multinode, profile, amount):
+    """Tasks of two CPUs, or of 3000 of a node's 4000 MB: one at a time on each node, three at a time in the job."""
     sub = tmp_path / "sub"
     res = pilot("submit", "--site", site_file(tmp_path), "--cluster", "whole", "--poll", "0.3",
-                workflow(tmp_path, 6, ["2"], cpus={i: 2 for i in range(6)}), "--dir", str(sub), timeout=240)
+                workflow(tmp_path, 6, ["2"], cpus={i: amount for i in range(6)}, profile=profile), "--dir", str(sub),
+                timeout=240)
     assert res.returncode == 0, res.stderr
     recs = records(sub / "merge_wide")
-    assert len(recs) == 6 and all(r["cpus"] == 2 for r in recs)
+    field = "cpus" if profile == "pmc_request_cpus" else "memory"
+    assert len(recs) == 6 and all(r[field] == amount for r in recs)
     for host in NODES:
         mine = sorted((r["start"], r["end"]) for r in recs if r["host"] == host)
         assert all(a[1] <= b[0] + 0.01 for a, b in zip(mine, mine[1:])), (host, mine)  # never two at once on a node
@@ -140,7 +149,9 @@ def resume(node: str) -> None:
 
 
 def our_jobs(prefix: str) -> list[str]:
-    out = subprocess.run(["squeue", "-h", "-o", "%i %j"], capture_output=True, text=True).stdout
+    """Jobs named ``prefix``* that have not ended (squeue also lists ended jobs for a while, e.g. NODE_FAIL)."""
+    live = "PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED,REQUEUED,RESIZING,SIGNALING,STAGE_OUT,STOPPED"
+    out = subprocess.run(["squeue", "-h", "-t", live, "-o", "%i %j"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in out.splitlines() if len(line.split()) == 2 and line.split()[1].startswith(prefix)]
 
 
@@ -161,7 +172,11 @@ def test_node_down_mid_run_completes_without_rerunning_done_tasks(tmp_path, mult
     try:
         deadline = time.monotonic() + 300
         while driver.poll() is None and time.monotonic() < deadline:
-            jobs = our_jobs("pilot-")
+            if not (sub / "submit.state.json").exists():
+                time.sleep(0.1)
+                continue
+            plan_id = json.loads((sub / "submit.state.json").read_text())["plan_id"]
+            jobs = our_jobs(f"pilot-{plan_id}-merge_wide-")
             live_max = max(live_max, len(jobs))
             if not downed and rescue.exists() and "DONE" in rescue.read_text():
                 first = set(jobs)
@@ -175,6 +190,8 @@ def test_node_down_mid_run_completes_without_rerunning_done_tasks(tmp_path, mult
     finally:
         if driver.poll() is None:
             driver.kill()
+            driver.wait()
+            pilot("cancel", str(sub), "--site", site)
         resume("node2")
     assert driver.returncode == 0, err
     assert downed and done_before, err

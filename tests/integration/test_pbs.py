@@ -44,8 +44,11 @@ def test_example_workflow_runs_with_mpi_in_pbs_jobs(tmp_path, pbs):
     assert all(len(c["job_ids"]) == 1 and c["job_ids"][0].split(".")[0].isdigit() for c in st.values())
     script = (sub / "merge_middle" / "merge_middle.pbs").read_text()
     mpiexec = str(Path(sys.executable).parent / "mpiexec")
-    assert f"\n{mpiexec} -n 2 -ppn 2 " in script and "#PBS -l select=1:ncpus=2:mpiprocs=2\n" in script
-    # One MPI job of two ranks ran the cluster: the master reports its worker on the PBS node.
+    ranks = min(3, ncpus())  # master + one worker per task of the widest level (2), at most the node's CPUs
+    assert f"\n{mpiexec} -n {ranks} -ppn {ranks} " in script and f"#PBS -l select=1:ncpus={ranks}:mpiprocs={ranks}\n" in script
+    # One MPI job of two ranks ran the cluster: a master and its worker on the PBS node.
+    said = " ".join(p.read_text() for p in (sub / "merge_middle").glob("pilot-*.stderr"))
+    assert f"Master starting with {ranks - 1} workers" in said and "Workflow succeeded" in said, said
     out = (sub / "merge_middle" / "merge_middle.dag.dagman.out").read_text()
     assert "findrange_left" in out and "findrange_right" in out
     finished = json.loads(subprocess.run(["qstat", "-x", "-f", "-F", "json", *job_ids(sub)], capture_output=True,
@@ -74,9 +77,11 @@ def test_status_shows_pbs_states_and_cancel_leaves_no_job(tmp_path, pbs):
     assert res.returncode == 0, res.stderr
     try:
         wait_for(lambda: (sub / "submit.state.json").exists() and live(job_ids(sub)), 60, "a PBS job")
-        wait_for(lambda: "running" in pilot("status", str(sub)).stdout, 60, "pilot status shows the job running")
+        wait_for(lambda: any(line.startswith("sleep_s0 ") and " running " in f"{line} "
+                             for line in pilot("status", str(sub)).stdout.splitlines()),
+                 60, "pilot status shows the cluster's PBS job running")
     finally:
-        cancel = pilot("cancel", str(sub))
+        cancel = pilot("cancel", str(sub), "--site", site)
     assert cancel.returncode == 0, cancel.stderr
     wait_for(lambda: live(job_ids(sub)) == [], 60, "qstat without the run's jobs")
     assert all(c["state"] in ("cancelled", "waiting") for c in state(sub).values())
@@ -90,7 +95,7 @@ def test_job_pbs_can_never_run_fails_with_its_reason(tmp_path, pbs):
     try:
         res = pilot("submit", "--site", site, "--cluster", "whole", "--poll", "0.3", EXAMPLE, "--dir", str(sub), timeout=90)
     finally:
-        pilot("cancel", str(sub))
+        pilot("cancel", str(sub), "--site", site)
     assert res.returncode == 1
     assert "Can Never Run" in res.stderr and "ncpus" in res.stderr
     assert state(sub)["merge_diamond"]["state"] == "failed"

@@ -93,3 +93,12 @@ def test_one_registry_names_every_scheduler_and_launcher():
     assert set(LAUNCHERS) == {"srun", "mpiexec", "aprun", "ibrun", "mpirun"}
     for sched in SCHEDULERS.values():
         assert (Path(__file__).parents[2] / "providers" / "templates" / sched.template).exists()
+
+
+def test_scheduler_commands_run_without_a_shell_in_the_cluster_directory(tmp_path):
+    """Slurm's qsub wrapper writes job output where qsub runs: never the caller's directory."""
+    provider = provider_for(load_site("container"))
+    provider.script_dir = str(tmp_path)
+    assert provider.execute_wait("pwd") == (0, f"{tmp_path}\n", "")
+    assert provider.execute_wait("echo $HOME 'a;b'")[1] == "$HOME a;b\n"  # no shell expansion
+    assert provider.execute_wait("no-such-command")[0] == 127
