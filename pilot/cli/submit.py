@@ -57,6 +57,8 @@ def submit_main(argv: Sequence[str]) -> int:
     p.set_defaults(cluster="whole")
     p.add_argument("--max-resubmits", type=int, default=3, help="resubmissions of a cluster that ran out of time (default 3)")
     p.add_argument("--poll", type=float, default=2.0, help="seconds between queue polls (default 2)")
+    p.add_argument("--no-monitord", action="store_true", help="do not run pegasus-monitord beside the driver "
+                   "(the root dagman.out and jobstate.log are written all the same)")
     p.add_argument("--detach", action="store_true", help="run in the background, logging to SUBMIT_DIR/submit.log")
     p.add_argument("-v", "--verbose", action="count", default=0)
     ns = p.parse_args(list(argv))
@@ -77,6 +79,7 @@ def submit_main(argv: Sequence[str]) -> int:
 
 def _drive(submit_dir: str, sites, ns, tty: bool) -> int:
     from pilot.submit.driver import Options
+    from pilot.submit.monitord import root_monitoring
 
     lock = _lock(submit_dir)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
@@ -90,7 +93,8 @@ def _drive(submit_dir: str, sites, ns, tty: bool) -> int:
     opts = Options(max_resubmits=ns.max_resubmits, poll=ns.poll, on_change=_progress(tty))
     driver = _driver(submit_dir, sites, opts)
     try:
-        driver.run(lambda: stop["flag"])
+        with root_monitoring(driver, run_monitord=not ns.no_monitord):
+            driver.run(lambda: stop["flag"])
     except KeyboardInterrupt:
         stop["flag"] = True
     finally:

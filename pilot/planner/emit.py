@@ -22,6 +22,7 @@ from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
 from pilot.errors import ConfigError, DagError
 from pilot.jobrequest import pilot_args, request_for, script_for
+from pilot.monitor.rootfiles import RootJob, RootTask, write_root_files
 from pilot.monitor.submitdir import write_monitoring_files
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
@@ -115,7 +116,22 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
         _SHARED = None
     out = [Emitted(clusters[k], dag, script, ranks, critical) for k, dag, script, ranks, critical in rows]
     write_cluster_dag(submit_dir, out, site, workflow_name)
+    write_root_monitoring(submit_dir, out, site, workflow_name, planner_arguments)
     return out
+
+
+def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
+                          planner_arguments: str) -> None:
+    """The submit directory as one Pegasus workflow (pilot.monitor.rootfiles): clusters are its jobs."""
+    jobs = []
+    for e in emitted:
+        c = e.cluster
+        tasks = [RootTask(j.id, j.tx_label, " ".join(quote_arg(a) for a in j.arguments), [ch.id for ch in j.children])
+                 for j in c.jobs]
+        cdir = os.path.dirname(e.dag)
+        command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag)), ranks=e.ranks).command()
+        jobs.append(RootJob(c.name, c.site, tasks, [p.name for p in c.parents], command, e.ranks))
+    write_root_files(submit_dir, workflow_name, jobs, planner_arguments)
 
 
 def _emit_one(k: int) -> tuple[int, str, str, int, float | None]:

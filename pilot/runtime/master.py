@@ -435,10 +435,13 @@ class Master:
             "done": engine.done_count,
         }
         self.events.run_finished(ok, counts)
-        sys.stdout.write(
-            records.cluster_summary(
-                ok, engine.total, engine.submitted, engine.succeeded_this_run, engine.failed_attempts,
-                self.start, wall, os.getpid(), self.app, self.runtime_total, len(self.workers), self.policy.total_cpus,
-            )
+        summary = records.cluster_summary(
+            ok, engine.total, engine.submitted, engine.succeeded_this_run, engine.failed_attempts,
+            self.start, wall, os.getpid(), self.app, self.runtime_total, len(self.workers), self.policy.total_cpus,
         )
+        sys.stdout.write(summary)
         sys.stdout.flush()
+        if self.opts.stdout and self.opts.invocation_records:
+            # The -o file is then the job output monitord reads: the summary belongs with its task records.
+            with open(self.opts.stdout, "a", encoding="utf-8") as fh:
+                fh.write(summary)

@@ -25,6 +25,7 @@ import yaml
 
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import pilot_args, request_for
+from pilot.monitor.root import RootEvents
 from pilot.monitor.result import read_result, result_path
 from pilot.sites import SiteConfig
 from pilot.submit import state as st
@@ -80,6 +81,7 @@ class Driver:
             self.state.clusters.setdefault(name, st.ClusterState(name))
         self._next_try: dict[str, float] = {}
         self.stopping = False
+        self.monitor: RootEvents = RootEvents()  # the root dagman.out/jobstate.log (pilot.submit.monitord)
         if loaded:
             self._recover()
         self.state.save()
@@ -121,6 +123,7 @@ class Driver:
             log.info("cluster %s: job %s was submitted as %s", c.name, c.job_name, found)
             c.job_ids.append(found)
             c.state = st.QUEUED
+            self.monitor.submitted(c.name, found, site.name)
             track(site, self.providers[site.name], [(found, cluster.dir, c.job_name or "")])
         elif c.submit_errors >= SUBMIT_TRIES:
             c.state, c.reason = st.FAILED, f"submission failed {c.submit_errors} times"
@@ -186,6 +189,8 @@ class Driver:
                 continue
             for c, status in zip(queued, statuses):
                 name = getattr(status.state, "name", str(status.state))
+                if name == "RUNNING":
+                    self.monitor.running(c.name)
                 result = read_result(self.clusters[c.name].dag)
                 if name in TERMINAL or (result is not None and name not in ("RUNNING", "PENDING")):
                     self._settle(c, result)
@@ -205,6 +210,7 @@ class Driver:
             c.state, c.reason = st.FAILED, f"{reason}{done}"
             log.error("cluster %s failed: %s (job %s); no new clusters will be released", c.name, c.reason, c.job_id)
         self.state.save()
+        self.monitor.ended(c.name, retry=c.state == st.WAITING, retry_limit=self.opts.max_resubmits)
 
     def _ready(self) -> list[st.ClusterState]:
         out = []
@@ -268,6 +274,7 @@ class Driver:
         c.state = st.QUEUED
         c.submit_errors = 0
         self.state.save()
+        self.monitor.submitted(c.name, job_id, site.name)
         log.info("cluster %s submitted to %s as job %s (attempt %d)", c.name, site.name, job_id, c.attempts)
         return True
 
