@@ -17,7 +17,7 @@ writes the same picture for the whole submit directory, so pegasus-monitord,
   (wf.map.task_job) and the edges between clusters (job.edge);
 - ``<cluster>/<cluster>.sub``: the batch job in HTCondor submit syntax, as
   monitord and pegasus-analyzer read it: command, output/error files, site
-  and CPUs (``+pegasus_site``, ``+pegasus_cores``). No HTCondor is involved.
+  and the CPUs its tasks ask for (``+pegasus_site``, ``+pegasus_cores``). No HTCondor is involved.
 
 The dynamic files (root dagman.out, jobstate.log, the numbered job outputs)
 are written by ``pilot submit`` (pilot.monitor.root).
@@ -46,6 +46,7 @@ class RootTask:
     transformation: str
     argv: str
     children: list[str] = field(default_factory=list)
+    cpus: int = 1
 
 
 @dataclass
@@ -57,7 +58,17 @@ class RootJob:
     tasks: list[RootTask]
     parents: list[str]
     command: list[str]
-    cpus: int
+
+    @property
+    def cpus(self) -> int:
+        """The CPUs each task asks for, when its tasks agree (else 1).
+
+        It becomes ``+pegasus_cores``, which pegasus-statistics shows as the
+        job's Mult and multiplies every task's runtime by: the batch job's
+        total CPUs there would inflate each task's runtime in breakdown.txt.
+        """
+        values = {t.cpus for t in self.tasks}
+        return values.pop() if len(values) == 1 else 1
 
 
 def root_dag_name(workflow: str) -> str:

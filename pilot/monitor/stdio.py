@@ -55,8 +55,25 @@ def open_task_stdio(dag: str, task: str, hint: int = 0) -> tuple[int, int, str, 
         return out_fd, err_fd, out, err
 
 
-def merge_worker_files(dag: str, ranks: list[int], stdout: str | None, stderr: str | None, delete: bool) -> list[str]:
-    """Append per-worker files to the targets; return the files left on disk."""
+def sizes(dag: str, ranks: list[int]) -> dict[str, int]:
+    """Sizes of per-worker files an earlier (failed) run left, taken before this run writes to them."""
+    out = {}
+    for rank in ranks:
+        for path in worker_paths(dag, rank):
+            try:
+                out[path] = os.path.getsize(path)
+            except OSError:
+                pass
+    return out
+
+
+def merge_worker_files(dag: str, ranks: list[int], stdout: str | None, stderr: str | None, delete: bool,
+                       offsets: dict[str, int] | None = None) -> list[str]:
+    """Append per-worker files to the targets; return the files left on disk.
+
+    ``offsets`` (from ``sizes`` at the start of the run): what an earlier run
+    left in a kept file was merged by that run, so only this run's part is.
+    """
     kept: list[str] = []
     for which, target in ((0, stdout), (1, stderr)):
         sink: BinaryIO
@@ -73,6 +90,7 @@ def merge_worker_files(dag: str, ranks: list[int], stdout: str | None, stderr: s
                 path = worker_paths(dag, rank)[which]
                 try:
                     with open(path, "rb") as src:
+                        src.seek((offsets or {}).get(path, 0))
                         shutil.copyfileobj(src, sink, 1 << 20)
                 except FileNotFoundError:
                     continue

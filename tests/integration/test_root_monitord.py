@@ -1,0 +1,178 @@
+"""The submit directory as ONE Pegasus workflow, read by the real pegasus-monitord and friends.
+
+A label-clustered workflow written with the real Pegasus.api is planned; the
+driver's sequence of events (submitted, running, ended, resubmitted) is fed to
+the root writers while each cluster's batch command really runs under
+mpiexec, with a live pegasus-monitord following the root dagman.out as
+``pilot submit`` starts it. One task fails; one cluster runs out of wall time
+once and is resubmitted. The numbers of pegasus-statistics, -analyzer and
+-status are asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pilot.monitor.root import RootMonitor
+from pilot.submit.monitord import Monitord, pegasus_cli
+from tests.conftest import mpiexec
+
+pytestmark = [pytest.mark.monitord, pytest.mark.mpi]
+
+api = pytest.importorskip("Pegasus.api")
+
+
+def tool(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    cmd = pegasus_cli(name)
+    if cmd is None:
+        pytest.skip("pegasus-wms is not installed (pip install 'pegasus-wms==5.1.*')")
+    return subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def workflow(tmp: Path) -> Path:
+    """Label clusters: first (2 tasks), second (2 tasks, ID3 fails with exit 3); ID5 (slow) alone in its label."""
+    wf = api.Workflow("blackdiamond")
+    tc = api.TransformationCatalog()
+    for name, pfn in (("preprocess", "/bin/echo"), ("sh", "/bin/sh")):
+        tc.add_transformations(api.Transformation(name, site="local", pfn=pfn, is_stageable=False))
+
+    def job(tx, ident, label, *args):
+        return api.Job(tx, _id=ident).add_args(*args).add_profiles(api.Namespace.PEGASUS, key="label", value=label)
+
+    a = job("preprocess", "ID1", "first", "a-out").add_profiles(api.Namespace.PEGASUS, key="pmc_request_cpus", value="2")
+    b = job("sh", "ID2", "first", "-c", "echo b-ok").add_profiles(api.Namespace.PEGASUS, key="pmc_request_cpus", value="2")
+    c = job("sh", "ID3", "second", "-c", "echo c-is-broken >&2; exit 3")
+    d = job("sh", "ID4", "second", "-c", "echo d-ok")
+    e = job("sh", "ID5", "third", "-c", "sleep 3; echo e-ok")
+    wf.add_jobs(a, b, c, d, e)
+    wf.add_dependency(a, children=[b])
+    wf.add_dependency(b, children=[c, e])
+    wf.write(str(tmp / "workflow.yml"))
+    tc.write(str(tmp / "transformations.yml"))
+    return tmp / "workflow.yml"
+
+
+def plan(tmp: Path) -> Path:
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    wfile = workflow(tmp)
+    sub = tmp / "submit"
+    res = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", "--cluster", "label", str(wfile),
+                          "--tc", str(tmp / "transformations.yml"), "--dir", str(sub)], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    return sub
+
+
+def run_cluster(sub: Path, name: str, wall_minutes: str | None = None) -> None:
+    """The cluster's batch command, as its script runs it (optionally with a shorter wall time)."""
+    script = (sub / name / f"{name}.sh").read_text().strip().splitlines()[-1]
+    argv = shlex.split(script)
+    if wall_minutes:
+        argv[-1:-1] = ["--max-wall-time", wall_minutes]  # the last --max-wall-time wins
+    subprocess.run(argv, cwd=sub / name, capture_output=True, timeout=120)
+
+
+def status_row(sub: Path) -> list[str]:
+    out = tool("pegasus-status", "-Q", "-l", ".", cwd=sub)
+    assert out.returncode == 0, out.stderr
+    return next(line.split() for line in out.stdout.splitlines() if line.strip().endswith("blackdiamond-0.dag"))
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # monitord writes ~/.pegasus
+
+
+def test_one_workflow_per_submit_directory(tmp_path, home):
+    sub = plan(tmp_path)
+    monitor = RootMonitor(str(sub))
+    monitord = Monitord(str(sub), monitor.path)
+    monitor.start()
+    assert monitord.start()
+    try:
+        monitor.submitted("merge_first", "9001", "local")
+        monitor.running("merge_first")
+        # While the first cluster runs: UNREADY READY PRE IN_Q POST DONE FAIL %DONE
+        assert status_row(sub)[:8] == ["2", "0", "0", "1", "0", "0", "0", "0.0"]
+        run_cluster(sub, "merge_first")
+        monitor.ended("merge_first", retry=False, retry_limit=3)
+        assert status_row(sub)[:8] == ["0", "2", "0", "0", "0", "1", "0", "33.33"]
+
+        monitor.submitted("sh_ID5", "9002", "local")
+        monitor.running("sh_ID5")
+        run_cluster(sub, "sh_ID5", wall_minutes="0.02")  # out of wall time: resubmitted, resumes
+        monitor.ended("sh_ID5", retry=True, retry_limit=3)
+        monitor.submitted("merge_second", "9003", "local")  # never seen running: ended() adds EXECUTE
+        run_cluster(sub, "merge_second")
+        monitor.ended("merge_second", retry=False, retry_limit=3)
+        monitor.submitted("sh_ID5", "9004", "local")
+        monitor.running("sh_ID5")
+        run_cluster(sub, "sh_ID5")
+        monitor.ended("sh_ID5", retry=False, retry_limit=3)
+    finally:
+        monitor.finished(1)
+        monitor.close()
+    assert monitord.finish(timeout=90) == 0, (sub / "monitord.out").read_text()[-3000:]
+
+    # Every attempt's job output kept where monitord reads it, and no file per task.
+    assert sorted(p.name for p in (sub / "sh_ID5").glob("sh_ID5.out.*")) == ["sh_ID5.out.000",
+                                                                                        "sh_ID5.out.001"]
+    # (the per-worker DAG.out.<rank> of the failed cluster stay for inspection, as after any failed pilot run)
+    assert {p.name for p in sub.glob("*/*.out.[0-9][0-9][0-9]")} == {"merge_first.out.000", "merge_second.out.000",
+                                                                     "sh_ID5.out.000", "sh_ID5.out.001"}
+
+    # pegasus-status after the run.
+    row = status_row(sub)
+    assert row[:9] == ["0", "0", "0", "0", "0", "2", "1", "66.67", "Failure"]
+
+    # pegasus-statistics: tasks are the Pegasus jobs, jobs are the clusters.
+    stats = tool("pegasus-statistics", "-s", "all", ".", cwd=sub)
+    assert stats.returncode == 0, stats.stderr
+    summary = (sub / "statistics" / "summary.txt").read_text()
+    table = {line.split()[0]: line.split()[1:] for line in summary.splitlines() if line.startswith(("Tasks", "Jobs"))}
+    # Type: Succeeded Failed Incomplete Total Retries Total+Retries
+    assert table["Tasks"] == ["4", "1", "0", "5", "1", "6"]  # ID5 killed at the wall time, then run again
+    assert table["Jobs"] == ["2", "1", "0", "3", "1", "4"]  # sh_ID5 retried once
+    wall = float(re.search(r"Workflow wall time\s*:\s*([\d.]+)", summary).group(1))
+    cumulative = float(re.search(r"Cumulative job wall time\s*:\s*([\d.]+)", summary).group(1))
+    assert wall >= 3 and cumulative >= 3  # ID5 sleeps 3 s in its second attempt
+
+    jobs = [line.split() for line in (sub / "statistics" / "jobs.txt").read_text().splitlines()
+            if line.startswith(("merge_", "sh_"))]
+    # Job Try Site Kickstart Mult ... : each cluster attempt, its site and the CPUs its tasks ask for.
+    assert sorted((j[0], j[1], j[2], j[4]) for j in jobs) == [
+        ("merge_first", "1", "local", "2"), ("merge_second", "1", "local", "1"),
+        ("sh_ID5", "1", "local", "1"), ("sh_ID5", "2", "local", "1")]
+    breakdown = (sub / "statistics" / "breakdown.txt").read_text()
+    # sh failed twice (ID3; ID5 killed at the wall time), ran well three times; runtimes are the tasks' own
+    assert re.search(r"^sh\s+failed\s+2\s", breakdown, re.M) and re.search(r"^sh\s+successful\s+3\s", breakdown, re.M)
+    assert re.search(r"^preprocess\s+successful\s+1\s", breakdown, re.M)
+
+    db = sqlite3.connect(next(sub.glob("*.stampede.db")))
+    tasks = dict(db.execute("select t.abs_task_id, j.exec_job_id from task t join job j on t.job_id = j.job_id"))
+    db.close()
+    assert tasks == {"ID1": "merge_first", "ID2": "merge_first", "ID3": "merge_second", "ID4": "merge_second",
+                     "ID5": "sh_ID5"}
+
+    # pegasus-analyzer names the failed task: exit code, site, arguments, stderr, files that exist.
+    analyzer = tool("pegasus-analyzer", ".", cwd=sub)
+    out = analyzer.stdout
+    assert analyzer.returncode != 0
+    assert "# jobs failed      :      1" in out
+    assert re.search(r"^=+merge_second=+$", out, re.M)
+    assert re.search(r"^site\s+: local$", out, re.M)
+    assert 'arguments   : -c "echo c-is-broken >&2; exit 3"' in out
+    assert "exitcode    : 3" in out and "c-is-broken" in out and " - sh - ID3 - " in out
+    for label in ("submit file", "output file", "error file"):
+        path = re.search(rf"^\s*{label}: (\S+)$", out, re.M).group(1)
+        assert (sub / path).exists(), f"{label} {path}"
