@@ -176,3 +176,50 @@ def test_one_workflow_per_submit_directory(tmp_path, home):
     for label in ("submit file", "output file", "error file"):
         path = re.search(rf"^\s*{label}: (\S+)$", out, re.M).group(1)
         assert (sub / path).exists(), f"{label} {path}"
+
+
+def wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:
+    import time
+
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def test_pilot_submit_runs_monitord_live_and_a_restart_counts_nothing_twice(tmp_path, home):
+    """pilot submit --site local: monitord beside it; stopped mid-run and restarted, every count stays single."""
+    import signal
+
+    sub = plan(tmp_path)
+    cmd = [sys.executable, "-m", "pilot", "submit", "--site", "local", "--poll", "0.2", str(sub)]
+    first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    dagman_out = sub / "blackdiamond-0.dag.dagman.out"
+    try:
+        wait_for(lambda: dagman_out.exists() and "ULOG_SUBMIT for HTCondor Node sh_ID5" in dagman_out.read_text(),
+                 what="the slow cluster's submission")
+        wait_for(lambda: (sub / "monitord.pid").exists(), what="pegasus-monitord")
+        row = status_row(sub)  # during the run: some cluster queued, the first one done
+        assert int(row[3]) >= 1 and row[5] == "1" and row[8] == "Running"
+        first.send_signal(signal.SIGTERM)
+        _, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 130, err
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1, again.stderr  # ID3 fails
+    log = dagman_out.read_text()
+    assert log.count("STARTING UP") == 2 and log.count("Submitting HTCondor Node sh_ID5") == 1
+
+    stats = tool("pegasus-statistics", "-s", "all", ".", cwd=sub)
+    assert stats.returncode == 0, stats.stderr
+    summary = (sub / "statistics" / "summary.txt").read_text()
+    table = {line.split()[0]: line.split()[1:] for line in summary.splitlines() if line.startswith(("Tasks", "Jobs"))}
+    assert table["Tasks"] == ["4", "1", "0", "5", "0", "5"]
+    assert table["Jobs"] == ["2", "1", "0", "3", "0", "3"]
+    db = sqlite3.connect(next(sub.glob("*.stampede.db")))
+    restarts = db.execute("select count(*) from workflowstate where state = 'WORKFLOW_STARTED'").fetchone()[0]
+    db.close()
+    assert restarts == 2  # the restart is a DAGMan restart of the same workflow
