@@ -1,0 +1,158 @@
+"""Root monitoring files without pegasus-wms: what the planner writes, what the driver's events write."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from pilot.errors import ConfigError
+from pilot.monitor import joboutput
+from pilot.monitor.kickstart import xml_invocation
+from pilot.monitor.result import write_result
+from pilot.monitor.root import Phase, RootMonitor
+from pilot.monitor.rootfiles import RootJob, RootTask, write_root_files
+from pilot.submit.monitord import RECOVER, Monitord
+
+
+def make_dir(tmp_path: Path) -> Path:
+    """a -> b, a -> c; a has two tasks, b one (with 2 CPUs), c one."""
+    sub = tmp_path / "sub"
+    jobs = [
+        RootJob("a", "siteA", [RootTask("ID1", "ns::t:1", "x 'y z'", ["ID2"]), RootTask("ID2", "t", "", ["ID3", "ID4"])],
+                [], ["mpiexec", "-n", "3", "pilot", "run", "a.dag"]),
+        RootJob("b", "siteA", [RootTask("ID3", "t", "3", cpus=2)], ["a"], ["mpiexec", "pilot", "run", "b.dag"]),
+        RootJob("c", "siteB", [RootTask("ID4", "t", "4")], ["a"], ["mpiexec", "pilot", "run", "c.dag"]),
+    ]
+    for j in jobs:
+        (sub / j.name).mkdir(parents=True)
+    write_root_files(str(sub), "wf", jobs, "--site x wf.yml", wf_uuid="u-1")
+    return sub
+
+
+def test_plan_time_files(tmp_path):
+    sub = make_dir(tmp_path)
+    dag = (sub / "wf-0.dag").read_text()
+    assert "JOB a a/a.sub\n" in dag and "PARENT a CHILD b\n" in dag and "PARENT a CHILD c\n" in dag
+    assert re.search(r"^SCRIPT POST b \S+ -m pilot.monitor.joboutput \S+/b b$", dag, re.M)
+    bp = (sub / "wf-0.static.bp").read_text()
+    assert bp.count("event=task.info") == 4 and bp.count("event=wf.map.task_job") == 4
+    assert 'event=wf.map.task_job job.id="a" task.id="ID2"' in bp
+    assert 'event=task.edge parent.task.id="ID2" child.task.id="ID4"' in bp  # edges between clusters too
+    assert 'job.id="a" submit_file="a/a.sub"' in bp and 'clustered="1"' in bp and 'task_count="2"' in bp
+    assert 'event=job.edge parent.job.id="a" child.job.id="c"' in bp
+    assert 'argv="x \'y z\'"' in bp and 'transformation="ns::t:1"' in bp
+    sub_b = (sub / "b" / "b.sub").read_text()
+    assert f"output = {sub}/b/b.out\n" in sub_b and '+pegasus_site = "siteA"' in sub_b and "+pegasus_cores = 2\n" in sub_b
+    brain = (sub / "braindump.yml").read_text()
+    assert 'dag: "wf-0.dag"' in brain and 'wf_uuid: "u-1"' in brain and 'root_wf_uuid: "u-1"' in brain
+
+
+def test_older_submit_directory_is_one_line_error(tmp_path):
+    (tmp_path / "clusters.yml").write_text("clusters: []\n")
+    with pytest.raises(ConfigError, match=r"older pilot .* plan it again"):
+        RootMonitor(str(tmp_path))
+
+
+def finish_attempt(sub: Path, name: str, ok: bool, reason: str = "done") -> None:
+    (sub / name / f"{name}.out").write_text(xml_invocation("t", "ID", 0.0, 1.0, 0 if ok else 3, ["/bin/true"], "h"))
+    write_result(str(sub / name / f"{name}.dag"), ok, reason, 1, 1 if ok else 0, [], 0 if ok else 1)
+
+
+def lines(sub: Path) -> list[str]:
+    return [line[18:] for line in (sub / "wf-0.dag.dagman.out").read_text().splitlines()]
+
+
+def test_events_write_dagman_out_jobstate_and_job_outputs(tmp_path):
+    sub = make_dir(tmp_path)
+    m = RootMonitor(str(sub))
+    m.start()
+    m.submitted("a", "777", "siteA")
+    assert m.counts() == {"done": 0, "queued": 1, "ready": 0, "failed": 0, "unready": 2}
+    m.running("a")
+    finish_attempt(sub, "a", ok=True)
+    m.ended("a", retry=False, retry_limit=3)
+    assert m.counts()["ready"] == 2
+    m.submitted("b", "778", "siteA")
+    finish_attempt(sub, "b", ok=False, reason="walltime")
+    m.ended("b", retry=True, retry_limit=3)  # resubmitted: a retry of the same node
+    m.submitted("b", "779", "siteA")
+    m.running("b")
+    finish_attempt(sub, "b", ok=True)
+    m.ended("b", retry=False, retry_limit=3)
+    m.submitted("c", "780", "siteB")
+    finish_attempt(sub, "c", ok=False, reason="failed")
+    m.ended("c", retry=False, retry_limit=3)
+    m.finished(1)
+    m.close()
+
+    out = lines(sub)
+    assert "Submitting HTCondor Node b job(s)..." in out and out.count("Submitting HTCondor Node b job(s)...") == 2
+    assert "Event: ULOG_EXECUTE for HTCondor Node b (2.0.0) {" in "\n".join(out)  # added when never seen running
+    assert "Node b job proc (2.0.0) failed with status 1." in out
+    assert "POST Script of Node b failed with status 1." in out and "Retrying node b (retry #1 of 3)..." in out
+    assert "Node b job proc (3.0.0) completed successfully." in out
+    assert "POST Script of Node c failed with status 1." in out
+    assert out[-1].endswith("EXITING WITH STATUS 1")
+    assert out[-2].split() == ["2", "0", "0", "0", "0", "0", "1"]  # Done Pre Queued Post Ready Un-Ready Failed
+    assert (sub / "b" / "b.out.000").exists() and (sub / "b" / "b.out.001").exists() and (sub / "b" / "b.err.001").exists()
+    assert not (sub / "b" / "b.out").exists()
+    js = [line.split()[1:] for line in (sub / "jobstate.log").read_text().splitlines()]
+    assert ["a", "SUBMIT", "777", "siteA", "-", "1"] in js
+    assert ["b", "SUBMIT", "779", "siteA", "-", "2"] in js and ["b", "POST_SCRIPT_FAILURE", "1", "-", "-", "1"] in js
+    assert js[-1] == ["INTERNAL", "***", "DAGMAN_FINISHED", "1", "***"]
+
+
+def test_restart_reads_back_its_dagman_out(tmp_path):
+    sub = make_dir(tmp_path)
+    m = RootMonitor(str(sub))
+    m.start()
+    m.submitted("a", "1", "siteA")
+    m.running("a")
+    finish_attempt(sub, "a", ok=True)
+    m.ended("a", retry=False, retry_limit=3)
+    m.submitted("b", "2", "siteA")
+    m.running("b")
+    m.finished(2)  # stopped: b's batch job goes on
+    m.close()
+
+    again = RootMonitor(str(sub))
+    assert again.nodes["a"].phase == Phase.DONE and again.nodes["b"].phase == Phase.RUNNING
+    assert again.nodes["b"].attempts == 1 and again.nodes["c"].phase == Phase.WAITING
+    again.start()
+    again.submitted("b", "2", "siteA")  # the driver adopting its job: nothing repeated
+    again.running("b")
+    finish_attempt(sub, "b", ok=True)
+    again.ended("b", retry=False, retry_limit=3)
+    again.submitted("c", "3", "siteB")  # a new submission continues the numbering
+    again.close()
+    text = "\n".join(lines(sub))
+    assert text.count("Submitting HTCondor Node b") == 1 and text.count("ULOG_EXECUTE for HTCondor Node b") == 1
+    assert "ULOG_SUBMIT for HTCondor Node c (3.0.0)" in text and text.count("STARTING UP") == 2
+    assert (sub / "b" / "b.out.000").exists()
+
+
+def test_post_step_command(tmp_path):
+    cdir = tmp_path / "x"
+    cdir.mkdir()
+    (cdir / "x.out").write_text("records\n")
+    write_result(str(cdir / "x.dag"), True, "done", 1, 1, [], 0)
+    assert joboutput.main([str(cdir), "x"]) == 0
+    assert (cdir / "x.out.000").read_text() == "records\n" and (cdir / "x.err.000").exists()
+    write_result(str(cdir / "x.dag"), False, "failed", 1, 0, ["t"], 1)
+    assert joboutput.main([str(cdir), "x"]) == 1 and (cdir / "x.out.001").exists()
+
+
+def test_monitord_restart_rebuilds_from_the_start(tmp_path, monkeypatch):
+    """On a dagman.out with lines, monitord is told to recover: it drops its DB rows and reads it all again."""
+    monkeypatch.setattr("pilot.submit.monitord.pegasus_cli", lambda tool: None)
+    out = tmp_path / "wf-0.dag.dagman.out"
+    assert not Monitord(str(tmp_path), str(out)).start()  # no pegasus-wms: nothing started
+    out.write_text("x\n")
+    monkeypatch.setattr("pilot.submit.monitord.pegasus_cli", lambda tool: ["/bin/true"])
+    mon = Monitord(str(tmp_path), str(out))
+    assert mon.start() and mon.finish(timeout=30) == 0
+    assert (tmp_path / RECOVER).read_text() == "line_processed 1\n"
+    assert os.path.exists(tmp_path / "monitord.out")
