@@ -79,8 +79,9 @@ def submit_main(argv: Sequence[str]) -> int:
 
 def _drive(submit_dir: str, sites, ns, tty: bool) -> int:
     from pilot.submit.driver import Options
-    from pilot.submit.monitord import root_monitoring
+    from pilot.submit.monitord import require_root_files, root_monitoring
 
+    require_root_files(submit_dir)
     lock = _lock(submit_dir)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
     logging.getLogger("parsl").setLevel(logging.WARNING)

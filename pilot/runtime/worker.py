@@ -55,6 +55,10 @@ class Worker:
         self._err_fd = -1
         self._env = dict(os.environ)
         self._waker: taskexec.ChildWaker | None = None
+        if opts.invocation_records:
+            from pilot.monitor import kickstart  # noqa: PLC0415 - imported before the first task, only when asked for
+
+            self._kickstart = kickstart
 
     # -- lifecycle ------------------------------------------------------------
     def run(self) -> int:
@@ -231,8 +235,7 @@ class Worker:
             msg.name, start, duration, status, msg.argv[0], self.hostname, self.rank, msg.cpus, msg.memory, msg.pegasus_id
         )
         if self.opts.invocation_records:
-            from pilot.monitor import kickstart  # noqa: PLC0415 - only when asked for
-
+            kickstart = self._kickstart
             stderr = kickstart.tail(err_fd, err_start, _size(err_fd))
             text = "\n" + kickstart.xml_invocation(
                 msg.transformation or msg.name, msg.dax_id or msg.name, start, duration, status, msg.argv, self.hostname,

@@ -34,6 +34,7 @@ import time
 from typing import Iterator
 
 from pilot.monitor.root import RootMonitor
+from pilot.monitor.rootfiles import read_braindump
 from pilot.submit import state as st
 
 log = logging.getLogger("pilot.submit")
@@ -119,6 +120,11 @@ def exit_code(driver) -> int:
     if any(s == st.FAILED for s in states):
         return 1
     return 2
+
+
+def require_root_files(submit_dir: str) -> None:
+    """Refuse, in one line, a directory planned before root monitoring, before anything is written there."""
+    read_braindump(submit_dir)
 
 
 @contextlib.contextmanager
