@@ -11,12 +11,13 @@ once and is resubmitted. The numbers of pegasus-statistics, -analyzer and
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -87,13 +88,7 @@ def status_row(sub: Path) -> list[str]:
     return next(line.split() for line in out.stdout.splitlines() if line.strip().endswith("blackdiamond-0.dag"))
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    (tmp_path / "home").mkdir()
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # monitord writes ~/.pegasus
-
-
-def test_one_workflow_per_submit_directory(tmp_path, home):
+def test_one_workflow_per_submit_directory(tmp_path):
     sub = plan(tmp_path)
     monitor = RootMonitor(str(sub))
     monitord = Monitord(str(sub), monitor.path)
@@ -179,8 +174,6 @@ def test_one_workflow_per_submit_directory(tmp_path, home):
 
 
 def wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:
-    import time
-
     end = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > end:
@@ -188,10 +181,8 @@ def wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:
         time.sleep(0.1)
 
 
-def test_pilot_submit_runs_monitord_live_and_a_restart_counts_nothing_twice(tmp_path, home):
+def test_pilot_submit_runs_monitord_live_and_a_restart_counts_nothing_twice(tmp_path):
     """pilot submit --site local: monitord beside it; stopped mid-run and restarted, every count stays single."""
-    import signal
-
     sub = plan(tmp_path)
     cmd = [sys.executable, "-m", "pilot", "submit", "--site", "local", "--poll", "0.2", str(sub)]
     first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -14,7 +14,7 @@ from pilot.monitor.kickstart import xml_invocation
 from pilot.monitor.result import write_result
 from pilot.monitor.root import Phase, RootMonitor
 from pilot.monitor.rootfiles import RootJob, RootTask, write_root_files
-from pilot.submit.monitord import RECOVER, Monitord
+from pilot.submit.monitord import RECOVER, Monitord, require_root_files
 
 
 def make_dir(tmp_path: Path) -> Path:
@@ -54,6 +54,8 @@ def test_older_submit_directory_is_one_line_error(tmp_path):
     (tmp_path / "clusters.yml").write_text("clusters: []\n")
     with pytest.raises(ConfigError, match=r"older pilot .* plan it again"):
         RootMonitor(str(tmp_path))
+    with pytest.raises(ConfigError, match=r"^\S+: planned by an older pilot"):
+        require_root_files(str(tmp_path))
 
 
 def finish_attempt(sub: Path, name: str, ok: bool, reason: str = "done") -> None:
