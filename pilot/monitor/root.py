@@ -82,8 +82,13 @@ class RootMonitor(RootEvents):
         self.path = self.dag + ".dagman.out"
         self._sched = 0
         self._recover()
-        self.out = DagmanOut(self.path, self.dag)
-        self.jobstate = JobstateLog(os.path.join(self.submit_dir, "jobstate.log"))
+        self.out: DagmanOut | None = None
+        self.jobstate: JobstateLog | None = None
+
+    @property
+    def restarted(self) -> bool:
+        """Whether an earlier pilot submit wrote this dagman.out already."""
+        return os.path.exists(self.path) and os.path.getsize(self.path) > 0
 
     def _recover(self) -> None:
         """Each node's attempts and state from the dagman.out an earlier pilot submit wrote."""
@@ -118,8 +123,11 @@ class RootMonitor(RootEvents):
 
     # -- events -----------------------------------------------------------------
     def start(self) -> None:
-        self.out.header(len(self.nodes))
-        self.jobstate.internal("DAGMAN_STARTED 0")
+        """Open the files (appending) and write the start banner."""
+        self.out = DagmanOut(self.path, self.dag)
+        self.jobstate = JobstateLog(os.path.join(self.submit_dir, "jobstate.log"))
+        self._out().header(len(self.nodes))
+        self._jobstate().internal("DAGMAN_STARTED 0")
         self._status()
 
     def submitted(self, cluster: str, job_id: str, site: str) -> None:
@@ -131,8 +139,8 @@ class RootMonitor(RootEvents):
         node.sched = self._sched
         node.phase = Phase.QUEUED
         seq = f"{node.sched}.0"
-        self.out.submitted(cluster, seq)
-        self.jobstate.event(cluster, "SUBMIT", job_id or seq, node.attempts, site)
+        self._out().submitted(cluster, seq)
+        self._jobstate().event(cluster, "SUBMIT", job_id or seq, node.attempts, site)
         self._status()
 
     def running(self, cluster: str) -> None:
@@ -140,8 +148,8 @@ class RootMonitor(RootEvents):
         if node.phase != Phase.QUEUED:
             return
         node.phase = Phase.RUNNING
-        self.out.executing(cluster, f"{node.sched}.0")
-        self.jobstate.event(cluster, "EXECUTE", f"{node.sched}.0", node.attempts)
+        self._out().executing(cluster, f"{node.sched}.0")
+        self._jobstate().event(cluster, "EXECUTE", f"{node.sched}.0", node.attempts)
         self._status()
 
     def ended(self, cluster: str, retry: bool, retry_limit: int) -> None:
@@ -154,20 +162,20 @@ class RootMonitor(RootEvents):
         cdir = os.path.join(self.submit_dir, cluster)
         joboutput.rotate(cdir, cluster, node.attempts - 1)
         status, _ = joboutput.outcome(cdir, cluster)
-        self.out.terminated(cluster, seq, status)
-        self.jobstate.event(cluster, "JOB_TERMINATED", seq, node.attempts)
-        self.jobstate.event(cluster, "JOB_SUCCESS" if status == 0 else "JOB_FAILURE", str(status), node.attempts)
+        self._out().terminated(cluster, seq, status)
+        self._jobstate().event(cluster, "JOB_TERMINATED", seq, node.attempts)
+        self._jobstate().event(cluster, "JOB_SUCCESS" if status == 0 else "JOB_FAILURE", str(status), node.attempts)
         post = 0 if status == 0 else 1
-        self.out.post_script(cluster, seq, post)
-        self.jobstate.event(cluster, "POST_SCRIPT_STARTED", "-", node.attempts)
-        self.jobstate.event(cluster, "POST_SCRIPT_TERMINATED", seq, node.attempts)
-        self.jobstate.event(cluster, "POST_SCRIPT_SUCCESS" if post == 0 else "POST_SCRIPT_FAILURE", str(post),
+        self._out().post_script(cluster, seq, post)
+        self._jobstate().event(cluster, "POST_SCRIPT_STARTED", "-", node.attempts)
+        self._jobstate().event(cluster, "POST_SCRIPT_TERMINATED", seq, node.attempts)
+        self._jobstate().event(cluster, "POST_SCRIPT_SUCCESS" if post == 0 else "POST_SCRIPT_FAILURE", str(post),
                             node.attempts)
         if post == 0:
             node.phase = Phase.DONE
         elif retry:
             node.phase = Phase.WAITING
-            self.out.retrying(cluster, node.attempts, retry_limit)
+            self._out().retrying(cluster, node.attempts, retry_limit)
         else:
             node.phase = Phase.FAILED
         self._status()
@@ -175,8 +183,8 @@ class RootMonitor(RootEvents):
     def finished(self, code: int) -> None:
         """The driver stops: 0 all done, 1 failed, 2 stopped with batch jobs left running."""
         self._status()
-        self.out.exiting(code)
-        self.jobstate.internal(f"DAGMAN_FINISHED {code}")
+        self._out().exiting(code)
+        self._jobstate().internal(f"DAGMAN_FINISHED {code}")
 
     def counts(self) -> dict[str, int]:
         c = {"done": 0, "queued": 0, "ready": 0, "failed": 0, "unready": 0}
@@ -193,19 +201,31 @@ class RootMonitor(RootEvents):
                 c["unready"] += 1
         return c
 
+    def _out(self) -> DagmanOut:
+        if self.out is None:
+            raise RuntimeError("RootMonitor.start() opens the files")
+        return self.out
+
+    def _jobstate(self) -> JobstateLog:
+        if self.jobstate is None:
+            raise RuntimeError("RootMonitor.start() opens the files")
+        return self.jobstate
+
     def _status(self) -> None:
         """Counts after an event; events are few (per cluster attempt), so they reach the files at once."""
         c = self.counts()
-        self.out.status(c["done"], c["queued"], c["ready"], c["failed"])
+        self._out().status(c["done"], c["queued"], c["ready"], c["failed"])
         self.flush()
 
     def flush(self) -> None:
-        self.out.flush()
-        self.jobstate.flush()
+        for writer in (self.out, self.jobstate):
+            if writer is not None:
+                writer.flush()
 
     def close(self) -> None:
-        self.out.close()
-        self.jobstate.close()
+        for writer in (self.out, self.jobstate):
+            if writer is not None:
+                writer.close()
 
 
 def _read_dag(path: str) -> dict[str, Node]:

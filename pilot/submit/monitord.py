@@ -81,12 +81,13 @@ class Monitord:
         self.dagman_out = dagman_out
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> bool:
+    def start(self, recover: bool) -> bool:
+        """Start monitord; ``recover``: the dagman.out has an earlier run's lines (see the module doc)."""
         cmd = pegasus_cli("pegasus-monitord")
         if cmd is None:
             return False
         _stop_earlier(self.submit_dir)
-        if os.path.exists(self.dagman_out) and os.path.getsize(self.dagman_out) > 0:
+        if recover:
             with open(os.path.join(self.submit_dir, RECOVER), "w", encoding="utf-8") as fh:
                 fh.write("line_processed 1\n")
         with open(os.path.join(self.submit_dir, LOG_FILE), "ab") as out:
@@ -132,9 +133,10 @@ def root_monitoring(driver, run_monitord: bool = True) -> Iterator[RootMonitor]:
     """Attach the root writers to ``driver`` for the ``with`` block; start monitord if asked and possible."""
     monitor = RootMonitor(driver.submit_dir)  # a one-line error for a directory without root files
     monitord = Monitord(monitor.submit_dir, monitor.path)
+    restarted = monitor.restarted
     monitor.start()
     driver.monitor = monitor
-    started = run_monitord and monitord.start()
+    started = run_monitord and monitord.start(recover=restarted)
     if run_monitord and not started:
         log.info("pegasus-wms is not installed: no live pegasus-monitord (see the README's monitoring section)")
     try:

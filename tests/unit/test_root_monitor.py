@@ -151,10 +151,33 @@ def test_monitord_restart_rebuilds_from_the_start(tmp_path, monkeypatch):
     """On a dagman.out with lines, monitord is told to recover: it drops its DB rows and reads it all again."""
     monkeypatch.setattr("pilot.submit.monitord.pegasus_cli", lambda tool: None)
     out = tmp_path / "wf-0.dag.dagman.out"
-    assert not Monitord(str(tmp_path), str(out)).start()  # no pegasus-wms: nothing started
-    out.write_text("x\n")
+    assert not Monitord(str(tmp_path), str(out)).start(recover=False)  # no pegasus-wms: nothing started
     monkeypatch.setattr("pilot.submit.monitord.pegasus_cli", lambda tool: ["/bin/true"])
     mon = Monitord(str(tmp_path), str(out))
-    assert mon.start() and mon.finish(timeout=30) == 0
+    assert mon.start(recover=False) and mon.finish(timeout=30) == 0
+    assert not (tmp_path / RECOVER).exists()  # a first run starts monitord plainly
+    mon = Monitord(str(tmp_path), str(out))
+    assert mon.start(recover=True) and mon.finish(timeout=30) == 0
     assert (tmp_path / RECOVER).read_text() == "line_processed 1\n"
     assert os.path.exists(tmp_path / "monitord.out")
+
+
+def test_a_pmc_dag_is_one_cluster_of_the_root_workflow(tmp_path):
+    """PMC-only mode: the root workflow has one job, the DAG's tasks are its tasks (ids from #@ when given)."""
+    from pilot.planner.plan import PlanRequest, plan
+    from pilot.sites import load_site
+
+    dag = tmp_path / "wf.dag"
+    dag.write_text("#@ 1 ns::a:1 ID1\nTASK A -c 2 /bin/echo a\nTASK B /bin/echo 'b c'\nEDGE A B\n")
+    result = plan(PlanRequest(workflow=str(dag), site=load_site("local"), submit_dir=str(tmp_path / "sub")))
+    sub = Path(result.submit_dir)
+    assert [line.split()[:2] for line in (sub / "wf-0.dag").read_text().splitlines() if line.startswith("JOB")] == \
+        [["JOB", "wf"]]
+    bp = (sub / "wf-0.static.bp").read_text()
+    assert 'task.id="ID1" type="1" type_desc="compute" transformation="ns::a:1" argv="a"' in bp
+    assert 'task.id="B"' in bp and 'event=task.edge parent.task.id="ID1" child.task.id="B"' in bp
+    assert 'job.id="wf"' in bp and 'task_count="2"' in bp
+    assert "--invocation-records -o wf.out -e wf.err" in (sub / "wf" / "wf.sub").read_text()
+    monitor = RootMonitor(str(sub))  # reading the files writes nothing
+    assert monitor.counts() == {"done": 0, "queued": 0, "ready": 1, "failed": 0, "unready": 0} and not monitor.restarted
+    assert not (sub / "wf-0.dag.dagman.out").exists()
