@@ -204,7 +204,11 @@ def cancel_main(argv: Sequence[str]) -> int:
     if not names:
         print("pilot cancel: nothing was submitted from this directory")
         return 0
-    cancelled = _driver(ns.submit_dir, _sites(names, ns.set)).cancel_all()
+    from pilot.submit.monitord import cancel_monitoring
+
+    driver = _driver(ns.submit_dir, _sites(names, ns.set))
+    with cancel_monitoring(driver):
+        cancelled = driver.cancel_all()
     print(f"pilot cancel: cancelled {len(cancelled)} batch job(s){': ' + ' '.join(cancelled) if cancelled else ''}")
     return 0
 

@@ -97,6 +97,9 @@ class DagmanOut(RunEvents):
             _outcome(f"POST Script of Node {node}", status),
         )
 
+    def aborted(self, node: str, seq: str) -> None:
+        self._write(f"Event: ULOG_JOB_ABORTED for HTCondor Node {node} ({seq}.0) {{{self._now()}}}")
+
     def retrying(self, node: str, retry: int, limit: int) -> None:
         self._write(f"Retrying node {node} (retry #{retry} of {limit})...")
 

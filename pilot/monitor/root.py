@@ -6,7 +6,8 @@ when the batch job is queued, ``ULOG_EXECUTE`` when it starts running,
 ``ULOG_JOB_TERMINATED`` and the job's outcome when it ends, then the POST step
 (the job output kept as ``<cluster>.out.NNN``, see pilot.monitor.joboutput)
 and its outcome; a cluster resubmitted after wall time or node failure gets
-``Retrying node ...`` and a new attempt, as DAGMan's RETRY does. DAG status
+``Retrying node ...`` and a new attempt, as DAGMan's RETRY does; a batch job
+``pilot cancel`` removes gets ``ULOG_JOB_ABORTED``, as a condor_rm. DAG status
 blocks (what pegasus-status reads) follow changes, at most once a second, and
 the final counts precede ``EXITING WITH STATUS``. The same events go to the
 root jobstate.log. Lines are written by the per-DAG writers
@@ -32,8 +33,10 @@ from pilot.monitor.dagman_out import DagmanOut
 from pilot.monitor.jobstate import JobstateLog
 from pilot.monitor.rootfiles import read_braindump
 
-_EVENT = re.compile(r"(Submitting HTCondor Node (\S+) job|ULOG_EXECUTE for HTCondor Node (\S+) \((\d+)|"
-                    r"POST Script of Node (\S+) (completed successfully|failed)|Retrying node (\S+) )")
+_EVENT = re.compile(r"Submitting HTCondor Node (?P<submit>\S+) job|ULOG_EXECUTE for HTCondor Node (?P<execute>\S+) |"
+                    r"POST Script of Node (?P<post>\S+) (?P<outcome>completed successfully|failed)|"
+                    r"Retrying node (?P<retry>\S+) |ULOG_JOB_ABORTED for HTCondor Node (?P<aborted>\S+) ")
+_KINDS = ("submit", "execute", "post", "retry", "aborted")
 _DAG_JOB = re.compile(r"^JOB\s+(\S+)\s", re.I)
 _DAG_EDGE = re.compile(r"^PARENT\s+(.+?)\s+CHILD\s+(.+)$", re.I)
 
@@ -65,6 +68,8 @@ class RootEvents:
     def running(self, cluster: str) -> None: ...
 
     def ended(self, cluster: str, retry: bool, retry_limit: int) -> None: ...
+
+    def aborted(self, cluster: str) -> None: ...
 
     def finished(self, code: int) -> None: ...
 
@@ -101,25 +106,23 @@ class RootMonitor(RootEvents):
                 m = _EVENT.search(line)
                 if m is None:
                     continue
-                if m.group(2):
-                    node = self.nodes.get(m.group(2))
-                    if node:
-                        node.attempts += 1
-                        node.phase = Phase.QUEUED
-                        self._sched += 1
-                        node.sched = self._sched
-                elif m.group(3):
-                    node = self.nodes.get(m.group(3))
-                    if node:
-                        node.phase = Phase.RUNNING
-                elif m.group(5):
-                    node = self.nodes.get(m.group(5))
-                    if node:
-                        node.phase = Phase.DONE if m.group(6).startswith("completed") else Phase.FAILED
-                elif m.group(7):
-                    node = self.nodes.get(m.group(7))
-                    if node:
-                        node.phase = Phase.WAITING
+                kind = next(k for k in _KINDS if m.group(k))
+                node = self.nodes.get(m.group(kind))
+                if node is None:
+                    continue
+                if kind == "submit":
+                    node.attempts += 1
+                    self._sched += 1
+                    node.sched = self._sched
+                    node.phase = Phase.QUEUED
+                elif kind == "execute":
+                    node.phase = Phase.RUNNING
+                elif kind == "post":
+                    node.phase = Phase.DONE if m.group("outcome").startswith("completed") else Phase.FAILED
+                elif kind == "retry":
+                    node.phase = Phase.WAITING
+                else:
+                    node.phase = Phase.FAILED
 
     # -- events -----------------------------------------------------------------
     def start(self) -> None:
@@ -178,6 +181,16 @@ class RootMonitor(RootEvents):
             self._out().retrying(cluster, node.attempts, retry_limit)
         else:
             node.phase = Phase.FAILED
+        self._status()
+
+    def aborted(self, cluster: str) -> None:
+        """``pilot cancel`` removed the cluster's batch job (DAGMan logs ULOG_JOB_ABORTED for a condor_rm)."""
+        node = self.nodes[cluster]
+        if node.phase not in (Phase.QUEUED, Phase.RUNNING):
+            return
+        node.phase = Phase.FAILED
+        self._out().aborted(cluster, f"{node.sched}.0")
+        self._jobstate().event(cluster, "JOB_ABORTED", f"{node.sched}.0", node.attempts)
         self._status()
 
     def finished(self, code: int) -> None:

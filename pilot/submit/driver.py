@@ -288,6 +288,8 @@ class Driver:
                 provider.cancel(ids)
                 cancelled += ids
         for c in self.state.clusters.values():
+            if c.state in st.ACTIVE:
+                self.monitor.aborted(c.name)
             if c.state in st.ACTIVE or c.state == st.WAITING:
                 c.state, c.reason = st.CANCELLED, "pilot cancel"
         self.state.save()

@@ -33,6 +33,7 @@ import sys
 import time
 from typing import Iterator
 
+from pilot.errors import ConfigError
 from pilot.monitor.root import RootMonitor
 from pilot.monitor.rootfiles import read_braindump
 from pilot.submit import state as st
@@ -126,6 +127,18 @@ def exit_code(driver) -> int:
 def require_root_files(submit_dir: str) -> None:
     """Refuse, in one line, a directory planned before root monitoring, before anything is written there."""
     read_braindump(submit_dir)
+
+
+def cancel_monitoring(driver) -> contextlib.AbstractContextManager:
+    """``pilot cancel``: the removed clusters' batch jobs logged as aborted, as a DAGMan removal is.
+
+    A directory planned before root monitoring is cancelled all the same.
+    """
+    try:
+        read_braindump(driver.submit_dir)
+    except ConfigError:
+        return contextlib.nullcontext()
+    return root_monitoring(driver)
 
 
 @contextlib.contextmanager

@@ -181,3 +181,18 @@ def test_a_pmc_dag_is_one_cluster_of_the_root_workflow(tmp_path):
     monitor = RootMonitor(str(sub))  # reading the files writes nothing
     assert monitor.counts() == {"done": 0, "queued": 0, "ready": 1, "failed": 0, "unready": 0} and not monitor.restarted
     assert not (sub / "wf-0.dag.dagman.out").exists()
+
+
+def test_cancel_logs_the_removed_jobs_as_aborted(tmp_path):
+    sub = make_dir(tmp_path)
+    m = RootMonitor(str(sub))
+    m.start()
+    m.submitted("a", "1", "siteA")
+    m.aborted("a")
+    m.aborted("b")  # never submitted: nothing to abort
+    m.finished(2)
+    m.close()
+    out = lines(sub)
+    assert [line.split("{")[0] for line in out if "ABORTED" in line] == ["Event: ULOG_JOB_ABORTED for HTCondor Node a (1.0.0) "]
+    assert out[-2].split() == ["0", "0", "0", "0", "0", "2", "1"]  # a failed, b and c unready
+    assert RootMonitor(str(sub)).nodes["a"].phase == Phase.FAILED  # read back after a restart
