@@ -214,3 +214,30 @@ def test_pilot_submit_runs_monitord_live_and_a_restart_counts_nothing_twice(tmp_
     restarts = db.execute("select count(*) from workflowstate where state = 'WORKFLOW_STARTED'").fetchone()[0]
     db.close()
     assert restarts == 2  # the restart is a DAGMan restart of the same workflow
+
+
+def test_pilot_cancel_shows_as_aborted_jobs(tmp_path):
+    sub = plan(tmp_path)
+    cmd = [sys.executable, "-m", "pilot", "submit", "--site", "local", "--poll", "0.2", str(sub)]
+    driver = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    dagman_out = sub / "blackdiamond-0.dag.dagman.out"
+    try:
+        wait_for(lambda: dagman_out.exists() and "ULOG_EXECUTE for HTCondor Node sh_ID5" in dagman_out.read_text(),
+                 what="the slow cluster running")
+        cancel = subprocess.run([sys.executable, "-m", "pilot", "cancel", str(sub)], capture_output=True, text=True,
+                                timeout=120)
+        driver.communicate(timeout=120)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert cancel.returncode == 0, cancel.stderr
+    log = dagman_out.read_text()
+    assert "ULOG_JOB_ABORTED for HTCondor Node sh_ID5" in log
+    assert "EXITING WITH STATUS 2" in log.splitlines()[-1]
+    row = status_row(sub)
+    assert row[1:5] == ["0", "0", "0", "0"] and row[6] != "0"  # nothing left queued; the removed job failed
+    stats = tool("pegasus-statistics", "-s", "all", ".", cwd=sub)
+    assert stats.returncode == 0, stats.stderr
+    summary = (sub / "statistics" / "summary.txt").read_text()
+    jobs = next(line.split() for line in summary.splitlines() if line.startswith("Jobs"))
+    assert jobs[2] != "0" and jobs[4] == "3"  # the aborted cluster counts as failed, of 3 jobs
