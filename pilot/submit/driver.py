@@ -25,8 +25,8 @@ import yaml
 
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import pilot_args, request_for
-from pilot.monitor.root import RootEvents
 from pilot.monitor.result import read_result, result_path
+from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit import state as st
 
