@@ -11,6 +11,7 @@ once and is resubmitted. The numbers of pegasus-statistics, -analyzer and
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import signal
@@ -241,3 +242,28 @@ def test_pilot_cancel_shows_as_aborted_jobs(tmp_path):
     summary = (sub / "statistics" / "summary.txt").read_text()
     jobs = next(line.split() for line in summary.splitlines() if line.startswith("Jobs"))
     assert jobs[2] != "0" and jobs[4] == "3"  # the aborted cluster counts as failed, of 3 jobs
+
+
+@pytest.mark.slurm
+def test_slurm_run_is_one_pegasus_workflow(tmp_path):
+    """pilot submit through the real Slurm: monitord beside it, every cluster a job that ran on the site."""
+    from tests.integration.slurm import require_slurm
+
+    require_slurm()
+    wfile = workflow(tmp_path)
+    sub = tmp_path / "submit"
+    res = subprocess.run([sys.executable, "-m", "pilot", "submit", "--site", "container", "--cluster", "label",
+                          "--poll", "0.5", "--set", f"pilot_command={sys.executable} -m pilot", "--set", "pegasus_site=local",
+                          str(wfile), "--tc", str(tmp_path / "transformations.yml"), "--dir", str(sub)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 1, res.stderr  # ID3 fails
+    log = (sub / "blackdiamond-0.dag.dagman.out").read_text()
+    assert log.count("ULOG_EXECUTE") == 3 and log.count("POST Script of Node") == 3
+    stats = tool("pegasus-statistics", "-s", "all", ".", cwd=sub)
+    assert stats.returncode == 0, stats.stderr
+    summary = (sub / "statistics" / "summary.txt").read_text()
+    table = {line.split()[0]: line.split()[1:] for line in summary.splitlines() if line.startswith(("Tasks", "Jobs"))}
+    assert table["Tasks"] == ["4", "1", "0", "5", "0", "5"] and table["Jobs"] == ["2", "1", "0", "3", "0", "3"]
+    js = [line.split() for line in (sub / "jobstate.log").read_text().splitlines() if " SUBMIT " in line]
+    slurm_ids = {c["name"]: c["job_ids"][0] for c in json.loads((sub / "submit.state.json").read_text())["clusters"]}
+    assert {row[1]: row[3] for row in js} == slurm_ids  # the batch job ids, for squeue/sacct
