@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shlex
 import subprocess
 import sys
@@ -67,11 +68,18 @@ def without(argv: list[str], flags: list[str]) -> list[str]:
     return out
 
 
-def run_on(run_dir: str, tasks: int) -> tuple[float, int]:
+def cpu() -> float:
+    """CPU seconds of this process and its finished children: steadier than wall time on a busy machine."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def run_on(run_dir: str, tasks: int) -> tuple[float, float, int]:
     from pilot.monitor.root import RootMonitor
 
     sub, cdir, argv = plan(run_dir, tasks)
     before = count_files(sub)
+    cpu0 = cpu()
     start = time.perf_counter()
     monitor = RootMonitor(sub)
     monitor.start()
@@ -82,15 +90,16 @@ def run_on(run_dir: str, tasks: int) -> tuple[float, int]:
     monitor.finished(0)
     monitor.close()
     elapsed = time.perf_counter() - start
-    return elapsed, count_files(sub) - before
+    return elapsed, cpu() - cpu0, count_files(sub) - before
 
 
-def run_off(run_dir: str, tasks: int) -> tuple[float, int]:
+def run_off(run_dir: str, tasks: int) -> tuple[float, float, int]:
     sub, cdir, argv = plan(run_dir, tasks)
     before = count_files(sub)
     argv = without(argv, ROOT_FLAGS)
+    cpu0 = cpu()
     elapsed = timed(argv, cwd=cdir)
-    return elapsed, count_files(sub) - before
+    return elapsed, cpu() - cpu0, count_files(sub) - before
 
 
 def main() -> None:
@@ -100,13 +109,15 @@ def main() -> None:
     ap.add_argument("--dir", help="where the runs go (default: the system temp dir)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        on, off, per_dag, plain = [], [], [], []
+        on, off, per_dag, plain, cpu_on, cpu_off = [], [], [], [], [], []
         files_on = files_off = files_per_dag = 0
         for rep in range(args.repeat):
-            t, files_off = run_off(os.path.join(tmp, f"off{rep}"), args.tasks)
+            t, c, files_off = run_off(os.path.join(tmp, f"off{rep}"), args.tasks)
             off.append(t)
-            t, files_on = run_on(os.path.join(tmp, f"on{rep}"), args.tasks)
+            cpu_off.append(c)
+            t, c, files_on = run_on(os.path.join(tmp, f"on{rep}"), args.tasks)
             on.append(t)
+            cpu_on.append(c)
             # The per-DAG mode of a PMC DAG run alone, against the same DAG run plainly.
             pdir = os.path.join(tmp, f"dag{rep}")
             os.mkdir(pdir)
@@ -120,7 +131,7 @@ def main() -> None:
               f"monitoring off {min(off):.2f} s, root monitoring on {min(on):.2f} s: "
               f"on/off time = {min(on) / min(off):.3f} (target <= 1.05); "
               f"files created: {files_on} for the whole cluster with monitoring on ({files_on / n:.4f} per task), "
-              f"{files_off} off (target: none per task)")
+              f"{files_off} off (target: none per task); CPU time on/off = {min(cpu_on) / min(cpu_off):.3f}")
         print(f"for comparison, a PMC DAG alone in per-DAG mode ({' '.join(PER_DAG_FLAGS)}): "
               f"{min(per_dag) / min(plain):.3f} x the plain run, {files_per_dag / n:.2f} files per task")
 
