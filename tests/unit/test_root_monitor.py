@@ -196,3 +196,27 @@ def test_cancel_logs_the_removed_jobs_as_aborted(tmp_path):
     assert [line.split("{")[0] for line in out if "ABORTED" in line] == ["Event: ULOG_JOB_ABORTED for HTCondor Node a (1.0.0) "]
     assert out[-2].split() == ["0", "0", "0", "0", "0", "2", "1"]  # a failed, b and c unready
     assert RootMonitor(str(sub)).nodes["a"].phase == Phase.FAILED  # read back after a restart
+
+
+def test_root_monitoring_attaches_to_the_driver_and_ends_the_log(tmp_path, monkeypatch):
+    """--no-monitord: the root files all the same, no monitord; the exit status says how the run ended."""
+    from types import SimpleNamespace
+
+    from pilot.submit import state as st
+    from pilot.submit.monitord import root_monitoring
+
+    started = []
+    monkeypatch.setattr("pilot.submit.monitord.Monitord.start", lambda self, recover: started.append(recover) or True)
+    sub = make_dir(tmp_path)
+    clusters = {n: st.ClusterState(n) for n in "abc"}
+    driver = SimpleNamespace(submit_dir=str(sub), state=SimpleNamespace(clusters=clusters), monitor=None)
+    with root_monitoring(driver, run_monitord=False):
+        driver.monitor.submitted("a", "5", "siteA")
+        clusters["a"].state = st.QUEUED
+    assert started == [] and lines(sub)[-1].endswith("EXITING WITH STATUS 2")  # stopped with a job queued
+    monkeypatch.setattr("pilot.submit.monitord.Monitord.finish", lambda self, timeout=0: 0)
+    with root_monitoring(driver, run_monitord=True):
+        finish_attempt(sub, "a", ok=False, reason="failed")
+        driver.monitor.ended("a", retry=False, retry_limit=3)
+        clusters["a"].state = st.FAILED
+    assert started == [True] and lines(sub)[-1].endswith("EXITING WITH STATUS 1")  # a restart: monitord recovers
