@@ -12,9 +12,10 @@ writes instead a record in kickstart's XML form into the task's stdout stream,
 the one pegasus-monitord reads from a clustered job's output: that form is the
 only one whose argument vector and stderr monitord keeps for each task (it
 drops a YAML record's arguments), so pegasus-analyzer can show a failed task's
-arguments and stderr. No file is created per task: the task's stderr is read
-back from the worker's stderr file by offset (its last 60 kB, as monitord keeps
-64 kB per job at most).
+arguments and stderr. No file is created per task: a failed task's stderr is
+read back from the worker's stderr file by offset (its last 60 kB, as monitord
+keeps 64 kB per job at most); a task that succeeded carries none, which keeps
+the job output small for chatty tasks (their stderr is in the -e file).
 """
 
 from __future__ import annotations

@@ -236,7 +236,7 @@ class Worker:
         )
         if self.opts.invocation_records:
             kickstart = self._kickstart
-            stderr = kickstart.tail(err_fd, err_start, _size(err_fd))
+            stderr = kickstart.tail(err_fd, err_start, _size(err_fd)) if status != 0 else ""
             text = "\n" + kickstart.xml_invocation(
                 msg.transformation or msg.name, msg.dax_id or msg.name, start, duration, status, msg.argv, self.hostname,
                 stderr,

@@ -34,7 +34,7 @@ import time
 from typing import Iterator
 
 from pilot.errors import ConfigError
-from pilot.monitor.root import RootMonitor
+from pilot.monitor.root import Phase, RootMonitor
 from pilot.monitor.rootfiles import read_braindump
 from pilot.submit import state as st
 
@@ -124,6 +124,18 @@ def exit_code(driver) -> int:
     return 2
 
 
+def _catch_up(monitor: RootMonitor, driver) -> None:
+    """Events an earlier pilot submit saved in its state but died before logging (it logs right after saving)."""
+    for c in driver.state.clusters.values():
+        node = monitor.nodes.get(c.name)
+        if node is None:
+            continue
+        if c.state == st.QUEUED and node.phase == Phase.WAITING:
+            monitor.submitted(c.name, c.job_id or "", c.site or "-")
+        elif node.phase in (Phase.QUEUED, Phase.RUNNING) and c.state in (st.DONE, st.FAILED, st.WAITING):
+            monitor.ended(c.name, retry=c.state == st.WAITING, retry_limit=driver.opts.max_resubmits)
+
+
 def require_root_files(submit_dir: str) -> None:
     """Refuse, in one line, a directory planned before root monitoring, before anything is written there."""
     read_braindump(submit_dir)
@@ -148,6 +160,7 @@ def root_monitoring(driver, run_monitord: bool = True) -> Iterator[RootMonitor]:
     monitord = Monitord(monitor.submit_dir, monitor.path)
     restarted = monitor.restarted
     monitor.start()
+    _catch_up(monitor, driver)
     driver.monitor = monitor
     started = run_monitord and monitord.start(recover=restarted)
     if run_monitord and not started:

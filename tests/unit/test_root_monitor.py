@@ -209,7 +209,8 @@ def test_root_monitoring_attaches_to_the_driver_and_ends_the_log(tmp_path, monke
     monkeypatch.setattr("pilot.submit.monitord.Monitord.start", lambda self, recover: started.append(recover) or True)
     sub = make_dir(tmp_path)
     clusters = {n: st.ClusterState(n) for n in "abc"}
-    driver = SimpleNamespace(submit_dir=str(sub), state=SimpleNamespace(clusters=clusters), monitor=None)
+    driver = SimpleNamespace(submit_dir=str(sub), state=SimpleNamespace(clusters=clusters), monitor=None,
+                             opts=SimpleNamespace(max_resubmits=3))
     with root_monitoring(driver, run_monitord=False):
         driver.monitor.submitted("a", "5", "siteA")
         clusters["a"].state = st.QUEUED
@@ -220,3 +221,26 @@ def test_root_monitoring_attaches_to_the_driver_and_ends_the_log(tmp_path, monke
         driver.monitor.ended("a", retry=False, retry_limit=3)
         clusters["a"].state = st.FAILED
     assert started == [True] and lines(sub)[-1].endswith("EXITING WITH STATUS 1")  # a restart: monitord recovers
+
+
+def test_a_restart_logs_what_the_earlier_driver_saved_but_did_not_log(tmp_path):
+    """The driver saves its state, then logs: a crash in between is caught up at the next start."""
+    from types import SimpleNamespace
+
+    from pilot.submit import state as st
+    from pilot.submit.monitord import root_monitoring
+
+    sub = make_dir(tmp_path)
+    clusters = {n: st.ClusterState(n) for n in "abc"}
+    clusters["a"].state, clusters["a"].job_ids, clusters["a"].site = st.QUEUED, ["41"], "siteA"
+    driver = SimpleNamespace(submit_dir=str(sub), state=SimpleNamespace(clusters=clusters), monitor=None,
+                             opts=SimpleNamespace(max_resubmits=3))
+    with root_monitoring(driver, run_monitord=False):
+        pass  # a was saved as queued, never logged
+    assert "Submitting HTCondor Node a job(s)..." in lines(sub)
+    clusters["a"].state = st.DONE
+    finish_attempt(sub, "a", ok=True)
+    with root_monitoring(driver, run_monitord=False):
+        pass  # a was saved as done, its end never logged
+    assert "POST Script of Node a completed successfully." in lines(sub)
+    assert (sub / "a" / "a.out.000").exists() and lines(sub)[-1].endswith("EXITING WITH STATUS 2")  # b, c never ran
