@@ -14,6 +14,11 @@ when it sees the node's completed/failed line, so the master writes that line
 only after the worker closed the files. The file is appended to, never
 truncated, so monitord sees a rerun as DAGMan's restart. Buffered; flushed at
 most every second (monitord polls once a second) and at every exit path.
+
+The same writer makes a submit directory's root dagman.out (pilot.monitor.root),
+where the nodes are clusters: there the submission, start and end of a batch
+job are separate events, and DAGMan's POST script, retry and abort lines and
+the Pre/Post columns of the status block are used too.
 """
 
 from __future__ import annotations
