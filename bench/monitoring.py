@@ -11,7 +11,7 @@ counts. Also printed: the files the run created per task (target: none), and,
 for comparison, the per-DAG mode of a PMC DAG run alone (``--jobstate-log
 --monitord-hack``, which writes two files per task).
 
-    python bench/monitoring.py [--tasks 2000] [--repeat 3] [--dir DIR]
+    python bench/monitoring.py [--tasks 2000] [--repeat 5] [--dir DIR]
 
 ``--dir`` puts the runs on another file system (a parallel file system, where
 creating a file costs milliseconds); by default they go to the system temp dir.
@@ -105,7 +105,7 @@ def run_off(run_dir: str, tasks: int) -> tuple[float, float, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=2000)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--dir", help="where the runs go (default: the system temp dir)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
