@@ -6,7 +6,7 @@ under mpiexec with 1 master + 2 workers. "on" is that command as planned
 (``--jobstate-log --invocation-records -o/-e``) plus the driver's root writes
 around it (submitted, running, ended: the job output kept as .out.000);
 "off" is the same command without those flags and without the root writer.
-Each run gets a fresh submit directory; the faster of ``--repeat`` runs
+Each run gets a fresh submit directory; the fastest of ``--repeat`` runs
 counts. Also printed: the files the run created per task (target: none), and,
 for comparison, the per-DAG mode of a PMC DAG run alone (``--jobstate-log
 --monitord-hack``, which writes two files per task).
