@@ -48,6 +48,7 @@ def documented_patterns() -> list[tuple[re.Pattern[str], bool]]:
             rx = re.escape(name.strip())
             rx = rx.replace(re.escape("<job>"), r"pilot-[0-9a-f]+-(?P=cluster)-\d+\.[0-9.]+")
             rx = rx.replace(re.escape("<task>"), r"[^/]+").replace("NNN", r"\d{3}")
+            rx = rx.replace(re.escape("<wf>"), r"[^/]+").replace(re.escape("<rank>"), r"\d+")
             rx = rx.replace(re.escape("<cluster>"), "(?P=cluster)")
             rx = (r"(?P<cluster>[^/]+)/" if indent > 2 else "") + rx.replace("(?P=cluster)", "(?P<cluster>[^/]+)", 1 if indent <= 2 else 0)
             out.append((re.compile(rx + r"\Z"), "only" in description.split(":")[0]))
