@@ -246,3 +246,27 @@ def test_a_restart_logs_what_the_earlier_driver_saved_but_did_not_log(tmp_path):
         pass  # a was saved as done, its end never logged
     assert "POST Script of Node a completed successfully." in lines(sub)
     assert (sub / "a" / "a.out.000").exists() and lines(sub)[-1].endswith("EXITING WITH STATUS 2")  # b, c never ran
+
+
+def test_a_rerun_counts_the_failed_cluster_it_tries_again_as_not_failed(tmp_path):
+    """A rerun (DAGMan's rescue DAG) submits the failed cluster again: until then it is ready, not failed."""
+    from types import SimpleNamespace
+
+    from pilot.submit.monitord import root_monitoring
+
+    sub = make_dir(tmp_path)
+    m = RootMonitor(str(sub))
+    m.start()
+    m.submitted("a", "1", "siteA")
+    finish_attempt(sub, "a", ok=False, reason="failed")
+    m.ended("a", retry=False, retry_limit=3)
+    m.finished(1)
+    m.close()
+    clusters = {n: ClusterRecord(n) for n in "abc"}  # the driver's recovery made the failed cluster waiting again
+    driver = SimpleNamespace(submit_dir=str(sub), state=SimpleNamespace(clusters=clusters), monitor=None,
+                             specs={n: SimpleNamespace(retry=None) for n in "abc"},
+                             opts=SimpleNamespace(retry=1, max_resubmits=3))
+    with root_monitoring(driver, run_monitord=False) as again:
+        assert again.counts() == {"done": 0, "queued": 0, "ready": 1, "failed": 0, "unready": 2}
+        again.submitted("a", "2", "siteA")
+    assert "ULOG_SUBMIT for HTCondor Node a (2.0.0)" in "\n".join(lines(sub))
