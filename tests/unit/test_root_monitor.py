@@ -253,6 +253,7 @@ def test_a_rerun_counts_the_failed_cluster_it_tries_again_as_not_failed(tmp_path
     from types import SimpleNamespace
 
     from pilot.submit.monitord import root_monitoring
+    from pilot.submit.state import ClusterRecord
 
     sub = make_dir(tmp_path)
     m = RootMonitor(str(sub))
