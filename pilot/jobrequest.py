@@ -57,8 +57,10 @@ def _split(text: str) -> tuple[str, ...]:
 
 def pilot_args(site: SiteConfig, dag_name: str) -> list[str]:
     """``pilot run`` options for a cluster's batch job on ``site`` (planner scripts and pilot submit alike)."""
-    return ["--max-wall-time", f"{pilot_wall_time(site.walltime_minutes):g}", "--jobstate-log", "--monitord-hack",
-            *host_options(site), *_split(site.pilot_options), dag_name]
+    # -o/-e and the invocation records make <cluster>.out the job output pegasus-monitord reads (no file per task).
+    base = dag_name[:-4] if dag_name.endswith(".dag") else dag_name
+    return ["--max-wall-time", f"{pilot_wall_time(site.walltime_minutes):g}", "--jobstate-log", "--invocation-records",
+            "-o", base + ".out", "-e", base + ".err", *host_options(site), *_split(site.pilot_options), dag_name]
 
 
 @dataclass

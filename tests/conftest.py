@@ -54,6 +54,12 @@ def mpiexec() -> str | None:
 
 
 @pytest.fixture(autouse=True)
+def _home(tmp_path_factory, monkeypatch):
+    """pilot submit starts pegasus-monitord where pegasus-wms is installed; it writes ~/.pegasus."""
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+
+
+@pytest.fixture(autouse=True)
 def _no_pmc_env(monkeypatch):
     for var in ("PMC_HOST_SCRIPT", "PMC_HOST_MEMORY", "PMC_HOST_CPUS", "PMC_HOST_GPUS", "PMC_MAX_WALL_TIME"):
         monkeypatch.delenv(var, raising=False)

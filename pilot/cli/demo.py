@@ -2,11 +2,12 @@
 
 Plans the example diamond (installed with the package, so it runs from any
 directory) with label clustering for a site, submits and drives it to the
-end, shows ``pilot status``, and, when pegasus-wms is installed, runs
-pegasus-monitord and pegasus-statistics on every cluster and sums the jobs.
-The default site, ``local``, needs no batch system, only an ``mpiexec``
-(the MPICH wheel's, or one on PATH); the container image passes
-``--site container`` for its Slurm.
+end, shows ``pilot status``, and, when pegasus-wms is installed, shows the
+submit directory as the one Pegasus workflow it is: pegasus-status and
+pegasus-statistics on the database that the pegasus-monitord started by
+``pilot submit`` filled during the run. The default site, ``local``, needs no
+batch system, only an ``mpiexec`` (the MPICH wheel's, or one on PATH); the
+container image passes ``--site container`` for its Slurm.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ DEFAULT_SITE = "local"
 DESCRIPTION = (
     "Run the whole chain on the bundled example workflow (Pegasus' diamond: four echo jobs in three labels): "
     "plan it with label clustering, submit and drive its three batch jobs on a site, show pilot status and, "
-    "when pegasus-wms is installed, pegasus-monitord and pegasus-statistics for every cluster."
+    "when pegasus-wms is installed, pegasus-status and pegasus-statistics on the run as one Pegasus workflow."
 )
 
 
@@ -88,31 +89,27 @@ def main(argv: Sequence[str]) -> int:
 
 
 def monitoring(submit_dir: str) -> int:
-    """pegasus-monitord and pegasus-statistics on each cluster; print the job counts."""
-    spec = importlib.util.find_spec("Pegasus")
-    cli = os.path.join(list(spec.submodule_search_locations)[0], "cli")  # type: ignore[union-attr]
-    env = dict(os.environ, HOME=tempfile.mkdtemp(prefix="pilot-demo-home-"))
-    totals = [0, 0, 0, 0]
-    print("\n== pegasus-monitord + pegasus-statistics per cluster", flush=True)
-    for name in sorted(os.listdir(submit_dir)):
-        cdir = os.path.join(submit_dir, name)
-        dagman_out = os.path.join(cdir, f"{name}.dag.dagman.out")
-        if not os.path.exists(dagman_out):
-            continue
-        subprocess.run([sys.executable, os.path.join(cli, "pegasus-monitord.py"), "-r", os.path.basename(dagman_out)],
-                       cwd=cdir, env=env, capture_output=True)
-        subprocess.run([sys.executable, os.path.join(cli, "pegasus-statistics.py"), "-s", "all", "."], cwd=cdir, env=env,
-                       capture_output=True)
-        summary = os.path.join(cdir, "statistics", "summary.txt")
-        jobs = None
-        if os.path.exists(summary):
-            with open(summary, encoding="utf-8") as fh:
-                jobs = next((line.split() for line in fh if line.startswith("Jobs")), None)
-        if not jobs:
-            print(f"{name}: no statistics (see {cdir})")
-            return 1
-        counts = [int(x) for x in jobs[1:5]]
-        totals = [a + b for a, b in zip(totals, counts)]
-        print(f"{name}: jobs succeeded {counts[0]}, failed {counts[1]}, incomplete {counts[2]}, total {counts[3]}")
-    print(f"all clusters: jobs succeeded {totals[0]}, failed {totals[1]}, incomplete {totals[2]}, total {totals[3]}")
-    return 0 if totals[0] == totals[3] and totals[3] > 0 else 1
+    """pegasus-status and pegasus-statistics on the whole run; print its task and job counts."""
+    from pilot.submit.monitord import pegasus_cli
+
+    status, stats = pegasus_cli("pegasus-status"), pegasus_cli("pegasus-statistics")
+    if status is None or stats is None:
+        print("(pegasus-wms is incomplete: no pegasus-status/pegasus-statistics)")
+        return 1
+    print(f"\n== pegasus-status -Q -l {submit_dir}", flush=True)
+    subprocess.call([*status, "-Q", "-l", submit_dir])
+    print(f"\n== pegasus-statistics -s all {submit_dir}", flush=True)
+    subprocess.run([*stats, "-s", "all", submit_dir], cwd=submit_dir, capture_output=True)
+    summary = os.path.join(submit_dir, "statistics", "summary.txt")
+    rows: dict[str, list[str]] = {}
+    if os.path.exists(summary):
+        with open(summary, encoding="utf-8") as fh:
+            rows = {line.split()[0]: line.split() for line in fh if line.startswith(("Tasks", "Jobs"))}
+    if set(rows) != {"Tasks", "Jobs"}:
+        print(f"no statistics (see {os.path.join(submit_dir, 'monitord.out')})")
+        return 1
+    for kind, what in (("Tasks", "tasks (Pegasus jobs)"), ("Jobs", "jobs (clusters)")):
+        r = rows[kind]
+        print(f"{what}: succeeded {r[1]}, failed {r[2]}, incomplete {r[3]}, total {r[4]}, retries {r[5]}")
+    ok = all(rows[k][1] == rows[k][4] and int(rows[k][4]) > 0 for k in rows)
+    return 0 if ok else 1

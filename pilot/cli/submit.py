@@ -74,6 +74,8 @@ def build_submit_parser() -> argparse.ArgumentParser:
                    help="resubmissions of a cluster whose job ran out of wall time, was preempted or vanished "
                         f"(node failure); they do not count against --retry (default: {DEFAULT_MAX_RESUBMITS})")
     p.add_argument("--poll", type=_positive_float, default=2.0, metavar="S", help="seconds between queue polls (default: 2)")
+    p.add_argument("--no-monitord", action="store_true", help="do not run pegasus-monitord beside the driver (the root "
+                   "dagman.out and jobstate.log are written all the same; default: run it when pegasus-wms is installed)")
     p.add_argument("--detach", action="store_true", help="run in the background, logging to SUBMIT_DIR/submit.log (default: off)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="show tracebacks of errors")
     return p
@@ -97,11 +99,11 @@ def submit_main(argv: Sequence[str]) -> int:
     if ns.detach:
         from pilot.submit.daemon import LOG_FILE, detach
 
-        pid = detach(submit_dir, lambda: _drive(submit_dir, choices, opts))
+        pid = detach(submit_dir, lambda: _drive(submit_dir, choices, opts, not ns.no_monitord))
         print(f"pilot submit: driving {submit_dir} in the background (pid {pid}); log: "
               f"{os.path.join(submit_dir, LOG_FILE)}; see: pilot status {submit_dir}")
         return 0
-    return _drive(submit_dir, choices, opts)
+    return _drive(submit_dir, choices, opts, not ns.no_monitord)
 
 
 def _plan(ns: argparse.Namespace, argv: Sequence[str]) -> str:
@@ -116,12 +118,12 @@ def _plan(ns: argparse.Namespace, argv: Sequence[str]) -> str:
     return result.submit_dir
 
 
-def _drive(submit_dir: str, choices, opts) -> int:
+def _drive(submit_dir: str, choices, opts, monitord: bool) -> int:
     from pilot.submit.session import drive
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
     logging.getLogger("parsl").setLevel(logging.WARNING)
-    outcome = drive(submit_dir, choices, opts)
+    outcome = drive(submit_dir, choices, opts, monitord=monitord)
     if outcome.stopped:
         print(f"pilot submit: stopped; batch jobs keep running. Resume with: pilot submit {submit_dir}", file=sys.stderr)
         return 130

@@ -14,6 +14,11 @@ when it sees the node's completed/failed line, so the master writes that line
 only after the worker closed the files. The file is appended to, never
 truncated, so monitord sees a rerun as DAGMan's restart. Buffered; flushed at
 most every second (monitord polls once a second) and at every exit path.
+
+The same writer makes a submit directory's root dagman.out (pilot.monitor.root),
+where the nodes are clusters: there the submission, start and end of a batch
+job are separate events, and DAGMan's POST script, retry and abort lines and
+the Pre/Post columns of the status block are used too.
 """
 
 from __future__ import annotations
@@ -38,8 +43,8 @@ class DagmanOut(RunEvents):
         self._second = -1
         self._stamp = ""
         self._total = 0
-        self._written: tuple[int, int, int, int] | None = None
-        self._pending: tuple[int, int, int, int] | None = None
+        self._written: tuple[int, ...] | None = None
+        self._pending: tuple[int, ...] | None = None
         self._block_at = 0.0
         self.pid = os.getpid()
 
@@ -59,36 +64,60 @@ class DagmanOut(RunEvents):
             self._last_flush = now
 
     def run_started(self, dag_path: str, total: int, workers: int) -> None:
+        self.header(total)
+
+    # -- node-level lines, shared with the submit directory's root dagman.out ----
+    def header(self, total: int, pid: int | None = None) -> None:
+        """DAGMan's start banner; a restarted driver writes it again, as a restarted DAGMan does."""
         self._total = total
         self._write(
             "This is a DAGMan-style log written by pilot for pegasus-monitord",
             "******************************************************",
             "** condor_scheduniv_exec.0.0 (CONDOR_DAGMAN) STARTING UP",
-            f"** PID = {self.pid}",
+            f"** PID = {pid or self.pid}",
             "******************************************************",
             f"Parsing {self.dag_name} ...",
         )
         self.flush()
 
-    def task_dispatched(self, task: Task, seq: int, rank: int, hostname: str) -> None:
+    def submitted(self, node: str, seq: str) -> None:
         self._write(
-            f"Submitting HTCondor Node {task.name} job(s)...",
-            f"Event: ULOG_SUBMIT for HTCondor Node {task.name} ({seq}.0.0) {{{self._now()}}}",
-            f"Event: ULOG_EXECUTE for HTCondor Node {task.name} ({seq}.0.0) {{{self._now()}}}",
+            f"Submitting HTCondor Node {node} job(s)...",
+            f"Event: ULOG_SUBMIT for HTCondor Node {node} ({seq}.0) {{{self._now()}}}",
         )
 
-    def task_ended(self, task: Task, seq: int, status: int, will_retry: bool) -> None:
-        lines = [f"Event: ULOG_JOB_TERMINATED for HTCondor Node {task.name} ({seq}.0.0) {{{self._now()}}}"]
-        if status == 0:
-            lines.append(f"Node {task.name} job proc ({seq}.0.0) completed successfully.")
-        elif status < 0:
-            lines.append(f"Node {task.name} job proc ({seq}.0.0) failed with signal {-status}.")
-        else:
-            lines.append(f"Node {task.name} job proc ({seq}.0.0) failed with status {status}.")
-        self._write(*lines)
+    def executing(self, node: str, seq: str) -> None:
+        self._write(f"Event: ULOG_EXECUTE for HTCondor Node {node} ({seq}.0) {{{self._now()}}}")
 
-    def status(self, done: int, queued: int, ready: int, failed: int) -> None:
-        counts = (done, queued, ready, failed)
+    def terminated(self, node: str, seq: str, status: int) -> None:
+        """The job's end: ``status`` is the exit code, or minus the signal number."""
+        self._write(f"Event: ULOG_JOB_TERMINATED for HTCondor Node {node} ({seq}.0) {{{self._now()}}}",
+                    _outcome(f"Node {node} job proc ({seq}.0)", status))
+
+    def post_script(self, node: str, seq: str, status: int) -> None:
+        """A POST script's run and outcome, as DAGMan logs it."""
+        self._write(
+            f"Running POST script of Node {node}...",
+            f"Event: ULOG_POST_SCRIPT_TERMINATED for HTCondor Node {node} ({seq}.0) {{{self._now()}}}",
+            _outcome(f"POST Script of Node {node}", status),
+        )
+
+    def aborted(self, node: str, seq: str) -> None:
+        self._write(f"Event: ULOG_JOB_ABORTED for HTCondor Node {node} ({seq}.0) {{{self._now()}}}")
+
+    def retrying(self, node: str, retry: int, limit: int) -> None:
+        self._write(f"Retrying node {node} (retry #{retry} of {limit})...")
+
+    # -- per-DAG (pilot run --monitord-hack): each task is a node ---------------
+    def task_dispatched(self, task: Task, seq: int, rank: int, hostname: str) -> None:
+        self.submitted(task.name, f"{seq}.0")
+        self.executing(task.name, f"{seq}.0")
+
+    def task_ended(self, task: Task, seq: int, status: int, will_retry: bool) -> None:
+        self.terminated(task.name, f"{seq}.0", status)
+
+    def status(self, done: int, queued: int, ready: int, failed: int, pre: int = 0, post: int = 0) -> None:
+        counts = (done, pre, queued, post, ready, failed)
         if counts == self._written:
             self._pending = None
             return
@@ -101,21 +130,24 @@ class DagmanOut(RunEvents):
     def _write_block(self) -> None:
         if self._pending is None:
             return
-        done, queued, ready, failed = self._written = self._pending
+        done, pre, queued, post, ready, failed = self._written = self._pending
         self._pending = None
-        unready = max(0, self._total - done - queued - ready - failed)
+        unready = max(0, self._total - done - pre - queued - post - ready - failed)
         code = "2 (DAG_STATUS_NODE_FAILED)" if failed else "0 (DAG_STATUS_OK)"
         self._write(
             f"DAG status: {code}",
             f"Of {self._total} nodes total:",
             _HEADER,
             _RULE,
-            f"{done:>5}{0:>8}{queued:>9}{0:>8}{ready:>8}{unready:>11}{failed:>9}",
+            f"{done:>5}{pre:>8}{queued:>9}{post:>8}{ready:>8}{unready:>11}{failed:>9}",
         )
 
     def run_finished(self, ok: bool, counts: dict[str, int]) -> None:
+        self.exiting(0 if ok else 1)
+
+    def exiting(self, code: int, pid: int | None = None) -> None:
         self._write_block()
-        self._write(f"**** condor_scheduniv_exec.0.0 (condor_DAGMAN) pid {self.pid} EXITING WITH STATUS {0 if ok else 1}")
+        self._write(f"**** condor_scheduniv_exec.0.0 (condor_DAGMAN) pid {pid or self.pid} EXITING WITH STATUS {code}")
         self.flush()
 
     def flush(self) -> None:
@@ -126,3 +158,11 @@ class DagmanOut(RunEvents):
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.close()
+
+
+def _outcome(what: str, status: int) -> str:
+    if status == 0:
+        return f"{what} completed successfully."
+    if status < 0:
+        return f"{what} failed with signal {-status}."
+    return f"{what} failed with status {status}."

@@ -29,24 +29,30 @@ class JobstateLog(RunEvents):
             self._fh.flush()
             self._last = now
 
-    def run_started(self, dag_path: str, total: int, workers: int) -> None:
-        self._line("INTERNAL *** PMC_STARTED ***")
+    def event(self, job: str, state: str, info: str, seq: int, site: str = "-") -> None:
+        """One line ``<epoch> <job> <STATE> <sched id or status> <site> - <seq>``."""
+        self._line(f"{job} {state} {info} {site} - {seq}")
+
+    def internal(self, text: str) -> None:
+        self._line(f"INTERNAL *** {text} ***")
         self.flush()
+
+    def run_started(self, dag_path: str, total: int, workers: int) -> None:
+        self.internal("PMC_STARTED")
 
     def task_dispatched(self, task: Task, seq: int, rank: int, hostname: str) -> None:
-        self._line(f"{task.name} SUBMIT {seq}.0 - - {seq}")
-        self._line(f"{task.name} EXECUTE {seq}.0 - - {seq}")
+        self.event(task.name, "SUBMIT", f"{seq}.0", seq)
+        self.event(task.name, "EXECUTE", f"{seq}.0", seq)
 
     def task_ended(self, task: Task, seq: int, status: int, will_retry: bool) -> None:
-        self._line(f"{task.name} JOB_TERMINATED {seq}.0 - - {seq}")
+        self.event(task.name, "JOB_TERMINATED", f"{seq}.0", seq)
         if status == 0:
-            self._line(f"{task.name} JOB_SUCCESS 0 - - {seq}")
+            self.event(task.name, "JOB_SUCCESS", "0", seq)
         else:
-            self._line(f"{task.name} JOB_FAILURE {status} - - {seq}")
+            self.event(task.name, "JOB_FAILURE", str(status), seq)
 
     def run_finished(self, ok: bool, counts: dict[str, int]) -> None:
-        self._line(f"INTERNAL *** PMC_FINISHED {0 if ok else 1} ***")
-        self.flush()
+        self.internal(f"PMC_FINISHED {0 if ok else 1}")
 
     def flush(self) -> None:
         if not self._fh.closed:

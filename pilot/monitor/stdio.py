@@ -21,7 +21,8 @@ import sys
 from typing import BinaryIO
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
-# Per-task stdout is also read back (is there a kickstart record already?).
+# Per-task stdout is also read back (is there a kickstart record already?), and
+# stderr for the invocation record (--invocation-records).
 _RW_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
 
 
@@ -29,8 +30,9 @@ def worker_paths(dag: str, rank: int) -> tuple[str, str]:
     return f"{dag}.out.{rank}", f"{dag}.err.{rank}"
 
 
-def open_append(path: str) -> int:
-    return os.open(path, _FLAGS, 0o644)
+def open_append(path: str, readable: bool = False) -> int:
+    """``readable``: the worker reads a task's stderr back for its invocation record."""
+    return os.open(path, _RW_FLAGS if readable else _FLAGS, 0o644)
 
 
 def open_task_stdio(dag: str, task: str, hint: int = 0) -> tuple[int, int, str, str]:
@@ -46,15 +48,32 @@ def open_task_stdio(dag: str, task: str, hint: int = 0) -> tuple[int, int, str, 
             continue
         err = f"{base}.err.{number:03d}"
         try:
-            err_fd = os.open(err, _FLAGS | os.O_EXCL, 0o644)
+            err_fd = os.open(err, _RW_FLAGS | os.O_EXCL, 0o644)
         except FileExistsError:
             # A stray .err without .out: reuse it rather than skip the number.
-            err_fd = os.open(err, _FLAGS, 0o644)
+            err_fd = os.open(err, _RW_FLAGS, 0o644)
         return out_fd, err_fd, out, err
 
 
-def merge_worker_files(dag: str, ranks: list[int], stdout: str | None, stderr: str | None, delete: bool) -> list[str]:
-    """Append per-worker files to the targets; return the files left on disk."""
+def sizes(dag: str, ranks: list[int]) -> dict[str, int]:
+    """Sizes of per-worker files an earlier (failed) run left, taken before this run writes to them."""
+    out = {}
+    for rank in ranks:
+        for path in worker_paths(dag, rank):
+            try:
+                out[path] = os.path.getsize(path)
+            except OSError:
+                pass
+    return out
+
+
+def merge_worker_files(dag: str, ranks: list[int], stdout: str | None, stderr: str | None, delete: bool,
+                       offsets: dict[str, int] | None = None) -> list[str]:
+    """Append per-worker files to the targets; return the files left on disk.
+
+    ``offsets`` (from ``sizes`` at the start of the run): what an earlier run
+    left in a kept file was merged by that run, so only this run's part is.
+    """
     kept: list[str] = []
     for which, target in ((0, stdout), (1, stderr)):
         sink: BinaryIO
@@ -71,6 +90,7 @@ def merge_worker_files(dag: str, ranks: list[int], stdout: str | None, stderr: s
                 path = worker_paths(dag, rank)[which]
                 try:
                     with open(path, "rb") as src:
+                        src.seek((offsets or {}).get(path, 0))
                         shutil.copyfileobj(src, sink, 1 << 20)
                 except FileNotFoundError:
                     continue

@@ -14,6 +14,7 @@ per-task output next to its DAG, and clusters of one workflow may run at once.
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import os
 from dataclasses import dataclass
@@ -23,13 +24,14 @@ from pilot.dag.parser import parse_dag
 from pilot.dag.writer import runtime_note
 from pilot.errors import ConfigError, DagError
 from pilot.jobrequest import pilot_args, request_for
-from providers import script_for
+from pilot.monitor.rootfiles import RootJob, RootTask, write_root_files
 from pilot.monitor.submitdir import write_monitoring_files
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
 from pilot.submit.clusters import CLUSTERS_FILE, CLUSTERS_FORMAT
+from providers import script_for
 NOTIFY_FILE = "monitord.notify"  # one empty notifications file that every cluster's braindump names
 
 
@@ -121,6 +123,8 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
     out = [Emitted(clusters[k], dag, script, ranks, critical) for k, dag, script, ranks, critical in rows]
     memo: dict = {}
     write_cluster_dag(submit_dir, out, site, workflow_name, [cluster_retry(c, resolver, memo) for c in clusters])
+    write_root_monitoring(submit_dir, out, site, workflow_name, planner_arguments,
+                          lambda job, handle: resolver.pegasus(job, handle).get("pmc_request_cpus"))
     return out
 
 
@@ -169,6 +173,28 @@ def cluster_retry(cluster: Cluster, resolver: ProfileResolver, memo: dict | None
     """A cluster is retried as often as the most-retried of its jobs asks (None: no job says)."""
     values = [r for r in (dagman_retry(job, cluster.site, resolver, memo) for job in cluster.jobs) if r is not None]
     return max(values) if values else None
+
+
+def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
+                          planner_arguments: str, cpus_of=lambda job, handle: None) -> None:
+    """The submit directory as one Pegasus workflow (pilot.monitor.rootfiles): clusters are its jobs."""
+    jobs = []
+    for e in emitted:
+        c = e.cluster
+        tasks = [RootTask(j.id, j.tx_label, " ".join(quote_arg(a) for a in j.arguments), [ch.id for ch in j.children],
+                          _cpus(cpus_of(j, c.site))) for j in c.jobs]
+        cdir = os.path.dirname(e.dag)
+        command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag)), ranks=e.ranks).command()
+        jobs.append(RootJob(c.name, c.site, tasks, [p.name for p in c.parents], command))
+    write_root_files(submit_dir, workflow_name, jobs, planner_arguments)
+
+
+def _cpus(value) -> int:
+    """A pmc_request_cpus value as the DAG's -c takes it (rounded up; default 1)."""
+    try:
+        return max(1, math.ceil(float(value)))
+    except (TypeError, ValueError):
+        return 1
 
 
 def _emit_one(k: int) -> tuple[int, str, str, int, float | None]:

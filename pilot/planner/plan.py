@@ -182,7 +182,7 @@ def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: Profil
 def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_arguments: str) -> Plan:
     """A PMC .dag is already one cluster: copied as written, with a batch script and monitoring files."""
     from pilot.dag.writer import format_dag
-    from pilot.planner.emit import write_cluster, write_cluster_dag
+    from pilot.planner.emit import write_cluster, write_cluster_dag, write_root_monitoring
 
     dag = read_dag(req.workflow)
     levels: dict[str, int] = {}
@@ -193,8 +193,13 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
     os.makedirs(submit_dir, exist_ok=True)
     cluster = Cluster(wf.name, [], "whole", req.site.handle)
     emitted = write_cluster(submit_dir, cluster, format_dag(dag), width, None, req.site, planner_arguments)
-    cluster.jobs = [Job(id=t.name, name="task") for t in dag]
+    jobs = {t.name: Job(id=t.dax_id or t.name, name=t.transformation or t.name, arguments=t.argv[1:]) for t in dag}
+    for t in dag:
+        jobs[t.name].children = [jobs[c.name] for c in t.children]
+    cluster.jobs = list(jobs.values())
     write_cluster_dag(submit_dir, [emitted], req.site, wf.name)
+    cpus = {jobs[t.name].id: t.cpus for t in dag}
+    write_root_monitoring(submit_dir, [emitted], req.site, wf.name, planner_arguments, lambda job, handle: cpus[job.id])
     return Plan(submit_dir, wf.name, [emitted])
 
 

@@ -92,10 +92,12 @@ class Master:
         self._alive = set(self.workers)
         self._started_events = False
         self._next_flush = 0.0
+        self._kept: dict[str, int] = {}  # per-worker files a failed earlier run left: their sizes at start
 
     # -- entry ----------------------------------------------------------------
     def run(self) -> int:
         self.start = time.time()
+        self._kept = {} if self.opts.per_task_stdio else stdio.sizes(self.opts.dag, self.workers)
         mono = time.monotonic()
         if self.opts.max_wall_time:
             self.deadline = mono + self.opts.max_wall_time * 60.0
@@ -430,21 +432,19 @@ class Master:
             log.info("%s", line)
         log.info("File descriptor cache hit rate: %f", self.fdcache.hit_rate)
         if not self.opts.per_task_stdio:
-            kept = stdio.merge_worker_files(self.opts.dag, self.workers, self.opts.stdout, self.opts.stderr, delete=ok)
+            kept = stdio.merge_worker_files(self.opts.dag, self.workers, self.opts.stdout, self.opts.stderr, delete=ok,
+                                            offsets=self._kept)
             if kept:
                 log.info("Task stdio of this run kept in %s.out.<rank> / .err.<rank>", self.opts.dag)
-        counts = {
-            "tasks": engine.total,
-            "submitted": engine.submitted,
-            "succeeded": engine.succeeded_this_run,
-            "failed": engine.failed_attempts,
-            "done": engine.done_count,
-        }
+        counts = {"tasks": engine.total, "submitted": engine.submitted, "succeeded": engine.succeeded_this_run,
+                  "failed": engine.failed_attempts, "done": engine.done_count}
         self.events.run_finished(ok, counts)
-        sys.stdout.write(
-            records.cluster_summary(
-                ok, engine.total, engine.submitted, engine.succeeded_this_run, engine.failed_attempts,
-                self.start, wall, os.getpid(), self.app, self.runtime_total, len(self.workers), self.policy.total_cpus,
-            )
-        )
+        summary = records.cluster_summary(ok, engine.total, engine.submitted, engine.succeeded_this_run,
+                                          engine.failed_attempts, self.start, wall, os.getpid(), self.app,
+                                          self.runtime_total, len(self.workers), self.policy.total_cpus)
+        sys.stdout.write(summary)
         sys.stdout.flush()
+        if self.opts.stdout and self.opts.invocation_records:
+            # The -o file is then the job output monitord reads: the summary belongs with its task records.
+            with open(self.opts.stdout, "a", encoding="utf-8") as fh:
+                fh.write(summary)

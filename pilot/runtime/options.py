@@ -40,6 +40,7 @@ class RunOptions:
     per_task_stdio: bool = False
     jobstate_log: bool = False
     monitord_hack: bool = False
+    invocation_records: bool = False
     resource_log: bool = True
     sleep_on_recv: bool = True
     maxfds: int | None = None
@@ -83,6 +84,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--per-task-stdio", action="store_true", help="write TASK.out.NNN/TASK.err.NNN per attempt")
     p.add_argument("--jobstate-log", action="store_true", help="append to jobstate.log next to the DAG")
     p.add_argument("--monitord-hack", action="store_true", help="write DAG.dagman.out for pegasus-monitord (implies --per-task-stdio)")
+    p.add_argument("--invocation-records", action="store_true",
+                   help="after each task's [cluster-task] record, an invocation record (arguments, exit, stderr) "
+                        "for pegasus-monitord, in the task's stdout stream: no file per task")
     p.add_argument("--no-resource-log", action="store_true", help="do not write DAG.resource")
     p.add_argument("--no-sleep-on-recv", action="store_true", help="poll for messages without sleeping (for MPIs that block cheaply)")
     p.add_argument("--maxfds", metavar="N", type=_int_at_least(1), help="open files kept by the master for I/O forwarding")
@@ -109,6 +113,7 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, pr
     opts.max_wall_time = ns.max_wall_time if ns.max_wall_time is not None else _env_value(env, "PMC_MAX_WALL_TIME", _positive_float)
     opts.strict_limits = ns.strict_limits
     opts.monitord_hack = ns.monitord_hack
+    opts.invocation_records = ns.invocation_records
     opts.per_task_stdio = ns.per_task_stdio or ns.monitord_hack
     opts.jobstate_log = ns.jobstate_log
     opts.resource_log = not ns.no_resource_log

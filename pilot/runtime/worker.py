@@ -55,6 +55,10 @@ class Worker:
         self._err_fd = -1
         self._env = dict(os.environ)
         self._waker: taskexec.ChildWaker | None = None
+        if opts.invocation_records:
+            from pilot.monitor import kickstart  # noqa: PLC0415 - imported before the first task, only when asked for
+
+            self._kickstart = kickstart
 
     # -- lifecycle ------------------------------------------------------------
     def run(self) -> int:
@@ -146,7 +150,7 @@ class Worker:
             out_path, err_path = stdio.worker_paths(self.opts.dag, self.rank)
             out_fd = stdio.open_append(out_path)
             try:
-                err_fd = stdio.open_append(err_path)
+                err_fd = stdio.open_append(err_path, readable=self.opts.invocation_records)
             except OSError:
                 os.close(out_fd)
                 raise
@@ -188,6 +192,7 @@ class Worker:
 
     def _execute(self, msg: RunTask, out_fd: int, err_fd: int, out_path: str | None, err_path: str | None) -> TaskResult:
         argv = msg.argv
+        err_start = _size(err_fd) if self.opts.invocation_records else 0
         if self.opts.strict_limits and msg.memory > 0:
             argv = taskexec.limited_argv(argv, msg.memory)
         try:
@@ -197,7 +202,7 @@ class Worker:
             error = f"Unable to exec command {msg.argv[0]} for task {msg.name}: {exc.strerror or exc}"
             os.write(err_fd, (error + "\n").encode())
             status = 127
-            self._record(msg, out_fd, start, 0.0, status)
+            self._record(msg, out_fd, start, 0.0, status, err_fd, err_start)
             return TaskResult(msg.name, status, start, 0.0, error=error, stdout=out_path, stderr=err_path)
         assert self._waker is not None
         taskexec.wait(run, self._waker, self._must_end)
@@ -220,15 +225,23 @@ class Worker:
                 forwards = []
         if status != 0:
             forwards = []
-        self._record(msg, out_fd, run.start, duration, status)
+        self._record(msg, out_fd, run.start, duration, status, err_fd, err_start)
         return TaskResult(msg.name, status, run.start, duration, forwards, error, out_path, err_path)
 
-    def _record(self, msg: RunTask, out_fd: int, start: float, duration: float, status: int) -> None:
+    def _record(self, msg: RunTask, out_fd: int, start: float, duration: float, status: int, err_fd: int,
+                err_start: int) -> None:
         """Append the [cluster-task] record (and, for monitord, an invocation record) in one write."""
         text = records.cluster_task(
             msg.name, start, duration, status, msg.argv[0], self.hostname, self.rank, msg.cpus, msg.memory, msg.pegasus_id
         )
-        if self.opts.monitord_hack and self.opts.per_task_stdio:
+        if self.opts.invocation_records:
+            kickstart = self._kickstart
+            stderr = kickstart.tail(err_fd, err_start, _size(err_fd)) if status != 0 else ""
+            text = "\n" + kickstart.xml_invocation(
+                msg.transformation or msg.name, msg.dax_id or msg.name, start, duration, status, msg.argv, self.hostname,
+                stderr,
+            ) + text
+        elif self.opts.monitord_hack and self.opts.per_task_stdio:
             from pilot.monitor import kickstart  # noqa: PLC0415 - json and getpass only when asked for
 
             if not kickstart.has_record(out_fd):
@@ -247,6 +260,13 @@ class Worker:
         if self.terminating:
             self._drop_queue()
         return self.kill_requested or self.terminating
+
+
+def _size(fd: int) -> int:
+    try:
+        return os.fstat(fd).st_size
+    except OSError:
+        return 0
 
 
 def _remove(path: str) -> None:

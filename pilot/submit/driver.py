@@ -29,10 +29,21 @@ its unique name (it may have reached the queue all the same).
 
 The constructor does no I/O: ``Driver.load`` reads the submit directory and
 ``recover()`` is the explicit step that prepares a restart.
+
+What DAGMan would log of each cluster (submitted, running, ended and whether
+it goes back for another attempt, aborted) goes to ``monitor``, a
+``pilot.monitor.root.RootEvents`` (no-op by default; pilot.submit.monitord
+attaches the writer of the root dagman.out and jobstate.log). Events are handed
+over right after the state write that records them: a restart then finds in the
+state anything a crash kept from the log, and logs it (pilot.submit.monitord).
+Task retries (``--retry``/``dagman.retry``) and resubmissions
+(``--max-resubmits``) both show there as retries of the node, against the sum
+of the two limits.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import uuid
@@ -41,6 +52,7 @@ from typing import Callable
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import pilot_args, request_for
 from pilot.monitor.result import ResultError, RunOutcome, read_result, result_path
+from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef
 from pilot.submit.clusters import ClusterSpec, read_clusters
@@ -69,6 +81,8 @@ class Driver:
         self._next_try: dict[str, float] = {}
         self._query_failing: set[str] = set()
         self._dirty = False  # changes not yet in the state file (written at the end of each step)
+        self.monitor: RootEvents = RootEvents()  # DAGMan's log of the clusters (see the module doc)
+        self._events: list[Callable[[], None]] = []  # monitor calls waiting for the next state write
         # Records of clusters the plan no longer has (re-planned with --force): set aside, checked by recover().
         self.orphans = [c for n, c in state.clusters.items() if n not in self.specs]
         state.clusters = {name: state.clusters.get(name) or ClusterRecord(name) for name in self.specs}
@@ -149,6 +163,14 @@ class Driver:
     def _save(self) -> None:
         self.state.save()
         self._dirty = False
+        events, self._events = self._events, []
+        for event in events:
+            event()
+
+    def _log(self, event: Callable[[], None]) -> None:
+        """Hand ``event`` to the monitor after the next state write."""
+        self._events.append(event)
+        self._dirty = True
 
     # -- queue ------------------------------------------------------------------
     def _poll(self) -> bool:
@@ -181,6 +203,7 @@ class Driver:
             return True
         if status.state is QueueState.PENDING and status.never_starts:
             self._cancel_job(site, c)
+            self._log(lambda: self.monitor.aborted(c.name))  # removed from the queue, as condor_rm
             self._fail(c, f"job {c.job_id} can never start on {site.name}: {status.reason or 'the scheduler says so'} "
                           f"(cancelled; ask for less, or use another site)")
             return True
@@ -189,6 +212,7 @@ class Driver:
             return False
         if status.state is QueueState.RUNNING and c.queue != QueueState.RUNNING.value:
             log.info("cluster %s: job %s running", c.name, c.job_id)
+            self._log(lambda: self.monitor.running(c.name))
         elif status.state is QueueState.PENDING and reason:
             log.info("cluster %s: job %s pending (%s)", c.name, c.job_id, reason)
         elif status.state is QueueState.HELD:
@@ -198,7 +222,14 @@ class Driver:
         return True
 
     def _settle(self, c: ClusterRecord) -> None:
-        """The cluster's job has ended: its pilot's result decides what comes next."""
+        """The cluster's job has ended: its pilot's result decides what comes next (and DAGMan's log says so)."""
+        self._decide(c)
+        spec = self.specs[c.name]
+        limit = (spec.retry if spec.retry is not None else self.opts.retry) + self.opts.max_resubmits
+        again = c.state is ClusterState.WAITING  # now: the cluster may be resubmitted before the log is written
+        self._log(lambda: self.monitor.ended(c.name, retry=again, retry_limit=limit))
+
+    def _decide(self, c: ClusterRecord) -> None:
         spec = self.specs[c.name]
         c.queue = c.queue_reason = ""
         try:
@@ -281,8 +312,9 @@ class Driver:
             log.info("cluster %s: job %s was submitted as %s", c.name, c.job_name, found)
             c.job_ids.append(found)
             c.state, c.queue = ClusterState.QUEUED, QueueState.PENDING.value
-            self._dirty = True
+            self._log(lambda: self.monitor.submitted(c.name, found, site.name))
         elif c.submit_errors >= self.opts.submit_tries:
+            self._log(lambda: self.monitor.refused(c.name))
             self._fail(c, f"submission to {site.name} failed {c.submit_errors} times: {c.reason}")
         else:
             c.state = ClusterState.WAITING  # it never reached the queue: submit again
@@ -355,6 +387,7 @@ class Driver:
             c.submit_errors += 1
             c.reason = " ".join(str(exc).split())
             if not exc.transient:  # refused for good: no job exists
+                self._log(lambda: self.monitor.refused(c.name))
                 self._fail(c, f"{site.name} refused the job: {c.reason}")
                 return
             # The job may exist all the same (a timeout after sbatch accepted it): stay in doubt,
@@ -365,6 +398,7 @@ class Driver:
             return
         c.job_ids.append(job.job_id)
         c.job_stdout, c.job_stderr = job.stdout, job.stderr
+        self._log(lambda: self.monitor.submitted(c.name, job.job_id, site.name))
         c.state, c.queue = ClusterState.QUEUED, QueueState.PENDING.value
         if c.submit_errors:  # the reason was the failed submission's
             c.reason, c.submit_errors = "", 0
@@ -381,6 +415,8 @@ class Driver:
             if refs:
                 cancelled += self.backend.cancel(site, refs)
         for c in self.state.clusters.values():
+            if c.state in ACTIVE:
+                self._log(functools.partial(self.monitor.aborted, c.name))
             if c.state in ACTIVE or c.state is ClusterState.WAITING:
                 c.state, c.reason = ClusterState.CANCELLED, "pilot cancel"
                 c.queue = c.queue_reason = ""

@@ -1,4 +1,4 @@
-"""What a cluster's pilot has written so far: tasks done, running now, failed, and their stderr files.
+"""What a cluster's pilot has written so far: tasks done, running now, failed, and where their stderr is.
 
 Read from the files ``pilot run`` keeps next to the cluster's DAG: the rescue
 log (one ``DONE <task>`` per finished task, across every attempt) and
@@ -6,6 +6,13 @@ jobstate.log (SUBMIT/EXECUTE/JOB_TERMINATED/JOB_SUCCESS/JOB_FAILURE per task
 attempt, ``INTERNAL *** PMC_STARTED/FINISHED ***`` around each run). Both are
 append-only, so a ``PilotFiles`` reads only what was added since it last
 looked: live progress costs the new lines, not the whole history.
+
+A task's stderr is in its own ``<task>.err.NNN`` only with ``--per-task-stdio``.
+Otherwise the pilot of a planned cluster writes every task's stderr to the
+job's ``<cluster>.err`` and, for a failed task, an invocation record with the
+tail of that stderr to ``<cluster>.out`` (``-e``/``-o``, ``--invocation-records``);
+``pilot submit`` renames both to the attempt's ``.err.NNN``/``.out.NNN`` when
+the attempt ends (pilot.monitor.joboutput).
 """
 
 from __future__ import annotations
@@ -106,9 +113,25 @@ class PilotFiles:
 
     def stderr_of(self, task: str) -> str | None:
         """The stderr file of the task's latest attempt (``<task>.err.NNN``, the highest NNN)."""
-        best, best_n = None, -1
-        for path in glob.glob(os.path.join(glob.escape(self.dir), glob.escape(task) + ".err.*")):
-            m = _ERR_NUMBER.search(path)
-            if m and int(m.group(1)) > best_n:
-                best, best_n = path, int(m.group(1))
-        return best
+        return _latest(self.dir, task)
+
+    def job_output(self) -> tuple[str | None, str | None]:
+        """The latest attempt's job output ``<cluster>.out.NNN`` and ``.err.NNN`` (None when there is none):
+        where a task's stderr and invocation record are without per-task files."""
+        err = _latest(self.dir, os.path.basename(self.dag).removesuffix(".dag"))
+        if err is None:
+            return None, None
+        m = _ERR_NUMBER.search(err)
+        assert m is not None  # _latest returns only names it matched
+        out = f"{err[:m.start()]}.out.{m.group(1)}"
+        return (out if os.path.exists(out) else None), err
+
+
+def _latest(directory: str, base: str) -> str | None:
+    """``<base>.err.NNN`` with the highest NNN in ``directory``."""
+    best, best_n = None, -1
+    for path in glob.glob(os.path.join(glob.escape(directory), glob.escape(base) + ".err.*")):
+        m = _ERR_NUMBER.search(path)
+        if m and int(m.group(1)) > best_n:
+            best, best_n = path, int(m.group(1))
+    return best

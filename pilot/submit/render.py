@@ -61,7 +61,11 @@ def status_text(views: list[ClusterView], driving: bool) -> str:
 
 def failure_lines(views: list[ClusterView], watcher: Watcher, submit_dir: str) -> list[str]:
     """One line per fact a user needs after a failed run: each failed task with its exit status and
-    stderr file, the batch job's own stdout/stderr, and every cluster that did not run because of it."""
+    where its stderr is, the batch job's own stdout/stderr, and every cluster that did not run because of it.
+
+    A task's stderr is its ``<task>.err.NNN`` with --per-task-stdio; otherwise the cluster's last
+    job output: ``<cluster>.err.NNN`` (all its tasks' stderr) and ``<cluster>.out.NNN`` (the failed
+    task's invocation record, with the tail of its stderr)."""
     out: list[str] = []
 
     def rel(path: str | None) -> str:
@@ -73,9 +77,15 @@ def failure_lines(views: list[ClusterView], watcher: Watcher, submit_dir: str) -
             files = watcher.files(v.spec)
             failed = sorted(files.update().failed.items())
             out.append(f"{name}: failed: {v.detail}")
+            job_out, job_err = files.job_output()
             for task, status in failed[:MAX_FAILED_TASKS]:
                 how = f"was killed by signal {-status}" if status < 0 else f"failed with exit {status}"
-                out.append(f"{name}: task {task} {how} (stderr: {rel(files.stderr_of(task))})")
+                own = files.stderr_of(task)
+                if own is None and job_err is not None:
+                    where = f"stderr: {rel(job_err)}" + (f", invocation record in {rel(job_out)}" if job_out else "")
+                else:
+                    where = f"stderr: {rel(own)}"
+                out.append(f"{name}: task {task} {how} ({where})")
             if len(failed) > MAX_FAILED_TASKS:
                 out.append(f"{name}: ... and {len(failed) - MAX_FAILED_TASKS} more failed tasks (see {rel(os.path.join(v.spec.dir, 'jobstate.log'))})")
             if r.job_id and any(p and os.path.exists(p) for p in (r.job_stdout, r.job_stderr)):  # a job that never ran has none

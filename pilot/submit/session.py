@@ -21,6 +21,7 @@ from pilot.submit.clusters import plan_site_file, read_clusters
 from pilot.submit.driver import Driver
 from pilot.submit.options import Options
 from pilot.submit.lock import SubmitLock, holder, stop_holder
+from pilot.submit.monitord import cancel_monitoring, require_root_files, root_monitoring
 from pilot.submit.render import LiveProgress, failure_lines, status_text
 from pilot.submit.state import SubmitState
 from pilot.submit.views import ClusterView, Shown, Watcher
@@ -64,9 +65,14 @@ def recorded_sites(submit_dir: str) -> list[SiteChoice]:
     return [SiteChoice(site_file)]
 
 
-def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: TextIO | None = None) -> Outcome:
-    """Run the cluster DAG of ``submit_dir`` to its end (or until SIGTERM/SIGINT), showing live progress."""
+def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: TextIO | None = None,
+          monitord: bool = True) -> Outcome:
+    """Run the cluster DAG of ``submit_dir`` to its end (or until SIGTERM/SIGINT), showing live progress.
+
+    The root dagman.out and jobstate.log follow the run, and pegasus-monitord reads them as it goes
+    when ``monitord`` and pegasus-wms is installed (pilot.submit.monitord)."""
     stream = stream or sys.stderr
+    require_root_files(submit_dir)  # an older directory is refused before anything is written there
     sites = [c.load() for c in choices]
     names = [s.name for s in sites]
     if len(set(names)) != len(names):
@@ -87,7 +93,8 @@ def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: Tex
         driver.recover()
         watcher = Watcher(list(driver.specs.values()))
         live = LiveProgress(watcher, stream)
-        ok = driver.run(lambda: stop["flag"], on_step=lambda d: live.show(d.state.clusters))
+        with root_monitoring(driver, run_monitord=monitord):
+            ok = driver.run(lambda: stop["flag"], on_step=lambda d: live.show(d.state.clusters))
         live.clear()
     finally:
         for s, h in old.items():
@@ -139,4 +146,6 @@ def cancel(submit_dir: str, choices: list[SiteChoice] | None) -> list[str] | Non
     if choices is None:
         choices = [SiteChoice(v["file"], dict(v.get("set", {}))) for v in state.sites.values()]
     sites = [c.load() for c in choices]
-    return Driver(submit_dir, specs, state, sites, SchedulerBackend()).cancel_all()
+    driver = Driver(submit_dir, specs, state, sites, SchedulerBackend())
+    with cancel_monitoring(driver):  # the removed jobs logged as aborted, as DAGMan logs a removal
+        return driver.cancel_all()

@@ -42,18 +42,20 @@ def diamond(tmp_path: Path, labels: dict[str, str] | None = None) -> str:
     return str(path)
 
 
-def plan(tmp_path: Path, workflow: str, cluster: str) -> Path:
+def plan(tmp_path: Path, workflow: str, cluster: str, *sets: str) -> Path:
     sub = tmp_path / "submit"
     res = subprocess.run([sys.executable, "-m", "pilot", "plan", workflow, "--site", "container", "--cluster", cluster,
-                          "--dir", str(sub), "--set", PILOT], capture_output=True, text=True)
+                          "--dir", str(sub), "--set", PILOT, *(x for kv in sets for x in ("--set", kv))],
+                         capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     return sub
 
 
 @pytest.mark.monitord
 def test_whole_workflow_by_hand_then_monitord(tmp_path, monkeypatch):
+    """A cluster's batch script run by hand is monitored as a workflow of its own with --monitord-hack."""
     require_slurm()
-    sub = plan(tmp_path, diamond(tmp_path), "whole")
+    sub = plan(tmp_path, diamond(tmp_path), "whole", "pilot_options=--monitord-hack")
     cdir = sub / "merge_diamond"
     job = sbatch(str(cdir / "merge_diamond.slurm"), cwd=str(tmp_path))  # sbatch from elsewhere: --chdir applies
     wait_gone([job])

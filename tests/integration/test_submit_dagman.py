@@ -48,6 +48,7 @@ def documented_patterns() -> list[tuple[re.Pattern[str], bool]]:
             rx = re.escape(name.strip())
             rx = rx.replace(re.escape("<job>"), r"pilot-[0-9a-f]+-(?P=cluster)-\d+\.[0-9.]+")
             rx = rx.replace(re.escape("<task>"), r"[^/]+").replace("NNN", r"\d{3}")
+            rx = rx.replace(re.escape("<wf>"), r"[^/]+").replace(re.escape("<rank>"), r"\d+")
             rx = rx.replace(re.escape("<cluster>"), "(?P=cluster)")
             rx = (r"(?P<cluster>[^/]+)/" if indent > 2 else "") + rx.replace("(?P=cluster)", "(?P<cluster>[^/]+)", 1 if indent <= 2 else 0)
             out.append((re.compile(rx + r"\Z"), "only" in description.split(":")[0]))
@@ -96,8 +97,16 @@ def test_slurm_failure_stops_only_descendants_and_a_rerun_retries_exactly_it(tmp
     st = state(sub)
     assert {n: c["state"] for n, c in st.items()} == {"merge_mixed": "failed", "echo_after": "waiting", "echo_other": "done"}
     lines = res.stderr.splitlines()
-    assert "merge_mixed: task check_chk failed with exit 1 (stderr: merge_mixed/check_chk.err.000)" in lines
-    assert (sub / "merge_mixed" / "check_chk.err.000").exists()
+    # no file per task: the attempt's job stderr, and the job output with the task's invocation record
+    assert ("merge_mixed: task check_chk failed with exit 1 (stderr: merge_mixed/merge_mixed.err.000, "
+            "invocation record in merge_mixed/merge_mixed.out.000)") in lines
+    assert (sub / "merge_mixed" / "merge_mixed.err.000").exists() and not list(sub.glob("merge_mixed/check_chk.*"))
+    record = (sub / "merge_mixed" / "merge_mixed.out.000").read_text()
+    assert 'derivation="chk"' in record and '<regular exitcode="1"/>' in record
+    # pegasus-status' view: the failed cluster failed, the one below it not run (Un-Ready), the other done
+    rows = [line.split()[2:] for line in (sub / "branches-0.dag.dagman.out").read_text().splitlines()
+            if re.fullmatch(r"\S+ \S+(\s+\d+){7}", line)]
+    assert rows[-1] == ["1", "0", "0", "0", "0", "1", "1"]  # Done Pre Queued Post Ready Un-Ready Failed
     batch = next(line for line in lines if line.startswith("merge_mixed: batch job "))
     out, err = re.search(r"stdout (\S+), stderr (\S+)$", batch).groups()
     assert (sub / out).exists() and (sub / err).exists()

@@ -49,6 +49,7 @@ class FakeQueue:
         self.clock = clock
         self.jobs: dict[str, Job] = {}
         self.outcomes: dict[str, list[RunOutcome | None]] = {}  # cluster -> outcome per attempt (default DONE)
+        self.per_task_stdio = True  # False: task stderr goes to <cluster>.err, as in a planned cluster's job
         self.submit_errors: dict[str, list[bool]] = {}  # cluster -> per failing try: did the job reach the queue?
         self.refuse: dict[str, str] = {}  # cluster -> a permanent refusal message
         self.query_outages = 0  # the next N queries fail
@@ -149,8 +150,12 @@ class FakeQueue:
                 log.write(f"1.0 {task} SUBMIT {n}.0 - - {n}\n1.0 {task} EXECUTE {n}.0 - - {n}\n1.0 {task} JOB_TERMINATED {n}.0 - - {n}\n")
                 if fail:
                     log.write(f"1.0 {task} JOB_FAILURE 3 - - {n}\n")
-                    k = len(list(Path(job.workdir).glob(f"{task}.err.*")))
-                    Path(job.workdir, f"{task}.err.{k:03d}").write_text("boom\n")
+                    if self.per_task_stdio:
+                        k = len(list(Path(job.workdir).glob(f"{task}.err.*")))
+                        Path(job.workdir, f"{task}.err.{k:03d}").write_text("boom\n")
+                    else:  # the job's -e file, renamed per attempt by the root monitoring
+                        with open(os.path.join(job.workdir, job.cluster + ".err"), "a") as err:
+                            err.write("boom\n")
                 elif job.outcome is RunOutcome.DONE or job.outcome is RunOutcome.FAILED:
                     log.write(f"1.0 {task} JOB_SUCCESS 0 - - {n}\n")
                     rescue.write(f"DONE {task}\n")

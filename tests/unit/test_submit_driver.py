@@ -9,6 +9,7 @@ import pytest
 
 from pilot.errors import ConfigError
 from pilot.monitor.result import RunOutcome
+from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.driver import Driver
 from pilot.submit.options import Options
@@ -298,3 +299,62 @@ def test_records_of_clusters_no_longer_planned(tmp_path):
     with pytest.raises(ConfigError, match="batch jobs for cluster\\(s\\) b that clusters.yml no longer has"):
         again.recover()
     assert sorted(again.cancel_all()) == sorted(j.job_id for j in queue.jobs.values())  # pilot cancel still finds b's job
+
+
+class Recorder(RootEvents):
+    """The monitor's calls, each with the cluster's state in the state file when it was made."""
+
+    def __init__(self, driver: Driver) -> None:
+        self.driver = driver
+        self.calls: list[tuple] = []
+
+    def _saved(self, cluster: str) -> str:
+        saved = json.loads(Path(self.driver.submit_dir, STATE_FILE).read_text())["clusters"]
+        return next(c["state"] for c in saved if c["name"] == cluster)
+
+    def submitted(self, cluster, job_id, site):
+        self.calls.append(("submitted", cluster, self._saved(cluster)))
+
+    def running(self, cluster):
+        self.calls.append(("running", cluster))
+
+    def ended(self, cluster, retry, retry_limit):
+        self.calls.append(("ended", cluster, retry, retry_limit))
+
+    def aborted(self, cluster):
+        self.calls.append(("aborted", cluster))
+
+    def refused(self, cluster):
+        self.calls.append(("refused", cluster))
+
+
+def test_monitor_hears_each_attempt_after_it_is_saved_retries_and_resubmits_alike(tmp_path):
+    """Task retries (--retry) and resubmissions (--max-resubmits) are both DAGMan retries of the node, against
+    the sum of the two limits; every event follows the state write that records it."""
+    driver, queue, _ = setup(tmp_path, {"a": [], "b": ["a"]}, retry={"a": 1}, max_resubmits=2)
+    driver.monitor = rec = Recorder(driver)
+    queue.outcomes["a"] = [F, W, F]
+    assert run(driver) is False
+    a = [c for c in rec.calls if c[1] == "a"]
+    assert a == [("submitted", "a", "queued"), ("running", "a"), ("ended", "a", True, 3),
+                 ("submitted", "a", "queued"), ("running", "a"), ("ended", "a", True, 3),
+                 ("submitted", "a", "queued"), ("running", "a"), ("ended", "a", False, 3)]
+    assert not [c for c in rec.calls if c[1] == "b"]  # not run: nothing to log (pegasus-status counts it unready)
+
+
+def test_monitor_hears_jobs_found_in_doubt_refused_never_starting_and_cancelled(tmp_path):
+    driver, queue, clock = setup(tmp_path, {"a": [], "b": [], "c": [], "d": []})
+    driver.monitor = rec = Recorder(driver)
+    queue.submit_errors["a"] = [True]  # in doubt, found in the queue
+    queue.refuse["b"] = "sbatch: error: Invalid partition name specified"
+    driver.recover()
+    driver.step()
+    queue.pin("c", QueueStatus(QueueState.PENDING, "PartitionConfig", never_starts=True))
+    clock.sleep(3)  # past the back-off
+    driver.step()
+    assert ("submitted", "a", "queued") in rec.calls and ("refused", "b") in rec.calls
+    assert ("aborted", "c") in rec.calls and not [x for x in rec.calls if x[0] in ("running", "ended") and x[1] == "c"]
+    fresh = Driver.load(driver.submit_dir, [site()], queue, Options(), FakeClock())
+    fresh.monitor = after = Recorder(fresh)
+    fresh.cancel_all()
+    assert sorted(c for c in after.calls) == [("aborted", "a"), ("aborted", "d")]

@@ -86,6 +86,30 @@ def test_failed_run_report_names_tasks_stderr_batch_output_and_not_run(tmp_path)
     assert "not run (a failed)" in text and text.splitlines()[-1].split() == ["4", "0", "0", "3", "1", "37.5", "Failure"]
 
 
+def test_failed_task_without_per_task_files_points_at_the_job_output(tmp_path):
+    """A planned cluster's pilot writes task stderr to <cluster>.err, renamed per attempt: the report names it."""
+    from pilot.monitor.joboutput import rotate
+    from pilot.monitor.root import RootEvents
+
+    class Renaming(RootEvents):  # the POST step of the root monitoring, alone
+        def ended(self, cluster: str, retry: bool, retry_limit: int) -> None:
+            rotate(str(Path(driver.submit_dir) / cluster), cluster)
+
+    clock = FakeClock()
+    queue = FakeQueue(clock)
+    queue.per_task_stdio = False
+    queue.outcomes["a"] = [RunOutcome.FAILED, RunOutcome.FAILED]
+    driver = Driver.load(make_plan(tmp_path / "sub", {"a": []}, retry={"a": 1}), [site()], queue, Options(poll=1.0), clock)
+    driver.monitor = Renaming()
+    driver.recover()
+    assert driver.run() is False
+    watcher = Watcher(list(driver.specs.values()))
+    lines = failure_lines(watcher.views(driver.state.clusters), watcher, driver.submit_dir)
+    assert lines[1] == "a: task a_t0 failed with exit 3 (stderr: a/a.err.001, invocation record in a/a.out.001)"
+    assert (Path(driver.submit_dir) / "a" / "a.err.001").read_text() == "boom\n"
+    assert not list((Path(driver.submit_dir) / "a").glob("a_t0.err.*"))
+
+
 def test_live_states_queued_with_reason_running_held(tmp_path):
     driver, queue = drive_until(tmp_path, {"a": [], "b": [], "c": ["a"]}, {}, steps=1)
     queue.pin("b", QueueStatus(QueueState.HELD, "JobHeldUser"))

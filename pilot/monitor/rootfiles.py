@@ -1,0 +1,187 @@
+"""The submit directory as ONE Pegasus workflow: root braindump, DAG, static.bp and a .sub per cluster.
+
+Pegasus monitors a clustered workflow as one workflow whose DAGMan nodes are
+the clustered jobs and whose tasks are the original jobs. ``pilot plan``
+writes the same picture for the whole submit directory, so pegasus-monitord,
+-statistics, -analyzer and -status work on it as on a Pegasus run:
+
+- ``braindump.yml``: the keys monitord and the tools need (wf_uuid, dag, ...);
+- ``<wf>-0.dag``: a DAGMan DAG, one ``JOB`` per cluster (its ``.sub`` file in
+  the cluster's directory, so monitord looks for the cluster's output there),
+  a ``SCRIPT POST`` per cluster (``pilot submit`` settles each attempt as a
+  POST script would: it decides the outcome and renames the job output to
+  ``<cluster>.out.NNN``; monitord reads the numbered file only for a node with
+  a POST script, which keeps every attempt's records apart), and the edges;
+- ``<wf>-0.static.bp``: tasks (task.info, task.edge, every Pegasus edge), jobs
+  = clusters (job.info with clustered="1" and task_count), the task-to-job map
+  (wf.map.task_job) and the edges between clusters (job.edge);
+- ``<cluster>/<cluster>.sub``: the batch job in HTCondor submit syntax, as
+  monitord and pegasus-analyzer read it: command, output/error files, site
+  and the CPUs its tasks ask for (``+pegasus_site``, ``+pegasus_cores``). No HTCondor is involved.
+
+The dynamic files (root dagman.out, jobstate.log, the numbered job outputs)
+are written by ``pilot submit`` (pilot.monitor.root).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from pilot.errors import ConfigError
+from pilot.monitor.submitdir import _q, write_braindump
+
+NOTIFY_FILE = "monitord.notify"
+BRAINDUMP = "braindump.yml"
+
+
+@dataclass
+class RootTask:
+    """One Pegasus job, a task of its cluster."""
+
+    id: str
+    transformation: str
+    argv: str
+    children: list[str] = field(default_factory=list)
+    cpus: int = 1
+
+
+@dataclass
+class RootJob:
+    """One cluster: a DAGMan node of the root DAG."""
+
+    name: str
+    site: str
+    tasks: list[RootTask]
+    parents: list[str]
+    command: list[str]
+
+    @property
+    def cpus(self) -> int:
+        """The CPUs each task asks for, when its tasks agree (else 1).
+
+        It becomes ``+pegasus_cores``, which pegasus-statistics shows as the
+        job's Mult and multiplies every task's runtime by: the batch job's
+        total CPUs there would inflate each task's runtime in breakdown.txt.
+        """
+        values = {t.cpus for t in self.tasks}
+        return values.pop() if len(values) == 1 else 1
+
+
+def root_dag_name(workflow: str) -> str:
+    """Pegasus names the DAG of the root workflow ``<label>-0.dag``."""
+    return f"{workflow}-0.dag"
+
+
+def sub_path(submit_dir: str, cluster: str) -> str:
+    return os.path.join(submit_dir, cluster, cluster + ".sub")
+
+
+def output_base(submit_dir: str, cluster: str) -> str:
+    """``<cluster>/<cluster>`` + ``.out``/``.err``: the job output the pilot writes (-o/-e)."""
+    return os.path.join(submit_dir, cluster, cluster)
+
+
+def post_command(submit_dir: str, cluster: str) -> list[str]:
+    return [sys.executable, "-m", "pilot.monitor.joboutput", os.path.join(submit_dir, cluster), cluster]
+
+
+def write_root_files(submit_dir: str, workflow: str, jobs: list[RootJob], planner_arguments: str,
+                     wf_uuid: str | None = None) -> str:
+    """Write the root DAG, static.bp, .sub files and braindump; return the workflow uuid."""
+    submit_dir = os.path.abspath(submit_dir)
+    wf_uuid = wf_uuid or str(uuid.uuid4())
+    dag_name = root_dag_name(workflow)
+    _write_subs(submit_dir, jobs)
+    _write_dag(os.path.join(submit_dir, dag_name), submit_dir, jobs)
+    _write_static_bp(os.path.join(submit_dir, dag_name[:-4] + ".static.bp"), jobs, wf_uuid)
+    notify = os.path.join(submit_dir, NOTIFY_FILE)
+    if not os.path.exists(notify):
+        open(notify, "w").close()
+    write_braindump(os.path.join(submit_dir, BRAINDUMP), os.path.join(submit_dir, dag_name), submit_dir, wf_uuid,
+                    workflow, planner_arguments, notify)
+    return wf_uuid
+
+
+def _write_subs(submit_dir: str, jobs: list[RootJob]) -> None:
+    for job in jobs:
+        base = output_base(submit_dir, job.name)
+        args = " ".join(job.command[1:]).replace('"', "'")
+        text = (
+            f"# Cluster {job.name} as pegasus-monitord and pegasus-analyzer read a job; pilot submit runs it\n"
+            f"# through the site's batch system (no HTCondor).\n"
+            "universe = vanilla\n"
+            f"executable = {job.command[0]}\n"
+            f'arguments = "{args}"\n'
+            f"output = {base}.out\n"
+            f"error = {base}.err\n"
+            f'+pegasus_site = "{job.site}"\n'
+            f'+pegasus_wf_xformation = "pegasus::pilot"\n'
+            "+pegasus_job_class = 1\n"
+            f"+pegasus_cores = {job.cpus}\n"
+            f"+pegasus_cluster_size = {len(job.tasks)}\n"
+            "queue\n"
+        )
+        with open(sub_path(submit_dir, job.name), "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+def _write_dag(path: str, submit_dir: str, jobs: list[RootJob]) -> None:
+    out = ["# The clusters of this workflow as DAGMan nodes, for pegasus-monitord and friends; pilot submit drives it.\n"]
+    for job in jobs:
+        out.append(f"JOB {job.name} {os.path.relpath(sub_path(submit_dir, job.name), submit_dir)}\n")
+        out.append(f"SCRIPT POST {job.name} {' '.join(post_command(submit_dir, job.name))}\n")
+    for job in jobs:
+        for parent in job.parents:
+            out.append(f"PARENT {parent} CHILD {job.name}\n")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("".join(out))
+
+
+def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str) -> None:
+    ts = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    head = f"ts={ts} level=Info xwf.id={wf_uuid}"
+    with open(path, "w", encoding="utf-8", buffering=1 << 20) as fh:
+        w = fh.write
+        for job in jobs:
+            for t in job.tasks:
+                w(f'{head} event=task.info task.id={_q(t.id)} type="1" type_desc="compute" '
+                  f"transformation={_q(t.transformation)} argv={_q(t.argv)}\n")
+        for job in jobs:
+            for t in job.tasks:
+                for c in t.children:
+                    w(f"{head} event=task.edge parent.task.id={_q(t.id)} child.task.id={_q(c)}\n")
+        for job in jobs:
+            w(f'{head} event=job.info job.id={_q(job.name)} submit_file={_q(job.name + "/" + job.name + ".sub")} '
+              f'type="1" type_desc="compute" clustered="{1 if len(job.tasks) > 1 else 0}" max_retries="0" '
+              f"executable={_q(job.command[0])} argv={_q(' '.join(job.command[1:]))} "
+              f'task_count="{len(job.tasks)}"\n')
+        for job in jobs:
+            for t in job.tasks:
+                w(f"{head} event=wf.map.task_job job.id={_q(job.name)} task.id={_q(t.id)}\n")
+        for job in jobs:
+            for parent in job.parents:
+                w(f"{head} event=job.edge parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n")
+
+
+def read_braindump(submit_dir: str) -> dict[str, str]:
+    """The root braindump's keys; a one-line error for a directory planned before root monitoring."""
+    path = os.path.join(submit_dir, BRAINDUMP)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read(1 << 20)
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{submit_dir}: planned by an older pilot (no {BRAINDUMP} or root DAG for pegasus-monitord): "
+            "plan it again with pilot plan (or pilot submit WORKFLOW.yml) into a new --dir"
+        ) from None
+    import yaml
+
+    data = yaml.safe_load(text) or {}
+    dag = data.get("dag")
+    if not dag or not os.path.exists(os.path.join(submit_dir, dag)):
+        raise ConfigError(f"{path}: names no root DAG that exists ({dag!r}): plan the workflow again into a new --dir")
+    return data

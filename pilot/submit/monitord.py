@@ -1,0 +1,179 @@
+"""Root monitoring for the life of ``pilot submit``: the root dagman.out, and pegasus-monitord following it.
+
+pegasus-run starts pegasus-monitord beside DAGMan so that pegasus-status,
+-statistics and -analyzer work while the workflow runs; ``pilot submit`` does
+the same when pegasus-wms is importable (``--no-monitord`` turns it off). It
+runs ``pegasus-monitord <wf>-0.dag.dagman.out`` in the submit directory, the
+stampede DB being monitord's default (``<wf>-0.stampede.db`` there).
+
+monitord writes its own jobstate.log; the driver already writes the root
+``jobstate.log``, so monitord's copy goes to ``monitord-jobstate.log``
+(its ``-j`` option) instead of being interleaved with it.
+
+Restarts: a restarted ``pilot submit`` appends to the same dagman.out. A
+monitord that resumed at the line where it stopped would not know the
+clusters still in the queue (their later events would be dropped), so before
+starting monitord on a dagman.out that already has lines, ``pilot submit``
+leaves the ``monitord.recover`` file that monitord itself leaves when it dies
+mid-run: monitord then drops this workflow from its DB and reads the whole
+dagman.out again. Nothing is counted twice and nothing is lost. A monitord
+of an earlier ``pilot submit`` still running is stopped first (SIGINT, its
+graceful exit), as monitord refuses to run twice on one directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Iterator
+
+from pilot.errors import ConfigError
+from pilot.monitor.root import Phase, RootMonitor
+from pilot.monitor.rootfiles import read_braindump
+from pilot.submit.state import ClusterState
+
+log = logging.getLogger("pilot.submit")
+
+RECOVER = "monitord.recover"
+PID_FILE = "monitord.pid"
+LOG_FILE = "monitord.out"
+JOBSTATE = "monitord-jobstate.log"
+FINISH_TIMEOUT = 60.0
+
+
+def pegasus_cli(tool: str) -> list[str] | None:
+    """The command line of a pegasus-wms tool (they ship as modules under Pegasus/cli/), or None."""
+    spec = importlib.util.find_spec("Pegasus")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "cli", f"{tool}.py")
+    return [sys.executable, path] if os.path.exists(path) else None
+
+
+def _stop_earlier(submit_dir: str, deadline: float = 15.0) -> None:
+    """SIGINT a monitord an earlier pilot submit left running on this directory; wait until it is gone."""
+    try:
+        with open(os.path.join(submit_dir, PID_FILE), encoding="utf-8") as fh:
+            pid = int(fh.read().split()[1])
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            if b"pegasus-monitord" not in fh.read():
+                return
+    except (OSError, ValueError, IndexError):
+        return
+    log.info("stopping the pegasus-monitord (pid %d) of an earlier pilot submit", pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGINT)
+    end = time.monotonic() + deadline
+    while time.monotonic() < end and os.path.exists(f"/proc/{pid}"):
+        time.sleep(0.1)
+
+
+class Monitord:
+    """One pegasus-monitord process following the root dagman.out."""
+
+    def __init__(self, submit_dir: str, dagman_out: str) -> None:
+        self.submit_dir = submit_dir
+        self.dagman_out = dagman_out
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, recover: bool) -> bool:
+        """Start monitord; ``recover``: the dagman.out has an earlier run's lines (see the module doc)."""
+        cmd = pegasus_cli("pegasus-monitord")
+        if cmd is None:
+            return False
+        _stop_earlier(self.submit_dir)
+        if recover:
+            with open(os.path.join(self.submit_dir, RECOVER), "w", encoding="utf-8") as fh:
+                fh.write("line_processed 1\n")
+        with open(os.path.join(self.submit_dir, LOG_FILE), "ab") as out:
+            self.proc = subprocess.Popen([*cmd, "-j", JOBSTATE, os.path.basename(self.dagman_out)],
+                                         cwd=self.submit_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                         start_new_session=True)
+        log.info("pegasus-monitord follows %s (pid %d; log %s)", self.dagman_out, self.proc.pid, LOG_FILE)
+        return True
+
+    def finish(self, timeout: float = FINISH_TIMEOUT) -> int | None:
+        """Wait for monitord to read the end of the run (it exits on EXITING); SIGINT it after ``timeout``."""
+        if self.proc is None:
+            return None
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning("pegasus-monitord did not finish in %.0f s; stopping it", timeout)
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                return self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                return self.proc.wait()
+
+
+def exit_code(driver) -> int:
+    """DAGMan's exit status for the run: 0 all done, 1 a cluster failed, 2 stopped with clusters left."""
+    states = [c.state for c in driver.state.clusters.values()]
+    if all(s is ClusterState.DONE for s in states):
+        return 0
+    if any(s is ClusterState.FAILED for s in states):
+        return 1
+    return 2
+
+
+def _catch_up(monitor: RootMonitor, driver) -> None:
+    """Events an earlier pilot submit saved in its state but died before logging (it logs right after saving)."""
+    for c in driver.state.clusters.values():
+        node = monitor.nodes.get(c.name)
+        if node is None:
+            continue
+        if c.state is ClusterState.WAITING and node.phase is Phase.FAILED:
+            node.phase = Phase.WAITING  # a rerun tries the failed cluster again (DAGMan's rescue DAG)
+        elif c.state is ClusterState.QUEUED and node.phase is Phase.WAITING:
+            monitor.submitted(c.name, c.job_id or "", c.site or "-")
+        elif node.phase in (Phase.QUEUED, Phase.RUNNING) and c.state in (
+                ClusterState.DONE, ClusterState.FAILED, ClusterState.WAITING):
+            spec = driver.specs[c.name]
+            limit = (spec.retry if spec.retry is not None else driver.opts.retry) + driver.opts.max_resubmits
+            monitor.ended(c.name, retry=c.state is ClusterState.WAITING, retry_limit=limit)
+
+
+def require_root_files(submit_dir: str) -> None:
+    """Refuse, in one line, a directory planned before root monitoring, before anything is written there."""
+    read_braindump(submit_dir)
+
+
+def cancel_monitoring(driver) -> contextlib.AbstractContextManager:
+    """``pilot cancel``: the removed clusters' batch jobs logged as aborted, as a DAGMan removal is.
+
+    A directory planned before root monitoring is cancelled all the same.
+    """
+    try:
+        read_braindump(driver.submit_dir)
+    except ConfigError:
+        return contextlib.nullcontext()
+    return root_monitoring(driver)
+
+
+@contextlib.contextmanager
+def root_monitoring(driver, run_monitord: bool = True) -> Iterator[RootMonitor]:
+    """Attach the root writers to ``driver`` for the ``with`` block; start monitord if asked and possible."""
+    monitor = RootMonitor(driver.submit_dir)  # a one-line error for a directory without root files
+    monitord = Monitord(monitor.submit_dir, monitor.path)
+    restarted = monitor.restarted
+    monitor.start()
+    _catch_up(monitor, driver)
+    driver.monitor = monitor
+    started = run_monitord and monitord.start(recover=restarted)
+    if run_monitord and not started:
+        log.info("pegasus-wms is not installed: no live pegasus-monitord (see the README's monitoring section)")
+    try:
+        yield monitor
+    finally:
+        monitor.finished(exit_code(driver))
+        monitor.close()
+        if started:
+            monitord.finish()
