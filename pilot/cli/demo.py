@@ -12,17 +12,17 @@ container image passes ``--site container`` for its Slurm.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from typing import NoReturn, Sequence
+from typing import Sequence
 
 import pilot
-from pilot.errors import ConfigError, UsageError
+from pilot.errors import ConfigError
+from pilot.util.cmdline import Parser
 
 DEFAULT_SITE = "local"
 DESCRIPTION = (
@@ -30,11 +30,6 @@ DESCRIPTION = (
     "plan it with label clustering, submit and drive its three batch jobs on a site, show pilot status and, "
     "when pegasus-wms is installed, pegasus-status and pegasus-statistics on the run as one Pegasus workflow."
 )
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
 def bundled_workflow() -> str:
@@ -58,7 +53,7 @@ def _check_launcher(site_name: str) -> None:
 
 
 def main(argv: Sequence[str]) -> int:
-    p = _Parser(prog="pilot demo", description=DESCRIPTION)
+    p = Parser(prog="pilot demo", description=DESCRIPTION)
     p.add_argument("--site", default=DEFAULT_SITE,
                    help=f"site config (default: {DEFAULT_SITE}, this machine without a batch system; "
                    "container: the Slurm of the container image)")

@@ -6,10 +6,12 @@ import argparse
 import logging
 import os
 import sys
-from typing import NoReturn, Sequence
+from typing import Sequence
 
 from pilot.errors import UsageError
 from pilot.planner.clustering import DEFAULT_CLUSTER
+from pilot.util.cmdline import Parser
+from pilot.util.tables import table
 
 CLUSTER_HELP = (
     f"how jobs are grouped into batch jobs (default: {DEFAULT_CLUSTER}): whole puts the whole workflow in one batch "
@@ -19,13 +21,8 @@ CLUSTER_HELP = (
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
-
-
 def build_parser(prog: str = "pilot plan") -> argparse.ArgumentParser:
-    p = _Parser(prog=prog, description="Cluster a Pegasus 5 workflow (or take a PMC .dag) and write, per cluster, "
+    p = Parser(prog=prog, description="Cluster a Pegasus 5 workflow (or take a PMC .dag) and write, per cluster, "
                 "a PMC DAG and a batch script that runs it with pilot run.")
     add_plan_arguments(p)
     p.add_argument("-v", "--verbose", action="count", default=0,
@@ -80,8 +77,7 @@ def summary(result) -> str:
             "-" if e.critical_path is None else f"{e.critical_path:g} s",
             ", ".join(p.name for p in c.parents[:3]) + (" ..." if len(c.parents) > 3 else "") or "-",
         ))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows[:60]]
+    lines = table(rows[:60])
     if len(rows) > 60:  # the header and 59 clusters shown
         lines.append(f"... and {plural(len(rows) - 60, 'more cluster')} (see clusters.yml)")
     tasks = sum(len(e.cluster.jobs) for e in result.emitted)

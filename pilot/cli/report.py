@@ -6,18 +6,13 @@ import argparse
 import json
 import os
 import sys
-from typing import NoReturn, Sequence
+from typing import Sequence
 
-from pilot.errors import UsageError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+from pilot.util.cmdline import Parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="pilot report", description="Where the time of a run went: a timeline PNG (one row per worker "
+    p = Parser(prog="pilot report", description="Where the time of a run went: a timeline PNG (one row per worker "
                 "slot, one panel per cluster job) and its numbers (makespan, utilisation, critical path, "
                 "per-transformation runtimes, tries and failures).")
     p.add_argument("path", help="a submit directory (pilot plan/submit), a cluster directory, or a DAG that ran")

@@ -6,14 +6,11 @@ import argparse
 import logging
 import os
 import sys
-from typing import NoReturn, Sequence
+from typing import Sequence
 
 from pilot.errors import UsageError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+from pilot.util.cmdline import Parser
+from pilot.util.tables import table
 
 
 def _action(p: argparse.ArgumentParser, dest: str) -> argparse.Action:
@@ -57,7 +54,7 @@ def build_submit_parser() -> argparse.ArgumentParser:
     from pilot.cli.plan import add_plan_arguments
     from pilot.submit.options import DEFAULT_MAX_RESUBMITS, DEFAULT_RETRY
 
-    p = _Parser(prog="pilot submit", description="Plan a workflow (or take a submit directory pilot plan wrote) and run "
+    p = Parser(prog="pilot submit", description="Plan a workflow (or take a submit directory pilot plan wrote) and run "
                 "its clusters as batch jobs through Parsl providers, as DAGMan would: independent branches go on after "
                 "a failure, failed clusters are retried, and running it again on the directory retries what failed.")
     add_plan_arguments(p)
@@ -136,7 +133,7 @@ def _drive(submit_dir: str, choices, opts, monitord: bool) -> int:
 def status_main(argv: Sequence[str]) -> int:
     from pilot.submit.session import status
 
-    p = _Parser(prog="pilot status", description="Show the clusters of a submit directory (waiting, queued with the "
+    p = Parser(prog="pilot status", description="Show the clusters of a submit directory (waiting, queued with the "
                 "scheduler's reason, held, running with tasks done and running now, done, failed, not run) and the "
                 "task totals as pegasus-status counts them. Exit status: 0 all done, 1 failed (or cancelled), "
                 "2 bad input, 3 not finished (still running, or stopped: resume with pilot submit DIR).")
@@ -151,7 +148,7 @@ def status_main(argv: Sequence[str]) -> int:
 def cancel_main(argv: Sequence[str]) -> int:
     from pilot.submit.session import cancel
 
-    p = _Parser(prog="pilot cancel", description="Stop the pilot submit driving a submit directory and cancel every "
+    p = Parser(prog="pilot cancel", description="Stop the pilot submit driving a submit directory and cancel every "
                 "batch job it submitted.")
     p.add_argument("submit_dir", help="a submit directory written by pilot plan or pilot submit")
     p.add_argument("--site", help="site config(s) the run used (default: those recorded in submit.state.json)")
@@ -169,7 +166,7 @@ def cancel_main(argv: Sequence[str]) -> int:
 def sites_main(argv: Sequence[str]) -> int:
     from pilot.sites import shipped_sites, site_path
 
-    p = _Parser(prog="pilot sites", description="List the shipped site configs, or show one.")
+    p = Parser(prog="pilot sites", description="List the shipped site configs, or show one.")
     p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
     p.add_argument("name", nargs="?")
     p.add_argument("--yaml", action="store_true", help="show: print the site file itself")
@@ -186,9 +183,11 @@ def sites_main(argv: Sequence[str]) -> int:
         return 0
     from pilot.sites import read_site_file
 
+    rows = []
     for name, path in shipped_sites().items():
         data, _ = read_site_file(path)
-        print(f"{name:<16} {data.get('scheduler', 'local'):<7} {data.get('description', '')}")
+        rows.append((name, str(data.get("scheduler", "local")), str(data.get("description", ""))))
+    print("\n".join(table(rows)))
     return 0
 
 

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 
 from pilot.errors import PilotError
+from pilot.util.atomic import atomic_file
 
 MAX_RESULT_BYTES = 1 << 20  # a result is a few hundred bytes; anything bigger is not one
 
@@ -67,12 +68,9 @@ def write_result(dag: str, ok: bool, reason: RunOutcome | str, tasks: int, done:
         "ok": ok, "reason": RunOutcome(reason).value, "tasks": tasks, "done": done, "unfinished": unfinished[:100],
         "exit": exit_code, "pid": os.getpid(), "host": os.uname().nodename, "end": time.time(),
     }
-    path = result_path(dag)
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with atomic_file(result_path(dag)) as fh:
         json.dump(data, fh)
         fh.write("\n")
-    os.replace(tmp, path)
 
 
 def read_result(dag: str) -> RunResult | None:

@@ -32,12 +32,14 @@ on the current node graph: a node's level is its longest path from a root
 
 from __future__ import annotations
 
+import graphlib
 import heapq
 import logging
 import re
 from dataclasses import dataclass, field
 
 from pilot.errors import ConfigError
+from pilot.util import graphs
 from pilot.planner.model import Job, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile, int_profile
 
@@ -283,74 +285,36 @@ def link(nodes: list[Cluster], node_of: list[Cluster]) -> None:
 
 
 def node_levels(nodes: list[Cluster]) -> dict[int, int]:
-    """Longest path from a root, roots at level 1."""
-    indeg = {id(n): len(n.parents) for n in nodes}
-    level = {id(n): 1 for n in nodes}
-    stack = [n for n in nodes if not n.parents]
-    while stack:
-        n = stack.pop()
-        for c in n.children:
-            level[id(c)] = max(level[id(c)], level[id(n)] + 1)
-            indeg[id(c)] -= 1
-            if indeg[id(c)] == 0:
-                stack.append(c)
-    return level
+    """Longest path from a root, roots at level 1 (keyed by ``id``)."""
+    return graphs.levels(nodes, _parents, _children)
 
 
 def check_acyclic(nodes: list[Cluster]) -> None:
-    indeg = {id(n): len(n.parents) for n in nodes}
-    stack = [n for n in nodes if not n.parents]
-    seen = 0
-    while stack:
-        n = stack.pop()
-        seen += 1
-        for c in n.children:
-            indeg[id(c)] -= 1
-            if indeg[id(c)] == 0:
-                stack.append(c)
-    if seen == len(nodes):
-        return
-    left = [n for n in nodes if indeg[id(n)] > 0]
-    start = left[0]
-    path, index = [], {}
-    node = start
-    while id(node) not in index:
-        index[id(node)] = len(path)
-        path.append(node)
-        node = next(p for p in node.parents if indeg[id(p)] > 0)
-    cycle = path[index[id(node)]:][::-1]
-    names = [c.name[len("merge_"):] if c.kind == "label" else c.name for c in cycle]
-    raise ConfigError(
-        "clusters form a cycle: " + " -> ".join(names + [names[0]])
-        + "; jobs outside a label sit between jobs of that label: give them the label too, or split the label"
-    )
+    try:
+        graphs.topological_order(nodes, _parents, _children)
+    except graphlib.CycleError as exc:
+        names = [c.name[len("merge_"):] if c.kind == "label" else c.name for c in exc.args[1]]
+        raise ConfigError(
+            "clusters form a cycle: " + " -> ".join(names)
+            + "; jobs outside a label sit between jobs of that label: give them the label too, or split the label"
+        ) from None
 
 
 def topological_positions(wf: Workflow) -> list[int]:
     """Position of each job in a topological order (ties in workflow order); a cycle is an error naming its jobs."""
-    indeg = [len(j.parents) for j in wf.jobs]
-    heap = [j.index for j in wf.jobs if not j.parents]
-    heapq.heapify(heap)
+    try:
+        order = graphs.topological_order(wf.jobs, _parents, _children)
+    except graphlib.CycleError as exc:
+        raise ConfigError(f"{wf.path}: jobDependencies form a cycle: {' -> '.join(j.id for j in exc.args[1])}") from None
     pos = [-1] * len(wf.jobs)
-    k = 0
-    while heap:
-        i = heapq.heappop(heap)
-        pos[i] = k
-        k += 1
-        for c in wf.jobs[i].children:
-            indeg[c.index] -= 1
-            if indeg[c.index] == 0:
-                heapq.heappush(heap, c.index)
-    if k < len(wf.jobs):
-        left = {j.index for j in wf.jobs if pos[j.index] < 0}
-        job = wf.jobs[min(left)]
-        path, index = [], {}
-        while job.index not in index:
-            index[job.index] = len(path)
-            path.append(job)
-            job = next(p for p in job.parents if p.index in left)
-        ring = path[index[job.index]:][::-1]
-        first = min(range(len(ring)), key=lambda k: ring[k].index)
-        cycle = [j.id for j in ring[first:] + ring[:first]]
-        raise ConfigError(f"{wf.path}: jobDependencies form a cycle: {' -> '.join(cycle + [cycle[0]])}")
+    for k, job in enumerate(order):
+        pos[job.index] = k
     return pos
+
+
+def _parents(node):
+    return node.parents
+
+
+def _children(node):
+    return node.children

@@ -31,6 +31,7 @@ from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
 from pilot.submit.clusters import CLUSTERS_FILE, CLUSTERS_FORMAT
+from pilot.util.atomic import write_atomic
 from providers import script_for
 NOTIFY_FILE = "monitord.notify"  # one empty notifications file that every cluster's braindump names
 
@@ -259,7 +260,4 @@ def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig,
             f"  parents: {j([p.name for p in c.parents])}",
             f"  retry: {j(retries[k] if retries else None)}",
         ]
-    tmp = os.path.join(submit_dir, CLUSTERS_FILE + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
-    os.replace(tmp, os.path.join(submit_dir, CLUSTERS_FILE))
+    write_atomic(os.path.join(submit_dir, CLUSTERS_FILE), "\n".join(lines) + "\n")

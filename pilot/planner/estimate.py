@@ -35,6 +35,7 @@ from pilot.dag.parser import read_dag
 from pilot.errors import PilotError
 from pilot.jobrequest import pilot_wall_time, request_for
 from pilot.sites import SiteConfig
+from pilot.util.tables import table
 
 # Seconds a task costs beyond its own run time under pilot run: the master's
 # round trip and the worker's spawn (bench/latency.py measures about 4 ms per
@@ -201,10 +202,8 @@ class PlanEstimate:
             return []
         out = ["estimated makespan (real scheduling policy in virtual time, from the tasks' runtime profiles):"]
         shown = self.clusters[:60]
-        width = max(len(e.name) for e in shown)
-        for e in shown:
-            what = f"{e.makespan:.1f} s" if e.makespan is not None else f"- ({e.note})"
-            out.append(f"  {e.name.ljust(width)}  {e.ranks} ranks  {what}")
+        out += table([(e.name, f"{e.ranks} ranks", f"{e.makespan:.1f} s" if e.makespan is not None else f"- ({e.note})")
+                      for e in shown], indent="  ")
         if len(self.clusters) > len(shown):
             out.append(f"  ... and {len(self.clusters) - len(shown)} more clusters")
         if self.end_to_end is not None:

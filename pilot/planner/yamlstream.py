@@ -30,7 +30,6 @@ Either limit is a one-line error naming the file and line.
 
 from __future__ import annotations
 
-import gc
 import os
 from typing import Any, Callable
 
@@ -45,6 +44,7 @@ from yaml.events import (
 )
 
 from pilot.errors import ConfigError
+from pilot.util.gcpause import gc_paused
 from pilot.yamlerrors import yaml_error
 
 MAX_DEPTH = 100
@@ -198,25 +198,21 @@ def load_streaming(path: str, stream: dict[str, Handler]) -> dict[str, Any]:
 
 def _run(path: str, body: Callable[[_Reader], Any]) -> Any:
     """Open, parse with the cyclic GC paused (everything built here lives on), map errors to one line."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        with open(path, "rb") as fh:
-            budget = max(ALIAS_FLOOR, ALIAS_RATIO * os.fstat(fh.fileno()).st_size)
-            loader = _Loader(fh)
-            try:
-                return body(_Reader(loader.get_event, budget))
-            finally:
-                loader.dispose()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except _Invalid as exc:
-        raise ConfigError(f"{path}:{exc.line + 1}: {exc.message}") from None
-    except yaml.YAMLError as exc:
-        raise yaml_error(path, exc) from None
-    finally:
-        if was_enabled:
-            gc.enable()
+    with gc_paused():
+        try:
+            with open(path, "rb") as fh:
+                budget = max(ALIAS_FLOOR, ALIAS_RATIO * os.fstat(fh.fileno()).st_size)
+                loader = _Loader(fh)
+                try:
+                    return body(_Reader(loader.get_event, budget))
+                finally:
+                    loader.dispose()
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+        except _Invalid as exc:
+            raise ConfigError(f"{path}:{exc.line + 1}: {exc.message}") from None
+        except yaml.YAMLError as exc:
+            raise yaml_error(path, exc) from None
 
 
 def _first(reader: _Reader) -> Any:

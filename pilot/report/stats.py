@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from pilot.dag.cycles import topological_order
 from pilot.report.runs import Attempt, ClusterRun
+from pilot.util.tables import table
 
 
 def p95(values: list[float]) -> float:
@@ -177,8 +178,7 @@ def text(numbers: dict) -> list[str]:
     rows = [("transformation", "tasks", "tries", "failed", "mean s", "p95 s", "total s")]
     for tx, s in n["transformations"].items():
         rows.append((tx, str(s["tasks"]), str(s["tries"]), str(s["failures"]), f"{s['mean']:.3f}", f"{s['p95']:.3f}", f"{s['total']:.3f}"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out += ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
+    out += table(rows, right=range(1, len(rows[0])))
     if len(n["clusters"]) > 1 or any(len(c["runs"]) > 1 for c in n["clusters"]):
         for c in n["clusters"]:
             runs = ", ".join(_run_text(r) for r in c["runs"]) or "not run"

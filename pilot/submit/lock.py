@@ -13,6 +13,7 @@ import os
 import signal
 
 from pilot.errors import ConfigError
+from pilot.util.flock import FileLock, held_elsewhere
 
 LOCK_FILE = "submit.lock"
 
@@ -20,58 +21,32 @@ LOCK_FILE = "submit.lock"
 class SubmitLock:
     def __init__(self, submit_dir: str) -> None:
         self.path = os.path.join(submit_dir, LOCK_FILE)
-        self._fd = -1
+        self._lock = FileLock(self.path, create=True)
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        self._lock.open()
+        if not self._lock.try_lock():
             raise ConfigError(f"{os.path.dirname(self.path)}: another pilot submit drives this directory "
-                              f"(pid {holder(os.path.dirname(self.path)) or '?'}; see pilot status; pilot cancel stops it)") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd = fd
+                              f"(pid {holder(os.path.dirname(self.path)) or '?'}; see pilot status; pilot cancel stops it)")
+        os.ftruncate(self._lock.fd, 0)
+        os.pwrite(self._lock.fd, f"{os.getpid()}\n".encode(), 0)
 
     def release(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._lock.release()
 
 
 def holder(submit_dir: str) -> int | None:
-    """The pid of the pilot submit that holds the lock; None when no driver runs."""
-    path = os.path.join(submit_dir, LOCK_FILE)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return None  # nobody holds it
-    except BlockingIOError:
-        text = os.pread(fd, 32, 0).decode(errors="replace").strip()
-        return int(text) if text.isdigit() else 0
-    finally:
-        os.close(fd)
+    """The pid of the pilot submit that holds the lock (0 when it has not written it yet); None when no driver runs."""
+    with held_elsewhere(os.path.join(submit_dir, LOCK_FILE)) as fd:
+        return None if fd is None else _pid(fd)
 
 
 def stop_holder(submit_dir: str) -> int | None:
     """SIGTERM the driver of ``submit_dir`` (it then submits nothing more) and wait until it let go."""
-    path = os.path.join(submit_dir, LOCK_FILE)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    with held_elsewhere(os.path.join(submit_dir, LOCK_FILE)) as fd:
+        if fd is None:
             return None
-        except BlockingIOError:
-            pass
-        text = os.pread(fd, 32, 0).decode(errors="replace").strip()
-        pid = int(text) if text.isdigit() else 0
+        pid = _pid(fd)
         if pid:
             try:
                 os.kill(pid, signal.SIGTERM)
@@ -79,5 +54,8 @@ def stop_holder(submit_dir: str) -> int | None:
                 pass
         fcntl.flock(fd, fcntl.LOCK_SH)  # returns once the driver has exited
         return pid
-    finally:
-        os.close(fd)
+
+
+def _pid(fd: int) -> int:
+    text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+    return int(text) if text.isdigit() else 0

@@ -8,13 +8,9 @@ import sys
 from typing import TextIO
 
 from pilot.submit.views import ClusterView, Shown, Totals, Watcher, run_state, totals
+from pilot.util.tables import table
 
 MAX_FAILED_TASKS = 10  # per cluster in the report; the rest are counted
-
-
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
 
 
 def _state_cell(v: ClusterView) -> str:
@@ -33,14 +29,14 @@ def _note(v: ClusterView) -> str:
     return v.detail
 
 
-def cluster_table(views: list[ClusterView], limit: int | None = None) -> list[str]:
+def clustertable(views: list[ClusterView], limit: int | None = None) -> list[str]:
     rows = [("cluster", "state", "done/total", "job id", "attempts", "site", "note")]
     shown = views if limit is None else views[:limit]
     for v in shown:
         r = v.record
         rows.append((v.spec.name, _state_cell(v), f"{v.done}/{v.spec.tasks}", r.job_id or "-", str(r.attempts),
                      r.site or "-", _note(v)))
-    lines = _table(rows)
+    lines = table(rows)
     if limit is not None and len(views) > limit:
         lines.append(f"... and {len(views) - limit} more clusters")
     return lines
@@ -48,12 +44,12 @@ def cluster_table(views: list[ClusterView], limit: int | None = None) -> list[st
 
 def total_lines(t: Totals, state: str) -> list[str]:
     """pegasus-status' summary: task counts by state, %DONE and the run's state."""
-    return _table([("UNREADY", "READY", "RUNNING", "DONE", "FAILED", "%DONE", "STATE"),
+    return table([("UNREADY", "READY", "RUNNING", "DONE", "FAILED", "%DONE", "STATE"),
                    (str(t.unready), str(t.ready), str(t.running), str(t.done), str(t.failed), f"{t.percent:.1f}", state)])
 
 
 def status_text(views: list[ClusterView], driving: bool) -> str:
-    lines = cluster_table(views)
+    lines = clustertable(views)
     lines.append("")
     lines += total_lines(totals(views), run_state(views, driving))
     return "\n".join(lines)
@@ -121,7 +117,7 @@ class LiveProgress:
             return
         busy = [v for v in views if v.shown not in (Shown.DONE, Shown.WAITING)]
         height = max(5, shutil.get_terminal_size((100, 24)).lines - 6)
-        lines = (cluster_table(busy, limit=height) if busy else []) + total
+        lines = (clustertable(busy, limit=height) if busy else []) + total
         text = "\n".join(lines)
         if text == self._last:
             return

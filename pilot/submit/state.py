@@ -3,7 +3,7 @@
 ``submit.state.json`` (``format`` 1) holds the run's id, the site files it
 used, and per cluster: its state, site, counters, every batch job id it was
 given, where that job's stdout/stderr go, and the scheduler's last word on it.
-It is rewritten atomically (temp file, fsync, rename) at each change. Before a
+It is rewritten atomically (temp file, fsync, rename, directory fsync) at each change. Before a
 batch submission the cluster is recorded as SUBMITTING with the unique job name
 it is about to get, so a restart can find that job in the queue instead of
 submitting it twice. A file of another format, or one that does not parse, is a
@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pilot.errors import ConfigError
+from pilot.util.atomic import atomic_file
 
 STATE_FILE = "submit.state.json"
 STATE_FORMAT = 1
@@ -113,12 +114,8 @@ class SubmitState:
     def save(self) -> None:
         data = {"format": STATE_FORMAT, "plan_id": self.plan_id, "sites": self.sites,
                 "clusters": [c.to_json() for c in self.clusters.values()]}
-        tmp = f"{self.path}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
+        with atomic_file(self.path) as fh:
             json.dump(data, fh, indent=1)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
 
     def count(self, states: tuple[ClusterState, ...], site: str | None = None) -> int:
         return sum(1 for c in self.clusters.values() if c.state in states and (site is None or c.site == site))

@@ -1,0 +1,9 @@
+"""Small pieces of plumbing every layer may use: one copy each, no pilot imports but ``pilot.errors``.
+
+- ``cmdline``: the argument parser whose errors are one line and exit status 2;
+- ``tables``: aligned text columns;
+- ``atomic``: replace a file so that a reader, a crash or a power loss never leaves half of it;
+- ``gcpause``: pause the cyclic garbage collector while millions of long-lived objects are built;
+- ``flock``: whole-file advisory locks held for a process's life;
+- ``graphs``: topological orders and cycles (graphlib) with the cycle named.
+"""

@@ -1,0 +1,69 @@
+"""Whole-file ``flock`` locks held for a process's life: the DAG lock of ``pilot run`` and the
+submit directory lock of ``pilot submit``.
+
+``flock`` binds to the open file, so reading the locked file again does not
+drop the lock as ``fcntl`` record locks would, and the kernel releases it when
+the process ends, even by SIGKILL: a crashed holder never leaves a stale lock.
+On NFS, Linux maps flock to byte-range locks, which lockd shares between nodes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from typing import Iterator
+
+
+class FileLock:
+    """An exclusive lock on ``path``: ``open()`` then ``try_lock()``; ``release()`` or process exit ends it."""
+
+    def __init__(self, path: str, create: bool = False) -> None:
+        self.path = path
+        self.create = create
+        self.fd = -1
+
+    def open(self) -> None:
+        """Open the file (created when ``create``); OSError when it cannot be."""
+        flags = os.O_RDWR | os.O_CREAT if self.create else os.O_RDONLY
+        self.fd = os.open(self.path, flags | os.O_CLOEXEC, 0o644)
+
+    def try_lock(self) -> bool:
+        """Take the lock without waiting: True when taken, False when another process holds it.
+
+        Any other OSError (a file system that refuses locks) is raised; the file
+        is closed in every case but success.
+        """
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            self.release()
+            return False
+        except OSError:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+@contextlib.contextmanager
+def held_elsewhere(path: str) -> Iterator[int | None]:
+    """The file's open descriptor while another process holds its lock; None when nobody does or there is no file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        yield None
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield fd
+        else:
+            yield None
+    finally:
+        os.close(fd)

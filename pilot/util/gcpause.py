@@ -1,0 +1,25 @@
+"""Pause the cyclic garbage collector while a large structure that lives on is built.
+
+Reading a DAG, a workflow or planning a million jobs makes millions of
+objects that all survive; the collector would scan them again and again for
+nothing (a third of a 10^6-task parse, a fifth of a 10^6-job plan). Reference
+counting still frees what dies; the collector is back on afterwards (if it was
+on before), also when the body raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from typing import Iterator
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
