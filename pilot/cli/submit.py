@@ -79,7 +79,7 @@ def build_submit_parser() -> argparse.ArgumentParser:
 
 
 def submit_main(argv: Sequence[str]) -> int:
-    from pilot.submit.clusters import is_submit_dir
+    from pilot.contracts.clusters import is_submit_dir
     from pilot.submit.options import Options
     from pilot.submit.session import recorded_sites
 

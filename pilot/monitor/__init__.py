@@ -1,2 +1,3 @@
-"""Files that downstream tools read: records, resource log, jobstate.log, dagman.out, stdio, and the root files
-that make a submit directory one Pegasus workflow (rootfiles, root, joboutput)."""
+"""Writers of the files that downstream tools read while and after a pilot runs: records, resource log,
+jobstate.log, dagman.out, stdio, and the root dagman.out/jobstate.log of a submit directory (root,
+joboutput). The static files a plan writes for monitoring are in pilot.contracts."""

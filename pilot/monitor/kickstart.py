@@ -20,13 +20,12 @@ the job output small for chatty tasks (their stderr is in the -e file).
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import re
 
+from pilot.contracts.submitdir import user_name
 from pilot.dag.lexer import quote_arg
-
 from pilot.monitor.records import iso_time
 
 STDERR_LIMIT = 60000
@@ -54,13 +53,6 @@ def has_record(fd: int, limit: int = 65536) -> bool:
 def raw_status(status: int) -> int:
     """Wait-status encoding kickstart reports: exit code << 8, or the signal number."""
     return -status if status < 0 else status << 8
-
-
-def user_name() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
 
 
 def invocation(

@@ -28,10 +28,10 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from pilot.contracts.rootfiles import read_braindump
 from pilot.monitor import joboutput
 from pilot.monitor.dagman_out import DagmanOut
 from pilot.monitor.jobstate import JobstateLog
-from pilot.monitor.rootfiles import read_braindump
 
 _EVENT = re.compile(r"Submitting HTCondor Node (?P<submit>\S+) job|ULOG_EXECUTE for HTCondor Node (?P<execute>\S+) |"
                     r"POST Script of Node (?P<post>\S+) (?P<outcome>completed successfully|failed)|"

@@ -19,18 +19,18 @@ import multiprocessing
 import os
 from dataclasses import dataclass
 
+from pilot.contracts.clusters import CLUSTERS_FILE, CLUSTERS_FORMAT
+from pilot.contracts.rootfiles import RootJob, RootTask, write_root_files
+from pilot.contracts.submitdir import write_monitoring_files
 from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
 from pilot.dag.writer import runtime_note
 from pilot.errors import ConfigError, DagError
 from pilot.jobrequest import pilot_args, request_for
-from pilot.monitor.rootfiles import RootJob, RootTask, write_root_files
-from pilot.monitor.submitdir import write_monitoring_files
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
-from pilot.submit.clusters import CLUSTERS_FILE, CLUSTERS_FORMAT
 from pilot.util.atomic import write_atomic
 from providers import script_for
 NOTIFY_FILE = "monitord.notify"  # one empty notifications file that every cluster's braindump names
@@ -178,7 +178,7 @@ def cluster_retry(cluster: Cluster, resolver: ProfileResolver, memo: dict | None
 
 def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
                           planner_arguments: str, cpus_of=lambda job, handle: None) -> None:
-    """The submit directory as one Pegasus workflow (pilot.monitor.rootfiles): clusters are its jobs."""
+    """The submit directory as one Pegasus workflow (pilot.contracts.rootfiles): clusters are its jobs."""
     jobs = []
     for e in emitted:
         c = e.cluster

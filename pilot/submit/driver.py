@@ -49,13 +49,13 @@ import os
 import uuid
 from typing import Callable
 
+from pilot.contracts.clusters import ClusterSpec, read_clusters
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import pilot_args, request_for
 from pilot.monitor.result import ResultError, RunOutcome, read_result, result_path
 from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef
-from pilot.submit.clusters import ClusterSpec, read_clusters
 from pilot.submit.options import Clock, Options, SystemClock
 from pilot.submit.state import ACTIVE, STATE_FILE, ClusterRecord, ClusterState, SubmitState
 from providers.queue import QueueState, QueueStatus

@@ -33,9 +33,9 @@ import sys
 import time
 from typing import Iterator
 
+from pilot.contracts.rootfiles import read_braindump
 from pilot.errors import ConfigError
 from pilot.monitor.root import Phase, RootMonitor
-from pilot.monitor.rootfiles import read_braindump
 from pilot.submit.state import ClusterState
 
 log = logging.getLogger("pilot.submit")

@@ -14,14 +14,14 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from pilot.contracts.clusters import plan_site_file, read_clusters
 from pilot.errors import ConfigError
 from pilot.sites import SiteConfig, load_site
 from pilot.submit.backend import SchedulerBackend
-from pilot.submit.clusters import plan_site_file, read_clusters
 from pilot.submit.driver import Driver
-from pilot.submit.options import Options
 from pilot.submit.lock import SubmitLock, holder, stop_holder
 from pilot.submit.monitord import cancel_monitoring, require_root_files, root_monitoring
+from pilot.submit.options import Options
 from pilot.submit.render import LiveProgress, failure_lines, status_text
 from pilot.submit.state import SubmitState
 from pilot.submit.views import ClusterView, Shown, Watcher

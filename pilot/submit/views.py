@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from pilot.submit.clusters import ClusterSpec
+from pilot.contracts.clusters import ClusterSpec
 from pilot.submit.pilotfiles import PilotFiles, TaskProgress
 from pilot.submit.state import ClusterRecord, ClusterState
 from providers.queue import QueueState

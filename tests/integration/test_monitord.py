@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from pilot.contracts.submitdir import write_monitoring_files
 from pilot.dag import read_dag
-from pilot.monitor.submitdir import write_monitoring_files
 from tests.conftest import DIAMOND_DAG
 from tests.mpi.helpers import run_pilot
 

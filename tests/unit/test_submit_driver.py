@@ -261,7 +261,7 @@ def test_state_file_round_trip(tmp_path):
     (lambda t: t.replace("clusters:", "clusters: ["), "not valid YAML"),
 ])
 def test_clusters_file_errors_are_one_line(tmp_path, edit, message):
-    from pilot.submit.clusters import read_clusters
+    from pilot.contracts.clusters import read_clusters
 
     sub = Path(make_plan(tmp_path / "sub", {"a": []}))
     (sub / "clusters.yml").write_text(edit((sub / "clusters.yml").read_text()))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from pilot.contracts.clusters import ClusterKind, read_clusters
 from pilot.planner.plan import PlanRequest, plan
 from pilot.sites import SiteConfig
-from pilot.submit.clusters import ClusterKind, read_clusters
 
 api = pytest.importorskip("Pegasus.api")
 

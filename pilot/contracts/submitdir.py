@@ -12,6 +12,7 @@ invocation record the worker writes uses the same id as its ``derivation``.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import socket
@@ -21,12 +22,19 @@ import uuid
 from pilot import __version__
 from pilot.dag.lexer import quote_arg
 from pilot.dag.model import Dag, Task
-from pilot.monitor.kickstart import user_name
 
 
 def _q(value: str) -> str:
     """A quoted NetLogger value: only ``"`` is escaped (monitord does not unescape ``\\\\``)."""
     return '"' + value.replace('"', '\\"') + '"'
+
+
+def user_name() -> str:
+    """The user a braindump and an invocation record name (the uid when the account has no name)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
 
 
 def task_id(task: Task) -> str:

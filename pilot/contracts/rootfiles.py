@@ -31,8 +31,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from pilot.contracts.submitdir import _q, write_braindump
 from pilot.errors import ConfigError
-from pilot.monitor.submitdir import _q, write_braindump
 
 NOTIFY_FILE = "monitord.notify"
 BRAINDUMP = "braindump.yml"
