@@ -2,7 +2,7 @@
 
     python bench/planner.py [--max 1000000]
 
-Targets (DESIGN.md §7): 10^6 jobs in < 60 s and < 4 GB peak memory. Each size is
+Targets: 10^6 jobs in < 60 s and < 4 GB peak memory. Each size is
 planned in a fresh process (peak RSS from getrusage); the time is also shown as a
 ratio against libyaml parsing the same file (events only), the floor any reader pays.
 All sizes share one scratch directory, removed at the end: deleting thousands of

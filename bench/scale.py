@@ -3,7 +3,7 @@ scheduling cost from 10 to 10,000 simulated workers (InProcTransport, no MPI).
 
     python bench/scale.py [--tasks 1000000]
 
-Targets (DESIGN.md §7): parse < 10 s, replay < 10 s, scheduling cost per task flat.
+Targets: parse < 10 s, replay < 10 s, scheduling cost per task flat.
 Each figure is also printed as a ratio against a baseline measured in the same run.
 """
 

@@ -1,8 +1,10 @@
 """One error hierarchy so the CLI can print one line and pick the exit code.
 
-Every error a user can cause derives from PilotError; the CLI wrapper prints
-``str(err)`` (a single line, ``file:line: message`` where a file is involved)
-and exits with ``err.exit_code``. Anything else is a bug and gets a traceback.
+Every error a user can cause derives from PilotError; the CLI wrapper
+(pilot.cli.common) prints ``str(err)`` on one line (``file:line: message``
+where a file is involved) and exits with ``err.exit_code``. Anything else is a
+bug: one ``internal error`` line and exit status 70; ``-v`` adds the traceback
+in both cases.
 """
 
 from __future__ import annotations

@@ -6,14 +6,17 @@ successfully`` or ``failed with status N``, the ``EXITING WITH STATUS`` line),
 plus what DAGMan writes and PMC does not: exit codes rather than wait
 statuses, ``failed with signal N`` for a signal, and ``DAG status`` blocks,
 which are the only thing pegasus-status reads. It reads only the last block,
-so a block is written at most once a second, and the final counts always
-before the EXITING line.
+so between flushes a block is added at most once a second; every flush writes
+the latest counts, and the final counts always come before the EXITING line.
 
 Stamps are local ``MM/DD/YY HH:MM:SS``. monitord reads a task's ``.out.NNN``
 when it sees the node's completed/failed line, so the master writes that line
 only after the worker closed the files. The file is appended to, never
-truncated, so monitord sees a rerun as DAGMan's restart. Buffered; flushed at
-most every second (monitord polls once a second) and at every exit path.
+truncated, so monitord sees a rerun as DAGMan's restart. Buffered, and flushed
+at every exit path and by its owner: ``pilot run``'s master every 0.5 s
+(monitord polls once a second), ``pilot submit`` after each event of the root
+workflow; in between, the writer flushes itself once ``flush_interval`` (1 s)
+has passed since its last flush.
 
 The same writer makes a submit directory's root dagman.out (pilot.monitor.root),
 where the nodes are clusters: there the submission, start and end of a batch
