@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 
 import pytest
 
@@ -48,11 +47,3 @@ def live(job_ids: set[str]) -> list[str]:
     return [j for j, v in jobs.items() if v.get("job_state") not in ("F", "X")]
 
 
-def wait_for(predicate, timeout: float, what: str, every: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    raise AssertionError(f"{what}: not within {timeout} s")

@@ -7,7 +7,6 @@ import re
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from pilot.contracts.submitdir import write_monitoring_files
 from pilot.dag import read_dag
 from tests.conftest import DIAMOND_DAG
 from tests.mpi.helpers import run_pilot
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.monitord, pytest.mark.mpi]
 
@@ -92,7 +92,7 @@ def test_live_monitord_follows_the_run(submit_dir):
     monitord = subprocess.Popen([*pegasus_cli("pegasus-monitord"), "diamond.dag.dagman.out"], cwd=submit_dir,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        time.sleep(0.5)
+        wait_for(lambda: (submit_dir / "monitord.pid").exists(), 60, "pegasus-monitord started")
         res = run_pilot(["--monitord-hack", str(submit_dir / "diamond.dag")])
         assert res.returncode == 1
         out, _ = monitord.communicate(timeout=90)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.pbs import live, ncpus, pbs, wait_for  # noqa: F401 - pbs is a fixture
+from tests.integration.pbs import live, ncpus, pbs  # noqa: F401 - pbs is a fixture
 from tests.integration.test_submit import EXAMPLE, pilot, sleeper_workflow, state
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.pbs
 

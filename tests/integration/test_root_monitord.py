@@ -18,7 +18,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ import pytest
 from pilot.monitor.root import RootMonitor
 from pilot.submit.monitord import Monitord, pegasus_cli
 from tests.conftest import mpiexec
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.monitord, pytest.mark.mpi]
 
@@ -172,14 +172,6 @@ def test_one_workflow_per_submit_directory(tmp_path):
     for label in ("submit file", "output file", "error file"):
         path = re.search(rf"^\s*{label}: (\S+)$", out, re.M).group(1)
         assert (sub / path).exists(), f"{label} {path}"
-
-
-def wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def test_pilot_submit_runs_monitord_live_and_a_restart_counts_nothing_twice(tmp_path):

@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import mpiexec
 from tests.mpi.helpers import pilot_cmd, run_pilot
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.mpi
 
@@ -73,12 +74,7 @@ def test_wall_time_from_environment(dagfile):
 
 
 def _wait_for(path: Path, text: str, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and text in path.read_text():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{text!r} never appeared in {path}")
+    wait_for(lambda: path.exists() and text in path.read_text(), timeout, f"{text!r} in {path}", every=0.05)
 
 
 @pytest.mark.parametrize("target", ["master", "mpiexec"])
@@ -86,7 +82,10 @@ def test_sigterm_takes_the_wall_time_path(dagfile, tmp_path, target):
     dag = dagfile("TASK quick /bin/true\nTASK slow /bin/sleep 60\nTASK slow2 /bin/sleep 60\n")
     proc = subprocess.Popen(pilot_cmd([*LOG_FLAGS, dag], n=3), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(Path(dag + ".dagman.out"), "Node quick job proc")
-    time.sleep(0.3)
+    # Signalled while both slow tasks run, with quick's DONE on record.
+    _wait_for(Path(dag + ".rescue"), "DONE quick\n")
+    for task in ("slow", "slow2"):
+        _wait_for(Path(dag + ".dagman.out"), f"ULOG_EXECUTE for HTCondor Node {task} (")
     if target == "master":
         from tests.mpi.test_run import _master_pid
 

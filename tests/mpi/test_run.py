@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import DIAMOND_DAG
 
 from tests.mpi.helpers import pilot_cmd, run_pilot
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.mpi
 
@@ -183,11 +184,12 @@ def test_no_resource_log(dagfile):
     assert not Path(dag + ".resource").exists()
 
 
-def test_lock_held_for_whole_run(dagfile):
-    dag = dagfile("TASK slow /bin/sleep 3\n")
+def test_lock_held_for_whole_run(dagfile, tmp_path):
+    started = tmp_path / "started"
+    dag = dagfile(f"TASK slow /bin/sh -c 'touch {started}; exec sleep 3'\n")
     first = subprocess.Popen(pilot_cmd([dag]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        time.sleep(1.5)  # well past parsing
+        wait_for(started.exists, 60, "the first run's task")  # well past parsing
         second = run_pilot(["-r", dag + ".other", dag])
         assert second.returncode == 1 and "locked by another pilot run" in second.stderr
         assert second.stderr.strip().count("\n") == 0
