@@ -40,11 +40,6 @@ def _parsed(name: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple((line, tuple(_PLACEHOLDER.findall(line))) for line in _template(name).splitlines())
 
 
-def template_text(scheduler: "Scheduler") -> str:
-    """The scheduler's template (read once per process: a big plan renders tens of thousands)."""
-    return _template(scheduler.template)
-
-
 def is_plain(value: str) -> bool:
     """A value that needs no quoting anywhere (shell words and directive lines alike)."""
     return bool(_PLAIN.match(value))

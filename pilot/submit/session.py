@@ -110,7 +110,6 @@ def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: Tex
 class Status:
     text: str
     code: StatusCode
-    driver_pid: int | None
 
 
 def status(submit_dir: str) -> Status:
@@ -122,7 +121,7 @@ def status(submit_dir: str) -> Status:
     text = status_text(views, driving=pid is not None)
     if pid is not None:
         text += f"\ndriven by pilot submit (pid {pid})"
-    return Status(text, status_code(views, pid is not None), pid)
+    return Status(text, status_code(views, pid is not None))
 
 
 def status_code(views: list[ClusterView], driving: bool) -> StatusCode:

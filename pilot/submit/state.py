@@ -38,7 +38,6 @@ class ClusterState(str, enum.Enum):
 
 
 ACTIVE = (ClusterState.SUBMITTING, ClusterState.QUEUED)
-FINAL = (ClusterState.DONE, ClusterState.FAILED, ClusterState.CANCELLED)
 
 
 @dataclass
