@@ -10,7 +10,9 @@ merged too, so nothing is lost either way).
 
 Per-task mode: ``<dagdir>/<task>.out.NNN`` and ``.err.NNN``, NNN the first
 number not yet used, claimed with O_EXCL so concurrent workers and reruns
-never share a file.
+never share a file. A task id is not a path: ``/`` in it is written as
+``%2F`` (and ``%`` as ``%25``), so ``../x`` or ``a/b`` stay inside the DAG's
+directory and two ids never share a file name.
 """
 
 from __future__ import annotations
@@ -33,9 +35,16 @@ def open_append(path: str) -> int:
     return os.open(path, _FLAGS, 0o644)
 
 
+def file_name(task: str) -> str:
+    """The task id as one file name component."""
+    if "/" in task or "%" in task:
+        return task.replace("%", "%25").replace("/", "%2F")
+    return task
+
+
 def open_task_stdio(dag: str, task: str, hint: int = 0) -> tuple[int, int, str, str]:
     """Open the first unused ``<task>.out.NNN``/``.err.NNN`` pair next to the DAG."""
-    base = os.path.join(os.path.dirname(os.path.abspath(dag)), task)
+    base = os.path.join(os.path.dirname(os.path.abspath(dag)), file_name(task))
     number = max(0, hint)
     while True:
         out = f"{base}.out.{number:03d}"
