@@ -62,8 +62,12 @@ def open_task_stdio(dag: str, task: str, hint: int = 0) -> tuple[int, int, str, 
         return out_fd, err_fd, out, err
 
 
-def merge_worker_files(dag: str, ranks: list[int], stdout: str | None, stderr: str | None, delete: bool) -> list[str]:
-    """Append per-worker files to the targets; return the files left on disk."""
+def merge_worker_files(dag: str, ranks: list[int], stdout: BinaryIO | None, stderr: BinaryIO | None, delete: bool) -> list[str]:
+    """Append per-worker files to the targets (open files, None for our own stdout/stderr); return the files left on disk.
+
+    The targets are opened by the caller before any task runs, so a bad -o/-e
+    path is found at the start, not after the work is done; they are not closed here.
+    """
     kept: list[str] = []
     for which, target in ((0, stdout), (1, stderr)):
         sink: BinaryIO
@@ -71,24 +75,18 @@ def merge_worker_files(dag: str, ranks: list[int], stdout: str | None, stderr: s
             stream = sys.stdout if which == 0 else sys.stderr
             stream.flush()
             sink = stream.buffer
-            close = False
         else:
-            sink = open(target, "ab")
-            close = True
-        try:
-            for rank in ranks:
-                path = worker_paths(dag, rank)[which]
-                try:
-                    with open(path, "rb") as src:
-                        shutil.copyfileobj(src, sink, 1 << 20)
-                except FileNotFoundError:
-                    continue
-                if delete:
-                    os.unlink(path)
-                else:
-                    kept.append(path)
-            sink.flush()
-        finally:
-            if close:
-                sink.close()
+            sink = target
+        for rank in ranks:
+            path = worker_paths(dag, rank)[which]
+            try:
+                with open(path, "rb") as src:
+                    shutil.copyfileobj(src, sink, 1 << 20)
+            except FileNotFoundError:
+                continue
+            if delete:
+                os.unlink(path)
+            else:
+                kept.append(path)
+        sink.flush()
     return kept

@@ -14,15 +14,15 @@ import gc
 import logging
 import os
 import signal
-import sys
 import time
+from typing import BinaryIO, Callable
 
 from pilot.dag import read_dag, read_rescue
 from pilot.dag.model import Dag, Task
 from pilot.dag.rescue import RescueLog
 from pilot.errors import LockError
 
-from pilot.monitor import records, stdio
+from pilot.runtime import outputs, report
 from pilot.monitor.events import Fanout, RunEvents
 from pilot.monitor.resource_log import ResourceLog
 from pilot.monitor.result import write_result
@@ -38,8 +38,8 @@ from pilot.runtime.protocol import (
     KillTask,
     Recall,
     Recalled,
+    Resume,
     RunTask,
-    Shutdown,
     TaskResult,
     WorkerFailed,
 )
@@ -58,20 +58,23 @@ PREFETCH_MAX = 8
 # While every worker has prefetched work waiting, the master need not look at
 # its messages more often than this: each look is a wakeup taken from tasks.
 MAX_PATIENCE = 1e-3
-BYE_TIMEOUT = 10.0
 # Monitoring files are buffered; an idle master still flushes them this often,
 # so a live pegasus-monitord sees a finished task while long ones still run.
 FLUSH_EVERY = 0.5
 
 
 class Master:
-    def __init__(self, opts: RunOptions, transport: Transport, events: list[RunEvents] | None = None, app: str = "pilot") -> None:
+    def __init__(self, opts: RunOptions, transport: Transport, events: list[RunEvents] | None = None, app: str = "pilot",
+                 make_events: Callable[[], list[RunEvents]] | None = None) -> None:
         self.opts = opts
         self.t = transport
         self.app = app
         self.workers = list(range(1, transport.size))
         self.policy = Policy()
         self.events = Fanout(list(events or []))
+        self._make_events = make_events  # monitoring files, opened in _prepare so a bad path is a clean error
+        self.task_out: BinaryIO | None = None  # -o / -e, opened before any task runs
+        self.task_err: BinaryIO | None = None
         self.slots = Slots()
         self.mean_duration = float("inf")  # unknown until a task ends: no prefetch before
         self.seq = 0
@@ -92,6 +95,10 @@ class Master:
         self._alive = set(self.workers)
         self._started_events = False
         self._next_flush = 0.0
+        # With -m a worker waits after a failed task before it goes on to a prefetched one.
+        self._hold_on_failure = opts.max_failures > 0
+        self._trace = log.isEnabledFor(5)
+        self.run_id = f"{os.uname().nodename}-{os.getpid()}-{time.time_ns():x}"
 
     # -- entry ----------------------------------------------------------------
     def run(self) -> int:
@@ -136,6 +143,10 @@ class Master:
         if not opts.nolock:
             self.lock.acquire()
         self.dag = dag = read_dag(opts.dag)
+        outputs.check_dag_dir(opts)
+        self.task_out, self.task_err = outputs.open_task_output(opts)
+        if self._make_events is not None:
+            self.events.sinks.extend(self._make_events())
         gc.freeze()  # the DAG lives as long as the run: keep it out of every later collection
         done: set[str] = set()
         if not opts.skip_rescue:
@@ -144,10 +155,11 @@ class Master:
                 log.info("Rescue log %s: %d of %d tasks already done", opts.rescue_path, len(done), len(dag))
         self.rescue = RescueLog(opts.rescue_path, sorted(done))
         if opts.resource_log:
-            self.resource_log = ResourceLog(opts.dag + ".resource")
+            self.resource_log = outputs.opened(opts.dag + ".resource", "the resource log", "use --no-resource-log or fix the directory",
+                                               lambda: ResourceLog(opts.dag + ".resource"))
         self.engine = Engine(dag, opts.tries, opts.max_failures, done)
         log.info("Master starting with %d workers", len(self.workers))
-        startup = Startup(opts, self.t, self.policy, lambda: self.signalled, self._interrupted)
+        startup = Startup(opts, self.t, self.policy, lambda: self.signalled, self._interrupted, self.run_id)
         startup.register(self.workers)
         for host in self.policy.hosts.values():
             self._log_resources(host)
@@ -229,6 +241,8 @@ class Master:
             if pick is None:
                 break
             task, alloc = pick
+            if self._trace:
+                log.log(5, "Scheduling task %s", task.name)
             self._send_task(task, alloc)
             self._started(task, alloc)
             self._log_resources(alloc.host)
@@ -253,6 +267,7 @@ class Master:
             RunTask(
                 task.name, task.argv, attempt, task.memory, task.cpus, gpu_ids, task.pegasus_id,
                 task.pipe_forwards, task.file_forwards, task.transformation, task.dax_id,
+                alloc.cpu_ids[: task.cpus] if task.cpus > 1 else (),
             ),
         )
 
@@ -265,6 +280,8 @@ class Master:
         for rank, alloc in self.slots.with_room():
             task = self.policy.pick_within(alloc)
             if task is not None:
+                if self._trace:
+                    log.log(5, "Scheduling task %s", task.name)
                 self._send_task(task, alloc)
                 self.slots.add(rank, task)
             if not self.policy.ready_count:
@@ -289,17 +306,33 @@ class Master:
         elif isinstance(msg, Recalled):
             self._recalled(source, msg.name)
         elif isinstance(msg, WorkerFailed):
-            log.error("worker %d: %s", source, msg.error)
+            self._worker_failed(source, msg)
         elif isinstance(msg, Bye):
             self._alive.discard(source)
         else:
             log.error("unexpected %s from worker %d", type(msg).__name__, source)
 
-    def _task_done(self, source: int, res: TaskResult) -> None:
+    def _worker_failed(self, source: int, msg: WorkerFailed) -> None:
+        """A worker reports an error; a fatal one ends the run (its task counts as failed, nothing waits on it)."""
+        log.error("Worker %d: %s", source, msg.error)
+        if not msg.fatal:
+            return
+        if self.abort_reason is None:
+            self._abort(f"worker {source} cannot go on ({msg.error})")
+        if source in self.slots.running:
+            name = self.slots.running[source][0].name
+            self._task_done(source, TaskResult(name, 1, time.time(), 0.0, error=f"worker {source} failed"), held=True)
+
+    def _task_done(self, source: int, res: TaskResult, held: bool | None = None) -> None:
         engine = self.engine
         assert engine is not None and self.rescue is not None
-        task, alloc, seq, nxt = self.slots.finish(source)
+        if held is None:
+            held = self._hold_on_failure and res.status != 0
+        task, alloc, seq, nxt = self.slots.finish(source, went_on=not held)
         self._record_result(task, seq, source, res)
+        if held and not engine.stopped and self.slots.queued.get(source):
+            self.t.send(source, Resume())  # this failure did not stop the run: go on
+            nxt = self.slots.resume(source)
         if nxt is not None:
             self._started(nxt, alloc)  # the worker went straight on to its prefetched task
         else:
@@ -333,11 +366,12 @@ class Master:
         retry = engine.failed(task, retry=self.abort_reason is None)
         self.events.task_ended(task, seq, status, retry)
         why = f" ({res.error})" if res.error else ""
+        how = f"exitcode {status}" if status >= 0 else f"signal {-status}"
         if retry:
-            log.warning("task %s failed with status %d%s on attempt %d; retrying", task.name, status, why, engine.attempts[task.order])
+            log.error("Task %s failed with %s%s on attempt %d; retrying", task.name, how, why, engine.attempts[task.order])
             self.policy.push(task)
         else:
-            log.error("task %s failed with status %d%s", task.name, status, why)
+            log.error("Task %s failed with %s%s", task.name, how, why)
 
     def _write_result(self, ok: bool, reason: str, exit_code: int) -> None:
         engine = self.engine
@@ -358,25 +392,10 @@ class Master:
 
     # -- the end --------------------------------------------------------------
     def _stop_workers(self) -> None:
-        for rank in sorted(self._alive):
-            self.t.send(rank, Shutdown(self.abort_reason or ""))
-        deadline = time.monotonic() + BYE_TIMEOUT
-        while self._alive and time.monotonic() < deadline:
-            got = self.t.recv(timeout=max(0.0, deadline - time.monotonic()))
-            if got is None:
-                break
-            source, msg = got
-            if isinstance(msg, Bye):
-                self._alive.discard(source)
-            elif isinstance(msg, TaskResult) and source in self.slots.running and self.engine is not None:
-                self._task_done(source, msg)
-            elif isinstance(msg, Recalled) and self.engine is not None:
-                self._recalled(source, msg.name)
-        if self._alive:
-            log.warning("worker(s) %s did not confirm shutdown", ", ".join(map(str, sorted(self._alive))))
+        report.stop_workers(self)
 
     def _close(self) -> None:
-        for closer in (self.rescue, self.resource_log, self.fdcache, self.events):
+        for closer in (self.rescue, self.resource_log, self.fdcache, self.events, self.task_out, self.task_err):
             if closer is not None:
                 try:
                     closer.close()
@@ -414,31 +433,5 @@ class Master:
 
     def _report(self, ok: bool) -> None:
         """Workers stopped, stdio merged, report and summary printed, monitoring closed."""
-        engine = self.engine
-        assert engine is not None
         self._stop_workers()
-        end = time.time()
-        wall = end - self.start
-        makespan = max(0.0, self.makespan_end - self.makespan_start)
-        for line in records.utilisation_report(self.runtime_total, wall, makespan, len(self.workers), engine.succeeded_this_run):
-            log.info("%s", line)
-        log.info("File descriptor cache hit rate: %f", self.fdcache.hit_rate)
-        if not self.opts.per_task_stdio:
-            kept = stdio.merge_worker_files(self.opts.dag, self.workers, self.opts.stdout, self.opts.stderr, delete=ok)
-            if kept:
-                log.info("Task stdio of this run kept in %s.out.<rank> / .err.<rank>", self.opts.dag)
-        counts = {
-            "tasks": engine.total,
-            "submitted": engine.submitted,
-            "succeeded": engine.succeeded_this_run,
-            "failed": engine.failed_attempts,
-            "done": engine.done_count,
-        }
-        self.events.run_finished(ok, counts)
-        sys.stdout.write(
-            records.cluster_summary(
-                ok, engine.total, engine.submitted, engine.succeeded_this_run, engine.failed_attempts,
-                self.start, wall, os.getpid(), self.app, self.runtime_total, len(self.workers), self.policy.total_cpus,
-            )
-        )
-        sys.stdout.flush()
+        report.final_report(self, ok)

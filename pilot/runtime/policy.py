@@ -15,6 +15,12 @@ Cost: ready tasks are kept in one heap per resource signature (cpus, memory,
 gpus). Matching looks at the head of each signature only, and hosts are kept
 in an insertion-ordered index of hosts that have an idle slot and a free CPU,
 so with uniform tasks a match costs O(1) whatever the number of workers.
+
+CPU numbers: a task asking for more than one CPU is also given CPU numbers
+of its host, as PMC does: a contiguous range aligned to a socket or a core
+when it needs that many, or none when the free CPUs are too fragmented. The
+worker puts them in PMC_AFFINITY and, with --set-affinity, binds the task.
+One-CPU tasks float, which keeps fragmentation down.
 """
 
 from __future__ import annotations
@@ -36,6 +42,28 @@ class Host:
     free_gpus: list[str] = field(default_factory=list)
     slots: list[int] = field(default_factory=list)
     idle: list[int] = field(default_factory=list)
+    cores: int = 0
+    sockets: int = 0
+    cpu_taken: bytearray = field(default_factory=bytearray)
+
+    def bind(self, cpus: int) -> tuple[int, ...]:
+        """CPU numbers for a task of ``cpus`` CPUs (PMC's aligned first fit); () if fragmented."""
+        threads = len(self.cpu_taken)
+        cores = self.cores if 0 < self.cores <= threads else threads
+        sockets = self.sockets if 0 < self.sockets <= cores else 1
+        per_core = max(1, threads // cores)
+        per_socket = max(1, threads // sockets)
+        step = per_socket if cpus >= per_socket else per_core if cpus >= per_core else 1
+        taken = self.cpu_taken
+        for first in range(0, threads - cpus + 1, step):
+            if not any(taken[first:first + cpus]):
+                taken[first:first + cpus] = b"\1" * cpus
+                return tuple(range(first, first + cpus))
+        return ()
+
+    def unbind(self, ids: tuple[int, ...]) -> None:
+        for i in ids:
+            self.cpu_taken[i] = 0
 
     def fits(self, cpus: int, memory: int, gpus: int) -> bool:
         return self.free_cpus >= cpus and self.free_memory >= memory and len(self.free_gpus) >= gpus
@@ -53,6 +81,7 @@ class Allocation:
     cpus: int
     memory: int
     gpu_ids: tuple[str, ...]
+    cpu_ids: tuple[int, ...] = ()
 
 
 Signature = tuple[int, int, int]
@@ -69,11 +98,13 @@ class Policy:
         self.ready_count = 0
 
     # -- hosts and slots ------------------------------------------------------
-    def add_slot(self, rank: int, hostname: str, cpus: int, memory: int, gpu_ids: tuple[str, ...] = ()) -> Host:
+    def add_slot(self, rank: int, hostname: str, cpus: int, memory: int, gpu_ids: tuple[str, ...] = (),
+                 cores: int = 0, sockets: int = 0) -> Host:
         """Register a worker; the first worker of a host defines its resources."""
         host = self.hosts.get(hostname)
         if host is None:
-            host = Host(hostname, cpus, memory, tuple(gpu_ids), cpus, memory, list(gpu_ids))
+            host = Host(hostname, cpus, memory, tuple(gpu_ids), cpus, memory, list(gpu_ids),
+                        cores=cores, sockets=sockets, cpu_taken=bytearray(cpus))
             self.hosts[hostname] = host
         host.slots.append(rank)
         host.idle.append(rank)
@@ -92,7 +123,7 @@ class Policy:
         if any(h.could_fit(task.cpus, task.memory, task.gpus) for h in self.hosts.values()):
             return None
         return (
-            f"task {task.name} requests {task.cpus} CPU(s), {task.memory} MB memory and {task.gpus} GPU(s), "
+            f"it requests {task.cpus} CPU(s), {task.memory} MB memory and {task.gpus} GPU(s), "
             f"but no host has that much ({self.describe_hosts()}); lower the request or use "
             f"--host-cpus/--host-memory/--host-gpus"
         )
@@ -135,17 +166,27 @@ class Policy:
         return task, self._allocate(host, task)
 
     def pick_within(self, alloc: Allocation) -> Task | None:
-        """Best ready task that fits inside an existing allocation (for prefetching onto a busy slot)."""
+        """Best ready task that fits inside an existing allocation (for prefetching onto a busy slot).
+
+        None when a ready task of higher priority does not fit there: queued
+        behind a running task, narrower work would hold the slot's resources
+        until every narrow task has run, and the wider one would starve.
+        """
         if not self.ready_count:
             return None
         best: tuple[tuple[int, int], Signature] | None = None
+        top: int | None = None  # minus the highest priority ready
         gpus = len(alloc.gpu_ids)
         for key, queue in self._queues.items():
-            if queue and key[0] <= alloc.cpus and key[1] <= alloc.memory and key[2] <= gpus:
+            if not queue:
+                continue
+            if top is None or queue[0][0] < top:
+                top = queue[0][0]
+            if key[0] <= alloc.cpus and key[1] <= alloc.memory and key[2] <= gpus:
                 rank = (queue[0][0], queue[0][1])
                 if best is None or rank < best[0]:
                     best = (rank, key)
-        if best is None:
+        if best is None or best[0][0] > top:  # type: ignore[operator]
             return None
         self.ready_count -= 1
         return heapq.heappop(self._queues[best[1]])[2]
@@ -165,7 +206,8 @@ class Policy:
 
     def _find_host(self, key: Signature) -> Host | None:
         cpus, memory, gpus = key
-        for host in self._available.values():
+        # A task asking for no CPU (-c 0, as PMC allows) also fits a host whose CPUs are all taken.
+        for host in self._available.values() if cpus else (h for h in self.hosts.values() if h.idle):
             if host.fits(cpus, memory, gpus):
                 return host
         return None
@@ -178,14 +220,17 @@ class Policy:
         if task.gpus:
             gpu_ids = tuple(host.free_gpus[: task.gpus])
             del host.free_gpus[: task.gpus]
+        cpu_ids = host.bind(task.cpus) if task.cpus > 1 else ()
         self._refresh(host)
-        return Allocation(rank, host, task.cpus, task.memory, gpu_ids)
+        return Allocation(rank, host, task.cpus, task.memory, gpu_ids, cpu_ids)
 
     def release(self, alloc: Allocation) -> None:
         host = alloc.host
         host.free_cpus += alloc.cpus
         host.free_memory += alloc.memory
         host.free_gpus.extend(alloc.gpu_ids)
+        if alloc.cpu_ids:
+            host.unbind(alloc.cpu_ids)
         host.idle.append(alloc.rank)
         self._refresh(host)
 

@@ -45,10 +45,16 @@ class Slots:
             self._listed.add(rank)
             self._prefetchable.append(rank)
 
-    def finish(self, rank: int) -> tuple[Task, Allocation, int, Task | None]:
-        """The running attempt on ``rank`` ended; also return the task the worker went on to."""
+    def finish(self, rank: int, went_on: bool = True) -> tuple[Task, Allocation, int, Task | None]:
+        """The running attempt on ``rank`` ended; also return the task the worker went on to.
+
+        ``went_on`` False: the worker holds its queue (a failed task under -m)
+        until ``resume`` or a recall.
+        """
         task, alloc, seq = self.running.pop(rank)
         self.dry.discard(rank)  # start() files the rank again if it went on to a queued task
+        if not went_on:
+            return task, alloc, seq, None
         queue = self.queued.get(rank)
         if queue:
             self.queued_total -= 1
@@ -60,6 +66,11 @@ class Slots:
                 del self.recalling[rank]
             return task, alloc, seq, nxt
         return task, alloc, seq, None
+
+    def resume(self, rank: int) -> Task:
+        """A holding worker was told to go on: the first task of its queue starts."""
+        self.queued_total -= 1
+        return self.queued[rank].popleft()
 
     def with_room(self) -> Iterator[tuple[int, Allocation]]:
         """Busy ranks that can take one more prefetched task (call ``add`` for each taken)."""

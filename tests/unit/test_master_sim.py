@@ -36,7 +36,8 @@ def test_retries_use_new_attempts(dagfile, capsys):
     rc, cluster, _ = simulate(dag, tries=2, status=lambda name, attempt: 0 if attempt == 3 else 1)
     assert rc == 1  # a fails twice; b succeeds on its third try
     assert cluster.order().count("a") == 2 and cluster.order().count("b") == 3
-    assert "submitted=5, succeeded=1, failed=4" in capsys.readouterr().out
+    # failed= counts tasks that failed for good, not the attempts that were retried
+    assert "submitted=5, succeeded=1, failed=1" in capsys.readouterr().out
 
 
 def test_max_failures_stops_new_work(dagfile):
@@ -73,7 +74,7 @@ def test_backfill_runs_small_tasks_while_big_waits(dagfile):
 
 def test_host_overrides(dagfile):
     dag = dagfile("TASK a -c 8 -m 100 x\n")
-    with pytest.raises(InfeasibleTask, match=r"wf.dag:1: task a requests 8 CPU\(s\)"):
+    with pytest.raises(InfeasibleTask, match=r"wf.dag:1: FATAL ERROR: No host is capable of running task a: it requests 8 CPU\(s\)"):
         simulate(dag, [SimHost("h", cpus=4, slots=1)])
     rc, _, _ = simulate(dag, [SimHost("h", cpus=4, slots=1)], host_cpus=8)
     assert rc == 0
@@ -139,3 +140,36 @@ def test_max_failures_recalls_prefetched_work(dagfile):
     started_after_failure = [name for t, name, _ in cluster.started if t > 0.5]
     assert started_after_failure == []
     assert master.engine.running == 0
+
+
+PMC_PRIORITY_DAG = """TASK N -p -5 -c 1 /bin/echo N
+TASK O -p -4 -c 1 /bin/echo O
+TASK I -p 9 -c 1 /bin/echo I
+TASK E -p 7 -c 1 /bin/echo E
+TASK D -p 8 -c 2 /bin/echo D
+TASK G -p 10 -c 1 /bin/echo G
+"""
+
+
+def test_pmc_priority_dag_on_one_worker_with_two_cpus(dagfile):
+    """PMC's own priority test: the 2-CPU task D (priority 8) runs right after I, not after all narrow tasks."""
+    rc, cluster, _ = simulate(dagfile(PMC_PRIORITY_DAG), [SimHost("h", cpus=2, slots=1)], host_cpus=2,
+                              duration=lambda name: 0.001)
+    assert rc == 0 and cluster.order() == ["G", "I", "D", "E", "O", "N"]
+
+
+def test_max_failures_with_tries_starts_nothing_after_the_last_try(dagfile, capsys):
+    """-m 1 -t 2: A's second failure stops the run; tasks prefetched behind it are taken back unstarted."""
+    dag = dagfile("TASK A /bin/false\nTASK B x\nTASK C x\nTASK D x\n")
+    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], max_failures=1, tries=2,
+                              status=lambda name, attempt: 1 if name == "A" else 0, duration=lambda name: 0.001)
+    assert rc == 1 and cluster.order() == ["A", "A"]
+    assert "submitted=2, succeeded=0, failed=1" in capsys.readouterr().out
+
+
+def test_a_failure_that_does_not_stop_the_run_lets_the_worker_go_on(dagfile, capsys):
+    dag = dagfile("".join(f"TASK t{i} x\n" for i in range(6)))
+    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], max_failures=3,
+                              status=lambda name, attempt: 1 if name in ("t1", "t2") else 0, duration=lambda name: 0.001)
+    assert rc == 1 and cluster.order() == [f"t{i}" for i in range(6)]
+    assert "submitted=6, succeeded=4, failed=2" in capsys.readouterr().out
