@@ -354,7 +354,7 @@ class Master:
                 for dest, data in res.forwards:
                     self.fdcache.write(dest, data)
             except OSError as exc:
-                log.error("task %s: I/O forwarding to %s failed (%s): marking the task failed", task.name, dest, exc.strerror or exc)
+                log.error("Task %s failed due to collective I/O errors: writing to %s failed (%s)", task.name, dest, exc.strerror or exc)
                 status = 1
         if status == 0:
             self.rescue.done(task.name)

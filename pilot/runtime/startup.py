@@ -77,7 +77,7 @@ class Startup:
         """
         pending: set[int] = set()
         for host in self.policy.hosts.values():
-            for host_rank, rank in enumerate(host.slots):
+            for host_rank, rank in enumerate(sorted(host.slots)):  # lowest global rank first, as in PMC
                 script = self.opts.host_script if host_rank == 0 else None
                 self.t.send(rank, HostSetup(script, host_rank, self.run_id, not self.opts.nolock))
                 if script:
