@@ -58,6 +58,11 @@ PREFETCH_MAX = 8
 # While every worker has prefetched work waiting, the master need not look at
 # its messages more often than this: each look is a wakeup taken from tasks.
 MAX_PATIENCE = 1e-3
+# While recent tasks are this short, the master waits for the next result
+# without sleeping (see MpiTransport.recv), for a few mean task times: the
+# reaction to a result is the cost of every step of a chain of short tasks.
+HOT_BELOW = 0.005
+HOT_MAX = 0.005
 # Monitoring files are buffered; an idle master still flushes them this often,
 # so a live pegasus-monitord sees a finished task while long ones still run.
 FLUSH_EVERY = 0.5
@@ -199,7 +204,8 @@ class Master:
                 self._flush_logs()
                 self._next_flush = now + FLUSH_EVERY
             timeout = FLUSH_EVERY if timeout is None else min(timeout, FLUSH_EVERY)
-            got = self.t.recv(timeout=timeout, wake=wake, patience=self._patience())
+            hot = min(HOT_MAX, 4 * self.mean_duration + 5e-4) if self.mean_duration < HOT_BELOW and self.slots.running else 0.0
+            got = self.t.recv(timeout=timeout, wake=wake, patience=self._patience(), hot=hot)
             if got is not None:
                 self._handle(*got)
         self.makespan_end = time.time()
