@@ -22,7 +22,7 @@ from pilot.dag.model import Dag, Task
 from pilot.dag.rescue import RescueLog
 from pilot.errors import LockError
 
-from pilot.runtime import outputs, report
+from pilot.runtime import ahead, outputs, report
 from pilot.monitor.events import Fanout, RunEvents
 from pilot.monitor.resource_log import ResourceLog
 from pilot.monitor.result import write_result
@@ -102,7 +102,7 @@ class Master:
         self._next_flush = 0.0
         # With -m a worker waits after a failed task before it goes on to a prefetched one.
         self._hold_on_failure = opts.max_failures > 0
-        self._trace = log.isEnabledFor(5)
+        self.trace = log.isEnabledFor(5)
         self.run_id = f"{os.uname().nodename}-{os.getpid()}-{time.time_ns():x}"
 
     # -- entry ----------------------------------------------------------------
@@ -247,11 +247,12 @@ class Master:
             if pick is None:
                 break
             task, alloc = pick
-            if self._trace:
+            if self.trace:
                 log.log(5, "Scheduling task %s", task.name)
             self._send_task(task, alloc)
             self._started(task, alloc)
             self._log_resources(alloc.host)
+            self._attach_child(alloc.rank, task, alloc)
         if engine.stopped:
             # -m reached: prefetched tasks must not start after all.
             if not self.slots.queued_total:
@@ -265,15 +266,17 @@ class Master:
         elif self.slots.queued_total and policy.has_idle_slot():
             self._recall()
 
-    def _send_task(self, task: Task, alloc: Allocation) -> None:
-        attempt = self.engine.start(task)  # type: ignore[union-attr]
+    def _send_task(self, task: Task, alloc: Allocation, after: Task | None = None) -> None:
+        engine = self.engine
+        assert engine is not None
+        attempt = engine.start(task) if after is None else engine.start_after(task)
         gpu_ids = alloc.gpu_ids[: task.gpus] if task.gpus else ()
         self.t.send(
             alloc.rank,
             RunTask(
                 task.name, task.argv, attempt, task.memory, task.cpus, gpu_ids, task.pegasus_id,
                 task.pipe_forwards, task.file_forwards, task.transformation, task.dax_id,
-                alloc.cpu_ids[: task.cpus] if task.cpus > 1 else (),
+                alloc.cpu_ids[: task.cpus] if task.cpus > 1 else (), after.name if after is not None else None,
             ),
         )
 
@@ -282,16 +285,11 @@ class Master:
         self.slots.start(alloc.rank, task, alloc, self.seq)
         self.events.task_dispatched(task, self.seq, alloc.rank, alloc.host.name)
 
+    def _attach_child(self, rank: int, task: Task, alloc: Allocation) -> None:
+        ahead.attach_child(self, rank, task, alloc)
+
     def _prefetch(self) -> None:
-        for rank, alloc in self.slots.with_room():
-            task = self.policy.pick_within(alloc)
-            if task is not None:
-                if self._trace:
-                    log.log(5, "Scheduling task %s", task.name)
-                self._send_task(task, alloc)
-                self.slots.add(rank, task)
-            if not self.policy.ready_count:
-                return
+        ahead.prefetch(self)
 
     def _recall(self) -> None:
         for rank, task in self.slots.to_recall(self.policy.fits_now, self.policy.has_idle_slot):
@@ -303,8 +301,8 @@ class Master:
             log.error("worker %d gave back %s, which it did not hold", source, name)
             return
         self.engine.unstart(task)  # type: ignore[union-attr]
-        if not self.engine.stopped:  # type: ignore[union-attr]
-            self.policy.push(task)
+        if not self.engine.stopped and self.engine.is_ready(task):  # type: ignore[union-attr]
+            self.policy.push(task)  # not one whose parent failed meanwhile
 
     def _handle(self, source: int, msg) -> None:
         if isinstance(msg, TaskResult):
@@ -334,13 +332,16 @@ class Master:
         assert engine is not None and self.rescue is not None
         if held is None:
             held = self._hold_on_failure and res.status != 0
-        task, alloc, seq, nxt = self.slots.finish(source, went_on=not held)
+        # A task sent to run only after this one is given back unstarted when this one failed.
+        dropped = res.status != 0 and source in self.slots.conditional
+        task, alloc, seq, nxt = self.slots.finish(source, went_on=not held and not dropped)
         self._record_result(task, seq, source, res)
-        if held and not engine.stopped and self.slots.queued.get(source):
+        if held and not dropped and not engine.stopped and self.slots.queued.get(source):
             self.t.send(source, Resume())  # this failure did not stop the run: go on
             nxt = self.slots.resume(source)
         if nxt is not None:
             self._started(nxt, alloc)  # the worker went straight on to its prefetched task
+            self._attach_child(source, nxt, alloc)
         else:
             self.policy.release(alloc)
             self._log_resources(alloc.host)

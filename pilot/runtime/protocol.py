@@ -67,6 +67,9 @@ class RunTask:
     transformation: str | None = None
     dax_id: str | None = None
     cpu_ids: tuple[int, ...] = ()  # CPUs given to a multi-CPU task (PMC_AFFINITY, --set-affinity)
+    # Run only if the task named here, the one before it on this worker, succeeds;
+    # otherwise give it back (Recalled) unstarted. Saves a chain a round trip per step.
+    after: str | None = None
 
 
 @dataclass(slots=True)

@@ -29,6 +29,9 @@ class Slots:
         self.recalling: dict[int, collections.deque[Task]] = {}
         self.queued_total = 0
         self.dry: set[int] = set()  # busy ranks with nothing queued behind their task
+        # Ranks whose queue holds a task that runs only if the running one succeeds: nothing is
+        # queued behind it, and it is never recalled to run elsewhere (it is not ready yet).
+        self.conditional: dict[int, str] = {}  # rank -> the name of that task
         self._prefetchable: list[int] = []
         self._listed: set[int] = set()  # ranks in _prefetchable, so it holds each at most once
 
@@ -53,6 +56,7 @@ class Slots:
         """
         task, alloc, seq = self.running.pop(rank)
         self.dry.discard(rank)  # start() files the rank again if it went on to a queued task
+        self.conditional.pop(rank, None)
         if not went_on:
             return task, alloc, seq, None
         queue = self.queued.get(rank)
@@ -78,9 +82,14 @@ class Slots:
             rank = self._prefetchable.pop()
             self._listed.discard(rank)
             entry = self.running.get(rank)
-            if entry is None or rank in self.recalling or len(self.queued.get(rank, ())) >= self.depth:
+            if entry is None or rank in self.recalling or rank in self.conditional or len(self.queued.get(rank, ())) >= self.depth:
                 continue
             yield rank, entry[1]
+
+    def add_conditional(self, rank: int, task: Task) -> None:
+        """Queue ``task`` to run on ``rank`` only if its running task succeeds."""
+        self.add(rank, task)
+        self.conditional[rank] = task.name
 
     def add(self, rank: int, task: Task) -> None:
         self.queued.setdefault(rank, collections.deque()).append(task)
@@ -92,7 +101,7 @@ class Slots:
         """Pick queued tasks to take back while ``idle(recalls so far)`` says slots wait."""
         picked: list[tuple[int, Task]] = []
         for rank, queue in self.queued.items():
-            if not queue or rank in self.recalling or not fits(queue[-1]):
+            if not queue or rank in self.recalling or rank in self.conditional or not fits(queue[-1]):
                 continue
             task = queue.pop()
             self.queued_total -= 1
@@ -117,6 +126,8 @@ class Slots:
 
     def recalled(self, rank: int, name: str) -> Task | None:
         """The worker gave ``name`` back unstarted; return it (None if it was not held)."""
+        if self.conditional.get(rank) == name:
+            del self.conditional[rank]
         recalling = self.recalling.get(rank) or ()
         for task in recalling:
             if task.name == name:

@@ -109,9 +109,14 @@ class Worker:
         while not self.shutdown_pending:
             if self.queue and not self.holding and not self.broken:
                 result = self.run_task(self.queue.popleft())
+                dropped = None
+                if result.status != 0 and self.queue and self.queue[0].after == result.name:
+                    dropped = self.queue.popleft()  # it was to run only if this one succeeded
                 if result.status != 0 and self.opts.max_failures > 0 and self.queue:
                     self.holding = True  # this failure may be the one that stops the run
                 self.t.send(MASTER, result)
+                if dropped is not None:
+                    self.t.send(MASTER, Recalled(dropped.name))
                 hot = HOT_WAIT if result.duration < HOT_AFTER else 0.0
                 continue
             # After SIGTERM the worker still waits for the master's Shutdown.

@@ -173,3 +173,20 @@ def test_a_failure_that_does_not_stop_the_run_lets_the_worker_go_on(dagfile, cap
                               status=lambda name, attempt: 1 if name in ("t1", "t2") else 0, duration=lambda name: 0.001)
     assert rc == 1 and cluster.order() == [f"t{i}" for i in range(6)]
     assert "submitted=6, succeeded=4, failed=2" in capsys.readouterr().out
+
+
+def test_chain_children_follow_on_and_a_failed_parent_keeps_its_child_back(dagfile, capsys):
+    """The child of a running short task is sent ahead; when the parent fails it comes back unstarted."""
+    dag = dagfile("".join(f"TASK c{i} x\n" for i in range(6)) + "".join(f"EDGE c{i} c{i + 1}\n" for i in range(5)))
+    rc, cluster, master = simulate(dag, [SimHost("h", cpus=1, slots=1)], tries=2, duration=lambda name: 0.001,
+                                   status=lambda name, attempt: 1 if name == "c3" and attempt == 1 else 0)
+    assert rc == 0 and cluster.order() == ["c0", "c1", "c2", "c3", "c3", "c4", "c5"]
+    assert "submitted=7, succeeded=6, failed=0" in capsys.readouterr().out
+
+
+def test_follow_on_child_is_never_run_after_a_final_failure(dagfile, capsys):
+    dag = dagfile("TASK a x\nTASK b x\nTASK c x\nEDGE a b\nEDGE b c\n")
+    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], duration=lambda name: 0.001,
+                              status=lambda name, attempt: 1 if name == "b" else 0)
+    assert rc == 1 and cluster.order() == ["a", "b"]
+    assert "submitted=2, succeeded=1, failed=1" in capsys.readouterr().out
