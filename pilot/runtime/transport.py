@@ -170,10 +170,15 @@ class MpiTransport:
                 return None
             if self.sleep_on_recv and t >= spin_until:
                 nap = pause if deadline is None else max(0.0, min(pause, deadline - t))
-                if self.doorbell is not None and self.doorbell.wait(nap):
+                if patience:
+                    # The caller chose to take what arrives in one batch after this
+                    # nap: a ring must not cut it short (each wakeup costs the tasks).
+                    time.sleep(nap)
+                    patience = 0.0
+                elif self.doorbell is not None and self.doorbell.wait(nap):
                     pause = MIN_SLEEP  # rung: the message is there, or about to be
                     continue
-                if self.doorbell is None:
+                elif self.doorbell is None:
                     time.sleep(nap)
                 pause = min(pause * 2, self.max_sleep)
 
