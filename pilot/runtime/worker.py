@@ -61,6 +61,7 @@ class Worker:
         self.mark = reaper.mark(self.dag_key, "", self.token)
         self.holding = False  # a failed task under -m: wait for Resume before the next queued one
         self.broken = False  # a fatal error was reported: run nothing more, answer until Shutdown
+        self._pending: TaskResult | None = None  # a result to send once the next task has started
         self.t = transport
         self.rank = transport.rank
         self.hostname = hostinfo.hostname()
@@ -96,9 +97,11 @@ class Worker:
                 except Exception as exc:  # noqa: BLE001 - the master must hear of it, not wait forever
                     log.error("cannot go on: %s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
                     self.broken = True
+                    self._send_pending()
                     self._drop_queue()
                     self.t.send(MASTER, WorkerFailed(self.rank, f"{type(exc).__name__}: {exc}", fatal=True))
         finally:
+            self._send_pending()
             self.cleanup()
         self.t.send(MASTER, Bye(self.rank))
         return 0
@@ -109,6 +112,11 @@ class Worker:
         while not self.shutdown_pending:
             if self.queue and not self.holding and not self.broken:
                 result = self.run_task(self.queue.popleft())
+                if result.status == 0 and self.queue and not self.kill_requested:
+                    # The next task starts at once; this result goes out right after its
+                    # spawn, so the master's work on it overlaps the next task.
+                    self._pending = result
+                    continue
                 dropped = None
                 if result.status != 0 and self.queue and self.queue[0].after == result.name:
                     dropped = self.queue.popleft()  # it was to run only if this one succeeded
@@ -228,6 +236,14 @@ class Worker:
             error = f"Unable to run task {msg.name}: {type(exc).__name__}: {exc}"
             log.error("%s", error, exc_info=log.isEnabledFor(logging.DEBUG))
             return TaskResult(msg.name, 1, time.time(), 0.0, error=error)
+        finally:
+            self._send_pending()
+
+    def _send_pending(self) -> None:
+        """Send the previous task's result, held back until this task was started."""
+        if self._pending is not None:
+            result, self._pending = self._pending, None
+            self.t.send(MASTER, result)
 
     def _run_task(self, msg: RunTask) -> TaskResult:
         self.kill_requested = False
@@ -278,6 +294,7 @@ class Worker:
             finally:
                 if bind:
                     _reset_affinity()
+                self._send_pending()
         except OSError as exc:
             start = time.time()
             error = f"Unable to exec command {msg.argv[0]} for task {msg.name}: {exc.strerror or exc}"
