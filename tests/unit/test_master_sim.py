@@ -6,7 +6,7 @@ import pytest
 
 from pilot.errors import InfeasibleTask
 from pilot.monitor.jobstate import JobstateLog
-from pilot.runtime.simulate import SimHost
+from pilot.runtime.simulate import SimCluster, SimHost
 from tests.conftest import simulate
 
 DIAMOND = "TASK A x\nTASK B x\nTASK C x\nTASK D x\nEDGE A B\nEDGE A C\nEDGE B D\nEDGE C D\n"
@@ -190,3 +190,24 @@ def test_follow_on_child_is_never_run_after_a_final_failure(dagfile, capsys):
                               status=lambda name, attempt: 1 if name == "b" else 0)
     assert rc == 1 and cluster.order() == ["a", "b"]
     assert "submitted=2, succeeded=1, failed=1" in capsys.readouterr().out
+
+
+def test_a_worker_that_cannot_go_on_ends_the_run_instead_of_hanging(dagfile, capsys, caplog):
+    from pilot.runtime.master import Master
+    from pilot.runtime.options import RunOptions
+    from pilot.runtime.protocol import WorkerFailed
+
+    class Breaking(SimCluster):
+        def _start_next(self, r):
+            if r.queue and r.queue[0].name == "boom":
+                r.queue.popleft()
+                self.transport.deliver(r.rank, WorkerFailed(r.rank, "OSError: disk gone", fatal=True))
+                return
+            super()._start_next(r)
+
+    dag = dagfile("TASK long x\nTASK boom x\nTASK after x\nEDGE boom after\n")
+    cluster = Breaking([SimHost("h", cpus=2, slots=2)], duration=lambda name: 5.0)
+    rc = Master(RunOptions(dag=dag), cluster.transport).run()
+    assert rc == 1 and "boom" not in cluster.order() and "after" not in cluster.order()
+    assert "Worker 2: OSError: disk gone" in caplog.text or "Worker 1: OSError: disk gone" in caplog.text
+    assert "cannot go on" in caplog.text
