@@ -386,7 +386,8 @@ class Master:
             write_result(self.opts.dag, ok, reason, engine.total if engine else 0, engine.done_count if engine else 0,
                          engine.unfinished() if engine else [], exit_code)
         except OSError as exc:
-            log.error("cannot write %s.result: %s", self.opts.dag, exc.strerror)
+            # After an error the run's one line already says what is wrong (often this very directory).
+            log.log(logging.DEBUG if reason == "error" else logging.ERROR, "cannot write %s.result: %s", self.opts.dag, exc.strerror)
 
     def _flush_logs(self) -> None:
         self.events.flush()
