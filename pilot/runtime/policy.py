@@ -9,7 +9,11 @@ yet" (None: wait for a release) or, before the run, "this can never fit"
 Order: highest priority first; equal priorities in DAG order (FIFO). PMC pops
 equal priorities from a heap in arbitrary order; FIFO is deliberate and
 documented. A task that does not fit now is passed over for a lower-priority
-one that does (backfill).
+one that does (backfill), but not forever: once the most urgent ready task
+has been passed over as many times as there are slots, one host that could
+run it is reserved for it; lower-priority work no longer starts there, and it
+runs as soon as that host has room. Bounded backfill keeps a wide task from
+starving behind a stream of narrow ones.
 
 Cost: ready tasks are kept in one heap per resource signature (cpus, memory,
 gpus). Matching looks at the head of each signature only, and hosts are kept
@@ -96,6 +100,9 @@ class Policy:
         self._queues: dict[Signature, list[tuple[int, int, Task]]] = {}
         self._available: dict[str, Host] = {}  # hosts with an idle slot and a free CPU
         self.ready_count = 0
+        self._passed: tuple[int, int] | None = None  # rank of the head task being passed over
+        self._passes = 0
+        self._reserved: Host | None = None  # kept for that task once it was passed over too often
 
     # -- hosts and slots ------------------------------------------------------
     def add_slot(self, rank: int, hostname: str, cpus: int, memory: int, gpu_ids: tuple[str, ...] = (),
@@ -148,6 +155,12 @@ class Policy:
         if not self._available or not self.ready_count:
             return None
         best: tuple[tuple[int, int], Signature, Host] | None = None
+        top: tuple[tuple[int, int], Signature] | None = None
+        for key, queue in self._queues.items():
+            if queue and (top is None or (queue[0][0], queue[0][1]) < top[0]):
+                top = ((queue[0][0], queue[0][1]), key)
+        if self._passed is not None and (top is None or top[0] != self._passed):
+            self._passed, self._passes, self._reserved = None, 0, None  # it left, or a more urgent task came
         for key, queue in self._queues.items():
             if not queue:
                 continue
@@ -155,15 +168,30 @@ class Policy:
             rank = (head[0], head[1])
             if best is not None and rank >= best[0]:
                 continue
-            host = self._find_host(key)
+            host = self._find_host(key, rank)
             if host is not None:
                 best = (rank, key, host)
         if best is None:
             return None
-        _, key, host = best
+        rank, key, host = best
+        if top is not None and top[0] != rank:
+            self._pass_over(top[0], top[1])
+        elif self._passed == rank:
+            self._passed, self._passes, self._reserved = None, 0, None  # its turn came
         _, _, task = heapq.heappop(self._queues[key])
         self.ready_count -= 1
         return task, self._allocate(host, task)
+
+    def _pass_over(self, rank: tuple[int, int], key: Signature) -> None:
+        """The most urgent task was passed over once more; reserve a host for it when that happened too often."""
+        if self._passed != rank:
+            self._passed, self._passes, self._reserved = rank, 0, None
+        self._passes += 1
+        if self._reserved is None and self._passes >= len(self.host_of):
+            cpus, memory, gpus = key
+            fitting = [h for h in self.hosts.values() if h.could_fit(cpus, memory, gpus)]
+            if fitting:
+                self._reserved = max(fitting, key=lambda h: (h.free_cpus, h.free_memory))
 
     def pick_within(self, alloc: Allocation) -> Task | None:
         """Best ready task that fits inside an existing allocation (for prefetching onto a busy slot).
@@ -204,11 +232,14 @@ class Policy:
         """Whether some idle slot could take ``task`` right now."""
         return self._find_host((task.cpus, task.memory, task.gpus)) is not None
 
-    def _find_host(self, key: Signature) -> Host | None:
+    def _find_host(self, key: Signature, rank: tuple[int, int] | None = None) -> Host | None:
         cpus, memory, gpus = key
+        reserved = self._reserved
+        if reserved is not None and (rank is None or self._passed is None or rank <= self._passed):
+            reserved = None  # the reserved task itself, or an even more urgent one
         # A task asking for no CPU (-c 0, as PMC allows) also fits a host whose CPUs are all taken.
         for host in self._available.values() if cpus else (h for h in self.hosts.values() if h.idle):
-            if host.fits(cpus, memory, gpus):
+            if host is not reserved and host.fits(cpus, memory, gpus):
                 return host
         return None
 

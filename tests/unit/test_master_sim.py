@@ -211,3 +211,12 @@ def test_a_worker_that_cannot_go_on_ends_the_run_instead_of_hanging(dagfile, cap
     assert rc == 1 and "boom" not in cluster.order() and "after" not in cluster.order()
     assert "Worker 2: OSError: disk gone" in caplog.text or "Worker 1: OSError: disk gone" in caplog.text
     assert "cannot go on" in caplog.text
+
+
+def test_backfill_is_bounded_so_a_wide_task_is_not_starved(dagfile):
+    """Two 1-CPU slots: narrow work may pass the 2-CPU task only as often as there are slots."""
+    dag = dagfile(PMC_PRIORITY_DAG + "".join(f"TASK n{i} -p -9 /bin/echo {i}\n" for i in range(20)))
+    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=2, slots=2)], host_cpus=2, duration=lambda name: 1.0)
+    order = cluster.order()
+    assert rc == 0 and order[:2] == ["G", "I"]
+    assert order.index("D") <= 4  # passed over twice at most (E, O), then its host is kept for it
