@@ -59,8 +59,9 @@ PREFETCH_MAX = 8
 # its messages more often than this: each look is a wakeup taken from tasks.
 MAX_PATIENCE = 1e-3
 # While recent tasks are this short, the master waits for the next result
-# without sleeping (see MpiTransport.recv), for a few mean task times: the
-# reaction to a result is the cost of every step of a chain of short tasks.
+# without sleeping for a few mean task times, when a worker is on another host
+# (ranks of one host wake each other; see MpiTransport.recv): the reaction to a
+# result is part of the cost of every step of a chain of short tasks.
 HOT_BELOW = 0.005
 HOT_MAX = 0.005
 # Monitoring files are buffered; an idle master still flushes them this often,

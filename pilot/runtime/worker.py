@@ -47,7 +47,8 @@ log = logging.getLogger("pilot.worker")
 
 MASTER = 0
 # After the result of a task this short, the next task (its child, in a chain)
-# usually follows within a millisecond: wait for it without sleeping this long.
+# usually follows within a millisecond: a worker whose master is on another
+# host waits for it without sleeping this long (see MpiTransport.recv).
 HOT_AFTER = 0.01
 HOT_WAIT = 0.003
 
