@@ -149,7 +149,9 @@ class SimCluster:
             self._use(r.host, task, -1)
             status = self.status(task.name, task.attempt)
             self.transport.deliver(rank, TaskResult(task.name, status, start, end - start))
-            if status != 0 and r.queue and r.queue[0].after == task.name:
+            last = task.name
+            while status != 0 and r.queue and r.queue[0].after == last:
+                last = r.queue[0].name
                 self.transport.deliver(rank, Recalled(r.queue.popleft().name))
             if status != 0 and self.hold_on_failure and r.queue:
                 r.holding = True

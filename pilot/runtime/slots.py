@@ -31,7 +31,7 @@ class Slots:
         self.dry: set[int] = set()  # busy ranks with nothing queued behind their task
         # Ranks whose queue holds a task that runs only if the running one succeeds: nothing is
         # queued behind it, and it is never recalled to run elsewhere (it is not ready yet).
-        self.conditional: dict[int, str] = {}  # rank -> the name of that task
+        self.conditional: dict[int, int] = {}  # rank -> how many such tasks it holds (its whole queue)
         self._prefetchable: list[int] = []
         self._listed: set[int] = set()  # ranks in _prefetchable, so it holds each at most once
 
@@ -56,20 +56,30 @@ class Slots:
         """
         task, alloc, seq = self.running.pop(rank)
         self.dry.discard(rank)  # start() files the rank again if it went on to a queued task
-        self.conditional.pop(rank, None)
         if not went_on:
             return task, alloc, seq, None
         queue = self.queued.get(rank)
         if queue:
             self.queued_total -= 1
+            self._unconditional(rank)
             return task, alloc, seq, queue.popleft()
         recalling = self.recalling.get(rank)
         if recalling:  # it started one before the recall reached it
             nxt = recalling.popleft()
             if not recalling:
                 del self.recalling[rank]
+            self._unconditional(rank)
             return task, alloc, seq, nxt
         return task, alloc, seq, None
+
+    def _unconditional(self, rank: int) -> None:
+        """One task sent to run only after its parent left the rank's queue (started or given back)."""
+        count = self.conditional.get(rank)
+        if count is not None:
+            if count > 1:
+                self.conditional[rank] = count - 1
+            else:
+                del self.conditional[rank]
 
     def resume(self, rank: int) -> Task:
         """A holding worker was told to go on: the first task of its queue starts."""
@@ -89,7 +99,7 @@ class Slots:
     def add_conditional(self, rank: int, task: Task) -> None:
         """Queue ``task`` to run on ``rank`` only if its running task succeeds."""
         self.add(rank, task)
-        self.conditional[rank] = task.name
+        self.conditional[rank] = self.conditional.get(rank, 0) + 1
 
     def add(self, rank: int, task: Task) -> None:
         self.queued.setdefault(rank, collections.deque()).append(task)
@@ -126,14 +136,13 @@ class Slots:
 
     def recalled(self, rank: int, name: str) -> Task | None:
         """The worker gave ``name`` back unstarted; return it (None if it was not held)."""
-        if self.conditional.get(rank) == name:
-            del self.conditional[rank]
         recalling = self.recalling.get(rank) or ()
         for task in recalling:
             if task.name == name:
                 recalling.remove(task)  # type: ignore[union-attr]
                 if not recalling:
                     del self.recalling[rank]
+                self._unconditional(rank)
                 return task
         queue = self.queued.get(rank) or ()
         for task in queue:
@@ -141,6 +150,7 @@ class Slots:
                 queue.remove(task)  # type: ignore[union-attr]
                 self.queued_total -= 1
                 self._emptied(rank, queue)
+                self._unconditional(rank)
                 return task
         return None
 

@@ -118,14 +118,16 @@ class Worker:
                     # spawn, so the master's work on it overlaps the next task.
                     self._pending = result
                     continue
-                dropped = None
-                if result.status != 0 and self.queue and self.queue[0].after == result.name:
-                    dropped = self.queue.popleft()  # it was to run only if this one succeeded
+                dropped = []
+                last = result.name
+                while result.status != 0 and self.queue and self.queue[0].after == last:
+                    last = self.queue[0].name  # it was to run only if the one before succeeded
+                    dropped.append(self.queue.popleft())
                 if result.status != 0 and self.opts.max_failures > 0 and self.queue:
                     self.holding = True  # this failure may be the one that stops the run
                 self.t.send(MASTER, result)
-                if dropped is not None:
-                    self.t.send(MASTER, Recalled(dropped.name))
+                for gone in dropped:
+                    self.t.send(MASTER, Recalled(gone.name))
                 hot = HOT_WAIT if result.duration < HOT_AFTER else 0.0
                 continue
             # After SIGTERM the worker still waits for the master's Shutdown.
