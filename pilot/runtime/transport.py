@@ -42,6 +42,7 @@ MPI_START_ENV = {"UCX_MEM_EVENTS": "no"}
 SPIN_SECONDS = 50e-6
 MIN_SLEEP = 20e-6
 MAX_SLEEP = 1e-3
+LOCAL_MAX_SLEEP = 0.02
 
 
 class Transport(Protocol):
@@ -96,6 +97,10 @@ class MpiTransport:
                 bell.introduce(table, self.rank)
                 self.doorbell = bell
                 self._all_local = bell.serves_all(self.size)
+                if self._all_local:
+                    # Every peer rings: polling only guards against a lost ring, so an
+                    # idle rank may sleep much longer and leave the CPU to tasks.
+                    self.max_sleep = max(max_sleep, LOCAL_MAX_SLEEP)
 
     def send(self, dest: int, msg: Message) -> None:
         """Send without ever blocking on the peer.
