@@ -69,10 +69,17 @@ def write_result(dag: str, ok: bool, reason: RunOutcome | str, tasks: int, done:
     }
     path = result_path(dag)
     tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh)
-        fh.write("\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except OSError:
+        try:  # a full disk: leave no temp file behind
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def read_result(dag: str) -> RunResult | None:
