@@ -4,8 +4,9 @@ Rules (what pegasus-mpi-cluster does): whitespace separates arguments; ``'``
 and ``"`` both open a quote and either one closes it; a closing quote always
 ends the argument (so ``''`` is an empty argument); a backslash escapes the
 next character anywhere, inside quotes too. No variable expansion, no globbing.
-As in PMC, a trailing backslash stands for itself and an unterminated quote
-ends at the end of the line, so every DAG that PMC accepts splits the same.
+As in PMC, a trailing backslash stands for itself. An unterminated quote
+would end at the end of the line; the parser rejects such lines first
+(``unterminated_quote``), since a lost quote usually means a mangled command.
 
 Lines without quotes or backslashes (most of them) take ``str.split``; the
 others a single regular expression per argument, which keeps a million-line
@@ -22,6 +23,14 @@ SPECIAL = re.compile(r"['\"\\]")
 # arguments; those have neither text nor an opening quote.
 _TOKEN = re.compile(r"""((?:[^\s'"\\]|\\.?)*)(?:(['"])((?:[^'"\\]|\\.?)*)['"]?)?""", re.S)
 _ESCAPE = re.compile(r"\\(.)", re.S)
+# A whole record whose every quote is closed: plain characters, escapes, a
+# trailing backslash, or quoted parts (either quote character closes).
+_BALANCED = re.compile(r"""(?:[^'"\\]|\\.|\\\Z|['"](?:[^'"\\]|\\.)*['"])*\Z""", re.S)
+
+
+def unterminated_quote(text: str) -> bool:
+    """Whether ``text`` has a quote that is never closed."""
+    return _BALANCED.match(text) is None
 
 
 def split_args(text: str) -> list[str]:

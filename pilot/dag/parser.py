@@ -1,6 +1,6 @@
 """Read PMC .dag files into a Dag, with ``file:line`` errors.
 
-Grammar (DESIGN.md §3.1): lines are trimmed and blank lines skipped; ``#``
+Grammar: lines are trimmed and blank lines skipped; ``#``
 starts a comment only as the first non-blank character, except ``#@ <n> <tx>
 <daxid>`` which annotates the next TASK, and ``#pilot runtime=<seconds>``
 which gives the next TASK its expected run time (PMC reads every ``#`` line
@@ -8,6 +8,13 @@ but ``#@`` as a comment, so a DAG with it still runs under PMC). ``TASK <id>
 [options] <exe> [args]`` and ``EDGE <parent> <child>``. EDGE lines may come
 before the TASK lines they name (PMC requires them after). A duplicated EDGE
 is ignored and a cycle is an error naming the tasks on it.
+
+Numbers in task options are read the way pegasus-mpi-cluster reads them
+(``sscanf``): ``-m`` and ``-c`` as decimals rounded up, ``-t`` and ``-p`` as
+the integer at the start of the value (``-p 1.5`` is priority 1), ``-t 0`` and
+``-c 0`` allowed; a value with no number at its start is an error. Unlike
+PMC, a NUL byte or an unterminated quote is an error too: PMC would pass a
+truncated argument to the task, or silently run the rest of the line as one.
 """
 
 from __future__ import annotations
@@ -17,11 +24,14 @@ import math
 import re
 
 from pilot.dag.cycles import find_cycle
-from pilot.dag.lexer import SPECIAL, split_args
+from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
 from pilot.dag.model import Dag, Task
 from pilot.errors import DagError
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# What sscanf's %d and %f take from the start of a value.
+_C_INT = re.compile(r"\s*([+-]?\d+)")
+_C_FLOAT = re.compile(r"\s*([+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan))", re.I)
 
 # option -> (attribute, kind); kinds are parsed by _option_value.
 _TASK_OPTIONS: dict[str, tuple[str, str]] = {
@@ -74,6 +84,8 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
         if not line:
             continue
         first = line[0]
+        if "\0" in line:
+            raise DagError(path, lineno, "NUL byte in the line; a DAG is text: remove it")
         if first == "#":
             if line.startswith("#@"):
                 parts = line[2:].split()
@@ -93,6 +105,8 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
         else:
             args = line.split(None, 1)
         kind = args[0]
+        if special(line) is not None and unterminated_quote(line):
+            raise DagError(path, lineno, "unterminated quote; close it with a matching ' or \" (or escape it with \\)")
         if kind == "TASK":
             task = _parse_task(line, path, lineno)
             if note is not None:
@@ -219,31 +233,28 @@ def _apply_option(task: Task, spec: tuple[str, str], opt: str, value: str, path:
         return DagError(path, lineno, f"task {task.name!r}: {opt} {value!r}: {why}")
 
     if kind in ("memory", "count", "count0"):
-        try:
-            number = float(value)
-        except ValueError:
-            raise bad("not a number") from None
+        match = _C_FLOAT.match(value)
+        if match is None:
+            raise bad("not a number")
+        number = float(match.group(1))
         if not math.isfinite(number):
             raise bad("not a finite number")
         if number < 0:
             raise bad("must not be negative")
-        rounded = math.ceil(number)
-        if kind == "count" and rounded < 1:
-            raise bad("must be at least 1")
-        setattr(task, attr, rounded)
+        setattr(task, attr, math.ceil(number))
     elif kind == "tries":
-        try:
-            tries = int(value)
-        except ValueError:
-            raise bad("not an integer") from None
-        if tries < 1:
-            raise bad("must be at least 1")
-        task.tries = tries
+        match = _C_INT.match(value)
+        if match is None:
+            raise bad("not an integer")
+        tries = int(match.group(1))
+        if tries < 0:
+            raise bad("must not be negative")
+        task.tries = tries  # 0 tries, as in PMC, still runs the task once
     elif kind == "int":
-        try:
-            task.priority = int(value)
-        except ValueError:
-            raise bad("not an integer") from None
+        match = _C_INT.match(value)
+        if match is None:
+            raise bad("not an integer")
+        task.priority = int(match.group(1))
     else:
         left, sep, right = value.partition("=")
         if not sep or not left or not right:

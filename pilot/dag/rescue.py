@@ -8,16 +8,30 @@ once per ``fsync_interval`` seconds and at close.
 On start the old log is read, then replaced atomically (temp file + rename) by
 a compacted log holding its DONE records, so the log never grows across
 restarts and a crash during the rewrite leaves the old log intact. With
-``-s`` the old log is ignored and the new one starts empty.
+``-s`` the old log is ignored and the new one starts empty. A temp file that
+a killed run left behind (``<log>.tmp.<pid>`` of a process that is gone) is
+removed at the next start; one that cannot be written (a full disk) is
+removed at once.
+
+pegasus-mpi-cluster writes each record as ``\\nDONE <task>``: its log starts
+with a newline and its last record ends without one. Such a log is read
+whole. In one of ours (records end with a newline) an unterminated last line
+can only be a torn write and is ignored, so that task runs again.
 """
 
 from __future__ import annotations
 
+import glob
+import logging
 import os
 import time
 from typing import Iterable
 
 from pilot.errors import DagError
+
+log = logging.getLogger("pilot.master")
+
+_FIX = "check that the directory exists and is writable, or pick another path with -r"
 
 
 def read_rescue(path: str, known: Iterable[str] | None = None) -> set[str]:
@@ -29,10 +43,13 @@ def read_rescue(path: str, known: Iterable[str] | None = None) -> set[str]:
     except FileNotFoundError:
         return done
     except OSError as exc:
-        raise DagError(path, None, f"cannot read rescue log: {exc.strerror}") from exc
+        raise DagError(path, None, f"cannot read rescue log: {exc.strerror}; fix its permissions or use -s to ignore it") from exc
     with fh:
+        pmc_style = False
         for lineno, raw in enumerate(fh, 1):
-            if not raw.endswith("\n"):
+            if lineno == 1:
+                pmc_style = raw == "\n"
+            if not raw.endswith("\n") and not pmc_style:
                 # Our writer emits whole lines in one write(); an unterminated
                 # last line can only be a torn write (power loss, full disk).
                 # Ignoring it reruns that task rather than trusting a fragment.
@@ -56,18 +73,36 @@ class RescueLog:
     def __init__(self, path: str, carried: Iterable[str] = (), fsync_interval: float = 1.0) -> None:
         self.path = path
         self.fsync_interval = fsync_interval
+        self.write_failed = False
+        remove_stale_temps(path)
         tmp = f"{path}.tmp.{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as fh:
-            fh.writelines(f"DONE {name}\n" for name in carried)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as fh:
+                fh.writelines(f"DONE {name}\n" for name in carried)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        except OSError as exc:
+            _unlink(tmp)
+            raise DagError(path, None, f"cannot write the rescue log: {exc.strerror or exc}; {_FIX}") from exc
         self._dirty = False
         self._last_sync = time.monotonic()
 
     def done(self, name: str) -> None:
-        os.write(self._fd, f"DONE {name}\n".encode("utf-8", "surrogateescape"))
+        """Append one record. A failed write is reported once and the run goes on: those tasks rerun after a restart."""
+        data = f"DONE {name}\n".encode("utf-8", "surrogateescape")
+        try:
+            written = os.write(self._fd, data)
+            if written != len(data):  # a full disk: take the fragment back so later records stay whole lines
+                os.ftruncate(self._fd, os.lseek(self._fd, 0, os.SEEK_END) - written)
+                raise OSError(28, os.strerror(28))
+        except OSError as exc:
+            if not self.write_failed:
+                self.write_failed = True
+                log.error("cannot append to rescue log %s (%s): tasks that end from now on will run again after a restart",
+                          self.path, exc.strerror or exc)
+            return
         self._dirty = True
         now = time.monotonic()
         if now - self._last_sync >= self.fsync_interval:
@@ -75,7 +110,10 @@ class RescueLog:
 
     def sync(self, now: float | None = None) -> None:
         if self._dirty and self._fd >= 0:
-            os.fsync(self._fd)
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                log.error("cannot sync rescue log %s: %s", self.path, exc.strerror or exc)
             self._dirty = False
         self._last_sync = time.monotonic() if now is None else now
 
@@ -84,3 +122,25 @@ class RescueLog:
             self.sync()
             os.close(self._fd)
             self._fd = -1
+
+
+def remove_stale_temps(path: str) -> None:
+    """Remove ``<path>.tmp.<pid>`` files whose writer no longer runs on this host."""
+    for tmp in glob.glob(glob.escape(path) + ".tmp.*"):
+        pid = tmp.rsplit(".", 1)[1]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # a live writer (a concurrent run with -n): leave it alone
+        except ProcessLookupError:
+            _unlink(tmp)
+        except PermissionError:
+            continue
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -10,7 +10,9 @@ merged too, so nothing is lost either way).
 
 Per-task mode: ``<dagdir>/<task>.out.NNN`` and ``.err.NNN``, NNN the first
 number not yet used, claimed with O_EXCL so concurrent workers and reruns
-never share a file.
+never share a file. A task id is not a path: ``/`` in it is written as
+``%2F`` (and ``%`` as ``%25``), so ``../x`` or ``a/b`` stay inside the DAG's
+directory and two ids never share a file name.
 """
 
 from __future__ import annotations
@@ -35,9 +37,16 @@ def open_append(path: str, readable: bool = False) -> int:
     return os.open(path, _RW_FLAGS if readable else _FLAGS, 0o644)
 
 
+def file_name(task: str) -> str:
+    """The task id as one file name component."""
+    if "/" in task or "%" in task:
+        return task.replace("%", "%25").replace("/", "%2F")
+    return task
+
+
 def open_task_stdio(dag: str, task: str, hint: int = 0) -> tuple[int, int, str, str]:
     """Open the first unused ``<task>.out.NNN``/``.err.NNN`` pair next to the DAG."""
-    base = os.path.join(os.path.dirname(os.path.abspath(dag)), task)
+    base = os.path.join(os.path.dirname(os.path.abspath(dag)), file_name(task))
     number = max(0, hint)
     while True:
         out = f"{base}.out.{number:03d}"
@@ -67,10 +76,12 @@ def sizes(dag: str, ranks: list[int]) -> dict[str, int]:
     return out
 
 
-def merge_worker_files(dag: str, ranks: list[int], stdout: str | None, stderr: str | None, delete: bool,
+def merge_worker_files(dag: str, ranks: list[int], stdout: BinaryIO | None, stderr: BinaryIO | None, delete: bool,
                        offsets: dict[str, int] | None = None) -> list[str]:
-    """Append per-worker files to the targets; return the files left on disk.
+    """Append per-worker files to the targets (open files, None for our own stdout/stderr); return the files left on disk.
 
+    The targets are opened by the caller before any task runs, so a bad -o/-e
+    path is found at the start, not after the work is done; they are not closed here.
     ``offsets`` (from ``sizes`` at the start of the run): what an earlier run
     left in a kept file was merged by that run, so only this run's part is.
     """
@@ -81,25 +92,19 @@ def merge_worker_files(dag: str, ranks: list[int], stdout: str | None, stderr: s
             stream = sys.stdout if which == 0 else sys.stderr
             stream.flush()
             sink = stream.buffer
-            close = False
         else:
-            sink = open(target, "ab")
-            close = True
-        try:
-            for rank in ranks:
-                path = worker_paths(dag, rank)[which]
-                try:
-                    with open(path, "rb") as src:
-                        src.seek((offsets or {}).get(path, 0))
-                        shutil.copyfileobj(src, sink, 1 << 20)
-                except FileNotFoundError:
-                    continue
-                if delete:
-                    os.unlink(path)
-                else:
-                    kept.append(path)
-            sink.flush()
-        finally:
-            if close:
-                sink.close()
+            sink = target
+        for rank in ranks:
+            path = worker_paths(dag, rank)[which]
+            try:
+                with open(path, "rb") as src:
+                    src.seek((offsets or {}).get(path, 0))
+                    shutil.copyfileobj(src, sink, 1 << 20)
+            except FileNotFoundError:
+                continue
+            if delete:
+                os.unlink(path)
+            else:
+                kept.append(path)
+        sink.flush()
     return kept

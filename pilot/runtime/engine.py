@@ -80,11 +80,24 @@ class Engine:
         self.submitted += 1
         return self.attempts[i]
 
+    def follow_on(self, task: Task, parent: Task) -> bool:
+        """Whether ``task`` becomes ready exactly when ``parent`` succeeds (its only parent not done)."""
+        i = task.order
+        return self.state[i] is State.WAITING and self._missing[i] == 1 and self.state[parent.order] is State.RUNNING
+
+    def start_after(self, task: Task) -> int:
+        """Start an attempt sent ahead to run after its last parent succeeds (see Master._attach_child)."""
+        i = task.order
+        if self.state[i] is not State.WAITING:
+            raise RuntimeError(f"task {task.name} sent ahead in state {self.state[i].name}")
+        self.state[i] = State.READY
+        return self.start(task)
+
     def unstart(self, task: Task) -> None:
         """Undo ``start`` for an attempt that never ran (a recalled or dropped prefetch)."""
         i = task.order
         self._finish(i)
-        self.state[i] = State.READY
+        self.state[i] = State.READY if self._missing[i] == 0 else State.WAITING
         self.attempts[i] -= 1
         self.submitted -= 1
 
@@ -104,6 +117,9 @@ class Engine:
                 self.state[j] = State.READY
                 ready.append(child)
         return ready
+
+    def is_ready(self, task: Task) -> bool:
+        return self.state[task.order] is State.READY
 
     def failed(self, task: Task, retry: bool = True) -> bool:
         """Record a failed attempt; True when the task goes back to READY for another try."""

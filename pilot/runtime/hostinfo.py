@@ -32,6 +32,22 @@ def cpu_count() -> int:
     return os.cpu_count() or 1
 
 
+def cpu_topology() -> tuple[int, int]:
+    """(physical cores, sockets) of the host, 0 where unknown; they align multi-CPU tasks' CPU numbers."""
+    try:
+        cores = psutil.cpu_count(logical=False) or 0
+    except (OSError, RuntimeError):
+        cores = 0
+    packages = set()
+    for path in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id"):
+        try:
+            with open(path) as fh:
+                packages.add(fh.read().strip())
+        except OSError:
+            pass
+    return cores, len(packages)
+
+
 def gpu_ids(env: dict[str, str] | None = None) -> tuple[str, ...]:
     """GPUs visible to this process.
 

@@ -47,7 +47,7 @@ class HostScript:
                 setsigmask=(),
             )
         except OSError as exc:
-            return f"cannot start host script {self.path}: {exc.strerror or exc}"
+            return f"Host script failed: cannot start {self.path}: {exc.strerror or exc}"
         self.pgid = pid
         limit = _timeout()
         deadline = time.monotonic() + limit
@@ -58,18 +58,18 @@ class HostScript:
                 code = os.waitstatus_to_exitcode(wstatus)
                 if code == 0:
                     return None
-                what = f"exited with status {code}" if code > 0 else f"was killed by signal {-code}"
-                return f"host script {self.path} {what}"
+                what = f"with status {code}" if code > 0 else f"on signal {-code}"
+                return f"Host script failed {what} ({self.path})"
             if interrupted():
                 self.stop()
-                return f"host script {self.path} interrupted by a signal"
+                return f"Host script failed: interrupted by a signal ({self.path})"
             if time.monotonic() >= deadline:
                 try:
                     os.kill(pid, signal.SIGALRM)
                 except ProcessLookupError:
                     pass
                 self.stop()
-                return f"host script {self.path} did not exit within {limit:g} s"
+                return f"Host script timed out after {limit:g} seconds ({self.path})"
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
 

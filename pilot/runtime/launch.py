@@ -35,7 +35,7 @@ def setup_logging(verbosity: int, rank: int) -> None:
         def format(self, record: logging.LogRecord) -> str:
             prefix = f"[{names.get(record.levelno, record.levelname.lower())}]"
             if rank:
-                prefix += f" worker {rank}:"
+                prefix += f" Worker {rank}:"  # PMC's wording, which scripts grep for
             return f"{prefix} {record.getMessage()}"
 
     handler = logging.StreamHandler(sys.stderr)
@@ -67,33 +67,48 @@ def run_with(opts: RunOptions, prog: str) -> int:
     # Import this rank's side before MPI starts: MPI_Init waits for every rank,
     # so the imports fill that wait instead of delaying the first task after it.
     importlib.import_module("pilot.runtime.master" if env_rank() == 0 else "pilot.runtime.worker")
+    token = os.urandom(6).hex()  # marks this worker's task processes
+    guard = None
+    if env_rank() != 0 and not opts.keep_task_processes:
+        from pilot.runtime import watchdog
+
+        guard = watchdog.start(token)  # before MPI_Init: see pilot.runtime.watchdog
     try:
         transport = MpiTransport(sleep_on_recv=opts.sleep_on_recv)
     except ImportError as exc:
+        if guard is not None:
+            guard.release()
         raise UsageError(f"{prog}: mpi4py is not installed ({exc}); pip install 'pilot-hpc[mpich]' or build mpi4py against your MPI") from None
+    if guard is not None and (transport.rank == 0 or transport.size < 2):
+        guard.release()
+        guard = None
     if transport.size < 2:
         raise UsageError(
-            f"{prog}: needs at least 2 MPI ranks (rank 0 is the master, the others run tasks); "
+            f"{prog}: At least one worker process is required: rank 0 is the master, the others run tasks; "
             f"start it as: mpiexec -n N {prog} ... with N >= 2"
         )
     if transport.rank == 0:
         from pilot.runtime.master import Master
 
-        return Master(opts, transport, _monitors(opts), app=sys.argv[0]).run()
+        return Master(opts, transport, app=sys.argv[0], make_events=lambda: _monitors(opts)).run()
     from pilot.runtime.worker import Worker
 
-    return Worker(opts, transport).run()
+    return Worker(opts, transport, token, guard).run()
 
 
 def _monitors(opts: RunOptions) -> list:
     """The monitoring writers the options ask for."""
+    from pilot.runtime.outputs import opened
+
     sinks = []
     if opts.jobstate_log:
         from pilot.monitor.jobstate import JobstateLog
 
-        sinks.append(JobstateLog(os.path.join(os.path.dirname(os.path.abspath(opts.dag)), "jobstate.log")))
+        path = os.path.join(os.path.dirname(os.path.abspath(opts.dag)), "jobstate.log")
+        sinks.append(opened(path, "jobstate.log", "make the DAG's directory writable", lambda: JobstateLog(path)))
     if opts.monitord_hack:
         from pilot.monitor.dagman_out import DagmanOut
 
-        sinks.append(DagmanOut(opts.dag + ".dagman.out", opts.dag))
+        path = opts.dag + ".dagman.out"
+        sinks.append(opened(path, "the dagman.out file", "make the DAG's directory writable", lambda: DagmanOut(path, opts.dag)))
     return sinks

@@ -14,15 +14,15 @@ import gc
 import logging
 import os
 import signal
-import sys
 import time
+from typing import BinaryIO, Callable
 
 from pilot.dag import read_dag, read_rescue
 from pilot.dag.model import Dag, Task
 from pilot.dag.rescue import RescueLog
 from pilot.errors import LockError
-
-from pilot.monitor import records, stdio
+from pilot.monitor import stdio
+from pilot.runtime import ahead, outputs, report
 from pilot.monitor.events import Fanout, RunEvents
 from pilot.monitor.resource_log import ResourceLog
 from pilot.monitor.result import RunOutcome, write_result
@@ -38,8 +38,8 @@ from pilot.runtime.protocol import (
     KillTask,
     Recall,
     Recalled,
+    Resume,
     RunTask,
-    Shutdown,
     TaskResult,
     WorkerFailed,
 )
@@ -58,20 +58,29 @@ PREFETCH_MAX = 8
 # While every worker has prefetched work waiting, the master need not look at
 # its messages more often than this: each look is a wakeup taken from tasks.
 MAX_PATIENCE = 1e-3
-BYE_TIMEOUT = 10.0
+# While recent tasks are this short, the master waits for the next result
+# without sleeping for a few mean task times, when a worker is on another host
+# (ranks of one host wake each other; see MpiTransport.recv): the reaction to a
+# result is part of the cost of every step of a chain of short tasks.
+HOT_BELOW = 0.005
+HOT_MAX = 0.005
 # Monitoring files are buffered; an idle master still flushes them this often,
 # so a live pegasus-monitord sees a finished task while long ones still run.
 FLUSH_EVERY = 0.5
 
 
 class Master:
-    def __init__(self, opts: RunOptions, transport: Transport, events: list[RunEvents] | None = None, app: str = "pilot") -> None:
+    def __init__(self, opts: RunOptions, transport: Transport, events: list[RunEvents] | None = None, app: str = "pilot",
+                 make_events: Callable[[], list[RunEvents]] | None = None) -> None:
         self.opts = opts
         self.t = transport
         self.app = app
         self.workers = list(range(1, transport.size))
         self.policy = Policy()
         self.events = Fanout(list(events or []))
+        self._make_events = make_events  # monitoring files, opened in _prepare so a bad path is a clean error
+        self.task_out: BinaryIO | None = None  # -o / -e, opened before any task runs
+        self.task_err: BinaryIO | None = None
         self.slots = Slots()
         self.mean_duration = float("inf")  # unknown until a task ends: no prefetch before
         self.seq = 0
@@ -93,6 +102,10 @@ class Master:
         self._started_events = False
         self._next_flush = 0.0
         self._kept: dict[str, int] = {}  # per-worker files a failed earlier run left: their sizes at start
+        # With -m a worker waits after a failed task before it goes on to a prefetched one.
+        self._hold_on_failure = opts.max_failures > 0
+        self.trace = log.isEnabledFor(5)
+        self.run_id = f"{os.uname().nodename}-{os.getpid()}-{time.time_ns():x}"
 
     # -- entry ----------------------------------------------------------------
     def run(self) -> int:
@@ -144,6 +157,10 @@ class Master:
         if not opts.nolock:
             self.lock.acquire()
         self.dag = dag = read_dag(opts.dag)
+        outputs.check_dag_dir(opts)
+        self.task_out, self.task_err = outputs.open_task_output(opts)
+        if self._make_events is not None:
+            self.events.sinks.extend(self._make_events())
         gc.freeze()  # the DAG lives as long as the run: keep it out of every later collection
         done: set[str] = set()
         if not opts.skip_rescue:
@@ -152,10 +169,11 @@ class Master:
                 log.info("Rescue log %s: %d of %d tasks already done", opts.rescue_path, len(done), len(dag))
         self.rescue = RescueLog(opts.rescue_path, sorted(done))
         if opts.resource_log:
-            self.resource_log = ResourceLog(opts.dag + ".resource")
+            self.resource_log = outputs.opened(opts.dag + ".resource", "the resource log", "use --no-resource-log or fix the directory",
+                                               lambda: ResourceLog(opts.dag + ".resource"))
         self.engine = Engine(dag, opts.tries, opts.max_failures, done)
         log.info("Master starting with %d workers", len(self.workers))
-        startup = Startup(opts, self.t, self.policy, lambda: self.signalled, self._interrupted)
+        startup = Startup(opts, self.t, self.policy, lambda: self.signalled, self._interrupted, self.run_id)
         startup.register(self.workers)
         for host in self.policy.hosts.values():
             self._log_resources(host)
@@ -195,7 +213,8 @@ class Master:
                 self._flush_logs()
                 self._next_flush = now + FLUSH_EVERY
             timeout = FLUSH_EVERY if timeout is None else min(timeout, FLUSH_EVERY)
-            got = self.t.recv(timeout=timeout, wake=wake, patience=self._patience())
+            hot = min(HOT_MAX, 4 * self.mean_duration + 5e-4) if self.mean_duration < HOT_BELOW and self.slots.running else 0.0
+            got = self.t.recv(timeout=timeout, wake=wake, patience=self._patience(), hot=hot)
             if got is not None:
                 self._handle(*got)
         self.makespan_end = time.time()
@@ -237,9 +256,12 @@ class Master:
             if pick is None:
                 break
             task, alloc = pick
+            if self.trace:
+                log.log(5, "Scheduling task %s", task.name)
             self._send_task(task, alloc)
             self._started(task, alloc)
             self._log_resources(alloc.host)
+            self._attach_child(alloc.rank, task, alloc)
         if engine.stopped:
             # -m reached: prefetched tasks must not start after all.
             if not self.slots.queued_total:
@@ -253,14 +275,17 @@ class Master:
         elif self.slots.queued_total and policy.has_idle_slot():
             self._recall()
 
-    def _send_task(self, task: Task, alloc: Allocation) -> None:
-        attempt = self.engine.start(task)  # type: ignore[union-attr]
+    def _send_task(self, task: Task, alloc: Allocation, after: Task | None = None) -> None:
+        engine = self.engine
+        assert engine is not None
+        attempt = engine.start(task) if after is None else engine.start_after(task)
         gpu_ids = alloc.gpu_ids[: task.gpus] if task.gpus else ()
         self.t.send(
             alloc.rank,
             RunTask(
                 task.name, task.argv, attempt, task.memory, task.cpus, gpu_ids, task.pegasus_id,
                 task.pipe_forwards, task.file_forwards, task.transformation, task.dax_id,
+                alloc.cpu_ids[: task.cpus] if task.cpus > 1 else (), after.name if after is not None else None,
             ),
         )
 
@@ -269,14 +294,11 @@ class Master:
         self.slots.start(alloc.rank, task, alloc, self.seq)
         self.events.task_dispatched(task, self.seq, alloc.rank, alloc.host.name)
 
+    def _attach_child(self, rank: int, task: Task, alloc: Allocation) -> None:
+        ahead.attach_child(self, rank, task, alloc)
+
     def _prefetch(self) -> None:
-        for rank, alloc in self.slots.with_room():
-            task = self.policy.pick_within(alloc)
-            if task is not None:
-                self._send_task(task, alloc)
-                self.slots.add(rank, task)
-            if not self.policy.ready_count:
-                return
+        ahead.prefetch(self)
 
     def _recall(self) -> None:
         for rank, task in self.slots.to_recall(self.policy.fits_now, self.policy.has_idle_slot):
@@ -288,8 +310,8 @@ class Master:
             log.error("worker %d gave back %s, which it did not hold", source, name)
             return
         self.engine.unstart(task)  # type: ignore[union-attr]
-        if not self.engine.stopped:  # type: ignore[union-attr]
-            self.policy.push(task)
+        if not self.engine.stopped and self.engine.is_ready(task):  # type: ignore[union-attr]
+            self.policy.push(task)  # not one whose parent failed meanwhile
 
     def _handle(self, source: int, msg) -> None:
         if isinstance(msg, TaskResult):
@@ -297,19 +319,38 @@ class Master:
         elif isinstance(msg, Recalled):
             self._recalled(source, msg.name)
         elif isinstance(msg, WorkerFailed):
-            log.error("worker %d: %s", source, msg.error)
+            self._worker_failed(source, msg)
         elif isinstance(msg, Bye):
             self._alive.discard(source)
         else:
             log.error("unexpected %s from worker %d", type(msg).__name__, source)
 
-    def _task_done(self, source: int, res: TaskResult) -> None:
+    def _worker_failed(self, source: int, msg: WorkerFailed) -> None:
+        """A worker reports an error; a fatal one ends the run (its task counts as failed, nothing waits on it)."""
+        log.error("Worker %d: %s", source, msg.error)
+        if not msg.fatal:
+            return
+        if self.abort_reason is None:
+            self._abort(f"worker {source} cannot go on ({msg.error})")
+        if source in self.slots.running:
+            name = self.slots.running[source][0].name
+            self._task_done(source, TaskResult(name, 1, time.time(), 0.0, error=f"worker {source} failed"), held=True)
+
+    def _task_done(self, source: int, res: TaskResult, held: bool | None = None) -> None:
         engine = self.engine
         assert engine is not None and self.rescue is not None
-        task, alloc, seq, nxt = self.slots.finish(source)
+        if held is None:
+            held = self._hold_on_failure and res.status != 0
+        # A task sent to run only after this one is given back unstarted when this one failed.
+        dropped = res.status != 0 and source in self.slots.conditional
+        task, alloc, seq, nxt = self.slots.finish(source, went_on=not held and not dropped)
         self._record_result(task, seq, source, res)
+        if held and not dropped and not engine.stopped and self.slots.queued.get(source):
+            self.t.send(source, Resume())  # this failure did not stop the run: go on
+            nxt = self.slots.resume(source)
         if nxt is not None:
             self._started(nxt, alloc)  # the worker went straight on to its prefetched task
+            self._attach_child(source, nxt, alloc)
         else:
             self.policy.release(alloc)
             self._log_resources(alloc.host)
@@ -329,7 +370,7 @@ class Master:
                 for dest, data in res.forwards:
                     self.fdcache.write(dest, data)
             except OSError as exc:
-                log.error("task %s: I/O forwarding to %s failed (%s): marking the task failed", task.name, dest, exc.strerror or exc)
+                log.error("Task %s failed due to collective I/O errors: writing to %s failed (%s)", task.name, dest, exc.strerror or exc)
                 status = 1
         if status == 0:
             self.rescue.done(task.name)
@@ -341,11 +382,12 @@ class Master:
         retry = engine.failed(task, retry=self.abort_reason is None)
         self.events.task_ended(task, seq, status, retry)
         why = f" ({res.error})" if res.error else ""
+        how = f"exitcode {status}" if status >= 0 else f"signal {-status}"
         if retry:
-            log.warning("task %s failed with status %d%s on attempt %d; retrying", task.name, status, why, engine.attempts[task.order])
+            log.error("Task %s failed with %s%s on attempt %d; retrying", task.name, how, why, engine.attempts[task.order])
             self.policy.push(task)
         else:
-            log.error("task %s failed with status %d%s", task.name, status, why)
+            log.error("Task %s failed with %s%s", task.name, how, why)
 
     def _write_result(self, ok: bool, reason: RunOutcome | str, exit_code: int) -> None:
         engine = self.engine
@@ -353,7 +395,8 @@ class Master:
             write_result(self.opts.dag, ok, reason, engine.total if engine else 0, engine.done_count if engine else 0,
                          engine.unfinished() if engine else [], exit_code)
         except OSError as exc:
-            log.error("cannot write %s.result: %s", self.opts.dag, exc.strerror)
+            # After an error the run's one line already says what is wrong (often this very directory).
+            log.log(logging.DEBUG if reason == "error" else logging.ERROR, "cannot write %s.result: %s", self.opts.dag, exc.strerror)
 
     def _flush_logs(self) -> None:
         self.events.flush()
@@ -366,25 +409,10 @@ class Master:
 
     # -- the end --------------------------------------------------------------
     def _stop_workers(self) -> None:
-        for rank in sorted(self._alive):
-            self.t.send(rank, Shutdown(self.abort_reason or ""))
-        deadline = time.monotonic() + BYE_TIMEOUT
-        while self._alive and time.monotonic() < deadline:
-            got = self.t.recv(timeout=max(0.0, deadline - time.monotonic()))
-            if got is None:
-                break
-            source, msg = got
-            if isinstance(msg, Bye):
-                self._alive.discard(source)
-            elif isinstance(msg, TaskResult) and source in self.slots.running and self.engine is not None:
-                self._task_done(source, msg)
-            elif isinstance(msg, Recalled) and self.engine is not None:
-                self._recalled(source, msg.name)
-        if self._alive:
-            log.warning("worker(s) %s did not confirm shutdown", ", ".join(map(str, sorted(self._alive))))
+        report.stop_workers(self)
 
     def _close(self) -> None:
-        for closer in (self.rescue, self.resource_log, self.fdcache, self.events):
+        for closer in (self.rescue, self.resource_log, self.fdcache, self.events, self.task_out, self.task_err):
             if closer is not None:
                 try:
                     closer.close()
@@ -400,14 +428,8 @@ class Master:
             self._report(ok)
         finally:
             self._close()
-            if ok:
-                reason = "done"
-            elif self.abort_reason and self.signalled:
-                reason = "signal"
-            elif self.abort_reason:
-                reason = "walltime"
-            else:
-                reason = "failed"
+            reason = (RunOutcome.DONE if ok else RunOutcome.FAILED if not self.abort_reason
+                      else RunOutcome.SIGNAL if self.signalled else RunOutcome.WALLTIME)
             self._write_result(ok, reason, 0 if ok else 1)
         if ok:
             log.info("Workflow succeeded")
@@ -422,29 +444,5 @@ class Master:
 
     def _report(self, ok: bool) -> None:
         """Workers stopped, stdio merged, report and summary printed, monitoring closed."""
-        engine = self.engine
-        assert engine is not None
         self._stop_workers()
-        end = time.time()
-        wall = end - self.start
-        makespan = max(0.0, self.makespan_end - self.makespan_start)
-        for line in records.utilisation_report(self.runtime_total, wall, makespan, len(self.workers), engine.succeeded_this_run):
-            log.info("%s", line)
-        log.info("File descriptor cache hit rate: %f", self.fdcache.hit_rate)
-        if not self.opts.per_task_stdio:
-            kept = stdio.merge_worker_files(self.opts.dag, self.workers, self.opts.stdout, self.opts.stderr, delete=ok,
-                                            offsets=self._kept)
-            if kept:
-                log.info("Task stdio of this run kept in %s.out.<rank> / .err.<rank>", self.opts.dag)
-        counts = {"tasks": engine.total, "submitted": engine.submitted, "succeeded": engine.succeeded_this_run,
-                  "failed": engine.failed_attempts, "done": engine.done_count}
-        self.events.run_finished(ok, counts)
-        summary = records.cluster_summary(ok, engine.total, engine.submitted, engine.succeeded_this_run,
-                                          engine.failed_attempts, self.start, wall, os.getpid(), self.app,
-                                          self.runtime_total, len(self.workers), self.policy.total_cpus)
-        sys.stdout.write(summary)
-        sys.stdout.flush()
-        if self.opts.stdout and self.opts.invocation_records:
-            # The -o file is then the job output monitord reads: the summary belongs with its task records.
-            with open(self.opts.stdout, "a", encoding="utf-8") as fh:
-                fh.write(summary)
+        report.final_report(self, ok)

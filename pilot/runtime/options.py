@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import resource
 import sys
 from dataclasses import dataclass
@@ -45,6 +46,8 @@ class RunOptions:
     sleep_on_recv: bool = True
     maxfds: int | None = None
     keep_affinity: bool = False
+    set_affinity: bool = False
+    keep_task_processes: bool = False
 
     @property
     def rescue_path(self) -> str:
@@ -69,9 +72,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("-s", "--skip-rescue", action="store_true", help="ignore the rescue log (a new one is still written)")
     p.add_argument("-o", "--stdout", metavar="path", help="file for task stdout (default: the master's stdout)")
     p.add_argument("-e", "--stderr", metavar="path", help="file for task stderr (default: the master's stderr)")
-    p.add_argument("-m", "--max-failures", metavar="M", type=_int_at_least(0), default=0,
+    p.add_argument("-m", "--max-failures", metavar="M", type=_leading_int_at_least(0), default=0,
                    help="stop starting tasks after M tasks failed permanently (0: no limit)")
-    p.add_argument("-t", "--tries", metavar="T", type=_int_at_least(1), default=1, help="tries per task (default 1)")
+    p.add_argument("-t", "--tries", metavar="T", type=_leading_int_at_least(1), default=1, help="tries per task (default 1)")
     p.add_argument("-n", "--nolock", action="store_true", help="do not lock the DAG file")
     p.add_argument("-r", "--rescue", metavar="path", help="rescue log path (default: DAG.rescue)")
     p.add_argument("--host-script", metavar="path", help="script run once per host before any task (PMC_HOST_SCRIPT)")
@@ -91,6 +94,10 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--no-sleep-on-recv", action="store_true", help="poll for messages without sleeping (for MPIs that block cheaply)")
     p.add_argument("--maxfds", metavar="N", type=_int_at_least(1), help="open files kept by the master for I/O forwarding")
     p.add_argument("--keep-affinity", action="store_true", help="keep the inherited CPU affinity instead of resetting it")
+    p.add_argument("--set-affinity", action="store_true",
+                   help="bind each multi-CPU task to the CPUs it was given (PMC_AFFINITY lists them either way)")
+    p.add_argument("--keep-task-processes", action="store_true",
+                   help="leave processes that tasks started in the background running when the run ends")
     return p
 
 
@@ -119,6 +126,11 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, pr
     opts.resource_log = not ns.no_resource_log
     opts.sleep_on_recv = not ns.no_sleep_on_recv
     opts.keep_affinity = ns.keep_affinity
+    opts.set_affinity = ns.set_affinity
+    opts.keep_task_processes = ns.keep_task_processes
+    if opts.set_affinity and opts.host_cpus is not None:
+        # CPU numbers handed to tasks must be real CPUs of the host, as in PMC.
+        raise UsageError(f"{prog}: --host-cpus is not compatible with --set-affinity; drop one of them")
     if ns.maxfds is not None:
         limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         if limit != resource.RLIM_INFINITY and ns.maxfds > limit:
@@ -146,6 +158,18 @@ def _int_at_least(low: int):
         if value < low:
             raise argparse.ArgumentTypeError(f"{text!r} must be at least {low}")
         return value
+
+    convert.__name__ = "integer"
+    return convert
+
+
+def _leading_int_at_least(low: int):
+    """PMC reads -m and -t with sscanf("%d"): the integer at the start of the value counts ("2.5" is 2)."""
+    whole = _int_at_least(low)
+
+    def convert(text: str) -> int:
+        match = re.match(r"\s*[+-]?\d+", text)
+        return whole(match.group(0).strip() if match else text)
 
     convert.__name__ = "integer"
     return convert

@@ -9,12 +9,22 @@ yet" (None: wait for a release) or, before the run, "this can never fit"
 Order: highest priority first; equal priorities in DAG order (FIFO). PMC pops
 equal priorities from a heap in arbitrary order; FIFO is deliberate and
 documented. A task that does not fit now is passed over for a lower-priority
-one that does (backfill).
+one that does (backfill), but not forever: once the most urgent ready task
+has been passed over as many times as there are slots, one host that could
+run it is reserved for it; lower-priority work no longer starts there, and it
+runs as soon as that host has room. Bounded backfill keeps a wide task from
+starving behind a stream of narrow ones.
 
 Cost: ready tasks are kept in one heap per resource signature (cpus, memory,
 gpus). Matching looks at the head of each signature only, and hosts are kept
 in an insertion-ordered index of hosts that have an idle slot and a free CPU,
 so with uniform tasks a match costs O(1) whatever the number of workers.
+
+CPU numbers: a task asking for more than one CPU is also given CPU numbers
+of its host, as PMC does: a contiguous range aligned to a socket or a core
+when it needs that many, or none when the free CPUs are too fragmented. The
+worker puts them in PMC_AFFINITY and, with --set-affinity, binds the task.
+One-CPU tasks float, which keeps fragmentation down.
 """
 
 from __future__ import annotations
@@ -36,6 +46,28 @@ class Host:
     free_gpus: list[str] = field(default_factory=list)
     slots: list[int] = field(default_factory=list)
     idle: list[int] = field(default_factory=list)
+    cores: int = 0
+    sockets: int = 0
+    cpu_taken: bytearray = field(default_factory=bytearray)
+
+    def bind(self, cpus: int) -> tuple[int, ...]:
+        """CPU numbers for a task of ``cpus`` CPUs (PMC's aligned first fit); () if fragmented."""
+        threads = len(self.cpu_taken)
+        cores = self.cores if 0 < self.cores <= threads else threads
+        sockets = self.sockets if 0 < self.sockets <= cores else 1
+        per_core = max(1, threads // cores)
+        per_socket = max(1, threads // sockets)
+        step = per_socket if cpus >= per_socket else per_core if cpus >= per_core else 1
+        taken = self.cpu_taken
+        for first in range(0, threads - cpus + 1, step):
+            if not any(taken[first:first + cpus]):
+                taken[first:first + cpus] = b"\1" * cpus
+                return tuple(range(first, first + cpus))
+        return ()
+
+    def unbind(self, ids: tuple[int, ...]) -> None:
+        for i in ids:
+            self.cpu_taken[i] = 0
 
     def fits(self, cpus: int, memory: int, gpus: int) -> bool:
         return self.free_cpus >= cpus and self.free_memory >= memory and len(self.free_gpus) >= gpus
@@ -53,6 +85,7 @@ class Allocation:
     cpus: int
     memory: int
     gpu_ids: tuple[str, ...]
+    cpu_ids: tuple[int, ...] = ()
 
 
 Signature = tuple[int, int, int]
@@ -67,13 +100,18 @@ class Policy:
         self._queues: dict[Signature, list[tuple[int, int, Task]]] = {}
         self._available: dict[str, Host] = {}  # hosts with an idle slot and a free CPU
         self.ready_count = 0
+        self._passed: tuple[int, int] | None = None  # rank of the head task being passed over
+        self._passes = 0
+        self._reserved: Host | None = None  # kept for that task once it was passed over too often
 
     # -- hosts and slots ------------------------------------------------------
-    def add_slot(self, rank: int, hostname: str, cpus: int, memory: int, gpu_ids: tuple[str, ...] = ()) -> Host:
+    def add_slot(self, rank: int, hostname: str, cpus: int, memory: int, gpu_ids: tuple[str, ...] = (),
+                 cores: int = 0, sockets: int = 0) -> Host:
         """Register a worker; the first worker of a host defines its resources."""
         host = self.hosts.get(hostname)
         if host is None:
-            host = Host(hostname, cpus, memory, tuple(gpu_ids), cpus, memory, list(gpu_ids))
+            host = Host(hostname, cpus, memory, tuple(gpu_ids), cpus, memory, list(gpu_ids),
+                        cores=cores, sockets=sockets, cpu_taken=bytearray(cpus))
             self.hosts[hostname] = host
         host.slots.append(rank)
         host.idle.append(rank)
@@ -92,7 +130,7 @@ class Policy:
         if any(h.could_fit(task.cpus, task.memory, task.gpus) for h in self.hosts.values()):
             return None
         return (
-            f"task {task.name} requests {task.cpus} CPU(s), {task.memory} MB memory and {task.gpus} GPU(s), "
+            f"it requests {task.cpus} CPU(s), {task.memory} MB memory and {task.gpus} GPU(s), "
             f"but no host has that much ({self.describe_hosts()}); lower the request or use "
             f"--host-cpus/--host-memory/--host-gpus"
         )
@@ -117,6 +155,12 @@ class Policy:
         if not self._available or not self.ready_count:
             return None
         best: tuple[tuple[int, int], Signature, Host] | None = None
+        top: tuple[tuple[int, int], Signature] | None = None
+        for key, queue in self._queues.items():
+            if queue and (top is None or (queue[0][0], queue[0][1]) < top[0]):
+                top = ((queue[0][0], queue[0][1]), key)
+        if self._passed is not None and (top is None or top[0] != self._passed):
+            self._passed, self._passes, self._reserved = None, 0, None  # it left, or a more urgent task came
         for key, queue in self._queues.items():
             if not queue:
                 continue
@@ -124,28 +168,53 @@ class Policy:
             rank = (head[0], head[1])
             if best is not None and rank >= best[0]:
                 continue
-            host = self._find_host(key)
+            host = self._find_host(key, rank)
             if host is not None:
                 best = (rank, key, host)
         if best is None:
             return None
-        _, key, host = best
+        rank, key, host = best
+        if top is not None and top[0] != rank:
+            self._pass_over(top[0], top[1])
+        elif self._passed == rank:
+            self._passed, self._passes, self._reserved = None, 0, None  # its turn came
         _, _, task = heapq.heappop(self._queues[key])
         self.ready_count -= 1
         return task, self._allocate(host, task)
 
+    def _pass_over(self, rank: tuple[int, int], key: Signature) -> None:
+        """The most urgent task was passed over once more; reserve a host for it when that happened too often."""
+        if self._passed != rank:
+            self._passed, self._passes, self._reserved = rank, 0, None
+        self._passes += 1
+        if self._reserved is None and self._passes >= len(self.host_of):
+            cpus, memory, gpus = key
+            fitting = [h for h in self.hosts.values() if h.could_fit(cpus, memory, gpus)]
+            if fitting:
+                self._reserved = max(fitting, key=lambda h: (h.free_cpus, h.free_memory))
+
     def pick_within(self, alloc: Allocation) -> Task | None:
-        """Best ready task that fits inside an existing allocation (for prefetching onto a busy slot)."""
+        """Best ready task that fits inside an existing allocation (for prefetching onto a busy slot).
+
+        None when a ready task of higher priority does not fit there: queued
+        behind a running task, narrower work would hold the slot's resources
+        until every narrow task has run, and the wider one would starve.
+        """
         if not self.ready_count:
             return None
         best: tuple[tuple[int, int], Signature] | None = None
+        top: int | None = None  # minus the highest priority ready
         gpus = len(alloc.gpu_ids)
         for key, queue in self._queues.items():
-            if queue and key[0] <= alloc.cpus and key[1] <= alloc.memory and key[2] <= gpus:
+            if not queue:
+                continue
+            if top is None or queue[0][0] < top:
+                top = queue[0][0]
+            if key[0] <= alloc.cpus and key[1] <= alloc.memory and key[2] <= gpus:
                 rank = (queue[0][0], queue[0][1])
                 if best is None or rank < best[0]:
                     best = (rank, key)
-        if best is None:
+        if best is None or best[0][0] > top:  # type: ignore[operator]
             return None
         self.ready_count -= 1
         return heapq.heappop(self._queues[best[1]])[2]
@@ -163,10 +232,14 @@ class Policy:
         """Whether some idle slot could take ``task`` right now."""
         return self._find_host((task.cpus, task.memory, task.gpus)) is not None
 
-    def _find_host(self, key: Signature) -> Host | None:
+    def _find_host(self, key: Signature, rank: tuple[int, int] | None = None) -> Host | None:
         cpus, memory, gpus = key
-        for host in self._available.values():
-            if host.fits(cpus, memory, gpus):
+        reserved = self._reserved
+        if reserved is not None and (rank is None or self._passed is None or rank <= self._passed):
+            reserved = None  # the reserved task itself, or an even more urgent one
+        # A task asking for no CPU (-c 0, as PMC allows) also fits a host whose CPUs are all taken.
+        for host in self._available.values() if cpus else (h for h in self.hosts.values() if h.idle):
+            if host is not reserved and host.fits(cpus, memory, gpus):
                 return host
         return None
 
@@ -178,14 +251,17 @@ class Policy:
         if task.gpus:
             gpu_ids = tuple(host.free_gpus[: task.gpus])
             del host.free_gpus[: task.gpus]
+        cpu_ids = host.bind(task.cpus) if task.cpus > 1 else ()
         self._refresh(host)
-        return Allocation(rank, host, task.cpus, task.memory, gpu_ids)
+        return Allocation(rank, host, task.cpus, task.memory, gpu_ids, cpu_ids)
 
     def release(self, alloc: Allocation) -> None:
         host = alloc.host
         host.free_cpus += alloc.cpus
         host.free_memory += alloc.memory
         host.free_gpus.extend(alloc.gpu_ids)
+        if alloc.cpu_ids:
+            host.unbind(alloc.cpu_ids)
         host.idle.append(alloc.rank)
         self._refresh(host)
 

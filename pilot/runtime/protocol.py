@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 
 @dataclass(slots=True)
@@ -24,6 +24,8 @@ class Hello:
     cpus: int
     gpu_ids: tuple[str, ...]
     pid: int
+    cores: int = 0  # physical cores and sockets: where a multi-CPU task's CPUs are aligned (0: unknown)
+    sockets: int = 0
 
 
 @dataclass(slots=True)
@@ -32,6 +34,8 @@ class HostSetup:
 
     script: str | None
     host_rank: int
+    run_id: str = ""  # marks this run's task processes; those of an earlier run of the DAG are ended first
+    end_stale: bool = True  # False with -n: another run of the same DAG may rightly be running
 
 
 @dataclass(slots=True)
@@ -62,6 +66,20 @@ class RunTask:
     file_forwards: list[tuple[str, str]] = field(default_factory=list)
     transformation: str | None = None
     dax_id: str | None = None
+    cpu_ids: tuple[int, ...] = ()  # CPUs given to a multi-CPU task (PMC_AFFINITY, --set-affinity)
+    # Run only if the task named here, the one before it on this worker, succeeds;
+    # otherwise give it back (Recalled) unstarted. Saves a chain a round trip per step.
+    after: str | None = None
+
+
+@dataclass(slots=True)
+class Resume:
+    """Master -> worker: go on with your queued tasks.
+
+    With -m, a worker whose task failed waits for this before it starts a
+    prefetched task: that failure may be the one that stops the run, and then
+    the queued tasks are recalled instead.
+    """
 
 
 @dataclass(slots=True)
@@ -121,12 +139,18 @@ class Bye:
 
 @dataclass(slots=True)
 class WorkerFailed:
-    """Worker -> master: the worker cannot go on (e.g. cannot open its stdio files)."""
+    """Worker -> master: an error on the worker.
+
+    Not ``fatal``: reported beside a failed task (its stdio files could not be
+    opened). ``fatal``: the worker cannot run tasks any more; it still answers
+    Recall and Shutdown, and the master ends the run.
+    """
 
     rank: int
     error: str
+    fatal: bool = False
 
 
 Message = (
-    Hello | HostSetup | HostReady | RunTask | TaskResult | Recall | Recalled | KillTask | Shutdown | Bye | WorkerFailed
+    Hello | HostSetup | HostReady | RunTask | Resume | TaskResult | Recall | Recalled | KillTask | Shutdown | Bye | WorkerFailed
 )

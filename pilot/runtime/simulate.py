@@ -26,6 +26,7 @@ from pilot.runtime.protocol import (
     Message,
     Recall,
     Recalled,
+    Resume,
     RunTask,
     Shutdown,
     TaskResult,
@@ -48,6 +49,7 @@ class SimRank:
     host: SimHost
     running: tuple[RunTask, float] | None = None  # task, virtual start
     queue: collections.deque = field(default_factory=collections.deque)
+    holding: bool = False  # after a failed task under -m, until Resume
 
 
 class SimCluster:
@@ -59,7 +61,9 @@ class SimCluster:
         duration: Callable[[str], float] = lambda name: 1.0,
         status: Callable[[str, int], int] = lambda name, attempt: 0,
         hello_cpus: int | None = None,
+        hold_on_failure: bool = False,
     ) -> None:
+        self.hold_on_failure = hold_on_failure
         self.ranks: list[SimRank] = []
         for host in hosts:
             for _ in range(host.slots):
@@ -88,8 +92,11 @@ class SimCluster:
                 reply(HostReady(r.host.name))
         elif isinstance(msg, RunTask):
             r.queue.append(msg)
-            if r.running is None:
+            if r.running is None and not r.holding:
                 self._start_next(r)
+        elif isinstance(msg, Resume):
+            r.holding = False
+            self._start_next(r)
         elif isinstance(msg, Recall):
             for queued in r.queue:
                 if queued.name == msg.name:
@@ -140,8 +147,16 @@ class SimCluster:
             self.clock = end
             r.running = None
             self._use(r.host, task, -1)
-            self.transport.deliver(rank, TaskResult(task.name, self.status(task.name, task.attempt), start, end - start))
-            self._start_next(r)
+            status = self.status(task.name, task.attempt)
+            self.transport.deliver(rank, TaskResult(task.name, status, start, end - start))
+            last = task.name
+            while status != 0 and r.queue and r.queue[0].after == last:
+                last = r.queue[0].name
+                self.transport.deliver(rank, Recalled(r.queue.popleft().name))
+            if status != 0 and self.hold_on_failure and r.queue:
+                r.holding = True
+            else:
+                self._start_next(r)
             return
 
     def order(self) -> list[str]:

@@ -29,6 +29,9 @@ class Slots:
         self.recalling: dict[int, collections.deque[Task]] = {}
         self.queued_total = 0
         self.dry: set[int] = set()  # busy ranks with nothing queued behind their task
+        # Ranks whose queue holds a task that runs only if the running one succeeds: nothing is
+        # queued behind it, and it is never recalled to run elsewhere (it is not ready yet).
+        self.conditional: dict[int, int] = {}  # rank -> how many such tasks it holds (its whole queue)
         self._prefetchable: list[int] = []
         self._listed: set[int] = set()  # ranks in _prefetchable, so it holds each at most once
 
@@ -45,21 +48,43 @@ class Slots:
             self._listed.add(rank)
             self._prefetchable.append(rank)
 
-    def finish(self, rank: int) -> tuple[Task, Allocation, int, Task | None]:
-        """The running attempt on ``rank`` ended; also return the task the worker went on to."""
+    def finish(self, rank: int, went_on: bool = True) -> tuple[Task, Allocation, int, Task | None]:
+        """The running attempt on ``rank`` ended; also return the task the worker went on to.
+
+        ``went_on`` False: the worker holds its queue (a failed task under -m)
+        until ``resume`` or a recall.
+        """
         task, alloc, seq = self.running.pop(rank)
         self.dry.discard(rank)  # start() files the rank again if it went on to a queued task
+        if not went_on:
+            return task, alloc, seq, None
         queue = self.queued.get(rank)
         if queue:
             self.queued_total -= 1
+            self._unconditional(rank)
             return task, alloc, seq, queue.popleft()
         recalling = self.recalling.get(rank)
         if recalling:  # it started one before the recall reached it
             nxt = recalling.popleft()
             if not recalling:
                 del self.recalling[rank]
+            self._unconditional(rank)
             return task, alloc, seq, nxt
         return task, alloc, seq, None
+
+    def _unconditional(self, rank: int) -> None:
+        """One task sent to run only after its parent left the rank's queue (started or given back)."""
+        count = self.conditional.get(rank)
+        if count is not None:
+            if count > 1:
+                self.conditional[rank] = count - 1
+            else:
+                del self.conditional[rank]
+
+    def resume(self, rank: int) -> Task:
+        """A holding worker was told to go on: the first task of its queue starts."""
+        self.queued_total -= 1
+        return self.queued[rank].popleft()
 
     def with_room(self) -> Iterator[tuple[int, Allocation]]:
         """Busy ranks that can take one more prefetched task (call ``add`` for each taken)."""
@@ -67,9 +92,14 @@ class Slots:
             rank = self._prefetchable.pop()
             self._listed.discard(rank)
             entry = self.running.get(rank)
-            if entry is None or rank in self.recalling or len(self.queued.get(rank, ())) >= self.depth:
+            if entry is None or rank in self.recalling or rank in self.conditional or len(self.queued.get(rank, ())) >= self.depth:
                 continue
             yield rank, entry[1]
+
+    def add_conditional(self, rank: int, task: Task) -> None:
+        """Queue ``task`` to run on ``rank`` only if its running task succeeds."""
+        self.add(rank, task)
+        self.conditional[rank] = self.conditional.get(rank, 0) + 1
 
     def add(self, rank: int, task: Task) -> None:
         self.queued.setdefault(rank, collections.deque()).append(task)
@@ -81,7 +111,7 @@ class Slots:
         """Pick queued tasks to take back while ``idle(recalls so far)`` says slots wait."""
         picked: list[tuple[int, Task]] = []
         for rank, queue in self.queued.items():
-            if not queue or rank in self.recalling or not fits(queue[-1]):
+            if not queue or rank in self.recalling or rank in self.conditional or not fits(queue[-1]):
                 continue
             task = queue.pop()
             self.queued_total -= 1
@@ -112,6 +142,7 @@ class Slots:
                 recalling.remove(task)  # type: ignore[union-attr]
                 if not recalling:
                     del self.recalling[rank]
+                self._unconditional(rank)
                 return task
         queue = self.queued.get(rank) or ()
         for task in queue:
@@ -119,6 +150,7 @@ class Slots:
                 queue.remove(task)  # type: ignore[union-attr]
                 self.queued_total -= 1
                 self._emptied(rank, queue)
+                self._unconditional(rank)
                 return task
         return None
 

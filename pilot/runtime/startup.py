@@ -25,7 +25,8 @@ REGISTER_TIMEOUT = 300.0
 
 class Startup:
     def __init__(self, opts: RunOptions, transport: Transport, policy: Policy, signalled: Callable[[], str | None],
-                 interrupted: Callable[[], bool]) -> None:
+                 interrupted: Callable[[], bool], run_id: str = "") -> None:
+        self.run_id = run_id
         self.opts = opts
         self.t = transport
         self.policy = policy
@@ -52,7 +53,8 @@ class Startup:
             gpus = msg.gpu_ids
             if o.host_gpus is not None:
                 gpus = gpus[: o.host_gpus] if len(gpus) >= o.host_gpus else tuple(str(i) for i in range(o.host_gpus))
-            host = self.policy.add_slot(source, msg.hostname, cpus, memory, gpus)
+            cores, sockets = (msg.cores, msg.sockets) if o.host_cpus is None else (cpus, 1)  # PMC's rule for --host-cpus
+            host = self.policy.add_slot(source, msg.hostname, cpus, memory, gpus, cores, sockets)
             log.debug("worker %d registered on %s (%d CPUs, %d MB, %d GPUs)", source, host.name, host.cpus, host.memory, len(host.gpu_ids))
 
     def check_feasible(self, dag: Dag, engine: Engine) -> None:
@@ -65,7 +67,7 @@ class Startup:
             seen.add(key)
             why = self.policy.infeasible(task)
             if why:
-                raise InfeasibleTask(f"{self.opts.dag}:{task.line}: {why}")
+                raise InfeasibleTask(f"{self.opts.dag}:{task.line}: FATAL ERROR: No host is capable of running task {task.name}: {why}")
 
     def setup_hosts(self) -> None:
         """One host script per host (by its first worker); wait until every host script is up.
@@ -75,9 +77,9 @@ class Startup:
         """
         pending: set[int] = set()
         for host in self.policy.hosts.values():
-            for host_rank, rank in enumerate(host.slots):
+            for host_rank, rank in enumerate(sorted(host.slots)):  # lowest global rank first, as in PMC
                 script = self.opts.host_script if host_rank == 0 else None
-                self.t.send(rank, HostSetup(script, host_rank))
+                self.t.send(rank, HostSetup(script, host_rank, self.run_id, not self.opts.nolock))
                 if script:
                     pending.add(rank)
         errors: list[str] = []
@@ -90,7 +92,7 @@ class Startup:
             else:
                 raise RunAborted(f"worker {source} sent {type(msg).__name__} during host setup")
         if errors:
-            raise RunAborted("host script failed, aborting the run: " + "; ".join(errors))
+            raise RunAborted("Host script failed, aborting the run: " + "; ".join(errors))
 
     def _recv(self, deadline: float | None, what: str):
         while True:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import stat
 import time
 from dataclasses import dataclass, field
 
@@ -228,18 +229,31 @@ def pipe_data(run: Running) -> list[tuple[str, bytes]]:
     return [(p.dest, b"".join(p.chunks)) for p in run.pipes]
 
 
-def read_file_forward(src: str) -> bytes:
-    """Read (at most 1 MB) and delete a file-forward source; raise ValueError if unusable."""
+def read_file_forward(src: str) -> bytes | None:
+    """Read (at most 1 MB) and delete a file-forward source.
+
+    None when the task did not write it: as in PMC, a missing source means
+    nothing to forward (a task may succeed without output). ValueError when it
+    is not a regular file, too large or unreadable.
+    """
+    try:
+        st = os.stat(src)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ValueError(f"stat failed on file {src}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{src} is not a file")
     try:
         with open(src, "rb") as fh:
             data = fh.read(FILE_FORWARD_LIMIT + 1)
     except OSError as exc:
-        raise ValueError(f"file forward source {src}: {exc.strerror or exc}") from None
+        raise ValueError(f"Unable to read {src}: {exc.strerror or exc}") from None
     finally:
         try:
             os.unlink(src)
         except OSError:
             pass
     if len(data) > FILE_FORWARD_LIMIT:
-        raise ValueError(f"file forward source {src} is larger than 1 MB; write large outputs to a file instead")
+        raise ValueError(f"File {src} is too large (over 1 MB); write large outputs to a file instead")
     return data

@@ -5,8 +5,15 @@ mpi4py initialises MPI, which must not happen in ``pilot plan`` on a login
 node. MPICH spins in blocking receives, so receiving polls with ``improbe``
 and an adaptive back-off: a short spin (a reply usually arrives within
 microseconds), then sleeps doubling up to ``max_sleep`` (1 ms by default).
-The master therefore acts on a finished task within about a millisecond and
-an idle rank costs a few percent of a CPU, not a whole one.
+An idle rank costs a few percent of a CPU, not a whole one.
+
+Ranks on the same host ring each other's ``Doorbell`` after each send, and
+the back-off sleeps wait on it instead of sleeping blind: between ranks of
+one host a message is seen within microseconds and a waiting rank uses no
+CPU. A caller that expects a message from another host within a few
+milliseconds (the master while short tasks run) may ask for a ``hot`` wait:
+it polls without sleeping for that long, yielding the CPU between polls; with
+every rank on one host there is nothing to gain from that, and it is skipped.
 
 ``InProcTransport`` connects a master to simulated workers in one process:
 sending to a simulated rank calls that worker's handler synchronously, and
@@ -21,6 +28,7 @@ import os
 import time
 from typing import Callable, Protocol
 
+from pilot.runtime.doorbell import Doorbell, host_identity
 from pilot.runtime.protocol import Message
 
 # Set for the MPI library's own start only (unless the user set them), then
@@ -34,6 +42,7 @@ MPI_START_ENV = {"UCX_MEM_EVENTS": "no"}
 SPIN_SECONDS = 50e-6
 MIN_SLEEP = 20e-6
 MAX_SLEEP = 1e-3
+LOCAL_MAX_SLEEP = 0.02
 
 
 class Transport(Protocol):
@@ -43,12 +52,14 @@ class Transport(Protocol):
     def send(self, dest: int, msg: Message) -> None: ...
 
     def recv(
-        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0
+        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0,
+        hot: float = 0.0,
     ) -> tuple[int, Message] | None:
         """Next message as (source, message); None after ``timeout`` s or when ``wake()`` is true.
 
         ``patience``: the caller can wait that long for a message without loss,
-        so an empty poll may sleep that long at once.
+        so an empty poll may sleep that long at once. ``hot``: a message is
+        expected within about that many seconds; poll without sleeping meanwhile.
         """
         ...
 
@@ -73,6 +84,23 @@ class MpiTransport:
         self.sleep_on_recv = sleep_on_recv
         self.max_sleep = max_sleep
         self._pending: collections.deque = collections.deque()
+        self.doorbell: Doorbell | None = None
+        self._all_local = False
+        if sleep_on_recv and self.size > 1:
+            try:
+                bell = Doorbell()
+                entry = (host_identity(), bell.address)
+            except OSError:  # no UNIX sockets here: poll as before
+                bell, entry = None, ("", b"")
+            table = self.comm.allgather(entry)  # every rank takes part, with a doorbell or not
+            if bell is not None:
+                bell.introduce(table, self.rank)
+                self.doorbell = bell
+                self._all_local = bell.serves_all(self.size)
+                if self._all_local:
+                    # Every peer rings: polling only guards against a lost ring, so an
+                    # idle rank may sleep much longer and leave the CPU to tasks.
+                    self.max_sleep = max(max_sleep, LOCAL_MAX_SLEEP)
 
     def send(self, dest: int, msg: Message) -> None:
         """Send without ever blocking on the peer.
@@ -84,6 +112,8 @@ class MpiTransport:
         not complete keep receiving, queueing what arrives for recv().
         """
         req = self.comm.isend(msg, dest=dest)
+        if self.doorbell is not None:
+            self.doorbell.ring(dest)
         if req.Test():
             return
         mpi = self._mpi
@@ -94,8 +124,15 @@ class MpiTransport:
             if message is not None:
                 self._pending.append((status.Get_source(), message.recv()))
                 continue
-            time.sleep(pause)
+            self._sleep(pause)
             pause = min(pause * 2, self.max_sleep)
+
+    def _sleep(self, seconds: float) -> None:
+        """Sleep, or less when a rank of this host rings."""
+        if self.doorbell is not None:
+            self.doorbell.wait(seconds)
+        else:
+            time.sleep(seconds)
 
     def poll(self) -> tuple[int, Message] | None:
         """One non-blocking check."""
@@ -108,7 +145,8 @@ class MpiTransport:
         return status.Get_source(), message.recv()
 
     def recv(
-        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0
+        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0,
+        hot: float = 0.0,
     ) -> tuple[int, Message] | None:
         got = self.poll()
         if got is not None:
@@ -116,12 +154,16 @@ class MpiTransport:
         now = time.monotonic
         start = now()
         deadline = None if timeout is None else start + timeout
-        # A caller with patience sleeps that long at once instead of spinning.
-        spin_until = start if patience else start + SPIN_SECONDS
-        pause = max(MIN_SLEEP, patience)
         comm = self.comm
         mpi = self._mpi
         status = mpi.Status()
+        if hot > 0 and not patience and not self._all_local:
+            got = self._hot_poll(start + (hot if deadline is None else min(hot, timeout)), wake)  # type: ignore[type-var]
+            if got is not None or (wake is not None and wake()):
+                return got
+        # A caller with patience sleeps that long at once instead of spinning.
+        spin_until = start if patience else start + SPIN_SECONDS
+        pause = max(MIN_SLEEP, patience)
         while True:
             message = comm.improbe(source=mpi.ANY_SOURCE, status=status)
             if message is not None:
@@ -132,14 +174,41 @@ class MpiTransport:
             if deadline is not None and t >= deadline:
                 return None
             if self.sleep_on_recv and t >= spin_until:
-                if deadline is not None:
-                    time.sleep(max(0.0, min(pause, deadline - t)))
-                else:
-                    time.sleep(pause)
+                nap = pause if deadline is None else max(0.0, min(pause, deadline - t))
+                if patience:
+                    # The caller chose to take what arrives in one batch after this
+                    # nap: a ring must not cut it short (each wakeup costs the tasks).
+                    time.sleep(nap)
+                    patience = 0.0
+                elif self.doorbell is not None and self.doorbell.wait(nap):
+                    pause = MIN_SLEEP  # rung: the message is there, or about to be
+                    continue
+                elif self.doorbell is None:
+                    time.sleep(nap)
                 pause = min(pause * 2, self.max_sleep)
 
+    def _hot_poll(self, until: float, wake: Callable[[], bool] | None) -> tuple[int, Message] | None:
+        """Poll without sleeping until ``until`` (monotonic), yielding the CPU between polls."""
+        comm = self.comm
+        status = self._mpi.Status()
+        any_source = self._mpi.ANY_SOURCE
+        now = time.monotonic
+        yield_cpu = os.sched_yield
+        polls = 0
+        while True:
+            message = comm.improbe(source=any_source, status=status)
+            if message is not None:
+                return status.Get_source(), message.recv()
+            polls += 1
+            if polls & 63 == 0:
+                if now() >= until or (wake is not None and wake()):
+                    return None
+            yield_cpu()
+
     def close(self) -> None:
-        pass
+        if self.doorbell is not None:
+            self.doorbell.close()
+            self.doorbell = None
 
 
 class SimulatedWorker(Protocol):
@@ -166,7 +235,8 @@ class InProcTransport:
         self.workers[dest - 1].handle(msg, lambda reply, _src=dest: self.inbox.append((_src, reply)))
 
     def recv(
-        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0
+        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0,
+        hot: float = 0.0,
     ) -> tuple[int, Message] | None:
         if self.inbox:
             return self.inbox.popleft()

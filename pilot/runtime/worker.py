@@ -4,6 +4,13 @@ The worker owns everything that touches the task's process: spawning,
 stdio files, forwarding pipes and files, the ``[cluster-task]`` record, the
 host script of its host, and ending tasks on KillTask or SIGTERM. It keeps
 no DAG state.
+
+Nothing a task does can leave the master waiting: an error while starting or
+watching a task is that task's failure, and an error in the worker's own loop
+is reported as ``WorkerFailed(fatal=True)``, after which the worker still
+answers the master until Shutdown. Task processes carry the run's mark
+(``reaper``); what they leave running is ended when the worker shuts down,
+unless --keep-task-processes.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import signal
 import time
 
 from pilot.monitor import records, stdio
-from pilot.runtime import hostinfo, taskexec
+from pilot.runtime import hostinfo, reaper, taskexec
 from pilot.runtime.hostscript import HostScript
 from pilot.runtime.options import RunOptions
 from pilot.runtime.protocol import (
@@ -27,21 +34,35 @@ from pilot.runtime.protocol import (
     KillTask,
     Recall,
     Recalled,
+    Resume,
     RunTask,
     Shutdown,
     TaskResult,
     WorkerFailed,
 )
 from pilot.runtime.transport import Transport
+from pilot.runtime.watchdog import Watchdog
 
 log = logging.getLogger("pilot.worker")
 
 MASTER = 0
+# After the result of a task this short, the next task (its child, in a chain)
+# usually follows within a millisecond: a worker whose master is on another
+# host waits for it without sleeping this long (see MpiTransport.recv).
+HOT_AFTER = 0.01
+HOT_WAIT = 0.003
 
 
 class Worker:
-    def __init__(self, opts: RunOptions, transport: Transport) -> None:
+    def __init__(self, opts: RunOptions, transport: Transport, token: str = "", watchdog: Watchdog | None = None) -> None:
         self.opts = opts
+        self.token = token or os.urandom(6).hex()
+        self.watchdog = watchdog
+        self.dag_key = reaper.dag_key(opts.dag)
+        self.mark = reaper.mark(self.dag_key, "", self.token)
+        self.holding = False  # a failed task under -m: wait for Resume before the next queued one
+        self.broken = False  # a fatal error was reported: run nothing more, answer until Shutdown
+        self._pending: TaskResult | None = None  # a result to send once the next task has started
         self.t = transport
         self.rank = transport.rank
         self.hostname = hostinfo.hostname()
@@ -68,28 +89,66 @@ class Worker:
         signal.signal(signal.SIGTERM, self._on_signal)
         signal.signal(signal.SIGINT, self._on_signal)
         self._waker = taskexec.ChildWaker()
+        cores, sockets = hostinfo.cpu_topology()
         self.t.send(
             MASTER,
-            Hello(PROTOCOL_VERSION, self.rank, self.hostname, hostinfo.memory_mb(), hostinfo.cpu_count(), hostinfo.gpu_ids(), os.getpid()),
+            Hello(PROTOCOL_VERSION, self.rank, self.hostname, hostinfo.memory_mb(), hostinfo.cpu_count(), hostinfo.gpu_ids(),
+                  os.getpid(), cores, sockets),
         )
         try:
             while not self.shutdown_pending:
-                if self.queue:
-                    self.t.send(MASTER, self.run_task(self.queue.popleft()))
-                    continue
-                # After SIGTERM the worker still waits for the master's Shutdown.
-                got = self.t.recv()
-                if got is not None:
-                    self._on_message(got[1], running=False)
+                try:
+                    self._serve()
+                except Exception as exc:  # noqa: BLE001 - the master must hear of it, not wait forever
+                    log.error("cannot go on: %s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+                    self.broken = True
+                    self._send_pending()
+                    self._drop_queue()
+                    self.t.send(MASTER, WorkerFailed(self.rank, f"{type(exc).__name__}: {exc}", fatal=True))
         finally:
+            self._send_pending()
             self.cleanup()
         self.t.send(MASTER, Bye(self.rank))
         return 0
 
+    def _serve(self) -> None:
+        """Run queued tasks and take messages until Shutdown."""
+        hot = 0.0
+        while not self.shutdown_pending:
+            if self.queue and not self.holding and not self.broken:
+                result = self.run_task(self.queue.popleft())
+                if result.status == 0 and self.queue and not self.kill_requested:
+                    # The next task starts at once; this result goes out right after its
+                    # spawn, so the master's work on it overlaps the next task.
+                    self._pending = result
+                    continue
+                dropped = []
+                last = result.name
+                while result.status != 0 and self.queue and self.queue[0].after == last:
+                    last = self.queue[0].name  # it was to run only if the one before succeeded
+                    dropped.append(self.queue.popleft())
+                if result.status != 0 and self.opts.max_failures > 0 and self.queue:
+                    self.holding = True  # this failure may be the one that stops the run
+                self.t.send(MASTER, result)
+                for gone in dropped:
+                    self.t.send(MASTER, Recalled(gone.name))
+                hot = HOT_WAIT if result.duration < HOT_AFTER else 0.0
+                continue
+            # After SIGTERM the worker still waits for the master's Shutdown.
+            got = self.t.recv(hot=hot)
+            hot = 0.0
+            if got is not None:
+                self._on_message(got[1], running=False)
+
     def _on_message(self, msg, running: bool) -> None:
         """Handle one message from the master; ``running`` says a task is under way."""
         if isinstance(msg, RunTask):
-            self.queue.append(msg)
+            if self.broken:
+                self.t.send(MASTER, Recalled(msg.name))
+            else:
+                self.queue.append(msg)
+        elif isinstance(msg, Resume):
+            self.holding = False
         elif isinstance(msg, Recall):
             for queued in self.queue:
                 if queued.name == msg.name:
@@ -118,6 +177,14 @@ class Worker:
         if self.host_script is not None:
             self.host_script.stop()
             self.host_script = None
+        if not self.opts.keep_task_processes:
+            suffix = ":" + self.token
+            left = reaper.end_marked(lambda value: value.endswith(suffix), grace=1.0)
+            if left:
+                log.info("ended %d process(es) that tasks left running (--keep-task-processes keeps them)", left)
+        if self.watchdog is not None:
+            self.watchdog.release()
+            self.watchdog = None
         for fd in (self._out_fd, self._err_fd):
             if fd >= 0:
                 os.close(fd)
@@ -135,9 +202,20 @@ class Worker:
     def setup_host(self, msg: HostSetup) -> HostReady | None:
         """Take the host rank; start the host script if this worker runs it (the master waits for that answer only)."""
         self.host_rank = msg.host_rank
+        self.mark = reaper.mark(self.dag_key, msg.run_id, self.token)
+        if msg.end_stale:
+            prefix, current = self.dag_key + ":", f"{self.dag_key}:{msg.run_id}:"
+            stale = reaper.end_marked(lambda value: value.startswith(prefix) and not value.startswith(current), grace=1.0)
+            if stale:
+                log.warning("ended %d process(es) that an earlier run of this DAG left running", stale)
         if msg.script:
+            log.info("Launching host script %s", msg.script)
             self.host_script = HostScript(msg.script, self.rank)
             error = self.host_script.start_and_wait(lambda: self.terminating)
+            if error is None:
+                log.info("Host script exited with status 0")
+            else:
+                error = f"Worker {self.rank}: {error}"
             return HostReady(self.hostname, error)
         return None
 
@@ -158,6 +236,23 @@ class Worker:
         return self._out_fd, self._err_fd, False, None, None
 
     def run_task(self, msg: RunTask) -> TaskResult:
+        """Run one attempt; whatever goes wrong comes back as a failed result."""
+        try:
+            return self._run_task(msg)
+        except Exception as exc:  # noqa: BLE001 - a task's inputs must never take the worker down
+            error = f"Unable to run task {msg.name}: {type(exc).__name__}: {exc}"
+            log.error("%s", error, exc_info=log.isEnabledFor(logging.DEBUG))
+            return TaskResult(msg.name, 1, time.time(), 0.0, error=error)
+        finally:
+            self._send_pending()
+
+    def _send_pending(self) -> None:
+        """Send the previous task's result, held back until this task was started."""
+        if self._pending is not None:
+            result, self._pending = self._pending, None
+            self.t.send(MASTER, result)
+
+    def _run_task(self, msg: RunTask) -> TaskResult:
         self.kill_requested = False
         try:
             out_fd, err_fd, own, out_path, err_path = self._stdio(msg)
@@ -183,6 +278,9 @@ class Worker:
         env["PMC_CPUS"] = str(msg.cpus)
         env["PMC_RANK"] = str(self.rank)
         env["PMC_HOST_RANK"] = str(self.host_rank)
+        env[reaper.MARK_VAR] = self.mark
+        if msg.cpu_ids:
+            env["PMC_AFFINITY"] = ",".join(map(str, msg.cpu_ids))
         if msg.gpu_ids:
             ids = ",".join(msg.gpu_ids)
             env["PMC_GPUS"] = ids
@@ -195,8 +293,16 @@ class Worker:
         err_start = _size(err_fd) if self.opts.invocation_records else 0
         if self.opts.strict_limits and msg.memory > 0:
             argv = taskexec.limited_argv(argv, msg.memory)
+        bind = self.opts.set_affinity and bool(msg.cpu_ids)
         try:
-            run = taskexec.spawn(argv, self._task_env(msg), out_fd, err_fd, msg.pipe_forwards)
+            if bind:  # posix_spawn has no affinity attribute: the task inherits ours for the moment of the spawn
+                os.sched_setaffinity(0, msg.cpu_ids)
+            try:
+                run = taskexec.spawn(argv, self._task_env(msg), out_fd, err_fd, msg.pipe_forwards)
+            finally:
+                if bind:
+                    _reset_affinity()
+                self._send_pending()
         except OSError as exc:
             start = time.time()
             error = f"Unable to exec command {msg.argv[0]} for task {msg.name}: {exc.strerror or exc}"
@@ -217,10 +323,13 @@ class Worker:
                 _remove(src)
                 continue
             try:
-                forwards.append((dest, taskexec.read_file_forward(src)))
+                data = taskexec.read_file_forward(src)
+                if data is not None:  # a source the task did not write: nothing to forward
+                    forwards.append((dest, data))
             except ValueError as exc:
-                error = str(exc)
-                os.write(err_fd, (f"pilot: task {msg.name}: {error}\n").encode())
+                error = f"Task {msg.name}: {exc}"
+                log.error("%s", error)
+                os.write(err_fd, (error + "\n").encode("utf-8", "surrogateescape"))
                 status = 1
                 forwards = []
         if status != 0:

@@ -46,7 +46,7 @@ def test_pilot_mpi_cluster_is_the_same_program(dagfile):
 def test_one_rank_is_a_clear_error(dagfile):
     res = run_pilot([dagfile(DIAMOND)], n=1)
     assert res.returncode == 2
-    assert res.stderr.strip().count("\n") == 0 and "needs at least 2 MPI ranks" in res.stderr
+    assert res.stderr.strip().count("\n") == 0 and "At least one worker process is required" in res.stderr
 
 
 @pytest.mark.parametrize(
@@ -78,7 +78,7 @@ def test_infeasible_task_aborts_before_anything_runs(dagfile, tmp_path):
     dag = dagfile(f"TASK small /usr/bin/touch {marker}\nTASK big -c 4 -m 100 /bin/true\n")
     res = run_pilot(["--host-cpus", "2", dag])
     assert res.returncode == 1 and not marker.exists()
-    assert "wf.dag:2: task big requests 4 CPU(s), 100 MB memory" in res.stderr
+    assert "wf.dag:2: FATAL ERROR: No host is capable of running task big: it requests 4 CPU(s), 100 MB memory" in res.stderr
 
 
 def test_failure_exit_status_and_kept_worker_files(dagfile, tmp_path):
@@ -87,7 +87,7 @@ def test_failure_exit_status_and_kept_worker_files(dagfile, tmp_path):
     assert res.returncode == 1
     assert "hello" in res.stdout and "bad" in res.stderr  # merged even on failure
     assert 'stat="failed", tasks=3, submitted=2, succeeded=1, failed=1' in res.stdout
-    assert "task B failed with status 3" in res.stderr and "2 of 3 tasks not done (B, C)" in res.stderr
+    assert "Task B failed with exitcode 3" in res.stderr and "2 of 3 tasks not done (B, C)" in res.stderr
     kept = sorted(p.name for p in tmp_path.glob("wf.dag.*.[12]"))
     assert kept  # per-worker files stay after a failed run
     assert "status=3" in "".join((tmp_path / k).read_text() for k in kept if ".out." in k)
@@ -102,7 +102,7 @@ def test_tries_and_per_task_stdio_numbering(dagfile, tmp_path):
     assert [(tmp_path / f"flaky.out.{i:03d}").read_text().splitlines()[0] for i in range(3)] == ["try 1", "try 2", "try 3"]
     assert not (tmp_path / "flaky.out.003").exists()
     assert (tmp_path / "once.out.000").read_text().startswith("single\n[cluster-task name=once,")
-    assert "submitted=4, succeeded=2, failed=2" in res.stdout
+    assert "submitted=4, succeeded=2, failed=0" in res.stdout  # retried attempts are not failures
     rerun = run_pilot(["--per-task-stdio", "-s", dag])  # numbers continue after existing files
     assert rerun.returncode == 0 and (tmp_path / "once.out.001").exists()
 

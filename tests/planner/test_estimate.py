@@ -117,7 +117,8 @@ def test_a_task_that_fits_no_node_is_named_in_the_estimate(tmp_path):
     site = dataclasses.replace(load_site("local"), memory_per_node_mb=1000)
     est = estimate_cluster("big", str(dag), 3, site)
     assert est.makespan is None
-    assert est.note.startswith(f"{dag}:4: task huge requests 1 CPU(s), 5000 MB memory")
+    assert est.note.startswith(f"{dag}:4: FATAL ERROR: No host is capable of running task huge")
+    assert "5000 MB memory" in est.note
 
 
 def test_on_a_batch_site_more_ranks_means_more_nodes(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 
 from pilot.errors import InfeasibleTask
 from pilot.monitor.jobstate import JobstateLog
-from pilot.runtime.simulate import SimHost
+from pilot.runtime.simulate import SimCluster, SimHost
 from tests.conftest import simulate
 
 DIAMOND = "TASK A x\nTASK B x\nTASK C x\nTASK D x\nEDGE A B\nEDGE A C\nEDGE B D\nEDGE C D\n"
@@ -36,7 +36,8 @@ def test_retries_use_new_attempts(dagfile, capsys):
     rc, cluster, _ = simulate(dag, tries=2, status=lambda name, attempt: 0 if attempt == 3 else 1)
     assert rc == 1  # a fails twice; b succeeds on its third try
     assert cluster.order().count("a") == 2 and cluster.order().count("b") == 3
-    assert "submitted=5, succeeded=1, failed=4" in capsys.readouterr().out
+    # failed= counts tasks that failed for good, not the attempts that were retried
+    assert "submitted=5, succeeded=1, failed=1" in capsys.readouterr().out
 
 
 def test_max_failures_stops_new_work(dagfile):
@@ -73,7 +74,7 @@ def test_backfill_runs_small_tasks_while_big_waits(dagfile):
 
 def test_host_overrides(dagfile):
     dag = dagfile("TASK a -c 8 -m 100 x\n")
-    with pytest.raises(InfeasibleTask, match=r"wf.dag:1: task a requests 8 CPU\(s\)"):
+    with pytest.raises(InfeasibleTask, match=r"wf.dag:1: FATAL ERROR: No host is capable of running task a: it requests 8 CPU\(s\)"):
         simulate(dag, [SimHost("h", cpus=4, slots=1)])
     rc, _, _ = simulate(dag, [SimHost("h", cpus=4, slots=1)], host_cpus=8)
     assert rc == 0
@@ -139,3 +140,83 @@ def test_max_failures_recalls_prefetched_work(dagfile):
     started_after_failure = [name for t, name, _ in cluster.started if t > 0.5]
     assert started_after_failure == []
     assert master.engine.running == 0
+
+
+PMC_PRIORITY_DAG = """TASK N -p -5 -c 1 /bin/echo N
+TASK O -p -4 -c 1 /bin/echo O
+TASK I -p 9 -c 1 /bin/echo I
+TASK E -p 7 -c 1 /bin/echo E
+TASK D -p 8 -c 2 /bin/echo D
+TASK G -p 10 -c 1 /bin/echo G
+"""
+
+
+def test_pmc_priority_dag_on_one_worker_with_two_cpus(dagfile):
+    """PMC's own priority test: the 2-CPU task D (priority 8) runs right after I, not after all narrow tasks."""
+    rc, cluster, _ = simulate(dagfile(PMC_PRIORITY_DAG), [SimHost("h", cpus=2, slots=1)], host_cpus=2,
+                              duration=lambda name: 0.001)
+    assert rc == 0 and cluster.order() == ["G", "I", "D", "E", "O", "N"]
+
+
+def test_max_failures_with_tries_starts_nothing_after_the_last_try(dagfile, capsys):
+    """-m 1 -t 2: A's second failure stops the run; tasks prefetched behind it are taken back unstarted."""
+    dag = dagfile("TASK A /bin/false\nTASK B x\nTASK C x\nTASK D x\n")
+    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], max_failures=1, tries=2,
+                              status=lambda name, attempt: 1 if name == "A" else 0, duration=lambda name: 0.001)
+    assert rc == 1 and cluster.order() == ["A", "A"]
+    assert "submitted=2, succeeded=0, failed=1" in capsys.readouterr().out
+
+
+def test_a_failure_that_does_not_stop_the_run_lets_the_worker_go_on(dagfile, capsys):
+    dag = dagfile("".join(f"TASK t{i} x\n" for i in range(6)))
+    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], max_failures=3,
+                              status=lambda name, attempt: 1 if name in ("t1", "t2") else 0, duration=lambda name: 0.001)
+    assert rc == 1 and cluster.order() == [f"t{i}" for i in range(6)]
+    assert "submitted=6, succeeded=4, failed=2" in capsys.readouterr().out
+
+
+def test_chain_children_follow_on_and_a_failed_parent_keeps_its_child_back(dagfile, capsys):
+    """The child of a running short task is sent ahead; when the parent fails it comes back unstarted."""
+    dag = dagfile("".join(f"TASK c{i} x\n" for i in range(6)) + "".join(f"EDGE c{i} c{i + 1}\n" for i in range(5)))
+    rc, cluster, master = simulate(dag, [SimHost("h", cpus=1, slots=1)], tries=2, duration=lambda name: 0.001,
+                                   status=lambda name, attempt: 1 if name == "c3" and attempt == 1 else 0)
+    assert rc == 0 and cluster.order() == ["c0", "c1", "c2", "c3", "c3", "c4", "c5"]
+    assert "submitted=7, succeeded=6, failed=0" in capsys.readouterr().out
+
+
+def test_follow_on_child_is_never_run_after_a_final_failure(dagfile, capsys):
+    dag = dagfile("TASK a x\nTASK b x\nTASK c x\nEDGE a b\nEDGE b c\n")
+    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], duration=lambda name: 0.001,
+                              status=lambda name, attempt: 1 if name == "b" else 0)
+    assert rc == 1 and cluster.order() == ["a", "b"]
+    assert "submitted=2, succeeded=1, failed=1" in capsys.readouterr().out
+
+
+def test_a_worker_that_cannot_go_on_ends_the_run_instead_of_hanging(dagfile, capsys, caplog):
+    from pilot.runtime.master import Master
+    from pilot.runtime.options import RunOptions
+    from pilot.runtime.protocol import WorkerFailed
+
+    class Breaking(SimCluster):
+        def _start_next(self, r):
+            if r.queue and r.queue[0].name == "boom":
+                r.queue.popleft()
+                self.transport.deliver(r.rank, WorkerFailed(r.rank, "OSError: disk gone", fatal=True))
+                return
+            super()._start_next(r)
+
+    dag = dagfile("TASK long x\nTASK boom x\nTASK after x\nEDGE boom after\n")
+    cluster = Breaking([SimHost("h", cpus=2, slots=2)], duration=lambda name: 5.0)
+    rc = Master(RunOptions(dag=dag), cluster.transport).run()
+    assert rc == 1 and "boom" not in cluster.order() and "after" not in cluster.order()
+    assert "Worker 2: OSError: disk gone" in caplog.text or "Worker 1: OSError: disk gone" in caplog.text
+    assert "cannot go on" in caplog.text
+
+
+def test_backfill_is_bounded_so_a_wide_task_is_not_starved(dagfile):
+    """Two 1-CPU slots: narrow work may pass the 2-CPU task only as often as there are slots."""
+    dag = dagfile(PMC_PRIORITY_DAG + "".join(f"TASK n{i} -p -9 /bin/echo {i}\n" for i in range(20)))
+    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=2, slots=2)], host_cpus=2, duration=lambda name: 1.0)
+    order = cluster.order()
+    assert rc == 0 and order[:2] == ["G", "I"]
+    assert order.index("D") <= 4  # passed over twice at most (E, O), then its host is kept for it

@@ -58,3 +58,18 @@ def test_bad_options_are_one_line_usage_errors(argv, env, fragment):
         parse_run_args(argv, env=env)
     assert fragment in str(info.value) and "\n" not in str(info.value)
     assert info.value.exit_code == 2
+
+
+def test_tries_and_max_failures_read_the_leading_integer_like_pmc():
+    o = parse_run_args(["-t", "2.5", "-m", "1x", "wf.dag"], env={})
+    assert (o.tries, o.max_failures) == (2, 1)
+    for bad in (["-t", "0"], ["-t", "x"], ["-m", "-1"]):
+        with pytest.raises(UsageError):
+            parse_run_args([*bad, "wf.dag"], env={})
+
+
+def test_affinity_and_task_process_options():
+    o = parse_run_args(["--set-affinity", "--keep-task-processes", "wf.dag"], env={})
+    assert o.set_affinity and o.keep_task_processes
+    with pytest.raises(UsageError, match="--host-cpus is not compatible with --set-affinity"):
+        parse_run_args(["--set-affinity", "--host-cpus", "2", "wf.dag"], env={})

@@ -84,9 +84,12 @@ def test_duplicate_edge_ignored():
         ("TASK a -m\n", "t.dag:1: task 'a': option -m needs a value"),
         ("TASK a -m -1 x\n", "t.dag:1: task 'a': -m '-1': must not be negative"),
         ("TASK a -m lots x\n", "t.dag:1: task 'a': -m 'lots': not a number"),
-        ("TASK a -c 0 x\n", "t.dag:1: task 'a': -c '0': must be at least 1"),
-        ("TASK a -t 0 x\n", "t.dag:1: task 'a': -t '0': must be at least 1"),
-        ("TASK a -p 1.5 x\n", "t.dag:1: task 'a': -p '1.5': not an integer"),
+        ("TASK a -t -1 x\n", "t.dag:1: task 'a': -t '-1': must not be negative"),
+        ("TASK a -p x1 x\n", "t.dag:1: task 'a': -p 'x1': not an integer"),
+        ("TASK a -c many x\n", "t.dag:1: task 'a': -c 'many': not a number"),
+        ("TASK a x\nTASK b /bin/echo 'oops\n", "t.dag:2: unterminated quote"),
+        ("TASK a x\nEDGE a \"b\n", "t.dag:2: unterminated quote"),
+        ("TASK a /bin/echo a\0b\n", "t.dag:1: NUL byte in the line"),
         ("TASK a -f nonsense x\n", "t.dag:1: task 'a': -f 'nonsense': expected VAR=FILE"),
         ("TASK a -f 1X=f x\n", "not a valid environment variable name"),
         ("TASK a -F src x\n", "t.dag:1: task 'a': -F 'src': expected SRC=DEST"),
@@ -114,7 +117,7 @@ def test_read_missing_file(tmp_path):
 
 
 def test_roundtrip_through_writer():
-    text = "#@ 3 tx ID3\nTASK a -m 5 -c 2 -g 1 -t 2 -p -1 -f V=/o -F s=d /bin/echo 'two words' '' \"it's\" back\\\\slash\nTASK b x\nEDGE a b\n"
+    text = "#@ 3 tx ID3\nTASK a -m 5 -c 2 -g 1 -t 2 -p -1 -f V=/o -F s=d /bin/echo 'two words' '' it\\'s back\\\\slash\nTASK b x\nEDGE a b\n"
     dag = parse(text)
     again = parse(format_dag(dag))
     for name in ("a", "b"):
@@ -123,3 +126,11 @@ def test_roundtrip_through_writer():
             y.argv, y.memory, y.cpus, y.gpus, y.tries, y.priority, y.pipe_forwards, y.file_forwards, y.pegasus_id
         )
     assert again.edge_count() == 1
+
+
+def test_numbers_are_read_the_way_pmc_reads_them():
+    """sscanf("%d") takes the integer at the start; "%f" then rounding up for -m and -c."""
+    t = parse("TASK a -p 1.5 -t 2.5 -c 0 -m 1e1 x\n")["a"]
+    assert (t.priority, t.tries, t.cpus, t.memory) == (1, 2, 0, 10)
+    t = parse("TASK a -t 0 -p -7x -c 2.5 x\n")["a"]
+    assert (t.tries, t.priority, t.cpus) == (0, -7, 3)

@@ -85,7 +85,7 @@ def test_infeasible_is_reported_with_the_request():
     p.add_slot(2, "h2", 8, 100)
     assert p.infeasible(d["ok"]) is None
     why = p.infeasible(d["huge"])
-    assert "task huge requests 16 CPU(s), 5 MB memory" in why and "h2: 8 CPUs" in why
+    assert "it requests 16 CPU(s), 5 MB memory" in why and "h2: 8 CPUs" in why
 
 
 def test_pick_within_an_allocation():
@@ -94,10 +94,38 @@ def test_pick_within_an_allocation():
     p.add_slot(1, "h", 4, 1000)
     p.push(d["run"])
     _, alloc = p.assign()
-    p.push(d["big"])
     p.push(d["fits"])
     assert p.pick_within(alloc).name == "fits"
     assert p.pick_within(alloc) is None
+
+
+def test_prefetch_never_passes_over_a_higher_priority_task():
+    """Narrow work queued behind a running task would keep a wider, more urgent task waiting."""
+    d = dag("TASK run -c 2 x\nTASK big -c 3 -p 9 x\nTASK fits -c 2 x\n")
+    p = Policy()
+    p.add_slot(1, "h", 4, 1000)
+    p.push(d["run"])
+    _, alloc = p.assign()
+    p.push(d["big"])
+    p.push(d["fits"])
+    assert p.pick_within(alloc) is None
+
+
+def test_multi_cpu_tasks_get_aligned_cpu_numbers():
+    d = dag("TASK one x\nTASK two -c 2 x\nTASK four -c 4 x\nTASK pair -c 2 x\n")
+    p = Policy()
+    for rank in (1, 2, 3):
+        p.add_slot(rank, "h", 8, 1000, cores=4, sockets=2)  # 2 threads per core, 4 per socket
+    p.push(d["one"])
+    one = p.assign()[1]
+    p.push(d["two"])
+    two = p.assign()[1]
+    p.push(d["four"])
+    four = p.assign()[1]
+    assert one.cpu_ids == () and two.cpu_ids == (0, 1) and four.cpu_ids == (4, 5, 6, 7)
+    p.release(two)
+    p.push(d["pair"])
+    assert p.assign()[1].cpu_ids == (0, 1)
 
 
 def test_assign_cost_does_not_grow_with_workers():

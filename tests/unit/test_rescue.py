@@ -45,3 +45,27 @@ def test_writer_compacts_and_appends(tmp_path):
     log.close()
     assert Path(p).read_text() == "DONE a\nDONE b\nDONE c\nDONE d\n"
     assert not [f for f in os.listdir(tmp_path) if ".tmp." in f]
+
+
+def test_log_written_by_pmc_keeps_its_last_record(tmp_path):
+    """PMC writes "\\nDONE X" per record: the file starts with a newline and ends without one."""
+    p = tmp_path / "r"
+    p.write_bytes(b"\nDONE A\nDONE B\nDONE C")
+    assert read_rescue(str(p), {"A", "B", "C", "D"}) == {"A", "B", "C"}
+    log = RescueLog(str(p), sorted(read_rescue(str(p))))
+    log.close()
+    assert p.read_text() == "DONE A\nDONE B\nDONE C\n"  # one record per line from now on
+
+
+def test_stale_temp_files_are_removed_and_a_failed_rewrite_leaves_none(tmp_path):
+    p = tmp_path / "r"
+    dead = tmp_path / "r.tmp.999999999"
+    dead.write_text("DONE a\n")
+    live = tmp_path / f"r.tmp.{os.getppid()}"
+    live.write_text("")
+    RescueLog(str(p), ["a"]).close()
+    assert not dead.exists() and live.exists()
+    live.unlink()
+    with pytest.raises(DagError, match="cannot write the rescue log: No such file or directory; check that the directory"):
+        RescueLog(str(tmp_path / "missing" / "r"), ["a"])
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["r"]

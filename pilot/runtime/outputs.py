@@ -1,0 +1,59 @@
+"""Every file the master writes, opened or checked before the first task starts.
+
+A run that can only fail at its end (task stdout to ``-o /nonexistent/x``, a
+DAG directory the per-worker stdio files cannot be created in) would throw
+away all the work its tasks did. So the master opens ``-o``/``-e`` and its
+monitoring files, and checks that the DAG's directory is writable, while it
+starts up; any problem is one line naming the path, exit status 2.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import BinaryIO, Callable, TypeVar
+
+from pilot.errors import DagError
+from pilot.runtime.options import RunOptions
+
+T = TypeVar("T")
+
+
+def opened(path: str, what: str, how: str, opener: Callable[[], T]) -> T:
+    """``opener()``, with an OSError turned into the one-line error for ``path``."""
+    try:
+        return opener()
+    except OSError as exc:
+        raise DagError(path, None, f"cannot open {what}: {exc.strerror or exc}; {how}") from None
+
+
+def check_dag_dir(opts: RunOptions) -> None:
+    """Per-worker or per-task stdio, DAG.resource and DAG.result are written next to the DAG."""
+    where = os.path.dirname(os.path.abspath(opts.dag))
+    if not os.access(where, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+        raise DagError(
+            opts.dag, None,
+            f"cannot write next to the DAG: directory {where} is not writable (task stdio, DAG.resource and "
+            "DAG.result go there); make it writable or copy the DAG to a writable directory",
+        )
+
+
+def open_task_output(opts: RunOptions) -> tuple[BinaryIO | None, BinaryIO | None]:
+    """The -o and -e files (appended to), None for the master's own stdout/stderr."""
+    if opts.per_task_stdio:
+        return None, None  # every task writes its own files instead
+    out = err = None
+    if opts.stdout is not None:
+        out = opened(opts.stdout, "the task stdout file (-o)", "create its directory or pick another path",
+                     lambda: open(opts.stdout, "ab"))  # type: ignore[arg-type]
+    if opts.stderr is not None:
+        if opts.stderr == opts.stdout:
+            err = out
+        else:
+            try:
+                err = opened(opts.stderr, "the task stderr file (-e)", "create its directory or pick another path",
+                             lambda: open(opts.stderr, "ab"))  # type: ignore[arg-type]
+            except DagError:
+                if out is not None:
+                    out.close()
+                raise
+    return out, err

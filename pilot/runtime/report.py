@@ -1,0 +1,82 @@
+"""The end of a run on the master: merged task stdio, the utilisation report, the summary record.
+
+Called once the workers have said Bye (their stdio files are closed); the
+``[cluster-summary]`` record goes to the master's stdout, where
+pegasus-monitord and pegasus-exitcode look for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from pilot.monitor import records, stdio
+from pilot.runtime.protocol import Bye, Recalled, Shutdown, TaskResult, WorkerFailed
+
+if TYPE_CHECKING:
+    from pilot.runtime.master import Master
+
+log = logging.getLogger("pilot.master")
+
+BYE_TIMEOUT = 10.0
+
+
+def final_report(master: Master, ok: bool) -> None:
+    engine = master.engine
+    assert engine is not None
+    opts = master.opts
+    wall = time.time() - master.start
+    makespan = max(0.0, master.makespan_end - master.makespan_start)
+    for line in records.utilisation_report(master.runtime_total, wall, makespan, len(master.workers), engine.succeeded_this_run):
+        log.info("%s", line)
+    log.info("File descriptor cache hit rate: %f", master.fdcache.hit_rate)
+    if not opts.per_task_stdio:
+        kept = stdio.merge_worker_files(opts.dag, master.workers, master.task_out, master.task_err, delete=ok,
+                                        offsets=master._kept)
+        if kept:
+            log.info("Task stdio of this run kept in %s.out.<rank> / .err.<rank>", opts.dag)
+    # failed= counts tasks that failed for good; attempts that were retried are in submitted= only.
+    counts = {
+        "tasks": engine.total,
+        "submitted": engine.submitted,
+        "succeeded": engine.succeeded_this_run,
+        "failed": engine.failed_count,
+        "done": engine.done_count,
+    }
+    master.events.run_finished(ok, counts)
+    summary = records.cluster_summary(
+        ok, engine.total, engine.submitted, engine.succeeded_this_run, engine.failed_count,
+        master.start, wall, os.getpid(), master.app, master.runtime_total, len(master.workers),
+        master.policy.total_cpus,
+    )
+    sys.stdout.write(summary)
+    sys.stdout.flush()
+    if master.task_out is not None and opts.invocation_records:
+        # The -o file is then the job output monitord reads: the summary belongs with its task records.
+        master.task_out.write(summary.encode())
+        master.task_out.flush()
+
+
+def stop_workers(master: Master) -> None:
+    """Shutdown to every worker; take the results and give-backs still coming, until each says Bye."""
+    for rank in sorted(master._alive):
+        master.t.send(rank, Shutdown(master.abort_reason or ""))
+    deadline = time.monotonic() + BYE_TIMEOUT
+    while master._alive and time.monotonic() < deadline:
+        got = master.t.recv(timeout=max(0.0, deadline - time.monotonic()))
+        if got is None:
+            break
+        source, msg = got
+        if isinstance(msg, Bye):
+            master._alive.discard(source)
+        elif isinstance(msg, TaskResult) and source in master.slots.running and master.engine is not None:
+            master._task_done(source, msg)
+        elif isinstance(msg, Recalled) and master.engine is not None:
+            master._recalled(source, msg.name)
+        elif isinstance(msg, WorkerFailed):
+            master._worker_failed(source, msg)
+    if master._alive:
+        log.warning("worker(s) %s did not confirm shutdown", ", ".join(map(str, sorted(master._alive))))

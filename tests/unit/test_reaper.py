@@ -1,0 +1,104 @@
+"""Task marks, the reaper, the worker's watchdog and same-host doorbells, with real processes (no MPI)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from pilot.errors import DagError
+from pilot.runtime import outputs, reaper, watchdog
+from pilot.runtime.doorbell import Doorbell
+from pilot.runtime.options import RunOptions
+
+
+def _marked_sleeper(value: str) -> subprocess.Popen:
+    env = dict(os.environ, **{reaper.MARK_VAR: value})
+    # The shell leaves a grandchild in a session of its own: only the mark finds it.
+    return subprocess.Popen(["/bin/sh", "-c", "setsid sleep 300 & exec sleep 300"], env=env)
+
+
+def _wait_for(condition, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+def test_end_marked_finds_processes_outside_the_group():
+    token = uuid.uuid4().hex
+    proc = _marked_sleeper(f"k:run:{token}")
+    try:
+        assert _wait_for(lambda: len(reaper.marked(lambda v: v.endswith(token))) == 2)
+        assert reaper.end_marked(lambda v: v.endswith(token), grace=0.2) == 2
+        assert reaper.marked(lambda v: v.endswith(token)) == []
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_watchdog_ends_the_tasks_of_a_vanished_worker_and_leaves_those_of_a_clean_one():
+    token = uuid.uuid4().hex
+    guard = watchdog.start(token)
+    assert guard is not None
+    proc = _marked_sleeper(f"k:run:{token}")
+    try:
+        assert _wait_for(lambda: len(reaper.marked(lambda v: v.endswith(token))) == 2)
+        os.close(guard._wfd)  # what the kernel does when the worker is killed
+        assert _wait_for(lambda: not reaper.marked(lambda v: v.endswith(token)), 5.0)
+        os.waitpid(guard.pid, 0)
+    finally:
+        proc.kill()
+        proc.wait()
+    clean = watchdog.start(token)
+    assert clean is not None
+    kept = _marked_sleeper(f"k:run:{token}")
+    try:
+        clean.release()  # a clean worker: the watchdog leaves without ending anything
+        time.sleep(0.2)
+        assert len(reaper.marked(lambda v: v.endswith(token))) == 2
+    finally:
+        reaper.end_marked(lambda v: v.endswith(token), grace=0)
+        kept.wait()
+
+
+def test_dag_key_is_the_same_for_every_spelling_of_the_path(tmp_path):
+    dag = tmp_path / "wf.dag"
+    dag.write_text("")
+    assert reaper.dag_key(str(dag)) == reaper.dag_key(str(tmp_path / "." / "wf.dag"))
+
+
+def test_doorbell_wakes_a_waiting_peer():
+    a, b = Doorbell(), Doorbell()
+    try:
+        table = [("host", a.address), ("host", b.address), ("other", b"\0nowhere")]
+        a.introduce(table, 0)
+        b.introduce(table, 1)
+        assert a.peers == {1: b.address} and not a.serves_all(3)
+        assert not b.wait(0.01)
+        a.ring(1)
+        a.ring(2)  # another host: no ring, no error
+        start = time.monotonic()
+        assert b.wait(5.0) and time.monotonic() - start < 1.0
+        assert not b.wait(0.0)  # the rings were consumed
+    finally:
+        a.close()
+        b.close()
+
+
+def test_outputs_are_checked_before_any_task(tmp_path):
+    opts = RunOptions(dag=str(tmp_path / "wf.dag"), stdout="/nonexistent/x")
+    with pytest.raises(DagError, match=r"^/nonexistent/x: cannot open the task stdout file \(-o\): No such file"):
+        outputs.open_task_output(opts)
+    same = str(tmp_path / "both")
+    out, err = outputs.open_task_output(RunOptions(dag=opts.dag, stdout=same, stderr=same))
+    assert out is err
+    out.close()
+    outputs.check_dag_dir(opts)
+    with pytest.raises(DagError, match="cannot write next to the DAG"):
+        outputs.check_dag_dir(RunOptions(dag="/nonexistent/wf.dag"))
