@@ -101,13 +101,6 @@ class Dag:
     def __contains__(self, name: object) -> bool:
         return name in self.tasks
 
-    def add_task(self, task: Task) -> Task:
-        if task.name in self.tasks:
-            raise ValueError(f"duplicate task {task.name!r}")
-        task.order = len(self.tasks)
-        self.tasks[task.name] = task
-        return task
-
     def add_edge(self, parent: str, child: str) -> bool:
         """Add parent -> child; return False when the edge already existed."""
         p = self.tasks[parent]
@@ -122,6 +115,3 @@ class Dag:
 
     def edge_count(self) -> int:
         return sum(len(t.children) for t in self.tasks.values())
-
-    def roots(self) -> list[Task]:
-        return [t for t in self.tasks.values() if not t.parents]

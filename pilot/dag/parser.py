@@ -19,7 +19,6 @@ truncated argument to the task, or silently run the rest of the line as one.
 
 from __future__ import annotations
 
-import gc
 import math
 import re
 
@@ -27,6 +26,7 @@ from pilot.dag.cycles import find_cycle
 from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
 from pilot.dag.model import Dag, Task
 from pilot.errors import DagError
+from pilot.util.gcpause import gc_paused
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # What sscanf's %d and %f take from the start of a value.
@@ -59,16 +59,11 @@ def read_dag(path: str) -> Dag:
     live objects that the collector would scan again and again for nothing
     (a third of the parse time at 10^6 tasks).
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+        with gc_paused(), open(path, encoding="utf-8", errors="surrogateescape") as fh:
             return parse_dag(fh, path)
     except OSError as exc:
         raise DagError(path, None, f"cannot read DAG: {exc.strerror}") from exc
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def parse_dag(lines, path: str = "<dag>") -> Dag:

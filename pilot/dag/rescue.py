@@ -5,7 +5,7 @@ descriptor, so a SIGKILL of the master can neither tear nor lose a record that
 was written (the kernel holds it). Power loss is covered by an fsync at most
 once per ``fsync_interval`` seconds and at close.
 
-On start the old log is read, then replaced atomically (temp file + rename) by
+On start the old log is read, then replaced atomically (temp file, fsync, rename, directory fsync) by
 a compacted log holding its DONE records, so the log never grows across
 restarts and a crash during the rewrite leaves the old log intact. With
 ``-s`` the old log is ignored and the new one starts empty. A temp file that
@@ -28,6 +28,7 @@ import time
 from typing import Iterable
 
 from pilot.errors import DagError
+from pilot.util.atomic import atomic_file
 
 log = logging.getLogger("pilot.master")
 
@@ -75,16 +76,11 @@ class RescueLog:
         self.fsync_interval = fsync_interval
         self.write_failed = False
         remove_stale_temps(path)
-        tmp = f"{path}.tmp.{os.getpid()}"
         try:
-            with open(tmp, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            with atomic_file(path, errors="surrogateescape") as fh:
                 fh.writelines(f"DONE {name}\n" for name in carried)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         except OSError as exc:
-            _unlink(tmp)
             raise DagError(path, None, f"cannot write the rescue log: {exc.strerror or exc}; {_FIX}") from exc
         self._dirty = False
         self._last_sync = time.monotonic()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Iterable, Iterator
 
 from pilot.dag.lexer import quote_arg
@@ -59,11 +58,3 @@ def iter_dag_lines(tasks: Iterable[Task]) -> Iterator[str]:
 
 def format_dag(dag: Dag) -> str:
     return "".join(iter_dag_lines(dag))
-
-
-def write_dag(dag: Dag, path: str) -> None:
-    """Write atomically (temp file + rename) so a reader never sees half a DAG."""
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.writelines(iter_dag_lines(dag))
-    os.replace(tmp, path)

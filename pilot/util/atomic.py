@@ -4,7 +4,9 @@ The content goes to a temporary file in the same directory, which is
 flushed and fsynced, renamed over the target (atomic on POSIX), and then the
 directory is fsynced so that the rename itself survives a power loss. Without
 the last step a crash can leave the old file, or none, after the writer
-believed the new one safe. On any error the temporary file is removed.
+believed the new one safe. On any error the temporary file is removed; the
+temporary file is ``<path>.tmp.<pid>``, so a leftover of a killed writer can be
+told from a live writer's (pilot.dag.rescue removes such leftovers).
 """
 
 from __future__ import annotations

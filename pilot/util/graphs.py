@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import graphlib
 import heapq
-from typing import Callable, Iterable, Sequence, TypeVar
+from typing import Callable, Collection, Iterable, Sequence, TypeVar
 
 N = TypeVar("N")
 
 
-def topological_order(nodes: Sequence[N], parents: Callable[[N], Iterable[N]],
+def topological_order(nodes: Sequence[N], parents: Callable[[N], Collection[N]],
                       children: Callable[[N], Iterable[N]]) -> list[N]:
     """``nodes`` with every parent before its children, ties in the order of ``nodes``.
 
@@ -26,25 +26,44 @@ def topological_order(nodes: Sequence[N], parents: Callable[[N], Iterable[N]],
     whose ``args[1]`` lists it from its earliest node, parent to child, that
     node repeated at the end (``a, b, a``).
     """
+    return _kahn(nodes, parents, children, ties=True)
+
+
+def find_cycle(nodes: Sequence[N], parents: Callable[[N], Collection[N]],
+               children: Callable[[N], Iterable[N]]) -> list[N] | None:
+    """One cycle as ``topological_order`` names it (without the repeated node), or None.
+
+    Cheaper than an order: no heap, as any order shows whether one exists.
+    """
+    try:
+        _kahn(nodes, parents, children, ties=False)
+    except graphlib.CycleError as exc:
+        return exc.args[1][:-1]
+    return None
+
+
+def _kahn(nodes: Sequence[N], parents: Callable[[N], Collection[N]], children: Callable[[N], Iterable[N]],
+          ties: bool) -> list[N]:
     index = {id(n): i for i, n in enumerate(nodes)}
-    indeg = [sum(1 for _ in parents(n)) for n in nodes]
-    heap = [i for i, d in enumerate(indeg) if d == 0]
+    indeg = [len(parents(n)) for n in nodes]
+    ready = [i for i, d in enumerate(indeg) if d == 0]
+    pop, push = (heapq.heappop, heapq.heappush) if ties else (list.pop, list.append)
     out: list[N] = []
-    while heap:
-        i = heapq.heappop(heap)
-        out.append(nodes[i])
-        for c in children(nodes[i]):
+    while ready:
+        node = nodes[pop(ready)]
+        out.append(node)
+        for c in children(node):
             k = index[id(c)]
             indeg[k] -= 1
             if indeg[k] == 0:
-                heapq.heappush(heap, k)
+                push(ready, k)
     if len(out) < len(nodes):
         left = [i for i, d in enumerate(indeg) if d > 0]
         raise graphlib.CycleError("nodes are in a cycle", _cycle(nodes, left, parents, index))
     return out
 
 
-def _cycle(nodes: Sequence[N], left: list[int], parents: Callable[[N], Iterable[N]], index: dict[int, int]) -> list[N]:
+def _cycle(nodes: Sequence[N], left: list[int], parents: Callable[[N], Collection[N]], index: dict[int, int]) -> list[N]:
     """One cycle among the ``left`` nodes (those Kahn's algorithm could not order), from its earliest node."""
     remaining = set(left)
     graph = {i: [index[id(p)] for p in parents(nodes[i]) if index[id(p)] in remaining] for i in left}
@@ -59,7 +78,8 @@ def _cycle(nodes: Sequence[N], left: list[int], parents: Callable[[N], Iterable[
     return [nodes[i] for i in ring + ring[:1]]
 
 
-def levels(nodes: Sequence[N], parents: Callable[[N], Iterable[N]], children: Callable[[N], Iterable[N]]) -> dict[int, int]:
+def levels(nodes: Sequence[N], parents: Callable[[N], Collection[N]],
+           children: Callable[[N], Iterable[N]]) -> dict[int, int]:
     """Level of each node (keyed by ``id``): the longest path from a root, roots at level 1."""
     level: dict[int, int] = {}
     for n in topological_order(nodes, parents, children):
