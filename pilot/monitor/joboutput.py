@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 
-from pilot.monitor.result import ResultError, RunResult, read_result
+from pilot.contracts.result import ResultError, RunResult, read_result
 
 
 def rotate(cluster_dir: str, cluster: str, seq: int | None = None) -> tuple[str, str]:

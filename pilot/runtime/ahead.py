@@ -40,7 +40,7 @@ def attach_child(master: Master, rank: int, task: Task, alloc: Allocation) -> No
     """
     engine = master.engine
     assert engine is not None
-    if master.mean_duration >= FOLLOW_ON_BELOW or engine.stopped or master.policy.ready_count:
+    if master.mean_duration >= FOLLOW_ON_BELOW or engine.stopped or master.matcher.ready_count:
         return
     queue = master.slots.queued.get(rank)
     if queue and rank not in master.slots.conditional:
@@ -64,11 +64,11 @@ def attach_child(master: Master, rank: int, task: Task, alloc: Allocation) -> No
 def prefetch(master: Master) -> None:
     """Queue ready tasks behind running ones that have room (see ``Slots``), best priority first."""
     for rank, alloc in master.slots.with_room():
-        task = master.policy.pick_within(alloc)
+        task = master.matcher.pick_within(alloc)
         if task is not None:
             if master.trace:
                 log.log(5, "Scheduling task %s", task.name)
             master._send_task(task, alloc)
             master.slots.add(rank, task)
-        if not master.policy.ready_count:
+        if not master.matcher.ready_count:
             return

@@ -17,23 +17,24 @@ import signal
 import time
 from typing import BinaryIO, Callable
 
+from pilot.contracts.result import RunOutcome, write_result
 from pilot.dag import read_dag, read_rescue
 from pilot.dag.model import Dag, Task
 from pilot.dag.rescue import RescueLog
 from pilot.errors import LockError
 from pilot.monitor import stdio
-from pilot.runtime import ahead, outputs, report
 from pilot.monitor.events import Fanout, RunEvents
 from pilot.monitor.resource_log import ResourceLog
-from pilot.monitor.result import RunOutcome, write_result
+from pilot.runtime import ahead, outputs, report
 from pilot.runtime.engine import Engine
 from pilot.runtime.forwarding import FdCache
 from pilot.runtime.lock import DagLock
 from pilot.runtime.options import RunOptions
-from pilot.runtime.policy import Allocation, Host, Policy
+from pilot.runtime.policy import Allocation, Host, Matcher
 from pilot.runtime.slots import Slots
 from pilot.runtime.startup import Startup
 from pilot.runtime.protocol import (
+    KILL_GRACE,
     Bye,
     KillTask,
     Recall,
@@ -44,7 +45,6 @@ from pilot.runtime.protocol import (
     WorkerFailed,
 )
 from pilot.runtime.transport import Transport
-from pilot.runtime.taskexec import KILL_GRACE
 
 log = logging.getLogger("pilot.master")
 
@@ -76,7 +76,7 @@ class Master:
         self.t = transport
         self.app = app
         self.workers = list(range(1, transport.size))
-        self.policy = Policy()
+        self.matcher = Matcher()
         self.events = Fanout(list(events or []))
         self._make_events = make_events  # monitoring files, opened in _prepare so a bad path is a clean error
         self.task_out: BinaryIO | None = None  # -o / -e, opened before any task runs
@@ -173,16 +173,16 @@ class Master:
                                                lambda: ResourceLog(opts.dag + ".resource"))
         self.engine = Engine(dag, opts.tries, opts.max_failures, done)
         log.info("Master starting with %d workers", len(self.workers))
-        startup = Startup(opts, self.t, self.policy, lambda: self.signalled, self._interrupted, self.run_id)
+        startup = Startup(opts, self.t, self.matcher, lambda: self.signalled, self._interrupted, self.run_id)
         startup.register(self.workers)
-        for host in self.policy.hosts.values():
+        for host in self.matcher.hosts.values():
             self._log_resources(host)
         self.events.run_started(opts.dag, len(dag), len(self.workers))
         self._started_events = True
         startup.check_feasible(dag, self.engine)
         startup.setup_hosts()
         for task in self.engine.initial_ready():
-            self.policy.push(task)
+            self.matcher.push(task)
 
     # -- main loop ------------------------------------------------------------
     def _interrupted(self) -> bool:
@@ -196,8 +196,8 @@ class Master:
             if self.abort_reason is None:
                 self._check_limits()
             self._dispatch()  # once stopped, it only takes back prefetched work
-            self.events.status(engine.done_count, engine.running, self.policy.ready_count, engine.failed_count)
-            if engine.running == 0 and (engine.stopped or self.policy.ready_count == 0):
+            self.events.status(engine.done_count, engine.running, self.matcher.ready_count, engine.failed_count)
+            if engine.running == 0 and (engine.stopped or self.matcher.ready_count == 0):
                 break
             if self.abort_reason is not None:
                 timeout: float | None = self._kill_deadline - time.monotonic()
@@ -228,7 +228,7 @@ class Master:
         quarter of that (at most MAX_PATIENCE) before it refills them.
         """
         slots = self.slots
-        if slots.dry or slots.queued_total * 2 < len(slots.running) * slots.depth or self.policy.has_idle_slot():
+        if slots.dry or slots.queued_total * 2 < len(slots.running) * slots.depth or self.matcher.has_idle_slot():
             return 0.0
         return min(MAX_PATIENCE, slots.depth * self.mean_duration / 4)
 
@@ -248,11 +248,11 @@ class Master:
             self.t.send(rank, KillTask(reason))
 
     def _dispatch(self) -> None:
-        policy = self.policy
+        matcher = self.matcher
         engine = self.engine
         assert engine is not None
         while not engine.stopped:
-            pick = policy.assign()
+            pick = matcher.assign()
             if pick is None:
                 break
             task, alloc = pick
@@ -269,10 +269,10 @@ class Master:
             for rank, task in self.slots.recall_all():
                 self.t.send(rank, Recall(task.name))
             return
-        if policy.ready_count:
+        if matcher.ready_count:
             if self.mean_duration < PREFETCH_BELOW:
                 self._prefetch()
-        elif self.slots.queued_total and policy.has_idle_slot():
+        elif self.slots.queued_total and matcher.has_idle_slot():
             self._recall()
 
     def _send_task(self, task: Task, alloc: Allocation, after: Task | None = None) -> None:
@@ -301,7 +301,7 @@ class Master:
         ahead.prefetch(self)
 
     def _recall(self) -> None:
-        for rank, task in self.slots.to_recall(self.policy.fits_now, self.policy.has_idle_slot):
+        for rank, task in self.slots.to_recall(self.matcher.fits_now, self.matcher.has_idle_slot):
             self.t.send(rank, Recall(task.name))
 
     def _recalled(self, source: int, name: str) -> None:
@@ -311,7 +311,7 @@ class Master:
             return
         self.engine.unstart(task)  # type: ignore[union-attr]
         if not self.engine.stopped and self.engine.is_ready(task):  # type: ignore[union-attr]
-            self.policy.push(task)  # not one whose parent failed meanwhile
+            self.matcher.push(task)  # not one whose parent failed meanwhile
 
     def _handle(self, source: int, msg) -> None:
         if isinstance(msg, TaskResult):
@@ -352,7 +352,7 @@ class Master:
             self._started(nxt, alloc)  # the worker went straight on to its prefetched task
             self._attach_child(source, nxt, alloc)
         else:
-            self.policy.release(alloc)
+            self.matcher.release(alloc)
             self._log_resources(alloc.host)
 
     def _record_result(self, task: Task, seq: int, source: int, res: TaskResult) -> None:
@@ -375,7 +375,7 @@ class Master:
         if status == 0:
             self.rescue.done(task.name)
             for child in engine.succeeded(task):
-                self.policy.push(child)
+                self.matcher.push(child)
             self.events.task_ended(task, seq, 0, False)
             log.debug("task %s succeeded on worker %d in %.3f s", task.name, source, res.duration)
             return
@@ -385,7 +385,7 @@ class Master:
         how = f"exitcode {status}" if status >= 0 else f"signal {-status}"
         if retry:
             log.error("Task %s failed with %s%s on attempt %d; retrying", task.name, how, why, engine.attempts[task.order])
-            self.policy.push(task)
+            self.matcher.push(task)
         else:
             log.error("Task %s failed with %s%s", task.name, how, why)
 

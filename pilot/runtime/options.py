@@ -13,12 +13,12 @@ import math
 import os
 import re
 import resource
-import sys
 from dataclasses import dataclass
-from typing import Mapping, NoReturn, Sequence
+from typing import Mapping, Sequence
 
 from pilot import __version__
 from pilot.errors import UsageError
+from pilot.util.cmdline import Parser
 
 
 @dataclass(slots=True)
@@ -54,13 +54,8 @@ class RunOptions:
         return self.rescue or self.dag + ".rescue"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
-
-
 def build_parser(prog: str) -> argparse.ArgumentParser:
-    p = _Parser(
+    p = Parser(
         prog=prog,
         description="Run a PMC-format DAG of tasks under MPI: rank 0 is the master, ranks 1..N-1 run tasks. "
         "Start it as: mpiexec -n N %s [options] workflow.dag" % prog,
@@ -183,7 +178,3 @@ def _positive_float(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of minutes")
     return value
-
-
-def program_name(argv0: str | None = None) -> str:
-    return os.path.basename(argv0 or sys.argv[0])

@@ -91,8 +91,12 @@ class Allocation:
 Signature = tuple[int, int, int]
 
 
-class Policy:
-    """Slots, hosts and the ready queue."""
+class Matcher:
+    """The resource pool (hosts, their slots and free resources) and the ready queue, matched by the rules above.
+
+    Named for what it does: it holds state and answers assign/release; the
+    policy is the rules in this module's docstring.
+    """
 
     def __init__(self) -> None:
         self.hosts: dict[str, Host] = {}

@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 PROTOCOL_VERSION = 3
+# Seconds between the SIGTERM and the SIGKILL a worker sends a task's process group on
+# KillTask; the master waits that long, plus a margin, for the workers' answers.
+KILL_GRACE = 3.0
 
 
 @dataclass(slots=True)
@@ -118,7 +121,7 @@ class Recalled:
 
 @dataclass(slots=True)
 class KillTask:
-    """Master -> worker: end the running task (SIGTERM to its group, then SIGKILL) and drop queued ones."""
+    """Master -> worker: end the running task (SIGTERM to its group, SIGKILL ``KILL_GRACE`` s later) and drop queued ones."""
 
     reason: str
 

@@ -50,7 +50,7 @@ def final_report(master: Master, ok: bool) -> None:
     summary = records.cluster_summary(
         ok, engine.total, engine.submitted, engine.succeeded_this_run, engine.failed_count,
         master.start, wall, os.getpid(), master.app, master.runtime_total, len(master.workers),
-        master.policy.total_cpus,
+        master.matcher.total_cpus,
     )
     sys.stdout.write(summary)
     sys.stdout.flush()

@@ -1,6 +1,6 @@
 """What each worker rank holds: the running attempt, tasks prefetched behind it, a recall.
 
-Prefetching (seed 002's window of tasks per agent): while recent tasks are
+Prefetching (a window of queued tasks per worker): while recent tasks are
 short, the master sends a busy worker up to ``depth`` more tasks that fit in
 the resources it already holds (the master sizes ``depth`` to a few
 milliseconds of recent work); the worker starts the next one the moment the

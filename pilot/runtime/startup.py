@@ -14,7 +14,7 @@ from pilot.dag.model import Dag
 from pilot.errors import InfeasibleTask, RunAborted
 from pilot.runtime.engine import Engine, State
 from pilot.runtime.options import RunOptions
-from pilot.runtime.policy import Policy
+from pilot.runtime.policy import Matcher
 from pilot.runtime.protocol import PROTOCOL_VERSION, Hello, HostReady, HostSetup, WorkerFailed
 from pilot.runtime.transport import Transport
 
@@ -24,12 +24,12 @@ REGISTER_TIMEOUT = 300.0
 
 
 class Startup:
-    def __init__(self, opts: RunOptions, transport: Transport, policy: Policy, signalled: Callable[[], str | None],
+    def __init__(self, opts: RunOptions, transport: Transport, matcher: Matcher, signalled: Callable[[], str | None],
                  interrupted: Callable[[], bool], run_id: str = "") -> None:
         self.run_id = run_id
         self.opts = opts
         self.t = transport
-        self.policy = policy
+        self.matcher = matcher
         self.signalled = signalled
         self.interrupted = interrupted
 
@@ -54,7 +54,7 @@ class Startup:
             if o.host_gpus is not None:
                 gpus = gpus[: o.host_gpus] if len(gpus) >= o.host_gpus else tuple(str(i) for i in range(o.host_gpus))
             cores, sockets = (msg.cores, msg.sockets) if o.host_cpus is None else (cpus, 1)  # PMC's rule for --host-cpus
-            host = self.policy.add_slot(source, msg.hostname, cpus, memory, gpus, cores, sockets)
+            host = self.matcher.add_slot(source, msg.hostname, cpus, memory, gpus, cores, sockets)
             log.debug("worker %d registered on %s (%d CPUs, %d MB, %d GPUs)", source, host.name, host.cpus, host.memory, len(host.gpu_ids))
 
     def check_feasible(self, dag: Dag, engine: Engine) -> None:
@@ -65,7 +65,7 @@ class Startup:
             if key in seen or engine.state[task.order] is State.DONE:
                 continue
             seen.add(key)
-            why = self.policy.infeasible(task)
+            why = self.matcher.infeasible(task)
             if why:
                 raise InfeasibleTask(f"{self.opts.dag}:{task.line}: FATAL ERROR: No host is capable of running task {task.name}: {why}")
 
@@ -76,7 +76,7 @@ class Startup:
         host rank, and the first tasks follow at once.
         """
         pending: set[int] = set()
-        for host in self.policy.hosts.values():
+        for host in self.matcher.hosts.values():
             for host_rank, rank in enumerate(sorted(host.slots)):  # lowest global rank first, as in PMC
                 script = self.opts.host_script if host_rank == 0 else None
                 self.t.send(rank, HostSetup(script, host_rank, self.run_id, not self.opts.nolock))

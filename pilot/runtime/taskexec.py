@@ -21,8 +21,9 @@ import stat
 import time
 from dataclasses import dataclass, field
 
+from pilot.runtime.protocol import KILL_GRACE
+
 FILE_FORWARD_LIMIT = 1024 * 1024
-KILL_GRACE = 3.0
 
 
 class ChildWaker:

@@ -63,8 +63,6 @@ class Transport(Protocol):
         """
         ...
 
-    def close(self) -> None: ...
-
 
 class MpiTransport:
     """mpi4py COMM_WORLD with polling receives."""
@@ -205,11 +203,6 @@ class MpiTransport:
                     return None
             yield_cpu()
 
-    def close(self) -> None:
-        if self.doorbell is not None:
-            self.doorbell.close()
-            self.doorbell = None
-
 
 class SimulatedWorker(Protocol):
     def handle(self, msg: Message, reply: Callable[[Message], None]) -> None: ...
@@ -247,6 +240,3 @@ class InProcTransport:
         if timeout is None and (wake is None or not wake()):
             raise RuntimeError("in-process pilot deadlocked: the master waits but no simulated worker will reply")
         return None
-
-    def close(self) -> None:
-        pass

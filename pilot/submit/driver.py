@@ -50,9 +50,9 @@ import uuid
 from typing import Callable
 
 from pilot.contracts.clusters import ClusterSpec, read_clusters
+from pilot.contracts.result import ResultError, RunOutcome, read_result, result_path
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import pilot_args, request_for
-from pilot.monitor.result import ResultError, RunOutcome, read_result, result_path
 from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef

@@ -22,7 +22,7 @@ LOG_FLAGS = ["--jobstate-log", "--monitord-hack"]
 
 
 def assert_result(dag: str, reason: str) -> None:
-    from pilot.monitor.result import read_result
+    from pilot.contracts.result import read_result
 
     result = read_result(dag)
     assert result is not None and result.outcome.value == reason and result.ok == (reason == "done")

@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pilot.contracts.result import RunOutcome, write_result
 from pilot.errors import SubmitError
-from pilot.monitor.result import RunOutcome, write_result
 from pilot.submit.backend import JobRef, Submitted
 from providers.queue import QueueState, QueueStatus
 

@@ -1,5 +1,5 @@
 from pilot.dag import parse_dag
-from pilot.runtime.policy import Policy
+from pilot.runtime.policy import Matcher
 
 
 def dag(text):
@@ -15,7 +15,7 @@ def drain(policy):
 
 def test_priority_then_fifo():
     d = dag("TASK a x\nTASK b -p 5 x\nTASK c x\nTASK d -p 5 x\nTASK e -p -1 x\n")
-    p = Policy()
+    p = Matcher()
     for rank in range(1, 6):
         p.add_slot(rank, "h", 8, 1000)
     for t in d:
@@ -25,7 +25,7 @@ def test_priority_then_fifo():
 
 def test_backfill_when_best_does_not_fit_now():
     d = dag("TASK big -p 10 -c 2 x\nTASK small -p 1 x\n")
-    p = Policy()
+    p = Matcher()
     p.add_slot(1, "h", 2, 1000)
     p.add_slot(2, "h", 2, 1000)
     first = dag("TASK running x\n")["running"]
@@ -39,7 +39,7 @@ def test_backfill_when_best_does_not_fit_now():
 
 def test_workers_on_a_host_share_memory_and_cpus():
     d = dag("".join(f"TASK t{i} -m 600 x\n" for i in range(4)))
-    p = Policy()
+    p = Matcher()
     for rank in (1, 2, 3):
         p.add_slot(rank, "h", 4, 1000)
     for t in d:
@@ -51,7 +51,7 @@ def test_workers_on_a_host_share_memory_and_cpus():
 
 def test_memory_hungry_tasks_use_other_hosts():
     d = dag("TASK a -m 800 x\nTASK b -m 800 x\n")
-    p = Policy()
+    p = Matcher()
     p.add_slot(1, "h1", 4, 1000)
     p.add_slot(2, "h1", 4, 1000)
     p.add_slot(3, "h2", 4, 1000)
@@ -63,7 +63,7 @@ def test_memory_hungry_tasks_use_other_hosts():
 
 def test_gpus_scheduled_like_cpus_with_ids():
     d = dag("TASK a -g 2 x\nTASK b -g 1 x\nTASK c -g 1 x\n")
-    p = Policy()
+    p = Matcher()
     for rank in (1, 2, 3):
         p.add_slot(rank, "h", 8, 1000, ("0", "1", "2"))
     for t in d:
@@ -80,7 +80,7 @@ def test_gpus_scheduled_like_cpus_with_ids():
 
 def test_infeasible_is_reported_with_the_request():
     d = dag("TASK ok -c 4 x\nTASK huge -c 16 -m 5 x\n")
-    p = Policy()
+    p = Matcher()
     p.add_slot(1, "h1", 4, 1000)
     p.add_slot(2, "h2", 8, 100)
     assert p.infeasible(d["ok"]) is None
@@ -90,7 +90,7 @@ def test_infeasible_is_reported_with_the_request():
 
 def test_pick_within_an_allocation():
     d = dag("TASK run -c 2 x\nTASK big -c 3 -p 9 x\nTASK fits -c 2 x\n")
-    p = Policy()
+    p = Matcher()
     p.add_slot(1, "h", 4, 1000)
     p.push(d["run"])
     _, alloc = p.assign()
@@ -102,7 +102,7 @@ def test_pick_within_an_allocation():
 def test_prefetch_never_passes_over_a_higher_priority_task():
     """Narrow work queued behind a running task would keep a wider, more urgent task waiting."""
     d = dag("TASK run -c 2 x\nTASK big -c 3 -p 9 x\nTASK fits -c 2 x\n")
-    p = Policy()
+    p = Matcher()
     p.add_slot(1, "h", 4, 1000)
     p.push(d["run"])
     _, alloc = p.assign()
@@ -113,7 +113,7 @@ def test_prefetch_never_passes_over_a_higher_priority_task():
 
 def test_multi_cpu_tasks_get_aligned_cpu_numbers():
     d = dag("TASK one x\nTASK two -c 2 x\nTASK four -c 4 x\nTASK pair -c 2 x\n")
-    p = Policy()
+    p = Matcher()
     for rank in (1, 2, 3):
         p.add_slot(rank, "h", 8, 1000, cores=4, sockets=2)  # 2 threads per core, 4 per socket
     p.push(d["one"])
@@ -131,7 +131,7 @@ def test_multi_cpu_tasks_get_aligned_cpu_numbers():
 def test_assign_cost_does_not_grow_with_workers():
     """With uniform tasks a match looks at one host, however many there are."""
     d = dag("".join(f"TASK t{i} x\n" for i in range(20)))
-    p = Policy()
+    p = Matcher()
     for h in range(1000):
         for s in range(4):
             p.add_slot(h * 4 + s + 1, f"h{h}", 4, 1000)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pilot.contracts.result import ResultError, RunOutcome, read_result, result_path, write_result
 from pilot.errors import RunAborted
-from pilot.monitor.result import ResultError, RunOutcome, read_result, result_path, write_result
 from pilot.runtime.master import Master
 from pilot.runtime.options import RunOptions
 from pilot.runtime.protocol import HostSetup

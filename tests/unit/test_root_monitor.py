@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from pilot.contracts.result import write_result
 from pilot.contracts.rootfiles import RootJob, RootTask, write_root_files
 from pilot.errors import ConfigError
 from pilot.monitor import joboutput
 from pilot.monitor.kickstart import xml_invocation
-from pilot.monitor.result import write_result
 from pilot.monitor.root import Phase, RootMonitor
 from pilot.submit.monitord import RECOVER, Monitord, require_root_files
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from pilot.contracts.result import RunOutcome
 from pilot.errors import ConfigError
-from pilot.monitor.result import RunOutcome
 from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.driver import Driver

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from pilot.monitor.result import RunOutcome
+from pilot.contracts.result import RunOutcome
 from pilot.submit.driver import Driver
 from pilot.submit.options import Options
 from pilot.submit.pilotfiles import PilotFiles
