@@ -118,7 +118,7 @@ def test_task_wider_than_any_node_is_infeasible(tmp_path, multinode):
     assert res.returncode == 1
     cdir = sub / "merge_wide"
     said = " ".join(p.read_text() for p in cdir.glob("pilot-*.stderr"))
-    assert "task work_t0 requests 3 CPU(s)" in said and "but no host has that much" in said, said
+    assert "No host is capable of running task work_t0: it requests 3 CPU(s)" in said and "no host has that much" in said, said
     assert all(f"{node}: 2 CPUs" in said for node in NODES), said  # each node's own count, not the job's 6
     assert state(sub)["merge_wide"]["state"] == "failed"
 
