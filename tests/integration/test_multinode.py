@@ -97,7 +97,7 @@ def test_pilot_spans_three_nodes(tmp_path, multinode, launcher):
     cdir = sub / "merge_wide"
     script = (cdir / "merge_wide.slurm").read_text()
     assert "#SBATCH --nodes=3\n#SBATCH --ntasks-per-node=2\n" in script
-    expected = "srun --mpi=pmi2 -n 6 --ntasks-per-node 2 " if launcher == "srun" else \
+    expected = "srun --mpi=pmi2 --kill-on-bad-exit=1 -n 6 --ntasks-per-node 2 " if launcher == "srun" else \
         f"{Path(sys.executable).parent / 'mpiexec'} -n 6 -ppn 2 "
     assert expected in script
     said = " ".join(p.read_text() for p in cdir.glob("pilot-*.stderr"))
