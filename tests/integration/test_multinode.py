@@ -97,7 +97,7 @@ def test_pilot_spans_three_nodes(tmp_path, multinode, launcher):
     cdir = sub / "merge_wide"
     script = (cdir / "merge_wide.slurm").read_text()
     assert "#SBATCH --nodes=3\n#SBATCH --ntasks-per-node=2\n" in script
-    expected = "srun --mpi=pmi2 -n 6 --ntasks-per-node 2 " if launcher == "srun" else \
+    expected = "srun --mpi=pmi2 --kill-on-bad-exit=1 -n 6 --ntasks-per-node 2 " if launcher == "srun" else \
         f"{Path(sys.executable).parent / 'mpiexec'} -n 6 -ppn 2 "
     assert expected in script
     said = " ".join(p.read_text() for p in cdir.glob("pilot-*.stderr"))
@@ -118,7 +118,7 @@ def test_task_wider_than_any_node_is_infeasible(tmp_path, multinode):
     assert res.returncode == 1
     cdir = sub / "merge_wide"
     said = " ".join(p.read_text() for p in cdir.glob("pilot-*.stderr"))
-    assert "task work_t0 requests 3 CPU(s)" in said and "but no host has that much" in said, said
+    assert "No host is capable of running task work_t0: it requests 3 CPU(s)" in said and "no host has that much" in said, said
     assert all(f"{node}: 2 CPUs" in said for node in NODES), said  # each node's own count, not the job's 6
     assert state(sub)["merge_wide"]["state"] == "failed"
 

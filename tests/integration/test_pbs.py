@@ -50,8 +50,8 @@ def test_example_workflow_runs_with_mpi_in_pbs_jobs(tmp_path, pbs):
     # One MPI job of two ranks ran the cluster: a master and its worker on the PBS node.
     said = " ".join(p.read_text() for p in (sub / "merge_middle").glob("pilot-*.stderr"))
     assert f"Master starting with {ranks - 1} workers" in said and "Workflow succeeded" in said, said
-    out = (sub / "merge_middle" / "merge_middle.dag.dagman.out").read_text()
-    assert "findrange_left" in out and "findrange_right" in out
+    events = (sub / "merge_middle" / "jobstate.log").read_text()
+    assert "findrange_left JOB_SUCCESS" in events and "findrange_right JOB_SUCCESS" in events, events
     finished = json.loads(subprocess.run(["qstat", "-x", "-f", "-F", "json", *job_ids(sub)], capture_output=True,
                                          text=True, check=True).stdout)["Jobs"]
     assert all(j["job_state"] == "F" and j["Exit_status"] == 0 for j in finished.values())
