@@ -1,4 +1,4 @@
-"""Simulated workers on a virtual clock, for tests and the scheduling benchmark.
+"""Simulated workers on a virtual clock, for tests, the scheduling benchmark and the planner's makespan estimate.
 
 ``SimCluster`` plays every worker rank behind an ``InProcTransport``: it
 registers hosts, answers host setup, and runs tasks the way a real worker
