@@ -217,10 +217,8 @@ def site_summary(name: str) -> str:
         ("sources", "\n".join(site.sources) or "-"),
         ("file", site.path),
     ]
-    width = max(len(k) for k, _ in rows)
-    lines = []
+    cells = []
     for key, value in rows:
         first, *rest = value.split("\n")
-        lines.append(f"{key + ':':<{width + 1}} {first}")
-        lines += [f"{'':<{width + 1}} {more}" for more in rest]
-    return "\n".join(lines)
+        cells += [(key + ":", first)] + [("", more) for more in rest]
+    return "\n".join(table(cells, sep=" "))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Collection, Sequence
 
 
-def table(rows: Sequence[Sequence[str]], right: Collection[int] = (), indent: str = "") -> list[str]:
-    """One line per row, columns two spaces apart and as wide as their widest cell.
+def table(rows: Sequence[Sequence[str]], right: Collection[int] = (), indent: str = "", sep: str = "  ") -> list[str]:
+    """One line per row, columns ``sep`` (two spaces) apart and as wide as their widest cell.
 
     Columns whose index is in ``right`` are right-aligned (numbers); trailing
     blanks are cut so that a short last cell leaves no padding behind.
@@ -15,7 +15,7 @@ def table(rows: Sequence[Sequence[str]], right: Collection[int] = (), indent: st
         return []
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return [
-        indent + "  ".join(cell.rjust(w) if i in right else cell.ljust(w)
+        indent + sep.join(cell.rjust(w) if i in right else cell.ljust(w)
                            for i, (cell, w) in enumerate(zip(r, widths))).rstrip()
         for r in rows
     ]
