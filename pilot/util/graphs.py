@@ -2,7 +2,9 @@
 
 The order is Kahn's algorithm with a heap, so that among nodes ready at the
 same time the one listed first comes first (file order for a DAG, workflow
-order for jobs): plans and DAGs come out the same on every run. When nodes are
+order for jobs): plans and DAGs come out the same on every run (graphlib's
+own order hands nodes out in batches as they become ready, which would reorder
+tasks inside a cluster's DAG). When nodes are
 left over there is a cycle; the standard library's ``graphlib`` names one,
 which is then turned to start at its earliest node so that the message is
 stable. Nodes are compared by identity, so unhashable ones (dataclasses) work.
