@@ -204,3 +204,54 @@ def test_node_down_mid_run_completes_without_rerunning_done_tasks(tmp_path, mult
         assert started.count(f"start {i}") == 1, name  # a DONE task is not run again
     done = [line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE")]
     assert sorted(done) == sorted(f"work_t{i}" for i in range(16))
+
+
+def _worker_pids(dag_name: str) -> list[int]:
+    """Pids of the pilot ranks other than rank 0 that run ``dag_name`` (srun's PMI gives each its PMI_RANK)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            env = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(a.endswith(dag_name.encode()) for a in argv) and b"run" in argv and any(
+                e.startswith(b"PMI_RANK=") and e != b"PMI_RANK=0" for e in env):
+            pids.append(int(entry.name))
+    return pids
+
+
+def test_a_lost_worker_ends_the_step_and_the_cluster_resumes(tmp_path, multinode):
+    """SIGKILL of one worker rank under srun: the step ends (no master waiting for it), the cluster is
+    resubmitted and resumes from its rescue log."""
+    sub = tmp_path / "sub"
+    site = site_file(tmp_path)
+    plan = pilot("plan", workflow(tmp_path, 12, ["1"]), "--site", site, "--cluster", "whole", "--dir", str(sub))
+    assert plan.returncode == 0, plan.stderr
+    rescue = sub / "merge_wide" / "merge_wide.dag.rescue"
+    driver = subprocess.Popen([*PILOT, "submit", "--site", site, "--poll", "0.3", str(sub)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = None
+    try:
+        deadline = time.monotonic() + 240
+        while driver.poll() is None and time.monotonic() < deadline:
+            if killed is None and rescue.exists() and "DONE" in rescue.read_text():
+                pids = _worker_pids("merge_wide.dag")
+                if pids:
+                    killed = pids[0]
+                    os.kill(killed, 9)
+            time.sleep(0.2)
+        out, err = driver.communicate(timeout=30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+            pilot("cancel", str(sub), "--site", site)
+    assert killed is not None, "no worker rank was found to kill"
+    assert driver.returncode == 0, err
+    c = state(sub)["merge_wide"]
+    assert c["state"] == "done" and len(c["job_ids"]) >= 2, c  # the step ended and the cluster was resubmitted
+    done = [line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE")]
+    assert sorted(done) == sorted(f"work_t{i}" for i in range(12))
