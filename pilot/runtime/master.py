@@ -222,6 +222,7 @@ class Master:
             if got is not None:
                 self._handle(*got)
         self.makespan_end = time.time()
+        self.events.drained()
         if self.policy.held and self.abort_reason is None and not engine.stopped:
             timeleft.report_held(self.policy, self.deadline - self.clock())  # type: ignore[operator]
 
