@@ -17,8 +17,10 @@ Time left (``assign(left=...)``): under a wall-time limit, a ready task whose
 runtime is longer than the time left is not started; since the time left only
 shrinks, it is set aside (``held``) for the rest of the run, to be run by the
 resubmitted job. A task without a runtime, or one longer than the whole limit
-(``full``: no later job could finish it either), is never held. A task that does not fit now is passed over for a lower-priority
-one that does (backfill), but not forever: once the most urgent ready task
+(``full``: no later job could finish it either), is never held.
+
+Backfill: a task that does not fit now is passed over for a lower-priority
+one that does, but not forever: once the most urgent ready task
 has been passed over as many times as there are slots, one host that could
 run it is reserved for it; lower-priority work no longer starts there, and it
 runs as soon as that host has room. Bounded backfill keeps a wide task from
