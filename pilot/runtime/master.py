@@ -184,7 +184,7 @@ class Master:
         self._started_events = True
         startup.check_feasible(dag, self.engine)
         startup.setup_hosts()
-        self._timed = timeleft.prepare(opts, dag, self.policy)
+        self._timed = timeleft.prepare(opts, dag, self.policy, None if self.deadline is None else self.deadline - self.clock())
         for task in self.engine.initial_ready():
             self.policy.push(task)
 

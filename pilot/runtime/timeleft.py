@@ -8,8 +8,10 @@ time left, less ``START_MARGIN``. One that does not fit is held for the rest
 of the run: the run ends as soon as nothing that fits is ready or running,
 with result ``walltime``, and the resubmitted job (resuming from the rescue
 log) runs it with a fresh limit, instead of this one starting it only to kill
-it at the limit. A task longer than the whole limit is never held: no later
-run could finish it either. ``--ignore-runtimes`` turns all of it off.
+it at the limit. A task longer than the time a run has once it starts
+dispatching (the limit less start-up) is never held: no later run could
+finish it either, and holding it would only end run after run with nothing
+done. ``--ignore-runtimes`` turns all of it off.
 """
 
 from __future__ import annotations
@@ -26,15 +28,19 @@ log = logging.getLogger("pilot.master")
 START_MARGIN = 0.05
 
 
-def prepare(opts: RunOptions, dag: Dag, policy: Policy) -> bool:
-    """Order equal priorities by runtime; return whether the time-left rule applies to this run."""
-    if opts.ignore_runtimes or not policy.order_by_runtime(list(dag)) or not opts.max_wall_time:
+def prepare(opts: RunOptions, dag: Dag, policy: Policy, left: float | None) -> bool:
+    """Order equal priorities by runtime; return whether the time-left rule applies to this run.
+
+    ``left``: seconds until the wall-time limit as dispatching begins (None: no limit).
+    """
+    if opts.ignore_runtimes or not policy.order_by_runtime(list(dag)) or left is None:
         return False
-    policy.full = opts.max_wall_time * 60.0
+    policy.full = left - START_MARGIN
     longer = [t for t in dag if t.runtime is not None and t.runtime > policy.full]
     if longer:
-        log.warning("%d task(s) have a runtime longer than --max-wall-time (%s: %g s): no run could finish them, "
-                    "they start whenever they are ready", len(longer), longer[0].name, longer[0].runtime)
+        log.warning("%d task(s) have a runtime longer than the %.1f s this run has for tasks (--max-wall-time less start-up; "
+                    "%s: %g s): no run could finish them, they start whenever they are ready",
+                    len(longer), max(0.0, policy.full), longer[0].name, longer[0].runtime)
     return True
 
 
