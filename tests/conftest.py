@@ -38,11 +38,11 @@ def dagfile(tmp_path: Path):
 
 def simulate(dag: str, hosts: list[SimHost] | None = None, events=None, **kw) -> tuple[int, SimCluster, Master]:
     """Run the real master against simulated workers; returns (exit code, cluster, master)."""
-    cluster_kw = {k: kw.pop(k) for k in ("duration", "status", "hello_cpus") if k in kw}
+    cluster_kw = {k: kw.pop(k) for k in ("duration", "status", "hello_cpus", "timeouts") if k in kw}
     cluster_kw.setdefault("hold_on_failure", kw.get("max_failures", 0) > 0)
     cluster = SimCluster(hosts or [SimHost("h1", cpus=2, slots=2)], **cluster_kw)
     opts = RunOptions(dag=dag, **kw)
-    master = Master(opts, cluster.transport, events)
+    master = Master(opts, cluster.transport, events, clock=cluster.now)
     return master.run(), cluster, master
 
 

@@ -42,6 +42,8 @@ class ClusterSpec:
     ranks: int
     parents: tuple[str, ...]
     retry: int | None = None  # the largest Pegasus dagman.retry among its jobs; None: not set
+    runtime: float | None = None  # sum of its tasks' runtimes (Pegasus runtime profiles); None: not all known
+    critical_path: float | None = None  # longest chain of runtimes inside it; None: not all known
 
     def rel(self, path: str) -> str:
         """``path`` relative to the submit directory, for messages."""
@@ -74,10 +76,12 @@ def read_clusters(submit_dir: str) -> list[ClusterSpec]:
             name = str(item["name"])
             parents = tuple(str(p) for p in item["parents"])
             retry = item.get("retry")
+            runtime, critical = item.get("runtime"), item.get("critical_path")
             spec = ClusterSpec(
                 name=name, kind=ClusterKind(item["kind"]), dir=os.path.join(submit_dir, item["dir"]),
                 dag=os.path.join(submit_dir, item["dag"]), tasks=int(item["tasks"]), ranks=int(item["ranks"]),
                 parents=parents, retry=None if retry is None else int(retry),
+                runtime=None if runtime is None else float(runtime), critical_path=None if critical is None else float(critical),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{path}: cluster #{n}: bad or missing field ({type(exc).__name__}: {exc}); re-plan with pilot plan") from None

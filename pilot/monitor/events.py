@@ -21,6 +21,9 @@ class RunEvents:
     def status(self, done: int, queued: int, ready: int, failed: int) -> None:
         """Node counts after a batch of changes (queued = started or prefetched)."""
 
+    def drained(self) -> None:
+        """Nothing more starts or runs: the end-of-run output follows."""
+
     def run_finished(self, ok: bool, counts: dict[str, int]) -> None: ...
 
     def flush(self) -> None: ...
@@ -47,6 +50,10 @@ class Fanout(RunEvents):
     def status(self, done: int, queued: int, ready: int, failed: int) -> None:
         for s in self.sinks:
             s.status(done, queued, ready, failed)
+
+    def drained(self) -> None:
+        for s in self.sinks:
+            s.drained()
 
     def run_finished(self, ok: bool, counts: dict[str, int]) -> None:
         for s in self.sinks:

@@ -73,12 +73,15 @@ def layout_for(site: SiteConfig, ranks: int, min_cpus: int = 1) -> Layout:
     return Layout(req.nodes, req.ranks_per_node, cpus, memory, site.gpus_per_node or 0)
 
 
-def simulate(dag: Dag, layout: Layout, tries: int = 1) -> float:
+def simulate(dag: Dag, layout: Layout, tries: int = 1, max_wall_time: float | None = None) -> float:
     """Makespan in seconds of ``dag`` (read from ``dag.path``) under the real master on simulated workers.
 
     Every task must have a runtime (``Task.runtime``). The master runs in a
     scratch directory, so its rescue log and result file land there; its log
-    lines and summary are swallowed.
+    lines and summary are swallowed. With ``max_wall_time`` (minutes) the
+    master reads the virtual clock for its limit, as ``pilot run
+    --max-wall-time`` would: the result is then when that run would end (at
+    the limit, or sooner when the tasks left cannot finish in the time left).
     """
     from pilot.runtime.master import Master
     from pilot.runtime.options import RunOptions
@@ -95,14 +98,15 @@ def simulate(dag: Dag, layout: Layout, tries: int = 1) -> float:
     with tempfile.TemporaryDirectory(prefix="pilot-estimate-") as tmp:
         link = os.path.join(tmp, os.path.basename(dag.path))
         os.symlink(os.path.abspath(dag.path), link)
-        cluster = SimCluster(hosts, duration=runtimes.__getitem__)
-        opts = RunOptions(dag=link, nolock=True, resource_log=False, per_task_stdio=True, skip_rescue=True, tries=tries)
+        cluster = SimCluster(hosts, duration=runtimes.__getitem__, timeouts=max_wall_time is not None)
+        opts = RunOptions(dag=link, nolock=True, resource_log=False, per_task_stdio=True, skip_rescue=True, tries=tries,
+                          max_wall_time=max_wall_time)
         logger = logging.getLogger("pilot.master")
         was_disabled = logger.disabled
         logger.disabled = True
         try:
             with contextlib.redirect_stdout(io.StringIO()):
-                Master(opts, cluster.transport).run()
+                Master(opts, cluster.transport, clock=cluster.now).run()
         except PilotError as exc:  # e.g. a task that fits no node: say it of the real DAG, not the scratch link
             raise EstimateError(str(exc).replace(link, dag.path)) from None
         finally:

@@ -4,7 +4,9 @@ Both spare a worker the round trip to the master between two short tasks:
 a prefetched task waits in the worker's queue behind the running one (see
 ``Slots``); a follow-on child is sent with the task it depends on and starts
 the moment that task succeeds. Neither ever passes over a ready task of
-higher priority.
+higher priority, and under a wall-time limit neither sends a task that could
+not finish in the time left once the work ahead of it on that worker has run
+(by the runtimes of the running and queued tasks, taken whole).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pilot.dag.model import Task
 from pilot.runtime.policy import Allocation
+from pilot.runtime.protocol import Recall
 
 if TYPE_CHECKING:
     from pilot.runtime.master import Master
@@ -48,11 +51,17 @@ def attach_child(master: Master, rank: int, task: Task, alloc: Allocation) -> No
     parent = queue[-1] if queue else task
     depth = len(queue) if queue else 0
     gpus = len(alloc.gpu_ids)
+    left = master.time_left()
+    if left is not None:
+        left -= _work_ahead(master, rank)
     while depth < FOLLOW_ON_DEPTH and not parent.pipe_forwards and not parent.file_forwards:
         child = next((c for c in parent.children if engine.follow_on(c, parent) and c.cpus <= alloc.cpus
-                      and c.memory <= alloc.memory and c.gpus <= gpus), None)
+                      and c.memory <= alloc.memory and c.gpus <= gpus
+                      and (left is None or not master.matcher.too_long(c, left))), None)
         if child is None:
             return
+        if left is not None:
+            left -= child.runtime or 0.0
         if master.trace:
             log.log(5, "Scheduling task %s", child.name)
         master._send_task(child, alloc, after=parent)
@@ -63,8 +72,9 @@ def attach_child(master: Master, rank: int, task: Task, alloc: Allocation) -> No
 
 def prefetch(master: Master) -> None:
     """Queue ready tasks behind running ones that have room (see ``Slots``), best priority first."""
+    left = master.time_left()
     for rank, alloc in master.slots.with_room():
-        task = master.matcher.pick_within(alloc)
+        task = master.matcher.pick_within(alloc, None if left is None else left - _work_ahead(master, rank))
         if task is not None:
             if master.trace:
                 log.log(5, "Scheduling task %s", task.name)
@@ -72,3 +82,29 @@ def prefetch(master: Master) -> None:
             master.slots.add(rank, task)
         if not master.matcher.ready_count:
             return
+
+
+def recall(master: Master) -> None:
+    """Take back prefetched tasks for slots that fell idle with nothing ready (see ``Slots.to_recall``)."""
+    for rank, task in master.slots.to_recall(master.matcher.fits_now, master.matcher.has_idle_slot):
+        master.t.send(rank, Recall(task.name))
+
+
+def recalled(master: Master, source: int, name: str) -> None:
+    """A worker gave ``name`` back unstarted: it is ready again (unless a parent failed meanwhile)."""
+    engine = master.engine
+    assert engine is not None
+    task = master.slots.recalled(source, name)
+    if task is None:
+        log.error("worker %d gave back %s, which it did not hold", source, name)
+        return
+    engine.unstart(task)
+    if not engine.stopped and engine.is_ready(task):
+        master.matcher.push(task)
+
+
+def _work_ahead(master: Master, rank: int) -> float:
+    """Seconds of known runtime before a task sent now to ``rank`` would start: its running and queued tasks."""
+    running = master.slots.running.get(rank)
+    total = (running[0].runtime or 0.0) if running is not None else 0.0
+    return total + sum(t.runtime or 0.0 for t in master.slots.queued.get(rank, ()))

@@ -111,4 +111,11 @@ def _monitors(opts: RunOptions) -> list:
 
         path = opts.dag + ".dagman.out"
         sinks.append(opened(path, "the dagman.out file", "make the DAG's directory writable", lambda: DagmanOut(path, opts.dag)))
+    from pilot.monitor.liveline import LiveLine, stderr_reaches_terminal
+
+    if stderr_reaches_terminal():  # someone watches: a progress line (never in a batch job)
+        line = LiveLine(sys.stderr)
+        for handler in logging.getLogger("pilot").handlers:
+            line.attach(handler)
+        sinks.append(line)
     return sinks

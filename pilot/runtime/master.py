@@ -25,7 +25,7 @@ from pilot.errors import LockError
 from pilot.monitor import stdio
 from pilot.monitor.events import Fanout, RunEvents
 from pilot.monitor.resource_log import ResourceLog
-from pilot.runtime import ahead, outputs, report
+from pilot.runtime import ahead, outputs, report, timeleft
 from pilot.runtime.engine import Engine
 from pilot.runtime.forwarding import FdCache
 from pilot.runtime.lock import DagLock
@@ -71,8 +71,10 @@ FLUSH_EVERY = 0.5
 
 class Master:
     def __init__(self, opts: RunOptions, transport: Transport, events: list[RunEvents] | None = None, app: str = "pilot",
-                 make_events: Callable[[], list[RunEvents]] | None = None) -> None:
+                 make_events: Callable[[], list[RunEvents]] | None = None, clock: Callable[[], float] | None = None) -> None:
         self.opts = opts
+        # Seconds for the wall-time limit; a simulation passes its virtual clock.
+        self.clock = clock or time.monotonic
         self.t = transport
         self.app = app
         self.workers = list(range(1, transport.size))
@@ -97,6 +99,7 @@ class Master:
         self.makespan_start = 0.0
         self.makespan_end = 0.0
         self.deadline: float | None = None
+        self._timed = False  # the time-left rule applies: a wall-time limit and tasks with runtimes
         self._kill_deadline = 0.0
         self._alive = set(self.workers)
         self._started_events = False
@@ -111,7 +114,7 @@ class Master:
     def run(self) -> int:
         self.start = time.time()
         self._kept = {} if self.opts.per_task_stdio else stdio.sizes(self.opts.dag, self.workers)
-        mono = time.monotonic()
+        mono = self.clock()
         if self.opts.max_wall_time:
             self.deadline = mono + self.opts.max_wall_time * 60.0
             log.info("Setting max walltime to %f minutes", self.opts.max_wall_time)
@@ -142,7 +145,7 @@ class Master:
         if not isinstance(exc, LockError):  # another run holds the DAG: its result file is not ours
             if self.signalled:
                 outcome = RunOutcome.SIGNAL
-            elif self.deadline is not None and time.monotonic() >= self.deadline:
+            elif self.deadline is not None and self.clock() >= self.deadline:
                 outcome = RunOutcome.WALLTIME  # out of time during start-up: a resubmission can finish it
             else:
                 outcome = RunOutcome.ERROR
@@ -181,12 +184,13 @@ class Master:
         self._started_events = True
         startup.check_feasible(dag, self.engine)
         startup.setup_hosts()
+        self._timed = timeleft.prepare(opts, dag, self.matcher, None if self.deadline is None else self.deadline - self.clock())
         for task in self.engine.initial_ready():
             self.matcher.push(task)
 
     # -- main loop ------------------------------------------------------------
     def _interrupted(self) -> bool:
-        return self.signalled is not None or (self.deadline is not None and time.monotonic() >= self.deadline)
+        return self.signalled is not None or (self.deadline is not None and self.clock() >= self.deadline)
 
     def _loop(self) -> None:
         engine = self.engine
@@ -200,15 +204,15 @@ class Master:
             if engine.running == 0 and (engine.stopped or self.matcher.ready_count == 0):
                 break
             if self.abort_reason is not None:
-                timeout: float | None = self._kill_deadline - time.monotonic()
+                timeout: float | None = self._kill_deadline - self.clock()
                 if timeout <= 0:
                     log.error("%d task(s) did not end after the kill; giving up on them", engine.running)
                     break
                 wake = None
             else:
-                timeout = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+                timeout = None if self.deadline is None else max(0.0, self.deadline - self.clock())
                 wake = self._interrupted
-            now = time.monotonic()
+            now = self.clock()
             if now >= self._next_flush:
                 self._flush_logs()
                 self._next_flush = now + FLUSH_EVERY
@@ -218,6 +222,13 @@ class Master:
             if got is not None:
                 self._handle(*got)
         self.makespan_end = time.time()
+        self.events.drained()
+        if self.matcher.held and self.abort_reason is None and not engine.stopped:
+            timeleft.report_held(self.matcher, self.deadline - self.clock())  # type: ignore[operator]
+
+    def time_left(self) -> float | None:
+        """Seconds a task started now may run (None: no time-left rule; see pilot.runtime.timeleft)."""
+        return self.deadline - self.clock() - timeleft.START_MARGIN if self._timed else None  # type: ignore[operator]
 
     def _patience(self) -> float:
         """How long the master may sleep before looking at results.
@@ -235,7 +246,7 @@ class Master:
     def _check_limits(self) -> None:
         if self.signalled:
             self._abort(f"{self.signalled} received")
-        elif self.deadline is not None and time.monotonic() >= self.deadline:
+        elif self.deadline is not None and self.clock() >= self.deadline:
             self._abort(f"max wall time of {self.opts.max_wall_time:g} minutes reached")
 
     def _abort(self, reason: str) -> None:
@@ -243,7 +254,7 @@ class Master:
         log.error("Aborting workflow: %s", reason)
         self.abort_reason = reason
         self.engine.stop(reason)
-        self._kill_deadline = time.monotonic() + KILL_GRACE + 5.0
+        self._kill_deadline = self.clock() + KILL_GRACE + 5.0
         for rank in self.slots.running:
             self.t.send(rank, KillTask(reason))
 
@@ -251,8 +262,9 @@ class Master:
         matcher = self.matcher
         engine = self.engine
         assert engine is not None
+        left = self.time_left() if self._timed else None
         while not engine.stopped:
-            pick = matcher.assign()
+            pick = matcher.assign(left)
             if pick is None:
                 break
             task, alloc = pick
@@ -273,7 +285,7 @@ class Master:
             if self.mean_duration < PREFETCH_BELOW:
                 self._prefetch()
         elif self.slots.queued_total and matcher.has_idle_slot():
-            self._recall()
+            ahead.recall(self)
 
     def _send_task(self, task: Task, alloc: Allocation, after: Task | None = None) -> None:
         engine = self.engine
@@ -300,24 +312,11 @@ class Master:
     def _prefetch(self) -> None:
         ahead.prefetch(self)
 
-    def _recall(self) -> None:
-        for rank, task in self.slots.to_recall(self.matcher.fits_now, self.matcher.has_idle_slot):
-            self.t.send(rank, Recall(task.name))
-
-    def _recalled(self, source: int, name: str) -> None:
-        task = self.slots.recalled(source, name)
-        if task is None:
-            log.error("worker %d gave back %s, which it did not hold", source, name)
-            return
-        self.engine.unstart(task)  # type: ignore[union-attr]
-        if not self.engine.stopped and self.engine.is_ready(task):  # type: ignore[union-attr]
-            self.matcher.push(task)  # not one whose parent failed meanwhile
-
     def _handle(self, source: int, msg) -> None:
         if isinstance(msg, TaskResult):
             self._task_done(source, msg)
         elif isinstance(msg, Recalled):
-            self._recalled(source, msg.name)
+            ahead.recalled(self, source, msg.name)
         elif isinstance(msg, WorkerFailed):
             self._worker_failed(source, msg)
         elif isinstance(msg, Bye):
@@ -428,8 +427,9 @@ class Master:
             self._report(ok)
         finally:
             self._close()
-            reason = (RunOutcome.DONE if ok else RunOutcome.FAILED if not self.abort_reason
-                      else RunOutcome.SIGNAL if self.signalled else RunOutcome.WALLTIME)
+            # Tasks held for lack of time end the run as a wall-time cut: the resubmitted job runs them.
+            reason = (RunOutcome.DONE if ok else RunOutcome.SIGNAL if self.signalled else RunOutcome.WALLTIME
+                      if self.abort_reason or (self.matcher.held and not engine.stopped) else RunOutcome.FAILED)
             self._write_result(ok, reason, 0 if ok else 1)
         if ok:
             log.info("Workflow succeeded")
@@ -438,8 +438,8 @@ class Master:
             log.error("Max failures reached: DAG prematurely aborted")
         unfinished = engine.unfinished()
         shown = ", ".join(unfinished[:10]) + (f" and {len(unfinished) - 10} more" if len(unfinished) > 10 else "")
-        log.error("Workflow failed: %d of %d tasks not done (%s)%s", len(unfinished), engine.total, shown,
-                  f"; {self.abort_reason}" if self.abort_reason else "")
+        why = self.abort_reason or (f"{len(self.matcher.held)} task(s) need more time than was left" if self.matcher.held else "")
+        log.error("Workflow failed: %d of %d tasks not done (%s)%s", len(unfinished), engine.total, shown, f"; {why}" if why else "")
         return 1
 
     def _report(self, ok: bool) -> None:

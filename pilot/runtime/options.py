@@ -48,6 +48,7 @@ class RunOptions:
     keep_affinity: bool = False
     set_affinity: bool = False
     keep_task_processes: bool = False
+    ignore_runtimes: bool = False
 
     @property
     def rescue_path(self) -> str:
@@ -93,6 +94,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
                    help="bind each multi-CPU task to the CPUs it was given (PMC_AFFINITY lists them either way)")
     p.add_argument("--keep-task-processes", action="store_true",
                    help="leave processes that tasks started in the background running when the run ends")
+    p.add_argument("--ignore-runtimes", action="store_true",
+                   help="schedule as if no task had a '#pilot runtime=' line: equal priorities in DAG order, and "
+                        "under --max-wall-time tasks start even when their runtime exceeds the time left")
     return p
 
 
@@ -123,6 +127,7 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, pr
     opts.keep_affinity = ns.keep_affinity
     opts.set_affinity = ns.set_affinity
     opts.keep_task_processes = ns.keep_task_processes
+    opts.ignore_runtimes = ns.ignore_runtimes
     if opts.set_affinity and opts.host_cpus is not None:
         # CPU numbers handed to tasks must be real CPUs of the host, as in PMC.
         raise UsageError(f"{prog}: --host-cpus is not compatible with --set-affinity; drop one of them")

@@ -8,8 +8,19 @@ yet" (None: wait for a release) or, before the run, "this can never fit"
 
 Order: highest priority first; equal priorities in DAG order (FIFO). PMC pops
 equal priorities from a heap in arbitrary order; FIFO is deliberate and
-documented. A task that does not fit now is passed over for a lower-priority
-one that does (backfill), but not forever: once the most urgent ready task
+documented. When the DAG gives tasks a runtime (``#pilot runtime=<s>``),
+equal priorities go longest runtime first instead (``order_by_runtime``), DAG
+order among equal runtimes, and tasks without a runtime after those with one:
+starting the long tasks first keeps the tail of a level short.
+
+Time left (``assign(left=...)``): under a wall-time limit, a ready task whose
+runtime is longer than the time left is not started; since the time left only
+shrinks, it is set aside (``held``) for the rest of the run, to be run by the
+resubmitted job. A task without a runtime, or one longer than the whole limit
+(``full``: no later job could finish it either), is never held.
+
+Backfill: a task that does not fit now is passed over for a lower-priority
+one that does, but not forever: once the most urgent ready task
 has been passed over as many times as there are slots, one host that could
 run it is reserved for it; lower-priority work no longer starts there, and it
 runs as soon as that host has room. Bounded backfill keeps a wide task from
@@ -107,6 +118,20 @@ class Matcher:
         self._passed: tuple[int, int] | None = None  # rank of the head task being passed over
         self._passes = 0
         self._reserved: Host | None = None  # kept for that task once it was passed over too often
+        self._tiebreak: list[int] | None = None  # per task order: its place among equal priorities
+        self.full: float = float("inf")  # seconds a whole run gets: a longer task is never held
+        self.held: list[Task] = []  # ready tasks too long for the time left: for the next run
+
+    def order_by_runtime(self, tasks: list[Task]) -> bool:
+        """Equal priorities longest runtime first (see the module doc); False when no task has a runtime."""
+        if not any(t.runtime is not None for t in tasks):
+            return False
+        ranked = sorted(tasks, key=lambda t: (t.runtime is None, -(t.runtime or 0.0), t.order))
+        tiebreak = [0] * len(tasks)
+        for place, task in enumerate(ranked):
+            tiebreak[task.order] = place
+        self._tiebreak = tiebreak
+        return True
 
     # -- hosts and slots ------------------------------------------------------
     def add_slot(self, rank: int, hostname: str, cpus: int, memory: int, gpu_ids: tuple[str, ...] = (),
@@ -151,16 +176,34 @@ class Matcher:
         queue = self._queues.get(key)
         if queue is None:
             queue = self._queues[key] = []
-        heapq.heappush(queue, (-task.priority, task.order, task))
+        tiebreak = self._tiebreak
+        heapq.heappush(queue, (-task.priority, task.order if tiebreak is None else tiebreak[task.order], task))
         self.ready_count += 1
 
-    def assign(self) -> tuple[Task, Allocation] | None:
-        """Best-priority ready task that fits an idle slot now, with its allocation."""
+    def too_long(self, task: Task, left: float) -> bool:
+        """Whether ``task`` should wait for a run with more time than ``left`` seconds."""
+        runtime = task.runtime
+        return runtime is not None and left < runtime <= self.full
+
+    def _hold(self, queue: list[tuple[int, int, Task]], left: float) -> None:
+        """Set aside the heads of ``queue`` that cannot finish in the time left."""
+        while queue and self.too_long(queue[0][2], left):
+            self.held.append(heapq.heappop(queue)[2])
+            self.ready_count -= 1
+
+    def assign(self, left: float | None = None) -> tuple[Task, Allocation] | None:
+        """Best-priority ready task that fits an idle slot now, with its allocation.
+
+        ``left``: seconds until the wall-time limit (None: no limit); tasks
+        that cannot finish in it are held (see the module doc).
+        """
         if not self._available or not self.ready_count:
             return None
         best: tuple[tuple[int, int], Signature, Host] | None = None
         top: tuple[tuple[int, int], Signature] | None = None
         for key, queue in self._queues.items():
+            if left is not None and queue:
+                self._hold(queue, left)
             if queue and (top is None or (queue[0][0], queue[0][1]) < top[0]):
                 top = ((queue[0][0], queue[0][1]), key)
         if self._passed is not None and (top is None or top[0] != self._passed):
@@ -197,12 +240,15 @@ class Matcher:
             if fitting:
                 self._reserved = max(fitting, key=lambda h: (h.free_cpus, h.free_memory))
 
-    def pick_within(self, alloc: Allocation) -> Task | None:
+    def pick_within(self, alloc: Allocation, left: float | None = None) -> Task | None:
         """Best ready task that fits inside an existing allocation (for prefetching onto a busy slot).
 
         None when a ready task of higher priority does not fit there: queued
         behind a running task, narrower work would hold the slot's resources
         until every narrow task has run, and the wider one would starve.
+        None too when the best one could not finish in ``left`` seconds (the
+        time left once the slot's queue has run): it stays ready, for a slot
+        that is free sooner or for the next run.
         """
         if not self.ready_count:
             return None
@@ -219,6 +265,8 @@ class Matcher:
                 if best is None or rank < best[0]:
                     best = (rank, key)
         if best is None or best[0][0] > top:  # type: ignore[operator]
+            return None
+        if left is not None and self.too_long(self._queues[best[1]][0][2], left):
             return None
         self.ready_count -= 1
         return heapq.heappop(self._queues[best[1]])[2]

@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from pilot.monitor import records, stdio
+from pilot.runtime import ahead
 from pilot.runtime.protocol import Bye, Recalled, Shutdown, TaskResult, WorkerFailed
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def stop_workers(master: Master) -> None:
         elif isinstance(msg, TaskResult) and source in master.slots.running and master.engine is not None:
             master._task_done(source, msg)
         elif isinstance(msg, Recalled) and master.engine is not None:
-            master._recalled(source, msg.name)
+            ahead.recalled(master, source, msg.name)
         elif isinstance(msg, WorkerFailed):
             master._worker_failed(source, msg)
     if master._alive:

@@ -6,6 +6,12 @@ does (one at a time per rank, prefetched tasks queued behind the running one,
 recalls honoured, kills obeyed) but finishes them on a virtual clock instead
 of spawning processes. Tests inspect the start order and the resources in
 use at every start.
+
+A master given ``clock=cluster.now`` reads the virtual clock for its
+wall-time limit. By default a waiting master jumps straight to the next task's
+end (fast for long runs); with ``timeouts=True`` the clock stops at the end of
+the master's wait instead, as real time would, so a wall-time limit strikes
+while tasks still run and they are killed.
 """
 
 from __future__ import annotations
@@ -62,8 +68,10 @@ class SimCluster:
         status: Callable[[str, int], int] = lambda name, attempt: 0,
         hello_cpus: int | None = None,
         hold_on_failure: bool = False,
+        timeouts: bool = False,
     ) -> None:
         self.hold_on_failure = hold_on_failure
+        self.timeouts = timeouts
         self.ranks: list[SimRank] = []
         for host in hosts:
             for _ in range(host.slots):
@@ -74,6 +82,7 @@ class SimCluster:
         self.events: list[tuple[float, int, int]] = []  # (end time, tiebreak, rank)
         self._tie = itertools.count()
         self.started: list[tuple[float, str, int]] = []  # (time, task, rank)
+        self.killed: list[tuple[str, float]] = []  # (task, seconds it had run)
         self.peak: dict[str, tuple[int, int, int]] = {}
         self.recalled: list[str] = []
         self.used: dict[str, tuple[int, int, int]] = {}
@@ -111,6 +120,7 @@ class SimCluster:
                 task, start = r.running
                 r.running = None
                 self._use(r.host, task, -1)
+                self.killed.append((task.name, self.clock - start))
                 reply(TaskResult(task.name, -15, start, self.clock - start))
         elif isinstance(msg, Shutdown):
             while r.queue:
@@ -134,16 +144,23 @@ class SimCluster:
         old = self.peak.get(host.name, (0, 0, 0))
         self.peak[host.name] = (max(old[0], used[0]), max(old[1], used[1]), max(old[2], used[2]))
 
+    def now(self) -> float:
+        return self.clock
+
     def _advance(self, timeout: float | None) -> None:
-        """The master waits: finish the running task that ends first."""
+        """The master waits: finish the running task that ends first (with ``timeouts``, if it ends within ``timeout``)."""
         while self.events:
-            end, _, rank = heapq.heappop(self.events)
+            end, tie, rank = heapq.heappop(self.events)
             r = self.ranks[rank - 1]
             if r.running is None:
                 continue  # killed earlier
             task, start = r.running
             if end < self.clock:
                 continue
+            if self.timeouts and timeout is not None and end > self.clock + timeout:
+                heapq.heappush(self.events, (end, tie, rank))
+                self.clock += timeout
+                return
             self.clock = end
             r.running = None
             self._use(r.host, task, -1)

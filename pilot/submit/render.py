@@ -7,7 +7,7 @@ import shutil
 import sys
 from typing import TextIO
 
-from pilot.submit.views import ClusterView, Shown, Totals, Watcher, run_state, totals
+from pilot.submit.views import ClusterView, Shown, Totals, Watcher, run_state, time_left, totals
 from pilot.util.tables import table
 
 MAX_FAILED_TASKS = 10  # per cluster in the report; the rest are counted
@@ -93,9 +93,32 @@ def failure_lines(views: list[ClusterView], watcher: Watcher, submit_dir: str) -
     return out
 
 
+def duration_text(seconds: float) -> str:
+    """3h05m, 4m10s, 12s: as precise as an estimate deserves."""
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h{s // 60 % 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+def progress_line(views: list[ClusterView]) -> str:
+    """Tasks done of the total and, with runtimes in the plan, the estimated time left (``time_left``)."""
+    t = totals(views)
+    text = f"{t.done}/{t.total} tasks done"
+    left = time_left(views) if run_state(views, True) == "Running" else None
+    if left is not None:
+        text += f", about {duration_text(left)} left by the runtime estimates (queue wait not included)"
+    return text
+
+
 class LiveProgress:
-    """On a terminal: the table of clusters that are not waiting or done, redrawn in place, and the
-    total line. Elsewhere (a log file): the total line whenever it changes."""
+    """On a terminal: the table of clusters that are not waiting or done, redrawn in place, the
+    total line and the progress line. Elsewhere (a log file): both lines, whenever they change.
+
+    The estimate of the time left moves only when tasks end (it is the plan's, scaled by the
+    tasks not yet done), so a log file gets no line a second."""
 
     def __init__(self, watcher: Watcher, stream: TextIO | None = None, tty: bool | None = None) -> None:
         self.watcher = watcher
@@ -107,17 +130,18 @@ class LiveProgress:
     def show(self, records, driving: bool = True) -> None:
         views = self.watcher.views(records)
         total = total_lines(totals(views), run_state(views, driving))
+        progress = progress_line(views)
         if not self.tty:
-            text = total[1]
+            text = total[1] + progress
             if text != self._last:
-                pairs = " ".join(f"{k} {v}" for k, v in zip(total[0].split(), text.split()))
-                self.stream.write(f"tasks: {pairs}\n")
+                pairs = " ".join(f"{k} {v}" for k, v in zip(total[0].split(), total[1].split()))
+                self.stream.write(f"tasks: {pairs}; {progress}\n")
                 self.stream.flush()
                 self._last = text
             return
         busy = [v for v in views if v.shown not in (Shown.DONE, Shown.WAITING)]
         height = max(5, shutil.get_terminal_size((100, 24)).lines - 6)
-        lines = (clustertable(busy, limit=height) if busy else []) + total
+        lines = (clustertable(busy, limit=height) if busy else []) + total + [progress]
         text = "\n".join(lines)
         if text == self._last:
             return

@@ -6,6 +6,14 @@ done/total and running now), done, failed, not run (an ancestor failed), cancell
 The total counts tasks in pegasus-status' terms: UNREADY (their cluster cannot
 start yet), READY (their cluster is released but they have not run), RUNNING,
 DONE, FAILED (their last attempt failed), and %DONE.
+
+``time_left`` estimates when the run ends from the plan's runtimes (the
+Pegasus ``runtime`` profiles, in clusters.yml as each cluster's ``runtime``
+and ``critical_path``): a cluster takes its critical path, or its total
+runtime spread over its workers when that is longer; a cluster under way has
+the share of its tasks not yet done still to go; the run ends after the
+longest chain of clusters still to go. Queue wait and batch job start-up are
+not in it, and it is None as soon as one cluster still to run has no runtimes.
 """
 
 from __future__ import annotations
@@ -155,3 +163,25 @@ def run_state(views: list[ClusterView], driving: bool) -> str:
     if any(v.shown in (Shown.FAILED, Shown.NOT_RUN, Shown.CANCELLED) for v in views):
         return "Failure"
     return "Stopped"
+
+
+def cluster_span(spec: ClusterSpec) -> float | None:
+    """Seconds a cluster takes by its runtimes: at least its critical path, at least its work over its workers."""
+    if spec.runtime is None or spec.critical_path is None:
+        return None
+    return max(spec.critical_path, spec.runtime / max(1, spec.ranks - 1))
+
+
+def time_left(views: list[ClusterView]) -> float | None:
+    """Estimated seconds until the run ends (see the module doc); None without runtimes."""
+    finish: dict[str, float] = {}
+    for v in views:  # parents come first
+        if v.shown in (Shown.DONE, Shown.FAILED, Shown.NOT_RUN, Shown.CANCELLED):
+            rest = 0.0  # done, or it will not run in this pilot submit
+        else:
+            span = cluster_span(v.spec)
+            if span is None:
+                return None
+            rest = span * (v.spec.tasks - v.done) / v.spec.tasks if v.spec.tasks else 0.0
+        finish[v.spec.name] = rest + max((finish.get(p, 0.0) for p in v.spec.parents), default=0.0)
+    return max(finish.values(), default=0.0)

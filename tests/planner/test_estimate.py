@@ -131,3 +131,12 @@ def test_on_a_batch_site_more_ranks_means_more_nodes(tmp_path):
     assert est.too_long and est.makespan == pytest.approx(6 + 3 * DISPATCH_OVERHEAD)
     # 4 ranks take 2 nodes of 3 ranks: 5 workers, 2 rounds
     assert est.note.startswith("more ranks: 4, e.g. --set nodes=2; clusters.maxruntime <= 6")
+
+
+def test_a_simulated_run_under_a_wall_time_limit_ends_when_nothing_left_fits(tmp_path):
+    """The master reads the virtual clock: on one worker, a (4 s) runs, b (3 s) no longer fits in 6 s, c (1 s) does."""
+    dag = tmp_path / "cut.dag"
+    dag.write_text("#pilot runtime=4\nTASK a /bin/true\n#pilot runtime=3\nTASK b /bin/true\n#pilot runtime=1\nTASK c /bin/true\n")
+    layout = layout_for(load_site("local"), 2)
+    assert simulate(read_dag(str(dag)), layout, max_wall_time=0.1) == pytest.approx(5 + 2 * DISPATCH_OVERHEAD)
+    assert simulate(read_dag(str(dag)), layout) == pytest.approx(8 + 3 * DISPATCH_OVERHEAD)

@@ -130,7 +130,44 @@ def test_live_states_queued_with_reason_running_held(tmp_path):
     live = LiveProgress(Watcher(list(driver.specs.values())), out, tty=False)
     live.show(driver.state.clusters)
     live.show(driver.state.clusters)  # unchanged: not repeated
-    assert out.getvalue() == "tasks: UNREADY 2 READY 2 RUNNING 1 DONE 1 FAILED 0 %DONE 16.7 STATE Running\n"
+    assert out.getvalue() == "tasks: UNREADY 2 READY 2 RUNNING 1 DONE 1 FAILED 0 %DONE 16.7 STATE Running; 1/6 tasks done\n"
+
+
+def with_runtimes(sub: str, spans: dict[str, tuple[float, float]]) -> None:
+    """Put (runtime, critical_path) of each cluster into clusters.yml, as pilot plan does with runtime profiles."""
+    path = Path(sub) / "clusters.yml"
+    text = path.read_text()
+    for name, (runtime, critical) in spans.items():
+        head, _, tail = text.partition(f"- name: \"{name}\"")
+        tail = tail.replace("runtime: null\n  critical_path: null", f"runtime: {runtime}\n  critical_path: {critical}", 1)
+        text = f"{head}- name: \"{name}\"{tail}"
+    path.write_text(text)
+
+
+def test_live_progress_shows_done_of_total_and_the_time_left_from_runtimes(tmp_path):
+    from pilot.submit.views import time_left
+
+    sub = make_plan(tmp_path / "sub", {"a": [], "b": ["a"], "c": []})
+    # a: 2 tasks of 20 s on 1 worker (its critical path 10 s is shorter); b after a: 30 s; c beside them: 45 s
+    with_runtimes(sub, {"a": (40, 10), "b": (30, 30), "c": (45, 45)})
+    clock = FakeClock()
+    queue = FakeQueue(clock)
+    driver = Driver.load(sub, [site()], queue, Options(poll=1.0), clock)
+    driver.recover()
+    watcher = Watcher(list(driver.specs.values()))
+    assert time_left(watcher.views(driver.state.clusters)) == 70  # a then b, longer than c
+    driver.step()
+    driver.step()
+    Path(driver.specs["a"].dag + ".rescue").write_text("DONE a_t0\n")
+    views = watcher.views(driver.state.clusters)
+    assert time_left(views) == 50  # half of a to go, then b; c still 45
+    out = io.StringIO()
+    live = LiveProgress(watcher, out, tty=False)
+    live.show(driver.state.clusters)
+    assert out.getvalue().endswith("; 1/6 tasks done, about 50s left by the runtime estimates (queue wait not included)\n")
+    plain = make_plan(tmp_path / "plain", {"a": []})
+    views = Watcher(list(Driver.load(plain, [site()], queue, Options(poll=1.0), clock).specs.values())).views({})
+    assert time_left(views) is None  # a cluster without runtimes: no estimate
 
 
 def test_status_exit_codes(tmp_path):
