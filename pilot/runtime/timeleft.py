@@ -2,7 +2,7 @@
 
 A task's runtime comes from a ``#pilot runtime=<s>`` line before its TASK line
 (the planner writes it from the Pegasus ``runtime`` profile; PMC reads it as a
-comment). With runtimes, equal priorities go longest first (``Policy``); with
+comment). With runtimes, equal priorities go longest first (``Matcher``); with
 ``--max-wall-time`` too, a task is started only if its runtime fits in the
 time left, less ``START_MARGIN``. One that does not fit is held for the rest
 of the run: the run ends as soon as nothing that fits is ready or running,
