@@ -262,7 +262,7 @@ class Master:
         matcher = self.matcher
         engine = self.engine
         assert engine is not None
-        left = self.time_left() if self._timed else None
+        left = self.time_left()
         while not engine.stopped:
             pick = matcher.assign(left)
             if pick is None:
@@ -395,7 +395,7 @@ class Master:
                          engine.unfinished() if engine else [], exit_code)
         except OSError as exc:
             # After an error the run's one line already says what is wrong (often this very directory).
-            log.log(logging.DEBUG if reason == "error" else logging.ERROR, "cannot write %s.result: %s", self.opts.dag, exc.strerror)
+            log.log(logging.DEBUG if reason == RunOutcome.ERROR else logging.ERROR, "cannot write %s.result: %s", self.opts.dag, exc.strerror)
 
     def _flush_logs(self) -> None:
         self.events.flush()
