@@ -56,11 +56,12 @@ from pilot.jobrequest import pilot_args, request_for
 from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef
-from pilot.submit.options import Clock, Options, SystemClock
+from pilot.submit.options import Clock, Options, SystemClock, retries_for
 from pilot.submit.state import ACTIVE, STATE_FILE, ClusterRecord, ClusterState, SubmitState
 from providers.queue import QueueState, QueueStatus
 
 log = logging.getLogger("pilot.submit")
+
 
 class Driver:
     def __init__(self, submit_dir: str, specs: list[ClusterSpec], state: SubmitState, sites: list[SiteConfig],
@@ -224,8 +225,7 @@ class Driver:
     def _settle(self, c: ClusterRecord) -> None:
         """The cluster's job has ended: its pilot's result decides what comes next (and DAGMan's log says so)."""
         self._decide(c)
-        spec = self.specs[c.name]
-        limit = (spec.retry if spec.retry is not None else self.opts.retry) + self.opts.max_resubmits
+        limit = retries_for(self.opts, self.specs[c.name].retry) + self.opts.max_resubmits
         again = c.state is ClusterState.WAITING  # now: the cluster may be resubmitted before the log is written
         self._log(lambda: self.monitor.ended(c.name, retry=again, retry_limit=limit))
 
@@ -243,7 +243,7 @@ class Driver:
             self._dirty = True
             return
         if result is not None and result.outcome is RunOutcome.FAILED:
-            limit = spec.retry if spec.retry is not None else self.opts.retry
+            limit = retries_for(self.opts, spec.retry)
             failed = f"tasks failed ({result.done}/{result.tasks} done)"
             if c.retries < limit:
                 c.retries += 1

@@ -36,6 +36,7 @@ from typing import Iterator
 from pilot.contracts.rootfiles import read_braindump
 from pilot.errors import ConfigError
 from pilot.monitor.root import Phase, RootMonitor
+from pilot.submit.options import retries_for
 from pilot.submit.state import ClusterState
 
 log = logging.getLogger("pilot.submit")
@@ -136,8 +137,7 @@ def _catch_up(monitor: RootMonitor, driver) -> None:
             monitor.submitted(c.name, c.job_id or "", c.site or "-")
         elif node.phase in (Phase.QUEUED, Phase.RUNNING) and c.state in (
                 ClusterState.DONE, ClusterState.FAILED, ClusterState.WAITING):
-            spec = driver.specs[c.name]
-            limit = (spec.retry if spec.retry is not None else driver.opts.retry) + driver.opts.max_resubmits
+            limit = retries_for(driver.opts, driver.specs[c.name].retry) + driver.opts.max_resubmits
             monitor.ended(c.name, retry=c.state is ClusterState.WAITING, retry_limit=limit)
 
 

@@ -25,6 +25,11 @@ class Options:
     max_backoff: float = 300.0
 
 
+def retries_for(opts: Options, plan_retry: int | None) -> int:
+    """Retries of a cluster whose tasks failed: its jobs' largest ``dagman.retry`` (``plan_retry``), else ``--retry``."""
+    return plan_retry if plan_retry is not None else opts.retry
+
+
 class Clock(Protocol):
     def monotonic(self) -> float: ...
 
