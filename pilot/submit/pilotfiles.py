@@ -22,6 +22,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from pilot.monitor import stdio
+
 _ERR_NUMBER = re.compile(r"\.err\.(\d+)\Z")
 
 
@@ -112,8 +114,9 @@ class PilotFiles:
                 p.failed[task] = 1
 
     def stderr_of(self, task: str) -> str | None:
-        """The stderr file of the task's latest attempt (``<task>.err.NNN``, the highest NNN)."""
-        return _latest(self.dir, task)
+        """The stderr file of the task's latest attempt (``<task>.err.NNN``, the highest NNN; the task id
+        written as ``pilot run`` names the file, ``/`` as ``%2F``)."""
+        return _latest(self.dir, stdio.file_name(task))
 
     def job_output(self) -> tuple[str | None, str | None]:
         """The latest attempt's job output ``<cluster>.out.NNN`` and ``.err.NNN`` (None when there is none):
