@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import shlex
 from dataclasses import dataclass, field
 
-from pilot.dag.cycles import topological_order
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
 from pilot.planner import reader, yamlstream
@@ -17,6 +17,7 @@ from pilot.planner.estimate import PlanEstimate
 from pilot.planner.model import Catalogs, Job, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.sites import SiteConfig
+from pilot.util import graphs
 from pilot.util.gcpause import gc_paused
 
 SITE_HINTS = ("selector.execution.site", "hints.execution.site")
@@ -181,11 +182,8 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
     from pilot.planner.emit import write_cluster, write_cluster_dag, write_root_monitoring
 
     dag = read_dag(req.workflow)
-    levels: dict[str, int] = {}
-    for name in topological_order(dag):
-        t = dag[name]
-        levels[name] = 1 + max((levels[p.name] for p in t.parents), default=0)
-    width = max(list(levels.values()).count(v) for v in set(levels.values())) if levels else 1
+    levels = graphs.levels(list(dag), lambda t: t.parents, lambda t: t.children)
+    width = max(collections.Counter(levels.values()).values(), default=1)  # the widest level
     os.makedirs(submit_dir, exist_ok=True)
     cluster = Cluster(wf.name, [], "whole", req.site.handle)
     emitted = write_cluster(submit_dir, cluster, format_dag(dag), width, None, req.site, planner_arguments)
