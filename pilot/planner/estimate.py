@@ -29,7 +29,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 
-from pilot.dag.cycles import topological_order
+from pilot.dag.cycles import widest_level
 from pilot.dag.model import Dag
 from pilot.dag.parser import read_dag
 from pilot.errors import PilotError
@@ -159,7 +159,7 @@ def _fix(dag: Dag, ranks: int, site: SiteConfig, limit: float, min_cpus: int) ->
     if (longest.runtime or 0.0) + DISPATCH_OVERHEAD > limit:
         return (f"task {longest.name} alone runs {longest.runtime:g} s: ask for a longer walltime "
                 f"(the site's walltime {site.walltime} leaves the pilot {limit:g} s)")
-    useful = _widest_level(dag) + 1
+    useful = widest_level(dag) + 1
     options = []
     if useful > ranks:
         best = simulate(dag, layout_for(site, useful, min_cpus))
@@ -181,16 +181,6 @@ def _fix(dag: Dag, ranks: int, site: SiteConfig, limit: float, min_cpus: int) ->
             options.append(f"more ranks do not suffice (with {useful}, its widest level + 1, it still takes {best:.1f} s)")
     options.append(f"clusters.maxruntime <= {math.floor(limit)} with pegasus.clusterer.preference=Runtime")
     return "; ".join(options)
-
-
-def _widest_level(dag: Dag) -> int:
-    level: dict[str, int] = {}
-    counts: dict[int, int] = {}
-    for name in topological_order(dag):
-        lv = 1 + max((level[p.name] for p in dag[name].parents), default=0)
-        level[name] = lv
-        counts[lv] = counts.get(lv, 0) + 1
-    return max(counts.values(), default=1)
 
 
 @dataclass

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import collections
 import logging
 import os
 import shlex
 from dataclasses import dataclass, field
 
+from pilot.dag.cycles import widest_level
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
 from pilot.planner import reader, yamlstream
@@ -17,7 +17,6 @@ from pilot.planner.estimate import PlanEstimate
 from pilot.planner.model import Catalogs, Job, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.sites import SiteConfig
-from pilot.util import graphs
 from pilot.util.gcpause import gc_paused
 
 SITE_HINTS = ("selector.execution.site", "hints.execution.site")
@@ -182,8 +181,7 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
     from pilot.planner.emit import write_cluster, write_cluster_dag, write_root_monitoring
 
     dag = read_dag(req.workflow)
-    levels = graphs.levels(list(dag), lambda t: t.parents, lambda t: t.children)
-    width = max(collections.Counter(levels.values()).values(), default=1)  # the widest level
+    width = widest_level(dag)
     os.makedirs(submit_dir, exist_ok=True)
     cluster = Cluster(wf.name, [], "whole", req.site.handle)
     emitted = write_cluster(submit_dir, cluster, format_dag(dag), width, None, req.site, planner_arguments)
