@@ -28,23 +28,23 @@ log = logging.getLogger("pilot.master")
 START_MARGIN = 0.05
 
 
-def prepare(opts: RunOptions, dag: Dag, policy: Matcher, left: float | None) -> bool:
+def prepare(opts: RunOptions, dag: Dag, matcher: Matcher, left: float | None) -> bool:
     """Order equal priorities by runtime; return whether the time-left rule applies to this run.
 
     ``left``: seconds until the wall-time limit as dispatching begins (None: no limit).
     """
-    if opts.ignore_runtimes or not policy.order_by_runtime(list(dag)) or left is None:
+    if opts.ignore_runtimes or not matcher.order_by_runtime(list(dag)) or left is None:
         return False
-    policy.full = left - START_MARGIN
-    longer = [t for t in dag if t.runtime is not None and t.runtime > policy.full]
+    matcher.full = left - START_MARGIN
+    longer = [t for t in dag if t.runtime is not None and t.runtime > matcher.full]
     if longer:
         log.warning("%d task(s) have a runtime longer than the %.1f s this run has for tasks (--max-wall-time less start-up; "
                     "%s: %g s): no run could finish them, they start whenever they are ready",
-                    len(longer), max(0.0, policy.full), longer[0].name, longer[0].runtime)
+                    len(longer), max(0.0, matcher.full), longer[0].name, longer[0].runtime)
     return True
 
 
-def report_held(policy: Matcher, left: float) -> None:
-    held = policy.held
+def report_held(matcher: Matcher, left: float) -> None:
+    held = matcher.held
     log.error("%d task(s) left for the next run: their runtime exceeds the %.1f s left before the wall-time limit "
               "(%s: %g s)", len(held), max(0.0, left), held[0].name, held[0].runtime)
