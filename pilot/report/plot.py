@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from pilot.report.runs import ClusterRun
+from pilot.report.runs import ClusterRun, ReportError
 
 ABORTS = ("walltime", "signal", "ended early")
 
@@ -75,8 +75,13 @@ def draw(clusters: list[ClusterRun], numbers: dict, path: str) -> None:
                  f"({n['cpu_utilisation']:.0%} CPU-weighted), critical path {_secs(n['critical_path_length'])}, "
                  f"{n['tries']} tries, {n['failures']} failed", fontsize=10, x=0.01, ha="left")
     fig.tight_layout(rect=(0, (0.1 + 0.2 * legend_rows) / inches, 1, 1 - 0.4 / inches))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as exc:  # a --png path the user chose: one line, not an internal error
+        raise ReportError(f"{path}: cannot write the timeline: {exc.strerror or exc}; pick another --png "
+                          "or pass --no-png") from None
+    finally:
+        plt.close(fig)
 
 
 def _secs(value: float) -> str:

@@ -148,3 +148,10 @@ def test_a_broken_clusters_file_is_one_line(tmp_path, text, says):
     out = report(tmp_path)
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert says in out.stderr
+
+
+def test_a_png_path_that_cannot_be_written_is_one_line_and_exit_2(submit_dir, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = report(submit_dir, "--png", tmp_path / "missing" / "x.png")
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "cannot write the timeline" in out.stderr
