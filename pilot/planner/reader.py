@@ -29,12 +29,18 @@ def _err(path: str, ypath: str, message: str) -> ConfigError:
     return ConfigError(f"{path}: {ypath}: {message}")
 
 
+MAX_SHOWN = 80  # characters of a wrong value quoted in an error line
+
+
 def _kind(value: Any) -> str:
     if isinstance(value, dict):
         return "a mapping"
     if isinstance(value, list):
         return "a list"
-    return "empty" if value is None else f"{value!r}"
+    if value is None:
+        return "empty"
+    text = repr(value)  # a whole non-YAML file parses as one string: quote only its start
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
 
 
 def _mapping(value: Any, path: str, ypath: str, hint: str) -> dict:
