@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -35,7 +34,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from common import pilot, write_dag  # noqa: E402
 
-RECORD = re.compile(r"\[cluster-task name=(\S+), start=\"[^\"]+\", duration=([0-9.]+), status=(-?\d+)")
+from pilot.report.runs import RECORD  # noqa: E402
+
 # Runtimes in DAG order: short and long tasks mixed, as a level of a real workflow.
 RUNTIMES = [1, 3, 2, 5, 1, 2, 4, 1, 3, 2, 5, 1, 2, 4, 1, 3]
 
@@ -61,7 +61,7 @@ def to_completion(dag: str, workers: int, limit: float, extra: list[str]) -> tup
         out = subprocess.run(pilot(workers + 1, "-q", "--no-resource-log", "--max-wall-time", str(limit), *extra, dag),
                              capture_output=True, text=True).stdout
         total += time.perf_counter() - start
-        killed += sum(float(d) for _, d, status in RECORD.findall(out) if int(status) < 0)
+        killed += sum(float(m["duration"]) for m in RECORD.finditer(out) if int(m["status"]) < 0)
         if '[cluster-summary stat="ok"' in out:
             return runs, killed, total
         if runs >= 10:
