@@ -19,6 +19,11 @@ _PLAIN = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 
+def is_plain(value: str) -> bool:
+    """A value that needs no quoting anywhere (shell words and batch directive lines alike)."""
+    return bool(_PLAIN.match(value))
+
+
 @dataclass(frozen=True)
 class Kind:
     """``name`` is how errors describe the expected value; ``convert`` returns the value or raises ValueError."""
@@ -56,7 +61,7 @@ def _text(value: Any, from_text: bool) -> str:  # noqa: ARG001
 
 def _word(value: Any, from_text: bool) -> str:  # noqa: ARG001
     text = _one_line(value, "a single word")
-    if not _PLAIN.match(text):
+    if not is_plain(text):
         raise ValueError(f"{text!r} has characters that cannot go into a batch directive "
                          "(letters, digits and _.,:=@+/%- only)")
     return text

@@ -20,13 +20,13 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from pilot.errors import ConfigError
+from pilot.siteschema import is_plain
 
 if TYPE_CHECKING:
     from pilot.jobrequest import JobRequest
     from providers.base import Scheduler
 
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
-_PLAIN = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,11 +38,6 @@ def _template(name: str) -> str:
 def _parsed(name: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The template's lines, each with the placeholders it names."""
     return tuple((line, tuple(_PLACEHOLDER.findall(line))) for line in _template(name).splitlines())
-
-
-def is_plain(value: str) -> bool:
-    """A value that needs no quoting anywhere (shell words and directive lines alike)."""
-    return bool(_PLAIN.match(value))
 
 
 def output_files(req: "JobRequest", job_name: str) -> tuple[str, str]:
