@@ -102,11 +102,7 @@ def parse_walltime(text: str, where: str = "walltime") -> float:
     value = str(text).strip()
     m = re.fullmatch(r"(?:(\d+)-)?(\d+):(\d{1,2})(?::(\d{1,2}))?", value)
     if m:
-        days = int(m.group(1) or 0)
-        if m.group(4) is not None:
-            h, mi, s = int(m.group(2)), int(m.group(3)), int(m.group(4))
-        else:
-            h, mi, s = int(m.group(2)), int(m.group(3)), 0
+        days, h, mi, s = (int(g or 0) for g in m.groups())
         minutes = days * 1440 + h * 60 + mi + s / 60
     else:
         try:
