@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from pilot.contracts.result import result_path
 from pilot.dag.model import Dag
 from pilot.dag.parser import read_dag
 from pilot.errors import PilotError
@@ -224,7 +225,7 @@ def _runs(folder: str, dag_path: str) -> list[Run]:
     except FileNotFoundError:
         pass
     try:
-        with open(dag_path + ".result", encoding="utf-8") as fh:
+        with open(result_path(dag_path), encoding="utf-8") as fh:
             result = json.load(fh)
         if not runs:
             runs.append(Run())
