@@ -62,8 +62,6 @@ def attach_child(master: Master, rank: int, task: Task, alloc: Allocation) -> No
             return
         if left is not None:
             left -= child.runtime or 0.0
-        if master.trace:
-            log.log(5, "Scheduling task %s", child.name)
         master._send_task(child, alloc, after=parent)
         master.slots.add_conditional(rank, child)
         parent = child
@@ -76,8 +74,6 @@ def prefetch(master: Master) -> None:
     for rank, alloc in master.slots.with_room():
         task = master.matcher.pick_within(alloc, None if left is None else left - _work_ahead(master, rank))
         if task is not None:
-            if master.trace:
-                log.log(5, "Scheduling task %s", task.name)
             master._send_task(task, alloc)
             master.slots.add(rank, task)
         if not master.matcher.ready_count:

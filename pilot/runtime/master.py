@@ -268,8 +268,6 @@ class Master:
             if pick is None:
                 break
             task, alloc = pick
-            if self.trace:
-                log.log(5, "Scheduling task %s", task.name)
             self._send_task(task, alloc)
             self._started(task, alloc)
             self._log_resources(alloc.host)
@@ -290,6 +288,8 @@ class Master:
     def _send_task(self, task: Task, alloc: Allocation, after: Task | None = None) -> None:
         engine = self.engine
         assert engine is not None
+        if self.trace:
+            log.log(5, "Scheduling task %s", task.name)
         attempt = engine.start(task) if after is None else engine.start_after(task)
         gpu_ids = alloc.gpu_ids[: task.gpus] if task.gpus else ()
         self.t.send(
