@@ -15,6 +15,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -155,6 +156,25 @@ def our_jobs(prefix: str) -> list[str]:
     return [line.split()[0] for line in out.splitlines() if len(line.split()) == 2 and line.split()[1].startswith(prefix)]
 
 
+def submit_watching(sub: Path, site: str, watch: Callable[[], None], timeout: float) -> tuple[int | None, str]:
+    """Run ``pilot submit`` on ``sub``, calling ``watch()`` every 0.2 s until it ends (or ``timeout`` s);
+    a driver still running then is killed and its jobs cancelled. Returns its exit code and stderr."""
+    driver = subprocess.Popen([*PILOT, "submit", "--site", site, "--poll", "0.3", str(sub)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while driver.poll() is None and time.monotonic() < deadline:
+            watch()
+            time.sleep(0.2)
+        _, err = driver.communicate(timeout=30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+            pilot("cancel", str(sub), "--site", site)
+    return driver.returncode, err
+
+
 def test_node_down_mid_run_completes_without_rerunning_done_tasks(tmp_path, multinode):
     log = tmp_path / "tasks.log"
     task = tmp_path / "task.sh"
@@ -166,34 +186,28 @@ def test_node_down_mid_run_completes_without_rerunning_done_tasks(tmp_path, mult
                  "--dir", str(sub))
     assert plan.returncode == 0, plan.stderr
     rescue = sub / "merge_wide" / "merge_wide.dag.rescue"
-    driver = subprocess.Popen([*PILOT, "submit", "--site", site, "--poll", "0.3", str(sub)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     live_max, done_before, downed, first = 0, set(), False, set()
+
+    def watch() -> None:
+        nonlocal live_max, done_before, downed, first
+        if not (sub / "submit.state.json").exists():
+            return
+        plan_id = json.loads((sub / "submit.state.json").read_text())["plan_id"]
+        jobs = our_jobs(f"pilot-{plan_id}-merge_wide-")
+        live_max = max(live_max, len(jobs))
+        if not downed and rescue.exists() and "DONE" in rescue.read_text():
+            first = set(jobs)
+            subprocess.run(["scontrol", "update", "nodename=node2", "state=down", "reason=pilot-test"], check=True)
+            downed = True
+        elif downed and not done_before and not first & set(jobs):  # the job that lost its node has ended
+            done_before = {line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE")}
+            resume("node2")
+
     try:
-        deadline = time.monotonic() + 300
-        while driver.poll() is None and time.monotonic() < deadline:
-            if not (sub / "submit.state.json").exists():
-                time.sleep(0.1)
-                continue
-            plan_id = json.loads((sub / "submit.state.json").read_text())["plan_id"]
-            jobs = our_jobs(f"pilot-{plan_id}-merge_wide-")
-            live_max = max(live_max, len(jobs))
-            if not downed and rescue.exists() and "DONE" in rescue.read_text():
-                first = set(jobs)
-                subprocess.run(["scontrol", "update", "nodename=node2", "state=down", "reason=pilot-test"], check=True)
-                downed = True
-            elif downed and not done_before and not first & set(jobs):  # the job that lost its node has ended
-                done_before = {line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE")}
-                resume("node2")
-            time.sleep(0.2)
-        out, err = driver.communicate(timeout=30)
+        code, err = submit_watching(sub, site, watch, 300)
     finally:
-        if driver.poll() is None:
-            driver.kill()
-            driver.wait()
-            pilot("cancel", str(sub), "--site", site)
         resume("node2")
-    assert driver.returncode == 0, err
+    assert code == 0, err
     assert downed and done_before, err
     c = state(sub)["merge_wide"]
     assert c["state"] == "done" and len(c["job_ids"]) >= 2  # resubmitted after the node failure
@@ -231,26 +245,19 @@ def test_a_lost_worker_ends_the_step_and_the_cluster_resumes(tmp_path, multinode
     plan = pilot("plan", workflow(tmp_path, 12, ["1"]), "--site", site, "--cluster", "whole", "--dir", str(sub))
     assert plan.returncode == 0, plan.stderr
     rescue = sub / "merge_wide" / "merge_wide.dag.rescue"
-    driver = subprocess.Popen([*PILOT, "submit", "--site", site, "--poll", "0.3", str(sub)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = None
-    try:
-        deadline = time.monotonic() + 240
-        while driver.poll() is None and time.monotonic() < deadline:
-            if killed is None and rescue.exists() and "DONE" in rescue.read_text():
-                pids = _worker_pids("merge_wide.dag")
-                if pids:
-                    killed = pids[0]
-                    os.kill(killed, 9)
-            time.sleep(0.2)
-        out, err = driver.communicate(timeout=30)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-            driver.wait()
-            pilot("cancel", str(sub), "--site", site)
+
+    def watch() -> None:
+        nonlocal killed
+        if killed is None and rescue.exists() and "DONE" in rescue.read_text():
+            pids = _worker_pids("merge_wide.dag")
+            if pids:
+                killed = pids[0]
+                os.kill(killed, 9)
+
+    code, err = submit_watching(sub, site, watch, 240)
     assert killed is not None, "no worker rank was found to kill"
-    assert driver.returncode == 0, err
+    assert code == 0, err
     c = state(sub)["merge_wide"]
     assert c["state"] == "done" and len(c["job_ids"]) >= 2, c  # the step ended and the cluster was resubmitted
     done = [line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE")]
