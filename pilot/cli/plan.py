@@ -11,7 +11,7 @@ from typing import Sequence
 from pilot.errors import UsageError
 from pilot.planner.clustering import DEFAULT_CLUSTER
 from pilot.util.cmdline import Parser
-from pilot.util.tables import table
+from pilot.util.tables import plural, table
 
 CLUSTER_HELP = (
     f"how jobs are grouped into batch jobs (default: {DEFAULT_CLUSTER}): whole puts the whole workflow in one batch "
@@ -86,10 +86,6 @@ def summary(result) -> str:
         lines += result.estimate.lines()
     lines.append(f"cluster DAG: {os.path.join(result.submit_dir, 'clusters.yml')}; submit with: pilot submit --site SITE {result.submit_dir}")
     return "\n".join(lines)
-
-
-def plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def main(argv: Sequence[str]) -> int:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from pilot.dag.cycles import topological_order
 from pilot.report.runs import Attempt, ClusterRun
-from pilot.util.tables import table
+from pilot.util.tables import plural, table
 
 
 def p95(values: list[float]) -> float:
@@ -182,7 +182,7 @@ def text(numbers: dict) -> list[str]:
     if len(n["clusters"]) > 1 or any(len(c["runs"]) > 1 for c in n["clusters"]):
         for c in n["clusters"]:
             runs = ", ".join(_run_text(r) for r in c["runs"]) or "not run"
-            span = f"{c['makespan']:.3f} s on {c['slots']} slots" if "makespan" in c else "no tasks ran"
+            span = f"{c['makespan']:.3f} s on {plural(c['slots'], 'slot')}" if "makespan" in c else "no tasks ran"
             out.append(f"cluster {c['name']}: {span}; runs: {runs}")
     return out
 

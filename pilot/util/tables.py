@@ -1,4 +1,4 @@
-"""Aligned text columns, as ``pilot plan``, ``pilot status``, ``pilot sites`` and ``pilot report`` print them."""
+"""Aligned text columns and counted nouns, as ``pilot plan``, ``pilot status``, ``pilot sites`` and ``pilot report`` print them."""
 
 from __future__ import annotations
 
@@ -19,3 +19,8 @@ def table(rows: Sequence[Sequence[str]], right: Collection[int] = (), indent: st
                            for i, (cell, w) in enumerate(zip(r, widths))).rstrip()
         for r in rows
     ]
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 task``, ``2 tasks``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
