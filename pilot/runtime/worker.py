@@ -332,8 +332,6 @@ class Worker:
                 os.write(err_fd, (error + "\n").encode("utf-8", "surrogateescape"))
                 status = 1
                 forwards = []
-        if status != 0:
-            forwards = []
         self._record(msg, out_fd, run.start, duration, status, err_fd, err_start)
         return TaskResult(msg.name, status, run.start, duration, forwards, error, out_path, err_path)
 
