@@ -17,7 +17,10 @@ writes the same picture for the whole submit directory, so pegasus-monitord,
   (wf.map.task_job) and the edges between clusters (job.edge);
 - ``<cluster>/<cluster>.sub``: the batch job in HTCondor submit syntax, as
   monitord and pegasus-analyzer read it: command, output/error files, site
-  and the CPUs its tasks ask for (``+pegasus_site``, ``+pegasus_cores``). No HTCondor is involved.
+  and what each of its tasks asks for (``+pegasus_site``, ``+pegasus_cores``,
+  and ``+pegasus_memory_mb`` / ``+pegasus_gpus`` when they ask for memory or
+  GPUs, which monitord reports as ``req_memory_mb`` / ``req_gpus`` of the job
+  instance). No HTCondor is involved.
 
 The dynamic files (root dagman.out, jobstate.log, the numbered job outputs)
 are written by ``pilot submit`` (pilot.monitor.root).
@@ -47,6 +50,13 @@ class RootTask:
     argv: str
     children: list[str] = field(default_factory=list)
     cpus: int = 1
+    memory: int = 0  # MB; 0: no request
+    gpus: int = 0
+
+
+def _agreed(values: set[int], default: int) -> int:
+    """The one value all tasks share, else ``default``."""
+    return values.pop() if len(values) == 1 else default
 
 
 @dataclass
@@ -67,8 +77,25 @@ class RootJob:
         job's Mult and multiplies every task's runtime by: the batch job's
         total CPUs there would inflate each task's runtime in breakdown.txt.
         """
-        values = {t.cpus for t in self.tasks}
-        return values.pop() if len(values) == 1 else 1
+        return _agreed({t.cpus for t in self.tasks}, 1)
+
+    @property
+    def memory_mb(self) -> int:
+        """The memory (MB) each task asks for, when its tasks agree (else 0: none written).
+
+        It becomes ``+pegasus_memory_mb``, as Pegasus' planner writes a job's
+        memory request; monitord reports it as the job instance's
+        ``req_memory_mb`` (pegasus-statistics has no column for it). Like
+        ``cpus`` it is a per-task number: for tasks that ask for different
+        amounts the largest would be more than the others asked for and the
+        sum more than any task asked for, so the cluster gets none.
+        """
+        return _agreed({t.memory for t in self.tasks}, 0)
+
+    @property
+    def gpus(self) -> int:
+        """The GPUs each task asks for, when its tasks agree (else 0), as ``+pegasus_gpus`` (see memory_mb)."""
+        return _agreed({t.gpus for t in self.tasks}, 0)
 
 
 def root_dag_name(workflow: str) -> str:
@@ -110,6 +137,7 @@ def _write_subs(submit_dir: str, jobs: list[RootJob]) -> None:
     for job in jobs:
         base = output_base(submit_dir, job.name)
         args = " ".join(job.command[1:]).replace('"', "'")
+        memory, gpus = job.memory_mb, job.gpus
         text = (
             f"# Cluster {job.name} as pegasus-monitord and pegasus-analyzer read a job; pilot submit runs it\n"
             f"# through the site's batch system (no HTCondor).\n"
@@ -122,7 +150,9 @@ def _write_subs(submit_dir: str, jobs: list[RootJob]) -> None:
             f'+pegasus_wf_xformation = "pegasus::pilot"\n'
             "+pegasus_job_class = 1\n"
             f"+pegasus_cores = {job.cpus}\n"
-            f"+pegasus_cluster_size = {len(job.tasks)}\n"
+            + (f"+pegasus_memory_mb = {memory}\n" if memory > 0 else "")
+            + (f"+pegasus_gpus = {gpus}\n" if gpus > 0 else "")
+            + f"+pegasus_cluster_size = {len(job.tasks)}\n"
             "queue\n"
         )
         with open(sub_path(submit_dir, job.name), "w", encoding="utf-8") as fh:

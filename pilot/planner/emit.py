@@ -13,8 +13,8 @@ per-task output next to its DAG, and clusters of one workflow may run at once.
 
 from __future__ import annotations
 
+import functools
 import json
-import math
 import multiprocessing
 import os
 from dataclasses import dataclass
@@ -49,8 +49,9 @@ def task_id(job: Job) -> str:
     return f"{job.name}_{job.id}"
 
 
-def task_line(job: Job, pfn: str, profiles: dict[str, str]) -> str:
-    parts = ["TASK", task_id(job)]
+def task_options(profiles: dict[str, str]) -> list[str]:
+    """The PMC options of a job's TASK line, from its pmc_* profiles."""
+    parts = []
     for key, opt in (("pmc_request_memory", "-m"), ("pmc_request_cpus", "-c"), ("pmc_priority", "-p")):
         value = profiles.get(key)
         if value not in (None, ""):
@@ -58,9 +59,32 @@ def task_line(job: Job, pfn: str, profiles: dict[str, str]) -> str:
     extra = profiles.get("pmc_task_arguments")
     if extra:
         parts.append(extra)  # verbatim: PMC task options such as -t 3 or -f VAR=FILE
-    parts.append(quote_arg(pfn))
+    return parts
+
+
+def task_line(job: Job, pfn: str, profiles: dict[str, str]) -> str:
+    parts = ["TASK", task_id(job), *task_options(profiles), quote_arg(pfn)]
     parts += [quote_arg(a) for a in job.arguments]
     return " ".join(parts)
+
+
+def task_request(profiles: dict[str, str]) -> tuple[int, int, int]:
+    """The CPUs, memory (MB) and GPUs a job's task asks for, as pilot run reads its TASK line.
+
+    The options are read by the DAG parser itself, so what the submit
+    directory reports is what the task is scheduled with, ``-c``/``-m``/``-g``
+    in pmc_task_arguments and rounding included.
+    """
+    return _request(profiles.get("pmc_request_memory"), profiles.get("pmc_request_cpus"),
+                    profiles.get("pmc_task_arguments"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _request(memory, cpus, extra) -> tuple[int, int, int]:
+    """Cached: a workflow's jobs share a handful of requests, and parsing each of millions would cost seconds."""
+    profiles = {"pmc_request_memory": memory, "pmc_request_cpus": cpus, "pmc_task_arguments": extra}
+    task = next(iter(parse_dag([" ".join(["TASK", "t", *task_options(profiles), "x"])]).tasks.values()))
+    return max(1, task.cpus), task.memory, task.gpus
 
 
 def cluster_dag_text(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=None) -> str:
@@ -125,7 +149,7 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
     memo: dict = {}
     write_cluster_dag(submit_dir, out, site, workflow_name, [cluster_retry(c, resolver, memo) for c in clusters])
     write_root_monitoring(submit_dir, out, site, workflow_name, planner_arguments,
-                          lambda job, handle: resolver.pegasus(job, handle).get("pmc_request_cpus"))
+                          lambda job, handle: task_request(resolver.pegasus(job, handle)))
     return out
 
 
@@ -177,25 +201,20 @@ def cluster_retry(cluster: Cluster, resolver: ProfileResolver, memo: dict | None
 
 
 def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
-                          planner_arguments: str, cpus_of=lambda job, handle: None) -> None:
-    """The submit directory as one Pegasus workflow (pilot.contracts.rootfiles): clusters are its jobs."""
+                          planner_arguments: str, request_of=lambda job, handle: (1, 0, 0)) -> None:
+    """The submit directory as one Pegasus workflow (pilot.contracts.rootfiles): clusters are its jobs.
+
+    ``request_of(job, site handle)``: the (CPUs, memory MB, GPUs) of the job's task.
+    """
     jobs = []
     for e in emitted:
         c = e.cluster
         tasks = [RootTask(j.id, j.tx_label, " ".join(quote_arg(a) for a in j.arguments), [ch.id for ch in j.children],
-                          _cpus(cpus_of(j, c.site))) for j in c.jobs]
+                          *request_of(j, c.site)) for j in c.jobs]
         cdir = os.path.dirname(e.dag)
         command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag)), ranks=e.ranks).command()
         jobs.append(RootJob(c.name, c.site, tasks, [p.name for p in c.parents], command))
     write_root_files(submit_dir, workflow_name, jobs, planner_arguments)
-
-
-def _cpus(value) -> int:
-    """A pmc_request_cpus value as the DAG's -c takes it (rounded up; default 1)."""
-    try:
-        return max(1, math.ceil(float(value)))
-    except (TypeError, ValueError):
-        return 1
 
 
 def _emit_one(k: int) -> tuple[int, str, str, int, float | None]:

@@ -190,8 +190,9 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
         jobs[t.name].children = [jobs[c.name] for c in t.children]
     cluster.jobs = list(jobs.values())
     write_cluster_dag(submit_dir, [emitted], req.site, wf.name)
-    cpus = {jobs[t.name].id: t.cpus for t in dag}
-    write_root_monitoring(submit_dir, [emitted], req.site, wf.name, planner_arguments, lambda job, handle: cpus[job.id])
+    requests = {jobs[t.name].id: (max(1, t.cpus), t.memory, t.gpus) for t in dag}
+    write_root_monitoring(submit_dir, [emitted], req.site, wf.name, planner_arguments,
+                          lambda job, handle: requests[job.id])
     return Plan(submit_dir, wf.name, [emitted])
 
 

@@ -40,7 +40,7 @@ def tool(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def workflow(tmp: Path) -> Path:
-    """Label clusters: first (2 tasks), second (2 tasks, ID3 fails with exit 3); ID5 (slow) alone in its label."""
+    """Label clusters: first (2 tasks of 2 CPUs and 256 MB each), second (2 tasks, ID3 fails with exit 3); ID5 (slow) alone in its label."""
     wf = api.Workflow("blackdiamond")
     tc = api.TransformationCatalog()
     for name, pfn in (("preprocess", "/bin/echo"), ("sh", "/bin/sh")):
@@ -49,8 +49,8 @@ def workflow(tmp: Path) -> Path:
     def job(tx, ident, label, *args):
         return api.Job(tx, _id=ident).add_args(*args).add_profiles(api.Namespace.PEGASUS, key="label", value=label)
 
-    a = job("preprocess", "ID1", "first", "a-out").add_profiles(api.Namespace.PEGASUS, key="pmc_request_cpus", value="2")
-    b = job("sh", "ID2", "first", "-c", "echo b-ok").add_profiles(api.Namespace.PEGASUS, key="pmc_request_cpus", value="2")
+    a = job("preprocess", "ID1", "first", "a-out").add_pegasus_profile(pmc_request_cpus=2, pmc_request_memory="256 MB")
+    b = job("sh", "ID2", "first", "-c", "echo b-ok").add_pegasus_profile(pmc_request_cpus=2, pmc_request_memory="256 MB")
     c = job("sh", "ID3", "second", "-c", "echo c-is-broken >&2; exit 3")
     d = job("sh", "ID4", "second", "-c", "echo d-ok")
     e = job("sh", "ID5", "third", "-c", "sleep 3; echo e-ok")
@@ -172,6 +172,32 @@ def test_one_workflow_per_submit_directory(tmp_path):
     for label in ("submit file", "output file", "error file"):
         path = re.search(rf"^\s*{label}: (\S+)$", out, re.M).group(1)
         assert (sub / path).exists(), f"{label} {path}"
+
+
+def test_task_requests_reach_monitord_composite_events(tmp_path):
+    """What each task asks for, read by the real monitord from the .sub files into its job_inst.composite events.
+
+    pegasus-statistics has no column for a requested amount of memory; monitord
+    reports +pegasus_memory_mb / +pegasus_cores / +pegasus_gpus as req_memory_mb
+    / req_cpus / req_gpus of each job instance, written here to an event file.
+    """
+    sub = plan(tmp_path)
+    run = subprocess.run([sys.executable, "-m", "pilot", "submit", "--site", "local", "--poll", "0.2", "--no-monitord",
+                          str(sub)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stderr  # ID3 fails
+    events = tmp_path / "events.json"
+    out = tool("pegasus-monitord", "-r", "-j", str(tmp_path / "monitord-jobstate.log"), "-e", "json", "--dest",
+               str(events), "blackdiamond-0.dag.dagman.out", cwd=sub)
+    assert out.returncode == 0, out.stderr[-3000:]
+    requests: dict[str, set[tuple]] = {}
+    for line in events.read_text().splitlines():
+        event = json.loads(line)
+        if event["event"] == "stampede.job_inst.composite":
+            requests.setdefault(event["job_id"], set()).add(
+                (event.get("req_cpus"), event.get("req_memory_mb"), event.get("req_gpus")))
+    # every attempt of a cluster: the first asks for 2 CPUs and 256 MB per task, the others for nothing but 1 CPU
+    assert requests == {"merge_first": {("2", "256", None)}, "merge_second": {("1", None, None)},
+                        "sh_ID5": {("1", None, None)}}
 
 
 def test_pilot_submit_runs_monitord_live_and_a_restart_counts_nothing_twice(tmp_path):

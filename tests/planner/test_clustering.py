@@ -275,6 +275,25 @@ def test_pmc_profiles_and_task_arguments(tmp_path):
     assert t.argv == ["/path/to/mytask", "-a", "1", "two words"]
 
 
+def test_sub_file_has_the_request_of_each_task(tmp_path):
+    """+pegasus_cores/_memory_mb/_gpus: what each task of the cluster asks for, pmc_task_arguments included."""
+    wf = api.Workflow("req", infer_dependencies=False)
+    for ident, label, profiles in (
+        ("s1", "same", {"pmc_request_memory": "1 GB", "pmc_request_cpus": 2, "pmc_task_arguments": "-g 1"}),
+        ("s2", "same", {"pmc_request_memory": "1 GB", "pmc_request_cpus": 2, "pmc_task_arguments": "-t 2 -g 1"}),
+        ("m1", "mixed", {"pmc_request_memory": "300 MB", "pmc_task_arguments": "-c 3 -m 250.5"}),
+        ("m2", "mixed", {"pmc_request_cpus": 3}),
+    ):
+        job = api.Job("T", _id=ident).add_pegasus_profile(label=label, **profiles)
+        wf.add_jobs(job)
+    run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/bin/echo"})), "label")
+    same = (tmp_path / "submit" / "merge_same" / "merge_same.sub").read_text()
+    assert "+pegasus_cores = 2\n+pegasus_memory_mb = 1024\n+pegasus_gpus = 1\n" in same
+    mixed = (tmp_path / "submit" / "merge_mixed" / "merge_mixed.sub").read_text()
+    # -c 3 in pmc_task_arguments wins as it does in pilot run; m1 asks for 251 MB (-m rounded up), m2 for none
+    assert "+pegasus_cores = 3\n" in mixed and "pegasus_memory_mb" not in mixed and "pegasus_gpus" not in mixed
+
+
 def test_cluster_dag_file_and_monitoring_files(tmp_path):
     res = run_plan(tmp_path, label_wf(tmp_path), "label")
     data = yaml.safe_load((tmp_path / "submit" / "clusters.yml").read_text())

@@ -93,6 +93,17 @@ def test_pmc_dag_input_is_one_cluster(tmp_path):
     text = (tmp_path / "s" / "mine" / "mine.dag").read_text()
     assert text == "TASK A -m 5 /bin/echo \"a b\"\nTASK B /bin/echo b\nEDGE A B\n"
     assert re.search(r"^mine\s+whole\s+2\s+2\s", res.stdout, re.M)
+    sub = (tmp_path / "s" / "mine" / "mine.sub").read_text()
+    assert "+pegasus_cores = 1\n" in sub and "pegasus_memory_mb" not in sub  # A asks for 5 MB, B for none
+
+
+def test_pmc_dag_input_sub_has_the_request_of_each_task(tmp_path):
+    dag = tmp_path / "mine.dag"
+    dag.write_text("TASK A -m 4.5 -c 2 -g 1 /bin/echo a\nTASK B --request-memory 5 -c 2 --request-gpus=1 /bin/echo b\n")
+    res = pilot_plan(str(dag), "--site", "local", "--dir", str(tmp_path / "s"))
+    assert res.returncode == 0, res.stderr
+    sub = (tmp_path / "s" / "mine" / "mine.sub").read_text()
+    assert "+pegasus_cores = 2\n+pegasus_memory_mb = 5\n+pegasus_gpus = 1\n" in sub
 
 
 def site_file(tmp_path: Path, extra: str) -> Path:

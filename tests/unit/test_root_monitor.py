@@ -18,12 +18,14 @@ from pilot.submit.monitord import RECOVER, Monitord, require_root_files
 
 
 def make_dir(tmp_path: Path) -> Path:
-    """a -> b, a -> c; a has two tasks, b one (with 2 CPUs), c one."""
+    """a -> b, a -> c; a has two tasks (one asks for 100 MB), b one (with 2 CPUs, 512 MB, 1 GPU), c one."""
     sub = tmp_path / "sub"
     jobs = [
-        RootJob("a", "siteA", [RootTask("ID1", "ns::t:1", "x 'y z'", ["ID2"]), RootTask("ID2", "t", "", ["ID3", "ID4"])],
+        RootJob("a", "siteA", [RootTask("ID1", "ns::t:1", "x 'y z'", ["ID2"], memory=100),
+                               RootTask("ID2", "t", "", ["ID3", "ID4"])],
                 [], ["mpiexec", "-n", "3", "pilot", "run", "a.dag"]),
-        RootJob("b", "siteA", [RootTask("ID3", "t", "3", cpus=2)], ["a"], ["mpiexec", "pilot", "run", "b.dag"]),
+        RootJob("b", "siteA", [RootTask("ID3", "t", "3", cpus=2, memory=512, gpus=1)], ["a"],
+                ["mpiexec", "pilot", "run", "b.dag"]),
         RootJob("c", "siteB", [RootTask("ID4", "t", "4")], ["a"], ["mpiexec", "pilot", "run", "c.dag"]),
     ]
     for j in jobs:
@@ -46,6 +48,13 @@ def test_plan_time_files(tmp_path):
     assert 'argv="x \'y z\'"' in bp and 'transformation="ns::t:1"' in bp
     sub_b = (sub / "b" / "b.sub").read_text()
     assert f"output = {sub}/b/b.out\n" in sub_b and '+pegasus_site = "siteA"' in sub_b and "+pegasus_cores = 2\n" in sub_b
+    # what each task asks for, as Pegasus' planner writes a job's request (monitord: req_memory_mb, req_gpus)
+    assert "+pegasus_memory_mb = 512\n" in sub_b and "+pegasus_gpus = 1\n" in sub_b
+    sub_a, sub_c = (sub / "a" / "a.sub").read_text(), (sub / "c" / "c.sub").read_text()
+    assert "+pegasus_cores = 1\n" in sub_a and "+pegasus_cores = 1\n" in sub_c
+    # a's tasks disagree on memory, c asks for none: no line rather than a number no task asked for
+    for text in (sub_a, sub_c):
+        assert "pegasus_memory_mb" not in text and "pegasus_gpus" not in text
     brain = (sub / "braindump.yml").read_text()
     assert 'dag: "wf-0.dag"' in brain and 'wf_uuid: "u-1"' in brain and 'root_wf_uuid: "u-1"' in brain
 
