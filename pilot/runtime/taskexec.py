@@ -38,7 +38,7 @@ class ChildWaker:
 
     def drain(self) -> None:
         try:
-            while os.read(self.rfd, 4096):
+            while len(os.read(self.rfd, 4096)) == 4096:  # a short read took all there was
                 pass
         except BlockingIOError:
             pass

@@ -7,10 +7,14 @@ and an adaptive back-off: a short spin (a reply usually arrives within
 microseconds), then sleeps doubling up to ``max_sleep`` (1 ms by default).
 An idle rank costs a few percent of a CPU, not a whole one.
 
-Ranks on the same host ring each other's ``Doorbell`` after each send, and
+Ranks on the same host ring each other's ``Doorbell`` after a send, and
 the back-off sleeps wait on it instead of sleeping blind: between ranks of
 one host a message is seen within microseconds and a waiting rank uses no
-CPU. A caller that expects a message from another host within a few
+CPU. A ring is a system call on each side, so a sender that knows the
+receiver is not waiting for this message (a worker busy with a task, a
+master that will collect a result with the next ones) sends with
+``ring=False``; the receiver's back-off polling still finds the message.
+A caller that expects a message from another host within a few
 milliseconds (the master while short tasks run) may ask for a ``hot`` wait:
 it polls without sleeping for that long, yielding the CPU between polls; with
 every rank on one host there is nothing to gain from that, and it is skipped.
@@ -49,7 +53,9 @@ class Transport(Protocol):
     rank: int
     size: int
 
-    def send(self, dest: int, msg: Message) -> None: ...
+    def send(self, dest: int, msg: Message, ring: bool = True) -> None:
+        """Send ``msg``; ``ring`` False: the receiver need not be woken for it (see the module docstring)."""
+        ...
 
     def recv(
         self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0,
@@ -100,7 +106,7 @@ class MpiTransport:
                     # idle rank may sleep much longer and leave the CPU to tasks.
                     self.max_sleep = max(max_sleep, LOCAL_MAX_SLEEP)
 
-    def send(self, dest: int, msg: Message) -> None:
+    def send(self, dest: int, msg: Message, ring: bool = True) -> None:
         """Send without ever blocking on the peer.
 
         A blocking send of a message above the MPI library's eager limit waits
@@ -110,7 +116,7 @@ class MpiTransport:
         not complete keep receiving, queueing what arrives for recv().
         """
         req = self.comm.isend(msg, dest=dest)
-        if self.doorbell is not None:
+        if ring and self.doorbell is not None:
             self.doorbell.ring(dest)
         if req.Test():
             return
@@ -224,7 +230,7 @@ class InProcTransport:
         """Queue a message for the master as if ``source`` had sent it."""
         self.inbox.append((source, msg))
 
-    def send(self, dest: int, msg: Message) -> None:
+    def send(self, dest: int, msg: Message, ring: bool = True) -> None:  # noqa: ARG002 - nobody sleeps here
         self.workers[dest - 1].handle(msg, lambda reply, _src=dest: self.inbox.append((_src, reply)))
 
     def recv(

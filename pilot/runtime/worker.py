@@ -62,7 +62,7 @@ class Worker:
         self.mark = reaper.mark(self.dag_key, "", self.token)
         self.holding = False  # a failed task under -m: wait for Resume before the next queued one
         self.broken = False  # a fatal error was reported: run nothing more, answer until Shutdown
-        self._pending: TaskResult | None = None  # a result to send once the next task has started
+        self._pending: tuple[TaskResult, bool] | None = None  # a result (and RunTask.urgent) to send once the next task started
         self.t = transport
         self.rank = transport.rank
         self.hostname = hostinfo.hostname()
@@ -116,11 +116,12 @@ class Worker:
         hot = 0.0
         while not self.shutdown_pending:
             if self.queue and not self.holding and not self.broken:
-                result = self.run_task(self.queue.popleft())
+                task = self.queue.popleft()
+                result = self.run_task(task)
                 if result.status == 0 and self.queue and not self.kill_requested:
                     # The next task starts at once; this result goes out right after its
                     # spawn, so the master's work on it overlaps the next task.
-                    self._pending = result
+                    self._pending = (result, task.urgent)
                     continue
                 dropped = []
                 last = result.name
@@ -247,10 +248,15 @@ class Worker:
             self._send_pending()
 
     def _send_pending(self) -> None:
-        """Send the previous task's result, held back until this task was started."""
+        """Send the previous task's result, held back until this task was started.
+
+        This worker is busy again, so the master is woken for it only if other
+        tasks wait for this one (``RunTask.urgent``); otherwise it takes the result
+        on its next look, with the ones of other workers.
+        """
         if self._pending is not None:
-            result, self._pending = self._pending, None
-            self.t.send(MASTER, result)
+            (result, urgent), self._pending = self._pending, None
+            self.t.send(MASTER, result, ring=urgent)
 
     def _run_task(self, msg: RunTask) -> TaskResult:
         self.kill_requested = False

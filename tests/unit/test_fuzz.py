@@ -55,7 +55,7 @@ class _Recorder:
     def __init__(self) -> None:
         self.sent: list = []
 
-    def send(self, dest, msg) -> None:
+    def send(self, dest, msg, ring=True) -> None:
         self.sent.append(msg)
 
     def recv(self, timeout=None, wake=None, patience=0.0):
