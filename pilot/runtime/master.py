@@ -53,11 +53,11 @@ log = logging.getLogger("pilot.master")
 PREFETCH_BELOW = 0.25
 # How much work (in seconds of recent mean task time) to queue behind each
 # running task, and the most tasks that may wait on one worker.
-PREFETCH_SECONDS = 0.004
+PREFETCH_SECONDS = 0.008
 PREFETCH_MAX = 8
 # While every worker has prefetched work waiting, the master need not look at
 # its messages more often than this: each look is a wakeup taken from tasks.
-MAX_PATIENCE = 1e-3
+MAX_PATIENCE = 2e-3
 # While recent tasks are this short, the master waits for the next result
 # without sleeping for a few mean task times, when a worker is on another host
 # (ranks of one host wake each other; see MpiTransport.recv): the reaction to a
