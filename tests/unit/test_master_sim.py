@@ -6,6 +6,9 @@ import pytest
 
 from pilot.errors import InfeasibleTask
 from pilot.monitor.jobstate import JobstateLog
+from pilot.runtime.master import Master
+from pilot.runtime.options import RunOptions
+from pilot.runtime.protocol import RunTask
 from pilot.runtime.simulate import SimCluster, SimHost
 from tests.conftest import simulate
 
@@ -220,3 +223,24 @@ def test_backfill_is_bounded_so_a_wide_task_is_not_starved(dagfile):
     order = cluster.order()
     assert rc == 0 and order[:2] == ["G", "I"]
     assert order.index("D") <= 4  # passed over twice at most (E, O), then its host is kept for it
+
+
+def test_master_rings_only_a_worker_that_may_be_waiting(dagfile):
+    # A worker with a task under way waits on that task and takes what was queued for it
+    # when the task ends: a ring would only cost both sides a system call.
+    dag = dagfile("".join(f"TASK t{i} x\n" for i in range(40)) + "TASK a x\nTASK b x\nEDGE a b\n")
+    cluster = SimCluster([SimHost("h", cpus=2, slots=2)], duration=lambda name: 0.001)
+    sends: list[tuple[RunTask, bool, bool]] = []
+    deliver = cluster.transport.send
+
+    def send(dest, msg, ring=True):
+        if isinstance(msg, RunTask):
+            sends.append((msg, ring, cluster.ranks[dest - 1].running is None))
+        deliver(dest, msg, ring)
+
+    cluster.transport.send = send  # type: ignore[method-assign]
+    assert Master(RunOptions(dag=dag), cluster.transport, None, clock=cluster.now).run() == 0
+    assert all(idle for _, ring, idle in sends if ring)  # rung: the worker had nothing to run
+    assert sum(not ring for _, ring, _ in sends) > 20  # short tasks were queued behind running ones, unrung
+    # the result of a task that others wait for wakes the master at once; the others' need not
+    assert {m.name: m.urgent for m, _, _ in sends if m.name in ("a", "b", "t0")} == {"a": True, "b": False, "t0": False}
