@@ -41,7 +41,12 @@ from pilot.runtime.protocol import Message
 # mmap/munmap/brk when it loads, to learn of unmapped memory for its RDMA
 # registration cache: some 40 ms per rank, for a cache the pilot's small
 # messages do not use. Without memory events UCX registers without a cache.
-MPI_START_ENV = {"UCX_MEM_EVENTS": "no"}
+# MPICH's waits inside its own calls (MPI_Init's barrier among the ranks of a
+# host, MPI_Finalize) spin on sched_yield: ranks that reach MPI_Init first
+# burn a CPU each until the last one arrives, CPU the ranks still starting
+# need when a host has fewer cores than ranks. Heavy yield sleeps instead;
+# the pilot itself never blocks in MPI after the start.
+MPI_START_ENV = {"UCX_MEM_EVENTS": "no", "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"}
 
 SPIN_SECONDS = 50e-6
 MIN_SLEEP = 20e-6
