@@ -85,24 +85,25 @@ def test_cli_summary(tmp_path):
     assert again.returncode == 2 and "not empty" in again.stderr
 
 
-def test_pmc_dag_input_is_one_cluster(tmp_path):
+def _plan_pmc_dag(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProcess, str]:
+    """Plan a PMC .dag named mine.dag; return the run and the cluster's .sub text."""
     dag = tmp_path / "mine.dag"
-    dag.write_text("TASK A -m 5 /bin/echo 'a b'\nTASK B /bin/echo b\nEDGE A B\n")
+    dag.write_text(text)
     res = pilot_plan(str(dag), "--site", "local", "--dir", str(tmp_path / "s"))
     assert res.returncode == 0, res.stderr
+    return res, (tmp_path / "s" / "mine" / "mine.sub").read_text()
+
+
+def test_pmc_dag_input_is_one_cluster(tmp_path):
+    res, sub = _plan_pmc_dag(tmp_path, "TASK A -m 5 /bin/echo 'a b'\nTASK B /bin/echo b\nEDGE A B\n")
     text = (tmp_path / "s" / "mine" / "mine.dag").read_text()
     assert text == "TASK A -m 5 /bin/echo \"a b\"\nTASK B /bin/echo b\nEDGE A B\n"
     assert re.search(r"^mine\s+whole\s+2\s+2\s", res.stdout, re.M)
-    sub = (tmp_path / "s" / "mine" / "mine.sub").read_text()
     assert "+pegasus_cores = 1\n" in sub and "pegasus_memory_mb" not in sub  # A asks for 5 MB, B for none
 
 
 def test_pmc_dag_input_sub_has_the_request_of_each_task(tmp_path):
-    dag = tmp_path / "mine.dag"
-    dag.write_text("TASK A -m 4.5 -c 2 -g 1 /bin/echo a\nTASK B --request-memory 5 -c 2 --request-gpus=1 /bin/echo b\n")
-    res = pilot_plan(str(dag), "--site", "local", "--dir", str(tmp_path / "s"))
-    assert res.returncode == 0, res.stderr
-    sub = (tmp_path / "s" / "mine" / "mine.sub").read_text()
+    _, sub = _plan_pmc_dag(tmp_path, "TASK A -m 4.5 -c 2 -g 1 /bin/echo a\nTASK B --request-memory 5 -c 2 --request-gpus=1 /bin/echo b\n")
     assert "+pegasus_cores = 2\n+pegasus_memory_mb = 5\n+pegasus_gpus = 1\n" in sub
 
 
