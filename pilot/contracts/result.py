@@ -23,7 +23,7 @@ import enum
 import json
 import os
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from pilot.errors import PilotError
 from pilot.util.atomic import atomic_file
@@ -45,8 +45,7 @@ class ResultError(PilotError):
     """A result file exists but cannot be read or is not a result."""
 
 
-@dataclass(frozen=True)
-class RunResult:
+class RunResult(NamedTuple):
     outcome: RunOutcome
     tasks: int
     done: int

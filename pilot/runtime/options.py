@@ -4,25 +4,27 @@ Every option of the pegasus-mpi-cluster man page is accepted with its
 meaning; PMC_HOST_SCRIPT, PMC_HOST_MEMORY, PMC_HOST_CPUS and PMC_MAX_WALL_TIME
 supply defaults that the command line overrides. Ours: ``--host-gpus`` (and
 PMC_HOST_GPUS). Parsing errors are one line and exit status 2.
-"""
 
-from __future__ import annotations
+Every rank parses the options at start, before MPI_Init: ``RunOptions`` is a
+named tuple, cheap to define, and annotations are evaluated (no
+``from __future__ import annotations``), which ``NamedTuple`` would otherwise
+compile one by one.
+"""
 
 import argparse
 import math
 import os
 import re
 import resource
-from dataclasses import dataclass
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from pilot import __version__
 from pilot.errors import UsageError
 from pilot.util.cmdline import Parser
 
 
-@dataclass(slots=True)
-class RunOptions:
+class RunOptions(NamedTuple):
     dag: str
     verbosity: int = 0
     skip_rescue: bool = False
@@ -103,40 +105,42 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, prog: str = "pilot run") -> RunOptions:
     env = os.environ if env is None else env
     ns = build_parser(prog).parse_args(list(argv))
-    opts = RunOptions(dag=ns.dag)
-    opts.verbosity = ns.verbose - ns.quiet
-    opts.skip_rescue = ns.skip_rescue
-    opts.stdout = ns.stdout
-    opts.stderr = ns.stderr
-    opts.max_failures = ns.max_failures
-    opts.tries = ns.tries
-    opts.nolock = ns.nolock
-    opts.rescue = ns.rescue
-    opts.host_script = ns.host_script if ns.host_script is not None else (env.get("PMC_HOST_SCRIPT") or None)
-    opts.host_memory = ns.host_memory if ns.host_memory is not None else _env_value(env, "PMC_HOST_MEMORY", _int_at_least(0))
-    opts.host_cpus = ns.host_cpus if ns.host_cpus is not None else _env_value(env, "PMC_HOST_CPUS", _int_at_least(1))
-    opts.host_gpus = ns.host_gpus if ns.host_gpus is not None else _env_value(env, "PMC_HOST_GPUS", _int_at_least(0))
-    opts.max_wall_time = ns.max_wall_time if ns.max_wall_time is not None else _env_value(env, "PMC_MAX_WALL_TIME", _positive_float)
-    opts.strict_limits = ns.strict_limits
-    opts.monitord_hack = ns.monitord_hack
-    opts.invocation_records = ns.invocation_records
-    opts.per_task_stdio = ns.per_task_stdio or ns.monitord_hack
-    opts.jobstate_log = ns.jobstate_log
-    opts.resource_log = not ns.no_resource_log
-    opts.sleep_on_recv = not ns.no_sleep_on_recv
-    opts.keep_affinity = ns.keep_affinity
-    opts.set_affinity = ns.set_affinity
-    opts.keep_task_processes = ns.keep_task_processes
-    opts.ignore_runtimes = ns.ignore_runtimes
-    if opts.set_affinity and opts.host_cpus is not None:
+    host_cpus = ns.host_cpus if ns.host_cpus is not None else _env_value(env, "PMC_HOST_CPUS", _int_at_least(1))
+    if ns.set_affinity and host_cpus is not None:
         # CPU numbers handed to tasks must be real CPUs of the host, as in PMC.
         raise UsageError(f"{prog}: --host-cpus is not compatible with --set-affinity; drop one of them")
     if ns.maxfds is not None:
         limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         if limit != resource.RLIM_INFINITY and ns.maxfds > limit:
             raise UsageError(f"{prog}: --maxfds {ns.maxfds} is more than RLIMIT_NOFILE ({limit}); use at most {limit}")
-        opts.maxfds = ns.maxfds
-    return opts
+    return RunOptions(
+        dag=ns.dag,
+        verbosity=ns.verbose - ns.quiet,
+        skip_rescue=ns.skip_rescue,
+        stdout=ns.stdout,
+        stderr=ns.stderr,
+        max_failures=ns.max_failures,
+        tries=ns.tries,
+        nolock=ns.nolock,
+        rescue=ns.rescue,
+        host_script=ns.host_script if ns.host_script is not None else (env.get("PMC_HOST_SCRIPT") or None),
+        host_memory=ns.host_memory if ns.host_memory is not None else _env_value(env, "PMC_HOST_MEMORY", _int_at_least(0)),
+        host_cpus=host_cpus,
+        host_gpus=ns.host_gpus if ns.host_gpus is not None else _env_value(env, "PMC_HOST_GPUS", _int_at_least(0)),
+        strict_limits=ns.strict_limits,
+        max_wall_time=ns.max_wall_time if ns.max_wall_time is not None else _env_value(env, "PMC_MAX_WALL_TIME", _positive_float),
+        per_task_stdio=ns.per_task_stdio or ns.monitord_hack,
+        jobstate_log=ns.jobstate_log,
+        monitord_hack=ns.monitord_hack,
+        invocation_records=ns.invocation_records,
+        resource_log=not ns.no_resource_log,
+        sleep_on_recv=not ns.no_sleep_on_recv,
+        maxfds=ns.maxfds,
+        keep_affinity=ns.keep_affinity,
+        set_affinity=ns.set_affinity,
+        keep_task_processes=ns.keep_task_processes,
+        ignore_runtimes=ns.ignore_runtimes,
+    )
 
 
 def _env_value(env: Mapping[str, str], name: str, convert):

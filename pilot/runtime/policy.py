@@ -36,30 +36,39 @@ of its host, as PMC does: a contiguous range aligned to a socket or a core
 when it needs that many, or none when the free CPUs are too fragmented. The
 worker puts them in PMC_AFFINITY and, with --set-affinity, binds the task.
 One-CPU tasks float, which keeps fragmentation down.
+
+Host and Allocation are plain slotted classes, not dataclasses: the master
+imports this module at start, and the dataclasses module costs some 10 ms.
 """
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
 
 from pilot.dag.model import Task
 
 
-@dataclass(slots=True, eq=False)
 class Host:
-    name: str
-    cpus: int
-    memory: int
-    gpu_ids: tuple[str, ...]
-    free_cpus: int = 0
-    free_memory: int = 0
-    free_gpus: list[str] = field(default_factory=list)
-    slots: list[int] = field(default_factory=list)
-    idle: list[int] = field(default_factory=list)
-    cores: int = 0
-    sockets: int = 0
-    cpu_taken: bytearray = field(default_factory=bytearray)
+    """One host's resources, what is free of them, and its workers (``slots``; ``idle`` ones first in line)."""
+
+    __slots__ = ("name", "cpus", "memory", "gpu_ids", "free_cpus", "free_memory", "free_gpus", "slots", "idle", "cores",
+                 "sockets", "cpu_taken")
+
+    def __init__(self, name: str, cpus: int, memory: int, gpu_ids: tuple[str, ...], free_cpus: int = 0, free_memory: int = 0,
+                 free_gpus: list[str] | None = None, slots: list[int] | None = None, idle: list[int] | None = None,
+                 cores: int = 0, sockets: int = 0, cpu_taken: bytearray | None = None) -> None:
+        self.name = name
+        self.cpus = cpus
+        self.memory = memory
+        self.gpu_ids = gpu_ids
+        self.free_cpus = free_cpus
+        self.free_memory = free_memory
+        self.free_gpus = free_gpus if free_gpus is not None else []
+        self.slots = slots if slots is not None else []
+        self.idle = idle if idle is not None else []
+        self.cores = cores
+        self.sockets = sockets
+        self.cpu_taken = cpu_taken if cpu_taken is not None else bytearray()
 
     def bind(self, cpus: int) -> tuple[int, ...]:
         """CPU numbers for a task of ``cpus`` CPUs (PMC's aligned first fit); () if fragmented."""
@@ -87,16 +96,19 @@ class Host:
         return self.cpus >= cpus and self.memory >= memory and len(self.gpu_ids) >= gpus
 
 
-@dataclass(slots=True)
 class Allocation:
     """Resources held by one busy slot; a prefetched task reuses them when its predecessor ends."""
 
-    rank: int
-    host: Host
-    cpus: int
-    memory: int
-    gpu_ids: tuple[str, ...]
-    cpu_ids: tuple[int, ...] = ()
+    __slots__ = ("rank", "host", "cpus", "memory", "gpu_ids", "cpu_ids")
+
+    def __init__(self, rank: int, host: Host, cpus: int, memory: int, gpu_ids: tuple[str, ...],
+                 cpu_ids: tuple[int, ...] = ()) -> None:
+        self.rank = rank
+        self.host = host
+        self.cpus = cpus
+        self.memory = memory
+        self.gpu_ids = gpu_ids
+        self.cpu_ids = cpu_ids
 
 
 Signature = tuple[int, int, int]

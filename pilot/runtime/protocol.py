@@ -1,46 +1,26 @@
 """Typed messages between the master (rank 0) and the workers.
 
-Messages are small slotted dataclasses pickled by the transport. The worker's
+Messages are named tuples pickled by the transport: a tuple subclass pickles
+as its class and field values, at C speed, and a class costs little to make
+(every rank builds all of them at start, before MPI_Init). The worker's
 ``Hello`` carries ``PROTOCOL_VERSION`` and the master refuses a mismatch, so a
 job that mixes two pilot versions (say, a stale install on some nodes) fails
 at start instead of misbehaving later.
+
+Annotations here are evaluated (no ``from __future__ import annotations``):
+``NamedTuple`` would otherwise compile each string annotation at start.
 """
 
-from __future__ import annotations
+from collections.abc import Sequence
+from typing import NamedTuple
 
-import operator
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-T = TypeVar("T")
-
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 # Seconds between the SIGTERM and the SIGKILL a worker sends a task's process group on
 # KillTask; the master waits that long, plus a margin, for the workers' answers.
 KILL_GRACE = 3.0
 
 
-def message(cls: type[T]) -> type[T]:
-    """A slotted dataclass that pickles as (class, field values).
-
-    The generic path for slotted objects builds a state dict per message and
-    takes about twice as long to pickle and to unpickle; two messages per task
-    pass through pickle on the master and on a worker.
-    """
-    made = dataclass(slots=True)(cls)
-    names: tuple[str, ...] = made.__slots__  # type: ignore[attr-defined]
-    # attrgetter of two or more names returns their tuple at C speed (of one, the bare value).
-    values = operator.attrgetter(*names) if len(names) > 1 else lambda obj: tuple(getattr(obj, n) for n in names)
-
-    def reduce(self: Any) -> tuple[type, tuple]:
-        return made, values(self)
-
-    made.__reduce__ = reduce  # type: ignore[method-assign]
-    return made
-
-
-@message
-class Hello:
+class Hello(NamedTuple):
     """Worker -> master: registration with the host's resources."""
 
     version: int
@@ -54,26 +34,26 @@ class Hello:
     sockets: int = 0
 
 
-@message
-class HostSetup:
+class HostSetup(NamedTuple):
     """Master -> every worker: its rank on its host, and the host script if it is the one to run it (then it reports)."""
 
     script: str | None
     host_rank: int
     run_id: str = ""  # marks this run's task processes; those of an earlier run of the DAG are ended first
     end_stale: bool = True  # False with -n: another run of the same DAG may rightly be running
+    # The DAG's key in those marks (pilot.runtime.reaper.dag_key), made once by the master:
+    # workers need no hash library at start.
+    dag_key: str = ""
 
 
-@message
-class HostReady:
+class HostReady(NamedTuple):
     """Worker -> master, after a host script only: it started and exited 0 (or ``error`` says why not)."""
 
     hostname: str
     error: str | None = None
 
 
-@message
-class RunTask:
+class RunTask(NamedTuple):
     """Master -> worker: run one attempt of a task.
 
     A worker may receive one while a task runs (prefetch): it queues it and
@@ -88,8 +68,8 @@ class RunTask:
     cpus: int = 1
     gpu_ids: tuple[str, ...] = ()
     pegasus_id: str | None = None
-    pipe_forwards: list[tuple[str, str]] = field(default_factory=list)
-    file_forwards: list[tuple[str, str]] = field(default_factory=list)
+    pipe_forwards: Sequence[tuple[str, str]] = ()
+    file_forwards: Sequence[tuple[str, str]] = ()
     transformation: str | None = None
     dax_id: str | None = None
     cpu_ids: tuple[int, ...] = ()  # CPUs given to a multi-CPU task (PMC_AFFINITY, --set-affinity)
@@ -102,8 +82,7 @@ class RunTask:
     urgent: bool = True
 
 
-@message
-class Resume:
+class Resume(NamedTuple):
     """Master -> worker: go on with your queued tasks.
 
     With -m, a worker whose task failed waits for this before it starts a
@@ -112,8 +91,7 @@ class Resume:
     """
 
 
-@message
-class TaskResult:
+class TaskResult(NamedTuple):
     """Worker -> master: how an attempt ended.
 
     ``status`` is the exit code, or minus the signal number. ``forwards``
@@ -126,49 +104,43 @@ class TaskResult:
     status: int
     start: float
     duration: float
-    forwards: list[tuple[str, bytes]] = field(default_factory=list)
+    forwards: Sequence[tuple[str, bytes]] = ()
     error: str | None = None
     stdout: str | None = None
     stderr: str | None = None
 
 
-@message
-class Recall:
+class Recall(NamedTuple):
     """Master -> worker: give back a prefetched task that has not started."""
 
     name: str
 
 
-@message
-class Recalled:
+class Recalled(NamedTuple):
     """Worker -> master: this prefetched task was dropped unstarted (recall or abort)."""
 
     name: str
 
 
-@message
-class KillTask:
+class KillTask(NamedTuple):
     """Master -> worker: end the running task (SIGTERM to its group, SIGKILL ``KILL_GRACE`` s later) and drop queued ones."""
 
     reason: str
 
 
-@message
-class Shutdown:
+class Shutdown(NamedTuple):
     """Master -> worker: no more work; clean up and say Bye."""
 
     reason: str = ""
 
 
-@message
-class Bye:
+class Bye(NamedTuple):
     """Worker -> master: stdio files closed, host script stopped; safe to merge."""
 
     rank: int
 
 
-@message
-class WorkerFailed:
+class WorkerFailed(NamedTuple):
     """Worker -> master: an error on the worker.
 
     Not ``fatal``: reported beside a failed task (its stdio files could not be
