@@ -18,7 +18,6 @@ directory and two ids never share a file name.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from typing import BinaryIO
 
@@ -85,6 +84,8 @@ def merge_worker_files(dag: str, ranks: list[int], stdout: BinaryIO | None, stde
     ``offsets`` (from ``sizes`` at the start of the run): what an earlier run
     left in a kept file was merged by that run, so only this run's part is.
     """
+    import shutil  # noqa: PLC0415 - the master's, at the end: workers import this module at start without it
+
     kept: list[str] = []
     for which, target in ((0, stdout), (1, stderr)):
         sink: BinaryIO

@@ -19,7 +19,6 @@ mark; the task's process group still catches those that stay in it.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import signal
 import time
@@ -31,6 +30,8 @@ _NEEDLE = MARK_VAR.encode() + b"="
 
 def dag_key(dag: str) -> str:
     """The same for every run of one DAG file, on every node (its absolute path, hashed)."""
+    import hashlib  # noqa: PLC0415 - on the master only (its OpenSSL costs a worker rank 8 ms at start)
+
     return hashlib.sha256(os.path.realpath(dag).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 

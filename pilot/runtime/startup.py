@@ -15,6 +15,7 @@ from pilot.errors import InfeasibleTask, RunAborted
 from pilot.runtime.engine import Engine, State
 from pilot.runtime.options import RunOptions
 from pilot.runtime.policy import Matcher
+from pilot.runtime import reaper
 from pilot.runtime.protocol import PROTOCOL_VERSION, Hello, HostReady, HostSetup, WorkerFailed
 from pilot.runtime.transport import Transport
 
@@ -27,6 +28,7 @@ class Startup:
     def __init__(self, opts: RunOptions, transport: Transport, matcher: Matcher, signalled: Callable[[], str | None],
                  interrupted: Callable[[], bool], run_id: str = "") -> None:
         self.run_id = run_id
+        self.dag_key = reaper.dag_key(opts.dag)
         self.opts = opts
         self.t = transport
         self.matcher = matcher
@@ -79,7 +81,7 @@ class Startup:
         for host in self.matcher.hosts.values():
             for host_rank, rank in enumerate(sorted(host.slots)):  # lowest global rank first, as in PMC
                 script = self.opts.host_script if host_rank == 0 else None
-                self.t.send(rank, HostSetup(script, host_rank, self.run_id, not self.opts.nolock))
+                self.t.send(rank, HostSetup(script, host_rank, self.run_id, not self.opts.nolock, self.dag_key))
                 if script:
                     pending.add(rank)
         errors: list[str] = []

@@ -58,7 +58,7 @@ class Worker:
         self.opts = opts
         self.token = token or os.urandom(6).hex()
         self.watchdog = watchdog
-        self.dag_key = reaper.dag_key(opts.dag)
+        self.dag_key = ""  # the master's HostSetup brings it; no task runs before that
         self.mark = reaper.mark(self.dag_key, "", self.token)
         self.holding = False  # a failed task under -m: wait for Resume before the next queued one
         self.broken = False  # a fatal error was reported: run nothing more, answer until Shutdown
@@ -203,8 +203,9 @@ class Worker:
     def setup_host(self, msg: HostSetup) -> HostReady | None:
         """Take the host rank; start the host script if this worker runs it (the master waits for that answer only)."""
         self.host_rank = msg.host_rank
+        self.dag_key = msg.dag_key
         self.mark = reaper.mark(self.dag_key, msg.run_id, self.token)
-        if msg.end_stale:
+        if msg.end_stale and msg.dag_key:
             prefix, current = self.dag_key + ":", f"{self.dag_key}:{msg.run_id}:"
             stale = reaper.end_marked(lambda value: value.startswith(prefix) and not value.startswith(current), grace=1.0)
             if stale:

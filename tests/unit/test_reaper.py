@@ -102,3 +102,31 @@ def test_outputs_are_checked_before_any_task(tmp_path):
     outputs.check_dag_dir(opts)
     with pytest.raises(DagError, match="cannot write next to the DAG"):
         outputs.check_dag_dir(RunOptions(dag="/nonexistent/wf.dag"))
+
+
+def test_worker_takes_the_dag_key_from_the_master_and_ends_only_that_dags_stale_copies(tmp_path):
+    from pilot.runtime.protocol import HostSetup
+    from pilot.runtime.worker import Worker
+
+    class _Master:
+        rank, size = 1, 2
+
+        def send(self, dest, msg, ring=True) -> None:
+            pass
+
+    key, other = reaper.dag_key(str(tmp_path / "wf.dag")), reaper.dag_key(str(tmp_path / "other.dag"))
+    stale = _marked_sleeper(f"{key}:oldrun:{uuid.uuid4().hex}")
+    foreign = _marked_sleeper(f"{other}:oldrun:{uuid.uuid4().hex}")
+    try:
+        assert _wait_for(lambda: len(reaper.marked(lambda v: v.startswith(key + ":"))) == 2)
+        worker = Worker(RunOptions(dag=str(tmp_path / "wf.dag")), _Master(), token="t0")
+        worker.setup_host(HostSetup(None, 0, "r0", True))  # no key: nothing can be told stale
+        assert len(reaper.marked(lambda v: v.startswith(key + ":"))) == 2
+        worker.setup_host(HostSetup(None, 0, "newrun", True, key))
+        assert worker.mark == f"{key}:newrun:t0"
+        assert reaper.marked(lambda v: v.startswith(key + ":")) == []
+        assert len(reaper.marked(lambda v: v.startswith(other + ":"))) == 2
+    finally:
+        reaper.end_marked(lambda v: v.startswith((key + ":", other + ":")), grace=0.2)
+        for proc in (stale, foreign):
+            proc.wait(timeout=10)
