@@ -15,9 +15,11 @@ completed whatever happened in it; this file says what really did.
 Reading distinguishes "no file" (the pilot never got to write one: the job
 vanished) from "a file that cannot be read or parsed", which is an error to
 report: resubmitting on a corrupt result would hide a real problem.
-"""
 
-from __future__ import annotations
+The master imports this module at start: annotations are evaluated (no
+``from __future__ import annotations``), which ``NamedTuple`` would otherwise
+compile one by one.
+"""
 
 import enum
 import json

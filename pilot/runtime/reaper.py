@@ -1,8 +1,9 @@
 """Find and end the processes a run's tasks started, by a mark in their environment.
 
 Every task gets ``PILOT_TASK_MARK=<dag key>:<run id>:<worker token>`` in its
-environment, and whatever it starts inherits it, also processes that leave
-the task's process group (``setsid``, daemons). So the processes of one
+environment (the master makes the DAG key, ``startup.dag_key``, and the run
+id), and whatever it starts inherits it, also processes that leave the task's
+process group (``setsid``, daemons). So the processes of one
 worker, of one run, or of any earlier run of the same DAG can be found in
 ``/proc/<pid>/environ`` (readable for our own processes) and ended:
 
@@ -26,13 +27,6 @@ from typing import Callable
 
 MARK_VAR = "PILOT_TASK_MARK"
 _NEEDLE = MARK_VAR.encode() + b"="
-
-
-def dag_key(dag: str) -> str:
-    """The same for every run of one DAG file, on every node (its absolute path, hashed)."""
-    import hashlib  # noqa: PLC0415 - on the master only (its OpenSSL costs a worker rank 8 ms at start)
-
-    return hashlib.sha256(os.path.realpath(dag).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def mark(key: str, run_id: str, token: str) -> str:

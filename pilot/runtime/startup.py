@@ -6,7 +6,9 @@ either completes or aborts the run with one clear reason.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import time
 from typing import Callable
 
@@ -15,7 +17,6 @@ from pilot.errors import InfeasibleTask, RunAborted
 from pilot.runtime.engine import Engine, State
 from pilot.runtime.options import RunOptions
 from pilot.runtime.policy import Matcher
-from pilot.runtime import reaper
 from pilot.runtime.protocol import PROTOCOL_VERSION, Hello, HostReady, HostSetup, WorkerFailed
 from pilot.runtime.transport import Transport
 
@@ -24,11 +25,18 @@ log = logging.getLogger("pilot.master")
 REGISTER_TIMEOUT = 300.0
 
 
+def dag_key(dag: str) -> str:
+    """The DAG's part of its task processes' marks (see ``reaper``): the same for every run of one DAG
+    file, on every node (its absolute path, hashed). Made here, on the master, and handed to the
+    workers in HostSetup: a worker rank need not load a hash library (OpenSSL) at start.
+    """
+    return hashlib.sha256(os.path.realpath(dag).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
 class Startup:
     def __init__(self, opts: RunOptions, transport: Transport, matcher: Matcher, signalled: Callable[[], str | None],
                  interrupted: Callable[[], bool], run_id: str = "") -> None:
         self.run_id = run_id
-        self.dag_key = reaper.dag_key(opts.dag)
+        self.dag_key = dag_key(opts.dag)
         self.opts = opts
         self.t = transport
         self.matcher = matcher

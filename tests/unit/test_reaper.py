@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from pilot.errors import DagError
-from pilot.runtime import outputs, reaper, watchdog
+from pilot.runtime import outputs, reaper, startup, watchdog
 from pilot.runtime.doorbell import Doorbell
 from pilot.runtime.options import RunOptions
 
@@ -70,7 +70,7 @@ def test_watchdog_ends_the_tasks_of_a_vanished_worker_and_leaves_those_of_a_clea
 def test_dag_key_is_the_same_for_every_spelling_of_the_path(tmp_path):
     dag = tmp_path / "wf.dag"
     dag.write_text("")
-    assert reaper.dag_key(str(dag)) == reaper.dag_key(str(tmp_path / "." / "wf.dag"))
+    assert startup.dag_key(str(dag)) == startup.dag_key(str(tmp_path / "." / "wf.dag"))
 
 
 def test_doorbell_wakes_a_waiting_peer():
@@ -114,7 +114,7 @@ def test_worker_takes_the_dag_key_from_the_master_and_ends_only_that_dags_stale_
         def send(self, dest, msg, ring=True) -> None:
             pass
 
-    key, other = reaper.dag_key(str(tmp_path / "wf.dag")), reaper.dag_key(str(tmp_path / "other.dag"))
+    key, other = startup.dag_key(str(tmp_path / "wf.dag")), startup.dag_key(str(tmp_path / "other.dag"))
     stale = _marked_sleeper(f"{key}:oldrun:{uuid.uuid4().hex}")
     foreign = _marked_sleeper(f"{other}:oldrun:{uuid.uuid4().hex}")
     try:
