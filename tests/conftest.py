@@ -54,6 +54,23 @@ def mpiexec() -> str | None:
     return shutil.which("mpiexec")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_stale_mpich_segments_at_start():
+    from tests.mpich_shm import remove_stale
+
+    remove_stale()
+
+
+@pytest.fixture(autouse=True)
+def _no_stale_mpich_segments(request):
+    """After a test that ran MPI jobs (and may have killed some), remove the segments they left."""
+    yield
+    if any(request.node.get_closest_marker(m) for m in ("mpi", "slurm", "pbs", "multinode", "monitord")):
+        from tests.mpich_shm import remove_stale
+
+        remove_stale()
+
+
 @pytest.fixture(autouse=True)
 def _home(tmp_path_factory, monkeypatch):
     """pilot submit starts pegasus-monitord where pegasus-wms is installed; it writes ~/.pegasus."""
