@@ -32,6 +32,7 @@ def dag_key(dag: str) -> str:
     """
     return hashlib.sha256(os.path.realpath(dag).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
+
 class Startup:
     def __init__(self, opts: RunOptions, transport: Transport, matcher: Matcher, signalled: Callable[[], str | None],
                  interrupted: Callable[[], bool], run_id: str = "") -> None:
