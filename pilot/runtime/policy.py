@@ -54,21 +54,20 @@ class Host:
     __slots__ = ("name", "cpus", "memory", "gpu_ids", "free_cpus", "free_memory", "free_gpus", "slots", "idle", "cores",
                  "sockets", "cpu_taken")
 
-    def __init__(self, name: str, cpus: int, memory: int, gpu_ids: tuple[str, ...], free_cpus: int = 0, free_memory: int = 0,
-                 free_gpus: list[str] | None = None, slots: list[int] | None = None, idle: list[int] | None = None,
-                 cores: int = 0, sockets: int = 0, cpu_taken: bytearray | None = None) -> None:
+    def __init__(self, name: str, cpus: int, memory: int, gpu_ids: tuple[str, ...], cores: int = 0, sockets: int = 0) -> None:
+        """A host with all of its resources free and no worker yet."""
         self.name = name
         self.cpus = cpus
         self.memory = memory
         self.gpu_ids = gpu_ids
-        self.free_cpus = free_cpus
-        self.free_memory = free_memory
-        self.free_gpus = free_gpus if free_gpus is not None else []
-        self.slots = slots if slots is not None else []
-        self.idle = idle if idle is not None else []
         self.cores = cores
         self.sockets = sockets
-        self.cpu_taken = cpu_taken if cpu_taken is not None else bytearray()
+        self.free_cpus = cpus
+        self.free_memory = memory
+        self.free_gpus = list(gpu_ids)
+        self.slots: list[int] = []
+        self.idle: list[int] = []
+        self.cpu_taken = bytearray(cpus)
 
     def bind(self, cpus: int) -> tuple[int, ...]:
         """CPU numbers for a task of ``cpus`` CPUs (PMC's aligned first fit); () if fragmented."""
@@ -151,8 +150,7 @@ class Matcher:
         """Register a worker; the first worker of a host defines its resources."""
         host = self.hosts.get(hostname)
         if host is None:
-            host = Host(hostname, cpus, memory, tuple(gpu_ids), cpus, memory, list(gpu_ids),
-                        cores=cores, sockets=sockets, cpu_taken=bytearray(cpus))
+            host = Host(hostname, cpus, memory, tuple(gpu_ids), cores, sockets)
             self.hosts[hostname] = host
         host.slots.append(rank)
         host.idle.append(rank)

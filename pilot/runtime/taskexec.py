@@ -79,11 +79,11 @@ class Running:
 
     __slots__ = ("pid", "start", "started", "pipes", "kill_at", "status")
 
-    def __init__(self, pid: int, start: float, started: float, pipes: list[Pipe] | None = None) -> None:
+    def __init__(self, pid: int, start: float, started: float, pipes: list[Pipe]) -> None:
         self.pid = pid
         self.start = start
         self.started = started  # monotonic
-        self.pipes = pipes if pipes is not None else []
+        self.pipes = pipes
         self.kill_at: float | None = None
         self.status: int | None = None
 
