@@ -4,7 +4,10 @@
 
 Whole process for both, MPI start-up included: ``mpiexec -n 3 pilot run`` (1 master
 + 2 workers) against ``xargs -P 2``, and ``-n 5`` against ``-P 4``. Prints the best
-of --repeat runs of each and pilot's throughput as a ratio of xargs' (target ≥ 0.9).
+of --repeat runs of each and pilot's throughput as a ratio of xargs' (target ≥ 0.9),
+and the median of the ratios of back-to-back pairs (each pilot run against the xargs
+run right after it), which a slow spell of a shared machine moves less than the ratio
+of two minimums taken at different times.
 Beside it, what the ratio is made of: pilot's fixed cost (the same command on a DAG
 of one task: mpiexec, interpreters, imports, MPI_Init, the end of the run) and its
 cost per task beyond that, against xargs' cost per task. And the floor under that fixed
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 
@@ -50,13 +54,15 @@ def main() -> None:
             p_times, f_times, b_times, x_times = [], [], [], []
             for _ in range(args.repeat):  # interleave so all see the same machine state
                 p_times.append(timed(run, cwd=tmp))
+                x_times.append(timed(xargs, lines))  # right after: the pair shares the machine's state
                 f_times.append(timed(fixed, cwd=tmp))
                 b_times.append(timed(bare, cwd=tmp, env=bare_env))
-                x_times.append(timed(xargs, lines))
             p, f, b, x = min(p_times), min(f_times), min(b_times), min(x_times)
             per_task, x_task = (p - f) / (args.tasks - 1), x / args.tasks
+            paired = statistics.median(q / r for r, q in zip(p_times, x_times))
             print(f"{args.tasks} x /bin/true, {workers} workers: pilot -n {ranks} {p:.2f} s ({args.tasks / p:.0f} tasks/s), "
-                  f"xargs -P {workers} {x:.2f} s ({args.tasks / x:.0f} tasks/s): pilot/xargs throughput = {x / p:.2f}")
+                  f"xargs -P {workers} {x:.2f} s ({args.tasks / x:.0f} tasks/s): pilot/xargs throughput = {x / p:.2f} "
+                  f"(best runs); {paired:.2f} (median of back-to-back pairs)")
             print(f"  made of: pilot's fixed cost {f:.2f} s (a one-task DAG), then {1e3 * per_task:.3f} ms per task "
                   f"against xargs' {1e3 * x_task:.3f} ms: per-task throughput ratio {x_task / per_task:.2f}")
             print(f"  floor: an mpi4py program doing nothing on {ranks} ranks takes {b:.2f} s here, so pilot's own start "

@@ -5,13 +5,16 @@ descriptor, so a SIGKILL of the master can neither tear nor lose a record that
 was written (the kernel holds it). Power loss is covered by an fsync at most
 once per ``fsync_interval`` seconds and at close.
 
-On start the old log is read, then replaced atomically (temp file, fsync, rename, directory fsync) by
-a compacted log holding its DONE records, so the log never grows across
-restarts and a crash during the rewrite leaves the old log intact. With
-``-s`` the old log is ignored and the new one starts empty. A temp file that
-a killed run left behind (``<log>.tmp.<pid>`` of a process that is gone) is
-removed at the next start; one that cannot be written (a full disk) is
-removed at once.
+On start the old log is read, then replaced atomically (temp file, fsync,
+rename, directory fsync) by a compacted log holding its DONE records, so the
+log never grows across restarts and a crash during the rewrite leaves the old
+log intact. With ``-s`` (the old log is ignored), or with nothing done yet,
+the log is emptied in place instead (O_TRUNC: a crash leaves the old records
+or none, never a part of them), made durable by the first fsync that follows
+rather than by a file and a directory fsync before the first task starts. A
+temp file that a killed run left behind (``<log>.tmp.<pid>`` of a process that
+is gone) is removed at the next start; one that cannot be written (a full
+disk) is removed at once.
 
 pegasus-mpi-cluster writes each record as ``\\nDONE <task>``: its log starts
 with a newline and its last record ends without one. Such a log is read
@@ -76,13 +79,19 @@ class RescueLog:
         self.fsync_interval = fsync_interval
         self.write_failed = False
         remove_stale_temps(path)
+        carried = list(carried)
         try:
-            with atomic_file(path, errors="surrogateescape") as fh:
-                fh.writelines(f"DONE {name}\n" for name in carried)
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            if carried:
+                with atomic_file(path, errors="surrogateescape") as fh:
+                    fh.writelines(f"DONE {name}\n" for name in carried)
+                self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            else:
+                # Nothing to keep: emptying the log in place is one step a crash cannot
+                # split, and the log's first fsync makes it durable.
+                self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
         except OSError as exc:
             raise DagError(path, None, f"cannot write the rescue log: {exc.strerror or exc}; {_FIX}") from exc
-        self._dirty = False
+        self._dirty = not carried  # an emptied log is synced like a new record
         self._last_sync = time.monotonic()
 
     def done(self, name: str) -> None:

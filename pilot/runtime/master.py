@@ -340,15 +340,15 @@ class Master:
     def _task_done(self, source: int, res: TaskResult, held: bool | None = None) -> None:
         engine = self.engine
         assert engine is not None and self.rescue is not None
-        if held is None:
-            held = self._hold_on_failure and res.status != 0
+        held = self._hold_on_failure and res.status != 0 if held is None else held
         # A task sent to run only after this one is given back unstarted when this one failed.
         dropped = res.status != 0 and source in self.slots.conditional
         task, alloc, seq, nxt = self.slots.finish(source, went_on=not held and not dropped)
         self._record_result(task, seq, source, res)
-        if held and not dropped and not engine.stopped and self.slots.queued.get(source):
-            self.t.send(source, Resume())  # this failure did not stop the run: go on
-            nxt = self.slots.resume(source)
+        if held and not engine.stopped:  # go on: a worker holds after every failure under -m, queue or not
+            self.t.send(source, Resume())
+            if not dropped and self.slots.queued.get(source):
+                nxt = self.slots.resume(source)  # dropped ones come back as Recalled instead
         if nxt is not None:
             self._started(nxt, alloc)  # the worker went straight on to its prefetched task
             self._attach_child(source, nxt, alloc)

@@ -1,8 +1,11 @@
 """Typed messages between the master (rank 0) and the workers.
 
-Messages are named tuples pickled by the transport: a tuple subclass pickles
-as its class and field values, at C speed, and a class costs little to make
-(every rank builds all of them at start, before MPI_Init). The worker's
+Messages are named tuples: a class costs little to make (every rank builds
+all of them at start, before MPI_Init). Over MPI a message travels as a plain
+tuple of its fields, with its kind (its place in ``KINDS``) as the MPI tag:
+pickle writes and reads a plain tuple of strings and numbers three times
+faster than a class instance, which it must name, look up and rebuild through
+``__reduce__``, and the master and the workers do that for every task. The worker's
 ``Hello`` carries ``PROTOCOL_VERSION`` and the master refuses a mismatch, so a
 job that mixes two pilot versions (say, a stale install on some nodes) fails
 at start instead of misbehaving later.
@@ -14,7 +17,7 @@ Annotations here are evaluated (no ``from __future__ import annotations``):
 from collections.abc import Sequence
 from typing import NamedTuple
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 # Seconds between the SIGTERM and the SIGKILL a worker sends a task's process group on
 # KillTask; the master waits that long, plus a margin, for the workers' answers.
 KILL_GRACE = 3.0
@@ -156,3 +159,26 @@ class WorkerFailed(NamedTuple):
 Message = (
     Hello | HostSetup | HostReady | RunTask | Resume | TaskResult | Recall | Recalled | KillTask | Shutdown | Bye | WorkerFailed
 )
+
+# Every message class, in a fixed order: a message's place here is its MPI tag.
+# Hello stays first: a rank of another pilot version is still understood far
+# enough to be told apart by Hello.version.
+KINDS: tuple[type, ...] = (
+    Hello, HostSetup, HostReady, RunTask, Resume, TaskResult, Recall, Recalled, KillTask, Shutdown, Bye, WorkerFailed,
+)
+KIND_OF: dict[type, int] = {cls: tag for tag, cls in enumerate(KINDS)}
+
+
+def to_wire(msg: Message) -> tuple[int, tuple]:
+    """(MPI tag, plain tuple of fields) for sending ``msg``."""
+    return KIND_OF[type(msg)], tuple(msg)
+
+
+def from_wire(tag: int, fields: tuple) -> Message:
+    """The message whose tag and fields came in.
+
+    ``tuple.__new__`` takes the fields as they are (``_make`` would also count them, in
+    Python, for every message): ranks of different versions are told apart by
+    ``Hello.version`` instead.
+    """
+    return tuple.__new__(KINDS[tag], fields)

@@ -65,6 +65,9 @@ def stop_workers(master: Master) -> None:
     """Shutdown to every worker; take the results and give-backs still coming, until each says Bye."""
     for rank in sorted(master._alive):
         master.t.send(rank, Shutdown(master.abort_reason or ""))
+    if master.rescue is not None:
+        # While the workers clean up: the rescue log's fsync at close then finds little or nothing to do.
+        master.rescue.sync()
     deadline = time.monotonic() + BYE_TIMEOUT
     while master._alive and time.monotonic() < deadline:
         got = master.t.recv(timeout=max(0.0, deadline - time.monotonic()))

@@ -170,8 +170,8 @@ class SimCluster:
             while status != 0 and r.queue and r.queue[0].after == last:
                 last = r.queue[0].name
                 self.transport.deliver(rank, Recalled(r.queue.popleft().name))
-            if status != 0 and self.hold_on_failure and r.queue:
-                r.holding = True
+            if status != 0 and self.hold_on_failure:
+                r.holding = True  # as a worker does, queue or not (see Worker._serve)
             else:
                 self._start_next(r)
             return

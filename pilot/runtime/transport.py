@@ -33,7 +33,7 @@ import time
 from typing import Callable, Protocol
 
 from pilot.runtime.doorbell import Doorbell, host_identity
-from pilot.runtime.protocol import Message
+from pilot.runtime.protocol import Message, from_wire, to_wire
 
 # Set for the MPI library's own start only (unless the user set them), then
 # removed again so tasks see the environment the job was started with.
@@ -87,6 +87,7 @@ class MpiTransport:
             for name in added:
                 os.environ.pop(name, None)
         self._mpi = MPI
+        self._status = MPI.Status()  # one for every probe: each is read before the next probe
         self.comm = MPI.COMM_WORLD
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
@@ -120,18 +121,19 @@ class MpiTransport:
         prefetches it a task), both wait forever. So: isend, and while it is
         not complete keep receiving, queueing what arrives for recv().
         """
-        req = self.comm.isend(msg, dest=dest)
+        tag, fields = to_wire(msg)  # a plain tuple, its kind as the tag: see pilot.runtime.protocol
+        req = self.comm.isend(fields, dest=dest, tag=tag)
         if ring and self.doorbell is not None:
             self.doorbell.ring(dest)
         if req.Test():
             return
         mpi = self._mpi
-        status = mpi.Status()
+        status = self._status
         pause = MIN_SLEEP
         while not req.Test():
             message = self.comm.improbe(source=mpi.ANY_SOURCE, status=status)
             if message is not None:
-                self._pending.append((status.Get_source(), message.recv()))
+                self._pending.append((status.Get_source(), _decode(status, message)))
                 continue
             self._sleep(pause)
             pause = min(pause * 2, self.max_sleep)
@@ -147,25 +149,25 @@ class MpiTransport:
         """One non-blocking check."""
         if self._pending:
             return self._pending.popleft()
-        status = self._mpi.Status()
+        status = self._status
         message = self.comm.improbe(source=self._mpi.ANY_SOURCE, status=status)
         if message is None:
             return None
-        return status.Get_source(), message.recv()
+        return status.Get_source(), _decode(status, message)
 
     def recv(
         self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0,
         hot: float = 0.0,
     ) -> tuple[int, Message] | None:
         got = self.poll()
-        if got is not None:
-            return got
+        if got is not None or (timeout is not None and timeout <= 0):
+            return got  # a look without waiting (a worker between its task's events) is that one poll
         now = time.monotonic
         start = now()
         deadline = None if timeout is None else start + timeout
         comm = self.comm
         mpi = self._mpi
-        status = mpi.Status()
+        status = self._status
         if hot > 0 and not patience and not self._all_local:
             got = self._hot_poll(start + (hot if deadline is None else min(hot, timeout)), wake)  # type: ignore[type-var]
             if got is not None or (wake is not None and wake()):
@@ -176,7 +178,7 @@ class MpiTransport:
         while True:
             message = comm.improbe(source=mpi.ANY_SOURCE, status=status)
             if message is not None:
-                return status.Get_source(), message.recv()
+                return status.Get_source(), _decode(status, message)
             if wake is not None and wake():
                 return None
             t = now()
@@ -199,7 +201,7 @@ class MpiTransport:
     def _hot_poll(self, until: float, wake: Callable[[], bool] | None) -> tuple[int, Message] | None:
         """Poll without sleeping until ``until`` (monotonic), yielding the CPU between polls."""
         comm = self.comm
-        status = self._mpi.Status()
+        status = self._status
         any_source = self._mpi.ANY_SOURCE
         now = time.monotonic
         yield_cpu = os.sched_yield
@@ -207,12 +209,17 @@ class MpiTransport:
         while True:
             message = comm.improbe(source=any_source, status=status)
             if message is not None:
-                return status.Get_source(), message.recv()
+                return status.Get_source(), _decode(status, message)
             polls += 1
             if polls & 63 == 0:
                 if now() >= until or (wake is not None and wake()):
                     return None
             yield_cpu()
+
+
+def _decode(status, message) -> Message:
+    """The message ``improbe`` matched, received and rebuilt as the class its tag names."""
+    return from_wire(status.Get_tag(), message.recv())
 
 
 class SimulatedWorker(Protocol):

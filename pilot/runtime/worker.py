@@ -96,20 +96,29 @@ class Worker:
                   os.getpid(), cores, sockets),
         )
         try:
-            while not self.shutdown_pending:
-                try:
-                    self._serve()
-                except Exception as exc:  # noqa: BLE001 - the master must hear of it, not wait forever
-                    log.error("cannot go on: %s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
-                    self.broken = True
-                    self._send_pending()
-                    self._drop_queue()
-                    self.t.send(MASTER, WorkerFailed(self.rank, f"{type(exc).__name__}: {exc}", fatal=True))
+            try:
+                self._serve_until_shutdown()
+            finally:
+                self._send_pending()
+                self.cleanup()
+            self.t.send(MASTER, Bye(self.rank))
         finally:
-            self._send_pending()
-            self.cleanup()
-        self.t.send(MASTER, Bye(self.rank))
+            # Only after the Bye: the master waits for every Bye, and need not also wait
+            # for the watchdog to wake and leave. What tasks left is ended by then (cleanup).
+            self._release_watchdog()
         return 0
+
+    def _serve_until_shutdown(self) -> None:
+        """Serve; an error in the worker's own loop is reported as fatal, then it answers until Shutdown."""
+        while not self.shutdown_pending:
+            try:
+                self._serve()
+            except Exception as exc:  # noqa: BLE001 - the master must hear of it, not wait forever
+                log.error("cannot go on: %s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+                self.broken = True
+                self._send_pending()
+                self._drop_queue()
+                self.t.send(MASTER, WorkerFailed(self.rank, f"{type(exc).__name__}: {exc}", fatal=True))
 
     def _serve(self) -> None:
         """Run queued tasks and take messages until Shutdown."""
@@ -128,8 +137,11 @@ class Worker:
                 while result.status != 0 and self.queue and self.queue[0].after == last:
                     last = self.queue[0].name  # it was to run only if the one before succeeded
                     dropped.append(self.queue.popleft())
-                if result.status != 0 and self.opts.max_failures > 0 and self.queue:
-                    self.holding = True  # this failure may be the one that stops the run
+                if result.status != 0 and self.opts.max_failures > 0:
+                    # This failure may be the one that stops the run: wait for the master's
+                    # Resume (or its recalls), also when nothing is queued yet, since tasks
+                    # it prefetched before it saw the failure may still be on their way.
+                    self.holding = True
                 self.t.send(MASTER, result)
                 for gone in dropped:
                     self.t.send(MASTER, Recalled(gone.name))
@@ -183,9 +195,6 @@ class Worker:
             left = reaper.end_marked(lambda value: value.endswith(suffix), grace=1.0)
             if left:
                 log.info("ended %d process(es) that tasks left running (--keep-task-processes keeps them)", left)
-        if self.watchdog is not None:
-            self.watchdog.release()
-            self.watchdog = None
         for fd in (self._out_fd, self._err_fd):
             if fd >= 0:
                 os.close(fd)
@@ -193,6 +202,11 @@ class Worker:
         if self._waker is not None:
             self._waker.close()
             self._waker = None
+
+    def _release_watchdog(self) -> None:
+        if self.watchdog is not None:
+            self.watchdog.release()
+            self.watchdog = None
 
     def _on_signal(self, signum, frame) -> None:  # noqa: ARG002
         # The master gets the same signal from the launcher and aborts the

@@ -115,6 +115,10 @@ class Monitord:
                 return self.proc.wait()
 
 
+# DAGMan's status when it is removed (condor_rm, SIGUSR1), whatever its nodes did: EXIT_ABORT.
+EXIT_REMOVED = 2
+
+
 def exit_code(driver) -> int:
     """DAGMan's exit status for the run: 0 all done, 1 a cluster failed, 2 stopped with clusters left."""
     states = [c.state for c in driver.state.clusters.values()]
@@ -155,12 +159,16 @@ def cancel_monitoring(driver) -> contextlib.AbstractContextManager:
         read_braindump(driver.submit_dir)
     except ConfigError:
         return contextlib.nullcontext()
-    return root_monitoring(driver)
+    return root_monitoring(driver, removed=True)
 
 
 @contextlib.contextmanager
-def root_monitoring(driver, run_monitord: bool = True) -> Iterator[RootMonitor]:
-    """Attach the root writers to ``driver`` for the ``with`` block; start monitord if asked and possible."""
+def root_monitoring(driver, run_monitord: bool = True, removed: bool = False) -> Iterator[RootMonitor]:
+    """Attach the root writers to ``driver`` for the ``with`` block; start monitord if asked and possible.
+
+    ``removed``: the run is being cancelled; it ends with ``EXIT_REMOVED``, as a removed DAGMan
+    does even when a node had failed before.
+    """
     monitor = RootMonitor(driver.submit_dir)  # a one-line error for a directory without root files
     monitord = Monitord(monitor.submit_dir, monitor.path)
     restarted = monitor.restarted
@@ -173,7 +181,7 @@ def root_monitoring(driver, run_monitord: bool = True) -> Iterator[RootMonitor]:
     try:
         yield monitor
     finally:
-        monitor.finished(exit_code(driver))
+        monitor.finished(EXIT_REMOVED if removed else exit_code(driver))
         monitor.close()
         if started:
             monitord.finish()

@@ -73,3 +73,16 @@ def test_affinity_and_task_process_options():
     assert o.set_affinity and o.keep_task_processes
     with pytest.raises(UsageError, match="--host-cpus is not compatible with --set-affinity"):
         parse_run_args(["--set-affinity", "--host-cpus", "2", "wf.dag"], env={})
+
+
+def test_help_width_follows_columns_as_shutil_does(monkeypatch):
+    import shutil
+
+    from pilot.util.cmdline import terminal_columns
+
+    for value in ("57", "0", "bad", None):
+        if value is None:
+            monkeypatch.delenv("COLUMNS", raising=False)
+        else:
+            monkeypatch.setenv("COLUMNS", value)
+        assert terminal_columns() == shutil.get_terminal_size().columns

@@ -47,6 +47,22 @@ def test_writer_compacts_and_appends(tmp_path):
     assert not [f for f in os.listdir(tmp_path) if ".tmp." in f]
 
 
+def test_a_log_with_nothing_to_keep_is_emptied_in_place(tmp_path):
+    p = tmp_path / "r"
+    p.write_text("DONE a\nDONE b\n")
+    inode = p.stat().st_ino
+    log = RescueLog(str(p))  # -s: the old records are dropped
+    assert p.read_text() == ""
+    assert p.stat().st_ino == inode  # no temp file renamed over it
+    log.done("c")
+    log.close()
+    assert p.read_text() == "DONE c\n"
+    fresh = tmp_path / "new.rescue"
+    RescueLog(str(fresh)).close()
+    assert fresh.read_text() == ""
+    assert not list(tmp_path.glob("*.tmp.*"))
+
+
 def test_log_written_by_pmc_keeps_its_last_record(tmp_path):
     """PMC writes "\\nDONE X" per record: the file starts with a newline and ends without one."""
     p = tmp_path / "r"

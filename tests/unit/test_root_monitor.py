@@ -231,6 +231,9 @@ def test_root_monitoring_attaches_to_the_driver_and_ends_the_log(tmp_path, monke
         driver.monitor.ended("a", retry=False, retry_limit=3)
         clusters["a"].state = ClusterState.FAILED
     assert started == [True] and lines(sub)[-1].endswith("EXITING WITH STATUS 1")  # a restart: monitord recovers
+    with root_monitoring(driver, run_monitord=False, removed=True):  # pilot cancel, after a cluster had failed
+        pass
+    assert lines(sub)[-1].endswith("EXITING WITH STATUS 2")  # a removed DAGMan exits 2 whatever its nodes did
 
 
 def test_a_restart_logs_what_the_earlier_driver_saved_but_did_not_log(tmp_path):
