@@ -30,7 +30,7 @@ from __future__ import annotations
 import collections
 import os
 import time
-from typing import Callable, Protocol
+from typing import Callable, Mapping, Protocol
 
 from pilot.runtime.doorbell import Doorbell, host_identity
 from pilot.runtime.protocol import Message, from_wire, to_wire
@@ -47,6 +47,24 @@ from pilot.runtime.protocol import Message, from_wire, to_wire
 # need when a host has fewer cores than ranks. Heavy yield sleeps instead;
 # the pilot itself never blocks in MPI after the start.
 MPI_START_ENV = {"UCX_MEM_EVENTS": "no", "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"}
+
+# Under Slurm's own PMI server (srun --mpi=pmi2) an MPICH whose network module
+# is UCX starts with OFI over TCP instead, where it has OFI. MPICH speaks
+# PMI-1 to that server unless it was built for PMI-2 (the mpich wheel is
+# not), and publishes its UCX address as a 4096-byte card however short the
+# address is: the rest is whatever heap follows it. Hex-encoded with its runs
+# of zeros compressed, a piece of it is a request of up to about 1080 bytes;
+# Slurm's PMI-1 server reads a request with one read of 1024 bytes, drops the
+# value and takes the rest as a new request it never answers. MPI_Init then
+# waits forever, or a rank later fails to unpack a peer's address: how often
+# depends on the heap, so on what the rank imported before MPI_Init. An OFI
+# address is a 16-byte socket address; libfabric's tcp provider rather than
+# its default sockets provider, which also hung in MPI_Init there. TCP
+# makes each message between hosts slower than UCX would; next to a task's
+# process start that is little, next to a job that never starts nothing.
+# Launched by MPICH's own mpiexec (Hydra), whose PMI server reads whole
+# lines, UCX stays; so it does where the job sets MPIR_CVAR_CH4_NETMOD.
+SLURM_PMI_START_ENV = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"}
 
 SPIN_SECONDS = 50e-6
 MIN_SLEEP = 20e-6
@@ -75,14 +93,41 @@ class Transport(Protocol):
         ...
 
 
+def network_env(library: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """``SLURM_PMI_START_ENV`` where MPI would start on UCX under Slurm's PMI server, less what the job set.
+
+    ``library`` is MPI_Get_library_version's text (callable before MPI_Init).
+    """
+    if not environ.get("SLURM_MPI_TYPE", "").startswith("pmi2") or "PMI_FD" not in environ \
+            or "MPIR_CVAR_CH4_NETMOD" in environ:
+        return {}
+    device = next((line.split(":", 1)[1].strip() for line in library.splitlines()
+                   if line.startswith("MPICH Device:")), "")
+    netmods = device.removeprefix("ch4:").replace(",", " ").split() if device.startswith("ch4:") else []
+    if netmods[:1] != ["ucx"] or "ofi" not in netmods:
+        return {}
+    return {name: value for name, value in SLURM_PMI_START_ENV.items() if name not in environ}
+
+
 class MpiTransport:
     """mpi4py COMM_WORLD with polling receives."""
 
     def __init__(self, sleep_on_recv: bool = True, max_sleep: float = MAX_SLEEP) -> None:
-        added = [name for name in MPI_START_ENV if name not in os.environ]
-        os.environ.update({name: MPI_START_ENV[name] for name in added})
+        # UCX reads its memory-event setting when the MPI library loads, with mpi4py.MPI.
+        added = {name: value for name, value in MPI_START_ENV.items() if name not in os.environ}
+        os.environ.update(added)
         try:
-            from mpi4py import MPI  # noqa: PLC0415 - deliberately lazy (see module docstring); MPI_Init runs here
+            import mpi4py  # noqa: PLC0415 - deliberately lazy (see module docstring)
+
+            # MPI starts below, once the library is known: its network may depend on it.
+            mpi4py.rc.initialize = False
+            mpi4py.rc.finalize = True  # at exit, as when mpi4py starts MPI itself
+            from mpi4py import MPI  # noqa: PLC0415
+
+            if not MPI.Is_initialized():  # a program that embeds the pilot may have started MPI itself
+                added |= network_env(MPI.Get_library_version(), os.environ)
+                os.environ.update(added)
+                MPI.Init_thread()  # mpi4py's own default level, as at import
         finally:
             for name in added:
                 os.environ.pop(name, None)

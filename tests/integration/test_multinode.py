@@ -262,3 +262,39 @@ def test_a_lost_worker_ends_the_step_and_the_cluster_resumes(tmp_path, multinode
     assert c["state"] == "done" and len(c["job_ids"]) >= 2, c  # the step ended and the cluster was resubmitted
     done = [line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE")]
     assert sorted(done) == sorted(f"work_t{i}" for i in range(12))
+
+
+PADDED_START = """\
+import os, runpy, sys
+# Heap left behind by whatever a program did before MPI_Init: MPICH's address card carries it.
+kept = [os.urandom({size}) * (i % 7 + 1) for i in range(2000)]
+del kept[::2]
+sys.argv = ["pilot", *sys.argv[1:]]
+runpy.run_module("pilot", run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("size", [520, 600])
+def test_mpi_starts_under_slurms_pmi_whatever_the_heap_holds(tmp_path, multinode, size):
+    """srun --mpi=pmi2 with the mpich wheel: MPI_Init finished whatever the ranks' heap held before it.
+
+    With UCX, MPICH publishes a 4096-byte address card, heap included, in pieces that can exceed
+    the 1024 bytes Slurm's PMI-1 server reads per request: with a heap filled like this one every
+    start hung. The start settings keep out of the tasks.
+    """
+    start = tmp_path / "padded.py"
+    start.write_text(PADDED_START.format(size=size))
+    dag = tmp_path / "w.dag"
+    dag.write_text("".join(f"TASK t{i} /bin/sh -c 'echo net=${{MPIR_CVAR_CH4_NETMOD-unset}} "
+                           f"fi=${{FI_PROVIDER-unset}} on $(hostname)'\n" for i in range(6)))
+    cmd = ["salloc", "-Q", "-p", "mn", "-N", "3", "-n", "6", "--ntasks-per-node", "2", "-J", "padded-start",
+           "srun", "--mpi=pmi2", "--kill-on-bad-exit=1", sys.executable, str(start), "run", "-s", str(dag)]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=90)
+    except subprocess.TimeoutExpired:
+        for job in our_jobs("padded-start"):
+            subprocess.run(["scancel", job], capture_output=True)
+        pytest.fail("MPI_Init hung under srun --mpi=pmi2")
+    assert res.returncode == 0 and "mpi/pmi2: " not in res.stderr, res.stderr
+    said = [line for line in res.stdout.splitlines() if line.startswith("net=")]
+    assert len(said) == 6 and all(line.startswith("net=unset fi=unset on node") for line in said), res.stdout

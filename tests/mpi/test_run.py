@@ -154,6 +154,8 @@ def test_mpi_start_settings_stay_out_of_tasks(dagfile):
     env = {k: v for k, v in os.environ.items() if k not in ("UCX_MEM_EVENTS", "MPIR_CVAR_ENABLE_HEAVY_YIELD")}
     res = subprocess.run(pilot_cmd(["-s", dag], 3, "run"), capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 0 and "ucx=unset yield=unset\n" in res.stdout
+    # Set before the MPI library loads: UCX reads it then, and warns of a variable set later as unused.
+    assert "unused environment variable" not in res.stdout + res.stderr
     res = run_pilot(["-s", dag], env={"UCX_MEM_EVENTS": "yes"})
     assert res.returncode == 0 and "ucx=yes yield=unset\n" in res.stdout
 

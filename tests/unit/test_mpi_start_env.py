@@ -1,0 +1,42 @@
+"""The network MPI starts on, by MPI library and launcher (no MPI started here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pilot.runtime.transport import SLURM_PMI_START_ENV, network_env
+
+MPICH_WHEEL = (
+    "MPICH Version:      5.0.2\n"
+    "MPICH Device:       ch4:ucx ofi\n"
+    "MPICH configure:    --with-device=ch4:ucx,ofi --with-pm=hydra:gforker\n"
+)
+MPICH_OFI_FIRST = MPICH_WHEEL.replace("ch4:ucx ofi", "ch4:ofi ucx")
+MPICH_UCX_ONLY = MPICH_WHEEL.replace("ch4:ucx ofi", "ch4:ucx")
+OPEN_MPI = "Open MPI v5.0.5, package: Open MPI Distribution, ident: 5.0.5, repo rev: v5.0.5\n"
+SRUN_PMI2 = {"SLURM_MPI_TYPE": "pmi2", "PMI_FD": "11", "PMI_RANK": "0", "PMI_SIZE": "6", "SLURM_JOB_ID": "7"}
+# MPICH's mpiexec inside an allocation: its own PMI server, on top of a Slurm step.
+HYDRA_IN_SLURM = {"PMI_FD": "5", "PMI_RANK": "0", "PMI_SIZE": "6", "SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"}
+
+
+def test_mpich_with_ucx_first_under_slurms_pmi_starts_on_ofi_tcp():
+    assert network_env(MPICH_WHEEL, SRUN_PMI2) == SLURM_PMI_START_ENV
+    assert SLURM_PMI_START_ENV == {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"}
+
+
+@pytest.mark.parametrize("library,environ", [
+    (MPICH_WHEEL, HYDRA_IN_SLURM),  # Hydra's PMI server reads whole requests
+    (MPICH_WHEEL, {}),  # a singleton, no process manager
+    (MPICH_WHEEL, {**SRUN_PMI2, "SLURM_MPI_TYPE": "pmix"}),
+    (MPICH_OFI_FIRST, SRUN_PMI2),  # already on OFI
+    (MPICH_UCX_ONLY, SRUN_PMI2),  # nothing to switch to
+    (OPEN_MPI, SRUN_PMI2),
+])
+def test_other_libraries_and_launchers_keep_their_network(library, environ):
+    assert network_env(library, environ) == {}
+
+
+def test_what_the_job_set_wins():
+    assert network_env(MPICH_WHEEL, {**SRUN_PMI2, "MPIR_CVAR_CH4_NETMOD": "ucx"}) == {}
+    # The job chose its libfabric provider but not the network module: only the module is added.
+    assert network_env(MPICH_WHEEL, {**SRUN_PMI2, "FI_PROVIDER": "verbs"}) == {"MPIR_CVAR_CH4_NETMOD": "ofi"}
