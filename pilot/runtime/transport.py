@@ -48,6 +48,12 @@ from pilot.runtime.protocol import Message, from_wire, to_wire
 # the pilot itself never blocks in MPI after the start.
 MPI_START_ENV = {"UCX_MEM_EVENTS": "no", "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"}
 
+# Where the launcher says every rank is on this host, UCX needs no network:
+# it otherwise opens its TCP transport on every interface, and in MPI_Init and
+# again in MPI_Finalize probes each interface's speed through /sys and ethtool,
+# some 10 ms of a one-task run on three ranks of a small host.
+ONE_HOST_START_ENV = {"UCX_TLS": "self,sm"}
+
 # Under Slurm's own PMI server (srun --mpi=pmi2) an MPICH whose network module
 # is UCX starts with OFI over TCP instead, where it has OFI. MPICH speaks
 # PMI-1 to that server unless it was built for PMI-2 (the mpich wheel is
@@ -93,6 +99,22 @@ class Transport(Protocol):
         ...
 
 
+def start_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """What MPI's start is given before the library loads (UCX reads its settings then), less what the job set."""
+    wanted = dict(MPI_START_ENV)
+    if _one_host(environ):
+        wanted.update(ONE_HOST_START_ENV)
+    return {name: value for name, value in wanted.items() if name not in environ}
+
+
+def _one_host(environ: Mapping[str, str]) -> bool:
+    """The launcher's word that all ranks share this host: MPICH's Hydra, Open MPI's mpirun, or srun."""
+    for local, everyone in (("MPI_LOCALNRANKS", "PMI_SIZE"), ("OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_SIZE")):
+        if local in environ:
+            return environ[local] == environ.get(everyone)
+    return environ.get("SLURM_STEP_NUM_NODES") == "1" and "SLURM_STEP_ID" in environ
+
+
 def network_env(library: str, environ: Mapping[str, str]) -> dict[str, str]:
     """``SLURM_PMI_START_ENV`` where MPI would start on UCX under Slurm's PMI server, less what the job set.
 
@@ -113,8 +135,7 @@ class MpiTransport:
     """mpi4py COMM_WORLD with polling receives."""
 
     def __init__(self, sleep_on_recv: bool = True, max_sleep: float = MAX_SLEEP) -> None:
-        # UCX reads its memory-event setting when the MPI library loads, with mpi4py.MPI.
-        added = {name: value for name, value in MPI_START_ENV.items() if name not in os.environ}
+        added = start_env(os.environ)
         os.environ.update(added)
         try:
             import mpi4py  # noqa: PLC0415 - deliberately lazy (see module docstring)

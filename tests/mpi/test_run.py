@@ -149,15 +149,17 @@ def test_task_environment_and_annotation(dagfile):
 
 
 def test_mpi_start_settings_stay_out_of_tasks(dagfile):
-    """UCX_MEM_EVENTS=no and heavy yield speed up MPI's start only: tasks see the job's environment as it was."""
-    dag = dagfile("TASK e /bin/sh -c 'echo ucx=${UCX_MEM_EVENTS-unset} yield=${MPIR_CVAR_ENABLE_HEAVY_YIELD-unset}'\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("UCX_MEM_EVENTS", "MPIR_CVAR_ENABLE_HEAVY_YIELD")}
+    """UCX_MEM_EVENTS=no, heavy yield and (all ranks on one host) UCX_TLS speed up MPI's start only:
+    tasks see the job's environment as it was."""
+    dag = dagfile("TASK e /bin/sh -c 'echo ucx=${UCX_MEM_EVENTS-unset} yield=${MPIR_CVAR_ENABLE_HEAVY_YIELD-unset} "
+                  "tls=${UCX_TLS-unset}'\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("UCX_MEM_EVENTS", "MPIR_CVAR_ENABLE_HEAVY_YIELD", "UCX_TLS")}
     res = subprocess.run(pilot_cmd(["-s", dag], 3, "run"), capture_output=True, text=True, env=env, timeout=120)
-    assert res.returncode == 0 and "ucx=unset yield=unset\n" in res.stdout
+    assert res.returncode == 0 and "ucx=unset yield=unset tls=unset\n" in res.stdout
     # Set before the MPI library loads: UCX reads it then, and warns of a variable set later as unused.
     assert "unused environment variable" not in res.stdout + res.stderr
-    res = run_pilot(["-s", dag], env={"UCX_MEM_EVENTS": "yes"})
-    assert res.returncode == 0 and "ucx=yes yield=unset\n" in res.stdout
+    res = run_pilot(["-s", dag], env={"UCX_MEM_EVENTS": "yes", "UCX_TLS": "all"})
+    assert res.returncode == 0 and "ucx=yes yield=unset tls=all\n" in res.stdout
 
 
 def test_host_memory_limits_concurrency(dagfile, tmp_path):

@@ -1,10 +1,10 @@
-"""The network MPI starts on, by MPI library and launcher (no MPI started here)."""
+"""What MPI starts with, by MPI library and launcher (no MPI started here)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pilot.runtime.transport import SLURM_PMI_START_ENV, network_env
+from pilot.runtime.transport import MPI_START_ENV, ONE_HOST_START_ENV, SLURM_PMI_START_ENV, network_env, start_env
 
 MPICH_WHEEL = (
     "MPICH Version:      5.0.2\n"
@@ -40,3 +40,22 @@ def test_what_the_job_set_wins():
     assert network_env(MPICH_WHEEL, {**SRUN_PMI2, "MPIR_CVAR_CH4_NETMOD": "ucx"}) == {}
     # The job chose its libfabric provider but not the network module: only the module is added.
     assert network_env(MPICH_WHEEL, {**SRUN_PMI2, "FI_PROVIDER": "verbs"}) == {"MPIR_CVAR_CH4_NETMOD": "ofi"}
+
+
+@pytest.mark.parametrize("environ,one_host", [
+    ({"MPI_LOCALNRANKS": "3", "PMI_SIZE": "3"}, True),  # Hydra, all ranks here
+    ({"MPI_LOCALNRANKS": "2", "PMI_SIZE": "6", "SLURM_STEP_NUM_NODES": "1", "SLURM_STEP_ID": "0"}, False),  # Hydra's proxies in a Slurm step
+    ({"OMPI_COMM_WORLD_LOCAL_SIZE": "4", "OMPI_COMM_WORLD_SIZE": "4"}, True),
+    ({"OMPI_COMM_WORLD_LOCAL_SIZE": "2", "OMPI_COMM_WORLD_SIZE": "4"}, False),
+    ({**SRUN_PMI2, "SLURM_STEP_NUM_NODES": "1", "SLURM_STEP_ID": "0"}, True),
+    ({**SRUN_PMI2, "SLURM_STEP_NUM_NODES": "3", "SLURM_STEP_ID": "0"}, False),
+    ({"SLURM_STEP_NUM_NODES": "1"}, False),  # the batch script's own step, no launcher of ranks
+    ({}, False),
+])
+def test_ucx_keeps_off_the_network_only_where_the_launcher_says_all_ranks_are_here(environ, one_host):
+    assert start_env(environ) == MPI_START_ENV | (ONE_HOST_START_ENV if one_host else {})
+
+
+def test_start_settings_the_job_made_win():
+    mine = {"MPI_LOCALNRANKS": "3", "PMI_SIZE": "3", "UCX_TLS": "all", "UCX_MEM_EVENTS": "yes"}
+    assert start_env(mine) == {"MPIR_CVAR_ENABLE_HEAVY_YIELD": "1"}
