@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from common import mpiexec, pilot, timed, write_dag  # noqa: E402
 
-from pilot.runtime.transport import MPI_START_ENV  # noqa: E402
+from pilot.runtime.transport import MPI_START_ENV, ONE_HOST_START_ENV  # noqa: E402
 
 
 def main() -> None:
@@ -44,7 +44,8 @@ def main() -> None:
         dag = write_dag(os.path.join(tmp, "bench.dag"), (f"TASK t{i} /bin/true\n" for i in range(args.tasks)))
         one = write_dag(os.path.join(tmp, "one.dag"), ["TASK t0 /bin/true\n"])
         lines = "".join("/bin/true\n" for _ in range(args.tasks)).encode()
-        bare_env = {**MPI_START_ENV, **os.environ}  # what pilot run sets for MPI's start, unless already set
+        # What pilot run sets for MPI's start, unless already set: every rank runs here.
+        bare_env = {**MPI_START_ENV, **ONE_HOST_START_ENV, **os.environ}
         for ranks in (3, 5):
             workers = ranks - 1
             run = pilot(ranks, "-s", "-q", *args.extra, dag)
