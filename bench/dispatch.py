@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from common import mpiexec, pilot, timed, write_dag  # noqa: E402
 
-from pilot.runtime.transport import MPI_START_ENV, ONE_HOST_START_ENV  # noqa: E402
+from pilot.runtime.mpistart import MPI_START_ENV, ONE_HOST_START_ENV  # noqa: E402
 
 
 def main() -> None:

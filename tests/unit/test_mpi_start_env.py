@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pilot.runtime.transport import MPI_START_ENV, ONE_HOST_START_ENV, SLURM_PMI_START_ENV, network_env, start_env
+from pilot.runtime.mpistart import MPI_START_ENV, ONE_HOST_START_ENV, SLURM_PMI_START_ENV, network_env, start_env
 
 MPICH_WHEEL = (
     "MPICH Version:      5.0.2\n"
