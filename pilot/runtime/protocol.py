@@ -44,8 +44,7 @@ class HostSetup(NamedTuple):
     host_rank: int
     run_id: str = ""  # marks this run's task processes; those of an earlier run of the DAG are ended first
     end_stale: bool = True  # False with -n: another run of the same DAG may rightly be running
-    # The DAG's key in those marks (pilot.runtime.startup.dag_key), made once by the master:
-    # workers need no hash library at start.
+    # The DAG's key in those marks (pilot.runtime.startup.dag_key), made once by the master.
     dag_key: str = ""
 
 

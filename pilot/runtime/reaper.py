@@ -43,7 +43,8 @@ def _mark_of(pid: str) -> str | None:
     if at < 0 or (at > 0 and env[at - 1] != 0):
         return None
     end = env.find(b"\0", at)
-    return env[at + len(_NEEDLE): end if end >= 0 else len(env)].decode("utf-8", "replace")
+    # As the worker's str was encoded into the task's environment: a DAG path that is not UTF-8 reads back equal.
+    return env[at + len(_NEEDLE): end if end >= 0 else len(env)].decode("utf-8", "surrogateescape")
 
 
 def marked(match: Callable[[str], bool]) -> list[int]:

@@ -69,6 +69,7 @@ class MpiTransport:
     def __init__(self, sleep_on_recv: bool = True, max_sleep: float = MAX_SLEEP) -> None:
         added = start_env(os.environ)
         os.environ.update(added)
+        self.started_mpi = False  # True: MPI is this transport's to end (see end())
         try:
             import mpi4py  # noqa: PLC0415 - deliberately lazy (see module docstring)
 
@@ -82,6 +83,7 @@ class MpiTransport:
                 os.environ.update(network)
                 added |= network
                 MPI.Init_thread()  # mpi4py's own default level, as at import
+                self.started_mpi = True
         finally:
             for name in added:
                 os.environ.pop(name, None)
@@ -110,6 +112,11 @@ class MpiTransport:
                     # Every peer rings: polling only guards against a lost ring, so an
                     # idle rank may sleep much longer and leave the CPU to tasks.
                     self.max_sleep = max(max_sleep, LOCAL_MAX_SLEEP)
+
+    def end(self) -> None:
+        """MPI_Finalize, where this transport started MPI (a program that embeds the pilot ends its own)."""
+        if self.started_mpi and not self._mpi.Is_finalized():
+            self._mpi.Finalize()
 
     def send(self, dest: int, msg: Message, ring: bool = True) -> None:
         """Send without ever blocking on the peer.

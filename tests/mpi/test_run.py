@@ -162,6 +162,35 @@ def test_mpi_start_settings_stay_out_of_tasks(dagfile):
     assert res.returncode == 0 and "ucx=yes yield=unset tls=all\n" in res.stdout
 
 
+def test_ranks_leave_without_the_interpreters_teardown_and_lose_nothing(dagfile, tmp_path):
+    # Each rank ends MPI and exits through the C library after its run: no Python-level
+    # exit handler runs (the teardown is skipped), yet every record is out, the exit status
+    # is the run's, and the launcher saw every rank end MPI (a rank that left without it
+    # would have had the others killed: "YOUR APPLICATION TERMINATED ... signal 9").
+    dag = dagfile("".join(f"TASK t{i} /bin/echo line {i}\n" for i in range(300)) + "TASK bad /bin/false\n")
+    marks = tmp_path / "atexit"
+    marks.mkdir()
+    code = ("import atexit, os, sys\n"
+            "atexit.register(lambda: open(os.path.join(sys.argv[1], os.environ.get('PMI_RANK', 'x')), 'w').close())\n"
+            "from pilot.cli.main import main\n"
+            "sys.exit(main(['run', '-s', sys.argv[2]]))\n")
+    exe = pilot_cmd([], 3, "run")[0]
+    for _ in range(4):
+        res = subprocess.run([exe, "-n", "3", sys.executable, "-c", code, str(marks), dag], capture_output=True, text=True,
+                             timeout=120)
+        assert res.returncode == 1, res.stderr
+        assert "TERMINATED" not in res.stderr and "Workflow failed: 1 of 301 tasks not done (bad)" in res.stderr
+        lines = res.stdout.splitlines()
+        assert sum(line.startswith("[cluster-task ") for line in lines) == 301
+        assert {f"line {i}" for i in range(300)} <= set(lines)
+        assert lines[-1].startswith('[cluster-summary stat="failed", tasks=301, submitted=301, succeeded=300, failed=1')
+    assert not list(marks.iterdir())
+    # A rank that never started MPI (a usage error, found before) exits as any program does.
+    res = subprocess.run([exe, "-n", "2", sys.executable, "-c", code.replace("'-s'", "'--no-such-option'"), str(marks), dag],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and sorted(p.name for p in marks.iterdir()) == ["0", "1"]
+
+
 def test_host_memory_limits_concurrency(dagfile, tmp_path):
     log = tmp_path / "spans"
     step = f"/bin/sh -c 'echo start $(date +%s.%N) >> {log}; sleep 0.3; echo end $(date +%s.%N) >> {log}'"

@@ -73,6 +73,25 @@ def test_dag_key_is_the_same_for_every_spelling_of_the_path(tmp_path):
     assert startup.dag_key(str(dag)) == startup.dag_key(str(tmp_path / "." / "wf.dag"))
 
 
+def test_dag_keys_of_different_dags_never_match_each_others_marks(tmp_path):
+    # ':' separates a mark's parts: a DAG whose path goes on after a ':' must not pass for the shorter one.
+    keys = [startup.dag_key(str(tmp_path / name)) for name in ("wf.dag", "wf.dag:x", "wf.dag%3Ax", "a:b", "a%3Ab")]
+    assert len(set(keys)) == len(keys) and not any(":" in key for key in keys)
+    assert not [(a, b) for a in keys for b in keys if a != b and f"{b}:run:tok".startswith(a + ":")]
+
+
+def test_a_dag_path_that_is_not_utf8_reads_back_from_a_task_environment_as_its_key(tmp_path):
+    where = os.fsdecode(os.path.join(os.fsencode(str(tmp_path)), b"d\xff"))
+    key = startup.dag_key(os.path.join(where, "wf.dag"))
+    token = uuid.uuid4().hex
+    proc = _marked_sleeper(f"{key}:run:{token}")
+    try:
+        assert _wait_for(lambda: len(reaper.marked(lambda v: v.startswith(key + ":"))) == 2)
+    finally:
+        reaper.end_marked(lambda v: v.endswith(token), grace=0.2)
+        proc.wait(timeout=10)
+
+
 def test_doorbell_wakes_a_waiting_peer():
     a, b = Doorbell(), Doorbell()
     try:
