@@ -48,9 +48,11 @@ SLURM_PMI_START_ENV = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"}
 
 def start_env(environ: Mapping[str, str]) -> dict[str, str]:
     """What MPI's start is given before the library loads (UCX reads its settings then), less what the job set."""
-    wanted = dict(MPI_START_ENV)
-    if _one_host(environ):
-        wanted.update(ONE_HOST_START_ENV)
+    return _unset(MPI_START_ENV | (ONE_HOST_START_ENV if _one_host(environ) else {}), environ)
+
+
+def _unset(wanted: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """``wanted`` less the settings the job made itself: those win."""
     return {name: value for name, value in wanted.items() if name not in environ}
 
 
@@ -75,4 +77,4 @@ def network_env(library: str, environ: Mapping[str, str]) -> dict[str, str]:
     netmods = device.removeprefix("ch4:").replace(",", " ").split() if device.startswith("ch4:") else []
     if netmods[:1] != ["ucx"] or "ofi" not in netmods:
         return {}
-    return {name: value for name, value in SLURM_PMI_START_ENV.items() if name not in environ}
+    return _unset(SLURM_PMI_START_ENV, environ)

@@ -36,7 +36,7 @@ def test_other_libraries_and_launchers_keep_their_network(library, environ):
     assert network_env(library, environ) == {}
 
 
-def test_what_the_job_set_wins():
+def test_network_settings_the_job_made_win():
     assert network_env(MPICH_WHEEL, {**SRUN_PMI2, "MPIR_CVAR_CH4_NETMOD": "ucx"}) == {}
     # The job chose its libfabric provider but not the network module: only the module is added.
     assert network_env(MPICH_WHEEL, {**SRUN_PMI2, "FI_PROVIDER": "verbs"}) == {"MPIR_CVAR_CH4_NETMOD": "ofi"}
