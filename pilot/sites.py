@@ -71,6 +71,9 @@ class SiteConfig:
     max_queued: int = field(default=10, metadata=spec(integer(1)))
     cmd_timeout: int = field(default=60, metadata=spec(integer(1)))
     pegasus_site: str | None = field(default=None, metadata=spec(WORD))
+    # The site's shared scratch (a directory every node sees) where the site catalog gives none:
+    # the workflow's directory is made under it and every job runs there. $VARS are expanded at plan time.
+    shared_scratch: str | None = field(default=None, metadata=spec(TEXT))
     required: list[str] = field(default_factory=list, metadata=spec(KEYLIST))
     sources: list[str] = field(default_factory=list, metadata=spec(TEXTLIST))
     path: str = ""

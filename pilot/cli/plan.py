@@ -9,7 +9,9 @@ import sys
 from typing import Sequence
 
 from pilot.errors import UsageError
+from pilot.planner.cleanup import MODES
 from pilot.planner.clustering import DEFAULT_CLUSTER
+from pilot.planner.datalayout import DEFAULT_OUTPUT_SITE
 from pilot.util.cmdline import Parser
 from pilot.util.tables import plural, table
 
@@ -39,8 +41,17 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", help="Pegasus properties file (default: ./pegasus.properties if present)")
     p.add_argument("--tc", help="transformation catalog YAML (default: inline, else ./transformations.yml)")
     p.add_argument("--sc", help="site catalog YAML (default: inline, else ./sites.yml)")
+    p.add_argument("--replicas", metavar="FILE", help="replica catalog: where the workflow's input files are (default: "
+                   "inline, else the property pegasus.catalog.replica.file, else ./replicas.yml, else ./rc.txt)")
+    p.add_argument("--output-sites", default=DEFAULT_OUTPUT_SITE, metavar="SITE",
+                   help=f"site whose storage directory outputs marked stageOut go to, and are registered at (default: "
+                   f"{DEFAULT_OUTPUT_SITE}, as Pegasus.api's Workflow.plan(); none: stage nothing out)")
+    p.add_argument("--cleanup", choices=MODES, default=None,
+                   help="remove files from the workflow's scratch directory: inplace (default) as soon as no job needs "
+                   "them, then the directory; leaf: the directory at the end; none: keep everything")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a site config key (repeatable)")
-    p.add_argument("--force", action="store_true", help="write into a non-empty --dir")
+    p.add_argument("--force", action="store_true", help="write into a non-empty --dir, and plan every job even where its "
+                   "outputs are in the replica catalog (no data reuse), as pegasus-plan --force")
 
 
 def site_overrides(pairs: list[str]) -> dict[str, str]:
@@ -53,6 +64,16 @@ def site_overrides(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def output_site(spec: str) -> str | None:
+    """``--output-sites``: one site (pilot stages to one), or none."""
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if not names or names == ["none"]:
+        return None
+    if len(names) > 1:
+        raise UsageError(f"--output-sites {spec}: pilot stages outputs to one site; name one (or none)")
+    return names[0]
+
+
 def plan_from_args(ns: argparse.Namespace, argv: Sequence[str]):
     from pilot.planner.estimate import estimate_plan
     from pilot.planner.plan import PlanRequest, plan
@@ -62,6 +83,7 @@ def plan_from_args(ns: argparse.Namespace, argv: Sequence[str]):
     result = plan(PlanRequest(
         workflow=ns.workflow, site=site, cluster=ns.cluster.split(","),
         submit_dir=ns.submit_dir, conf=ns.conf, tc=ns.tc, sc=ns.sc, force=ns.force, argv=list(argv),
+        replicas=ns.replicas, output_site=output_site(ns.output_sites), cleanup=ns.cleanup,
     ))
     result.estimate = estimate_plan(result.emitted, site, from_dag=ns.workflow.endswith(".dag"))
     return result
@@ -81,7 +103,10 @@ def summary(result) -> str:
     if len(rows) > 60:  # the header and 59 clusters shown
         lines.append(f"... and {plural(len(rows) - 60, 'more cluster')} (see clusters.yml)")
     tasks = sum(len(e.cluster.jobs) for e in result.emitted)
-    lines.append(f"{plural(tasks, 'task')} in {plural(len(result.emitted), 'cluster')}, written to {result.submit_dir}")
+    data = f" ({result.data_jobs} of them data jobs)" if result.data_jobs else ""
+    lines.append(f"{plural(tasks, 'task')}{data} in {plural(len(result.emitted), 'cluster')}, written to {result.submit_dir}")
+    if result.pruned:
+        lines.append(f"{plural(result.pruned, 'job')} left out: their outputs are in the replica catalog (--force runs them)")
     if result.estimate is not None:
         lines += result.estimate.lines()
     lines.append(f"cluster DAG: {os.path.join(result.submit_dir, 'clusters.yml')}; submit with: pilot submit --site SITE {result.submit_dir}")

@@ -28,6 +28,7 @@ class ClusterKind(str, enum.Enum):
     HORIZONTAL = "horizontal"
     LABEL = "label"
     WHOLE = "whole"
+    DATA = "data"  # one data job of Pegasus' (create-dir, stage-in/out, registration, cleanup) as a batch job
 
 
 @dataclass(frozen=True)

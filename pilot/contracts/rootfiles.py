@@ -52,6 +52,8 @@ class RootTask:
     cpus: int = 1
     memory: int = 0  # MB; 0: no request
     gpus: int = 0
+    # Pegasus' job type (number, description): compute, or a data job (stage-in-tx, create-dir, ...)
+    kind: tuple[int, str] = (1, "compute")
 
 
 def _agreed(values: set[int], default: int) -> int:
@@ -68,6 +70,15 @@ class RootJob:
     tasks: list[RootTask]
     parents: list[str]
     command: list[str]
+
+    @property
+    def kind(self) -> tuple[int, str]:
+        """A cluster of one data job is that job's type (pegasus-statistics counts jobs by it); else compute."""
+        return self.tasks[0].kind if len(self.tasks) == 1 else (1, "compute")
+
+    @property
+    def transformation(self) -> str:
+        return self.tasks[0].transformation if len(self.tasks) == 1 and self.kind[0] != 1 else "pegasus::pilot"
 
     @property
     def cpus(self) -> int:
@@ -147,8 +158,8 @@ def _write_subs(submit_dir: str, jobs: list[RootJob]) -> None:
             f"output = {base}.out\n"
             f"error = {base}.err\n"
             f'+pegasus_site = "{job.site}"\n'
-            f'+pegasus_wf_xformation = "pegasus::pilot"\n'
-            "+pegasus_job_class = 1\n"
+            f'+pegasus_wf_xformation = "{job.transformation}"\n'
+            f"+pegasus_job_class = {job.kind[0]}\n"
             f"+pegasus_cores = {job.cpus}\n"
             + (f"+pegasus_memory_mb = {memory}\n" if memory > 0 else "")
             + (f"+pegasus_gpus = {gpus}\n" if gpus > 0 else "")
@@ -178,7 +189,7 @@ def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str) -> None:
         w = fh.write
         for job in jobs:
             for t in job.tasks:
-                w(f'{head} event=task.info task.id={_q(t.id)} type="1" type_desc="compute" '
+                w(f'{head} event=task.info task.id={_q(t.id)} type="{t.kind[0]}" type_desc="{t.kind[1]}" '
                   f"transformation={_q(t.transformation)} argv={_q(t.argv)}\n")
         for job in jobs:
             for t in job.tasks:
@@ -186,7 +197,7 @@ def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str) -> None:
                     w(f"{head} event=task.edge parent.task.id={_q(t.id)} child.task.id={_q(c)}\n")
         for job in jobs:
             w(f'{head} event=job.info job.id={_q(job.name)} submit_file={_q(job.name + "/" + job.name + ".sub")} '
-              f'type="1" type_desc="compute" clustered="{1 if len(job.tasks) > 1 else 0}" max_retries="0" '
+              f'type="{job.kind[0]}" type_desc="{job.kind[1]}" clustered="{1 if len(job.tasks) > 1 else 0}" max_retries="0" '
               f"executable={_q(job.command[0])} argv={_q(' '.join(job.command[1:]))} "
               f'task_count="{len(job.tasks)}"\n')
         for job in jobs:

@@ -13,6 +13,10 @@ class Task:
     annotation and is echoed as ``id=<n>`` in the ``[cluster-task]`` record.
     ``runtime`` is the expected run time in seconds from a ``#pilot
     runtime=<s>`` comment line (None when not given); PMC skips that line.
+    ``cwd`` is the directory the task runs in, from the last ``#pilot cwd=<dir>``
+    line before it (None: the pilot's own working directory, as in PMC).
+    ``stdio`` names the files the task's stdin, stdout and stderr are (``""``:
+    none; None: no ``#pilot stdin=/stdout=/stderr=`` line), as a Pegasus job's.
 
     The parser keeps the command as written (``raw_args``) and splits it on
     first use of ``argv``: PMC's quoting never rejects a line, so nothing is
@@ -22,7 +26,7 @@ class Task:
     __slots__ = (
         "name", "_argv", "raw_args", "memory", "cpus", "gpus", "tries", "priority", "pipe_forwards",
         "file_forwards", "pegasus_id", "transformation", "dax_id", "line", "order", "parents", "children",
-        "runtime",
+        "runtime", "cwd", "stdio",
     )
 
     def __init__(
@@ -42,6 +46,7 @@ class Task:
         line: int = 0,
         raw_args: str | None = None,
         runtime: float | None = None,
+        cwd: str | None = None,
     ) -> None:
         self.name = name
         self._argv = argv
@@ -58,6 +63,8 @@ class Task:
         self.dax_id = dax_id
         self.line = line
         self.runtime = runtime
+        self.cwd = cwd
+        self.stdio: tuple[str, str, str] | None = None
         self.order = 0
         self.parents: list[Task] = []
         self.children: list[Task] = []

@@ -2,9 +2,14 @@
 
 Grammar: lines are trimmed and blank lines skipped; ``#``
 starts a comment only as the first non-blank character, except ``#@ <n> <tx>
-<daxid>`` which annotates the next TASK, and ``#pilot runtime=<seconds>``
-which gives the next TASK its expected run time (PMC reads every ``#`` line
-but ``#@`` as a comment, so a DAG with it still runs under PMC). ``TASK <id>
+<daxid>`` which annotates the next TASK, ``#pilot runtime=<seconds>``
+which gives the next TASK its expected run time, and ``#pilot cwd=<dir>``
+which sets the working directory of every TASK after it, up to the next
+``#pilot cwd=`` (an empty value: the pilot's own directory again). PMC reads
+every ``#`` line but ``#@`` as a comment, so a DAG with them still runs under
+PMC, its tasks in PMC's directory. A planned workflow runs its jobs in the
+workflow's directory on the site's shared scratch, as Pegasus' kickstart
+``-w`` makes them; one line per change keeps a million-task DAG small. ``TASK <id>
 [options] <exe> [args]`` and ``EDGE <parent> <child>``. EDGE lines may come
 before the TASK lines they name (PMC requires them after). A duplicated EDGE
 is ignored and a cycle is an error naming the tasks on it.
@@ -73,6 +78,8 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
     edges: list[tuple[str, str, int]] = []
     note: tuple[str, str, str] | None = None
     runtime: float | None = None
+    cwd: str | None = None
+    stdio: tuple[str, str, str] | None = None
     special = SPECIAL.search
     for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
@@ -88,7 +95,12 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
                     raise DagError(path, lineno, "invalid '#@' annotation: expected '#@ <id> <transformation> <daxid>'")
                 note = (parts[0], parts[1], parts[2])
             elif line.startswith(PILOT_NOTE) and (len(line) == len(PILOT_NOTE) or line[len(PILOT_NOTE)].isspace()):
-                runtime = _pilot_note(line, path, lineno)
+                if line[len(PILOT_NOTE):].lstrip().startswith(CWD_NOTE):
+                    cwd = _cwd_note(line, path, lineno)
+                elif line[len(PILOT_NOTE):].lstrip().startswith(STDIO_NOTES):
+                    stdio = _stdio_note(line, path, lineno)
+                else:
+                    runtime = _pilot_note(line, path, lineno)
             continue
         if first == "E" and special(line) is None:
             args = line.split()
@@ -110,6 +122,10 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
             if runtime is not None:
                 task.runtime = runtime
                 runtime = None
+            task.cwd = cwd
+            if stdio is not None:
+                task.stdio = stdio
+                stdio = None
             if task.name in tasks:
                 first_line = tasks[task.name].line
                 raise DagError(path, lineno, f"duplicate task {task.name!r} (first defined on line {first_line}); task ids must be unique")
@@ -137,12 +153,39 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
 
 
 PILOT_NOTE = "#pilot"
+CWD_NOTE = "cwd="
+
+
+STDIO_NOTES = ("stdin=", "stdout=", "stderr=")
+
+
+def _stdio_note(line: str, path: str, lineno: int) -> tuple[str, str, str]:
+    """``#pilot stdin=F stdout=F stderr=F`` (any of them, quoted as task arguments): the next TASK's stdio
+    files, relative to its working directory, as a Pegasus job's stdin/stdout/stderr ("" = none)."""
+    files = {"stdin": "", "stdout": "", "stderr": ""}
+    for word in split_args(line)[1:]:
+        key, sep, value = word.partition("=")
+        if not sep or key not in files or not value:
+            raise DagError(path, lineno, f"invalid '#pilot' stdio annotation {word!r}: expected stdin=FILE, stdout=FILE "
+                           "or stderr=FILE")
+        files[key] = value
+    return files["stdin"], files["stdout"], files["stderr"]
+
+
+def _cwd_note(line: str, path: str, lineno: int) -> str | None:
+    """``#pilot cwd=<dir>``: the rest of the line, an absolute directory (spaces allowed), or empty."""
+    value = line[len(PILOT_NOTE):].lstrip()[len(CWD_NOTE):].strip()
+    if not value:
+        return None
+    if not value.startswith("/"):
+        raise DagError(path, lineno, f"'#pilot cwd={value}': the directory must be an absolute path")
+    return value
 
 
 def _pilot_note(line: str, path: str, lineno: int) -> float:
     """``#pilot runtime=<seconds>``: the next TASK's expected run time (finite, not negative)."""
     fields = line.split()[1:]
-    usage = "expected '#pilot runtime=<seconds>' (other comments must not begin with the word '#pilot')"
+    usage = "expected '#pilot runtime=<seconds>' or '#pilot cwd=<dir>' (other comments must not begin with the word '#pilot')"
     if len(fields) != 1 or not fields[0].startswith("runtime="):
         raise DagError(path, lineno, f"invalid '#pilot' annotation: {usage}")
     raw = fields[0][len("runtime="):]

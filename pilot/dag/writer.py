@@ -40,14 +40,36 @@ def runtime_note(seconds: float) -> str:
     return f"#pilot runtime={text}"
 
 
+def stdio_note(stdin: str, stdout: str, stderr: str) -> str:
+    """The ``#pilot stdin=.. stdout=.. stderr=..`` line naming the next TASK's stdio files."""
+    words = [f"{k}={v}" for k, v in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr)) if v]
+    for word in words:
+        if "\n" in word or "\r" in word:
+            raise ValueError(f"stdio file {word!r}: a newline cannot be written in a PMC DAG")
+    return "#pilot " + " ".join(quote_arg(w) for w in words)
+
+
+def cwd_note(cwd: str | None) -> str:
+    """The ``#pilot cwd=<dir>`` line that sets the working directory of the TASKs after it."""
+    if cwd is not None and ("\n" in cwd or "\r" in cwd):
+        raise ValueError(f"working directory {cwd!r}: a newline cannot be written in a PMC DAG")
+    return f"#pilot cwd={cwd or ''}"
+
+
 def iter_dag_lines(tasks: Iterable[Task]) -> Iterator[str]:
     """TASK lines (with ``#@`` annotations) for all tasks, then their EDGE lines."""
     tasks = list(tasks)
+    cwd = None
     for task in tasks:
+        if task.cwd != cwd:
+            cwd = task.cwd
+            yield cwd_note(cwd) + "\n"
         if task.pegasus_id is not None:
             yield f"#@ {task.pegasus_id} {task.transformation or '-'} {task.dax_id or task.name}\n"
         if task.runtime is not None:
             yield runtime_note(task.runtime) + "\n"
+        if task.stdio is not None:
+            yield stdio_note(*task.stdio) + "\n"
         yield task_line(task) + "\n"
     names = {t.name for t in tasks}
     for task in tasks:

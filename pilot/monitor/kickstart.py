@@ -119,15 +119,17 @@ def _process_attrs() -> tuple[str, str]:
 
 
 def xml_invocation(transformation: str, derivation: str, start: float, duration: float, status: int,
-                   argv: list[str], hostname: str, stderr: str = "") -> str:
-    """One invocation record in kickstart's XML form (version 2), as monitord's XML parser reads it."""
+                   argv: list[str], hostname: str, stderr: str = "", cwd: str | None = None) -> str:
+    """One invocation record in kickstart's XML form (version 2), as monitord's XML parser reads it;
+    ``cwd``: the task's own working directory, where it has one (else the worker's)."""
     when = iso_time(start)
     if status >= 0:
         outcome = f'<status raw="{raw_status(status)}"><regular exitcode="{status}"/></status>'
     else:
         outcome = f'<status raw="{raw_status(status)}"><signalled signal="{-status}">killed</signalled></status>'
     args = " ".join(quote_arg(a) for a in argv[1:])
-    user, cwd = _process_attrs()
+    user, here = _process_attrs()
+    cwd = here if cwd is None else _cdata(cwd)
     lines = [
         '<?xml version="1.0" encoding="UTF-8"?>',
         f'<invocation xmlns="http://pegasus.isi.edu/schema/invocation" version="2.3" start="{when}" '

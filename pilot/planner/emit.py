@@ -24,12 +24,13 @@ from pilot.contracts.rootfiles import RootJob, RootTask, write_root_files
 from pilot.contracts.submitdir import write_monitoring_files
 from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
-from pilot.dag.writer import runtime_note
+from pilot.dag.writer import cwd_note, runtime_note, stdio_note
 from pilot.errors import ConfigError, DagError
 from pilot.jobrequest import pilot_args, request_for
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
+from pilot.planner.staging import INPUT_FILE
 from pilot.sites import SiteConfig
 from pilot.util.atomic import write_atomic
 from providers import script_for
@@ -46,7 +47,7 @@ class Emitted:
 
 
 def task_id(job: Job) -> str:
-    return f"{job.name}_{job.id}"
+    return job.task_id
 
 
 def task_options(profiles: dict[str, str]) -> list[str]:
@@ -68,6 +69,25 @@ def task_line(job: Job, pfn: str, profiles: dict[str, str]) -> str:
     return " ".join(parts)
 
 
+def input_file(cdir: str, job: Job) -> str:
+    """Where a data job's input (pegasus-transfer's JSON list, registration's map) is written: beside its DAG,
+    as pegasus-plan writes ``<job>.in`` into the submit directory."""
+    return os.path.join(os.path.abspath(cdir), job.id + ".in")
+
+
+def data_task_line(job: Job, cdir: str) -> str:
+    """A data job's TASK line: its command, with its input file's path."""
+    assert job.command is not None
+    path = input_file(cdir, job)
+    return " ".join(["TASK", task_id(job), *(quote_arg(path if a == INPUT_FILE else a) for a in job.command)])
+
+
+def command_text(job: Job) -> str:
+    """The job's arguments as monitoring shows them (a data job: its whole command)."""
+    words = job.command if job.command is not None else job.arguments
+    return " ".join(quote_arg(a) for a in words)
+
+
 def task_request(profiles: dict[str, str]) -> tuple[int, int, int]:
     """The CPUs, memory (MB) and GPUs a job's task asks for, as pilot run reads its TASK line.
 
@@ -87,16 +107,26 @@ def _request(memory, cpus, extra) -> tuple[int, int, int]:
     return max(1, task.cpus), task.memory, task.gpus
 
 
-def cluster_dag_text(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=None) -> str:
-    """The cluster's PMC DAG; a job's known runtime goes on a ``#pilot runtime=`` line (PMC skips it)."""
+def cluster_dag_text(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=None, cdir: str = ".") -> str:
+    """The cluster's PMC DAG; a job's known runtime goes on a ``#pilot runtime=`` line, and the directory its
+    jobs run in on a ``#pilot cwd=`` line where it changes (PMC skips both)."""
     members = {id(j) for j in cluster.jobs}
     lines = []
+    cwd = None
     for n, job in enumerate(cluster.jobs, 1):
+        if job.cwd != cwd:
+            cwd = job.cwd
+            lines.append(cwd_note(cwd))
         lines.append(f"#@ {n} {job.tx_label} {job.id}")
         runtime = runtime_of(job) if runtime_of is not None else None
         if runtime is not None:
             lines.append(runtime_note(runtime))
-        lines.append(task_line(job, pfn_of(job, cluster.site), resolver.pegasus(job, cluster.site)))
+        if job.stdio is not None:
+            lines.append(stdio_note(*job.stdio))
+        if job.command is not None:
+            lines.append(data_task_line(job, cdir))
+        else:
+            lines.append(task_line(job, pfn_of(job, cluster.site), resolver.pegasus(job, cluster.site)))
     for job in cluster.jobs:
         for child in job.children:
             if id(child) in members:
@@ -209,8 +239,8 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
     jobs = []
     for e in emitted:
         c = e.cluster
-        tasks = [RootTask(j.id, j.tx_label, " ".join(quote_arg(a) for a in j.arguments), [ch.id for ch in j.children],
-                          *request_of(j, c.site)) for j in c.jobs]
+        tasks = [RootTask(j.id, j.tx_label, command_text(j), [ch.id for ch in j.children],
+                          *request_of(j, c.site), kind=j.type.value) for j in c.jobs]
         cdir = os.path.dirname(e.dag)
         command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag)), ranks=e.ranks).command()
         jobs.append(RootJob(c.name, c.site, tasks, [p.name for p in c.parents], command))
@@ -220,9 +250,14 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
 def _emit_one(k: int) -> tuple[int, str, str, int, float | None]:
     submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments = _SHARED  # type: ignore[misc]
     cluster = clusters[k]
-    text = cluster_dag_text(cluster, resolver, pfn_of, runtime_of)
+    cdir = os.path.join(submit_dir, cluster.name)
+    text = cluster_dag_text(cluster, resolver, pfn_of, runtime_of, cdir)
     width, critical = width_and_path(cluster, runtime_of)
     e = write_cluster(submit_dir, cluster, text, width, critical, site, planner_arguments)
+    for job in cluster.jobs:
+        if job.stdin_text is not None:
+            with open(input_file(cdir, job), "w", encoding="utf-8") as fh:
+                fh.write(job.stdin_text)
     return k, e.dag, e.script, e.ranks, e.critical_path
 
 

@@ -2,9 +2,59 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 Profiles = dict[str, dict[str, str]]  # namespace -> key -> value
+
+
+class JobType(enum.Enum):
+    """What a job does, with Pegasus' type number and description (the ``type``/``type_desc``
+    that pegasus-monitord stores and pegasus-statistics counts by)."""
+
+    COMPUTE = (1, "compute")
+    STAGE_IN = (2, "stage-in-tx")
+    STAGE_OUT = (3, "stage-out-tx")
+    REGISTRATION = (4, "registration")
+    CREATE_DIR = (6, "create-dir")
+    CLEANUP = (8, "cleanup")
+    CHMOD = (9, "chmod")
+
+    @property
+    def number(self) -> int:
+        return self.value[0]
+
+    @property
+    def desc(self) -> str:
+        return self.value[1]
+
+
+class Link(enum.Enum):
+    """How a job uses a file (``uses[].type`` of a Pegasus 5 workflow)."""
+
+    INPUT = "input"
+    OUTPUT = "output"
+    INOUT = "inout"
+    CHECKPOINT = "checkpoint"
+
+
+@dataclass(slots=True)
+class Use:
+    """One file a job reads or writes."""
+
+    lfn: str
+    link: Link
+    stage_out: bool = True
+    register: bool = True
+    optional: bool = False
+
+    @property
+    def reads(self) -> bool:
+        return self.link in (Link.INPUT, Link.INOUT, Link.CHECKPOINT)
+
+    @property
+    def writes(self) -> bool:
+        return self.link in (Link.OUTPUT, Link.INOUT, Link.CHECKPOINT)
 
 
 @dataclass(eq=False, slots=True)
@@ -18,18 +68,36 @@ class Job:
     arguments: list[str] = field(default_factory=list)
     profiles: Profiles = field(default_factory=dict)
     source: str = ""  # the workflow file, for errors
-    index: int = 0
+    index: int = 0  # position in Workflow.jobs (renumbered when data reuse removes jobs)
+    yaml_index: int = -1  # position in the workflow file's jobs list, for errors (-1: a job the planner made)
     parents: list["Job"] = field(default_factory=list)
     children: list["Job"] = field(default_factory=list)
+    uses: list[Use] = field(default_factory=list)
+    type: JobType = JobType.COMPUTE
+    # An auxiliary job's whole command (the planner made it; no transformation catalog entry).
+    command: list[str] | None = None
+    cwd: str | None = None  # the directory the job runs in (the workflow's directory on shared scratch)
+    # An auxiliary job's input file (pegasus-transfer's JSON list, registration's map), written by emit.
+    stdin_text: str | None = None
+    level: int = 0  # a compute job's depth (roots 0), which names the data jobs made for it
+    stdio: tuple[str, str, str] | None = None  # stdin, stdout, stderr file names ("": none); None: none at all
 
     @property
     def where(self) -> str:
         """``file: jobs[3] (id X)`` for error messages (built only when one is needed)."""
-        return f"{self.source}: jobs[{self.index}] (id {self.id})"
+        if self.yaml_index < 0:
+            return f"{self.source}: job {self.id} (made by the planner)"
+        return f"{self.source}: jobs[{self.yaml_index}] (id {self.id})"
 
     @property
     def tx_key(self) -> tuple[str | None, str, str | None]:
         return (self.namespace, self.name, self.version)
+
+    @property
+    def task_id(self) -> str:
+        """The job's task id in a PMC DAG: ``<transformation>_<job id>`` as Pegasus writes a compute
+        job, an auxiliary job's own name (``stage_in_local_local_0_0``)."""
+        return f"{self.name}_{self.id}" if self.type is JobType.COMPUTE else self.id
 
     @property
     def tx_label(self) -> str:
@@ -47,6 +115,7 @@ class TransformationSite:
     site: str
     pfn: str
     profiles: Profiles = field(default_factory=dict)
+    stageable: bool = False  # type: stageable: the pfn is copied to the job's directory first
 
 
 @dataclass
@@ -58,10 +127,47 @@ class Transformation:
     profiles: Profiles = field(default_factory=dict)
 
 
+class DirectoryType(enum.Enum):
+    """A site directory's role (``directories[].type`` of a Pegasus 5 site catalog)."""
+
+    SHARED_SCRATCH = "sharedScratch"
+    SHARED_STORAGE = "sharedStorage"
+    LOCAL_SCRATCH = "localScratch"
+    LOCAL_STORAGE = "localStorage"
+
+
+@dataclass
+class Directory:
+    """A site directory: its path on the site (Pegasus' internal mount point) and the URL prefixes of its
+    file servers (``operation: all|get|put``)."""
+
+    type: DirectoryType
+    path: str
+    servers: list[tuple[str, str]] = field(default_factory=list)  # (url, operation)
+    where: str = ""  # file and YAML path, for errors
+
+    def url(self, operation: str) -> str:
+        """The URL prefix for ``get`` or ``put``; a directory with no file server is reached as file://path."""
+        for url, op in self.servers:
+            if op in (operation, "all"):
+                return url.rstrip("/")
+        return "file://" + self.path.rstrip("/")
+
+
 @dataclass
 class Site:
     name: str
     profiles: Profiles = field(default_factory=dict)
+    directories: dict[DirectoryType, Directory] = field(default_factory=dict)
+
+
+@dataclass
+class Replica:
+    """One physical copy of a file: its URL (or path) and site; ``pattern`` for a regex entry."""
+
+    pfn: str
+    site: str
+    where: str = ""
 
 
 @dataclass
@@ -69,6 +175,9 @@ class Catalogs:
     transformations: dict[tuple[str | None, str, str | None], Transformation] = field(default_factory=dict)
     sites: dict[str, Site] = field(default_factory=dict)
     properties: dict[str, str] = field(default_factory=dict)
+    replicas: dict[str, list[Replica]] = field(default_factory=dict)  # lfn -> its copies
+    # Regex entries: the whole lfn must match; [k] in a pfn is group k, [0] the whole lfn.
+    regex_replicas: list[tuple[object, list[Replica]]] = field(default_factory=list)
 
     def find_transformation(self, key: tuple[str | None, str, str | None]) -> Transformation | None:
         tx = self.transformations.get(key)

@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 from pilot.dag.cycles import widest_level
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
-from pilot.planner import reader, yamlstream
+from pilot.planner import cleanup, datalayout, reader, reduce, replicas, yamlstream
 from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
 from pilot.planner.emit import Emitted, emit
+from pilot.planner.placement import attach, units_of
+from pilot.planner.staging import DataJobs, executable_lfn, expected_runtime
 from pilot.planner.estimate import PlanEstimate
-from pilot.planner.model import Catalogs, Job, Workflow
+from pilot.planner.model import Catalogs, Job, JobType, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.sites import SiteConfig
 from pilot.util.gcpause import gc_paused
@@ -32,8 +34,11 @@ class PlanRequest:
     conf: str | None = None
     tc: str | None = None
     sc: str | None = None
-    force: bool = False
+    force: bool = False  # write into a non-empty submit directory, and plan every job (no data reuse)
     argv: list[str] = field(default_factory=list)
+    replicas: str | None = None  # replica catalog file (default: inline, then as pegasus-plan finds one)
+    output_site: str | None = datalayout.DEFAULT_OUTPUT_SITE  # None: nothing staged out or registered
+    cleanup: str | None = None  # none | leaf | inplace (default) | constraint
 
 
 @dataclass
@@ -42,6 +47,8 @@ class Plan:
     workflow: str
     emitted: list[Emitted]
     estimate: PlanEstimate | None = None  # set by callers that ask for it (pilot.planner.estimate)
+    pruned: int = 0  # jobs left out by data reuse
+    data_jobs: int = 0  # create-dir, stage-in/out, registration, chmod and cleanup jobs added
 
 
 def load(req: PlanRequest) -> Workflow:
@@ -59,6 +66,10 @@ def load(req: PlanRequest) -> Workflow:
     conf = req.conf or _default("pegasus.properties")
     if conf:
         cat.properties = reader.read_properties(conf)
+    replicas.resolve_relative(cat, os.path.dirname(os.path.abspath(req.workflow)), req.workflow)
+    rc = replicas.catalog_file(req.replicas, cat.properties)
+    if rc:
+        replicas.load(rc, cat)
     return wf
 
 
@@ -92,6 +103,12 @@ def _plan(req: PlanRequest) -> Plan:
     if req.workflow.endswith(".dag"):
         return _plan_pmc_dag(req, wf, submit_dir, planner_arguments)
     props = wf.catalogs.properties
+    mode = cleanup.check_mode(req.cleanup)
+    lay = datalayout.layout(wf.catalogs, site, submit_dir, wf.name, req.output_site)
+    reused = reduce.reduce(wf, req.force)
+    if reused:
+        log.info("data reuse: %d of %d jobs left out (%s)", len(reused), len(reused) + len(wf.jobs),
+                 ", ".join(j.id for j in reused[:5]) + (" ..." if len(reused) > 5 else ""))
     resolver = ProfileResolver(wf.catalogs, props.get("pegasus.clusterer.label.key", "label"))
     runtime_pref = props.get("pegasus.clusterer.preference", "").lower() == "runtime"
 
@@ -108,33 +125,48 @@ def _plan(req: PlanRequest) -> Plan:
     def site_of(job: Job) -> str:
         return sites[job.index]
 
-    def pfn_of(job: Job, handle: str) -> str:
+    stageable: dict[int, str] = {}  # job index -> where its executable is staged from
+
+    def catalog_entry(job: Job, handle: str):
         tx = wf.catalogs.find_transformation(job.tx_key)
         if tx is None:
             raise ConfigError(f"{job.where}: unknown transformation {job.tx_label}: add it to the transformation catalog (--tc)")
         entry = tx.sites.get(handle)
+        if entry is None:  # a stageable copy elsewhere is staged to the site, as pegasus-plan does
+            entry = next((e for e in tx.sites.values() if e.stageable), None)
         if entry is None:
             raise ConfigError(
                 f"{job.where}: transformation {job.tx_label} has no entry for site {handle!r} "
                 f"(it has: {', '.join(tx.sites) or 'none'}); add one, or plan for another --site"
             )
-        return entry.pfn
+        return entry
+
+    def pfn_of(job: Job, handle: str) -> str:
+        if job.index in stageable:
+            return lay.workdir.file(executable_lfn(job))[0]
+        return catalog_entry(job, handle).pfn
 
     runtimes: list[float | None] = []
     for job in wf.jobs:  # fail early on unknown transformations, sites and bad runtimes
         handle = site_of(job)
-        pfn_of(job, handle)
+        entry = catalog_entry(job, handle)
+        if entry.stageable:
+            stageable[job.index] = replicas.url_of(entry.pfn)
         runtimes.append(float_profile(resolver.pegasus(job, handle), "runtime"))
 
     def runtime_of(job: Job) -> float | None:
-        return runtimes[job.index]
+        return runtimes[job.index] if job.type is JobType.COMPUTE else expected_runtime(job)
 
     clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
+    data = DataJobs(wf, lay, wf.catalogs, stageable, reused)
+    data.add(units_of(wf, clusters))
+    cleanup.add(wf, list(data.made), lay, mode, data.new_job)
+    clusters = attach(wf, clusters, data.made, lay.exec_site)
 
     emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments)
     for line in node_fit_warnings(emitted, site, resolver):
         log.warning("%s", line)
-    return Plan(submit_dir, wf.name, emitted)
+    return Plan(submit_dir, wf.name, emitted, pruned=len(reused), data_jobs=len(data.made))
 
 
 MAX_FIT_WARNINGS = 5

@@ -16,7 +16,10 @@ from typing import Any
 
 from pilot.errors import ConfigError
 from pilot.planner import yamlstream
-from pilot.planner.model import Catalogs, Job, Profiles, Site, Transformation, TransformationSite, Workflow
+from pilot.planner.model import (
+    Catalogs, Directory, DirectoryType, Job, Link, Profiles, Replica, Site, Transformation, TransformationSite, Use,
+    Workflow,
+)
 from pilot.planner.profiles import canonical, check_value
 
 # Job ids and transformation names become task ids, file and directory names
@@ -135,6 +138,8 @@ def read_workflow(path: str) -> Workflow:
         read_transformation_catalog(data["transformationCatalog"], path, "transformationCatalog", catalogs)
     if data.get("siteCatalog") is not None:
         read_site_catalog(data["siteCatalog"], path, "siteCatalog", catalogs)
+    if data.get("replicaCatalog") is not None:
+        read_replica_catalog(data["replicaCatalog"], path, "replicaCatalog", catalogs)
     return wf
 
 
@@ -175,6 +180,8 @@ def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
         raise _err(path, f"{ypath}.name", f"{name!r}: transformation names may use letters, digits, '_', '.', '+', '-' only")
     args = _list(raw.get("arguments"), path, f"{ypath}.arguments", "of arguments")
     arguments = [_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)]
+    uses = [_use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(_list(raw.get("uses"), path, f"{ypath}.uses", "of files"))]
+    stdio = tuple(_stdio_file(raw, key, path, ypath) for key in ("stdin", "stdout", "stderr"))
     return Job(
         id=job_id,
         name=name,
@@ -184,7 +191,68 @@ def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
         profiles=read_profiles(raw.get("profiles"), path, f"{ypath}.profiles"),
         source=path,
         index=index,
+        yaml_index=index,
+        uses=uses,
+        stdio=stdio if any(stdio) else None,  # type: ignore[arg-type]
     )
+
+
+LINKS = {link.value: link for link in Link}
+
+
+def _stdio_file(raw: dict, key: str, path: str, ypath: str) -> str:
+    """A job's ``stdin``/``stdout``/``stderr`` file name ("" when not given), in the job's directory."""
+    value = raw.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, dict) and "lfn" in value:
+        value = value["lfn"]
+    name = _text(value, path, f"{ypath}.{key}")
+    if name and not _relative_name(name):
+        raise _err(path, f"{ypath}.{key}", f"{name!r}: a job's {key} is a file in the job's directory (no leading '/', "
+                   "no '..', no newline)")
+    return name
+
+
+def _relative_name(lfn: str) -> bool:
+    """A file name that stays inside the directory it is placed in."""
+    parts = lfn.split("/")
+    return bool(lfn) and not lfn.startswith("/") and ".." not in parts and not any(c in lfn for c in "\n\r\0")
+
+
+def _flag(raw: dict, key: str, default: bool, path: str, ypath: str) -> bool:
+    """A YAML boolean (``true``/``false``, as Pegasus.api writes them); absent: ``default``."""
+    value = raw.get(key)
+    if value is None:
+        return default
+    text = _text(value, path, f"{ypath}.{key}").lower()
+    if text in ("true", "yes", "on"):
+        return True
+    if text in ("false", "no", "off"):
+        return False
+    raise _err(path, f"{ypath}.{key}", f"{text!r} is not true or false")
+
+
+def _use(raw: Any, path: str, ypath: str) -> Use:
+    """One ``uses`` entry: ``{lfn, type: input|output|inout|checkpoint, stageOut, registerReplica}``; an output is
+    staged out and registered unless it says otherwise, as Pegasus.api's add_outputs defaults."""
+    raw = _mapping(raw, path, ypath, "a file: {lfn: NAME, type: input|output}")
+    if "lfn" not in raw:
+        raise _err(path, ypath, "a file needs an lfn (its logical name)")
+    lfn = _text(raw["lfn"], path, f"{ypath}.lfn")
+    if not _relative_name(lfn):
+        raise _err(path, f"{ypath}.lfn", f"{lfn!r}: a logical file name is a relative path inside the job's directory "
+                   "(no leading '/', no '..', no newline)")
+    kind = _text(raw.get("type", "input"), path, f"{ypath}.type")
+    link = LINKS.get(kind)
+    if link is None:
+        raise _err(path, f"{ypath}.type", f"{kind!r}: use input, output or checkpoint")
+    if link is Link.INOUT:
+        raise _err(path, f"{ypath}.type", f"file {lfn!r} is listed as input and output (inout), which Pegasus refuses: "
+                   "write the output under another name, or make it a checkpoint file")
+    return Use(lfn, link, stage_out=_flag(raw, "stageOut", True, path, ypath),
+               register=_flag(raw, "registerReplica", True, path, ypath),
+               optional=link is Link.CHECKPOINT or _flag(raw, "optional", False, path, ypath))
 
 
 def _argument(value: Any, path: str, ypath: str) -> str:
@@ -221,8 +289,12 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
             if "name" not in site or "pfn" not in site:
                 raise _err(path, spath, "a transformation site needs name and pfn")
             handle = _text(site["name"], path, f"{spath}.name")
+            kind = _text(site.get("type", "installed"), path, f"{spath}.type")
+            if kind not in ("installed", "stageable"):
+                raise _err(path, f"{spath}.type", f"{kind!r}: use installed or stageable")
             tx.sites[handle] = TransformationSite(
-                handle, _text(site["pfn"], path, f"{spath}.pfn"), read_profiles(site.get("profiles"), path, f"{spath}.profiles")
+                handle, _text(site["pfn"], path, f"{spath}.pfn"), read_profiles(site.get("profiles"), path, f"{spath}.profiles"),
+                stageable=kind == "stageable",
             )
         catalogs.transformations[(tx.namespace, tx.name, tx.version)] = tx
 
@@ -236,7 +308,71 @@ def read_site_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> N
         if "name" not in raw:
             raise _err(path, spath, "a site needs a name")
         name = _text(raw["name"], path, f"{spath}.name")
-        catalogs.sites[name] = Site(name, read_profiles(raw.get("profiles"), path, f"{spath}.profiles"))
+        site = Site(name, read_profiles(raw.get("profiles"), path, f"{spath}.profiles"))
+        for k, d in enumerate(_list(raw.get("directories"), path, f"{spath}.directories", "of {type: ..., path: ...}")):
+            directory = _directory(d, path, f"{spath}.directories[{k}]")
+            site.directories[directory.type] = directory
+        catalogs.sites[name] = site
+
+
+DIRECTORY_TYPES = {t.value: t for t in DirectoryType}
+OPERATIONS = ("all", "get", "put")
+
+
+def _directory(raw: Any, path: str, ypath: str) -> Directory:
+    raw = _mapping(raw, path, ypath, "{type: sharedScratch, path: DIR, fileServers: [...]}")
+    for key in ("type", "path"):
+        if key not in raw:
+            raise _err(path, ypath, f"a site directory needs a {key}")
+    kind = _text(raw["type"], path, f"{ypath}.type")
+    dtype = DIRECTORY_TYPES.get(kind)
+    if dtype is None:
+        raise _err(path, f"{ypath}.type", f"{kind!r}: use one of {', '.join(DIRECTORY_TYPES)}")
+    where = f"{path}: {ypath}"
+    directory = Directory(dtype, _text(raw["path"], path, f"{ypath}.path"), where=where)
+    if not directory.path.startswith("/"):
+        raise _err(path, f"{ypath}.path", f"{directory.path!r} is not an absolute path")
+    for k, fs in enumerate(_list(raw.get("fileServers"), path, f"{ypath}.fileServers", "of {url, operation}")):
+        fpath = f"{ypath}.fileServers[{k}]"
+        fs = _mapping(fs, path, fpath, "{url: URL, operation: all}")
+        if "url" not in fs:
+            raise _err(path, fpath, "a file server needs a url")
+        operation = _text(fs.get("operation", "all"), path, f"{fpath}.operation").lower()
+        if operation not in OPERATIONS:
+            raise _err(path, f"{fpath}.operation", f"{operation!r}: use all, get or put")
+        directory.servers.append((_text(fs["url"], path, f"{fpath}.url"), operation))
+    return directory
+
+
+def read_replica_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
+    """``replicas: [{lfn, pfns: [{site, pfn}], regex}]``, inline in a workflow or a file of its own
+    (Pegasus' YAML replica catalog). A regex entry's lfn must match a whole file name."""
+    data = _mapping(data, path, ypath or "(top)", "a replica catalog: {replicas: [...]}")
+    rlist = _under(ypath, "replicas")
+    for i, raw in enumerate(_list(data.get("replicas"), path, rlist, "of {lfn: NAME, pfns: [...]}")):
+        rpath = f"{rlist}[{i}]"
+        raw = _mapping(raw, path, rpath, "a replica: {lfn: NAME, pfns: [{site: SITE, pfn: URL}]}")
+        if "lfn" not in raw:
+            raise _err(path, rpath, "a replica needs an lfn")
+        lfn = _text(raw["lfn"], path, f"{rpath}.lfn")
+        copies = []
+        for k, p in enumerate(_list(raw.get("pfns"), path, f"{rpath}.pfns", "of {site: SITE, pfn: URL}")):
+            ppath = f"{rpath}.pfns[{k}]"
+            p = _mapping(p, path, ppath, "{site: SITE, pfn: URL}")
+            if "pfn" not in p:
+                raise _err(path, ppath, "a replica needs a pfn (its URL or path)")
+            site = "local" if p.get("site") is None else _text(p["site"], path, f"{ppath}.site")
+            copies.append(Replica(_text(p["pfn"], path, f"{ppath}.pfn"), site, f"{path}: {ppath}"))
+        if not copies:
+            raise _err(path, f"{rpath}.pfns", f"replica {lfn!r} names no pfn: give at least one {{site, pfn}}")
+        if _flag(raw, "regex", False, path, rpath):
+            try:
+                pattern = re.compile(lfn)
+            except re.error as exc:
+                raise _err(path, f"{rpath}.lfn", f"{lfn!r} is not a regular expression: {exc}") from None
+            catalogs.regex_replicas.append((pattern, copies))
+        else:
+            catalogs.replicas.setdefault(lfn, []).extend(copies)
 
 
 def read_properties(path: str) -> dict[str, str]:

@@ -48,6 +48,9 @@ from pilot.util.gcpause import gc_paused
 from pilot.yamlerrors import yaml_error
 
 MAX_DEPTH = 100
+TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels (a Pegasus workflow needs about 6): is this the right file?"
+# libyaml (PyYAML 6.0.4 and later) has a depth limit of its own, met while it scans ahead of the events.
+LIBYAML_TOO_DEEP = "maximum nesting depth"
 ALIAS_RATIO = 10
 ALIAS_FLOOR = 10_000_000
 
@@ -105,8 +108,7 @@ class _Reader:
             raise yaml.YAMLError(f"unexpected {kind.__name__}")
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise _Invalid(ev.start_mark.line, f"nested deeper than {MAX_DEPTH} levels (a Pegasus workflow needs about 6): "
-                           "is this the right file?")
+            raise _Invalid(ev.start_mark.line, TOO_DEEP)
         nxt = self.next_event
         value = self.value
         if kind is MappingStartEvent:
@@ -212,6 +214,9 @@ def _run(path: str, body: Callable[[_Reader], Any]) -> Any:
         except _Invalid as exc:
             raise ConfigError(f"{path}:{exc.line + 1}: {exc.message}") from None
         except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            if mark is not None and LIBYAML_TOO_DEEP in str(getattr(exc, "problem", "")):
+                raise ConfigError(f"{path}:{mark.line + 1}: {TOO_DEEP}") from None
             raise yaml_error(path, exc) from None
 
 

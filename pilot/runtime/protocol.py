@@ -17,7 +17,7 @@ Annotations here are evaluated (no ``from __future__ import annotations``):
 from collections.abc import Sequence
 from typing import NamedTuple
 
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 # Seconds between the SIGTERM and the SIGKILL a worker sends a task's process group on
 # KillTask; the master waits that long, plus a margin, for the workers' answers.
 KILL_GRACE = 3.0
@@ -82,6 +82,8 @@ class RunTask(NamedTuple):
     # that only frees this worker, which has more queued, can wait for the master's
     # next look (see pilot.runtime.transport on rings).
     urgent: bool = True
+    cwd: str | None = None  # the task's working directory (#pilot cwd=); None: the worker's own
+    stdio: tuple[str, str, str] | None = None  # files for stdin, stdout, stderr ("": the usual), from its cwd
 
 
 class Resume(NamedTuple):

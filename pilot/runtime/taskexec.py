@@ -124,8 +124,9 @@ def spawn(
     stdout_fd: int,
     stderr_fd: int,
     pipe_forwards: list[tuple[str, str]] = (),
+    stdin_fd: int | None = None,
 ) -> Running:
-    """Start ``argv``; raise OSError if it cannot be executed."""
+    """Start ``argv`` (stdin from ``stdin_fd``, else /dev/null); raise OSError if it cannot be executed."""
     pipes: list[Pipe] = []
     child_ends: list[int] = []
     try:
@@ -139,7 +140,7 @@ def spawn(
                 pipes.append(Pipe(r, var, dest))
                 env[var] = str(w)
         actions = [
-            (os.POSIX_SPAWN_DUP2, _devnull(), 0),
+            (os.POSIX_SPAWN_DUP2, _devnull() if stdin_fd is None else stdin_fd, 0),
             (os.POSIX_SPAWN_DUP2, stdout_fd, 1),
             (os.POSIX_SPAWN_DUP2, stderr_fd, 2),
         ]
@@ -162,6 +163,44 @@ def spawn(
         for w in child_ends:
             os.close(w)
     return Running(pid, start, started, pipes)
+
+
+def spawn_in(
+    cwd: str | None,
+    stdio: tuple[str, str, str] | None,
+    argv: list[str],
+    env: dict[str, str],
+    stdout_fd: int,
+    stderr_fd: int,
+    pipe_forwards: list[tuple[str, str]] = (),
+) -> Running:
+    """``spawn`` in the task's working directory with its own stdio files, as kickstart's ``-w`` and
+    ``-i/-o/-e`` run a Pegasus job.
+
+    posix_spawn has no directory attribute, so the worker enters the directory
+    for the moment of the spawn (a relative executable or stdio file is found
+    there too) and returns to its own. Stdout and stderr files are made anew
+    for each attempt; the task's records still go to ``stdout_fd``, the job
+    output. An OSError names the directory or file that failed.
+    """
+    home = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    opened: list[int] = []
+    try:
+        fds: list[int | None] = [None, stdout_fd, stderr_fd]
+        for k, name in enumerate(stdio or ()):
+            if name:
+                flags = os.O_RDONLY if k == 0 else os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+                fd = os.open(name, flags | os.O_CLOEXEC, 0o666)
+                opened.append(fd)
+                fds[k] = fd
+        return spawn(argv, env, fds[1], fds[2], pipe_forwards, stdin_fd=fds[0])  # type: ignore[arg-type]
+    finally:
+        for fd in opened:
+            os.close(fd)
+        if cwd is not None:
+            os.chdir(home)
 
 
 def read_pipes(run: Running, ready: list[int] | None = None) -> None:

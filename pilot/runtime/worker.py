@@ -319,7 +319,11 @@ class Worker:
             if bind:  # posix_spawn has no affinity attribute: the task inherits ours for the moment of the spawn
                 os.sched_setaffinity(0, msg.cpu_ids)
             try:
-                run = taskexec.spawn(argv, self._task_env(msg), out_fd, err_fd, msg.pipe_forwards)
+                if msg.cwd is None and msg.stdio is None:
+                    run = taskexec.spawn(argv, self._task_env(msg), out_fd, err_fd, msg.pipe_forwards)
+                else:
+                    run = taskexec.spawn_in(msg.cwd, msg.stdio, argv, self._task_env(msg), out_fd, err_fd,
+                                            msg.pipe_forwards)
             finally:
                 if bind:
                     _reset_affinity()
@@ -327,6 +331,10 @@ class Worker:
         except OSError as exc:
             start = time.time()
             error = f"Unable to exec command {msg.argv[0]} for task {msg.name}: {exc.strerror or exc}"
+            if msg.cwd is not None and exc.filename == msg.cwd:
+                error = f"Unable to enter working directory {msg.cwd} for task {msg.name}: {exc.strerror or exc}"
+            elif msg.stdio is not None and exc.filename and exc.filename in msg.stdio:
+                error = f"Unable to open {exc.filename} as stdio of task {msg.name}: {exc.strerror or exc}"
             os.write(err_fd, (error + "\n").encode())
             status = 127
             self._record(msg, out_fd, start, 0.0, status, err_fd, err_start)
@@ -367,7 +375,7 @@ class Worker:
             stderr = kickstart.tail(err_fd, err_start, _size(err_fd)) if status != 0 else ""
             text = "\n" + kickstart.xml_invocation(
                 msg.transformation or msg.name, msg.dax_id or msg.name, start, duration, status, msg.argv, self.hostname,
-                stderr,
+                stderr, msg.cwd,
             ) + text
         elif self.opts.monitord_hack and self.opts.per_task_stdio:
             from pilot.monitor import kickstart  # noqa: PLC0415 - json and getpass only when asked for

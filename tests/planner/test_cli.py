@@ -45,11 +45,11 @@ def test_plan_without_cluster_makes_one_batch_job_and_counts_in_words(tmp_path, 
     paths = two_jobs(tmp_path)
     code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "s")])
     out = capsys.readouterr().out
-    assert code == 0 and re.search(r"^merge_two\s+whole\s+2\s", out, re.M)
-    assert "2 tasks in 1 cluster, written to" in out
+    assert code == 0 and re.search(r"^merge_two\s+whole\s+4\s", out, re.M)  # with its create-dir and cleanup
+    assert "4 tasks (2 of them data jobs) in 1 cluster, written to" in out
     code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "n"),
                   "--cluster", "none"])
-    assert code == 0 and "2 tasks in 2 clusters," in capsys.readouterr().out
+    assert code == 0 and "4 tasks (2 of them data jobs) in 4 clusters," in capsys.readouterr().out
 
 
 def test_unknown_cluster_technique_is_exit_2(tmp_path, capsys):

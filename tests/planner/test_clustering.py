@@ -22,9 +22,14 @@ def run_plan(tmp_path, paths, cluster, site="local", **kw):
     return plan(req)
 
 
+def compute(result):
+    """The clusters of the workflow's own jobs (each data job the planner adds is a cluster of its own)."""
+    return [e for e in result.emitted if e.cluster.kind != "data"]
+
+
 def sizes(result, tx="B"):
     """Task counts of the clusters holding jobs of transformation ``tx`` (a chunk of one stays a plain job)."""
-    return sorted((len(e.cluster.jobs) for e in result.emitted if e.cluster.jobs[0].name == tx), reverse=True)
+    return sorted((len(e.cluster.jobs) for e in compute(result) if e.cluster.jobs[0].name == tx), reverse=True)
 
 
 def four_b(tmp_path, **profiles):
@@ -51,7 +56,7 @@ def test_num_beats_size(tmp_path):
 
 def test_no_factor_no_clustering(tmp_path):
     res = run_plan(tmp_path, four_b(tmp_path), "horizontal")
-    assert sizes(res) == [1, 1, 1, 1] and len(res.emitted) == 5
+    assert sizes(res) == [1, 1, 1, 1] and len(compute(res)) == 5
 
 
 def test_levels_are_longest_paths(tmp_path):
@@ -64,7 +69,7 @@ def test_levels_are_longest_paths(tmp_path):
     wf.add_dependency(y, children=[b[2]])
     tc = transformations(SITE, {"X": "/bin/echo", "Y": "/bin/echo", "B": "/bin/echo"}, {"B": {"clusters.size": 5}})
     res = run_plan(tmp_path, write(tmp_path, wf, tc), "horizontal")
-    clusters = {e.cluster.name: [j.id for j in e.cluster.jobs] for e in res.emitted}
+    clusters = {e.cluster.name: [j.id for j in e.cluster.jobs] for e in compute(res)}
     assert clusters["merge_B_L2_1"] == ["B0", "B1"] and "B_B2" in clusters
 
 
@@ -80,7 +85,7 @@ def runtime_wf(tmp_path, runtimes, tx_profiles, props=None):
 
 
 def members(res):
-    return sorted(sorted(j.id for j in e.cluster.jobs) for e in res.emitted)
+    return sorted(sorted(j.id for j in e.cluster.jobs) for e in compute(res))
 
 
 def test_runtime_maxruntime_first_fit_decreasing(tmp_path):
@@ -88,13 +93,13 @@ def test_runtime_maxruntime_first_fit_decreasing(tmp_path):
     paths = runtime_wf(tmp_path, [100, 250, 100, 400, 100, 50], {"clusters.maxruntime": 300})
     res = run_plan(tmp_path, paths, "horizontal")
     assert members(res) == [["C0", "C2", "C4"], ["C1", "C5"], ["C3"]]
-    assert all(e.cluster.runtime <= 300 for e in res.emitted if e.cluster.kind == "horizontal")
+    assert all(e.cluster.runtime <= 300 for e in compute(res) if e.cluster.kind == "horizontal")
 
 
 def test_runtime_num_balances(tmp_path):
     paths = runtime_wf(tmp_path, [100, 90, 80, 30, 20, 10], {"clusters.num": 2})
     res = run_plan(tmp_path, paths, "horizontal")
-    loads = sorted(e.cluster.runtime for e in res.emitted)
+    loads = sorted(e.cluster.runtime for e in compute(res))
     assert loads == [160.0, 170.0]
 
 
@@ -110,7 +115,7 @@ def test_runtime_without_maxruntime_or_num_merges_the_group(tmp_path, caplog):
     with caplog.at_level("INFO", logger="pilot.planner"):
         res = run_plan(tmp_path, paths, "horizontal")
     assert members(res) == [["C0", "C1", "C2"]]
-    assert [j.id for j in res.emitted[0].cluster.jobs] == ["C1", "C2", "C0"]  # decreasing runtime, as bin packing orders
+    assert [j.id for j in compute(res)[0].cluster.jobs] == ["C1", "C2", "C0"]  # decreasing runtime, as bin packing orders
     warned = [r for r in caplog.records if r.levelname == "WARNING"]
     assert len(warned) == 1 and "neither clusters.maxruntime nor clusters.num is set, so they become one clustered job" in warned[0].message
     assert "3 C jobs on level 1, site local" in warned[0].message
@@ -131,8 +136,8 @@ def test_pmc_arguments_is_pmc_task_arguments(tmp_path):
     j.add_profiles(api.Namespace.PEGASUS, key="job.runtime", value=12)
     wf.add_jobs(j)
     res = run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/bin/echo"})), "whole")
-    assert read_dag(res.emitted[0].dag)["T_x"].tries == 4
-    assert res.emitted[0].cluster.runtime == 12.0
+    assert read_dag(compute(res)[0].dag)["T_x"].tries == 4
+    assert compute(res)[0].cluster.runtime == 12.0
 
 
 def test_two_names_of_one_profile_are_an_error(tmp_path):
@@ -149,7 +154,7 @@ def test_pmc_arguments_in_properties(tmp_path):
     wf.add_jobs(api.Job("T", _id="x"))
     paths = write(tmp_path, wf, transformations(SITE, {"T": "/bin/echo"}), props={"pegasus.pmc_arguments": "-t 2"})
     res = run_plan(tmp_path, paths, "whole")
-    assert read_dag(res.emitted[0].dag)["T_x"].tries == 2
+    assert read_dag(compute(res)[0].dag)["T_x"].tries == 2
 
 
 def label_wf(tmp_path, key="label", cycle=False, sites=None):
@@ -177,7 +182,7 @@ def label_wf(tmp_path, key="label", cycle=False, sites=None):
 
 def test_label_clustering_keeps_every_cross_edge(tmp_path):
     res = run_plan(tmp_path, label_wf(tmp_path), "label")
-    by = {e.cluster.name: e for e in res.emitted}
+    by = {e.cluster.name: e for e in compute(res)}
     assert [j.id for j in by["merge_one"].cluster.jobs] == ["a", "b"]
     assert [j.id for j in by["merge_two"].cluster.jobs] == ["c", "d"]
     assert "T_e" in by  # unlabelled: single
@@ -189,7 +194,7 @@ def test_label_clustering_keeps_every_cross_edge(tmp_path):
 
 def test_label_key_property(tmp_path):
     res = run_plan(tmp_path, label_wf(tmp_path, key="user_label"), "label")
-    assert {e.cluster.name for e in res.emitted} == {"merge_one", "merge_two", "T_e"}
+    assert {e.cluster.name for e in compute(res)} == {"merge_one", "merge_two", "T_e"}
 
 
 def test_label_cycle_names_labels(tmp_path):
@@ -205,8 +210,9 @@ def test_label_on_two_sites_is_an_error(tmp_path):
 
 def test_whole_and_recursive(tmp_path):
     res = run_plan(tmp_path, label_wf(tmp_path), "whole")
-    assert [len(e.cluster.jobs) for e in res.emitted] == [5]
-    assert [j.id for j in res.emitted[0].cluster.jobs] == ["a", "b", "c", "d", "e"]
+    assert [len(e.cluster.jobs) for e in compute(res)] == [7]  # the workflow's 5, its create-dir and its cleanup
+    assert [j.id for j in compute(res)[0].cluster.jobs] == ["create_dir_lb_0_local", "a", "b", "c", "d", "e",
+                                                            "cleanup_lb_0_local"]
 
 
 def test_recursive_label_then_horizontal(tmp_path):
@@ -219,7 +225,7 @@ def test_recursive_label_then_horizontal(tmp_path):
     wf.add_dependency(top2, children=leaves)
     tc = transformations(SITE, {"S": "/bin/echo", "L": "/bin/echo"}, {"L": {"clusters.size": 2}})
     res = run_plan(tmp_path, write(tmp_path, wf, tc), "label,horizontal")
-    got = sorted((e.cluster.kind, len(e.cluster.jobs)) for e in res.emitted)
+    got = sorted((e.cluster.kind, len(e.cluster.jobs)) for e in compute(res))
     assert got == [("horizontal", 2), ("horizontal", 2), ("label", 2)]
 
 
@@ -230,7 +236,7 @@ def test_unknown_technique(tmp_path):
 
 def test_none_means_every_job_alone_and_stands_alone(tmp_path):
     paths = four_b(tmp_path, **{"clusters.size": 2})
-    assert len(run_plan(tmp_path, paths, "none").emitted) == 5
+    assert len(compute(run_plan(tmp_path, paths, "none"))) == 5
     with pytest.raises(ConfigError, match="none \\(no clustering\\) stands alone"):
         run_plan(tmp_path, paths, "label,none", force=True)
 
@@ -240,7 +246,7 @@ def test_library_default_is_the_cli_default(tmp_path):
 
     paths = four_b(tmp_path)
     res = plan(PlanRequest(workflow=paths["workflow"], site=load_site(SITE), tc=paths["tc"], submit_dir=str(tmp_path / "s")))
-    assert DEFAULT_CLUSTER == "whole" and [e.cluster.kind for e in res.emitted] == ["whole"]
+    assert DEFAULT_CLUSTER == "whole" and [e.cluster.kind for e in compute(res)] == ["whole"]
 
 
 def test_profile_overloading_order(tmp_path):
@@ -255,7 +261,7 @@ def test_profile_overloading_order(tmp_path):
         api.Site(SITE).add_profiles(api.Namespace.PEGASUS, key="pmc_priority", value=7).add_profiles(api.Namespace.PEGASUS, key="pmc_request_memory", value=64)
     )
     res = run_plan(tmp_path, write(tmp_path, wf, tc, sc, props={"pegasus.pmc_request_memory": "10", "pegasus.pmc_priority": "1"}), "whole")
-    dag = read_dag(res.emitted[0].dag)
+    dag = read_dag(compute(res)[0].dag)
     t, u = dag["T_j1"], dag["U_j2"]
     assert (t.cpus, t.priority, t.memory) == (4, 7, 64)  # tc beats job (cpus); sc beats job (priority); sc beats props
     assert (u.cpus, u.priority, u.memory) == (2, 7, 64)
@@ -268,9 +274,9 @@ def test_pmc_profiles_and_task_arguments(tmp_path):
         j.add_profiles(api.Namespace.PEGASUS, key=key, value=value)
     wf.add_jobs(j)
     res = run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/path/to/mytask"})), "whole")
-    text = Path(res.emitted[0].dag).read_text()
-    assert "#@ 1 T ID0000001\nTASK T_ID0000001 -m 1024 -c 4 -p 10 -t 3 -f A=/tmp/a /path/to/mytask -a 1 \"two words\"\n" in text
-    t = read_dag(res.emitted[0].dag)["T_ID0000001"]
+    text = Path(compute(res)[0].dag).read_text()
+    assert "#@ 2 T ID0000001\nTASK T_ID0000001 -m 1024 -c 4 -p 10 -t 3 -f A=/tmp/a /path/to/mytask -a 1 \"two words\"\n" in text
+    t = read_dag(compute(res)[0].dag)["T_ID0000001"]
     assert (t.memory, t.cpus, t.priority, t.tries, t.pipe_forwards) == (1024, 4, 10, 3, [("A", "/tmp/a")])
     assert t.argv == ["/path/to/mytask", "-a", "1", "two words"]
 
@@ -297,8 +303,11 @@ def test_sub_file_has_the_request_of_each_task(tmp_path):
 def test_cluster_dag_file_and_monitoring_files(tmp_path):
     res = run_plan(tmp_path, label_wf(tmp_path), "label")
     data = yaml.safe_load((tmp_path / "submit" / "clusters.yml").read_text())
-    assert {c["name"]: c["parents"] for c in data["clusters"]} == {"merge_one": [], "merge_two": ["merge_one"], "T_e": ["merge_two"]}
-    for e in res.emitted:
+    assert {c["name"]: c["parents"] for c in data["clusters"]} == {
+        "create_dir_lb_0_local": [], "merge_one": ["create_dir_lb_0_local"], "merge_two": ["merge_one"], "T_e": ["merge_two"],
+        "cleanup_lb_0_local": ["merge_two", "T_e"]}
+    assert {c["name"]: c["kind"] for c in data["clusters"]}["create_dir_lb_0_local"] == "data"
+    for e in compute(res):
         d = tmp_path / "submit" / e.cluster.name
         assert (d / "braindump.yml").exists() and (d / f"{e.cluster.name}.static.bp").exists()
         bd = yaml.safe_load((d / "braindump.yml").read_text())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -35,37 +36,40 @@ def mixed(tmp_path, runtimes=True):
 
 
 def pilot_plan(tmp_path, paths, *extra):
+    """Planned without cleanup jobs: the estimates below count the workflow's jobs and its create-dir job, a
+    pegasus-transfer call of 2 s (TRANSFER_SECONDS) that every other job waits for."""
     return subprocess.run([sys.executable, "-m", "pilot", "plan", paths["workflow"], "--tc", paths["tc"], "--site", "local",
-                           "--dir", str(tmp_path / "submit"), *extra], capture_output=True, text=True)
+                           "--dir", str(tmp_path / "submit"), "--cleanup", "none", *extra], capture_output=True, text=True)
 
 
 def test_plan_prints_the_estimate_of_the_master_in_virtual_time(tmp_path):
     out = pilot_plan(tmp_path, mixed(tmp_path), "--cluster", "whole")
     assert out.returncode == 0, out.stderr
-    # 2 workers, FIFO: prep 0-1; w0 1-3, w1 1-2, w2 2-5, w3 3-4, w4 4-6, w5 5-6.5; join 6.5-7.5 (+4 ms a task)
-    assert "merge_mix  3 ranks  7.5 s" in out.stdout
-    assert "workflow end to end: 7.5 s" in out.stdout
+    # 2 workers, FIFO: create-dir 0-2, prep 2-3; w0 3-5, w1 3-4, w2 4-7, w3 5-6, w4 6-8, w5 7-8.5; join 8.5-9.5
+    # (+4 ms a task)
+    assert "merge_mix  3 ranks  9.5 s" in out.stdout
+    assert "workflow end to end: 9.5 s" in out.stdout
     assert "warning" not in out.stdout
     dag = read_dag(str(tmp_path / "submit" / "merge_mix" / "merge_mix.dag"))
-    assert [t.runtime for t in dag] == [1.0, *WORK, 1.0]
-    assert simulate(dag, layout_for(load_site("local"), 3)) == pytest.approx(7.5 + 5 * DISPATCH_OVERHEAD)
+    assert [t.runtime for t in dag] == [2.0, 1.0, *WORK, 1.0]
+    assert simulate(dag, layout_for(load_site("local"), 3)) == pytest.approx(9.5 + 6 * DISPATCH_OVERHEAD)
 
 
 def test_end_to_end_follows_the_longest_chain_of_clusters(tmp_path):
     out = pilot_plan(tmp_path, mixed(tmp_path), "--cluster", "horizontal")
     assert out.returncode == 0, out.stderr
-    assert "work_w2  2 ranks  3.0 s" in out.stdout
-    assert "workflow end to end: 5.0 s" in out.stdout  # prep, the 3 s work job, join
+    assert re.search(r"^  work_w2 +2 ranks  3.0 s$", out.stdout, re.M)
+    assert "workflow end to end: 7.0 s" in out.stdout  # create-dir, prep, the 3 s work job, join
 
 
 def test_a_cluster_longer_than_the_walltime_gets_a_fix(tmp_path):
-    # walltime 12 s: the pilot gets 6 s; 4 ranks (3 workers) finish in 6.0 s + overheads, 5 ranks in 5 s
-    out = pilot_plan(tmp_path, mixed(tmp_path), "--cluster", "whole", "--set", "walltime=00:00:12")
+    # walltime 18 s: the pilot gets 9 s; after the 2 s create-dir, 4 ranks (3 workers) finish in 6.0 s + overheads
+    out = pilot_plan(tmp_path, mixed(tmp_path), "--cluster", "whole", "--set", "walltime=00:00:18")
     assert out.returncode == 0, out.stderr
     line = next(x for x in out.stdout.splitlines() if x.startswith("warning"))
-    assert "cluster merge_mix: estimated 7.5 s with 3 ranks exceeds the 6 s the pilot gets on local" in line
-    assert "Fix: more ranks: 5, e.g. --set ranks_per_node=5;" in line
-    assert "clusters.maxruntime <= 6" in line
+    assert "cluster merge_mix: estimated 9.5 s with 3 ranks exceeds the 9 s the pilot gets on local" in line
+    assert "Fix: more ranks: 4, e.g. --set ranks_per_node=4;" in line
+    assert "clusters.maxruntime <= 9" in line
 
 
 def test_no_runtimes_no_estimate(tmp_path):
@@ -104,9 +108,10 @@ def test_pilot_submit_shows_the_estimate_before_submitting(tmp_path):
     from pilot.cli.plan import build_parser, plan_from_args, summary
 
     paths = mixed(tmp_path)
-    argv = [paths["workflow"], "--tc", paths["tc"], "--site", "local", "--cluster", "whole", "--dir", str(tmp_path / "s")]
+    argv = [paths["workflow"], "--tc", paths["tc"], "--site", "local", "--cluster", "whole", "--dir", str(tmp_path / "s"),
+            "--cleanup", "none"]
     text = summary(plan_from_args(build_parser().parse_args(argv), argv))
-    assert "merge_mix  3 ranks  7.5 s" in text and "workflow end to end: 7.5 s" in text
+    assert "merge_mix  3 ranks  9.5 s" in text and "workflow end to end: 9.5 s" in text
 
 
 def test_a_task_that_fits_no_node_is_named_in_the_estimate(tmp_path):

@@ -80,7 +80,7 @@ def test_cli_summary(tmp_path):
     paths = simple(tmp_path)
     res = pilot_plan(paths["workflow"], "--site", "local", "--cluster", "whole", "--tc", paths["tc"], "--dir", str(tmp_path / "s"))
     assert res.returncode == 0, res.stderr
-    assert re.search(r"^merge_er\s+whole\s+2\s", res.stdout, re.M) and "2 tasks in 1 cluster," in res.stdout
+    assert re.search(r"^merge_er\s+whole\s+4\s", res.stdout, re.M) and "4 tasks (2 of them data jobs) in 1 cluster," in res.stdout
     again = pilot_plan(paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "s"))
     assert again.returncode == 2 and "not empty" in again.stderr
 

@@ -23,6 +23,8 @@ TOP_LEVEL = {"pilot": "base", "pilot.errors": "base", "pilot.yamlerrors": "base"
 ALLOWED = {
     "base": set(),
     "util": {"base"},
+    # What a workflow's data jobs run inside the batch job (output registration).
+    "data": {"base"},
     "dag": {"base", "util"},
     # The files one part writes and another reads (cluster DAG, braindump/static.bp, run result).
     "contracts": {"base", "util", "dag"},

@@ -1,0 +1,115 @@
+"""Cleanup jobs, as pegasus-plan's ``--cleanup`` adds them (MainEngine, InPlace, RemoveDirectory).
+
+- ``inplace`` (the default, also ``constraint``): every file in the
+  workflow's directory is removed as soon as nothing needs it. The deepest
+  job that uses a file (compute jobs, and the stage-out job that copies it)
+  owns its removal; the removal depends on every job that uses the file.
+  Removals are grouped per level of the planned workflow, ``ceil(owners on the
+  level / 5)`` cleanup jobs (``pegasus.file.cleanup.clusters.num`` sets the
+  number), named ``clean_up_<site>_level_<l>_<n>`` (levels from 1, counted with
+  the data jobs). An output to be staged out when no output site is given is
+  never removed this way. Then the leaf cleanup below.
+- ``leaf``: one job, ``cleanup_<workflow>_0_<site>``, removes the workflow's
+  directory after every other job.
+- ``none``: nothing.
+
+Each is pegasus-transfer on a JSON list of ``remove`` entries.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+
+from pilot.errors import ConfigError
+from pilot.planner.datalayout import DataLayout
+from pilot.planner.model import Job, JobType, Workflow
+from pilot.util import graphs
+
+MODES = ("none", "leaf", "inplace", "constraint")
+DEFAULT_MODE = "inplace"
+OWNERS_PER_CLEANUP = 5
+
+
+def check_mode(mode: str | None) -> str:
+    value = (mode or DEFAULT_MODE).lower()
+    if value not in MODES:
+        raise ConfigError(f"--cleanup {mode}: use none, leaf, inplace (the default) or constraint")
+    return value
+
+
+def add(wf: Workflow, made: list[Job], lay: DataLayout, mode: str, new_job: Callable[..., Job]) -> list[Job]:
+    """The cleanup jobs for ``mode``, linked; ``new_job(name, type, tx, command, level)`` makes one."""
+    if mode == "none":
+        return []
+    jobs = [*wf.jobs, *made]
+    out: list[Job] = []
+    if mode != "leaf":
+        out += _in_place(wf, jobs, lay, new_job)
+    sinks = [j for j in (*jobs, *out) if not j.children]
+    leaf = new_job(f"cleanup_{wf.name}_0_{lay.exec_site}", JobType.CLEANUP, "cleanup", None, 0)
+    leaf.stdin_text = json.dumps([{"id": 1, "type": "remove", "target": {
+        "site_label": lay.exec_site, "url": lay.workdir.url, "recursive": "True"}}], indent=1)
+    for sink in sinks:
+        _edge(sink, leaf)
+    return [*out, leaf]
+
+
+def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, new_job: Callable[..., Job]) -> list[Job]:
+    levels = graphs.levels(jobs, lambda j: j.parents, lambda j: j.children)  # roots 1
+    users: dict[str, list[Job]] = {}
+    kept: set[str] = set()
+    for job in wf.jobs:
+        for use in job.uses:
+            users.setdefault(use.lfn, []).append(job)
+            if use.writes and use.stage_out and not lay.output_site:
+                kept.add(use.lfn)  # Pegasus never removes an output meant for a stage-out that is not planned
+    for job in jobs:
+        if job.type is JobType.STAGE_OUT and job.stdin_text and job.parents:
+            for entry in json.loads(job.stdin_text):
+                users.setdefault(entry["lfn"], []).append(job)
+    owned: dict[int, tuple[Job, list[str]]] = {}
+    for lfn, who in users.items():
+        if lfn in kept:
+            continue
+        owner = max(who, key=lambda j: levels[id(j)])
+        owned.setdefault(id(owner), (owner, []))[1].append(lfn)
+    by_level: dict[int, list[tuple[Job, list[str]]]] = {}
+    for owner, files in owned.values():
+        by_level.setdefault(levels[id(owner)], []).append((owner, files))
+    out: list[Job] = []
+    num = _clusters_num(wf)
+    for level in sorted(by_level):
+        owners = by_level[level]
+        count = num or max(1, math.ceil(len(owners) / OWNERS_PER_CLEANUP))
+        group: list[tuple[Job, list[str]]] = []
+        for k in range(min(count, len(owners))):
+            group = owners[k::count]
+            files = [f for _, fs in group for f in fs]
+            job = new_job(f"clean_up_{lay.exec_site}_level_{level}_{k}", JobType.CLEANUP, "cleanup", None, level)
+            job.stdin_text = json.dumps([{"id": n, "type": "remove", "target": {
+                "site_label": lay.exec_site, "url": lay.workdir.file(f)[1], "recursive": "False"}}
+                for n, f in enumerate(files, 1)], indent=1)
+            for f in files:
+                for user in users[f]:
+                    _edge(user, job)
+            out.append(job)
+    return out
+
+
+def _clusters_num(wf: Workflow) -> int | None:
+    raw = wf.catalogs.properties.get("pegasus.file.cleanup.clusters.num")
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"pegasus.properties: pegasus.file.cleanup.clusters.num = {raw!r} is not a whole number") from None
+    return value if value >= 1 else None
+
+
+def _edge(parent: Job, child: Job) -> None:
+    if child not in parent.children:
+        parent.children.append(child)
+        child.parents.append(parent)

@@ -1,0 +1,71 @@
+"""Where the data jobs go once the workflow is clustered.
+
+Pegasus adds its data jobs after clustering, to the clustered workflow:
+
+- under ``--cluster whole`` (PMC-only mode, where pegasus-plan clusters
+  nothing and writes the whole planned workflow, data jobs included, as one
+  pegasus-mpi-cluster DAG) they are tasks of the one cluster, and the nodes
+  that transfers are grouped by are the jobs;
+- under any other clustering they are jobs of the root DAG of their own, one
+  batch job each, under their Pegasus names, and the nodes are the clusters.
+"""
+
+from __future__ import annotations
+
+from pilot.planner.clustering import Cluster, check_acyclic, link, node_levels
+from pilot.planner.model import Job, Workflow
+from pilot.planner.staging import Unit
+from pilot.util import graphs
+
+DATA_KIND = "data"  # the kind of a cluster that is one data job (clusters.yml)
+
+
+def _whole(clusters: list[Cluster]) -> bool:
+    return len(clusters) == 1 and clusters[0].kind == "whole"
+
+
+def units_of(wf: Workflow, clusters: list[Cluster]) -> list[Unit]:
+    """The nodes transfers are grouped by, each with its level (roots 0)."""
+    if _whole(clusters):
+        levels = graphs.levels(wf.jobs, _parents, _children)
+        units = [Unit([job], levels[id(job)] - 1) for job in wf.jobs]
+    else:
+        levels = node_levels(clusters)
+        units = [Unit(c.jobs, levels[id(c)] - 1) for c in clusters]
+    for unit in units:
+        for job in unit.jobs:
+            job.level = unit.level
+    return units
+
+
+def attach(wf: Workflow, clusters: list[Cluster], made: list[Job], site: str) -> list[Cluster]:
+    """``clusters`` with the data jobs ``made`` in them (see the module doc), linked and checked."""
+    if not made:
+        return clusters
+    if _whole(clusters):
+        whole = clusters[0]
+        whole.jobs = graphs.topological_order([*whole.jobs, *made], _parents, _children)
+        return clusters
+    names = {c.name for c in clusters}
+    out = list(clusters)
+    for job in made:
+        name = job.id
+        while name in names:
+            name += "_data"
+        names.add(name)
+        out.append(Cluster(name, [job], DATA_KIND, site))
+    node_of: list[Cluster] = [None] * (len(wf.jobs) + len(made))  # type: ignore[list-item]
+    for c in out:
+        for j in c.jobs:
+            node_of[j.index] = c
+    link(out, node_of)
+    check_acyclic(out)
+    return graphs.topological_order(out, _parents, _children)  # parents first, as clusters.yml lists them
+
+
+def _parents(job: Job) -> list[Job]:
+    return job.parents
+
+
+def _children(job: Job) -> list[Job]:
+    return job.children

@@ -1,0 +1,336 @@
+"""The data jobs Pegasus adds to a sharedfs plan: create-dir, stage-in, chmod, stage-out, registration.
+
+They are added after clustering, as Pegasus' refiners add them, to the nodes
+of the clustered workflow (``Unit``: a cluster, or each job under whole
+clustering, which plans every job as pegasus-plan's PMC-only mode does):
+
+- stage-in: every file a job reads that no job of the workflow writes comes
+  from the replica catalog into the workflow's directory. Per level of the
+  workflow, ``ceil(nodes on the level / 10)`` stage-in jobs (Pegasus'
+  BalancedCluster; ``pegasus.stagein.clusters`` sets the number), files dealt
+  round-robin; a file is moved once and later readers depend on the job that
+  moved it. A replica on the execution site becomes a symlink when
+  ``pegasus.transfer.links`` is true (never an executable).
+- stageable executables are staged the same way, then made executable by a
+  chmod job (stage-in -> chmod -> compute); one chmod job per stage-in job
+  that carried executables, where Pegasus makes one per compute job.
+- stage-out: outputs marked stageOut go to the output site's storage,
+  ``ceil(nodes on the level / 10)`` jobs per level (``pegasus.stageout.clusters``),
+  each followed by a registration job for the files marked registerReplica;
+  a file registered but not staged out is registered where it was written.
+  Outputs of jobs removed by data reuse are staged from their replicas (level 1000).
+- create-dir: one job makes the workflow's directory, parent of every root.
+
+Names are Pegasus' (``stage_in_local_local_0_0``, ``register_local_0_0``,
+``chmod_ID0000001_0``, ``create_dir_data_0_local``). Each transfer job runs
+pegasus-transfer on a JSON list of entries, written by emit as the job's input
+file (the ``INPUT_FILE`` word of its command).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+
+from pilot.errors import ConfigError
+from pilot.planner import replicas
+from pilot.planner.datalayout import DataLayout
+from pilot.planner.model import Catalogs, Job, JobType, Use, Workflow
+
+INPUT_FILE = "@INPUT_FILE@"  # replaced by emit with the path of the job's input file
+JOBS_PER_TRANSFER = 10  # Pegasus' NUM_COMPUTE_JOBS_PER_TRANSFER_JOB
+REUSED_LEVEL = 1000  # the level Pegasus names stage-outs of jobs removed by data reuse
+DEFAULT_THREADS = "2"  # pegasus::transfer.threads
+# What a data job is expected to take, for the plan's makespan estimate: pegasus-transfer starts its first
+# worker thread 2 s after it starts (its "slow start"), which is most of a local transfer; chmod and
+# registration take a process start.
+TRANSFER_SECONDS = 2.0
+OTHER_SECONDS = 0.1
+
+
+def expected_runtime(job: Job) -> float:
+    """A data job's expected run time in seconds (see TRANSFER_SECONDS)."""
+    return TRANSFER_SECONDS if job.command and INPUT_FILE in job.command and job.type is not JobType.REGISTRATION \
+        else OTHER_SECONDS
+
+
+@dataclass
+class Unit:
+    """A node of the clustered workflow: the jobs of one cluster (one job under whole clustering)."""
+
+    jobs: list[Job]
+    level: int  # 0 for roots
+
+
+@dataclass
+class Container:
+    """One transfer job being filled."""
+
+    job: Job
+    entries: list[dict] = field(default_factory=list)
+    register: list[tuple[str, str, str]] = field(default_factory=list)  # (lfn, url, site)
+    executables: list[str] = field(default_factory=list)  # paths to make executable
+
+
+def producers(wf: Workflow) -> dict[str, Job]:
+    """Which job writes each file; two jobs writing one file is an error naming both."""
+    out: dict[str, Job] = {}
+    for job in wf.jobs:
+        for k, use in enumerate(job.uses):
+            if not use.writes:
+                continue
+            other = out.get(use.lfn)
+            if other is not None and other is not job:
+                raise ConfigError(f"{job.where}: uses[{k}]: writes {use.lfn!r}, which {other.where} writes too: "
+                                  "two jobs cannot write one file; give one of the outputs another name")
+            out[use.lfn] = job
+    return out
+
+
+def executable_lfn(job: Job) -> str:
+    """A staged executable's file name, ``<namespace>-<name>-<version>`` without empty parts (Pegasus')."""
+    return "-".join(p for p in (job.namespace, job.name, job.version) if p)
+
+
+class DataJobs:
+    """Builds the data jobs for one plan; ``add`` links them to the compute jobs and returns them."""
+
+    def __init__(self, wf: Workflow, lay: DataLayout, catalogs: Catalogs, stageable: dict[int, str],
+                 reused: list[Job] | None = None) -> None:
+        self.wf = wf
+        self.lay = lay
+        self.cat = catalogs
+        self.props = catalogs.properties
+        self.stageable = stageable  # job.index -> the URL of its stageable executable
+        self.reused = reused or []
+        self.made: list[Job] = []
+        self.known_sites = set(catalogs.sites) | {lay.exec_site, "local"}
+        self.protocols = replicas.transfer_protocols()
+        self.transfer = [*lay.transfer, "--threads", self.props.get("pegasus.transfer.threads", DEFAULT_THREADS),
+                         *self.props.get("pegasus.transfer.arguments", "").split()]
+        self.side = "local" if lay.exec_site == "local" else "remote"
+
+    # -- helpers ------------------------------------------------------------------------------
+    def new_job(self, name: str, kind: JobType, tx: str, command: list[str] | None = None, level: int = 0) -> Job:
+        """A data job running ``command``, by default pegasus-transfer on its input file (``pegasus::<tx>``)."""
+        if command is None:
+            command = [*self.transfer, "-f", INPUT_FILE]
+        job = Job(id=name, name=tx, namespace="pegasus", source=self.wf.path, type=kind, command=command, level=level,
+                  index=len(self.wf.jobs) + len(self.made))
+        self.made.append(job)
+        return job
+
+    def _transfer_job(self, name: str, kind: JobType, level: int) -> Container:
+        return Container(self.new_job(name, kind, "transfer", None, level))
+
+    @staticmethod
+    def edge(parent: Job, child: Job) -> None:
+        if child not in parent.children:
+            parent.children.append(child)
+            child.parents.append(parent)
+
+    def _count(self, key: str, nodes: int) -> int:
+        raw = self.props.get(key)
+        if raw:
+            try:
+                value = int(raw)
+            except ValueError:
+                raise ConfigError(f"pegasus.properties: {key} = {raw!r} is not a whole number") from None
+            if value >= 1:
+                return value
+        return max(1, math.ceil(nodes / JOBS_PER_TRANSFER))
+
+    def _check_url(self, src: str, dest: str, where: str) -> None:
+        pair = f"{replicas.scheme(src)}->{replicas.scheme(dest)}"
+        if pair not in self.protocols:
+            raise ConfigError(f"{where}: pegasus-transfer cannot move {src} to {dest} ({pair} is not a protocol pair it "
+                              "speaks): give the file a replica it can read, e.g. file://, http(s)://, scp://, s3://")
+
+    # -- stage-in -----------------------------------------------------------------------------
+    def _sources(self, job: Job, k: int, use: Use) -> list[dict]:
+        copies = replicas.find(self.cat, use.lfn)
+        if not copies:
+            raise ConfigError(
+                f"{job.where}: uses[{k}]: input {use.lfn!r} has no replica in the replica catalog and no job of the "
+                f"workflow writes it: add one (ReplicaCatalog().add_replica(SITE, {use.lfn!r}, PATH), replicas.yml "
+                "or --replicas FILE), or mark it optional")
+        ordered = sorted(copies, key=lambda c: c.site != self.lay.exec_site)  # a copy on the execution site first
+        out = []
+        for n, copy in enumerate(ordered):
+            if copy.site not in self.known_sites:
+                raise ConfigError(f"{copy.where}: replica of {use.lfn!r} is on site {copy.site!r}, which no catalog "
+                                  f"knows (sites: {', '.join(sorted(self.known_sites))}): add the site to the site "
+                                  "catalog or correct the replica's site")
+            out.append({"site_label": copy.site, "url": replicas.url_of(copy.pfn), "priority": len(ordered) - n})
+        return out
+
+    def _dest(self, lfn: str, src: dict, executable: bool) -> dict:
+        path, url = self.lay.workdir.file(lfn)
+        links = self.props.get("pegasus.transfer.links", "false").lower() == "true"
+        if links and not executable and src["site_label"] == self.lay.exec_site and src["url"].startswith("file://"):
+            url = "symlink://" + path
+        return {"site_label": self.lay.exec_site, "url": url}
+
+    def _stage_in(self, units: list[Unit], made: dict[str, Job]) -> dict[int, list[Container]]:
+        """Stage-in containers per level; ``made`` maps each file name to the job that writes it."""
+        staged: dict[str, Container] = {}
+        chmods: dict[int, Job] = {}  # id(container) -> its chmod job
+        by_level = _levels(units)
+        out: dict[int, list[Container]] = {}
+        for level, on_level in by_level.items():
+            count = self._count("pegasus.stagein.clusters", len(on_level))
+            boxes: list[Container] = []
+            turn = 0
+            for unit in on_level:
+                for job in unit.jobs:
+                    wanted = [(k, u, False) for k, u in enumerate(job.uses) if u.reads and u.lfn not in made]
+                    if job.index in self.stageable:
+                        wanted.append((-1, Use(executable_lfn(job), job.uses[0].link if job.uses else None), True))
+                    for k, use, executable in wanted:
+                        box = staged.get(use.lfn)
+                        if box is None:
+                            if executable:
+                                sources = [{"site_label": "local", "url": self.stageable[job.index], "priority": 1}]
+                            else:
+                                sources = self._sources(job, k, use)
+                                if not sources:
+                                    continue
+                            if len(boxes) < count:
+                                boxes.append(self._transfer_job(
+                                    f"stage_in_{self.side}_{self.lay.exec_site}_{level}_{len(boxes)}", JobType.STAGE_IN,
+                                    level))
+                            box = boxes[turn % count]
+                            turn += 1
+                            dest = self._dest(use.lfn, sources[0], executable)
+                            for src in sources:
+                                self._check_url(src["url"], dest["url"], f"{job.where}: uses[{k}]" if k >= 0 else job.where)
+                            box.entries.append({"type": "transfer", "linkage": "input", "lfn": use.lfn,
+                                                "id": len(box.entries) + 1, "src_urls": sources, "dest_urls": [dest]})
+                            if executable:
+                                box.executables.append(self.lay.workdir.file(use.lfn)[0])
+                            staged[use.lfn] = box
+                        if executable:
+                            chmod = chmods.get(id(box))
+                            if chmod is None:
+                                chmod = self.new_job(f"chmod_{job.id}_0", JobType.CHMOD, "chmod", ["/bin/chmod", "+x"], level)
+                                chmods[id(box)] = chmod
+                                self.edge(box.job, chmod)
+                            self.edge(chmod, job)
+                        else:
+                            self.edge(box.job, job)
+            out[level] = boxes
+        for box_id, chmod in chmods.items():
+            box = next(b for boxes in out.values() for b in boxes if id(b) == box_id)
+            chmod.command = ["/bin/chmod", "+x", *box.executables]
+        return out
+
+    # -- stage-out and registration ------------------------------------------------------------
+    def _storage_url(self, job: Job, k: int, lfn: str) -> str:
+        if self.lay.output_site not in self.cat.sites:
+            raise ConfigError(f"{job.where}: uses[{k}]: output {lfn!r} is to be staged out to site "
+                              f"{self.lay.output_site!r}, which no site catalog names: add it, or choose another "
+                              "--output-sites")
+        if self.lay.storage is None:
+            raise ConfigError(f"{job.where}: uses[{k}]: output {lfn!r} is to be staged out, but output site "
+                              f"{self.lay.output_site!r} has no storage directory: add a localStorage directory to "
+                              "it in the site catalog, choose another --output-sites, or set stageOut: false")
+        return self.lay.storage.file(lfn)[1]
+
+    def _get_url(self, lfn: str) -> str:
+        """Where readers find a staged-out file: the storage's URL for get (what Pegasus registers)."""
+        assert self.lay.storage_get is not None
+        return self.lay.storage_get.file(lfn)[1]
+
+    def _stage_out(self, units: list[Unit]) -> None:
+        if not self.lay.output_site:
+            return  # as pegasus-plan without an output site: nothing staged out, nothing registered
+        by_level = _levels(units)
+        if self.reused:
+            by_level[REUSED_LEVEL] = [Unit(self.reused, REUSED_LEVEL)]
+        out_site = self.lay.output_site
+        for level, on_level in by_level.items():
+            count = self._count("pegasus.stageout.clusters", len(on_level) if level != REUSED_LEVEL else JOBS_PER_TRANSFER)
+            boxes: list[Container] = []
+            registers: dict[int, Container] = {}
+            turn = 0
+            for unit in on_level:
+                for job in unit.jobs:
+                    for k, use in enumerate(job.uses):
+                        if not use.writes or not (use.stage_out or use.register):
+                            continue
+                        reused = level == REUSED_LEVEL
+                        if use.stage_out:
+                            dest = self._storage_url(job, k, use.lfn)
+                            if reused:
+                                copies = replicas.find(self.cat, use.lfn)
+                                sources = [{"site_label": c.site, "url": replicas.url_of(c.pfn)} for c in copies]
+                            else:
+                                sources = [{"site_label": self.lay.exec_site, "url": self.lay.workdir.file(use.lfn)[1]}]
+                            if not sources or any(s["url"] == dest for s in sources):
+                                continue  # already where it belongs
+                            if len(boxes) < count:
+                                side = "local" if reused else self.side
+                                site = "local" if reused else self.lay.exec_site
+                                boxes.append(self._transfer_job(f"stage_out_{side}_{site}_{level}_{len(boxes)}",
+                                                                JobType.STAGE_OUT, level))
+                            slot = turn % count
+                            turn += 1
+                            box = boxes[slot]
+                            for src in sources:
+                                self._check_url(src["url"], dest, f"{job.where}: uses[{k}]")
+                            box.entries.append({"type": "transfer", "linkage": "output", "lfn": use.lfn,
+                                                "id": len(box.entries) + 1, "src_urls": sources,
+                                                "dest_urls": [{"site_label": out_site, "url": dest}]})
+                            if not reused:
+                                self.edge(job, box.job)
+                            if use.register and self.lay.replica_db:
+                                reg = self._register_job(registers, slot, level)
+                                reg.register.append((use.lfn, self._get_url(use.lfn), out_site))
+                                self.edge(box.job, reg.job)
+                        elif use.register and not reused:
+                            slot = turn % max(1, count)
+                            turn += 1
+                            reg = self._register_job(registers, slot, level)
+                            reg.register.append((use.lfn, self.lay.workdir.file(use.lfn)[1], self.lay.exec_site))
+                            self.edge(job, reg.job)
+            for reg in registers.values():
+                reg.job.stdin_text = "".join(f'{lfn} {url} site="{site}"\n' for lfn, url, site in reg.register)
+            for box in boxes:
+                box.job.stdin_text = json.dumps(box.entries, indent=1)
+
+    def _register_job(self, registers: dict[int, Container], slot: int, level: int) -> Container:
+        """The registration job beside stage-out job ``slot`` of a level (pegasus-rc-client's map on its input)."""
+        reg = registers.get(slot)
+        if reg is None:
+            command = [sys.executable, "-m", "pilot.data.register", "--db", self.lay.replica_db, "--insert", INPUT_FILE]
+            reg = Container(self.new_job(f"register_{self.lay.exec_site}_{level}_{slot}", JobType.REGISTRATION,
+                                      "rc-client", command, level))
+            registers[slot] = reg
+        return reg
+
+    # -- all of it ----------------------------------------------------------------------------
+    def add(self, units: list[Unit]) -> list[Job]:
+        made = producers(self.wf)
+        for job in self.wf.jobs:
+            job.cwd = self.lay.workdir.path
+        stage_in = self._stage_in(units, made)
+        for boxes in stage_in.values():
+            for box in boxes:
+                box.job.stdin_text = json.dumps(box.entries, indent=1)
+        self._stage_out(units)
+        roots = [j for j in (*self.wf.jobs, *self.made) if not j.parents]
+        mkdir = self.new_job(f"create_dir_{self.wf.name}_0_{self.lay.exec_site}", JobType.CREATE_DIR, "dirmanager")
+        mkdir.stdin_text = json.dumps([{"id": 1, "type": "mkdir",
+                                        "target": {"site_label": self.lay.exec_site, "url": self.lay.workdir.url}}])
+        for root in roots:
+            self.edge(mkdir, root)
+        return self.made
+
+
+def _levels(units: list[Unit]) -> dict[int, list[Unit]]:
+    out: dict[int, list[Unit]] = {}
+    for unit in units:
+        out.setdefault(unit.level, []).append(unit)
+    return dict(sorted(out.items()))
