@@ -70,7 +70,7 @@ def test_demo_workflow_ships_with_the_package(tmp_path):
     path = Path(demo.bundled_workflow())
     assert path.is_file() and path.read_bytes() == (REPO / "examples" / "diamond.yml").read_bytes()
     pyproject = (REPO / "pyproject.toml").read_text()
-    assert 'pilot = ["examples/diamond.yml"]' in pyproject
+    assert 'pilot = ["examples/diamond.yml", "examples/f.a"]' in pyproject  # f.a: its input, from its replica catalog
 
 
 @pytest.mark.mpi
