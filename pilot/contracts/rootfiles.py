@@ -52,8 +52,7 @@ class RootTask:
     cpus: int = 1
     memory: int = 0  # MB; 0: no request
     gpus: int = 0
-    # Pegasus' job type (number, description): compute, or a data job (stage-in-tx, create-dir, ...)
-    kind: tuple[int, str] = (1, "compute")
+    kind: tuple[int, str] = (1, "compute")  # a data task of a whole cluster: its Pegasus type (create-dir, ...)
 
 
 def _agreed(values: set[int], default: int) -> int:
@@ -71,14 +70,10 @@ class RootJob:
     parents: list[str]
     command: list[str]
 
-    @property
-    def kind(self) -> tuple[int, str]:
-        """A cluster of one data job is that job's type (pegasus-statistics counts jobs by it); else compute."""
-        return self.tasks[0].kind if len(self.tasks) == 1 else (1, "compute")
-
-    @property
-    def transformation(self) -> str:
-        return self.tasks[0].transformation if len(self.tasks) == 1 and self.kind[0] != 1 else "pegasus::pilot"
+    # Pegasus' job type (number, description): a cluster is compute; a data job of Pegasus' (create-dir,
+    # stage-in-tx, ...) is a job with no tasks, as in a Pegasus plan, where tasks are the workflow's own jobs.
+    kind: tuple[int, str] = (1, "compute")
+    transformation: str = "pegasus::pilot"
 
     @property
     def cpus(self) -> int:

@@ -135,7 +135,7 @@ class Clusterer:
         merged: dict[int, Cluster] = {}
         replaced: set[int] = set()
         for kind, name, members in groups:
-            if kind != "whole" and len(members) < 2:
+            if (kind != "whole" and len(members) < 2) or not members:
                 continue
             jobs = [j for m in members for j in m.jobs]
             if kind in ("label", "whole"):

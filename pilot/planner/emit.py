@@ -28,7 +28,7 @@ from pilot.dag.writer import cwd_note, runtime_note, stdio_note
 from pilot.errors import ConfigError, DagError
 from pilot.jobrequest import pilot_args, request_for
 from pilot.planner.clustering import Cluster
-from pilot.planner.model import Job
+from pilot.planner.model import Job, JobType
 from pilot.planner.profiles import ProfileResolver
 from pilot.planner.staging import INPUT_FILE
 from pilot.sites import SiteConfig
@@ -239,11 +239,18 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
     jobs = []
     for e in emitted:
         c = e.cluster
-        tasks = [RootTask(j.id, j.tx_label, command_text(j), [ch.id for ch in j.children],
-                          *request_of(j, c.site), kind=j.type.value) for j in c.jobs]
+        # A cluster's tasks are its jobs, data jobs too: each writes an invocation record into the cluster's
+        # output, which monitord counts as a task's. A data job alone (all clusterings but whole) is also a job
+        # of its own type (create-dir, stage-in-tx, ...), which pegasus-statistics counts jobs by.
+        alone = len(c.jobs) == 1 and c.jobs[0].type is not JobType.COMPUTE
+        tasks = [RootTask(j.id, j.tx_label, command_text(j), [ch.id for ch in j.children], *request_of(j, c.site),
+                          kind=j.type.value) for j in c.jobs]
         cdir = os.path.dirname(e.dag)
         command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag)), ranks=e.ranks).command()
-        jobs.append(RootJob(c.name, c.site, tasks, [p.name for p in c.parents], command))
+        job = RootJob(c.name, c.site, tasks, [p.name for p in c.parents], command)
+        if alone:
+            job.kind, job.transformation = c.jobs[0].type.value, c.jobs[0].tx_label
+        jobs.append(job)
     write_root_files(submit_dir, workflow_name, jobs, planner_arguments)
 
 

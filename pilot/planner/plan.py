@@ -158,6 +158,8 @@ def _plan(req: PlanRequest) -> Plan:
         return runtimes[job.index] if job.type is JobType.COMPUTE else expected_runtime(job)
 
     clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
+    if not clusters and "whole" in techniques:  # data reuse left no job: the data jobs are still one cluster
+        clusters = [Cluster(f"merge_{wf.name}", [], "whole", site.handle)]
     data = DataJobs(wf, lay, wf.catalogs, stageable, reused)
     data.add(units_of(wf, clusters))
     cleanup.add(wf, list(data.made), lay, mode, data.new_job)

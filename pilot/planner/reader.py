@@ -408,6 +408,10 @@ def _property_problem(key: str, value: str) -> str | None:
         if value and value.lower() not in CLUSTERER_PREFERENCES:
             return "is not a preference: use Runtime, or leave it out to cluster by clusters.size and clusters.num"
         return None
+    if key == "pegasus.data.configuration":
+        from pilot.planner.datalayout import SHAREDFS, unsupported_configuration
+
+        return None if value.lower() in ("", SHAREDFS) else unsupported_configuration(value)
     if key == "pegasus.clusterer.label.key":
         return None if value else "is empty: name the profile key that holds the label, e.g. label"
     if key.startswith("pegasus."):

@@ -16,7 +16,11 @@ clusters still in the queue (their later events would be dropped), so before
 starting monitord on a dagman.out that already has lines, ``pilot submit``
 leaves the ``monitord.recover`` file that monitord itself leaves when it dies
 mid-run: monitord then drops this workflow from its DB and reads the whole
-dagman.out again. Nothing is counted twice and nothing is lost. A monitord
+dagman.out again. Nothing is counted twice and nothing is lost. That
+monitord meets the earlier run's EXITING line, which a later STARTING UP does
+not undo, so it stops at its first look that finds the file unchanged, long
+before the restarted run ends; ``pilot submit`` then replays the whole
+dagman.out into the DB once the run has ended (``Monitord.replay``). A monitord
 of an earlier ``pilot submit`` still running is stopped first (SIGINT, its
 graceful exit), as monitord refuses to run twice on one directory.
 """
@@ -98,6 +102,27 @@ class Monitord:
                                          start_new_session=True)
         log.info("pegasus-monitord follows %s (pid %d; log %s)", self.dagman_out, self.proc.pid, LOG_FILE)
         return True
+
+    def exited(self) -> bool:
+        """Whether monitord has already ended (a call before the run's end: it stopped too early)."""
+        return self.proc is not None and self.proc.poll() is not None
+
+    def replay(self) -> int | None:
+        """Read the whole dagman.out again into the DB, as ``pegasus-monitord -r`` after the fact.
+
+        A monitord that re-reads a restarted run's dagman.out meets the earlier run's EXITING line; its
+        ``STARTING UP`` after it does not reset that (monitord resets it only for two starts in a row), so
+        it ends at the first look that finds the file unchanged, well before the run does. The replay
+        reads to the end whatever it meets on the way.
+        """
+        cmd = pegasus_cli("pegasus-monitord")
+        if cmd is None:
+            return None
+        with open(os.path.join(self.submit_dir, RECOVER), "w", encoding="utf-8") as fh:
+            fh.write("line_processed 1\n")
+        with open(os.path.join(self.submit_dir, LOG_FILE), "ab") as out:
+            return subprocess.call([*cmd, "-r", "-j", JOBSTATE, os.path.basename(self.dagman_out)],
+                                   cwd=self.submit_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
 
     def finish(self, timeout: float = FINISH_TIMEOUT) -> int | None:
         """Wait for monitord to read the end of the run (it exits on EXITING); SIGINT it after ``timeout``."""
@@ -181,7 +206,14 @@ def root_monitoring(driver, run_monitord: bool = True, removed: bool = False) ->
     try:
         yield monitor
     finally:
+        early = started and monitord.exited()  # before the run's own EXITING line
         monitor.finished(EXIT_REMOVED if removed else exit_code(driver))
         monitor.close()
         if started:
             monitord.finish()
+            if early:
+                log.info("pegasus-monitord stopped before the run ended (a restarted run); replaying %s to "
+                         "complete the DB", os.path.basename(monitor.path))
+                if monitord.replay() != 0:
+                    log.warning("the monitoring DB may be incomplete; complete it with: cd %s && pegasus-monitord -r "
+                                "%s", monitor.submit_dir, os.path.basename(monitor.path))

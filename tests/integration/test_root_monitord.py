@@ -39,6 +39,10 @@ def tool(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
+# The data jobs every plan has: the workflow's directory made first, removed last (--cleanup, default inplace).
+CREATE_DIR, CLEANUP = "create_dir_blackdiamond_0_local", "cleanup_blackdiamond_0_local"
+
+
 def workflow(tmp: Path) -> Path:
     """Label clusters: first (2 tasks of 2 CPUs and 256 MB each), second (2 tasks, ID3 fails with exit 3); ID5 (slow) alone in its label."""
     wf = api.Workflow("blackdiamond")
@@ -96,13 +100,17 @@ def test_one_workflow_per_submit_directory(tmp_path):
     monitor.start()
     assert monitord.start(recover=False)
     try:
+        monitor.submitted(CREATE_DIR, "9000", "local")
+        monitor.running(CREATE_DIR)
+        run_cluster(sub, CREATE_DIR)
+        monitor.ended(CREATE_DIR, retry=False, retry_limit=3)
         monitor.submitted("merge_first", "9001", "local")
         monitor.running("merge_first")
-        # While the first cluster runs: UNREADY READY PRE IN_Q POST DONE FAIL %DONE
-        assert status_row(sub)[:8] == ["2", "0", "0", "1", "0", "0", "0", "0.0"]
+        # While the first cluster runs: UNREADY READY PRE IN_Q POST DONE FAIL %DONE (the cleanup job waits for all)
+        assert status_row(sub)[:8] == ["3", "0", "0", "1", "0", "1", "0", "20.0"]
         run_cluster(sub, "merge_first")
         monitor.ended("merge_first", retry=False, retry_limit=3)
-        assert status_row(sub)[:8] == ["0", "2", "0", "0", "0", "1", "0", "33.33"]
+        assert status_row(sub)[:8] == ["1", "2", "0", "0", "0", "2", "0", "40.0"]
 
         monitor.submitted("sh_ID5", "9002", "local")
         monitor.running("sh_ID5")
@@ -124,21 +132,22 @@ def test_one_workflow_per_submit_directory(tmp_path):
     assert sorted(p.name for p in (sub / "sh_ID5").glob("sh_ID5.out.*")) == ["sh_ID5.out.000",
                                                                                         "sh_ID5.out.001"]
     # (the per-worker DAG.out.<rank> of the failed cluster stay for inspection, as after any failed pilot run)
-    assert {p.name for p in sub.glob("*/*.out.[0-9][0-9][0-9]")} == {"merge_first.out.000", "merge_second.out.000",
-                                                                     "sh_ID5.out.000", "sh_ID5.out.001"}
+    assert {p.name for p in sub.glob("*/*.out.[0-9][0-9][0-9]")} == {f"{CREATE_DIR}.out.000", "merge_first.out.000",
+                                                                     "merge_second.out.000", "sh_ID5.out.000",
+                                                                     "sh_ID5.out.001"}
 
     # pegasus-status after the run.
     row = status_row(sub)
-    assert row[:9] == ["0", "0", "0", "0", "0", "2", "1", "66.67", "Failure"]
+    assert row[:9] == ["1", "0", "0", "0", "0", "3", "1", "60.0", "Failure"]  # the cleanup job never became ready
 
-    # pegasus-statistics: tasks are the Pegasus jobs, jobs are the clusters.
+    # pegasus-statistics: tasks are the Pegasus jobs (and the data jobs), jobs are the clusters (and data jobs).
     stats = tool("pegasus-statistics", "-s", "all", ".", cwd=sub)
     assert stats.returncode == 0, stats.stderr
     summary = (sub / "statistics" / "summary.txt").read_text()
     table = {line.split()[0]: line.split()[1:] for line in summary.splitlines() if line.startswith(("Tasks", "Jobs"))}
     # Type: Succeeded Failed Incomplete Total Retries Total+Retries
-    assert table["Tasks"] == ["4", "1", "0", "5", "1", "6"]  # ID5 killed at the wall time, then run again
-    assert table["Jobs"] == ["2", "1", "0", "3", "1", "4"]  # sh_ID5 retried once
+    assert table["Tasks"] == ["5", "1", "1", "7", "1", "7"]  # ID5 killed at the wall time, then run again
+    assert table["Jobs"] == ["3", "1", "1", "5", "1", "5"]  # sh_ID5 retried once
     wall = float(re.search(r"Workflow wall time\s*:\s*([\d.]+)", summary).group(1))
     cumulative = float(re.search(r"Cumulative job wall time\s*:\s*([\d.]+)", summary).group(1))
     assert wall >= 3 and cumulative >= 3  # ID5 sleeps 3 s in its second attempt
@@ -158,7 +167,7 @@ def test_one_workflow_per_submit_directory(tmp_path):
     tasks = dict(db.execute("select t.abs_task_id, j.exec_job_id from task t join job j on t.job_id = j.job_id"))
     db.close()
     assert tasks == {"ID1": "merge_first", "ID2": "merge_first", "ID3": "merge_second", "ID4": "merge_second",
-                     "ID5": "sh_ID5"}
+                     "ID5": "sh_ID5", CREATE_DIR: CREATE_DIR, CLEANUP: CLEANUP}
 
     # pegasus-analyzer names the failed task: exit code, site, arguments, stderr, files that exist.
     analyzer = tool("pegasus-analyzer", ".", cwd=sub)
@@ -197,7 +206,7 @@ def test_task_requests_reach_monitord_composite_events(tmp_path):
                 (event.get("req_cpus"), event.get("req_memory_mb"), event.get("req_gpus")))
     # every attempt of a cluster: the first asks for 2 CPUs and 256 MB per task, the others for nothing but 1 CPU
     assert requests == {"merge_first": {("2", "256", None)}, "merge_second": {("1", None, None)},
-                        "sh_ID5": {("1", None, None)}}
+                        "sh_ID5": {("1", None, None)}, CREATE_DIR: {("1", None, None)}}
 
 
 def test_pilot_submit_runs_monitord_live_and_a_restart_counts_nothing_twice(tmp_path):
@@ -210,9 +219,9 @@ def test_pilot_submit_runs_monitord_live_and_a_restart_counts_nothing_twice(tmp_
         wait_for(lambda: dagman_out.exists() and "ULOG_SUBMIT for HTCondor Node sh_ID5" in dagman_out.read_text(),
                  what="the slow cluster's submission")
         wait_for(lambda: (sub / "monitord.pid").exists(), what="pegasus-monitord")
-        row = status_row(sub)  # during the run: the slow cluster queued, the first one done
+        row = status_row(sub)  # during the run: the slow cluster queued, create-dir and the first cluster done
         # (the state may already say Failure: DAGMan's status is NODE_FAILED as soon as ID3's cluster failed)
-        assert int(row[3]) >= 1 and row[5] == "1" and row[8] in ("Running", "Failure")
+        assert int(row[3]) >= 1 and row[5] == "2" and row[8] in ("Running", "Failure")
         first.send_signal(signal.SIGTERM)
         _, err = first.communicate(timeout=120)
     finally:
@@ -233,8 +242,9 @@ def test_pilot_submit_runs_monitord_live_and_a_restart_counts_nothing_twice(tmp_
     # already failed for good before it (a rerun retries what failed): every attempt counted once.
     tries = log.count("Submitting HTCondor Node merge_second")
     assert tries in (2, 4)
-    assert table["Tasks"] == ["4", "1", "0", "5", str(tries - 1), str(5 + tries - 1)]
-    assert table["Jobs"] == ["2", "1", "0", "3", str(tries - 1), str(3 + tries - 1)]
+    # (with create-dir, done, and the cleanup job, which never ran: Total+Retries counts the runs)
+    assert table["Tasks"] == ["5", "1", "1", "7", str(tries - 1), str(6 + tries - 1)]
+    assert table["Jobs"] == ["3", "1", "1", "5", str(tries - 1), str(4 + tries - 1)]
     db = sqlite3.connect(next(sub.glob("*.stampede.db")))
     restarts = db.execute("select count(*) from workflowstate where state = 'WORKFLOW_STARTED'").fetchone()[0]
     db.close()
@@ -266,7 +276,7 @@ def test_pilot_cancel_shows_as_aborted_jobs(tmp_path):
     assert stats.returncode == 0, stats.stderr
     summary = (sub / "statistics" / "summary.txt").read_text()
     jobs = next(line.split() for line in summary.splitlines() if line.startswith("Jobs"))
-    assert jobs[2] != "0" and jobs[4] == "3"  # the aborted cluster counts as failed, of 3 jobs
+    assert jobs[2] != "0" and jobs[4] == "5"  # the aborted cluster counts as failed, of 5 jobs (2 data jobs)
 
 
 @pytest.mark.slurm
@@ -284,13 +294,14 @@ def test_slurm_run_is_one_pegasus_workflow(tmp_path):
     assert res.returncode == 1, res.stderr  # ID3 fails
     log = (sub / "blackdiamond-0.dag.dagman.out").read_text()
     # merge_second (ID3 fails) is tried twice (--retry 1): a DAGMan retry of its node
-    assert log.count("ULOG_EXECUTE") == 4 and log.count("POST Script of Node") == 4
+    assert log.count("ULOG_EXECUTE") == 5 and log.count("POST Script of Node") == 5  # and create-dir's
     assert "Retrying node merge_second (retry #1 of 4)..." in log  # --retry 1 + --max-resubmits 3
     stats = tool("pegasus-statistics", "-s", "all", ".", cwd=sub)
     assert stats.returncode == 0, stats.stderr
     summary = (sub / "statistics" / "summary.txt").read_text()
     table = {line.split()[0]: line.split()[1:] for line in summary.splitlines() if line.startswith(("Tasks", "Jobs"))}
-    assert table["Tasks"] == ["4", "1", "0", "5", "1", "6"] and table["Jobs"] == ["2", "1", "0", "3", "1", "4"]
+    # with create-dir, done, and the cleanup job, which never ran
+    assert table["Tasks"] == ["5", "1", "1", "7", "1", "7"] and table["Jobs"] == ["3", "1", "1", "5", "1", "5"]
     js = [line.split() for line in (sub / "jobstate.log").read_text().splitlines() if " SUBMIT " in line]
     slurm_ids = {c["name"]: c["job_ids"] for c in json.loads((sub / "submit.state.json").read_text())["clusters"]}
     logged: dict[str, list[str]] = {}

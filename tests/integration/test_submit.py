@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -34,11 +35,23 @@ def test_local_site_runs_the_example(tmp_path):
     res = pilot("submit", "--site", "local", "--cluster", "label", "--poll", "0.3", EXAMPLE, "--dir", str(sub))
     assert res.returncode == 0, res.stderr
     st = state(sub)
-    assert {n: c["state"] for n, c in st.items()} == {"preprocess_preprocess": "done", "merge_middle": "done", "analyze_analyze": "done"}
+    assert all(c["state"] == "done" for c in st.values()) and len(st) == 3 + DIAMOND_DATA_JOBS
+    assert {"preprocess_preprocess", "merge_middle", "analyze_analyze", "stage_in_local_local_0_0"} < set(st)
+    # f.a came from the replica catalog, f.d went to the output site's storage and was registered
+    assert (tmp_path / "wf-output" / "f.d").read_text().splitlines()[:2] == ["1 one", "1 one"]
+    db = sqlite3.connect(sub / "diamond-0.replicas.db")
+    assert db.execute("select lfn, pfn, site from rc_lfn natural join rc_pfn").fetchall() == [
+        ("f.d", f"file://{tmp_path}/wf-output/f.d", "local")]
+    db.close()
     table = pilot("status", str(sub)).stdout
     assert "merge_middle" in table and "2/2" in table
     again = pilot("submit", "--site", "local", "--poll", "0.3", str(sub))  # all done: nothing is submitted again
     assert again.returncode == 0 and state(sub) == st
+
+
+# The data jobs of the example's label plan: create-dir, a stage-in, a stage-out and a registration (of f.d), four
+# in-place cleanup jobs and the leaf cleanup: each a batch job of its own, as Pegasus makes them jobs of the root DAG.
+DIAMOND_DATA_JOBS = 9
 
 
 def sleeper_workflow(tmp_path: Path, n: int, seconds: int, label_each: bool) -> str:
@@ -73,9 +86,11 @@ def test_slurm_label_workflow(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "submit with:" not in res.stdout  # it is submitting already
     st = state(sub)
-    assert len(st) == 3 and all(c["state"] == "done" and len(c["job_ids"]) == 1 for c in st.values())
+    assert len(st) == 3 + DIAMOND_DATA_JOBS and all(c["state"] == "done" and len(c["job_ids"]) == 1 for c in st.values())
+    assert "stage_in_remote_container_0_0" in st  # the example's input staged to the site by a job on the site
+    assert (tmp_path / "wf-output" / "f.d").exists()
     assert our_squeue(sub) == []
-    assert res.stdout.splitlines()[-1].split() == ["0", "0", "0", "4", "0", "100.0", "Success"]
+    assert res.stdout.splitlines()[-1].split() == ["0", "0", "0", str(4 + DIAMOND_DATA_JOBS), "0", "100.0", "Success"]
     assert_files_as_documented(sub, "slurm")
 
 
@@ -115,7 +130,7 @@ def test_slurm_killed_driver_resumes_without_duplicates(tmp_path):
     assert res.returncode == 0, res.stderr
     st = state(sub)
     assert all(c["state"] == "done" for c in st.values())
-    assert [len(c["job_ids"]) for c in st.values()] == [1, 1, 1]  # no cluster submitted twice
+    assert [len(c["job_ids"]) for c in st.values()] == [1] * len(st)  # no cluster submitted twice
     jobcomp = Path("/var/log/slurm/jobcomp.log")
     if jobcomp.exists():  # the scheduler's own record agrees
         text = jobcomp.read_text()
@@ -147,7 +162,9 @@ def test_slurm_cancel_leaves_no_job(tmp_path):
     while time.monotonic() < deadline and our_squeue(sub):
         time.sleep(0.2)
     assert our_squeue(sub) == []
-    assert all(c["state"] == "cancelled" for c in state(sub).values())
+    st = state(sub)  # create-dir had finished; the rest is cancelled, nothing left queued or running
+    assert st["merge_chain"]["state"] == "cancelled" and st["create_dir_sleepers_0_container"]["state"] == "done"
+    assert all(c["state"] in ("cancelled", "done") for c in st.values())
 
 
 @pytest.mark.slurm
@@ -161,7 +178,7 @@ def test_pbs_path_through_torque_wrappers(tmp_path):
     # Slurm's qsub wrapper sends the job's output to the submitting process's directory: keep it in tmp_path.
     res = pilot("submit", "--site", str(site), "--cluster", "label", "--poll", "0.5", EXAMPLE, "--dir", str(sub), cwd=str(tmp_path))
     assert res.returncode == 0, res.stderr
-    assert all(c["state"] == "done" for c in state(sub).values()) and len(state(sub)) == 3
+    assert all(c["state"] == "done" for c in state(sub).values()) and len(state(sub)) == 3 + DIAMOND_DATA_JOBS
 
 
 def local_site(tmp_path: Path, name: str, max_queued: int) -> str:
@@ -203,14 +220,15 @@ def test_site_throttle_and_independent_work_after_a_failure(tmp_path):
                 "--dir", str(sub))
     assert res.returncode == 0, res.stderr
     runs = sorted(spans(sub).values())
-    assert len(runs) == 3 and all(a[1] <= b[0] for a, b in zip(runs, runs[1:]))  # never two at once
+    assert len(runs) == 3 + 2 and all(a[1] <= b[0] for a, b in zip(runs, runs[1:]))  # never two at once (with
+    # the workflow's create-dir and cleanup jobs)
     sub2 = tmp_path / "sub2"
     res = pilot("submit", "--site", site, "--poll", "0.2", "--cluster", "horizontal",
                 independent_workflow(tmp_path, 3, fail="j0"), "--dir", str(sub2))
     assert res.returncode == 1
     st = state(sub2)
     assert st["false_j0"]["state"] == "failed" and st["false_j0"]["attempts"] == 2  # the default --retry 1
-    assert [c["state"] for n, c in st.items() if n != "false_j0"] == ["done", "done"]  # independent clusters still ran
+    assert [c["state"] for n, c in st.items() if n.startswith("sleep_")] == ["done", "done"]  # independent work still ran
     assert "false_j0: task false_j0 failed with exit 1 (stderr: false_j0/false_j0.err.001)" in res.stderr.splitlines()
 
 

@@ -95,7 +95,9 @@ def test_slurm_failure_stops_only_descendants_and_a_rerun_retries_exactly_it(tmp
                 flaky_workflow(tmp_path, flag), "--dir", str(sub))
     assert res.returncode == 1, res.stderr
     st = state(sub)
-    assert {n: c["state"] for n, c in st.items()} == {"merge_mixed": "failed", "echo_after": "waiting", "echo_other": "done"}
+    assert {n: c["state"] for n, c in st.items()} == {"merge_mixed": "failed", "echo_after": "waiting", "echo_other": "done",
+                                                      "create_dir_branches_0_container": "done",
+                                                      "cleanup_branches_0_container": "waiting"}
     lines = res.stderr.splitlines()
     # no file per task: the attempt's job stderr, and the job output with the task's invocation record
     assert ("merge_mixed: task check_chk failed with exit 1 (stderr: merge_mixed/merge_mixed.err.000, "
@@ -106,14 +108,15 @@ def test_slurm_failure_stops_only_descendants_and_a_rerun_retries_exactly_it(tmp
     # pegasus-status' view: the failed cluster failed, the one below it not run (Un-Ready), the other done
     rows = [line.split()[2:] for line in (sub / "branches-0.dag.dagman.out").read_text().splitlines()
             if re.fullmatch(r"\S+ \S+(\s+\d+){7}", line)]
-    assert rows[-1] == ["1", "0", "0", "0", "0", "1", "1"]  # Done Pre Queued Post Ready Un-Ready Failed
+    # (with the workflow's create-dir, done, and its cleanup, waiting for every branch)
+    assert rows[-1] == ["2", "0", "0", "0", "0", "2", "1"]  # Done Pre Queued Post Ready Un-Ready Failed
     batch = next(line for line in lines if line.startswith("merge_mixed: batch job "))
     out, err = re.search(r"stdout (\S+), stderr (\S+)$", batch).groups()
     assert (sub / out).exists() and (sub / err).exists()
     assert "echo_after: not run (merge_mixed failed)" in lines
     status = pilot("status", str(sub))
     assert status.returncode == 1 and "not run (merge_mixed failed)" in status.stdout
-    assert status.stdout.splitlines()[-1].split() == ["1", "0", "0", "2", "1", "50.0", "Failure"]
+    assert status.stdout.splitlines()[-1].split() == ["2", "0", "0", "3", "1", "50.0", "Failure"]
 
     flag.write_text("")  # the cause is fixed: the rerun needs neither --site nor --set again
     again = pilot("submit", "--poll", "0.3", str(sub))
@@ -205,7 +208,8 @@ def test_slurm_held_job_is_shown_held_and_runs_once_released(tmp_path):
 
     try:
         held = wait("the job held", lambda r: "held (JobHeldUser)" in r.stdout)
-        assert held.returncode == 3 and held.stdout.splitlines()[-2].split()[:4] == ["0", "4", "0", "0"]  # 4 tasks READY
+        # the 4 jobs and 9 data jobs of the example, all READY
+        assert held.returncode == 3 and held.stdout.splitlines()[-2].split()[:4] == ["0", "13", "0", "0"]
         subprocess.run(["scontrol", "release", state(sub)["merge_diamond"]["job_ids"][0]], check=True)
         done = wait("the released job done", lambda r: r.returncode != 3)
     finally:

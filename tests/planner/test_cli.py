@@ -96,8 +96,10 @@ def test_demo_runs_from_any_directory_after_pip_install(tmp_path):
                          cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     assert str(target / "pilot" / "examples" / "diamond.yml") in res.stdout
-    assert "4 tasks in 3 clusters" in res.stdout
+    assert "13 tasks (9 of them data jobs) in 12 clusters" in res.stdout
     assert list(elsewhere.iterdir()) == []
+    # the example's input came from its replica catalog, beside the installed workflow; its output was staged out
+    assert (tmp_path / "wf-output" / "f.d").read_text().count("\n") == 8
 
 
 def test_submit_directory_that_cannot_be_written_is_exit_2(tmp_path, capsys):
