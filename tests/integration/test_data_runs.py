@@ -1,0 +1,158 @@
+"""Workflows that move files, run for real: pilot submit with the real pegasus-transfer, monitord and friends.
+
+The example of tests/planner/data_wf.py (an input from the replica catalog, a stageable executable, an
+output staged out and registered, a job's stdout file) in every clustering mode on the local site; a stage-in
+that fails and the rerun that follows; data reuse.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pilot.dag import read_dag
+from pilot.submit.monitord import pegasus_cli
+from tests.conftest import mpiexec
+from tests.planner.data_wf import data_workflow
+from tests.planner.wf import api
+
+pytestmark = [pytest.mark.mpi, pytest.mark.monitord]
+PILOT = [sys.executable, "-m", "pilot"]
+
+
+def submit(paths: dict, sub: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    args = [*PILOT, "submit", "--poll", "0.2", *extra]
+    if "workflow" in paths:
+        args += ["--site", "local", paths["workflow"], "--conf", paths["conf"], "--dir", str(sub)]
+    else:
+        args.append(str(sub))
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+
+
+def tool(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    cmd = pegasus_cli(name)
+    if cmd is None:
+        pytest.skip("pegasus-wms is not installed")
+    return subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def summary(sub: Path) -> dict[str, list[str]]:
+    stats = tool("pegasus-statistics", "-s", "all", ".", cwd=sub)
+    assert stats.returncode == 0, stats.stderr
+    text = (sub / "statistics" / "summary.txt").read_text()
+    return {line.split()[0]: line.split()[1:] for line in text.splitlines() if line.startswith(("Tasks", "Jobs"))}
+
+
+def successes(sub: Path) -> dict[str, int]:
+    """JOB_SUCCESS records per task, over every cluster's jobstate.log (every attempt, every run)."""
+    out: dict[str, int] = {}
+    for log in sub.glob("*/jobstate.log"):
+        for line in log.read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 2 and fields[2] == "JOB_SUCCESS":
+                out[fields[1]] = out.get(fields[1], 0) + 1
+    return out
+
+
+@pytest.mark.parametrize("cluster", ["whole", "label", "horizontal"])
+def test_the_example_moves_its_files_in_every_clustering_mode(tmp_path, cluster):
+    paths = data_workflow(tmp_path)
+    sub = tmp_path / "sub"
+    res = submit(paths, sub, "--cluster", cluster)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "output" / "f.c").read_text() == "hello\nmine\n"
+    assert (tmp_path / "output" / "j2.out").exists()  # the job's stdout file, staged out too
+    assert not list((tmp_path / "scratch").rglob("f.*"))  # the workflow's directory was cleaned up
+    db = sqlite3.connect(sub / "data-0.replicas.db")
+    assert db.execute("select lfn, pfn, site from rc_lfn natural join rc_pfn").fetchall() == [
+        ("f.c", f"file://{tmp_path}/output/f.c", "local")]
+    db.close()
+    # the real monitord's view: 2 jobs and 10 data jobs, all tasks; jobs of their Pegasus types
+    table = summary(sub)
+    assert table["Tasks"][:4] == ["12", "0", "0", "12"]
+    types = dict(sqlite3.connect(next(sub.glob("*.stampede.db"))).execute("select exec_job_id, type_desc from job"))
+    if cluster == "whole":
+        assert types == {"merge_data": "compute"}
+    else:
+        assert types["stage_in_local_local_0_0"] == "stage-in-tx" and types["register_local_1_0"] == "registration"
+        assert types["create_dir_data_0_local"] == "create-dir" and types["chmod_j2_0"] == "chmod"
+        assert types["cleanup_data_0_local"] == "cleanup" and types["cp_j1"] == "compute"
+        assert table["Jobs"][:4] == ["12", "0", "0", "12"]
+
+
+def two_branches(tmp_path: Path) -> dict:
+    """jA reads f.a (present), jB reads f.z (its replica missing); one stage-in and one stage-out job each."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "f.a").write_text("a\n")
+    rc = api.ReplicaCatalog().add_replica("local", "f.a", str(tmp_path / "in" / "f.a"))
+    rc.add_replica("local", "f.z", str(tmp_path / "in" / "f.z"))
+    tc = api.TransformationCatalog().add_transformations(api.Transformation("cp", site="local", pfn="/bin/cp",
+                                                                             is_stageable=False))
+    wf = api.Workflow("branches")
+    for name, src in (("jA", "f.a"), ("jB", "f.z")):
+        out = api.File(f"{name}.out")
+        wf.add_jobs(api.Job("cp", _id=name).add_args(src, out).add_inputs(api.File(src)).add_outputs(out))
+    wf.add_replica_catalog(rc).add_transformation_catalog(tc)
+    sc = api.SiteCatalog().add_sites(api.Site("local").add_directories(
+        api.Directory(api.Directory.SHARED_SCRATCH, str(tmp_path / "scratch")),
+        api.Directory(api.Directory.LOCAL_STORAGE, str(tmp_path / "output"))))
+    wf.add_site_catalog(sc)
+    wf.write(str(tmp_path / "branches.yml"))
+    props = api.Properties()
+    props["pegasus.transfer.arguments"] = "-m 1"  # one try: pegasus-transfer waits minutes before a second
+    props["pegasus.stagein.clusters"] = "2"  # Pegasus would group both files of the level into one of each
+    props["pegasus.stageout.clusters"] = "2"
+    props.write(str(tmp_path / "pegasus.properties"))
+    return {"workflow": str(tmp_path / "branches.yml"), "conf": str(tmp_path / "pegasus.properties")}
+
+
+def test_a_failed_stage_in_fails_only_its_jobs_and_a_rerun_repeats_no_finished_transfer(tmp_path):
+    paths = two_branches(tmp_path)
+    sub = tmp_path / "sub"
+    res = submit(paths, sub, "--cluster", "whole", "--retry", "0")
+    assert res.returncode == 1, res.stderr
+    assert (tmp_path / "output" / "jA.out").read_text() == "a\n"  # the other branch ran to its end
+    assert not (tmp_path / "output" / "jB.out").exists()
+    done = successes(sub)
+    failed = next(n for n in ("stage_in_local_local_0_0", "stage_in_local_local_0_1") if n not in done)
+    assert "cp_jA" in done and "cp_jB" not in done and "cleanup_branches_0_local" not in done
+    # pegasus-analyzer names the failed transfer and shows the URL it could not read
+    analyzer = tool("pegasus-analyzer", ".", cwd=sub)
+    assert analyzer.returncode != 0 and failed in analyzer.stdout, analyzer.stdout
+    assert f"{tmp_path}/in/f.z" in analyzer.stdout
+    status = subprocess.run([*PILOT, "status", str(sub)], capture_output=True, text=True)
+    assert status.returncode == 1 and "FAILED" in status.stdout
+
+    (tmp_path / "in" / "f.z").write_text("z\n")  # the missing input appears: run again
+    again = submit({}, sub)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "output" / "jB.out").read_text() == "z\n"
+    done = successes(sub)
+    assert all(n == 1 for n in done.values()), done  # no finished transfer (or job) ran twice
+    assert set(done) == {t.name for t in read_dag(str(sub / "merge_branches" / "merge_branches.dag"))}
+
+
+def test_data_reuse_runs_only_what_is_missing(tmp_path):
+    paths = data_workflow(tmp_path)
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "f.b").write_text("from an earlier run\n")
+    doc = yaml.safe_load(Path(paths["workflow"]).read_text())
+    doc["replicaCatalog"]["replicas"].append({"lfn": "f.b", "pfns": [{"site": "local", "pfn": str(old / "f.b")}]})
+    Path(paths["workflow"]).write_text(yaml.safe_dump(doc))
+    sub = tmp_path / "sub"
+    res = submit(paths, sub, "--cluster", "whole")
+    assert res.returncode == 0, res.stderr
+    assert "1 job left out: their outputs are in the replica catalog" in res.stdout
+    assert (tmp_path / "output" / "f.c").read_text() == "from an earlier run\nmine\n"
+    assert "cp_j1" not in successes(sub)
+    record = json.loads((sub / "merge_data" / "stage_in_local_local_1_0.in").read_text())
+    assert "f.b" in [e["lfn"] for e in record]  # staged from the earlier run's copy
