@@ -97,7 +97,7 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
             elif line.startswith(PILOT_NOTE) and (len(line) == len(PILOT_NOTE) or line[len(PILOT_NOTE)].isspace()):
                 if line[len(PILOT_NOTE):].lstrip().startswith(CWD_NOTE):
                     cwd = _cwd_note(line, path, lineno)
-                elif line[len(PILOT_NOTE):].lstrip().startswith(STDIO_NOTES):
+                elif line[len(PILOT_NOTE):].lstrip().lstrip("'\"\\").startswith(STDIO_NOTES):
                     stdio = _stdio_note(line, path, lineno)
                 else:
                     runtime = _pilot_note(line, path, lineno)

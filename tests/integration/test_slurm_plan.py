@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pilot.dag import read_dag
 from tests.integration.slurm import require_slurm, sbatch, wait_gone
 from tests.integration.test_monitord import pegasus_cli
 
@@ -21,17 +22,23 @@ PILOT = f"pilot_command={sys.executable} -m pilot"
 
 
 def diamond(tmp_path: Path, labels: dict[str, str] | None = None) -> str:
+    """The diamond with echo for every program: its input comes from the replica catalog, its outputs (which
+    echo never writes) are neither staged out nor registered."""
     wf = api.Workflow("diamond", infer_dependencies=True)
     files = {n: api.File(n) for n in ("f.a", "f.b1", "f.b2", "f.c1", "f.c2", "f.d")}
+    (tmp_path / "f.a").write_text("a\n")
+    wf.add_replica_catalog(api.ReplicaCatalog().add_replica("local", "f.a", str(tmp_path / "f.a")))
     tc = api.TransformationCatalog()
     for n in ("preprocess", "findrange", "analyze"):
         tc.add_transformations(api.Transformation(n, site="container", pfn="/bin/echo", is_stageable=False))
     wf.add_transformation_catalog(tc)
+    kept = {"stage_out": False, "register_replica": False}
     jobs = [
-        api.Job("preprocess", _id="pre").add_args("pre", files["f.a"]).add_inputs(files["f.a"]).add_outputs(files["f.b1"], files["f.b2"]),
-        api.Job("findrange", _id="left").add_args("left").add_inputs(files["f.b1"]).add_outputs(files["f.c1"]),
-        api.Job("findrange", _id="right").add_args("right").add_inputs(files["f.b2"]).add_outputs(files["f.c2"]),
-        api.Job("analyze", _id="ana").add_args("ana").add_inputs(files["f.c1"], files["f.c2"]).add_outputs(files["f.d"]),
+        api.Job("preprocess", _id="pre").add_args("pre", files["f.a"]).add_inputs(files["f.a"])
+        .add_outputs(files["f.b1"], files["f.b2"], **kept),
+        api.Job("findrange", _id="left").add_args("left").add_inputs(files["f.b1"]).add_outputs(files["f.c1"], **kept),
+        api.Job("findrange", _id="right").add_args("right").add_inputs(files["f.b2"]).add_outputs(files["f.c2"], **kept),
+        api.Job("analyze", _id="ana").add_args("ana").add_inputs(files["f.c1"], files["f.c2"]).add_outputs(files["f.d"], **kept),
     ]
     for j in jobs:
         if labels and j._id in labels:
@@ -60,9 +67,13 @@ def test_whole_workflow_by_hand_then_monitord(tmp_path, monkeypatch):
     job = sbatch(str(cdir / "merge_diamond.slurm"), cwd=str(tmp_path))  # sbatch from elsewhere: --chdir applies
     wait_gone([job])
     out = (cdir / "merge_diamond.batch.out").read_text()
-    assert '[cluster-summary stat="ok", tasks=4, submitted=4, succeeded=4' in out, (cdir / "merge_diamond.batch.err").read_text()
+    names = [t.name for t in read_dag(str(cdir / "merge_diamond.dag"))]  # the 4 jobs and their data jobs
+    assert {"stage_in_remote_container_0_0", "preprocess_pre", "analyze_ana"} < set(names)
+    n = len(names)
+    assert f'[cluster-summary stat="ok", tasks={n}, submitted={n}, succeeded={n}' in out, \
+        (cdir / "merge_diamond.batch.err").read_text()
     assert sorted((cdir / "merge_diamond.dag.rescue").read_text().split()) == sorted(
-        "DONE preprocess_pre DONE findrange_left DONE findrange_right DONE analyze_ana".split())
+        x for name in names for x in ("DONE", name))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     (tmp_path / "home").mkdir()
     mon = subprocess.run([*pegasus_cli("pegasus-monitord"), "-r", "merge_diamond.dag.dagman.out"], cwd=cdir,
@@ -71,13 +82,13 @@ def test_whole_workflow_by_hand_then_monitord(tmp_path, monkeypatch):
     db = sqlite3.connect(cdir / "merge_diamond.stampede.db")
     rows = db.execute("select j.exec_job_id, ji.exitcode from job_instance ji join job j on j.job_id = ji.job_id").fetchall()
     db.close()
-    assert sorted(rows) == sorted((t, 0) for t in ("preprocess_pre", "findrange_left", "findrange_right", "analyze_ana"))
+    assert sorted(rows) == sorted((t, 0) for t in names)
     stats = subprocess.run([*pegasus_cli("pegasus-statistics"), "-s", "all", "."], cwd=cdir, capture_output=True, text=True)
     assert stats.returncode == 0, stats.stderr
     summary = (cdir / "statistics" / "summary.txt").read_text()
     jobs = next(line.split() for line in summary.splitlines() if line.startswith("Jobs"))
     tasks = next(line.split() for line in summary.splitlines() if line.startswith("Tasks"))
-    assert jobs[1:5] == ["4", "0", "0", "4"] and tasks[1:5] == ["4", "0", "0", "4"]
+    assert jobs[1:5] == [str(n), "0", "0", str(n)] and tasks[1:5] == [str(n), "0", "0", str(n)]
 
 
 def test_label_clusters_run_in_dependency_order(tmp_path):
@@ -85,7 +96,10 @@ def test_label_clusters_run_in_dependency_order(tmp_path):
     sub = plan(tmp_path, diamond(tmp_path, {"pre": "top", "left": "mid", "right": "mid"}), "label")
     clusters = yaml.safe_load((sub / "clusters.yml").read_text())["clusters"]
     # a label with one job stays that job, as a chunk of one does in horizontal clustering
-    assert {c["name"]: c["parents"] for c in clusters} == {"preprocess_pre": [], "merge_mid": ["preprocess_pre"], "analyze_ana": ["merge_mid"]}
+    parents = {c["name"]: c["parents"] for c in clusters}
+    assert parents["preprocess_pre"] == ["stage_in_remote_container_0_0"] and parents["merge_mid"] == ["preprocess_pre"]
+    assert parents["analyze_ana"] == ["merge_mid"] and parents["stage_in_remote_container_0_0"] == [
+        "create_dir_diamond_0_container"]
     ids: dict[str, str] = {}
     for c in clusters:  # listed parents first
         deps = [ids[p] for p in c["parents"]]

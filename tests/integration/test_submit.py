@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -151,10 +152,10 @@ def test_slurm_cancel_leaves_no_job(tmp_path):
         time.sleep(0.2)
     assert our_squeue(sub)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and "running" not in pilot("status", str(sub)).stdout:
+    while time.monotonic() < deadline and not re.search(r"^merge_chain +running", pilot("status", str(sub)).stdout, re.M):
         time.sleep(0.2)
     live = pilot("status", str(sub))
-    assert live.returncode == 3 and "merge_chain  running" in live.stdout and "0/2" in live.stdout
+    assert live.returncode == 3 and re.search(r"^merge_chain +running +0/2 ", live.stdout, re.M), live.stdout
     assert "driven by pilot submit (pid" in live.stdout
     cancel = pilot("cancel", str(sub))
     assert cancel.returncode == 0, cancel.stderr

@@ -134,3 +134,21 @@ def test_numbers_are_read_the_way_pmc_reads_them():
     assert (t.priority, t.tries, t.cpus, t.memory) == (1, 2, 0, 10)
     t = parse("TASK a -t 0 -p -7x -c 2.5 x\n")["a"]
     assert (t.tries, t.priority, t.cpus) == (0, -7, 3)
+
+
+def test_cwd_notes_hold_until_the_next_and_stdio_notes_for_one_task():
+    dag = parse("TASK a /bin/true\n#pilot cwd=/scratch/my dir\n#pilot stdout=b.out 'stdin=in put'\nTASK b /bin/cat\n"
+                "TASK c /bin/true\n#pilot cwd=\nTASK d /bin/true\n")
+    assert [(t.name, t.cwd) for t in dag] == [("a", None), ("b", "/scratch/my dir"), ("c", "/scratch/my dir"), ("d", None)]
+    assert dag["b"].stdio == ("in put", "b.out", "") and dag["c"].stdio is None
+    again = parse(format_dag(dag))  # written back as read
+    assert [(t.name, t.cwd, t.stdio) for t in again] == [(t.name, t.cwd, t.stdio) for t in dag]
+
+
+@pytest.mark.parametrize("line,message", [
+    ("#pilot cwd=relative/dir", "t.dag:1: '#pilot cwd=relative/dir': the directory must be an absolute path"),
+    ("#pilot stdout=", "t.dag:1: invalid '#pilot' stdio annotation 'stdout='"),
+    ("#pilot stdout=a stdlog=b", "t.dag:1: invalid '#pilot' stdio annotation 'stdlog=b'"),
+])
+def test_bad_pilot_notes_are_one_line(line, message):
+    assert error_of(line + "\nTASK a /bin/true\n").startswith(message)

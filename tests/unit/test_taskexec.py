@@ -139,3 +139,27 @@ def test_task_stdin_is_usable_when_the_worker_started_without_stdin():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "status=1"  # read hit EOF on /dev/null, not "bad file descriptor" (2)
+
+
+def test_spawn_in_runs_in_the_task_directory_with_its_stdio_files(waker, outs, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "in.txt").write_text("from stdin\n")
+    (work / "job.out").write_text("an earlier attempt's output, replaced\n")
+    here = os.getcwd()
+    r = taskexec.spawn_in(str(work), ("in.txt", "job.out", ""), ["sh", "-c", "pwd; cat; echo oops >&2"],
+                          dict(os.environ), outs[0], outs[1])
+    taskexec.wait(r, waker, lambda: False)
+    assert r.status == 0 and os.getcwd() == here  # the worker is back in its own directory
+    assert (work / "job.out").read_text() == f"{work}\nfrom stdin\n"
+    assert (outs[2] / "out").read_text() == "" and (outs[2] / "err").read_text() == "oops\n"
+
+
+def test_spawn_in_a_missing_directory_or_stdin_names_it(outs, tmp_path):
+    here = os.getcwd()
+    with pytest.raises(OSError) as info:
+        taskexec.spawn_in(str(tmp_path / "nope"), None, ["true"], dict(os.environ), outs[0], outs[1])
+    assert info.value.filename == str(tmp_path / "nope") and os.getcwd() == here
+    with pytest.raises(OSError) as info:
+        taskexec.spawn_in(str(tmp_path), ("missing.in", "", ""), ["true"], dict(os.environ), outs[0], outs[1])
+    assert info.value.filename == "missing.in" and os.getcwd() == here
