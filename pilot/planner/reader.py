@@ -375,20 +375,24 @@ def read_replica_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -
             catalogs.replicas.setdefault(lfn, []).extend(copies)
 
 
+def numbered_lines(path: str, what: str) -> list[tuple[int, str]]:
+    """(line number, line) of a text file; one-line errors for a file that cannot be read or is not text."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return list(enumerate(fh, 1))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}): is this {what}?") from None
+
+
 def read_properties(path: str) -> dict[str, str]:
     """Java-style properties (``key = value``, ``key: value`` or ``key value``; # and ! comments).
 
     The values pilot uses are checked here, so that an error names the line.
     """
     props: dict[str, str] = {}
-    try:
-        with open(path, encoding="utf-8") as fh:
-            lines = list(enumerate(fh, 1))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}): is this a properties file?") from None
-    for lineno, raw in lines:
+    for lineno, raw in numbered_lines(path, "a properties file"):
         line = raw.strip()
         if not line or line[0] in "#!":
             continue

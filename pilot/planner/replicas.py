@@ -53,14 +53,7 @@ def load(path: str, catalogs: Catalogs) -> None:
 
 
 def _load_text(path: str, catalogs: Catalogs) -> None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            lines = list(enumerate(fh, 1))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the replica catalog: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}): is this a replica catalog?") from None
-    for lineno, raw in lines:
+    for lineno, raw in reader.numbered_lines(path, "a replica catalog"):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.planner.wf import api
+from tests.planner.wf import api, write_properties
 
 MINE = "#!/bin/sh\ncat \"$1\" > \"$2\" && echo mine >> \"$2\"\n"
 
@@ -51,11 +51,7 @@ def data_workflow(tmp_path: Path, *, site_catalog: bool = True, input_text: str 
     else:
         out["replicas"] = str(tmp_path / "replicas.yml")
         rc.write(out["replicas"])
-    properties = {"pegasus.transfer.arguments": transfer_args, **(props or {})}
-    p = api.Properties()
-    for key, value in properties.items():
-        p[key] = value
-    out["conf"] = str(tmp_path / "pegasus.properties")
-    p.write(out["conf"])
+    out["conf"] = write_properties(tmp_path / "pegasus.properties",
+                                   {"pegasus.transfer.arguments": transfer_args, **(props or {})})
     wf.write(out["workflow"])
     return out

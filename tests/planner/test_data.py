@@ -276,7 +276,7 @@ def test_data_configurations_that_need_condor_are_refused_in_one_line(tmp_path, 
     out = subprocess.run([sys.executable, "-m", "pilot", "plan", paths["workflow"], "--conf", paths["conf"], "--site",
                           "local", "--dir", str(tmp_path / "s")], capture_output=True, text=True)
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
-    assert f"pegasus.properties:" in out.stderr and f"pegasus.data.configuration = '{value}' is not supported" in out.stderr
+    assert "pegasus.properties:" in out.stderr and f"pegasus.data.configuration = '{value}' is not supported" in out.stderr
     assert "use sharedfs" in out.stderr
 
 

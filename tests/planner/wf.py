@@ -19,6 +19,15 @@ def transformations(site: str, names: dict[str, str], profiles: dict[str, dict] 
     return tc
 
 
+def write_properties(path: Path, props: dict[str, str]) -> str:
+    """pegasus.properties as Pegasus.api writes it; returns its path."""
+    p = api.Properties()
+    for k, v in props.items():
+        p[k] = v
+    p.write(str(path))
+    return str(path)
+
+
 def write(tmp_path: Path, wf, tc=None, sc=None, props: dict[str, str] | None = None) -> dict[str, str]:
     """Write workflow, catalogs and properties as separate files; return their paths."""
     out = {"workflow": str(tmp_path / "workflow.yml")}
@@ -29,11 +38,7 @@ def write(tmp_path: Path, wf, tc=None, sc=None, props: dict[str, str] | None = N
         out["sc"] = str(tmp_path / "sites.yml")
         sc.write(out["sc"])
     if props:
-        p = api.Properties()
-        for k, v in props.items():
-            p[k] = v
-        out["conf"] = str(tmp_path / "pegasus.properties")
-        p.write(out["conf"])
+        out["conf"] = write_properties(tmp_path / "pegasus.properties", props)
     wf.write(out["workflow"])
     return out
 
