@@ -156,3 +156,23 @@ def test_data_reuse_runs_only_what_is_missing(tmp_path):
     assert "cp_j1" not in successes(sub)
     record = json.loads((sub / "merge_data" / "stage_in_local_local_1_0.in").read_text())
     assert "f.b" in [e["lfn"] for e in record]  # staged from the earlier run's copy
+
+
+@pytest.mark.slurm
+@pytest.mark.parametrize("cluster", ["whole", "label"])
+def test_the_example_moves_its_files_through_the_real_slurm(tmp_path, cluster):
+    """Every batch job through Slurm's sbatch; the data jobs run on the compute node, on the shared file system."""
+    from tests.integration.slurm import require_slurm
+
+    require_slurm()
+    paths = data_workflow(tmp_path)
+    sub = tmp_path / "sub"
+    res = subprocess.run([*PILOT, "submit", "--site", "container", "--set", "pegasus_site=local", "--set",
+                          f"pilot_command={sys.executable} -m pilot", "--cluster", cluster, "--poll", "0.3",
+                          paths["workflow"], "--conf", paths["conf"], "--dir", str(sub)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "output" / "f.c").read_text() == "hello\nmine\n" and (tmp_path / "output" / "j2.out").exists()
+    state = json.loads((sub / "submit.state.json").read_text())["clusters"]
+    assert all(c["state"] == "done" for c in state) and len(state) == (1 if cluster == "whole" else 12)
+    assert summary(sub)["Tasks"][:4] == ["12", "0", "0", "12"]
