@@ -45,6 +45,10 @@ class ClusterSpec:
     retry: int | None = None  # the largest Pegasus dagman.retry among its jobs; None: not set
     runtime: float | None = None  # sum of its tasks' runtimes (Pegasus runtime profiles); None: not all known
     critical_path: float | None = None  # longest chain of runtimes inside it; None: not all known
+    # DAGMan's category of a data job (stagein, stageout, cleanup, registration) and the most clusters of
+    # that category active at once (Pegasus' MAXJOBS); None: no throttle
+    category: str | None = None
+    maxjobs: int | None = None
 
     def rel(self, path: str) -> str:
         """``path`` relative to the submit directory, for messages."""
@@ -83,6 +87,8 @@ def read_clusters(submit_dir: str) -> list[ClusterSpec]:
                 dag=os.path.join(submit_dir, item["dag"]), tasks=int(item["tasks"]), ranks=int(item["ranks"]),
                 parents=parents, retry=None if retry is None else int(retry),
                 runtime=None if runtime is None else float(runtime), critical_path=None if critical is None else float(critical),
+                category=None if item.get("category") is None else str(item["category"]),
+                maxjobs=None if item.get("maxjobs") is None else int(item["maxjobs"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{path}: cluster #{n}: bad or missing field ({type(exc).__name__}: {exc}); re-plan with pilot plan") from None

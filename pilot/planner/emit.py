@@ -28,7 +28,7 @@ from pilot.dag.writer import cwd_note, runtime_note, stdio_note
 from pilot.errors import ConfigError, DagError
 from pilot.jobrequest import pilot_args, request_for
 from pilot.planner.clustering import Cluster
-from pilot.planner.model import Job, JobType
+from pilot.planner.model import DEFAULT_MAXJOBS, Job, JobType
 from pilot.planner.profiles import ProfileResolver
 from pilot.planner.staging import INPUT_FILE
 from pilot.sites import SiteConfig
@@ -177,7 +177,8 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
         _SHARED = None
     out = [Emitted(clusters[k], dag, script, ranks, critical) for k, dag, script, ranks, critical in rows]
     memo: dict = {}
-    write_cluster_dag(submit_dir, out, site, workflow_name, [cluster_retry(c, resolver, memo) for c in clusters])
+    write_cluster_dag(submit_dir, out, site, workflow_name, [cluster_retry(c, resolver, memo) for c in clusters],
+                      resolver.catalogs.properties)
     write_root_monitoring(submit_dir, out, site, workflow_name, planner_arguments,
                           lambda job, handle: task_request(resolver.pegasus(job, handle)))
     return out
@@ -293,8 +294,25 @@ def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, crit
     return Emitted(cluster, dag_file, script_file, req.ranks, critical)
 
 
+def category_of(cluster: Cluster, properties: dict[str, str]) -> tuple[str | None, int | None]:
+    """A data job's DAGMan category and its MAXJOBS (``dagman.<category>.maxjobs``, else Pegasus' default)."""
+    if cluster.kind != "data" or not cluster.jobs:
+        return None, None
+    category = cluster.jobs[0].type.category
+    if category is None:
+        return None, None
+    raw = properties.get(f"dagman.{category}.maxjobs")
+    if raw is None:
+        return category, DEFAULT_MAXJOBS.get(category)
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"pegasus.properties: dagman.{category}.maxjobs = {raw!r} is not a whole number") from None
+    return category, value if value > 0 else None
+
+
 def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
-                      retries: list[int | None] | None = None) -> None:
+                      retries: list[int | None] | None = None, properties: dict[str, str] | None = None) -> None:
     """clusters.yml (format in docs/submit-dir.md). JSON scalars are YAML; PyYAML's emitter
     would take seconds for the tens of thousands of clusters of a big plan."""
     j = json.dumps
@@ -321,4 +339,7 @@ def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig,
             f"  parents: {j([p.name for p in c.parents])}",
             f"  retry: {j(retries[k] if retries else None)}",
         ]
+        category, maxjobs = category_of(c, properties or {})
+        if category:
+            lines += [f"  category: {j(category)}", f"  maxjobs: {j(maxjobs)}"]
     write_atomic(os.path.join(submit_dir, CLUSTERS_FILE), "\n".join(lines) + "\n")

@@ -28,6 +28,17 @@ class JobType(enum.Enum):
     def desc(self) -> str:
         return self.value[1]
 
+    @property
+    def category(self) -> str | None:
+        """The DAGMan category Pegasus gives a data job of this type (throttled by ``dagman.<category>.maxjobs``)."""
+        return CATEGORIES.get(self)
+
+
+CATEGORIES = {JobType.STAGE_IN: "stagein", JobType.STAGE_OUT: "stageout", JobType.CLEANUP: "cleanup",
+              JobType.REGISTRATION: "registration"}
+# Pegasus' default MAXJOBS per category (its condor code generator and cleanup strategy); registration has none.
+DEFAULT_MAXJOBS = {"stagein": 10, "stageout": 10, "cleanup": 4}
+
 
 class Link(enum.Enum):
     """How a job uses a file (``uses[].type`` of a Pegasus 5 workflow)."""

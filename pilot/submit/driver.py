@@ -333,16 +333,26 @@ class Driver:
         submitting it twice. Other changes (queue states, outcomes) are written once per pass."""
         now = self.clock.monotonic()
         active = {s.name: self.state.count(ACTIVE, s.name) for s in self.sites}
+        in_category: dict[str, int] = {}  # DAGMan categories: active data jobs of each kind
+        for c in self.state.clusters.values():
+            category = self.specs[c.name].category
+            if category and c.state in ACTIVE:
+                in_category[category] = in_category.get(category, 0) + 1
         batch: list[tuple[ClusterRecord, SiteConfig]] = []
         for c in self.state.clusters.values():
             if all(active[s.name] >= s.max_queued for s in self.sites):
                 break  # every site is full
             if not self._is_ready(c) or self._next_try.get(c.name, 0.0) > now:
                 continue
+            spec = self.specs[c.name]
+            if spec.category and spec.maxjobs and in_category.get(spec.category, 0) >= spec.maxjobs:
+                continue  # as many of its category run as Pegasus' MAXJOBS allows
             site = self._pick_site(c, active)
             if site is None:
                 continue  # its site is full; another cluster may fit elsewhere
             active[site.name] += 1
+            if spec.category:
+                in_category[spec.category] = in_category.get(spec.category, 0) + 1
             self._prepare(c, site)
             batch.append((c, site))
         if not batch:

@@ -282,3 +282,13 @@ def test_data_configurations_that_need_condor_are_refused_in_one_line(tmp_path, 
 
 def test_sharedfs_said_outright_is_fine(tmp_path):
     assert run_plan(tmp_path, data_workflow(tmp_path, props={"pegasus.data.configuration": "sharedfs"}))
+
+
+def test_data_jobs_carry_pegasus_dagman_categories_and_their_maxjobs(tmp_path):
+    paths = data_workflow(tmp_path, props={"dagman.stageout.maxjobs": "3"})
+    run_plan(tmp_path, paths, "label")
+    data = yaml.safe_load((tmp_path / "submit" / "clusters.yml").read_text())
+    got = {c["name"]: (c.get("category"), c.get("maxjobs")) for c in data["clusters"]}
+    assert got["stage_in_local_local_0_0"] == ("stagein", 10) and got["stage_out_local_local_1_0"] == ("stageout", 3)
+    assert got["clean_up_local_level_3_0"] == ("cleanup", 4) and got["register_local_1_0"] == ("registration", None)
+    assert got["create_dir_data_0_local"] == (None, None) and got["cp_j1"] == (None, None)

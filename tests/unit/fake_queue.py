@@ -164,8 +164,10 @@ class FakeQueue:
         write_result(dag, job.outcome is RunOutcome.DONE, job.outcome, len(tasks), done, [], 0 if job.outcome is RunOutcome.DONE else 1)
 
 
-def make_plan(root: Path, clusters: dict[str, list[str]], tasks: int = 2, retry: dict[str, int] | None = None) -> str:
-    """A submit directory with ``clusters`` (name -> parents, parents first), each a DAG of ``tasks`` tasks."""
+def make_plan(root: Path, clusters: dict[str, list[str]], tasks: int = 2, retry: dict[str, int] | None = None,
+              categories: dict[str, tuple[str, int]] | None = None) -> str:
+    """A submit directory with ``clusters`` (name -> parents, parents first), each a DAG of ``tasks`` tasks;
+    ``categories``: name -> (DAGMan category, its maxjobs) of data-job clusters."""
     lines = ["format: 1", 'workflow: "wf"', 'site: "a"', 'site_file: "/nonexistent/a.yaml"', 'scheduler: "local"', "clusters:"]
     for name, parents in clusters.items():
         d = root / name
@@ -175,5 +177,7 @@ def make_plan(root: Path, clusters: dict[str, list[str]], tasks: int = 2, retry:
                   f"  dag: {json.dumps(name + '/' + name + '.dag')}", f'  script: "{name}/{name}.sh"', f"  tasks: {tasks}",
                   "  ranks: 2", "  runtime: null", "  critical_path: null", f"  parents: {json.dumps(parents)}",
                   f"  retry: {json.dumps((retry or {}).get(name))}"]
+        if categories and name in categories:
+            lines += [f"  category: {json.dumps(categories[name][0])}", f"  maxjobs: {categories[name][1]}"]
     (root / "clusters.yml").write_text("\n".join(lines) + "\n")
     return str(root)

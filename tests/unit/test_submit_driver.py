@@ -25,10 +25,10 @@ def site(name: str = "a", max_queued: int = 10) -> SiteConfig:
     return SiteConfig(name=name, scheduler="local", max_queued=max_queued)
 
 
-def setup(tmp_path: Path, clusters=None, sites=None, retry=None, **opts):
+def setup(tmp_path: Path, clusters=None, sites=None, retry=None, categories=None, **opts):
     clock = FakeClock()
     queue = FakeQueue(clock)
-    sub = make_plan(tmp_path / "sub", clusters or DIAMOND, retry=retry)
+    sub = make_plan(tmp_path / "sub", clusters or DIAMOND, retry=retry, categories=categories)
     driver = Driver.load(sub, sites or [site()], queue, Options(poll=1.0, backoff=2.0, **opts), clock)
     return driver, queue, clock
 
@@ -358,3 +358,14 @@ def test_monitor_hears_jobs_found_in_doubt_refused_never_starting_and_cancelled(
     fresh.monitor = after = Recorder(fresh)
     fresh.cancel_all()
     assert sorted(c for c in after.calls) == [("aborted", "a"), ("aborted", "d")]
+
+
+def test_data_jobs_of_a_category_run_at_most_maxjobs_at_once(tmp_path):
+    """Pegasus' DAGMan categories: 5 stage-in jobs under MAXJOBS 2 beside compute clusters the site takes freely."""
+    clusters = {**{f"stage_in_{i}": [] for i in range(5)}, "c1": [], "c2": [], "c3": []}
+    categories = {f"stage_in_{i}": ("stagein", 2) for i in range(5)}
+    driver, queue, _ = setup(tmp_path, clusters, categories=categories)
+    assert run(driver) is True and set(states(driver).values()) == {"done"}
+    first = [c for t, _, c in queue.submits if t == queue.submits[0][0]]
+    assert sorted(first) == ["c1", "c2", "c3", "stage_in_0", "stage_in_1"]  # the rest of the category waits
+    assert queue.max_active["a"] == 5
