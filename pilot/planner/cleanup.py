@@ -39,24 +39,27 @@ def check_mode(mode: str | None) -> str:
     return value
 
 
-def add(wf: Workflow, made: list[Job], lay: DataLayout, mode: str, new_job: Callable[..., Job]) -> list[Job]:
-    """The cleanup jobs for ``mode``, linked; ``new_job(name, type, tx, command, level)`` makes one."""
+def add(wf: Workflow, made: list[Job], lay: DataLayout, mode: str, new_job: Callable[..., Job],
+        edge: Callable[[Job, Job], None]) -> list[Job]:
+    """The cleanup jobs for ``mode``, linked with ``edge(parent, child)``; ``new_job(name, type, tx, command,
+    level)`` makes one."""
     if mode == "none":
         return []
     jobs = [*wf.jobs, *made]
     out: list[Job] = []
     if mode != "leaf":
-        out += _in_place(wf, jobs, lay, new_job)
+        out += _in_place(wf, jobs, lay, new_job, edge)
     sinks = [j for j in (*jobs, *out) if not j.children]
     leaf = new_job(f"cleanup_{wf.name}_0_{lay.exec_site}", JobType.CLEANUP, "cleanup", None, 0)
     leaf.stdin_text = json.dumps([{"id": 1, "type": "remove", "target": {
-        "site_label": lay.exec_site, "url": lay.workdir.url, "recursive": "True"}}], indent=1)
+        "site_label": lay.exec_site, "url": lay.workdir.url, "recursive": "True"}}])
     for sink in sinks:
-        _edge(sink, leaf)
+        edge(sink, leaf)
     return [*out, leaf]
 
 
-def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, new_job: Callable[..., Job]) -> list[Job]:
+def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, new_job: Callable[..., Job],
+              edge: Callable[[Job, Job], None]) -> list[Job]:
     levels = graphs.levels(jobs, lambda j: j.parents, lambda j: j.children)  # roots 1
     users: dict[str, list[Job]] = {}
     kept: set[str] = set()
@@ -90,10 +93,10 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, new_job: Callable[
             job = new_job(f"clean_up_{lay.exec_site}_level_{level}_{k}", JobType.CLEANUP, "cleanup", None, level)
             job.stdin_text = json.dumps([{"id": n, "type": "remove", "target": {
                 "site_label": lay.exec_site, "url": lay.workdir.file(f)[1], "recursive": "False"}}
-                for n, f in enumerate(files, 1)], indent=1)
+                for n, f in enumerate(files, 1)])
             for f in files:
                 for user in users[f]:
-                    _edge(user, job)
+                    edge(user, job)
             out.append(job)
     return out
 
@@ -107,9 +110,3 @@ def _clusters_num(wf: Workflow) -> int | None:
     except ValueError:
         raise ConfigError(f"pegasus.properties: pegasus.file.cleanup.clusters.num = {raw!r} is not a whole number") from None
     return value if value >= 1 else None
-
-
-def _edge(parent: Job, child: Job) -> None:
-    if child not in parent.children:
-        parent.children.append(child)
-        child.parents.append(parent)

@@ -106,6 +106,7 @@ class DataJobs:
         self.stageable = stageable  # job.index -> the URL of its stageable executable
         self.reused = reused or []
         self.made: list[Job] = []
+        self.edges: set[tuple[int, int]] = set()
         self.known_sites = set(catalogs.sites) | {lay.exec_site, "local"}
         self.protocols = replicas.transfer_protocols()
         self.transfer = [*lay.transfer, "--threads", self.props.get("pegasus.transfer.threads", DEFAULT_THREADS),
@@ -125,9 +126,12 @@ class DataJobs:
     def _transfer_job(self, name: str, kind: JobType, level: int) -> Container:
         return Container(self.new_job(name, kind, "transfer", None, level))
 
-    @staticmethod
-    def edge(parent: Job, child: Job) -> None:
-        if child not in parent.children:
+    def edge(self, parent: Job, child: Job) -> None:
+        """A dependency, once: every edge added here has a data job at one end, so only these need remembering
+        (a set: a stage-in job feeds hundreds of jobs, and a list scan per edge would make planning quadratic)."""
+        key = (id(parent), id(child))
+        if key not in self.edges:
+            self.edges.add(key)
             parent.children.append(child)
             child.parents.append(parent)
 
@@ -298,7 +302,7 @@ class DataJobs:
             for reg in registers.values():
                 reg.job.stdin_text = "".join(f'{lfn} {url} site="{site}"\n' for lfn, url, site in reg.register)
             for box in boxes:
-                box.job.stdin_text = json.dumps(box.entries, indent=1)
+                box.job.stdin_text = json.dumps(box.entries)
 
     def _register_job(self, registers: dict[int, Container], slot: int, level: int) -> Container:
         """The registration job beside stage-out job ``slot`` of a level (pegasus-rc-client's map on its input)."""
@@ -318,7 +322,7 @@ class DataJobs:
         stage_in = self._stage_in(units, made)
         for boxes in stage_in.values():
             for box in boxes:
-                box.job.stdin_text = json.dumps(box.entries, indent=1)
+                box.job.stdin_text = json.dumps(box.entries)
         self._stage_out(units)
         roots = [j for j in (*self.wf.jobs, *self.made) if not j.parents]
         mkdir = self.new_job(f"create_dir_{self.wf.name}_0_{self.lay.exec_site}", JobType.CREATE_DIR, "dirmanager")

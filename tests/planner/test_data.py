@@ -292,3 +292,14 @@ def test_data_jobs_carry_pegasus_dagman_categories_and_their_maxjobs(tmp_path):
     assert got["stage_in_local_local_0_0"] == ("stagein", 10) and got["stage_out_local_local_1_0"] == ("stageout", 3)
     assert got["clean_up_local_level_3_0"] == ("cleanup", 4) and got["register_local_1_0"] == ("registration", None)
     assert got["create_dir_data_0_local"] == (None, None) and got["cp_j1"] == (None, None)
+
+
+def test_a_missing_pegasus_transfer_is_one_line_at_plan_time(tmp_path, monkeypatch):
+    from pilot.planner import datalayout
+
+    monkeypatch.setattr(datalayout.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(datalayout.shutil, "which", lambda name: None)
+    with pytest.raises(ConfigError, match=r"^pegasus-transfer not found, which stages the workflow's files .*: pip install "
+                                          r"'pegasus-wms.worker==5.1.\*'"):
+        run_plan(tmp_path, data_workflow(tmp_path))
+    assert not (tmp_path / "submit").exists()
