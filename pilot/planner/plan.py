@@ -125,7 +125,7 @@ def _plan(req: PlanRequest) -> Plan:
     def site_of(job: Job) -> str:
         return sites[job.index]
 
-    stageable: dict[int, str] = {}  # job index -> where its executable is staged from
+    stageable: dict[int, tuple[str, str]] = {}  # job index -> (URL, site) its executable is staged from
 
     def catalog_entry(job: Job, handle: str):
         tx = wf.catalogs.find_transformation(job.tx_key)
@@ -151,7 +151,7 @@ def _plan(req: PlanRequest) -> Plan:
         handle = site_of(job)
         entry = catalog_entry(job, handle)
         if entry.stageable:
-            stageable[job.index] = replicas.url_of(entry.pfn)
+            stageable[job.index] = (replicas.url_of(entry.pfn), entry.site)
         runtimes.append(float_profile(resolver.pegasus(job, handle), "runtime"))
 
     def runtime_of(job: Job) -> float | None:

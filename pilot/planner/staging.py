@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pilot.errors import ConfigError
 from pilot.planner import replicas
 from pilot.planner.datalayout import DataLayout
-from pilot.planner.model import Catalogs, Job, JobType, Use, Workflow
+from pilot.planner.model import Catalogs, Job, JobType, Link, Use, Workflow
 
 INPUT_FILE = "@INPUT_FILE@"  # replaced by emit with the path of the job's input file
 JOBS_PER_TRANSFER = 10  # Pegasus' NUM_COMPUTE_JOBS_PER_TRANSFER_JOB
@@ -97,16 +97,17 @@ def executable_lfn(job: Job) -> str:
 class DataJobs:
     """Builds the data jobs for one plan; ``add`` links them to the compute jobs and returns them."""
 
-    def __init__(self, wf: Workflow, lay: DataLayout, catalogs: Catalogs, stageable: dict[int, str],
+    def __init__(self, wf: Workflow, lay: DataLayout, catalogs: Catalogs, stageable: dict[int, tuple[str, str]],
                  reused: list[Job] | None = None) -> None:
         self.wf = wf
         self.lay = lay
         self.cat = catalogs
         self.props = catalogs.properties
-        self.stageable = stageable  # job.index -> the URL of its stageable executable
+        self.stageable = stageable  # job.index -> (URL, site) of its stageable executable
         self.reused = reused or []
         self.made: list[Job] = []
         self.edges: set[tuple[int, int]] = set()
+        self._turns: dict[int, int] = {}  # level -> files dealt to its stage-in jobs so far
         self.known_sites = set(catalogs.sites) | {lay.exec_site, "local"}
         self.protocols = replicas.transfer_protocols()
         self.transfer = [*lay.transfer, "--threads", self.props.get("pegasus.transfer.threads", DEFAULT_THREADS),
@@ -155,6 +156,8 @@ class DataJobs:
     # -- stage-in -----------------------------------------------------------------------------
     def _sources(self, job: Job, k: int, use: Use) -> list[dict]:
         copies = replicas.find(self.cat, use.lfn)
+        if not copies and use.optional:
+            return []
         if not copies:
             raise ConfigError(
                 f"{job.where}: uses[{k}]: input {use.lfn!r} has no replica in the replica catalog and no job of the "
@@ -177,58 +180,68 @@ class DataJobs:
             url = "symlink://" + path
         return {"site_label": self.lay.exec_site, "url": url}
 
-    def _stage_in(self, units: list[Unit], made: dict[str, Job]) -> dict[int, list[Container]]:
-        """Stage-in containers per level; ``made`` maps each file name to the job that writes it."""
+    def _wanted(self, job: Job, made: dict[str, Job]) -> list[tuple[int, Use, list[dict] | None]]:
+        """What ``job`` needs staged: (uses index, file, sources; None: already on its way or not needed).
+
+        Its inputs that no job writes, and its executable when that is stageable (index -1).
+        """
+        out = []
+        for k, use in enumerate(job.uses):
+            if use.reads and use.lfn not in made:
+                out.append((k, use, None))
+        if job.index in self.stageable:
+            url, site = self.stageable[job.index]
+            out.append((-1, Use(executable_lfn(job), Link.INPUT), [{"site_label": site, "url": url, "priority": 1}]))
+        return out
+
+    def _stage_in(self, units: list[Unit], made: dict[str, Job]) -> None:
+        """Stage-in jobs per level, files dealt round-robin; ``made`` maps each file name to the job that writes it."""
         staged: dict[str, Container] = {}
-        chmods: dict[int, Job] = {}  # id(container) -> its chmod job
-        by_level = _levels(units)
-        out: dict[int, list[Container]] = {}
-        for level, on_level in by_level.items():
+        chmods: dict[int, tuple[Job, Container]] = {}  # id(stage-in job) -> the chmod job after it, and the stage-in
+        for level, on_level in _levels(units).items():
             count = self._count("pegasus.stagein.clusters", len(on_level))
             boxes: list[Container] = []
-            turn = 0
-            for unit in on_level:
-                for job in unit.jobs:
-                    wanted = [(k, u, False) for k, u in enumerate(job.uses) if u.reads and u.lfn not in made]
-                    if job.index in self.stageable:
-                        wanted.append((-1, Use(executable_lfn(job), job.uses[0].link if job.uses else None), True))
-                    for k, use, executable in wanted:
-                        box = staged.get(use.lfn)
-                        if box is None:
-                            if executable:
-                                sources = [{"site_label": "local", "url": self.stageable[job.index], "priority": 1}]
-                            else:
-                                sources = self._sources(job, k, use)
-                                if not sources:
-                                    continue
-                            if len(boxes) < count:
-                                boxes.append(self._transfer_job(
-                                    f"stage_in_{self.side}_{self.lay.exec_site}_{level}_{len(boxes)}", JobType.STAGE_IN,
-                                    level))
-                            box = boxes[turn % count]
-                            turn += 1
-                            dest = self._dest(use.lfn, sources[0], executable)
-                            for src in sources:
-                                self._check_url(src["url"], dest["url"], f"{job.where}: uses[{k}]" if k >= 0 else job.where)
-                            box.entries.append({"type": "transfer", "linkage": "input", "lfn": use.lfn,
-                                                "id": len(box.entries) + 1, "src_urls": sources, "dest_urls": [dest]})
-                            if executable:
-                                box.executables.append(self.lay.workdir.file(use.lfn)[0])
-                            staged[use.lfn] = box
-                        if executable:
-                            chmod = chmods.get(id(box))
-                            if chmod is None:
-                                chmod = self.new_job(f"chmod_{job.id}_0", JobType.CHMOD, "chmod", ["/bin/chmod", "+x"], level)
-                                chmods[id(box)] = chmod
-                                self.edge(box.job, chmod)
-                            self.edge(chmod, job)
-                        else:
-                            self.edge(box.job, job)
-            out[level] = boxes
-        for box_id, chmod in chmods.items():
-            box = next(b for boxes in out.values() for b in boxes if id(b) == box_id)
+            for job in (j for unit in on_level for j in unit.jobs):
+                for k, use, sources in self._wanted(job, made):
+                    executable = k < 0
+                    box = staged.get(use.lfn)
+                    if box is None:
+                        sources = sources or self._sources(job, k, use)
+                        if not sources:
+                            continue  # an optional input that no replica provides
+                        if len(boxes) < count:
+                            name = f"stage_in_{self.side}_{self.lay.exec_site}_{level}_{len(boxes)}"
+                            boxes.append(self._transfer_job(name, JobType.STAGE_IN, level))
+                        box = boxes[self._turn(level) % count]
+                        self._add_input(box, job, k, use, sources, executable)
+                        staged[use.lfn] = box
+                    if not executable:
+                        self.edge(box.job, job)
+                        continue
+                    if id(box.job) not in chmods:
+                        chmod = self.new_job(f"chmod_{job.id}_0", JobType.CHMOD, "chmod", None, level)
+                        chmods[id(box.job)] = (chmod, box)
+                        self.edge(box.job, chmod)
+                    self.edge(chmods[id(box.job)][0], job)
+            for box in boxes:
+                box.job.stdin_text = json.dumps(box.entries)
+        for chmod, box in chmods.values():  # each makes executable what its stage-in job brought
             chmod.command = ["/bin/chmod", "+x", *box.executables]
-        return out
+
+    def _turn(self, level: int) -> int:
+        """The next round-robin place of a level (files are dealt one at a time, as BalancedCluster deals them)."""
+        turn = self._turns.get(level, 0)
+        self._turns[level] = turn + 1
+        return turn
+
+    def _add_input(self, box: Container, job: Job, k: int, use: Use, sources: list[dict], executable: bool) -> None:
+        dest = self._dest(use.lfn, sources[0], executable)
+        for src in sources:
+            self._check_url(src["url"], dest["url"], f"{job.where}: uses[{k}]" if k >= 0 else job.where)
+        box.entries.append({"type": "transfer", "linkage": "input", "lfn": use.lfn, "id": len(box.entries) + 1,
+                            "src_urls": sources, "dest_urls": [dest]})
+        if executable:
+            box.executables.append(self.lay.workdir.file(use.lfn)[0])
 
     # -- stage-out and registration ------------------------------------------------------------
     def _storage_url(self, job: Job, k: int, lfn: str) -> str:
@@ -319,10 +332,7 @@ class DataJobs:
         made = producers(self.wf)
         for job in self.wf.jobs:
             job.cwd = self.lay.workdir.path
-        stage_in = self._stage_in(units, made)
-        for boxes in stage_in.values():
-            for box in boxes:
-                box.job.stdin_text = json.dumps(box.entries)
+        self._stage_in(units, made)
         self._stage_out(units)
         roots = [j for j in (*self.wf.jobs, *self.made) if not j.parents]
         mkdir = self.new_job(f"create_dir_{self.wf.name}_0_{self.lay.exec_site}", JobType.CREATE_DIR, "dirmanager")

@@ -303,3 +303,27 @@ def test_a_missing_pegasus_transfer_is_one_line_at_plan_time(tmp_path, monkeypat
                                           r"'pegasus-wms.worker==5.1.\*'"):
         run_plan(tmp_path, data_workflow(tmp_path))
     assert not (tmp_path / "submit").exists()
+
+
+def test_an_optional_input_without_a_replica_is_not_staged(tmp_path):
+    paths = data_workflow(tmp_path)
+    doc = yaml.safe_load(Path(paths["workflow"]).read_text())
+    doc["jobs"][0]["uses"].append({"lfn": "maybe.cfg", "type": "input", "optional": True})
+    Path(paths["workflow"]).write_text(yaml.safe_dump(doc))
+    res = run_plan(tmp_path, paths)
+    names = [t.name for t in read_dag(res.emitted[0].dag)]
+    moved = [e["lfn"] for n in names if n.startswith("stage_in_") for e in entries(tmp_path / "submit", "merge_data", n)]
+    assert "maybe.cfg" not in moved and "f.a" in moved
+
+
+def test_a_stageable_executable_of_another_site_is_staged_from_there(tmp_path):
+    paths = data_workflow(tmp_path)
+    doc = yaml.safe_load(Path(paths["workflow"]).read_text())
+    doc["siteCatalog"]["sites"].append({"name": "depot"})
+    mine = next(t for t in doc["transformationCatalog"]["transformations"] if t["name"] == "mine")
+    mine["sites"][0]["name"] = "depot"  # the only copy is on another site: staged to the execution site
+    Path(paths["workflow"]).write_text(yaml.safe_dump(doc))
+    run_plan(tmp_path, paths)
+    (exe,) = entries(tmp_path / "submit", "merge_data", "stage_in_local_local_1_0")
+    assert exe["lfn"] == "mine" and exe["src_urls"] == [{"site_label": "depot", "url": f"file://{tmp_path}/bin/mine.sh",
+                                                          "priority": 1}]
