@@ -70,9 +70,12 @@ def workflow(tmp_path: Path, n: int, argv: list[str], cpus: dict[int, int] | Non
 
 
 def records(cluster_dir: Path) -> list[dict]:
+    """The [cluster-task] records of the workflow's own jobs (work_*), not of the data jobs the plan adds."""
     out = []
     for f in cluster_dir.glob("*.out.*"):
         for m in RECORD.finditer(f.read_text()):
+            if not m.group(1).startswith("work_"):
+                continue
             start = datetime.fromisoformat(m.group(2)).timestamp()
             out.append({"name": m.group(1), "start": start, "end": start + float(m.group(3)), "status": int(m.group(4)),
                         "host": m.group(5), "slot": int(m.group(6)), "cpus": int(m.group(7)),
@@ -195,12 +198,12 @@ def test_node_down_mid_run_completes_without_rerunning_done_tasks(tmp_path, mult
         plan_id = json.loads((sub / "submit.state.json").read_text())["plan_id"]
         jobs = our_jobs(f"pilot-{plan_id}-merge_wide-")
         live_max = max(live_max, len(jobs))
-        if not downed and rescue.exists() and "DONE" in rescue.read_text():
+        if not downed and rescue.exists() and "DONE work_" in rescue.read_text():
             first = set(jobs)
             subprocess.run(["scontrol", "update", "nodename=node2", "state=down", "reason=pilot-test"], check=True)
             downed = True
         elif downed and not done_before and not first & set(jobs):  # the job that lost its node has ended
-            done_before = {line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE")}
+            done_before = {line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE work_")}
             resume("node2")
 
     try:
@@ -216,7 +219,7 @@ def test_node_down_mid_run_completes_without_rerunning_done_tasks(tmp_path, mult
     for name in done_before:
         i = name.rsplit("_t", 1)[1]
         assert started.count(f"start {i}") == 1, name  # a DONE task is not run again
-    done = [line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE")]
+    done = [line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE work_")]
     assert sorted(done) == sorted(f"work_t{i}" for i in range(16))
 
 
@@ -249,7 +252,7 @@ def test_a_lost_worker_ends_the_step_and_the_cluster_resumes(tmp_path, multinode
 
     def watch() -> None:
         nonlocal killed
-        if killed is None and rescue.exists() and "DONE" in rescue.read_text():
+        if killed is None and rescue.exists() and "DONE work_" in rescue.read_text():
             pids = _worker_pids("merge_wide.dag")
             if pids:
                 killed = pids[0]
@@ -260,7 +263,7 @@ def test_a_lost_worker_ends_the_step_and_the_cluster_resumes(tmp_path, multinode
     assert code == 0, err
     c = state(sub)["merge_wide"]
     assert c["state"] == "done" and len(c["job_ids"]) >= 2, c  # the step ended and the cluster was resubmitted
-    done = [line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE")]
+    done = [line.split()[1] for line in rescue.read_text().splitlines() if line.startswith("DONE work_")]
     assert sorted(done) == sorted(f"work_t{i}" for i in range(12))
 
 
