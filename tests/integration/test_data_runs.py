@@ -154,8 +154,10 @@ def test_data_reuse_runs_only_what_is_missing(tmp_path):
     assert "1 job left out: their outputs are in the replica catalog" in res.stdout
     assert (tmp_path / "output" / "f.c").read_text() == "from an earlier run\nmine\n"
     assert "cp_j1" not in successes(sub)
-    record = json.loads((sub / "merge_data" / "stage_in_local_local_1_0.in").read_text())
-    assert "f.b" in [e["lfn"] for e in record]  # staged from the earlier run's copy
+    moved = [e for f in (sub / "merge_data").glob("stage_in_*.in") for e in json.loads(f.read_text())]
+    # j2, a root now, reads the earlier run's copy; nothing reads f.a any more
+    assert [e["src_urls"][0]["url"] for e in moved if e["lfn"] == "f.b"] == [f"file://{old}/f.b"]
+    assert "f.a" not in [e["lfn"] for e in moved]
 
 
 @pytest.mark.slurm
