@@ -76,12 +76,14 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("-n", "--nolock", action="store_true", help="do not lock the DAG file")
     p.add_argument("-r", "--rescue", metavar="path", help="rescue log path (default: DAG.rescue)")
     p.add_argument("--host-script", metavar="path", help="script run once per host before any task (PMC_HOST_SCRIPT)")
-    p.add_argument("--host-memory", metavar="MB", type=_int_at_least(0), help="memory per host in MB (PMC_HOST_MEMORY)")
-    p.add_argument("--host-cpus", metavar="N", type=_int_at_least(1), help="CPUs per host (PMC_HOST_CPUS)")
+    p.add_argument("--host-memory", metavar="MB", type=_host_size, help="memory per host in MB (PMC_HOST_MEMORY; "
+                   "0: detect, the default)")
+    p.add_argument("--host-cpus", metavar="N", type=_host_size, help="CPUs per host (PMC_HOST_CPUS; 0: detect, the default)")
     p.add_argument("--host-gpus", metavar="N", type=_int_at_least(0), help="GPUs per host (PMC_HOST_GPUS)")
     p.add_argument("--strict-limits", action="store_true", help="enforce each task's memory request")
-    p.add_argument("--max-wall-time", metavar="minutes", type=_positive_float,
-                   help="abort the run after this many minutes (PMC_MAX_WALL_TIME; fractions allowed)")
+    p.add_argument("--max-wall-time", metavar="minutes", type=_wall_minutes,
+                   help="abort the run after this many minutes (PMC_MAX_WALL_TIME; fractions allowed; 0 or less: no "
+                        "limit, as Pegasus writes for short clustered jobs)")
     p.add_argument("--per-task-stdio", action="store_true", help="write TASK.out.NNN/TASK.err.NNN per attempt")
     p.add_argument("--jobstate-log", action="store_true", help="append to jobstate.log next to the DAG")
     p.add_argument("--monitord-hack", action="store_true", help="write DAG.dagman.out for pegasus-monitord (implies --per-task-stdio)")
@@ -105,7 +107,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, prog: str = "pilot run") -> RunOptions:
     env = os.environ if env is None else env
     ns = build_parser(prog).parse_args(list(argv))
-    host_cpus = ns.host_cpus if ns.host_cpus is not None else _env_value(env, "PMC_HOST_CPUS", _int_at_least(1))
+    host_cpus = _given(ns.host_cpus, env, "PMC_HOST_CPUS", _host_size)
     if ns.set_affinity and host_cpus is not None:
         # CPU numbers handed to tasks must be real CPUs of the host, as in PMC.
         raise UsageError(f"{prog}: --host-cpus is not compatible with --set-affinity; drop one of them")
@@ -117,18 +119,18 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, pr
         dag=ns.dag,
         verbosity=ns.verbose - ns.quiet,
         skip_rescue=ns.skip_rescue,
-        stdout=ns.stdout,
-        stderr=ns.stderr,
+        stdout=None if ns.stdout == "stdout" else ns.stdout,  # PMC's names of its own streams
+        stderr=None if ns.stderr == "stderr" else ns.stderr,
         max_failures=ns.max_failures,
         tries=ns.tries,
         nolock=ns.nolock,
         rescue=ns.rescue,
         host_script=ns.host_script if ns.host_script is not None else (env.get("PMC_HOST_SCRIPT") or None),
-        host_memory=ns.host_memory if ns.host_memory is not None else _env_value(env, "PMC_HOST_MEMORY", _int_at_least(0)),
+        host_memory=_given(ns.host_memory, env, "PMC_HOST_MEMORY", _host_size),
         host_cpus=host_cpus,
         host_gpus=ns.host_gpus if ns.host_gpus is not None else _env_value(env, "PMC_HOST_GPUS", _int_at_least(0)),
         strict_limits=ns.strict_limits,
-        max_wall_time=ns.max_wall_time if ns.max_wall_time is not None else _env_value(env, "PMC_MAX_WALL_TIME", _positive_float),
+        max_wall_time=_given(ns.max_wall_time, env, "PMC_MAX_WALL_TIME", _wall_minutes),
         per_task_stdio=ns.per_task_stdio or ns.monitord_hack,
         jobstate_log=ns.jobstate_log,
         monitord_hack=ns.monitord_hack,
@@ -141,6 +143,18 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, pr
         keep_task_processes=ns.keep_task_processes,
         ignore_runtimes=ns.ignore_runtimes,
     )
+
+
+# A value given as 0 (or, for the wall time, less): "not given", as PMC reads it. argparse cannot return
+# None for a given value, so the converters return this and _given maps it.
+_UNSET = -1
+
+
+def _given(value, env: Mapping[str, str], name: str, convert):
+    """The command line's value, else the environment's; PMC's "0: detect / no limit" read as None."""
+    if value is None:
+        value = _env_value(env, name, convert)
+    return None if value == _UNSET else value
 
 
 def _env_value(env: Mapping[str, str], name: str, convert):
@@ -179,11 +193,24 @@ def _leading_int_at_least(low: int):
     return convert
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of minutes")
-    return value
+def _host_size(text: str) -> int:
+    """--host-cpus/--host-memory as PMC reads them (sscanf "%u"): the integer at the start of the value ("2.5" is
+    2, "100MB" is 100); 0 means detect the host's own."""
+    match = re.match(r"\s*\+?\d+", text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (0: detect the host's own)")
+    value = int(match.group(0))
+    return _UNSET if value == 0 else value
+
+
+_C_DOUBLE = re.compile(r"\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.I)
+
+
+def _wall_minutes(text: str) -> float:
+    """--max-wall-time as PMC reads it (sscanf "%lf"): the number at the start; 0, less, or not a finite number
+    is no limit (Pegasus writes --max-wall-time 0 for a clustered job of a few seconds)."""
+    match = _C_DOUBLE.match(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of minutes (0: no limit)")
+    value = float(match.group(0))
+    return value if math.isfinite(value) and value > 0 else _UNSET

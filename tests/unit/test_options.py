@@ -44,8 +44,9 @@ def test_environment_aliases_and_precedence():
     [
         (["-t", "0", "x.dag"], {}, "-t/--tries: '0' must be at least 1"),
         (["-m", "-1", "x.dag"], {}, "must be at least 0"),
-        (["--max-wall-time", "0", "x.dag"], {}, "positive number of minutes"),
-        (["--host-cpus", "lots", "x.dag"], {}, "is not an integer"),
+        (["--max-wall-time", "soon", "x.dag"], {}, "'soon' is not a number of minutes (0: no limit)"),
+        (["--host-cpus", "lots", "x.dag"], {}, "'lots' is not a whole number (0: detect the host's own)"),
+        (["--host-memory", "-5", "x.dag"], {}, "'-5' is not a whole number"),
         (["--maxfds", "0", "x.dag"], {}, "must be at least 1"),
         (["--maxfds", "100000000", "x.dag"], {}, "more than RLIMIT_NOFILE"),
         (["--frobnicate", "x.dag"], {}, "unrecognized arguments: --frobnicate"),
@@ -86,3 +87,24 @@ def test_help_width_follows_columns_as_shutil_does(monkeypatch):
         else:
             monkeypatch.setenv("COLUMNS", value)
         assert terminal_columns() == shutil.get_terminal_size().columns
+
+
+@pytest.mark.parametrize("argv,env,expected", [
+    # Pegasus' planner writes --max-wall-time 0 for a clustered job of 2-59 s: PMC reads 0 (or less) as no limit
+    (["--max-wall-time", "0"], {}, {"max_wall_time": None}),
+    (["--max-wall-time", "-3"], {}, {"max_wall_time": None}),
+    ([], {"PMC_MAX_WALL_TIME": "0"}, {"max_wall_time": None}),
+    (["--max-wall-time", "2.5min"], {}, {"max_wall_time": 2.5}),  # sscanf's %lf: the number at the start
+    # 0 CPUs or MB: detect the host's own; a fraction or a unit: the whole number at the start (sscanf's %u)
+    (["--host-cpus", "0"], {"PMC_HOST_CPUS": "4"}, {"host_cpus": None}),
+    ([], {"PMC_HOST_CPUS": "0"}, {"host_cpus": None}),
+    (["--host-cpus", "2.5"], {}, {"host_cpus": 2}),
+    ([], {"PMC_HOST_MEMORY": "100MB"}, {"host_memory": 100}),
+    (["--host-memory", "0"], {}, {"host_memory": None}),
+    # -o stdout / -e stderr: PMC's names for its own streams, not files
+    (["-o", "stdout", "-e", "stderr"], {}, {"stdout": None, "stderr": None}),
+    (["-o", "out.txt", "-e", "err.txt"], {}, {"stdout": "out.txt", "stderr": "err.txt"}),
+])
+def test_values_as_pegasus_mpi_cluster_reads_them(argv, env, expected):
+    o = parse_run_args([*argv, "x.dag"], env=env)
+    assert {k: getattr(o, k) for k in expected} == expected
