@@ -147,7 +147,7 @@ def spawn(
         start = time.time()
         started = time.monotonic()
         pid = os.posix_spawnp(
-            argv[0],
+            _in_this_directory(argv[0]),
             argv,
             env,
             file_actions=actions,
@@ -163,6 +163,14 @@ def spawn(
         for w in child_ends:
             os.close(w)
     return Running(pid, start, started, pipes)
+
+
+def _in_this_directory(name: str) -> str:
+    """pegasus-mpi-cluster's lookup of a program named without a ``/``: an executable of that name in the
+    working directory comes first, then PATH (which posix_spawnp searches). Costs one access() only for such names."""
+    if "/" in name or not os.access(name, os.X_OK) or os.path.isdir(name):
+        return name
+    return "./" + name
 
 
 def spawn_in(

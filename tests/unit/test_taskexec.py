@@ -163,3 +163,21 @@ def test_spawn_in_a_missing_directory_or_stdin_names_it(outs, tmp_path):
     with pytest.raises(OSError) as info:
         taskexec.spawn_in(str(tmp_path), ("missing.in", "", ""), ["true"], dict(os.environ), outs[0], outs[1])
     assert info.value.filename == "missing.in" and os.getcwd() == here
+
+
+def test_a_program_named_without_a_slash_is_found_in_the_working_directory_first(waker, outs, tmp_path):
+    """As pegasus-mpi-cluster's pathfind: ./name when the working directory has it, else PATH."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "mytool").write_text("#!/bin/sh\necho mine \"$0\"\n")
+    (work / "mytool").chmod(0o755)
+    (work / "echo").write_text("#!/bin/sh\necho not the system echo\n")
+    (work / "echo").chmod(0o755)
+    r = taskexec.spawn_in(str(work), None, ["mytool"], dict(os.environ), outs[0], outs[1])
+    taskexec.wait(r, waker, lambda: False)
+    r = taskexec.spawn_in(str(work), None, ["true"], dict(os.environ), outs[0], outs[1])  # not here: PATH's
+    taskexec.wait(r, waker, lambda: False)
+    assert r.status == 0 and (outs[2] / "out").read_text() == "mine ./mytool\n"  # a script sees the path run
+    r = taskexec.spawn_in(str(work), None, ["echo", "x"], dict(os.environ), outs[0], outs[1])
+    taskexec.wait(r, waker, lambda: False)
+    assert (outs[2] / "out").read_text().endswith("not the system echo\n")  # the working directory comes first
