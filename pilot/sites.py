@@ -13,6 +13,7 @@ by the same rules (lists comma-separated). Fields the site marks
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import re
 from dataclasses import dataclass, field, fields
@@ -131,13 +132,23 @@ def shipped_sites() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+# Names people use for a shipped site of another name: the site, and the one line said when it is used.
+ALIASES = {
+    "cori": ("cori-haswell", "NERSC retired Cori at the end of May 2023: --site cori plans for its Haswell partition "
+                             "as it was (cori-haswell; cori-knl for KNL); NERSC's current system is perlmutter-cpu"),
+}
+
+
 def site_path(name_or_path: str) -> str:
-    """The file of a shipped site (by name) or of a user's own (by path)."""
+    """The file of a shipped site (by name or alias) or of a user's own (by path)."""
     if os.sep in name_or_path or name_or_path.endswith((".yaml", ".yml")):
         if not os.path.exists(name_or_path):
             raise ConfigError(f"{name_or_path}: no such site file")
         return name_or_path
     sites = shipped_sites()
+    if name_or_path in ALIASES and name_or_path not in sites:
+        name_or_path, note = ALIASES[name_or_path]
+        logging.getLogger("pilot.site").warning("%s", note)
     path = sites.get(name_or_path)
     if not path:
         close = difflib.get_close_matches(name_or_path, sites, n=1)

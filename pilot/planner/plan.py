@@ -135,9 +135,10 @@ def _plan(req: PlanRequest) -> Plan:
         if entry is None:  # a stageable copy elsewhere is staged to the site, as pegasus-plan does
             entry = next((e for e in tx.sites.values() if e.stageable), None)
         if entry is None:
+            hint = f", or name the catalogs' site with --set pegasus_site={next(iter(tx.sites))}" if tx.sites else ""
             raise ConfigError(
                 f"{job.where}: transformation {job.tx_label} has no entry for site {handle!r} "
-                f"(it has: {', '.join(tx.sites) or 'none'}); add one, or plan for another --site"
+                f"(it has: {', '.join(tx.sites) or 'none'}); add one, plan for another --site{hint}"
             )
         return entry
 

@@ -50,7 +50,8 @@ def test_unknown_transformation(tmp_path):
 
 def test_unknown_site_for_transformation(tmp_path):
     paths = simple(tmp_path)
-    with pytest.raises(ConfigError, match=r"transformation T has no entry for site 'elsewhere'"):
+    with pytest.raises(ConfigError, match=r"transformation T has no entry for site 'elsewhere' \(it has: local\); add one, "
+                                          r"plan for another --site, or name the catalogs' site with --set pegasus_site=local"):
         run_plan(tmp_path, paths, "whole", site=str(site_file(tmp_path, "pegasus_site: elsewhere\n")))
 
 

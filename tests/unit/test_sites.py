@@ -107,3 +107,18 @@ def test_bad_site_file_on_the_command_line_exits_2(tmp_path):
     res = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", path, "x.yml"], capture_output=True, text=True,
                          cwd=tmp_path)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "site.yaml:5: walltime" in res.stderr
+
+
+def test_site_cori_plans_for_the_haswell_partition_and_says_it_was_retired(tmp_path, caplog):
+    """`pilot submit --site cori`, as the one-line description of pilot says it: Cori's Haswell file, one warning line."""
+    with caplog.at_level("WARNING", logger="pilot.site"):
+        site = load_site("cori", {"account": "m0000"})
+    assert site.path == shipped_sites()["cori-haswell"] and site.name == "cori-haswell"
+    (warning,) = [r.message for r in caplog.records]
+    assert "retired Cori at the end of May 2023" in warning and "perlmutter-cpu" in warning and "\n" not in warning
+    wf = tmp_path / "one.dag"
+    wf.write_text("TASK a /bin/true\n")
+    out = subprocess.run([sys.executable, "-m", "pilot", "plan", str(wf), "--site", "cori", "--set", "account=m0000",
+                          "--dir", str(tmp_path / "s")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("\n") == 1 and "retired Cori" in out.stderr  # the plan is made, with that one line
