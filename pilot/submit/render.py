@@ -108,7 +108,7 @@ def progress_line(views: list[ClusterView]) -> str:
     t = totals(views)
     text = f"{t.done}/{t.total} tasks done"
     left = time_left(views) if run_state(views, True) == "Running" else None
-    if left is not None:
+    if left is not None and left >= 1:  # "about 0s left" says nothing
         text += f", about {duration_text(left)} left by the runtime estimates (queue wait not included)"
     return text
 

@@ -173,8 +173,10 @@ def cluster_span(spec: ClusterSpec) -> float | None:
 
 
 def time_left(views: list[ClusterView]) -> float | None:
-    """Estimated seconds until the run ends (see the module doc); None without runtimes."""
+    """Estimated seconds until the run ends (see the module doc); None without runtimes, or with nothing left
+    to estimate (every cluster ended or ending)."""
     finish: dict[str, float] = {}
+    estimated = False
     for v in views:  # parents come first
         if v.shown in (Shown.DONE, Shown.FAILED, Shown.NOT_RUN, Shown.CANCELLED):
             rest = 0.0  # done, or it will not run in this pilot submit
@@ -182,6 +184,7 @@ def time_left(views: list[ClusterView]) -> float | None:
             span = cluster_span(v.spec)
             if span is None:
                 return None
+            estimated = True
             rest = span * (v.spec.tasks - v.done) / v.spec.tasks if v.spec.tasks else 0.0
         finish[v.spec.name] = rest + max((finish.get(p, 0.0) for p in v.spec.parents), default=0.0)
-    return max(finish.values(), default=0.0)
+    return max(finish.values(), default=0.0) if estimated else None

@@ -9,8 +9,9 @@ from pilot.contracts.result import RunOutcome
 from pilot.submit.driver import Driver
 from pilot.submit.options import Options
 from pilot.submit.pilotfiles import PilotFiles
-from pilot.submit.render import LiveProgress, failure_lines, status_text
+from pilot.submit.render import LiveProgress, failure_lines, progress_line, status_text
 from pilot.submit.session import StatusCode, status
+from pilot.submit.state import ClusterState
 from pilot.submit.views import Shown, Watcher, totals
 from providers.queue import QueueState, QueueStatus
 from tests.unit.fake_queue import FakeClock, FakeQueue, make_plan
@@ -168,6 +169,10 @@ def test_live_progress_shows_done_of_total_and_the_time_left_from_runtimes(tmp_p
     plain = make_plan(tmp_path / "plain", {"a": []})
     views = Watcher(list(Driver.load(plain, [site()], queue, Options(poll=1.0), clock).specs.values())).views({})
     assert time_left(views) is None  # a cluster without runtimes: no estimate
+    for name in ("a", "b", "c"):  # every cluster done while the driver still runs: nothing left to estimate
+        driver.state.clusters[name].state = ClusterState.DONE
+    assert time_left(watcher.views(driver.state.clusters)) is None
+    assert progress_line(watcher.views(driver.state.clusters)) == "6/6 tasks done"  # never "about 0s left"
 
 
 def test_status_exit_codes(tmp_path):
