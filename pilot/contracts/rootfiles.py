@@ -122,9 +122,23 @@ def post_command(submit_dir: str, cluster: str) -> list[str]:
     return [sys.executable, "-m", "pilot.monitor.joboutput", os.path.join(submit_dir, cluster), cluster]
 
 
+PROPERTIES = "pegasus.properties"
+
+
+def write_properties(submit_dir: str, properties: dict[str, str] | None) -> str:
+    """The plan's properties as the submit directory's ``pegasus.properties`` (pegasus-plan leaves its
+    properties there too); the braindumps name it. Returns its path."""
+    path = os.path.join(os.path.abspath(submit_dir), PROPERTIES)
+    lines = ["# The properties this workflow was planned with (pegasus-monitord and pegasus-analyzer read them)"]
+    lines += [f"{key} = {value}" for key, value in sorted((properties or {}).items())]
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
+
+
 def write_root_files(submit_dir: str, workflow: str, jobs: list[RootJob], planner_arguments: str,
-                     wf_uuid: str | None = None) -> str:
-    """Write the root DAG, static.bp, .sub files and braindump; return the workflow uuid."""
+                     wf_uuid: str | None = None, properties: dict[str, str] | None = None) -> str:
+    """Write the root DAG, static.bp, .sub files, properties and braindump; return the workflow uuid."""
     submit_dir = os.path.abspath(submit_dir)
     wf_uuid = wf_uuid or str(uuid.uuid4())
     dag_name = root_dag_name(workflow)
@@ -135,7 +149,7 @@ def write_root_files(submit_dir: str, workflow: str, jobs: list[RootJob], planne
     if not os.path.exists(notify):
         open(notify, "w").close()
     write_braindump(os.path.join(submit_dir, BRAINDUMP), os.path.join(submit_dir, dag_name), submit_dir, wf_uuid,
-                    workflow, planner_arguments, notify)
+                    workflow, planner_arguments, notify, write_properties(submit_dir, properties))
     return wf_uuid
 
 

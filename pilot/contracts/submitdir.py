@@ -74,8 +74,9 @@ def write_static_bp(dag: Dag, path: str, wf_uuid: str, now: float | None = None)
 
 
 def write_braindump(path: str, dag_file: str, submit_dir: str, wf_uuid: str, label: str, planner_arguments: str = "",
-                    notify: str | None = None) -> None:
-    """Only keys Pegasus' Braindump knows (an unknown key is a TypeError in monitord)."""
+                    notify: str | None = None, properties: str = "pegasus.properties") -> None:
+    """Only keys Pegasus' Braindump knows (an unknown key is a TypeError in monitord). ``properties``: the
+    properties file of the plan, which monitord and pegasus-analyzer read (they warn when it is missing)."""
     data = {
         "user": user_name(),
         "grid_dn": None,
@@ -97,7 +98,7 @@ def write_braindump(path: str, dag_file: str, submit_dir: str, wf_uuid: str, lab
         "rundir": os.path.basename(submit_dir),
         "vogroup": "pegasus",
         "uses_pmc": True,
-        "properties": "pegasus.properties",
+        "properties": properties,
         "dag": os.path.basename(dag_file),
         "notify": notify or os.path.splitext(os.path.basename(dag_file))[0] + ".notify",
         "type": "dag",
@@ -110,7 +111,7 @@ def write_braindump(path: str, dag_file: str, submit_dir: str, wf_uuid: str, lab
 
 
 def write_monitoring_files(dag: Dag, dag_file: str, wf_uuid: str | None = None, planner_arguments: str = "",
-                           notify: str | None = None) -> str:
+                           notify: str | None = None, properties: str = "pegasus.properties") -> str:
     """Write braindump.yml and the static bp next to ``dag_file``; return the workflow uuid.
 
     ``notify`` names an (empty) notifications file that live monitord opens;
@@ -126,5 +127,5 @@ def write_monitoring_files(dag: Dag, dag_file: str, wf_uuid: str | None = None, 
         if not os.path.exists(notify):
             open(notify, "w").close()
     write_braindump(os.path.join(submit_dir, "braindump.yml"), os.path.abspath(dag_file), submit_dir, wf_uuid, base,
-                    planner_arguments, notify)
+                    planner_arguments, notify, properties)
     return wf_uuid

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 
 from pilot.contracts.clusters import CLUSTERS_FILE, CLUSTERS_FORMAT
-from pilot.contracts.rootfiles import RootJob, RootTask, write_root_files
+from pilot.contracts.rootfiles import PROPERTIES, RootJob, RootTask, write_root_files
 from pilot.contracts.submitdir import write_monitoring_files
 from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
@@ -180,7 +180,7 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
     write_cluster_dag(submit_dir, out, site, workflow_name, [cluster_retry(c, resolver, memo) for c in clusters],
                       resolver.catalogs.properties)
     write_root_monitoring(submit_dir, out, site, workflow_name, planner_arguments,
-                          lambda job, handle: task_request(resolver.pegasus(job, handle)))
+                          lambda job, handle: task_request(resolver.pegasus(job, handle)), resolver.catalogs.properties)
     return out
 
 
@@ -232,7 +232,8 @@ def cluster_retry(cluster: Cluster, resolver: ProfileResolver, memo: dict | None
 
 
 def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
-                          planner_arguments: str, request_of=lambda job, handle: (1, 0, 0)) -> None:
+                          planner_arguments: str, request_of=lambda job, handle: (1, 0, 0),
+                          properties: dict[str, str] | None = None) -> None:
     """The submit directory as one Pegasus workflow (pilot.contracts.rootfiles): clusters are its jobs.
 
     ``request_of(job, site handle)``: the (CPUs, memory MB, GPUs) of the job's task.
@@ -252,7 +253,7 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
         if alone:
             job.kind, job.transformation = c.jobs[0].type.value, c.jobs[0].tx_label
         jobs.append(job)
-    write_root_files(submit_dir, workflow_name, jobs, planner_arguments)
+    write_root_files(submit_dir, workflow_name, jobs, planner_arguments, properties=properties)
 
 
 def _emit_one(k: int) -> tuple[int, str, str, int, float | None]:
@@ -290,7 +291,8 @@ def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, crit
         fh.write(script)
     os.chmod(script_file, 0o755)
     write_monitoring_files(dag, dag_file, planner_arguments=planner_arguments,
-                           notify=os.path.join(os.path.abspath(submit_dir), NOTIFY_FILE))
+                           notify=os.path.join(os.path.abspath(submit_dir), NOTIFY_FILE),
+                           properties=os.path.join(os.path.abspath(submit_dir), PROPERTIES))
     return Emitted(cluster, dag_file, script_file, req.ranks, critical)
 
 

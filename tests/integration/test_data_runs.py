@@ -77,6 +77,7 @@ def test_the_example_moves_its_files_in_every_clustering_mode(tmp_path, cluster)
     db.close()
     # the real monitord's view: 2 jobs and 10 data jobs, all tasks; jobs of their Pegasus types
     table = summary(sub)
+    assert "cannot access properties file" not in (sub / "monitord.out").read_text()
     assert table["Tasks"][:4] == ["12", "0", "0", "12"]
     types = dict(sqlite3.connect(next(sub.glob("*.stampede.db"))).execute("select exec_job_id, type_desc from job"))
     if cluster == "whole":

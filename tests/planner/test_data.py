@@ -327,3 +327,13 @@ def test_a_stageable_executable_of_another_site_is_staged_from_there(tmp_path):
     (exe,) = entries(tmp_path / "submit", "merge_data", "stage_in_local_local_1_0")
     assert exe["lfn"] == "mine" and exe["src_urls"] == [{"site_label": "depot", "url": f"file://{tmp_path}/bin/mine.sh",
                                                           "priority": 1}]
+
+
+def test_every_braindump_names_the_properties_file_the_plan_wrote(tmp_path):
+    """monitord and pegasus-analyzer read the braindump's properties file, and warn on every call when it is missing."""
+    run_plan(tmp_path, data_workflow(tmp_path), "label")
+    submit = tmp_path / "submit"
+    for braindump in (submit / "braindump.yml", submit / "cp_j1" / "braindump.yml"):
+        path = Path(yaml.safe_load(braindump.read_text())["properties"])
+        assert path == submit / "pegasus.properties"
+    assert "pegasus.transfer.arguments = -m 1" in (submit / "pegasus.properties").read_text().splitlines()
