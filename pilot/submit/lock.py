@@ -3,7 +3,9 @@
 The driver holds an ``flock`` on the file for its whole life (the kernel
 drops it when the process dies, even by SIGKILL) and writes its pid there, so
 ``pilot status`` can tell whether a driver is at work and ``pilot cancel`` can
-ask it to stop before cancelling the jobs it submitted.
+ask it to stop before cancelling the jobs it submitted. It removes the file
+as it ends; a driver that finds the file it locked removed (its holder ended
+meanwhile) locks the new one instead, so two drivers never hold two files.
 """
 
 from __future__ import annotations
@@ -24,14 +26,31 @@ class SubmitLock:
         self._lock = FileLock(self.path, create=True)
 
     def acquire(self) -> None:
-        self._lock.open()
-        if not self._lock.try_lock():
-            raise ConfigError(f"{os.path.dirname(self.path)}: another pilot submit drives this directory "
-                              f"(pid {holder(os.path.dirname(self.path)) or '?'}; see pilot status; pilot cancel stops it)")
+        for _ in range(10):
+            self._lock.open()
+            if not self._lock.try_lock():
+                raise ConfigError(f"{os.path.dirname(self.path)}: another pilot submit drives this directory "
+                                  f"(pid {holder(os.path.dirname(self.path)) or '?'}; see pilot status; pilot cancel stops it)")
+            if self._is_the_file():
+                break
+            self._lock.release()  # a driver that ended removed the file we opened: lock the one there now
         os.ftruncate(self._lock.fd, 0)
         os.pwrite(self._lock.fd, f"{os.getpid()}\n".encode(), 0)
 
+    def _is_the_file(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino == os.fstat(self._lock.fd).st_ino
+        except FileNotFoundError:
+            return False
+
     def release(self) -> None:
+        """Remove the file while still holding it, then let go: a finished run leaves no lock file behind (one a
+        SIGKILL left is harmless: the kernel dropped its lock, and the next driver takes it over)."""
+        if self._lock.fd >= 0:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
         self._lock.release()
 
 

@@ -49,3 +49,21 @@ def test_status_and_cancel_of_a_plan_never_submitted(capsys, tmp_path):
     assert code == 3 and "waiting" in out and out.splitlines()[-1].split() == ["2", "2", "0", "0", "0", "0.0", "Stopped"]
     code, out, _ = run(capsys, "cancel", sub)
     assert code == 0 and "nothing was submitted" in out
+
+
+def test_submit_lock_is_removed_when_the_driver_lets_go(tmp_path):
+    """A finished pilot submit leaves no submit.lock; a file left by a killed one is taken over."""
+    import os
+
+    from pilot.submit.lock import LOCK_FILE, SubmitLock, holder
+
+    (tmp_path / LOCK_FILE).write_text("12345\n")  # what a SIGKILLed driver leaves: no lock held on it
+    first = SubmitLock(str(tmp_path))
+    first.acquire()
+    assert holder(str(tmp_path)) == os.getpid()
+    first.release()
+    assert not (tmp_path / LOCK_FILE).exists() and holder(str(tmp_path)) is None
+    again = SubmitLock(str(tmp_path))
+    again.acquire()
+    assert holder(str(tmp_path)) == os.getpid()
+    again.release()
