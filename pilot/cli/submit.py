@@ -121,6 +121,10 @@ def _drive(submit_dir: str, choices, opts, monitord: bool) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
     logging.getLogger("parsl").setLevel(logging.WARNING)
     outcome = drive(submit_dir, choices, opts, monitord=monitord)
+    if outcome.cancelled:
+        print(f"pilot submit: stopped by pilot cancel, which cancels its batch jobs. Run it again with: "
+              f"pilot submit {submit_dir}", file=sys.stderr)
+        return 130
     if outcome.stopped:
         print(f"pilot submit: stopped; batch jobs keep running. Resume with: pilot submit {submit_dir}", file=sys.stderr)
         return 130

@@ -60,15 +60,20 @@ def holder(submit_dir: str) -> int | None:
         return None if fd is None else _pid(fd)
 
 
+# What pilot cancel sends the driver, as condor_rm sends DAGMan: it stops as on SIGTERM, knowing that its
+# batch jobs are being cancelled (so it does not say they keep running).
+CANCEL_SIGNAL = signal.SIGUSR1
+
+
 def stop_holder(submit_dir: str) -> int | None:
-    """SIGTERM the driver of ``submit_dir`` (it then submits nothing more) and wait until it let go."""
+    """Stop the driver of ``submit_dir`` with CANCEL_SIGNAL (it then submits nothing more) and wait until it let go."""
     with held_elsewhere(os.path.join(submit_dir, LOCK_FILE)) as fd:
         if fd is None:
             return None
         pid = _pid(fd)
         if pid:
             try:
-                os.kill(pid, signal.SIGTERM)
+                os.kill(pid, CANCEL_SIGNAL)
             except ProcessLookupError:
                 pass
         fcntl.flock(fd, fcntl.LOCK_SH)  # returns once the driver has exited

@@ -19,7 +19,7 @@ from pilot.errors import ConfigError
 from pilot.sites import SiteConfig, load_site
 from pilot.submit.backend import SchedulerBackend
 from pilot.submit.driver import Driver
-from pilot.submit.lock import SubmitLock, holder, stop_holder
+from pilot.submit.lock import CANCEL_SIGNAL, SubmitLock, holder, stop_holder
 from pilot.submit.monitord import cancel_monitoring, require_root_files, root_monitoring
 from pilot.submit.options import Options
 from pilot.submit.render import LiveProgress, failure_lines, status_text
@@ -49,9 +49,10 @@ class SiteChoice:
 @dataclass
 class Outcome:
     ok: bool
-    stopped: bool  # stopped by a signal before the end: batch jobs keep running
+    stopped: bool  # stopped by a signal before the end: batch jobs keep running, unless ``cancelled``
     status: str  # the final table and total line
     problems: list[str]  # one line per failed task, batch output, not-run cluster
+    cancelled: bool = False  # stopped by pilot cancel, which then cancels the batch jobs
 
 
 def recorded_sites(submit_dir: str) -> list[SiteChoice]:
@@ -79,12 +80,13 @@ def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: Tex
         raise ConfigError(f"--site: two sites are named {sorted({n for n in names if names.count(n) > 1})[0]!r}; give each file its own name")
     lock = SubmitLock(submit_dir)
     lock.acquire()
-    stop = {"flag": False}
+    stop = {"flag": False, "cancel": False}
 
     def on_signal(signum, frame) -> None:  # noqa: ARG001
         stop["flag"] = True
+        stop["cancel"] |= signum == CANCEL_SIGNAL
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT, CANCEL_SIGNAL)}
     try:
         driver = Driver.load(submit_dir, sites, SchedulerBackend(), opts)
         for choice, site in zip(choices, sites):
@@ -103,7 +105,7 @@ def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: Tex
     views = watcher.views(driver.state.clusters)
     stopped = stop["flag"] and not driver.all_done()
     problems = [] if stopped else failure_lines(views, watcher, submit_dir)
-    return Outcome(ok, stopped, status_text(views, driving=False), problems)
+    return Outcome(ok, stopped, status_text(views, driving=False), problems, cancelled=stopped and stop["cancel"])
 
 
 @dataclass

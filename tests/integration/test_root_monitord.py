@@ -261,12 +261,14 @@ def test_pilot_cancel_shows_as_aborted_jobs(tmp_path):
                  what="the slow cluster running")
         cancel = subprocess.run([sys.executable, "-m", "pilot", "cancel", str(sub)], capture_output=True, text=True,
                                 timeout=120)
-        driver.communicate(timeout=120)
+        _, said = driver.communicate(timeout=120)
     finally:
         if driver.poll() is None:
             driver.kill()
             driver.wait()
     assert cancel.returncode == 0, cancel.stderr
+    # the driver knows its batch jobs are being cancelled: it never says they keep running
+    assert "stopped by pilot cancel, which cancels its batch jobs" in said and "keep running" not in said, said
     log = dagman_out.read_text()
     assert "ULOG_JOB_ABORTED for HTCondor Node sh_ID5" in log
     assert "EXITING WITH STATUS 2" in log.splitlines()[-1]
