@@ -80,6 +80,9 @@ def main(argv: Sequence[str]) -> int:
         code = monitoring(submit_dir) or code
     else:
         print("\n(pegasus-wms is not installed: pip install 'pegasus-wms==5.1.*' for monitord and statistics)")
+    where = os.path.dirname(os.path.abspath(submit_dir))
+    print(f"\nThe run is in {submit_dir}; its outputs are in {os.path.join(where, 'wf-output')}"
+          + ("" if ns.dir else f"; remove it all with: rm -rf {where}"))
     return code
 
 

@@ -97,6 +97,7 @@ def test_demo_runs_from_any_directory_after_pip_install(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert str(target / "pilot" / "examples" / "diamond.yml") in res.stdout
     assert "13 tasks (9 of them data jobs) in 12 clusters" in res.stdout
+    assert f"The run is in {tmp_path / 'submit'}; its outputs are in {tmp_path / 'wf-output'}" in res.stdout
     assert list(elsewhere.iterdir()) == []
     # the example's input came from its replica catalog, beside the installed workflow; its output was staged out
     assert (tmp_path / "wf-output" / "f.d").read_text().count("\n") == 8
