@@ -72,13 +72,15 @@ def submit(provider: Any, site: "SiteConfig", req: "JobRequest", job_name: str) 
 
 
 def _one_line(exc: Exception) -> str:
-    """Parsl's SubmitException carries the command's stdout/stderr: keep what the scheduler said."""
-    parts = [str(exc)]
+    """What the scheduler said, on one line: Parsl's SubmitException carries the command's stderr (and
+    stdout), which name the cause (``sbatch: error: ... Unable to contact slurm controller``); Parsl's own
+    wrapping of it is left out when the scheduler said something."""
+    said = []
     for attr in ("stderr", "stdout"):
         text = getattr(exc, attr, None)
-        if text and text.strip() and text.strip() not in parts[0]:
-            parts.append(" / ".join(line.strip() for line in text.splitlines() if line.strip()))
-    return ": ".join(p.replace("\n", " ") for p in parts)
+        if text and text.strip():
+            said.append(" / ".join(line.strip() for line in text.splitlines() if line.strip()))
+    return " / ".join(said) if said else " ".join(str(exc).split())
 
 
 def query(site: "SiteConfig", job_ids: Sequence[str]) -> dict[str, QueueStatus]:

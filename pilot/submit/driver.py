@@ -80,6 +80,8 @@ class Driver:
         self.clock = clock or SystemClock()
         self.stopping = False
         self._next_try: dict[str, float] = {}
+        # cluster -> (looks in a row that its site's queue did not answer, when the first of them was)
+        self._unanswered: dict[str, tuple[int, float]] = {}
         self._query_failing: set[str] = set()
         self._dirty = False  # changes not yet in the state file (written at the end of each step)
         self.monitor: RootEvents = RootEvents()  # DAGMan's log of the clusters (see the module doc)
@@ -305,9 +307,26 @@ class Driver:
             return True
         found = self.backend.find(site, spec.dir, c.job_name or "")
         if found is None:
-            log.warning("cluster %s: cannot ask %s's queue whether job %s exists; will ask again", c.name, site.name, c.job_name)
-            self._next_try[c.name] = self.clock.monotonic() + self.opts.backoff
+            now = self.clock.monotonic()
+            unanswered, since = self._unanswered.get(c.name, (0, now))
+            unanswered += 1
+            self._unanswered[c.name] = (unanswered, since)
+            if unanswered >= self.opts.submit_tries and now - since >= self.opts.unreachable_limit:
+                # The submission failed and the queue has not answered whether it has the job, look after look
+                # for the whole limit: the scheduler is out of reach. Give up on the cluster rather than wait
+                # forever; a rerun looks for the job again before it submits anything.
+                self._log(lambda: self.monitor.refused(c.name))
+                self._fail(c, f"{site.name}'s scheduler could not be reached for {now - since:.0f} s "
+                              f"({c.submit_errors} failed submission(s), {unanswered} looks for job {c.job_name} "
+                              f"unanswered): {c.reason}")
+                return True
+            delay = min(self.opts.max_backoff, self.opts.backoff * 2 ** (unanswered - 1))
+            if unanswered == 1:
+                log.warning("cluster %s: cannot ask %s's queue whether job %s exists; asking again with back-off",
+                            c.name, site.name, c.job_name)
+            self._next_try[c.name] = self.clock.monotonic() + delay
             return False
+        self._unanswered.pop(c.name, None)
         if found:
             log.info("cluster %s: job %s was submitted as %s", c.name, c.job_name, found)
             c.job_ids.append(found)

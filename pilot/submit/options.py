@@ -13,6 +13,7 @@ from typing import Protocol
 DEFAULT_RETRY = 1
 DEFAULT_MAX_RESUBMITS = 3
 DEFAULT_SUBMIT_TRIES = 5
+UNREACHABLE_LIMIT = 1800.0  # seconds: a scheduler's controller restarted or failed over is back well within it
 
 
 @dataclass
@@ -23,6 +24,9 @@ class Options:
     poll: float = 2.0
     backoff: float = 2.0
     max_backoff: float = 300.0
+    # A submission in doubt whose site's queue does not answer for this long (and at least submit_tries
+    # looks) fails its cluster: the scheduler is out of reach.
+    unreachable_limit: float = UNREACHABLE_LIMIT
 
 
 def retries_for(opts: Options, plan_retry: int | None) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from pilot.errors import ConfigError
 from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.driver import Driver
-from pilot.submit.options import Options
+from pilot.submit.options import UNREACHABLE_LIMIT, Options
 from pilot.submit.state import STATE_FILE, ClusterState, SubmitState
 from providers.queue import QueueState, QueueStatus
 from tests.unit.fake_queue import FakeClock, FakeQueue, make_plan
@@ -369,3 +370,18 @@ def test_data_jobs_of_a_category_run_at_most_maxjobs_at_once(tmp_path):
     first = [c for t, _, c in queue.submits if t == queue.submits[0][0]]
     assert sorted(first) == ["c1", "c2", "c3", "stage_in_0", "stage_in_1"]  # the rest of the category waits
     assert queue.max_active["a"] == 5
+
+
+def test_an_unreachable_scheduler_fails_the_cluster_after_the_submit_tries(tmp_path):
+    """sbatch cannot reach the controller and squeue cannot either: back-off, then one failure line, not forever."""
+    driver, queue, clock = setup(tmp_path, {"a": []}, submit_tries=3)
+    queue.submit_errors["a"] = [False] * 10  # every submission fails before the queue has the job
+    queue.find_outages = 100  # and the queue cannot be asked whether it has it
+    start = clock.now
+    assert run(driver) is False
+    c = driver.state.clusters["a"]
+    assert c.state.value == "failed" and c.submit_errors == 1
+    assert re.match(r"a's scheduler could not be reached for \d+ s \(1 failed submission\(s\), \d+ looks for job pilot-",
+                    c.reason), c.reason
+    assert "submitting a failed: timed out" in c.reason and "\n" not in c.reason
+    assert UNREACHABLE_LIMIT <= clock.now - start < UNREACHABLE_LIMIT + 600  # looked, with back-off, for the limit
