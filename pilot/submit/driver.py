@@ -43,6 +43,7 @@ of the two limits.
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import os
@@ -312,9 +313,7 @@ class Driver:
             unanswered += 1
             self._unanswered[c.name] = (unanswered, since)
             if unanswered >= self.opts.submit_tries and now - since >= self.opts.unreachable_limit:
-                # The submission failed and the queue has not answered whether it has the job, look after look
-                # for the whole limit: the scheduler is out of reach. Give up on the cluster rather than wait
-                # forever; a rerun looks for the job again before it submits anything.
+                # The scheduler is out of reach: fail rather than wait forever (a rerun looks for the job again).
                 self._log(lambda: self.monitor.refused(c.name))
                 self._fail(c, f"{site.name}'s scheduler could not be reached for {now - since:.0f} s "
                               f"({c.submit_errors} failed submission(s), {unanswered} looks for job {c.job_name} "
@@ -352,11 +351,8 @@ class Driver:
         submitting it twice. Other changes (queue states, outcomes) are written once per pass."""
         now = self.clock.monotonic()
         active = {s.name: self.state.count(ACTIVE, s.name) for s in self.sites}
-        in_category: dict[str, int] = {}  # DAGMan categories: active data jobs of each kind
-        for c in self.state.clusters.values():
-            category = self.specs[c.name].category
-            if category and c.state in ACTIVE:
-                in_category[category] = in_category.get(category, 0) + 1
+        in_category = collections.Counter(self.specs[c.name].category for c in self.state.clusters.values()
+                                          if c.state in ACTIVE)  # DAGMan categories: active data jobs of each kind
         batch: list[tuple[ClusterRecord, SiteConfig]] = []
         for c in self.state.clusters.values():
             if all(active[s.name] >= s.max_queued for s in self.sites):
@@ -364,14 +360,13 @@ class Driver:
             if not self._is_ready(c) or self._next_try.get(c.name, 0.0) > now:
                 continue
             spec = self.specs[c.name]
-            if spec.category and spec.maxjobs and in_category.get(spec.category, 0) >= spec.maxjobs:
+            if spec.category and spec.maxjobs and in_category[spec.category] >= spec.maxjobs:
                 continue  # as many of its category run as Pegasus' MAXJOBS allows
             site = self._pick_site(c, active)
             if site is None:
                 continue  # its site is full; another cluster may fit elsewhere
             active[site.name] += 1
-            if spec.category:
-                in_category[spec.category] = in_category.get(spec.category, 0) + 1
+            in_category[spec.category] += 1
             self._prepare(c, site)
             batch.append((c, site))
         if not batch:
