@@ -18,9 +18,9 @@ leaves the ``monitord.recover`` file that monitord itself leaves when it dies
 mid-run: monitord then drops this workflow from its DB and reads the whole
 dagman.out again. Nothing is counted twice and nothing is lost. That
 monitord meets the earlier run's EXITING line, which a later STARTING UP does
-not undo, so it stops at its first look that finds the file unchanged, long
-before the restarted run ends; ``pilot submit`` then replays the whole
-dagman.out into the DB once the run has ended (``Monitord.replay``). A monitord
+not undo, so it stops at its first look that finds the file unchanged, often
+before the restarted run ends; ``pilot submit`` therefore replays the whole
+dagman.out into the DB once a restarted run has ended (``Monitord.replay``). A monitord
 of an earlier ``pilot submit`` still running is stopped first (SIGINT, its
 graceful exit), as monitord refuses to run twice on one directory.
 """
@@ -211,9 +211,9 @@ def root_monitoring(driver, run_monitord: bool = True, removed: bool = False) ->
         monitor.close()
         if started:
             monitord.finish()
-            if early:
-                log.info("pegasus-monitord stopped before the run ended (a restarted run); replaying %s to "
-                         "complete the DB", os.path.basename(monitor.path))
+            if early or restarted:  # it may have stopped at the earlier run's EXITING (see Monitord.replay)
+                log.info("replaying %s into the monitoring DB: pegasus-monitord may stop at an earlier run's end",
+                         os.path.basename(monitor.path))
                 if monitord.replay() != 0:
                     log.warning("the monitoring DB may be incomplete; complete it with: cd %s && pegasus-monitord -r "
                                 "%s", monitor.submit_dir, os.path.basename(monitor.path))
