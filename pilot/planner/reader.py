@@ -12,7 +12,7 @@ a name belongs is never turned into its printed form.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from pilot.errors import ConfigError
 from pilot.planner import yamlstream
@@ -269,14 +269,21 @@ def _under(ypath: str, key: str) -> str:
     return f"{ypath}.{key}" if ypath else key
 
 
+def _catalog_entries(data: Any, path: str, ypath: str, key: str, what: str, needs: str) -> Iterator[tuple[str, dict]]:
+    """(YAML path, mapping) of each entry of a catalog's list ``key`` (``transformations``, ``sites``,
+    ``replicas``), each checked to be a mapping with its ``needs`` key."""
+    data = _mapping(data, path, ypath or "(top)", f"a {what} catalog: {{{key}: [...]}}")
+    entries = _under(ypath, key)
+    for i, raw in enumerate(_list(data.get(key), path, entries, f"of {key}")):
+        epath = f"{entries}[{i}]"
+        raw = _mapping(raw, path, epath, f"a {what} entry: {{{needs}: ..., ...}}")
+        if needs not in raw:
+            raise _err(path, epath, f"a {what} entry needs a {needs}")
+        yield epath, raw
+
+
 def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
-    data = _mapping(data, path, ypath or "(top)", "a transformation catalog: {transformations: [...]}")
-    tlist = _under(ypath, "transformations")
-    for i, raw in enumerate(_list(data.get("transformations"), path, tlist, "of transformations")):
-        tpath = f"{tlist}[{i}]"
-        raw = _mapping(raw, path, tpath, "a transformation: {name: ..., sites: [...]}")
-        if "name" not in raw:
-            raise _err(path, tpath, "a transformation needs a name")
+    for tpath, raw in _catalog_entries(data, path, ypath, "transformations", "transformation", "name"):
         tx = Transformation(
             name=_text(raw["name"], path, f"{tpath}.name"),
             namespace=_optional_text(raw, "namespace", path, tpath),
@@ -300,13 +307,7 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
 
 
 def read_site_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
-    data = _mapping(data, path, ypath or "(top)", "a site catalog: {sites: [...]}")
-    slist = _under(ypath, "sites")
-    for i, raw in enumerate(_list(data.get("sites"), path, slist, "of sites")):
-        spath = f"{slist}[{i}]"
-        raw = _mapping(raw, path, spath, "a site: {name: ..., profiles: ...}")
-        if "name" not in raw:
-            raise _err(path, spath, "a site needs a name")
+    for spath, raw in _catalog_entries(data, path, ypath, "sites", "site", "name"):
         name = _text(raw["name"], path, f"{spath}.name")
         site = Site(name, read_profiles(raw.get("profiles"), path, f"{spath}.profiles"))
         for k, d in enumerate(_list(raw.get("directories"), path, f"{spath}.directories", "of {type: ..., path: ...}")):
@@ -347,13 +348,7 @@ def _directory(raw: Any, path: str, ypath: str) -> Directory:
 def read_replica_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
     """``replicas: [{lfn, pfns: [{site, pfn}], regex}]``, inline in a workflow or a file of its own
     (Pegasus' YAML replica catalog). A regex entry's lfn must match a whole file name."""
-    data = _mapping(data, path, ypath or "(top)", "a replica catalog: {replicas: [...]}")
-    rlist = _under(ypath, "replicas")
-    for i, raw in enumerate(_list(data.get("replicas"), path, rlist, "of {lfn: NAME, pfns: [...]}")):
-        rpath = f"{rlist}[{i}]"
-        raw = _mapping(raw, path, rpath, "a replica: {lfn: NAME, pfns: [{site: SITE, pfn: URL}]}")
-        if "lfn" not in raw:
-            raise _err(path, rpath, "a replica needs an lfn")
+    for rpath, raw in _catalog_entries(data, path, ypath, "replicas", "replica", "lfn"):
         lfn = _text(raw["lfn"], path, f"{rpath}.lfn")
         copies = []
         for k, p in enumerate(_list(raw.get("pfns"), path, f"{rpath}.pfns", "of {site: SITE, pfn: URL}")):
