@@ -6,7 +6,12 @@ so output of different workers never interleaves. At the end the master
 appends every worker's file, rank by rank, to its stdout/stderr or to the
 -o/-e files. The per-worker files are deleted only when the run succeeded;
 after a failed or aborted run they stay for inspection (their content is
-merged too, so nothing is lost either way).
+merged too, so nothing is lost either way), and ``DAG.merged`` records how
+much of each was merged, so that the next run merges only what came after.
+Whatever no record covers is merged whole, as pegasus-mpi-cluster merges
+what it finds: the output of tasks that finished before a SIGKILL of the
+whole job (which left no merge and no record), and a file put there by hand.
+Files of ranks the run no longer has are merged too.
 
 Per-task mode: ``<dagdir>/<task>.out.NNN`` and ``.err.NNN``, NNN the first
 number not yet used, claimed with O_EXCL so concurrent workers and reruns
@@ -63,15 +68,43 @@ def open_task_stdio(dag: str, task: str, hint: int = 0) -> tuple[int, int, str, 
         return out_fd, err_fd, out, err
 
 
-def sizes(dag: str, ranks: list[int]) -> dict[str, int]:
-    """Sizes of per-worker files an earlier (failed) run left, taken before this run writes to them."""
+def merged_path(dag: str) -> str:
+    return dag + ".merged"
+
+
+def merged_offsets(dag: str) -> dict[str, int]:
+    """How much of each per-worker file an earlier run merged, read before this run writes to them: a
+    recorded size is kept only while the file is at least that long (else it was replaced: merge it whole)."""
+    try:
+        with open(merged_path(dag), encoding="utf-8", errors="replace") as fh:
+            lines = fh.read(1 << 20).splitlines()
+    except OSError:
+        return {}
     out = {}
-    for rank in ranks:
-        for path in worker_paths(dag, rank):
-            try:
-                out[path] = os.path.getsize(path)
-            except OSError:
-                pass
+    for line in lines:
+        size, _, path = line.partition(" ")
+        try:
+            if size.isdigit() and os.path.getsize(path) >= int(size):
+                out[os.path.abspath(path)] = int(size)
+        except OSError:
+            pass
+    return out
+
+
+def _ranks_on_disk(dag: str) -> set[int]:
+    """Ranks whose per-worker files exist (a run of more workers left them)."""
+    folder = os.path.dirname(os.path.abspath(dag))
+    prefix = os.path.basename(dag) + "."
+    out = set()
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return out
+    for name in names:
+        if name.startswith(prefix):
+            kind, _, rank = name[len(prefix):].partition(".")
+            if kind in ("out", "err") and rank.isdigit():
+                out.add(int(rank))
     return out
 
 
@@ -81,10 +114,12 @@ def merge_worker_files(dag: str, ranks: list[int], stdout: BinaryIO | None, stde
 
     The targets are opened by the caller before any task runs, so a bad -o/-e
     path is found at the start, not after the work is done; they are not closed here.
-    ``offsets`` (from ``sizes`` at the start of the run): what an earlier run
-    left in a kept file was merged by that run, so only this run's part is.
+    ``offsets`` (``merged_offsets`` at the start of the run): the part of a kept file an earlier run merged;
+    the rest is merged now. Kept files (``delete`` False) are recorded in ``DAG.merged`` as merged up to here.
     """
     kept: list[str] = []
+    merged: list[tuple[int, str]] = []
+    ranks = sorted(set(ranks) | _ranks_on_disk(dag))
     for which, target in ((0, stdout), (1, stderr)):
         sink: BinaryIO
         if target is None:
@@ -97,16 +132,32 @@ def merge_worker_files(dag: str, ranks: list[int], stdout: BinaryIO | None, stde
             path = worker_paths(dag, rank)[which]
             try:
                 with open(path, "rb") as src:
-                    src.seek((offsets or {}).get(path, 0))
+                    src.seek((offsets or {}).get(os.path.abspath(path), 0))
                     # shutil.copyfileobj's loop, without importing shutil (and with it bz2 and
                     # lzma) at the end of every run, where the job waits on it: some 8 ms.
                     while chunk := src.read(1 << 20):
                         sink.write(chunk)
+                    end = src.tell()
             except FileNotFoundError:
                 continue
             if delete:
                 os.unlink(path)
             else:
                 kept.append(path)
+                merged.append((end, os.path.abspath(path)))
         sink.flush()
+    _record_merged(dag, merged)
     return kept
+
+
+def _record_merged(dag: str, merged: list[tuple[int, str]]) -> None:
+    """``DAG.merged``: what this run merged of the files it keeps (none kept: no record)."""
+    if not merged:
+        try:
+            os.unlink(merged_path(dag))
+        except FileNotFoundError:
+            pass
+        return
+    from pilot.util.atomic import write_atomic  # noqa: PLC0415 - only after a failed run
+
+    write_atomic(merged_path(dag), "".join(f"{size} {path}\n" for size, path in merged))

@@ -113,7 +113,7 @@ class Master:
     # -- entry ----------------------------------------------------------------
     def run(self) -> int:
         self.start = time.time()
-        self._kept = {} if self.opts.per_task_stdio else stdio.sizes(self.opts.dag, self.workers)
+        self._kept = {} if self.opts.per_task_stdio else stdio.merged_offsets(self.opts.dag)
         mono = self.clock()
         if self.opts.max_wall_time:
             self.deadline = mono + self.opts.max_wall_time * 60.0

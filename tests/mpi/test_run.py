@@ -282,3 +282,69 @@ def test_rescue_after_master_sigkill(dagfile, tmp_path):
     assert not rerun_tasks & done_first  # nothing already DONE ran again
     lines = rescue.read_text().splitlines()
     assert sorted(lines) == sorted(f"DONE {n}" for n in names)  # each task DONE exactly once
+
+
+def test_append_stdio_as_pegasus_mpi_cluster(dagfile, tmp_path):
+    """PMC's own test_append_stdio: what the per-worker files already hold is merged too."""
+    dag = dagfile(DIAMOND_DAG, "diamond.dag")
+    Path(dag + ".out.1").write_text("onefish my stdout\n")
+    Path(dag + ".err.1").write_text("twofish my stderr\n")
+    res = run_pilot(["-v", dag], n=2)
+    assert res.returncode == 0, res.stderr
+    assert "onefish my stdout" in res.stdout and "twofish my stderr" in res.stderr
+    assert not list(tmp_path.glob("diamond.dag.out.*")) and not Path(dag + ".merged").exists()
+
+
+def test_a_failed_run_and_its_rerun_merge_each_output_once(dagfile, tmp_path):
+    flag = tmp_path / "fixed"
+    dag = dagfile(f"TASK A /bin/echo out-A\nTASK B /bin/sh -c 'echo out-B; test -e {flag}'\nTASK C /bin/echo out-C\n"
+                  "EDGE B C\n")
+    first = run_pilot([dag])
+    assert first.returncode == 1 and first.stdout.count("out-A") == 1 and first.stdout.count("out-B") == 1
+    assert Path(dag + ".merged").exists()  # how much of each kept file this run merged
+    flag.write_text("")
+    again = run_pilot([dag])
+    assert again.returncode == 0, again.stderr
+    # the first run's part was merged by the first run: only B's new try and C are new here
+    assert "out-A" not in again.stdout and again.stdout.count("out-B") == 1 and again.stdout.count("out-C") == 1
+    assert not Path(dag + ".merged").exists() and not list(tmp_path.glob("wf.dag.out.*"))
+
+
+def _pilot_ranks(dag: str) -> list[int]:
+    """Pids of every rank of the pilot running ``dag`` (by their command lines)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if dag.encode() in cmd and b"pilot" in cmd and b"run" in cmd and int(entry) != os.getpid():
+                pids.append(int(entry))
+    return pids
+
+
+def test_output_of_tasks_done_before_a_sigkill_of_the_whole_job_appears_once_after_the_rerun(dagfile, tmp_path):
+    """The whole job SIGKILLed (every rank, as a batch system's kill does): no merge ran. The rerun merges what
+    the killed run's workers wrote, each finished task's output and record once, and runs none of them again."""
+    names = [f"t{i:02d}" for i in range(40)]
+    dag = dagfile("".join(f"TASK {n} /bin/sh -c 'echo out-$PMC_TASK; sleep 0.05'\n" for n in names))
+    proc = subprocess.Popen(pilot_cmd([dag]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    rescue = Path(dag + ".rescue")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (not rescue.exists() or rescue.read_text().count("DONE") < 10):
+        time.sleep(0.02)
+    for pid in _pilot_ranks(dag):
+        os.kill(pid, signal.SIGKILL)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    done_first = {line.split()[1] for line in rescue.read_text().splitlines()}
+    assert 10 <= len(done_first) < 40
+    res = run_pilot([dag])
+    assert res.returncode == 0, res.stderr
+    for n in names:
+        if n in done_first:  # finished before the kill: its output and record, once
+            assert res.stdout.count(f"out-{n}\n") == 1 and res.stdout.count(f"name={n},") == 1, n
+        else:  # run in the rerun (a killed attempt's output may precede it)
+            assert res.stdout.count(f"out-{n}\n") >= 1 and res.stdout.count(f"name={n},") >= 1, n
+    assert 'tasks=40, submitted=' in res.stdout and f"succeeded={40 - len(done_first)}," in res.stdout
