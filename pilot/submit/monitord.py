@@ -31,6 +31,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -49,7 +50,8 @@ RECOVER = "monitord.recover"
 PID_FILE = "monitord.pid"
 LOG_FILE = "monitord.out"
 JOBSTATE = "monitord-jobstate.log"
-FINISH_TIMEOUT = 60.0
+FINISH_TIMEOUT = 60.0  # seconds: how long monitord may go without any CPU time before it counts as stuck
+INCOMPLETE = "monitord.incomplete"
 
 
 def pegasus_cli(tool: str) -> list[str] | None:
@@ -124,20 +126,72 @@ class Monitord:
             return subprocess.call([*cmd, "-r", "-j", JOBSTATE, os.path.basename(self.dagman_out)],
                                    cwd=self.submit_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
 
-    def finish(self, timeout: float = FINISH_TIMEOUT) -> int | None:
-        """Wait for monitord to read the end of the run (it exits on EXITING); SIGINT it after ``timeout``."""
+    def finish(self, window: float = FINISH_TIMEOUT) -> int | None:
+        """Wait for monitord to read the end of the run (it exits on EXITING). It is never stopped while it
+        makes progress: after each ``window`` without an exit its CPU time is looked at, and only a monitord
+        that used none over a whole window (stuck) is stopped (SIGINT). Returns its exit status; None when
+        none ran or it had to be stopped."""
         if self.proc is None:
             return None
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            log.warning("pegasus-monitord did not finish in %.0f s; stopping it", timeout)
-            self.proc.send_signal(signal.SIGINT)
+        used = _cpu_seconds(self.proc.pid)
+        waited = 0.0
+        while True:
             try:
-                return self.proc.wait(15)
+                return self.proc.wait(window)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                return self.proc.wait()
+                waited += window
+            now = _cpu_seconds(self.proc.pid)
+            if now is None or used is None or now <= used:
+                break
+            if waited == window:
+                log.info("pegasus-monitord is still reading the run's records; waiting for it (it is not stopped "
+                         "while it makes progress)")
+            used = now
+        log.warning("pegasus-monitord made no progress for %.0f s; stopping it", window)
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        return None
+
+    def complete_command(self) -> str:
+        """The one command that reads the whole run into the DB again (what a stopped monitord left undone)."""
+        cmd = pegasus_cli("pegasus-monitord") or ["pegasus-monitord"]
+        return (f"cd {shlex.quote(self.submit_dir)} && echo 'line_processed 1' > {RECOVER} && "
+                f"{shlex.join(cmd)} -r -j {JOBSTATE} {shlex.quote(os.path.basename(self.dagman_out))}")
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User and system CPU time a process has used so far (/proc), None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def mark_incomplete(submit_dir: str, command: str | None) -> None:
+    """``monitord.incomplete``: the command that completes the monitoring DB (None: the DB is complete)."""
+    path = os.path.join(submit_dir, INCOMPLETE)
+    if command is None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(command + "\n")
+
+
+def incomplete_note(submit_dir: str) -> str | None:
+    """The line pilot status shows when the monitoring DB is known to be incomplete, else None."""
+    try:
+        with open(os.path.join(submit_dir, INCOMPLETE), encoding="utf-8") as fh:
+            command = fh.read(4096).strip()
+    except OSError:
+        return None
+    return f"the monitoring DB is incomplete (pegasus-monitord stopped early); complete it with: {command}"
 
 
 # DAGMan's status when it is removed (condor_rm, SIGUSR1), whatever its nodes did: EXIT_ABORT.
@@ -210,10 +264,13 @@ def root_monitoring(driver, run_monitord: bool = True, removed: bool = False) ->
         monitor.finished(EXIT_REMOVED if removed else exit_code(driver))
         monitor.close()
         if started:
-            monitord.finish()
+            status = monitord.finish()
             if early or restarted:  # it may have stopped at the earlier run's EXITING (see Monitord.replay)
                 log.info("replaying %s into the monitoring DB: pegasus-monitord may stop at an earlier run's end",
                          os.path.basename(monitor.path))
-                if monitord.replay() != 0:
-                    log.warning("the monitoring DB may be incomplete; complete it with: cd %s && pegasus-monitord -r "
-                                "%s", monitor.submit_dir, os.path.basename(monitor.path))
+                status = monitord.replay()
+            complete = None if status == 0 else monitord.complete_command()
+            mark_incomplete(monitor.submit_dir, complete)
+            if complete:
+                log.warning("the monitoring DB is incomplete (pegasus-monitord ended with %s); complete it with: %s",
+                            "a stop" if status is None else f"status {status}", complete)

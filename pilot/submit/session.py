@@ -20,7 +20,7 @@ from pilot.sites import SiteConfig, load_site
 from pilot.submit.backend import SchedulerBackend
 from pilot.submit.driver import Driver
 from pilot.submit.lock import CANCEL_SIGNAL, SubmitLock, holder, stop_holder
-from pilot.submit.monitord import cancel_monitoring, require_root_files, root_monitoring
+from pilot.submit.monitord import cancel_monitoring, incomplete_note, require_root_files, root_monitoring
 from pilot.submit.options import Options
 from pilot.submit.render import LiveProgress, failure_lines, status_text
 from pilot.submit.state import SubmitState
@@ -123,6 +123,9 @@ def status(submit_dir: str) -> Status:
     text = status_text(views, driving=pid is not None)
     if pid is not None:
         text += f"\ndriven by pilot submit (pid {pid})"
+    note = incomplete_note(submit_dir)
+    if note and pid is None:
+        text += f"\n{note}"
     return Status(text, status_code(views, pid is not None))
 
 

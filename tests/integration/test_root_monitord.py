@@ -126,7 +126,7 @@ def test_one_workflow_per_submit_directory(tmp_path):
     finally:
         monitor.finished(1)
         monitor.close()
-    assert monitord.finish(timeout=90) == 0, (sub / "monitord.out").read_text()[-3000:]
+    assert monitord.finish(window=90) == 0, (sub / "monitord.out").read_text()[-3000:]
 
     # Every attempt's job output kept where monitord reads it, and no file per task.
     assert sorted(p.name for p in (sub / "sh_ID5").glob("sh_ID5.out.*")) == ["sh_ID5.out.000",

@@ -163,10 +163,10 @@ def test_monitord_restart_rebuilds_from_the_start(tmp_path, monkeypatch):
     assert not Monitord(str(tmp_path), str(out)).start(recover=False)  # no pegasus-wms: nothing started
     monkeypatch.setattr("pilot.submit.monitord.pegasus_cli", lambda tool: ["/bin/true"])
     mon = Monitord(str(tmp_path), str(out))
-    assert mon.start(recover=False) and mon.finish(timeout=30) == 0
+    assert mon.start(recover=False) and mon.finish(window=30) == 0
     assert not (tmp_path / RECOVER).exists()  # a first run starts monitord plainly
     mon = Monitord(str(tmp_path), str(out))
-    assert mon.start(recover=True) and mon.finish(timeout=30) == 0
+    assert mon.start(recover=True) and mon.finish(window=30) == 0
     assert (tmp_path / RECOVER).read_text() == "line_processed 1\n"
     assert os.path.exists(tmp_path / "monitord.out")
 
@@ -283,3 +283,34 @@ def test_a_rerun_counts_the_failed_cluster_it_tries_again_as_not_failed(tmp_path
         assert again.counts() == {"done": 0, "queued": 0, "ready": 1, "failed": 0, "unready": 2}
         again.submitted("a", "2", "siteA")
     assert "ULOG_SUBMIT for HTCondor Node a (2.0.0)" in "\n".join(lines(sub))
+
+
+def test_monitord_making_progress_is_never_stopped_and_a_stuck_one_is(tmp_path):
+    """A monitord still reading a large run uses CPU: it is waited for past the window; one that uses none is stopped."""
+    import subprocess
+    import sys as _sys
+
+    from pilot.submit.monitord import Monitord
+
+    busy = Monitord(str(tmp_path), str(tmp_path / "wf-0.dag.dagman.out"))
+    busy.proc = subprocess.Popen([_sys.executable, "-c", "import time\nend = time.time() + 2.5\nwhile time.time() < end: pass"])
+    assert busy.finish(window=0.5) == 0  # five windows of progress: waited for to its own end
+    stuck = Monitord(str(tmp_path), str(tmp_path / "wf-0.dag.dagman.out"))
+    stuck.proc = subprocess.Popen(["sleep", "30"])
+    assert stuck.finish(window=0.5) is None and stuck.proc.returncode is not None  # stopped
+    assert "pegasus-monitord" in stuck.complete_command() and " -r -j monitord-jobstate.log wf-0.dag.dagman.out" in \
+        stuck.complete_command()
+
+
+def test_an_incomplete_monitoring_db_is_said_by_pilot_status(tmp_path):
+    from pilot.submit.monitord import INCOMPLETE, incomplete_note, mark_incomplete
+    from pilot.submit.session import status
+    from tests.unit.fake_queue import make_plan
+
+    sub = make_plan(tmp_path / "sub", {"a": []})
+    assert incomplete_note(sub) is None and "monitoring DB" not in status(sub).text
+    mark_incomplete(sub, "cd x && pegasus-monitord -r wf-0.dag.dagman.out")
+    assert status(sub).text.splitlines()[-1] == ("the monitoring DB is incomplete (pegasus-monitord stopped early); "
+                                                 "complete it with: cd x && pegasus-monitord -r wf-0.dag.dagman.out")
+    mark_incomplete(sub, None)
+    assert not (tmp_path / "sub" / INCOMPLETE).exists()
