@@ -67,6 +67,7 @@ def invocation(
         f"  transformation: {yaml_str(transformation)}",
         f"  derivation: {yaml_str(derivation)}",
         f"  hostname: {yaml_str(hostname)}",
+        f"  hostaddr: {yaml_str(host_address(hostname))}",
         f"  user: {yaml_str(user_name())}",
         "  mainjob:",
         f"    start: {when}",
@@ -118,6 +119,24 @@ def _process_attrs() -> tuple[str, str]:
     return _PROCESS["user"], _PROCESS["cwd"]
 
 
+def host_address(hostname: str) -> str:
+    """The address kickstart reports beside the host name (``hostaddr``), made once per host.
+
+    pegasus-monitord reads it whenever a clustered job's records name more than one host (its host
+    table needs an address for each); tasks of a multi-node cluster do. A name that does not resolve
+    gets 0.0.0.0, which monitord stores as any other.
+    """
+    key = "addr:" + hostname
+    if key not in _PROCESS:
+        import socket  # noqa: PLC0415 - only workers that write records, once
+
+        try:
+            _PROCESS[key] = socket.gethostbyname(hostname)
+        except OSError:
+            _PROCESS[key] = "0.0.0.0"
+    return _PROCESS[key]
+
+
 def xml_invocation(transformation: str, derivation: str, start: float, duration: float, status: int,
                    argv: list[str], hostname: str, stderr: str = "", cwd: str | None = None) -> str:
     """One invocation record in kickstart's XML form (version 2), as monitord's XML parser reads it;
@@ -134,7 +153,7 @@ def xml_invocation(transformation: str, derivation: str, start: float, duration:
         '<?xml version="1.0" encoding="UTF-8"?>',
         f'<invocation xmlns="http://pegasus.isi.edu/schema/invocation" version="2.3" start="{when}" '
         f'duration="{duration:.3f}" transformation={_attr(transformation)} derivation={_attr(derivation)} '
-        f"hostname={_attr(hostname)} user={user}>",
+        f"hostname={_attr(hostname)} hostaddr={_attr(host_address(hostname))} user={user}>",
         f'<mainjob start="{when}" duration="{duration:.3f}">',
         outcome,
         f'<statcall error="0"><file name={_attr(argv[0])}/></statcall>',

@@ -301,3 +301,48 @@ def test_mpi_starts_under_slurms_pmi_whatever_the_heap_holds(tmp_path, multinode
     assert res.returncode == 0 and "mpi/pmi2: " not in res.stderr, res.stderr
     said = [line for line in res.stdout.splitlines() if line.startswith("net=")]
     assert len(said) == 6 and all(line.startswith("net=unset fi=unset on node") for line in said), res.stdout
+
+
+@pytest.mark.monitord
+def test_monitoring_of_a_cluster_whose_tasks_ran_on_several_nodes(tmp_path, multinode):
+    """A label cluster spread over the three nodes, one task failing: the live pegasus-monitord and a replay end
+    without error (monitord reads each record's hostaddr once a job's records name several hosts), and
+    pegasus-statistics and -analyzer give the numbers they give for one node."""
+    from pilot.submit.monitord import pegasus_cli
+
+    wf = api.Workflow("spread", infer_dependencies=False)
+    tc = api.TransformationCatalog()
+    tc.add_transformations(api.Transformation("work", site="container", pfn="/bin/sh", is_stageable=False))
+    wf.add_transformation_catalog(tc)
+    for i in range(9):
+        body = "echo broken >&2; exit 3" if i == 4 else "sleep 1; hostname"
+        wf.add_jobs(api.Job("work", _id=f"t{i}").add_args("-c", body).add_profiles(api.Namespace.PEGASUS, key="label",
+                                                                                     value="spread"))
+    wf.write(str(tmp_path / "spread.yml"))
+    sub = tmp_path / "sub"
+    res = pilot("submit", "--site", site_file(tmp_path), "--cluster", "label", "--retry", "0", "--poll", "0.3",
+                str(tmp_path / "spread.yml"), "--dir", str(sub), timeout=300)
+    assert res.returncode == 1, res.stderr  # t4 fails
+    recs = records(sub / "merge_spread")
+    assert len({r["host"] for r in recs}) >= 2, recs  # the cluster's tasks ran on several nodes
+    said = (sub / "monitord.out").read_text()
+    assert "Traceback" not in said and "KeyError" not in said and not (sub / "monitord.incomplete").exists()
+
+    def tool(name, *args):
+        return subprocess.run([*pegasus_cli(name), *args], cwd=sub, capture_output=True, text=True, timeout=120)
+
+    def tasks_and_jobs():
+        stats = tool("pegasus-statistics", "-s", "all", ".")
+        assert stats.returncode == 0, stats.stderr
+        text = (sub / "statistics" / "summary.txt").read_text()
+        return {line.split()[0]: line.split()[1:5] for line in text.splitlines() if line.startswith(("Tasks", "Jobs"))}
+
+    live = tasks_and_jobs()
+    # the 9 jobs and the 2 data jobs (create-dir, done; the cleanup, never run): t4 failed
+    assert live == {"Tasks": ["9", "1", "1", "11"], "Jobs": ["1", "1", "1", "3"]}, live
+    (sub / "monitord.recover").write_text("line_processed 1\n")
+    replay = tool("pegasus-monitord", "-r", "-j", str(tmp_path / "replay-jobstate.log"), "spread-0.dag.dagman.out")
+    assert replay.returncode == 0 and "Traceback" not in replay.stderr, replay.stderr[-2000:]
+    assert tasks_and_jobs() == live  # a replay agrees with the live monitord
+    analyzer = tool("pegasus-analyzer", ".")
+    assert "exitcode    : 3" in analyzer.stdout and "broken" in analyzer.stdout and " - work - t4 - " in analyzer.stdout
