@@ -311,3 +311,44 @@ def test_slurm_run_is_one_pegasus_workflow(tmp_path):
         logged.setdefault(row[1], []).append(row[3])
     # the batch job id of every attempt, for squeue/sacct (the cleanup job never ran: ID3's cluster failed)
     assert logged == {name: ids for name, ids in slurm_ids.items() if ids} and slurm_ids[CLEANUP] == []
+
+
+def _db_picture(db_path: Path) -> dict:
+    """What the stampede DB says of the run: each job's attempts with their states, and each task's invocations."""
+    db = sqlite3.connect(db_path)
+    try:
+        jobs = db.execute("select j.exec_job_id, ji.job_submit_seq, js.state from job j join job_instance ji on "
+                          "ji.job_id = j.job_id join jobstate js on js.job_instance_id = ji.job_instance_id").fetchall()
+        calls = db.execute("select abs_task_id, exitcode from invocation where abs_task_id is not null").fetchall()
+    finally:
+        db.close()
+    picture: dict = {"jobs": {}, "invocations": sorted(calls)}
+    for name, seq, state in jobs:
+        picture["jobs"].setdefault((name, seq), set()).add(state)
+    return picture
+
+
+def test_a_driver_sigkilled_mid_run_and_restarted_leaves_the_db_a_replay_makes(tmp_path):
+    """pilot submit SIGKILLed while a cluster runs, then run again: the live monitoring DB equals an offline
+    replay of the same dagman.out into a DB of its own, and says how the run ended."""
+    sub = plan(tmp_path)
+    cmd = [sys.executable, "-m", "pilot", "submit", "--site", "local", "--poll", "0.2", str(sub)]
+    first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dagman_out = sub / "blackdiamond-0.dag.dagman.out"
+    try:
+        wait_for(lambda: dagman_out.exists() and "ULOG_EXECUTE for HTCondor Node sh_ID5" in dagman_out.read_text(),
+                 what="the slow cluster running")
+    finally:
+        first.kill()
+        first.wait()
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 1, again.stderr  # ID3 fails
+    assert not (sub / "monitord.incomplete").exists(), again.stderr
+    replay_db = tmp_path / "replay.db"
+    (sub / "monitord.recover").write_text("line_processed 1\n")
+    out = tool("pegasus-monitord", "-r", "-j", str(tmp_path / "replay-jobstate.log"), "--dest",
+               f"sqlite:///{replay_db}", dagman_out.name, cwd=sub)
+    assert out.returncode == 0, out.stderr[-3000:]
+    live = _db_picture(next(sub.glob("*.stampede.db")))
+    assert live == _db_picture(replay_db)
+    assert ("sh_ID5", 4) in live["jobs"] and "POST_SCRIPT_SUCCESS" in live["jobs"][("sh_ID5", 4)]
