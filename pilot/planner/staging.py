@@ -107,7 +107,7 @@ class DataJobs:
         self.reused = reused or []
         self.made: list[Job] = []
         self.edges: set[tuple[int, int]] = set()
-        self._turns: dict[int, int] = {}  # level -> files dealt to its stage-in jobs so far
+        self._turns: dict[tuple[str, int], int] = {}  # (in|out, level) -> files dealt to its transfer jobs so far
         self.known_sites = set(catalogs.sites) | {lay.exec_site, "local"}
         self.protocols = replicas.transfer_protocols()
         self.transfer = [*lay.transfer, "--threads", self.props.get("pegasus.transfer.threads", DEFAULT_THREADS),
@@ -212,7 +212,7 @@ class DataJobs:
                         if len(boxes) < count:
                             name = f"stage_in_{self.side}_{self.lay.exec_site}_{level}_{len(boxes)}"
                             boxes.append(self._transfer_job(name, JobType.STAGE_IN, level))
-                        box = boxes[self._turn(level) % count]
+                        box = boxes[self._turn(("in", level)) % count]
                         self._add_input(box, job, k, use, sources, executable)
                         staged[use.lfn] = box
                     if not executable:
@@ -228,10 +228,11 @@ class DataJobs:
         for chmod, box in chmods.values():  # each makes executable what its stage-in job brought
             chmod.command = ["/bin/chmod", "+x", *box.executables]
 
-    def _turn(self, level: int) -> int:
-        """The next round-robin place of a level (files are dealt one at a time, as BalancedCluster deals them)."""
-        turn = self._turns.get(level, 0)
-        self._turns[level] = turn + 1
+    def _turn(self, key: tuple[str, int]) -> int:
+        """The next round-robin place of a direction and level (files are dealt one at a time, as
+        BalancedCluster deals them)."""
+        turn = self._turns.get(key, 0)
+        self._turns[key] = turn + 1
         return turn
 
     def _add_input(self, box: Container, job: Job, k: int, use: Use, sources: list[dict], executable: bool) -> None:
@@ -261,61 +262,57 @@ class DataJobs:
         return self.lay.storage_get.file(lfn)[1]
 
     def _stage_out(self, units: list[Unit]) -> None:
+        """Stage-out jobs per level (files dealt round-robin), each with a registration job beside it."""
         if not self.lay.output_site:
             return  # as pegasus-plan without an output site: nothing staged out, nothing registered
         by_level = _levels(units)
         if self.reused:
             by_level[REUSED_LEVEL] = [Unit(self.reused, REUSED_LEVEL)]
-        out_site = self.lay.output_site
         for level, on_level in by_level.items():
-            count = self._count("pegasus.stageout.clusters", len(on_level) if level != REUSED_LEVEL else JOBS_PER_TRANSFER)
+            reused = level == REUSED_LEVEL
+            count = self._count("pegasus.stageout.clusters", JOBS_PER_TRANSFER if reused else len(on_level))
             boxes: list[Container] = []
             registers: dict[int, Container] = {}
-            turn = 0
-            for unit in on_level:
-                for job in unit.jobs:
-                    for k, use in enumerate(job.uses):
-                        if not use.writes or not (use.stage_out or use.register):
-                            continue
-                        reused = level == REUSED_LEVEL
-                        if use.stage_out:
-                            dest = self._storage_url(job, k, use.lfn)
-                            if reused:
-                                copies = replicas.find(self.cat, use.lfn)
-                                sources = [{"site_label": c.site, "url": replicas.url_of(c.pfn)} for c in copies]
-                            else:
-                                sources = [{"site_label": self.lay.exec_site, "url": self.lay.workdir.file(use.lfn)[1]}]
-                            if not sources or any(s["url"] == dest for s in sources):
-                                continue  # already where it belongs
-                            if len(boxes) < count:
-                                side = "local" if reused else self.side
-                                site = "local" if reused else self.lay.exec_site
-                                boxes.append(self._transfer_job(f"stage_out_{side}_{site}_{level}_{len(boxes)}",
-                                                                JobType.STAGE_OUT, level))
-                            slot = turn % count
-                            turn += 1
-                            box = boxes[slot]
-                            for src in sources:
-                                self._check_url(src["url"], dest, f"{job.where}: uses[{k}]")
-                            box.entries.append({"type": "transfer", "linkage": "output", "lfn": use.lfn,
-                                                "id": len(box.entries) + 1, "src_urls": sources,
-                                                "dest_urls": [{"site_label": out_site, "url": dest}]})
-                            if not reused:
-                                self.edge(job, box.job)
-                            if use.register and self.lay.replica_db:
-                                reg = self._register_job(registers, slot, level)
-                                reg.register.append((use.lfn, self._get_url(use.lfn), out_site))
-                                self.edge(box.job, reg.job)
-                        elif use.register and not reused:
-                            slot = turn % max(1, count)
-                            turn += 1
-                            reg = self._register_job(registers, slot, level)
-                            reg.register.append((use.lfn, self.lay.workdir.file(use.lfn)[1], self.lay.exec_site))
-                            self.edge(job, reg.job)
+            for job in (j for unit in on_level for j in unit.jobs):
+                for k, use in enumerate(job.uses):
+                    if use.writes and use.stage_out:
+                        self._stage_out_file(job, k, use, level, count, boxes, registers)
+                    elif use.writes and use.register and not reused:  # registered where it was written
+                        reg = self._register_job(registers, self._turn(("out", level)) % count, level)
+                        reg.register.append((use.lfn, self.lay.workdir.file(use.lfn)[1], self.lay.exec_site))
+                        self.edge(job, reg.job)
             for reg in registers.values():
                 reg.job.stdin_text = "".join(f'{lfn} {url} site="{site}"\n' for lfn, url, site in reg.register)
             for box in boxes:
                 box.job.stdin_text = json.dumps(box.entries)
+
+    def _stage_out_file(self, job: Job, k: int, use: Use, level: int, count: int, boxes: list[Container],
+                        registers: dict[int, Container]) -> None:
+        """One output to the output site's storage: from the workflow's directory, or, for a job data reuse
+        left out, from its replicas (a local transfer, level 1000); then its registration."""
+        reused = level == REUSED_LEVEL
+        dest = self._storage_url(job, k, use.lfn)
+        if reused:
+            sources = [{"site_label": c.site, "url": replicas.url_of(c.pfn)} for c in replicas.find(self.cat, use.lfn)]
+        else:
+            sources = [{"site_label": self.lay.exec_site, "url": self.lay.workdir.file(use.lfn)[1]}]
+        if not sources or any(s["url"] == dest for s in sources):
+            return  # already where it belongs
+        for src in sources:
+            self._check_url(src["url"], dest, f"{job.where}: uses[{k}]")
+        if len(boxes) < count:
+            side, site = ("local", "local") if reused else (self.side, self.lay.exec_site)
+            boxes.append(self._transfer_job(f"stage_out_{side}_{site}_{level}_{len(boxes)}", JobType.STAGE_OUT, level))
+        slot = self._turn(("out", level)) % count
+        box = boxes[slot]
+        box.entries.append({"type": "transfer", "linkage": "output", "lfn": use.lfn, "id": len(box.entries) + 1,
+                            "src_urls": sources, "dest_urls": [{"site_label": self.lay.output_site, "url": dest}]})
+        if not reused:
+            self.edge(job, box.job)
+        if use.register:
+            reg = self._register_job(registers, slot, level)
+            reg.register.append((use.lfn, self._get_url(use.lfn), self.lay.output_site))
+            self.edge(box.job, reg.job)
 
     def _register_job(self, registers: dict[int, Container], slot: int, level: int) -> Container:
         """The registration job beside stage-out job ``slot`` of a level (pegasus-rc-client's map on its input)."""
