@@ -95,9 +95,10 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
                     raise DagError(path, lineno, "invalid '#@' annotation: expected '#@ <id> <transformation> <daxid>'")
                 note = (parts[0], parts[1], parts[2])
             elif line.startswith(PILOT_NOTE) and (len(line) == len(PILOT_NOTE) or line[len(PILOT_NOTE)].isspace()):
-                if line[len(PILOT_NOTE):].lstrip().startswith(CWD_NOTE):
-                    cwd = _cwd_note(line, path, lineno)
-                elif line[len(PILOT_NOTE):].lstrip().lstrip("'\"\\").startswith(STDIO_NOTES):
+                body = line[len(PILOT_NOTE):].lstrip()
+                if body.startswith(CWD_NOTE):
+                    cwd = _cwd_note(body, path, lineno)
+                elif body.lstrip("'\"\\").startswith(STDIO_NOTES):
                     stdio = _stdio_note(line, path, lineno)
                 else:
                     runtime = _pilot_note(line, path, lineno)
@@ -172,9 +173,10 @@ def _stdio_note(line: str, path: str, lineno: int) -> tuple[str, str, str]:
     return files["stdin"], files["stdout"], files["stderr"]
 
 
-def _cwd_note(line: str, path: str, lineno: int) -> str | None:
-    """``#pilot cwd=<dir>``: the rest of the line, an absolute directory (spaces allowed), or empty."""
-    value = line[len(PILOT_NOTE):].lstrip()[len(CWD_NOTE):].strip()
+def _cwd_note(body: str, path: str, lineno: int) -> str | None:
+    """``#pilot cwd=<dir>`` (``body``: what follows ``#pilot``): the rest of the line, an absolute directory
+    (spaces allowed), or empty."""
+    value = body[len(CWD_NOTE):].strip()
     if not value:
         return None
     if not value.startswith("/"):

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 
 from pilot.errors import ConfigError
 from pilot.planner.datalayout import DataLayout
 from pilot.planner.model import Job, JobType, Workflow
+from pilot.planner.staging import DataJobs
 from pilot.util import graphs
 
 MODES = ("none", "leaf", "inplace", "constraint")
@@ -39,27 +39,24 @@ def check_mode(mode: str | None) -> str:
     return value
 
 
-def add(wf: Workflow, made: list[Job], lay: DataLayout, mode: str, new_job: Callable[..., Job],
-        edge: Callable[[Job, Job], None]) -> list[Job]:
-    """The cleanup jobs for ``mode``, linked with ``edge(parent, child)``; ``new_job(name, type, tx, command,
-    level)`` makes one."""
+def add(wf: Workflow, data: DataJobs, lay: DataLayout, mode: str) -> list[Job]:
+    """The cleanup jobs for ``mode``, made and linked by ``data`` (the plan's data jobs, already added)."""
     if mode == "none":
         return []
-    jobs = [*wf.jobs, *made]
+    jobs = [*wf.jobs, *data.made]
     out: list[Job] = []
     if mode != "leaf":
-        out += _in_place(wf, jobs, lay, new_job, edge)
+        out += _in_place(wf, jobs, lay, data)
     sinks = [j for j in (*jobs, *out) if not j.children]
-    leaf = new_job(f"cleanup_{wf.name}_0_{lay.exec_site}", JobType.CLEANUP, "cleanup", None, 0)
+    leaf = data.new_job(f"cleanup_{wf.name}_0_{lay.exec_site}", JobType.CLEANUP, "cleanup", None, 0)
     leaf.stdin_text = json.dumps([{"id": 1, "type": "remove", "target": {
         "site_label": lay.exec_site, "url": lay.workdir.url, "recursive": "True"}}])
     for sink in sinks:
-        edge(sink, leaf)
+        data.edge(sink, leaf)
     return [*out, leaf]
 
 
-def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, new_job: Callable[..., Job],
-              edge: Callable[[Job, Job], None]) -> list[Job]:
+def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) -> list[Job]:
     levels = graphs.levels(jobs, lambda j: j.parents, lambda j: j.children)  # roots 1
     users: dict[str, list[Job]] = {}
     kept: set[str] = set()
@@ -68,10 +65,9 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, new_job: Callable[
             users.setdefault(use.lfn, []).append(job)
             if use.writes and use.stage_out and not lay.output_site:
                 kept.add(use.lfn)  # Pegasus never removes an output meant for a stage-out that is not planned
-    for job in jobs:
-        if job.type is JobType.STAGE_OUT and job.stdin_text and job.parents:
-            for entry in json.loads(job.stdin_text):
-                users.setdefault(entry["lfn"], []).append(job)
+    for job, lfns in data.copied_out:  # a stage-out job reads what it copies from the workflow's directory
+        for lfn in lfns:
+            users.setdefault(lfn, []).append(job)
     owned: dict[int, tuple[Job, list[str]]] = {}
     for lfn, who in users.items():
         if lfn in kept:
@@ -90,13 +86,13 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, new_job: Callable[
         for k in range(min(count, len(owners))):
             group = owners[k::count]
             files = [f for _, fs in group for f in fs]
-            job = new_job(f"clean_up_{lay.exec_site}_level_{level}_{k}", JobType.CLEANUP, "cleanup", None, level)
+            job = data.new_job(f"clean_up_{lay.exec_site}_level_{level}_{k}", JobType.CLEANUP, "cleanup", None, level)
             job.stdin_text = json.dumps([{"id": n, "type": "remove", "target": {
                 "site_label": lay.exec_site, "url": lay.workdir.file(f)[1], "recursive": "False"}}
                 for n, f in enumerate(files, 1)])
             for f in files:
                 for user in users[f]:
-                    edge(user, job)
+                    data.edge(user, job)
             out.append(job)
     return out
 

@@ -163,7 +163,7 @@ def _plan(req: PlanRequest) -> Plan:
         clusters = [Cluster(f"merge_{wf.name}", [], "whole", site.handle)]
     data = DataJobs(wf, lay, wf.catalogs, stageable, reused)
     data.add(units_of(wf, clusters))
-    cleanup.add(wf, list(data.made), lay, mode, data.new_job, data.edge)
+    cleanup.add(wf, data, lay, mode)
     clusters = attach(wf, clusters, data.made, lay.exec_site)
 
     emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments)

@@ -107,6 +107,7 @@ class DataJobs:
         self.reused = reused or []
         self.made: list[Job] = []
         self.edges: set[tuple[int, int]] = set()
+        self.copied_out: list[tuple[Job, list[str]]] = []  # stage-out jobs and the files they copy out of the directory
         self._turns: dict[tuple[str, int], int] = {}  # (in|out, level) -> files dealt to its transfer jobs so far
         self.known_sites = set(catalogs.sites) | {lay.exec_site, "local"}
         self.protocols = replicas.transfer_protocols()
@@ -285,6 +286,8 @@ class DataJobs:
                 reg.job.stdin_text = "".join(f'{lfn} {url} site="{site}"\n' for lfn, url, site in reg.register)
             for box in boxes:
                 box.job.stdin_text = json.dumps(box.entries)
+                if not reused:
+                    self.copied_out.append((box.job, [e["lfn"] for e in box.entries]))
 
     def _stage_out_file(self, job: Job, k: int, use: Use, level: int, count: int, boxes: list[Container],
                         registers: dict[int, Container]) -> None:
