@@ -49,6 +49,7 @@ class ClusterSpec:
     # that category active at once (Pegasus' MAXJOBS); None: no throttle
     category: str | None = None
     maxjobs: int | None = None
+    roots: int | None = None  # tasks with no parent inside the cluster (ready when it starts); None: not written
 
     def rel(self, path: str) -> str:
         """``path`` relative to the submit directory, for messages."""
@@ -89,6 +90,7 @@ def read_clusters(submit_dir: str) -> list[ClusterSpec]:
                 runtime=None if runtime is None else float(runtime), critical_path=None if critical is None else float(critical),
                 category=None if item.get("category") is None else str(item["category"]),
                 maxjobs=None if item.get("maxjobs") is None else int(item["maxjobs"]),
+                roots=None if item.get("roots") is None else int(item["roots"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{path}: cluster #{n}: bad or missing field ({type(exc).__name__}: {exc}); re-plan with pilot plan") from None

@@ -112,8 +112,10 @@ class DagmanOut(RunEvents):
         self._write(f"Retrying node {node} (retry #{retry} of {limit})...")
 
     # -- per-DAG (pilot run --monitord-hack): each task is a node ---------------
-    def task_dispatched(self, task: Task, seq: int, rank: int, hostname: str) -> None:
+    def task_queued(self, task: Task, seq: int) -> None:
         self.submitted(task.name, f"{seq}.0")
+
+    def task_dispatched(self, task: Task, seq: int, rank: int, hostname: str) -> None:
         self.executing(task.name, f"{seq}.0")
 
     def task_ended(self, task: Task, seq: int, status: int, will_retry: bool) -> None:

@@ -14,6 +14,9 @@ class RunEvents:
 
     def run_started(self, dag_path: str, total: int, workers: int) -> None: ...
 
+    def task_queued(self, task: Task, seq: int) -> None:
+        """The attempt ``seq`` of ``task`` became ready (queued for a slot), as PMC numbers and logs it."""
+
     def task_dispatched(self, task: Task, seq: int, rank: int, hostname: str) -> None: ...
 
     def task_ended(self, task: Task, seq: int, status: int, will_retry: bool) -> None: ...
@@ -38,6 +41,10 @@ class Fanout(RunEvents):
     def run_started(self, dag_path: str, total: int, workers: int) -> None:
         for s in self.sinks:
             s.run_started(dag_path, total, workers)
+
+    def task_queued(self, task: Task, seq: int) -> None:
+        for s in self.sinks:
+            s.task_queued(task, seq)
 
     def task_dispatched(self, task: Task, seq: int, rank: int, hostname: str) -> None:
         for s in self.sinks:

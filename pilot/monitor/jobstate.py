@@ -1,6 +1,7 @@
 """jobstate.log next to the DAG (--jobstate-log), appended, as pegasus-monitord reads it.
 
-Per attempt ``seq``: SUBMIT and EXECUTE at dispatch, JOB_TERMINATED at the
+Per attempt ``seq``: SUBMIT when the task became ready, EXECUTE when it
+started (monitord's queue time is the gap, as with PMC), JOB_TERMINATED at the
 end, then JOB_SUCCESS 0 or JOB_FAILURE <exit code>. PMC writes the raw wait
 status there (768 for exit 3); we write what DAGMan writes, the exit code
 (minus the signal number for a signal). INTERNAL lines frame the run.
@@ -40,8 +41,10 @@ class JobstateLog(RunEvents):
     def run_started(self, dag_path: str, total: int, workers: int) -> None:
         self.internal("PMC_STARTED")
 
-    def task_dispatched(self, task: Task, seq: int, rank: int, hostname: str) -> None:
+    def task_queued(self, task: Task, seq: int) -> None:
         self.event(task.name, "SUBMIT", f"{seq}.0", seq)
+
+    def task_dispatched(self, task: Task, seq: int, rank: int, hostname: str) -> None:
         self.event(task.name, "EXECUTE", f"{seq}.0", seq)
 
     def task_ended(self, task: Task, seq: int, status: int, will_retry: bool) -> None:

@@ -296,6 +296,12 @@ def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, crit
     return Emitted(cluster, dag_file, script_file, req.ranks, critical)
 
 
+def roots_of(cluster: Cluster) -> int:
+    """Tasks of the cluster with no parent inside it: those ready when it starts."""
+    members = {id(job) for job in cluster.jobs}
+    return sum(1 for job in cluster.jobs if not any(id(p) in members for p in job.parents))
+
+
 def category_of(cluster: Cluster, properties: dict[str, str]) -> tuple[str | None, int | None]:
     """A data job's DAGMan category and its MAXJOBS (``dagman.<category>.maxjobs``, else Pegasus' default)."""
     if cluster.kind != "data" or not cluster.jobs:
@@ -335,6 +341,7 @@ def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig,
             f"  dag: {j(os.path.relpath(e.dag, submit_dir))}",
             f"  script: {j(os.path.relpath(e.script, submit_dir))}",
             f"  tasks: {len(c.jobs)}",
+            f"  roots: {roots_of(c)}",
             f"  ranks: {e.ranks}",
             f"  runtime: {j(c.runtime)}",
             f"  critical_path: {j(e.critical_path)}",

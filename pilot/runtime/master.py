@@ -17,7 +17,7 @@ import signal
 import time
 from typing import BinaryIO, Callable
 
-from pilot.contracts.result import RunOutcome, write_result
+from pilot.contracts.result import RunOutcome
 from pilot.dag import read_dag, read_rescue
 from pilot.dag.model import Dag, Task
 from pilot.dag.rescue import RescueLog
@@ -85,7 +85,8 @@ class Master:
         self.task_err: BinaryIO | None = None
         self.slots = Slots()
         self.mean_duration = float("inf")  # unknown until a task ends: no prefetch before
-        self.seq = 0
+        self.seq = 0  # attempts numbered as they become ready (PMC's submit sequence)
+        self.queued_seq: list[int] = []  # per task order: the number of its attempt waiting to start, 0 if none
         self.runtime_total = 0.0
         self.signalled: str | None = None
         self.abort_reason: str | None = None
@@ -149,7 +150,7 @@ class Master:
                 outcome = RunOutcome.WALLTIME  # out of time during start-up: a resubmission can finish it
             else:
                 outcome = RunOutcome.ERROR
-            self._write_result(False, outcome, getattr(exc, "exit_code", 1))
+            report.write_outcome(self, False, outcome, getattr(exc, "exit_code", 1))
 
     def _on_signal(self, signum, frame) -> None:  # noqa: ARG002
         self.signalled = signal.Signals(signum).name
@@ -185,8 +186,9 @@ class Master:
         startup.check_feasible(dag, self.engine)
         startup.setup_hosts()
         self._timed = timeleft.prepare(opts, dag, self.matcher, None if self.deadline is None else self.deadline - self.clock())
+        self.queued_seq = [0] * len(dag)
         for task in self.engine.initial_ready():
-            self.matcher.push(task)
+            self._ready(task)
 
     # -- main loop ------------------------------------------------------------
     def _interrupted(self) -> bool:
@@ -303,10 +305,23 @@ class Master:
             ring=alloc.rank not in self.slots.running,  # a busy worker waits on its task, and looks when it ends
         )
 
-    def _started(self, task: Task, alloc: Allocation) -> None:
+    def _ready(self, task: Task) -> None:
+        """Queue a task that became ready. Its SUBMIT is logged now and its EXECUTE when it starts, so the
+        records' queue time is the time it waited for a slot."""
         self.seq += 1
-        self.slots.start(alloc.rank, task, alloc, self.seq)
-        self.events.task_dispatched(task, self.seq, alloc.rank, alloc.host.name)
+        self.queued_seq[task.order] = self.seq
+        self.events.task_queued(task, self.seq)
+        self.matcher.push(task)
+
+    def _started(self, task: Task, alloc: Allocation) -> None:
+        seq = self.queued_seq[task.order]
+        if not seq:  # sent ahead to run after its parent: it became ready as it started
+            self.seq += 1
+            seq = self.seq
+            self.events.task_queued(task, seq)
+        self.queued_seq[task.order] = 0
+        self.slots.start(alloc.rank, task, alloc, seq)
+        self.events.task_dispatched(task, seq, alloc.rank, alloc.host.name)
 
     def _attach_child(self, rank: int, task: Task, alloc: Allocation) -> None:
         ahead.attach_child(self, rank, task, alloc)
@@ -375,9 +390,9 @@ class Master:
                 status = 1
         if status == 0:
             self.rescue.done(task.name)
-            for child in engine.succeeded(task):
-                self.matcher.push(child)
             self.events.task_ended(task, seq, 0, False)
+            for child in engine.succeeded(task):
+                self._ready(child)
             log.debug("task %s succeeded on worker %d in %.3f s", task.name, source, res.duration)
             return
         retry = engine.failed(task, retry=self.abort_reason is None)
@@ -386,18 +401,9 @@ class Master:
         how = f"exitcode {status}" if status >= 0 else f"signal {-status}"
         if retry:
             log.error("Task %s failed with %s%s on attempt %d; retrying", task.name, how, why, engine.attempts[task.order])
-            self.matcher.push(task)
+            self._ready(task)
         else:
             log.error("Task %s failed with %s%s", task.name, how, why)
-
-    def _write_result(self, ok: bool, reason: RunOutcome | str, exit_code: int) -> None:
-        engine = self.engine
-        try:
-            write_result(self.opts.dag, ok, reason, engine.total if engine else 0, engine.done_count if engine else 0,
-                         engine.unfinished() if engine else [], exit_code)
-        except OSError as exc:
-            # After an error the run's one line already says what is wrong (often this very directory).
-            log.log(logging.DEBUG if reason == RunOutcome.ERROR else logging.ERROR, "cannot write %s.result: %s", self.opts.dag, exc.strerror)
 
     def _flush_logs(self) -> None:
         self.events.flush()
@@ -432,17 +438,9 @@ class Master:
             # Tasks held for lack of time end the run as a wall-time cut: the resubmitted job runs them.
             reason = (RunOutcome.DONE if ok else RunOutcome.SIGNAL if self.signalled else RunOutcome.WALLTIME
                       if self.abort_reason or (self.matcher.held and not engine.stopped) else RunOutcome.FAILED)
-            self._write_result(ok, reason, 0 if ok else 1)
-        if ok:
-            log.info("Workflow succeeded")
-            return 0
-        if engine.stop_reason and self.abort_reason is None:
-            log.error("Max failures reached: DAG prematurely aborted")
-        unfinished = engine.unfinished()
-        shown = ", ".join(unfinished[:10]) + (f" and {len(unfinished) - 10} more" if len(unfinished) > 10 else "")
-        why = self.abort_reason or (f"{len(self.matcher.held)} task(s) need more time than was left" if self.matcher.held else "")
-        log.error("Workflow failed: %d of %d tasks not done (%s)%s", len(unfinished), engine.total, shown, f"; {why}" if why else "")
-        return 1
+            report.write_outcome(self, ok, reason, 0 if ok else 1)
+        report.outcome_line(self, ok)
+        return 0 if ok else 1
 
     def _report(self, ok: bool) -> None:
         """Workers stopped, stdio merged, report and summary printed, monitoring closed."""

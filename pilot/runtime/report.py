@@ -13,6 +13,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from pilot.contracts.result import RunOutcome, write_result
 from pilot.monitor import records, stdio
 from pilot.runtime import ahead
 from pilot.runtime.protocol import Bye, Recalled, Shutdown, TaskResult, WorkerFailed
@@ -59,6 +60,34 @@ def final_report(master: Master, ok: bool) -> None:
         # The -o file is then the job output monitord reads: the summary belongs with its task records.
         master.task_out.write(summary.encode())
         master.task_out.flush()
+
+
+def write_outcome(master: Master, ok: bool, reason: RunOutcome | str, exit_code: int) -> None:
+    """DAG.result: how the run ended, for pilot submit (a run that could not write it is logged, not raised)."""
+    engine = master.engine
+    dag = master.opts.dag
+    try:
+        write_result(dag, ok, reason, engine.total if engine else 0, engine.done_count if engine else 0,
+                     engine.unfinished() if engine else [], exit_code)
+    except OSError as exc:
+        # After an error the run's one line already says what is wrong (often this very directory).
+        log.log(logging.DEBUG if reason == RunOutcome.ERROR else logging.ERROR, "cannot write %s.result: %s", dag, exc.strerror)
+
+
+def outcome_line(master: Master, ok: bool) -> None:
+    """The run's last log line: success, or which tasks are not done and why."""
+    engine = master.engine
+    assert engine is not None
+    if ok:
+        log.info("Workflow succeeded")
+        return
+    if engine.stop_reason and master.abort_reason is None:
+        log.error("Max failures reached: DAG prematurely aborted")
+    unfinished = engine.unfinished()
+    shown = ", ".join(unfinished[:10]) + (f" and {len(unfinished) - 10} more" if len(unfinished) > 10 else "")
+    held = master.matcher.held
+    why = master.abort_reason or (f"{len(held)} task(s) need more time than was left" if held else "")
+    log.error("Workflow failed: %d of %d tasks not done (%s)%s", len(unfinished), engine.total, shown, f"; {why}" if why else "")
 
 
 def stop_workers(master: Master) -> None:

@@ -2,8 +2,9 @@
 
 Read from the files ``pilot run`` keeps next to the cluster's DAG: the rescue
 log (one ``DONE <task>`` per finished task, across every attempt) and
-jobstate.log (SUBMIT/EXECUTE/JOB_TERMINATED/JOB_SUCCESS/JOB_FAILURE per task
-attempt, ``INTERNAL *** PMC_STARTED/FINISHED ***`` around each run). Both are
+jobstate.log (SUBMIT when a task became ready, EXECUTE when it started,
+JOB_TERMINATED/JOB_SUCCESS/JOB_FAILURE per task attempt, ``INTERNAL ***
+PMC_STARTED/FINISHED ***`` around each run). Both are
 append-only, so a ``PilotFiles`` reads only what was added since it last
 looked: live progress costs the new lines, not the whole history.
 
@@ -59,6 +60,7 @@ class _Tail:
 class TaskProgress:
     done: int = 0
     running: set[str] = field(default_factory=set)
+    queued: set[str] = field(default_factory=set)  # ready, waiting for a slot (SUBMIT without EXECUTE)
     failed: dict[str, int] = field(default_factory=dict)  # task -> status of its last attempt (negative: signal)
     started: bool = False  # a run has started (PMC_STARTED)
     finished: bool = False  # and the latest one finished (PMC_FINISHED)
@@ -82,6 +84,7 @@ class PilotFiles:
         if reset:
             p.running.clear()
             p.failed.clear()
+            p.queued.clear()
             p.started = p.finished = False
         for line in lines:
             self._event(line.split())
@@ -94,13 +97,18 @@ class PilotFiles:
         if parts[1] == "INTERNAL":
             if "PMC_STARTED" in parts:
                 p.started, p.finished = True, False
-                p.running.clear()  # whatever ran in an earlier attempt is over
+                p.running.clear()  # whatever ran or waited in an earlier attempt is over
+                p.queued.clear()
             elif "PMC_FINISHED" in parts:
                 p.finished = True
                 p.running.clear()
             return
         task, event = parts[1], parts[2]
-        if event in ("SUBMIT", "EXECUTE"):
+        if event == "SUBMIT":
+            p.queued.add(task)
+            p.failed.pop(task, None)
+        elif event == "EXECUTE":
+            p.queued.discard(task)
             p.running.add(task)
             p.failed.pop(task, None)
         elif event == "JOB_TERMINATED":

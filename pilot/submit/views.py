@@ -146,11 +146,22 @@ def totals(views: list[ClusterView]) -> Totals:
         t.failed += failed
         released = v.shown in (Shown.SUBMITTING, Shown.QUEUED, Shown.HELD, Shown.RUNNING) or (
             v.shown is Shown.WAITING and v.detail != "" and not v.detail.startswith("after "))
-        if released:
-            t.ready += rest
-        else:
-            t.unready += rest
+        ready = min(rest, _ready_tasks(v, rest)) if released else 0
+        t.ready += ready
+        t.unready += rest - ready
     return t
+
+
+def _ready_tasks(v: ClusterView, rest: int) -> int:
+    """Tasks of a released cluster whose parents are all done: in a running pilot, those it logged SUBMIT for
+    and has not started; before a rerun, those the last run left ready or running (its failed tasks are
+    counted FAILED until the rerun starts them); before the first run, the cluster's root tasks."""
+    p = v.progress
+    if v.shown is Shown.RUNNING:
+        return len(p.queued)
+    if p.started:
+        return len((p.queued | p.running) - p.failed.keys())
+    return rest if v.spec.roots is None else v.spec.roots
 
 
 def run_state(views: list[ClusterView], driving: bool) -> str:

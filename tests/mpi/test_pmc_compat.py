@@ -77,3 +77,19 @@ def test_host_script_words(dagfile, tmp_path):
     assert "HOSTSCRIPT stdout" in res.stderr
     bad = run_pilot(["--host-script", "/bin/false", dagfile("TASK a /bin/true\n", "b.dag")])
     assert bad.returncode == 1 and "Host script failed" in bad.stderr
+
+
+def test_jobstate_submit_when_ready_so_queue_time_is_the_wait_for_a_slot(dagfile):
+    """PMC logs SUBMIT when a task becomes ready and EXECUTE when it starts (monitord's queue time is the gap):
+    on one worker the third of three ready 0.3 s tasks waits about 0.6 s; a child's SUBMIT follows its parent's end."""
+    dag = dagfile("TASK a /bin/sleep 0.3\nTASK b /bin/sleep 0.3\nTASK c /bin/sleep 0.3\nTASK d /bin/true\nEDGE c d\n")
+    res = run_pilot(["-s", "--jobstate-log", dag], n=2)
+    assert res.returncode == 0, res.stderr
+    at: dict[tuple[str, str], float] = {}
+    for line in (Path(dag).parent / "jobstate.log").read_text().splitlines():
+        stamp, job, event = line.split()[:3]
+        if job != "INTERNAL":
+            at[job, event] = float(stamp)
+    waits = sorted(at[t, "EXECUTE"] - at[t, "SUBMIT"] for t in "abc")
+    assert waits[0] < 0.2 and 0.25 < waits[1] < 2 and 0.5 < waits[2] < 3
+    assert at["d", "SUBMIT"] >= at["c", "JOB_TERMINATED"] > at["c", "EXECUTE"]

@@ -244,3 +244,57 @@ def test_master_rings_only_a_worker_that_may_be_waiting(dagfile):
     assert sum(not ring for _, ring, _ in sends) > 20  # short tasks were queued behind running ones, unrung
     # the result of a task that others wait for wakes the master at once; the others' need not
     assert {m.name: m.urgent for m, _, _ in sends if m.name in ("a", "b", "t0")} == {"a": True, "b": False, "t0": False}
+
+
+class _Order:
+    """Records the master's task events in the order they come: (event, task, seq)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, int]] = []
+
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+    def task_queued(self, task, seq):
+        self.seen.append(("queued", task.name, seq))
+
+    def task_dispatched(self, task, seq, rank, hostname):
+        self.seen.append(("started", task.name, seq))
+
+    def task_ended(self, task, seq, status, will_retry):
+        self.seen.append(("ended", task.name, seq))
+
+
+def test_an_attempt_is_queued_when_ready_and_started_when_a_slot_frees(dagfile):
+    """As PMC: SUBMIT (queued) when a task becomes ready, EXECUTE when it starts, so the records show the time
+    it waited for a slot. A child is queued when its last parent ends, a retry as a new attempt number."""
+    rec = _Order()
+    dag = dagfile("TASK a x\nTASK b x\nTASK c x\nTASK d x\nEDGE a d\n")
+    rc, _, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], events=[rec], tries=2,
+                        duration=lambda n: 1.0, status=lambda n, attempt: 1 if n == "c" and attempt == 1 else 0)
+    assert rc == 0
+    seen = rec.seen
+    assert seen[:3] == [("queued", "a", 1), ("queued", "b", 2), ("queued", "c", 3)]  # all ready at start
+    started = {(t, s) for e, t, s in seen if e == "started"}
+    assert ("b", 2) in started and seen.index(("started", "b", 2)) > seen.index(("ended", "a", 1))  # b waited
+    queued_d = next(i for i, e in enumerate(seen) if e[:2] == ("queued", "d"))
+    assert seen[queued_d - 1] == ("ended", "a", 1)  # ready exactly when its parent ended
+    c = [e for e in seen if e[1] == "c"]
+    assert [e[0] for e in c] == ["queued", "started", "ended", "queued", "started", "ended"]
+    assert c[0][2] == c[1][2] == c[2][2] != c[3][2] == c[4][2] == c[5][2]  # one number per attempt
+    numbers = [s for e, _, s in seen if e == "queued"]
+    assert len(numbers) == len(set(numbers)) == 5
+
+
+def test_a_task_sent_ahead_behind_its_parent_is_queued_as_it_starts(dagfile):
+    """A chain's child goes to its parent's worker before the parent ends (as in the follow-on test above); it
+    becomes ready only when the parent ends. One given back unstarted after a failure keeps no number."""
+    rec = _Order()
+    dag = dagfile("".join(f"TASK c{i} x\n" for i in range(6)) + "".join(f"EDGE c{i} c{i + 1}\n" for i in range(5)))
+    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], events=[rec], tries=2, duration=lambda n: 0.001,
+                              status=lambda n, attempt: 1 if n == "c3" and attempt == 1 else 0)
+    assert rc == 0 and cluster.order() == ["c0", "c1", "c2", "c3", "c3", "c4", "c5"]
+    assert [e for e, _, _ in rec.seen] == ["queued", "started", "ended"] * 7
+    assert [t for _, t, _ in rec.seen[::3]] == ["c0", "c1", "c2", "c3", "c3", "c4", "c5"]
+    assert all(rec.seen[i][2] == rec.seen[i + 1][2] == rec.seen[i + 2][2] for i in range(0, 21, 3))
+    assert len({s for _, _, s in rec.seen}) == 7

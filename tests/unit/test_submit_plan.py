@@ -63,3 +63,12 @@ def test_plan_warns_when_a_cluster_asks_for_more_than_a_node_has(tmp_path, caplo
     with caplog.at_level(logging.WARNING, logger="pilot.plan"):
         plan(PlanRequest(workflow(tmp_path), fits, ["label"], submit_dir=str(tmp_path / "sub2")))
     assert caplog.records == []
+
+
+def test_clusters_yml_counts_the_root_tasks_of_each_cluster(tmp_path):
+    """A cluster's roots (no parent inside it) are what pilot status counts READY before it starts."""
+    site = SiteConfig(name="local", scheduler="local")
+    result = plan(PlanRequest(str(Path(__file__).parents[2] / "examples" / "diamond.yml"), site, ["whole"],
+                              submit_dir=str(tmp_path / "sub")))
+    (spec,) = read_clusters(result.submit_dir)
+    assert (spec.tasks, spec.roots) == (13, 1)  # create-dir first, all else below it

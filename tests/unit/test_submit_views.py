@@ -45,11 +45,36 @@ def test_pilot_files_are_read_incrementally(tmp_path):
     with open(tmp_path / "c.dag.rescue", "a") as fh:
         fh.write("DONE t2\n")
     p = files.update()
-    assert (p.done, sorted(p.running), p.failed) == (2, ["t1", "t4"], {"t3": -9})
+    assert (p.done, sorted(p.running), sorted(p.queued), p.failed) == (2, [], ["t1", "t4"], {"t3": -9})
     (tmp_path / "t3.err.000").write_text("")
     (tmp_path / "t3.err.002").write_text("")
     (tmp_path / "t3.err.001").write_text("")
     assert files.stderr_of("t3") == str(tmp_path / "t3.err.002") and files.stderr_of("t9") is None
+
+
+def test_tasks_line_counts_as_ready_only_tasks_whose_parents_are_done(tmp_path):
+    """READY, as pegasus-status counts it: a queued cluster's root tasks, a running pilot's tasks logged SUBMIT
+    and not started, and before a rerun what the last run left ready or running; the rest is UNREADY."""
+    from pilot.contracts.clusters import ClusterKind, ClusterSpec
+    from pilot.submit.pilotfiles import TaskProgress
+    from pilot.submit.state import ClusterRecord
+    from pilot.submit.views import ClusterView
+
+    spec = ClusterSpec("a", ClusterKind.LABEL, str(tmp_path), str(tmp_path / "a.dag"), tasks=10, ranks=3, parents=(), roots=2)
+
+    def counts(shown, progress):
+        t = totals([ClusterView(spec, ClusterRecord("a"), shown, "resubmitting", progress)])
+        return t.unready, t.ready, t.running, t.done, t.failed
+
+    assert counts(Shown.QUEUED, TaskProgress()) == (8, 2, 0, 0, 0)
+    running = TaskProgress(done=3, running={"t3"}, queued={"t4", "t5"}, started=True)
+    assert counts(Shown.RUNNING, running) == (4, 2, 1, 3, 0)
+    killed = TaskProgress(done=3, running={"t3"}, queued={"t4"}, failed={"t5": 1}, started=True)
+    assert counts(Shown.QUEUED, killed) == (4, 2, 0, 3, 1)  # t5 shows as FAILED until the rerun starts it
+    assert counts(Shown.WAITING, TaskProgress()) == (8, 2, 0, 0, 0)  # waiting with a reason: released
+    unplanned = ClusterSpec("a", ClusterKind.LABEL, str(tmp_path), str(tmp_path / "a.dag"), tasks=10, ranks=3, parents=())
+    t = totals([ClusterView(unplanned, ClusterRecord("a"), Shown.QUEUED, "", TaskProgress())])
+    assert (t.unready, t.ready) == (0, 10)  # a plan without roots: every task counted ready, as before
 
 
 def drive_until(tmp_path, clusters, outcomes, retry=None, steps=None):
