@@ -131,8 +131,11 @@ def resolve_pilot(site: SiteConfig) -> list[str]:
 
 
 def request_for(site: SiteConfig, name: str, workdir: str, pilot_args: list[str], ranks: int | None = None,
-                walltime_minutes: float | None = None) -> JobRequest:
-    """Size a job on ``site``: at most the site's nodes x ranks_per_node, fewer if ``ranks`` is smaller."""
+                walltime_minutes: float | None = None, queue: str | None = None, account: str | None = None,
+                directives: tuple[str, ...] = ()) -> JobRequest:
+    """Size a job on ``site``: at most the site's nodes x ranks_per_node, fewer if ``ranks`` is smaller.
+    ``queue``, ``account`` and ``directives`` (whole directive lines) are what the cluster's jobs ask for
+    over the site's values (pilot.planner.batchopts)."""
     rpn = site.ranks_per_node or 2
     nodes = site.nodes
     if ranks is not None:
@@ -147,12 +150,12 @@ def request_for(site: SiteConfig, name: str, workdir: str, pilot_args: list[str]
         ranks_per_node=rpn,
         walltime_minutes=walltime_minutes or site.walltime_minutes,
         pilot_args=pilot_args,
-        queue=site.batch_queue,
-        account=site.account,
+        queue=queue or site.batch_queue,
+        account=account or site.account,
         qos=site.qos,
         constraint=site.constraint,
         exclusive=bool(site.exclusive),
-        scheduler_options=list(site.scheduler_options),
+        scheduler_options=[*site.scheduler_options, *directives],
         worker_init=list(site.worker_init),
         launcher=resolve_launcher(site),
         launcher_options=site.launcher_options,

@@ -64,6 +64,10 @@ class Scheduler(abc.ABC):
         """Tell the provider one cluster's size (Parsl keeps nodes and walltime per provider)."""
         provider.nodes_per_block = req.nodes
         provider.walltime = req.walltime
+        # The cluster's own queue and account (its jobs' profiles) over the site's, as in its script.
+        for attr, value in (("partition", req.queue), ("queue", req.queue), ("account", req.account)):
+            if value is not None and hasattr(provider, attr):
+                setattr(provider, attr, value)
 
     @abc.abstractmethod
     def query_command(self, job_ids: Sequence[str]) -> list[str]:

@@ -50,6 +50,10 @@ class ClusterSpec:
     category: str | None = None
     maxjobs: int | None = None
     roots: int | None = None  # tasks with no parent inside the cluster (ready when it starts); None: not written
+    # What its jobs ask of its batch job (their queue, project, extra directive lines); None: the site's
+    queue: str | None = None
+    account: str | None = None
+    directives: tuple[str, ...] = ()
 
     def rel(self, path: str) -> str:
         """``path`` relative to the submit directory, for messages."""
@@ -91,6 +95,9 @@ def read_clusters(submit_dir: str) -> list[ClusterSpec]:
                 category=None if item.get("category") is None else str(item["category"]),
                 maxjobs=None if item.get("maxjobs") is None else int(item["maxjobs"]),
                 roots=None if item.get("roots") is None else int(item["roots"]),
+                queue=None if item.get("queue") is None else str(item["queue"]),
+                account=None if item.get("account") is None else str(item["account"]),
+                directives=tuple(str(d) for d in item.get("directives") or ()),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{path}: cluster #{n}: bad or missing field ({type(exc).__name__}: {exc}); re-plan with pilot plan") from None

@@ -17,6 +17,9 @@ class Task:
     line before it (None: the pilot's own working directory, as in PMC).
     ``stdio`` names the files the task's stdin, stdout and stderr are (``""``:
     none; None: no ``#pilot stdin=/stdout=/stderr=`` line), as a Pegasus job's.
+    ``env`` holds the variables the task's environment gets on top of the
+    pilot's, from the last ``#pilot env`` line before it (None: none); tasks
+    after one line share its tuple.
 
     The parser keeps the command as written (``raw_args``) and splits it on
     first use of ``argv``: PMC's quoting never rejects a line, so nothing is
@@ -26,7 +29,7 @@ class Task:
     __slots__ = (
         "name", "_argv", "raw_args", "memory", "cpus", "gpus", "tries", "priority", "pipe_forwards",
         "file_forwards", "pegasus_id", "transformation", "dax_id", "line", "order", "parents", "children",
-        "runtime", "cwd", "stdio",
+        "runtime", "cwd", "stdio", "env",
     )
 
     def __init__(
@@ -65,6 +68,7 @@ class Task:
         self.runtime = runtime
         self.cwd = cwd
         self.stdio: tuple[str, str, str] | None = None
+        self.env: tuple[tuple[str, str], ...] | None = None
         self.order = 0
         self.parents: list[Task] = []
         self.children: list[Task] = []

@@ -5,7 +5,10 @@ starts a comment only as the first non-blank character, except ``#@ <n> <tx>
 <daxid>`` which annotates the next TASK, ``#pilot runtime=<seconds>``
 which gives the next TASK its expected run time, and ``#pilot cwd=<dir>``
 which sets the working directory of every TASK after it, up to the next
-``#pilot cwd=`` (an empty value: the pilot's own directory again). PMC reads
+``#pilot cwd=`` (an empty value: the pilot's own directory again), and
+``#pilot env NAME=VALUE ...`` (words quoted as task arguments) which sets
+variables in the environment of every TASK after it, up to the next ``#pilot
+env`` (none: no variables again), as Pegasus' env profiles do. PMC reads
 every ``#`` line but ``#@`` as a comment, so a DAG with them still runs under
 PMC, its tasks in PMC's directory. A planned workflow runs its jobs in the
 workflow's directory on the site's shared scratch, as Pegasus' kickstart
@@ -33,7 +36,7 @@ from pilot.dag.model import Dag, Task
 from pilot.errors import DagError
 from pilot.util.gcpause import gc_paused
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # What sscanf's %d and %f take from the start of a value.
 _C_INT = re.compile(r"\s*([+-]?\d+)")
 _C_FLOAT = re.compile(r"\s*([+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan))", re.I)
@@ -80,6 +83,7 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
     runtime: float | None = None
     cwd: str | None = None
     stdio: tuple[str, str, str] | None = None
+    env: tuple[tuple[str, str], ...] | None = None
     special = SPECIAL.search
     for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
@@ -98,6 +102,8 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
                 body = line[len(PILOT_NOTE):].lstrip()
                 if body.startswith(CWD_NOTE):
                     cwd = _cwd_note(body, path, lineno)
+                elif body == ENV_NOTE or body.startswith(ENV_NOTE) and body[len(ENV_NOTE)].isspace():
+                    env = _env_note(line, path, lineno)
                 elif body.lstrip("'\"\\").startswith(STDIO_NOTES):
                     stdio = _stdio_note(line, path, lineno)
                 else:
@@ -124,6 +130,7 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
                 task.runtime = runtime
                 runtime = None
             task.cwd = cwd
+            task.env = env
             if stdio is not None:
                 task.stdio = stdio
                 stdio = None
@@ -158,6 +165,19 @@ CWD_NOTE = "cwd="
 
 
 STDIO_NOTES = ("stdin=", "stdout=", "stderr=")
+ENV_NOTE = "env"
+
+
+def _env_note(line: str, path: str, lineno: int) -> tuple[tuple[str, str], ...] | None:
+    """``#pilot env NAME=VALUE ...``: the variables of the TASKs after it (none: None)."""
+    out: dict[str, str] = {}
+    for word in split_args(line)[2:]:
+        name, sep, value = word.partition("=")
+        if not sep or not ENV_NAME.match(name):
+            raise DagError(path, lineno, f"invalid '#pilot env' word {word!r}: expected NAME=VALUE, NAME made of "
+                           "letters, digits and '_', not starting with a digit")
+        out[name] = value
+    return tuple(out.items()) or None
 
 
 def _stdio_note(line: str, path: str, lineno: int) -> tuple[str, str, str]:
@@ -187,7 +207,8 @@ def _cwd_note(body: str, path: str, lineno: int) -> str | None:
 def _pilot_note(line: str, path: str, lineno: int) -> float:
     """``#pilot runtime=<seconds>``: the next TASK's expected run time (finite, not negative)."""
     fields = line.split()[1:]
-    usage = "expected '#pilot runtime=<seconds>' or '#pilot cwd=<dir>' (other comments must not begin with the word '#pilot')"
+    usage = ("expected '#pilot runtime=<seconds>', '#pilot cwd=<dir>', '#pilot env NAME=VALUE ...' or '#pilot stdout=FILE' "
+             "(other comments must not begin with the word '#pilot')")
     if len(fields) != 1 or not fields[0].startswith("runtime="):
         raise DagError(path, lineno, f"invalid '#pilot' annotation: {usage}")
     raw = fields[0][len("runtime="):]
@@ -300,7 +321,7 @@ def _apply_option(task: Task, spec: tuple[str, str], opt: str, value: str, path:
         if not sep or not left or not right:
             raise bad("expected VAR=FILE" if kind == "pipe" else "expected SRC=DEST")
         if kind == "pipe":
-            if not _ENV_NAME.match(left):
+            if not ENV_NAME.match(left):
                 raise bad(f"{left!r} is not a valid environment variable name")
             task.pipe_forwards.append((left, right))
         else:

@@ -56,14 +56,27 @@ def cwd_note(cwd: str | None) -> str:
     return f"#pilot cwd={cwd or ''}"
 
 
+def env_note(env: tuple[tuple[str, str], ...] | None) -> str:
+    """The ``#pilot env NAME=VALUE ...`` line that sets the environment of the TASKs after it."""
+    words = [f"{k}={v}" for k, v in env or ()]
+    for word in words:
+        if "\n" in word or "\r" in word or "\0" in word:
+            raise ValueError(f"environment variable {word!r}: a newline or NUL cannot be written in a PMC DAG")
+    return " ".join(["#pilot env", *(quote_arg(w) for w in words)])
+
+
 def iter_dag_lines(tasks: Iterable[Task]) -> Iterator[str]:
     """TASK lines (with ``#@`` annotations) for all tasks, then their EDGE lines."""
     tasks = list(tasks)
     cwd = None
+    env = None
     for task in tasks:
         if task.cwd != cwd:
             cwd = task.cwd
             yield cwd_note(cwd) + "\n"
+        if task.env != env:
+            env = task.env
+            yield env_note(env) + "\n"
         if task.pegasus_id is not None:
             yield f"#@ {task.pegasus_id} {task.transformation or '-'} {task.dax_id or task.name}\n"
         if task.runtime is not None:

@@ -24,9 +24,10 @@ from pilot.contracts.rootfiles import PROPERTIES, RootJob, RootTask, write_root_
 from pilot.contracts.submitdir import write_monitoring_files
 from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
-from pilot.dag.writer import cwd_note, runtime_note, stdio_note
+from pilot.dag.writer import cwd_note, env_note, runtime_note, stdio_note
 from pilot.errors import ConfigError, DagError
 from pilot.jobrequest import pilot_args, request_for
+from pilot.planner.batchopts import BatchOptions, batch_options
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import DEFAULT_MAXJOBS, Job, JobType
 from pilot.planner.profiles import ProfileResolver
@@ -44,19 +45,36 @@ class Emitted:
     script: str
     ranks: int
     critical_path: float | None
+    batch: BatchOptions = BatchOptions()
 
 
 def task_id(job: Job) -> str:
     return job.task_id
 
 
-def task_options(profiles: dict[str, str]) -> list[str]:
-    """The PMC options of a job's TASK line, from its pmc_* profiles."""
-    parts = []
-    for key, opt in (("pmc_request_memory", "-m"), ("pmc_request_cpus", "-c"), ("pmc_priority", "-p")):
+# The profiles each TASK option comes from, the first one set. As Pegasus' PMC code generator does (since
+# 4.6), -m and -c fall back to the job's memory (MB) and cores where the pmc_* keys are unset, so a task
+# asks the pilot for what it asked Pegasus. PMC has no GPU option; pilot's -g carries the gpus profile.
+REQUESTS = (("-m", ("pmc_request_memory", "memory")), ("-c", ("pmc_request_cpus", "cores")),
+            ("-p", ("pmc_priority",)), ("-g", ("gpus",)))
+
+
+def requested(profiles: dict[str, str], keys: tuple[str, ...]) -> tuple[str, str] | None:
+    """(value, profile key) of the first of ``keys`` the job sets, or None."""
+    for key in keys:
         value = profiles.get(key)
         if value not in (None, ""):
-            parts += [opt, quote_arg(str(value))]
+            return str(value), key
+    return None
+
+
+def task_options(profiles: dict[str, str]) -> list[str]:
+    """The PMC options of a job's TASK line, from its resource and pmc_* profiles (see REQUESTS)."""
+    parts = []
+    for opt, keys in REQUESTS:
+        got = requested(profiles, keys)
+        if got is not None and not (opt == "-g" and float(got[0]) == 0):
+            parts += [opt, quote_arg(got[0])]
     extra = profiles.get("pmc_task_arguments")
     if extra:
         parts.append(extra)  # verbatim: PMC task options such as -t 3 or -f VAR=FILE
@@ -95,28 +113,34 @@ def task_request(profiles: dict[str, str]) -> tuple[int, int, int]:
     directory reports is what the task is scheduled with, ``-c``/``-m``/``-g``
     in pmc_task_arguments and rounding included.
     """
-    return _request(profiles.get("pmc_request_memory"), profiles.get("pmc_request_cpus"),
-                    profiles.get("pmc_task_arguments"))
+    return _request(tuple(profiles.get(k) for _, keys in REQUESTS for k in keys), profiles.get("pmc_task_arguments"))
 
 
 @functools.lru_cache(maxsize=1024)
-def _request(memory, cpus, extra) -> tuple[int, int, int]:
+def _request(values: tuple, extra) -> tuple[int, int, int]:
     """Cached: a workflow's jobs share a handful of requests, and parsing each of millions would cost seconds."""
-    profiles = {"pmc_request_memory": memory, "pmc_request_cpus": cpus, "pmc_task_arguments": extra}
+    profiles = dict(zip([k for _, keys in REQUESTS for k in keys], values))
+    profiles["pmc_task_arguments"] = extra
     task = next(iter(parse_dag([" ".join(["TASK", "t", *task_options(profiles), "x"])]).tasks.values()))
     return max(1, task.cpus), task.memory, task.gpus
 
 
 def cluster_dag_text(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=None, cdir: str = ".") -> str:
     """The cluster's PMC DAG; a job's known runtime goes on a ``#pilot runtime=`` line, and the directory its
-    jobs run in on a ``#pilot cwd=`` line where it changes (PMC skips both)."""
+    jobs run in and the variables of its env profiles on ``#pilot cwd=`` and ``#pilot env`` lines where they
+    change (PMC skips all three)."""
     members = {id(j) for j in cluster.jobs}
     lines = []
     cwd = None
+    env = None
     for n, job in enumerate(cluster.jobs, 1):
         if job.cwd != cwd:
             cwd = job.cwd
             lines.append(cwd_note(cwd))
+        job_env = None if job.command is not None else resolver.env(job, cluster.site)  # data jobs: the pilot's
+        if job_env != env:
+            env = job_env
+            lines.append(env_note(env))
         lines.append(f"#@ {n} {job.tx_label} {job.id}")
         runtime = runtime_of(job) if runtime_of is not None else None
         if runtime is not None:
@@ -175,7 +199,7 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
             rows = [_emit_one(k) for k in range(len(clusters))]
     finally:
         _SHARED = None
-    out = [Emitted(clusters[k], dag, script, ranks, critical) for k, dag, script, ranks, critical in rows]
+    out = [Emitted(clusters[k], dag, script, ranks, critical, batch) for k, dag, script, ranks, critical, batch in rows]
     memo: dict = {}
     write_cluster_dag(submit_dir, out, site, workflow_name, [cluster_retry(c, resolver, memo) for c in clusters],
                       resolver.catalogs.properties)
@@ -256,22 +280,23 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
     write_root_files(submit_dir, workflow_name, jobs, planner_arguments, properties=properties)
 
 
-def _emit_one(k: int) -> tuple[int, str, str, int, float | None]:
+def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions]:
     submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments = _SHARED  # type: ignore[misc]
     cluster = clusters[k]
     cdir = os.path.join(submit_dir, cluster.name)
     text = cluster_dag_text(cluster, resolver, pfn_of, runtime_of, cdir)
     width, critical = width_and_path(cluster, runtime_of)
-    e = write_cluster(submit_dir, cluster, text, width, critical, site, planner_arguments)
+    batch = batch_options(cluster, resolver, site.scheduler)
+    e = write_cluster(submit_dir, cluster, text, width, critical, site, planner_arguments, batch)
     for job in cluster.jobs:
         if job.stdin_text is not None:
             with open(input_file(cdir, job), "w", encoding="utf-8") as fh:
                 fh.write(job.stdin_text)
-    return k, e.dag, e.script, e.ranks, e.critical_path
+    return k, e.dag, e.script, e.ranks, e.critical_path, batch
 
 
 def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, critical: float | None,
-                  site: SiteConfig, planner_arguments: str) -> Emitted:
+                  site: SiteConfig, planner_arguments: str, batch: BatchOptions = BatchOptions()) -> Emitted:
     """The cluster's directory: its PMC DAG, batch script and monitoring files."""
     cdir = os.path.join(submit_dir, cluster.name)
     os.makedirs(cdir, exist_ok=True)
@@ -284,7 +309,8 @@ def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, crit
         raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: {exc.message}") from None
     with open(dag_file, "w", encoding="utf-8") as fh:
         fh.write(text)
-    req = request_for(site, cluster.name, cdir, pilot_args(site, cluster.name + ".dag"), ranks=width + 1)
+    req = request_for(site, cluster.name, cdir, pilot_args(site, cluster.name + ".dag"), ranks=width + 1,
+                      queue=batch.queue, account=batch.account, directives=batch.directives)
     suffix, script = script_for(site, req)
     script_file = os.path.join(cdir, cluster.name + suffix)
     with open(script_file, "w", encoding="utf-8") as fh:
@@ -293,7 +319,7 @@ def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, crit
     write_monitoring_files(dag, dag_file, planner_arguments=planner_arguments,
                            notify=os.path.join(os.path.abspath(submit_dir), NOTIFY_FILE),
                            properties=os.path.join(os.path.abspath(submit_dir), PROPERTIES))
-    return Emitted(cluster, dag_file, script_file, req.ranks, critical)
+    return Emitted(cluster, dag_file, script_file, req.ranks, critical, batch)
 
 
 def roots_of(cluster: Cluster) -> int:
@@ -348,6 +374,10 @@ def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig,
             f"  parents: {j([p.name for p in c.parents])}",
             f"  retry: {j(retries[k] if retries else None)}",
         ]
+        b = e.batch
+        lines += [f"  {key}: {j(value)}" for key, value in (("queue", b.queue), ("account", b.account)) if value is not None]
+        if b.directives:
+            lines.append(f"  directives: {j(list(b.directives))}")
         category, maxjobs = category_of(c, properties or {})
         if category:
             lines += [f"  category: {j(category)}", f"  maxjobs: {j(maxjobs)}"]

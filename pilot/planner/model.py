@@ -127,6 +127,7 @@ class TransformationSite:
     pfn: str
     profiles: Profiles = field(default_factory=dict)
     stageable: bool = False  # type: stageable: the pfn is copied to the job's directory first
+    container: str | None = None  # the container (of the catalog's containers) the job runs in on this site
 
 
 @dataclass
@@ -186,6 +187,8 @@ class Catalogs:
     transformations: dict[tuple[str | None, str, str | None], Transformation] = field(default_factory=dict)
     sites: dict[str, Site] = field(default_factory=dict)
     properties: dict[str, str] = field(default_factory=dict)
+    containers: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (type, image)
+    workflow_profiles: Profiles = field(default_factory=dict)  # the workflow's own: every job's, below the job's
     replicas: dict[str, list[Replica]] = field(default_factory=dict)  # lfn -> its copies
     # Regex entries: the whole lfn must match; [k] in a pfn is group k, [0] the whole lfn.
     regex_replicas: list[tuple[object, list[Replica]]] = field(default_factory=list)

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pilot.dag.cycles import widest_level
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
-from pilot.planner import cleanup, datalayout, reader, reduce, replicas, yamlstream
+from pilot.planner import cleanup, datalayout, properties, reader, reduce, replicas, yamlstream
 from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
-from pilot.planner.emit import Emitted, emit
+from pilot.planner.emit import Emitted, emit, requested
 from pilot.planner.placement import attach, units_of
 from pilot.planner.staging import DataJobs, executable_lfn, expected_runtime
 from pilot.planner.estimate import PlanEstimate
@@ -65,7 +65,7 @@ def load(req: PlanRequest) -> Workflow:
         reader.read_site_catalog(yamlstream.load(sc), sc, "", cat)
     conf = req.conf or _default("pegasus.properties")
     if conf:
-        cat.properties = reader.read_properties(conf)
+        cat.properties = properties.read_properties(conf)
     replicas.resolve_relative(cat, os.path.dirname(os.path.abspath(req.workflow)), req.workflow)
     rc = replicas.catalog_file(req.replicas, cat.properties)
     if rc:
@@ -151,6 +151,12 @@ def _plan(req: PlanRequest) -> Plan:
     for job in wf.jobs:  # fail early on unknown transformations, sites and bad runtimes
         handle = site_of(job)
         entry = catalog_entry(job, handle)
+        if entry.container is not None:
+            kind, image = wf.catalogs.containers.get(entry.container, ("unknown kind", "not in the catalog"))
+            raise ConfigError(f"{job.where}: transformation {job.tx_label} runs in container {entry.container} ({kind}, "
+                              f"image {image}) on site {handle}, and site {site.name} offers no container runtime "
+                              "(pilot runs tasks on the host); remove 'container' from the transformation's site "
+                              "entry to run it there")
         if entry.stageable:
             stageable[job.index] = (replicas.url_of(entry.pfn), entry.site)
         runtimes.append(float_profile(resolver.pegasus(job, handle), "runtime"))
@@ -169,6 +175,10 @@ def _plan(req: PlanRequest) -> Plan:
     emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments)
     for line in node_fit_warnings(emitted, site, resolver):
         log.warning("%s", line)
+    asked = next((e for e in emitted if e.batch.asked), None)
+    if asked is not None and site.scheduler == "local":
+        log.warning("cluster %s: its jobs set %s, batch options that site %s, which has no batch system, does not use",
+                    asked.cluster.name, ", ".join(asked.batch.asked), site.name)
     return Plan(submit_dir, wf.name, emitted, pruned=len(reused), data_jobs=len(data.made))
 
 
@@ -177,7 +187,8 @@ MAX_FIT_WARNINGS = 5
 
 def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: ProfileResolver | None) -> list[str]:
     """Clusters that ask for more than the site config says a node has (ranks per node against
-    cores_per_node; a task's pmc_request_cpus/pmc_request_memory against cores_per_node/memory_per_node_mb):
+    cores_per_node; a task's CPUs and memory, from pmc_request_cpus/cores and pmc_request_memory/memory, against
+    cores_per_node/memory_per_node_mb):
     such a batch job or task may never start, which is better said now than after hours in a queue."""
     from pilot.jobrequest import request_for
 
@@ -196,13 +207,15 @@ def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: Profil
             continue
         for job in c.jobs:
             profiles = resolver.pegasus(job, c.site)
-            cpus, mem = _number(profiles.get("pmc_request_cpus")), _number(profiles.get("pmc_request_memory"))
+            cpus_key = requested(profiles, ("pmc_request_cpus", "cores")) or ("", "")
+            mem_key = requested(profiles, ("pmc_request_memory", "memory")) or ("", "")
+            cpus, mem = _number(cpus_key[0]), _number(mem_key[0])
             if cores and cpus and cpus > cores:
-                out.append(f"{job.where}: asks for {cpus:g} CPUs (pmc_request_cpus), but a node of site {site.name} has {cores} "
+                out.append(f"{job.where}: asks for {cpus:g} CPUs ({cpus_key[1]}), but a node of site {site.name} has {cores} "
                            f"(cores_per_node): cluster {c.name} cannot run it")
                 break
             if memory and mem and mem > memory:
-                out.append(f"{job.where}: asks for {mem:g} MB (pmc_request_memory), but a node of site {site.name} has "
+                out.append(f"{job.where}: asks for {mem:g} MB ({mem_key[1]}), but a node of site {site.name} has "
                            f"{memory} MB (memory_per_node_mb): cluster {c.name} cannot run it")
                 break
     if len(out) > MAX_FIT_WARNINGS:

@@ -1,8 +1,8 @@
-"""Pegasus-namespace profiles of a job, with Pegasus' overloading order.
+"""Pegasus- and env-namespace profiles of a job, with Pegasus' overloading order.
 
 Highest first: transformation catalog (the transformation's site entry, then
-the transformation), site catalog, the job in the workflow, properties
-(``pegasus.<key>``). Keys that Pegasus accepts under two names are stored
+the transformation), site catalog, the job in the workflow, the workflow's own
+profiles, properties (``pegasus.<key>``, ``env.<NAME>``). Keys that Pegasus accepts under two names are stored
 under one (``clusters_size`` as ``clusters.size``, ``job.runtime`` as
 ``runtime``, ``pmc_arguments`` as ``pmc_task_arguments``) by whoever reads
 them, and values are checked where they are read, so that an error names the
@@ -24,6 +24,7 @@ ALIASES = {
     "job_aggregator": "job.aggregator",
     "job.runtime": "runtime",  # the name before Pegasus 4.x, which Pegasus still reads
     "pmc_arguments": "pmc_task_arguments",  # the name in the pegasus-mpi-cluster man page
+    "glite_arguments": "glite.arguments",
 }
 # Properties that are profiles when written as pegasus.<key>.
 PROPERTY_PROFILES = (
@@ -79,6 +80,9 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "pmc_request_memory": _amount("MB"),
     "pmc_request_cpus": _amount("CPUs", positive=True),
     "pmc_priority": _integer,
+    "memory": _amount("MB"),
+    "cores": _amount("CPUs", positive=True),
+    "gpus": _whole(0),
 }
 
 
@@ -101,22 +105,25 @@ class ProfileResolver:
                 key = canonical(prop[len("pegasus."):])
                 if key in wanted:
                     self._from_properties[key] = value
+        self._from_properties.update(catalogs.workflow_profiles.get("pegasus", {}))
+        self._below: dict[str, dict[str, str]] = {}  # per namespace: properties, then the workflow's profiles
         self._upper: dict[tuple, dict[str, str]] = {}
+        self._envs: dict[tuple, tuple[tuple[str, str], ...] | None] = {}
 
-    def _catalog_layers(self, job: Job, site: str) -> dict[str, str]:
-        key = (job.tx_key, site)
+    def _catalog_layers(self, job: Job, site: str, ns: str = "pegasus") -> dict[str, str]:
+        key = (job.tx_key, site, ns)
         merged = self._upper.get(key)
         if merged is None:
             merged = {}
             site_entry = self.catalogs.sites.get(site)
             if site_entry is not None:
-                merged.update(site_entry.profiles.get("pegasus", {}))
+                merged.update(site_entry.profiles.get(ns, {}))
             tx = self.catalogs.find_transformation(job.tx_key)
             if tx is not None:
-                merged.update(tx.profiles.get("pegasus", {}))
+                merged.update(tx.profiles.get(ns, {}))
                 tx_site = tx.sites.get(site)
                 if tx_site is not None:
-                    merged.update(tx_site.profiles.get("pegasus", {}))
+                    merged.update(tx_site.profiles.get(ns, {}))
             self._upper[key] = merged
         return merged
 
@@ -130,6 +137,25 @@ class ProfileResolver:
             out.update(job_profiles)
         out.update(upper)
         return out
+
+    def other(self, job: Job, site: str, ns: str) -> dict[str, str]:
+        """The job's profiles of namespace ``ns`` (env, condor, globus, ...), in the order of the module doc."""
+        below = self._below.get(ns)
+        if below is None:
+            below = {prop[len(ns) + 1:]: value for prop, value in self.catalogs.properties.items()
+                     if prop.startswith(ns + ".") and len(prop) > len(ns) + 1}
+            below.update(self.catalogs.workflow_profiles.get(ns, {}))
+            self._below[ns] = below
+        merged = dict(below)
+        merged.update(job.profiles.get(ns, {}))
+        merged.update(self._catalog_layers(job, site, ns))
+        return merged
+
+    def env(self, job: Job, site: str) -> tuple[tuple[str, str], ...] | None:
+        """The variables the job's task gets (None: none). Equal environments are one tuple, so a DAG of
+        jobs that share one says it once."""
+        key = tuple(self.other(job, site, "env").items())
+        return self._envs.setdefault(key, key or None)
 
 
 def int_profile(profiles: dict[str, str], key: str) -> int | None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
+from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
+from pilot.dag.parser import ENV_NAME
 from pilot.errors import ConfigError
 from pilot.planner import yamlstream
 from pilot.planner.model import (
@@ -25,7 +27,6 @@ from pilot.planner.profiles import canonical, check_value
 # Job ids and transformation names become task ids, file and directory names
 # and words in batch scripts: plain characters only, nothing a shell reads.
 SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\Z")
-CLUSTERER_PREFERENCES = ("runtime",)
 
 
 def _err(path: str, ypath: str, message: str) -> ConfigError:
@@ -91,6 +92,8 @@ def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
             if value is None:
                 value = ""
             text = _text(value, path, kpath)
+            if ns == "env":
+                _check_env(key, text, path, kpath)
             if pegasus:
                 name, key = key, canonical(key)
                 why = check_value(key, text)
@@ -102,6 +105,15 @@ def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
             got[key] = text
         out[ns] = got
     return out
+
+
+def _check_env(name: str, value: str, path: str, kpath: str) -> None:
+    """An env profile becomes a variable of the task's environment, written into a PMC DAG line."""
+    if not ENV_NAME.match(name):
+        raise _err(path, kpath, f"{name!r} is not an environment variable name: use letters, digits and '_', "
+                   "not starting with a digit")
+    if any(c in value for c in "\n\r\0"):
+        raise _err(path, kpath, "an environment value cannot hold a newline or NUL: pass such data in a file")
 
 
 def read_workflow(path: str) -> Workflow:
@@ -134,6 +146,8 @@ def read_workflow(path: str) -> Workflow:
     for i, dep in deps:
         _add_dependency(dep, path, f"jobDependencies[{i}]", by_id)
     catalogs = wf.catalogs
+    if data.get("profiles") is not None:
+        catalogs.workflow_profiles = read_profiles(data["profiles"], path, "profiles")
     if data.get("transformationCatalog") is not None:
         read_transformation_catalog(data["transformationCatalog"], path, "transformationCatalog", catalogs)
     if data.get("siteCatalog") is not None:
@@ -179,7 +193,7 @@ def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
     if not SAFE_ID.match(name):
         raise _err(path, f"{ypath}.name", f"{name!r}: transformation names may use letters, digits, '_', '.', '+', '-' only")
     args = _list(raw.get("arguments"), path, f"{ypath}.arguments", "of arguments")
-    arguments = [_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)]
+    arguments = _words([_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)], path, ypath)
     uses = [_use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(_list(raw.get("uses"), path, f"{ypath}.uses", "of files"))]
     stdio = tuple(_stdio_file(raw, key, path, ypath) for key in ("stdin", "stdout", "stderr"))
     return Job(
@@ -257,12 +271,28 @@ def _use(raw: Any, path: str, ypath: str) -> Use:
 
 def _argument(value: Any, path: str, ypath: str) -> str:
     if isinstance(value, dict) and "lfn" in value:
-        return _text(value["lfn"], path, f"{ypath}.lfn")
+        value = _text(value["lfn"], path, f"{ypath}.lfn")
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
         raise _err(path, ypath, f"an argument must be a string or a file ({{lfn: NAME}}), not {_kind(value)}")
+    if any(c in value for c in "\n\r\0"):
+        raise _err(path, ypath, "an argument cannot hold a newline or NUL (a task's command is one line): pass such "
+                   "data in a file")
     return value
+
+
+def _words(items: list[str], path: str, ypath: str) -> list[str]:
+    """The task's arguments from a job's argument list, as Pegasus passes them: the items joined with spaces
+    into one command line, which PMC splits into words (whitespace separates, quotes group, a backslash
+    escapes). So ``"-database ./database"`` is two words, as under Pegasus."""
+    text = " ".join(items)
+    if SPECIAL.search(text) is None:
+        return text.split()
+    if unterminated_quote(text):
+        raise _err(path, f"{ypath}.arguments", f"unterminated quote in {text!r}: Pegasus passes the arguments as one "
+                   "command line, where quotes group words; close the quote, or escape it with a backslash")
+    return split_args(text)
 
 
 def _under(ypath: str, key: str) -> str:
@@ -301,9 +331,12 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
                 raise _err(path, f"{spath}.type", f"{kind!r}: use installed or stageable")
             tx.sites[handle] = TransformationSite(
                 handle, _text(site["pfn"], path, f"{spath}.pfn"), read_profiles(site.get("profiles"), path, f"{spath}.profiles"),
-                stageable=kind == "stageable",
+                stageable=kind == "stageable", container=_optional_text(site, "container", path, spath),
             )
         catalogs.transformations[(tx.namespace, tx.name, tx.version)] = tx
+    for cpath, raw in _catalog_entries(data, path, ypath, "containers", "container", "name"):
+        catalogs.containers[_text(raw["name"], path, f"{cpath}.name")] = (
+            _text(raw.get("type", "?"), path, f"{cpath}.type"), _text(raw.get("image", "?"), path, f"{cpath}.image"))
 
 
 def read_site_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
@@ -368,51 +401,3 @@ def read_replica_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -
             catalogs.regex_replicas.append((pattern, copies))
         else:
             catalogs.replicas.setdefault(lfn, []).extend(copies)
-
-
-def numbered_lines(path: str, what: str) -> list[tuple[int, str]]:
-    """(line number, line) of a text file; one-line errors for a file that cannot be read or is not text."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return list(enumerate(fh, 1))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}): is this {what}?") from None
-
-
-def read_properties(path: str) -> dict[str, str]:
-    """Java-style properties (``key = value``, ``key: value`` or ``key value``; # and ! comments).
-
-    The values pilot uses are checked here, so that an error names the line.
-    """
-    props: dict[str, str] = {}
-    for lineno, raw in numbered_lines(path, "a properties file"):
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        m = re.match(r"([^\s=:]+)\s*[=:\s]\s*(.*)$", line)
-        if not m:
-            raise ConfigError(f"{path}:{lineno}: expected 'key = value'")
-        key, value = m.group(1), m.group(2).strip()
-        why = _property_problem(key, value)
-        if why:
-            raise ConfigError(f"{path}:{lineno}: {key} = {value!r} {why}")
-        props[key] = value
-    return props
-
-
-def _property_problem(key: str, value: str) -> str | None:
-    if key == "pegasus.clusterer.preference":
-        if value and value.lower() not in CLUSTERER_PREFERENCES:
-            return "is not a preference: use Runtime, or leave it out to cluster by clusters.size and clusters.num"
-        return None
-    if key == "pegasus.data.configuration":
-        from pilot.planner.datalayout import SHAREDFS, unsupported_configuration
-
-        return None if value.lower() in ("", SHAREDFS) else unsupported_configuration(value)
-    if key == "pegasus.clusterer.label.key":
-        return None if value else "is empty: name the profile key that holds the label, e.g. label"
-    if key.startswith("pegasus."):
-        return check_value(canonical(key[len("pegasus."):]), value)
-    return None

@@ -20,7 +20,7 @@ import re
 import shlex
 
 from pilot.errors import ConfigError
-from pilot.planner import reader, yamlstream
+from pilot.planner import properties, reader, yamlstream
 from pilot.planner.model import Catalogs, Replica
 
 SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -53,7 +53,7 @@ def load(path: str, catalogs: Catalogs) -> None:
 
 
 def _load_text(path: str, catalogs: Catalogs) -> None:
-    for lineno, raw in reader.numbered_lines(path, "a replica catalog"):
+    for lineno, raw in properties.numbered_lines(path, "a replica catalog"):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

@@ -300,7 +300,7 @@ class Master:
                 task.name, task.argv, attempt, task.memory, task.cpus, gpu_ids, task.pegasus_id,
                 task.pipe_forwards, task.file_forwards, task.transformation, task.dax_id,
                 alloc.cpu_ids[: task.cpus] if task.cpus > 1 else (), after.name if after is not None else None,
-                bool(task.children), task.cwd, task.stdio,
+                bool(task.children), task.cwd, task.stdio, task.env,
             ),
             ring=alloc.rank not in self.slots.running,  # a busy worker waits on its task, and looks when it ends
         )

@@ -294,6 +294,8 @@ class Worker:
 
     def _task_env(self, msg: RunTask) -> dict[str, str]:
         env = dict(self._env)
+        if msg.env:
+            env.update(msg.env)  # the job's env profiles; the PMC_* variables below still say what the pilot gave
         env["PMC_TASK"] = msg.name
         env["PMC_MEMORY"] = str(msg.memory)
         env["PMC_CPUS"] = str(msg.cpus)

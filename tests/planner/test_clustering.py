@@ -275,10 +275,11 @@ def test_pmc_profiles_and_task_arguments(tmp_path):
     wf.add_jobs(j)
     res = run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/path/to/mytask"})), "whole")
     text = Path(compute(res)[0].dag).read_text()
-    assert "#@ 2 T ID0000001\nTASK T_ID0000001 -m 1024 -c 4 -p 10 -t 3 -f A=/tmp/a /path/to/mytask -a 1 \"two words\"\n" in text
+    # Pegasus joins the argument list into one line, which PMC splits: "two words" is two words
+    assert "#@ 2 T ID0000001\nTASK T_ID0000001 -m 1024 -c 4 -p 10 -t 3 -f A=/tmp/a /path/to/mytask -a 1 two words\n" in text
     t = read_dag(compute(res)[0].dag)["T_ID0000001"]
     assert (t.memory, t.cpus, t.priority, t.tries, t.pipe_forwards) == (1024, 4, 10, 3, [("A", "/tmp/a")])
-    assert t.argv == ["/path/to/mytask", "-a", "1", "two words"]
+    assert t.argv == ["/path/to/mytask", "-a", "1", "two", "words"]
 
 
 def test_sub_file_has_the_request_of_each_task(tmp_path):
@@ -312,3 +313,93 @@ def test_cluster_dag_file_and_monitoring_files(tmp_path):
         assert (d / "braindump.yml").exists() and (d / f"{e.cluster.name}.static.bp").exists()
         bd = yaml.safe_load((d / "braindump.yml").read_text())
         assert bd["wf_uuid"] == bd["root_wf_uuid"] and bd["dag"] == f"{e.cluster.name}.dag"
+
+
+def test_cores_memory_and_gpus_profiles_become_the_task_request_unless_pmc_keys_say_otherwise(tmp_path):
+    """As Pegasus' PMC code generator: -c from cores and -m from memory (MB) where pmc_request_* are unset, so
+    three 8-core jobs never run at once on a 2-core host; gpus becomes pilot's -g."""
+    wf = api.Workflow("res", infer_dependencies=False)
+    a = api.Job("T", _id="a").add_pegasus_profile(cores=8, memory=4096, gpus=1)
+    b = api.Job("T", _id="b").add_pegasus_profile(cores=8, memory=4096, pmc_request_cpus=2, pmc_request_memory=100)
+    wf.add_jobs(a, b)
+    res = run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/bin/true"})), "whole")
+    tasks = read_dag(compute(res)[0].dag)
+    assert (tasks["T_a"].cpus, tasks["T_a"].memory, tasks["T_a"].gpus) == (8, 4096, 1)
+    assert (tasks["T_b"].cpus, tasks["T_b"].memory, tasks["T_b"].gpus) == (2, 100, 0)
+
+
+def test_an_argument_list_reaches_the_task_as_pegasus_passes_it(tmp_path):
+    """Pegasus joins the list with spaces into one command line, which PMC splits: rosetta's "-database
+    ./database" and casa-wind's "-q 235 -z 11.176,38" are several words; quotes group words, as in PMC."""
+    wf = api.Workflow("args", infer_dependencies=False)
+    fa = api.File("f.a")
+    wf.add_jobs(api.Job("T", _id="rosetta").add_args("-database ./database", "-in:file:s", fa),
+                api.Job("T", _id="casa").add_args("-q 235 -z 11.176,38"),
+                api.Job("T", _id="quoted").add_args("--title", "'two words'", "a\\ b"))
+    res = run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/bin/prog"})), "whole")
+    tasks = read_dag(compute(res)[0].dag)
+    assert tasks["T_rosetta"].argv == ["/bin/prog", "-database", "./database", "-in:file:s", "f.a"]
+    assert tasks["T_casa"].argv == ["/bin/prog", "-q", "235", "-z", "11.176,38"]
+    assert tasks["T_quoted"].argv == ["/bin/prog", "--title", "two words", "a b"]
+
+
+@pytest.mark.parametrize("arg, message", [
+    ("it's", r"jobs\[0\].arguments: unterminated quote in .*close the quote, or escape it with a backslash"),
+    ("a\nTASK evil /bin/rm -rf /", r"jobs\[0\].arguments\[0\]: an argument cannot hold a newline or NUL"),
+])
+def test_an_argument_that_cannot_be_one_command_line_is_refused(tmp_path, arg, message):
+    wf = api.Workflow("bad", infer_dependencies=False).add_jobs(api.Job("T", _id="j").add_args(arg))
+    with pytest.raises(ConfigError, match=message):
+        run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/bin/prog"})), "whole")
+
+
+def batch_wf(tmp_path):
+    wf = api.Workflow("batch", infer_dependencies=False)
+    a = api.Job("T", _id="a").add_pegasus_profile(queue="debug", project="m1234",
+                                                  glite_arguments='--qos=regular --constraint="haswell" --licenses=SCRATCH')
+    b = api.Job("T", _id="b").add_profiles(api.Namespace.CONDOR, key="request_memory", value="4096")
+    b.add_pegasus_profile(project="m9999")  # the later job of the cluster wins, as Pegasus merges clustered jobs
+    return write(tmp_path, wf.add_jobs(a, b), transformations(SITE, {"T": "/bin/true"}))
+
+
+@pytest.mark.parametrize("site, sets, lines", [
+    ("container", {"pegasus_site": "local"}, ["#SBATCH --partition=debug", "#SBATCH --account=m9999", "#SBATCH --mem=4096",
+                       "#SBATCH --qos=regular --constraint=haswell --licenses=SCRATCH"]),
+    ("polaris", {"account": "site-acct", "pegasus_site": "local"}, ["#PBS -q debug", "#PBS -A m9999", "#PBS -l mem=4096mb",
+                                           "#PBS --qos=regular --constraint=haswell --licenses=SCRATCH"]),
+])
+def test_queue_project_glite_arguments_and_request_memory_reach_the_batch_script(tmp_path, site, sets, lines):
+    """Pegasus' glite mapping for Slurm and PBS; the script pilot plan writes and the one pilot submit renders
+    from clusters.yml are the same."""
+    from pilot.contracts.clusters import read_clusters
+    from pilot.jobrequest import pilot_args, request_for
+    from providers import script_for
+
+    paths = batch_wf(tmp_path)
+    req = PlanRequest(workflow=paths["workflow"], site=load_site(site, sets), cluster=["whole"],
+                      submit_dir=str(tmp_path / "submit"), tc=paths.get("tc"))
+    (e,) = compute(plan(req))
+    script = Path(e.script).read_text().splitlines()
+    assert all(line in script for line in lines), script
+    (spec,) = [s for s in read_clusters(str(tmp_path / "submit")) if s.name == e.cluster.name]
+    again = request_for(req.site, spec.name, spec.dir, pilot_args(req.site, Path(spec.dag).name), ranks=spec.ranks,
+                        queue=spec.queue, account=spec.account, directives=spec.directives)
+    assert script_for(req.site, again)[1].splitlines() == script
+
+
+def test_a_batch_option_that_cannot_be_a_directive_is_refused(tmp_path):
+    wf = api.Workflow("bad", infer_dependencies=False)
+    wf.add_jobs(api.Job("T", _id="a").add_pegasus_profile(glite_arguments="--comment=$(reboot)"))
+    with pytest.raises(ConfigError, match=r"jobs\[0\].*glite.arguments .* cannot go into a batch directive"):
+        run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/bin/true"})), "whole", site="local")
+
+
+def test_a_job_in_a_container_is_refused_in_one_line_naming_job_container_and_site(tmp_path):
+    """Running it on the host instead would give other software than the workflow asked for."""
+    alp = api.Container("alp", api.Container.SINGULARITY, image="docker://alpine:3.18")
+    tc = api.TransformationCatalog().add_containers(alp).add_transformations(
+        api.Transformation("echo", site=SITE, pfn="/bin/echo", is_stageable=False, container=alp))
+    wf = api.Workflow("box", infer_dependencies=False).add_jobs(api.Job("echo", _id="j").add_args("hi"))
+    with pytest.raises(ConfigError, match=r"jobs\[0\] \(id j\): transformation echo runs in container alp \(singularity, "
+                                          r"image docker://alpine:3.18\) on site local, and site local offers no container"):
+        run_plan(tmp_path, write(tmp_path, wf, tc), "whole")

@@ -83,6 +83,10 @@ WORKFLOW_FAULTS = {
                     r"jobs\[0\].profiles.pegasus.runtime: 'soon' is not a number of seconds"),
     "bad clusters.num": (lambda d: d["jobs"][0].update(profiles={"pegasus": {"clusters.num": "0"}}),
                          r"jobs\[0\].profiles.pegasus.clusters.num: '0' must be at least 1"),
+    "env value with a newline": (lambda d: d["jobs"][0].update(profiles={"env": {"X": "a\nb"}}),
+                                 r"jobs\[0\].profiles.env.X: an environment value cannot hold a newline or NUL"),
+    "env name not a variable": (lambda d: d["jobs"][0].update(profiles={"env": {"1X": "a"}}),
+                                r"jobs\[0\].profiles.env.1X: '1X' is not an environment variable name"),
     "name a mapping": (lambda d: d.update(name={"a": "b"}), r"workflow.yml: name: must be a single value, not a mapping"),
     "jobs a word": (lambda d: d.update(jobs="left right"), r"workflow.yml: jobs: must be a list .*not 'left right'"),
 }

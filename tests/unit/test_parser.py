@@ -145,7 +145,16 @@ def test_cwd_notes_hold_until_the_next_and_stdio_notes_for_one_task():
     assert [(t.name, t.cwd, t.stdio) for t in again] == [(t.name, t.cwd, t.stdio) for t in dag]
 
 
+def test_env_notes_hold_until_the_next_and_are_written_back():
+    dag = parse("TASK a /bin/true\n#pilot env A=1 'B=x y' A=2\nTASK b /bin/true\nTASK c /bin/true\n#pilot env\nTASK d x\n")
+    assert [t.env for t in dag] == [None, (("A", "2"), ("B", "x y")), (("A", "2"), ("B", "x y")), None]
+    assert dag["b"].env is dag["c"].env  # one tuple per line, however many tasks follow it
+    assert [t.env for t in parse(format_dag(dag))] == [t.env for t in dag]
+
+
 @pytest.mark.parametrize("line,message", [
+    ("#pilot env 1A=x", "t.dag:1: invalid '#pilot env' word '1A=x'"),
+    ("#pilot env A", "t.dag:1: invalid '#pilot env' word 'A'"),
     ("#pilot cwd=relative/dir", "t.dag:1: '#pilot cwd=relative/dir': the directory must be an absolute path"),
     ("#pilot stdout=", "t.dag:1: invalid '#pilot' stdio annotation 'stdout='"),
     ("#pilot stdout=a stdlog=b", "t.dag:1: invalid '#pilot' stdio annotation 'stdlog=b'"),

@@ -1,0 +1,65 @@
+"""Pegasus properties files and the other line-numbered text files the planner reads.
+
+A value pilot uses is checked where the file is read, so that an error names
+its line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pilot.dag.parser import ENV_NAME
+from pilot.errors import ConfigError
+from pilot.planner.profiles import canonical, check_value
+
+CLUSTERER_PREFERENCES = ("runtime",)
+
+
+def numbered_lines(path: str, what: str) -> list[tuple[int, str]]:
+    """(line number, line) of a text file; one-line errors for a file that cannot be read or is not text."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return list(enumerate(fh, 1))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read {what}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}): is this {what}?") from None
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """Java-style properties (``key = value``, ``key: value`` or ``key value``; # and ! comments).
+
+    The values pilot uses are checked here, so that an error names the line.
+    """
+    props: dict[str, str] = {}
+    for lineno, raw in numbered_lines(path, "a properties file"):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        m = re.match(r"([^\s=:]+)\s*[=:\s]\s*(.*)$", line)
+        if not m:
+            raise ConfigError(f"{path}:{lineno}: expected 'key = value'")
+        key, value = m.group(1), m.group(2).strip()
+        why = _property_problem(key, value)
+        if why:
+            raise ConfigError(f"{path}:{lineno}: {key} = {value!r} {why}")
+        props[key] = value
+    return props
+
+
+def _property_problem(key: str, value: str) -> str | None:
+    if key == "pegasus.clusterer.preference":
+        if value and value.lower() not in CLUSTERER_PREFERENCES:
+            return "is not a preference: use Runtime, or leave it out to cluster by clusters.size and clusters.num"
+        return None
+    if key == "pegasus.data.configuration":
+        from pilot.planner.datalayout import SHAREDFS, unsupported_configuration
+
+        return None if value.lower() in ("", SHAREDFS) else unsupported_configuration(value)
+    if key == "pegasus.clusterer.label.key":
+        return None if value else "is empty: name the profile key that holds the label, e.g. label"
+    if key.startswith("pegasus."):
+        return check_value(canonical(key[len("pegasus."):]), value)
+    if key.startswith("env.") and not ENV_NAME.match(key[len("env."):]):
+        return "names no environment variable: env.NAME, NAME made of letters, digits and '_', not starting with a digit"
+    return None

@@ -1,0 +1,69 @@
+"""What a Pegasus workflow says reaches the task, run for real: env profiles of every layer, argument words,
+resource requests; written with the real Pegasus.api and run by pilot submit (and pilot run) under real MPI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import mpiexec
+from tests.mpi.helpers import run_pilot
+from tests.planner.wf import api, write_properties
+
+pytestmark = pytest.mark.mpi
+PILOT = [sys.executable, "-m", "pilot"]
+
+
+def env_workflow(tmp_path: Path) -> dict[str, str]:
+    """Two jobs running /usr/bin/env into their stdout files; env profiles on every layer Pegasus has."""
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("env", site="local", pfn="/usr/bin/env", is_stageable=False).add_env(T_ONLY="t", LAYER2="tx"))
+    sc = api.SiteCatalog().add_sites(api.Site("local").add_env(S_ONLY="s").add_directories(
+        api.Directory(api.Directory.SHARED_SCRATCH, str(tmp_path / "scratch"))
+        .add_file_servers(api.FileServer(f"file://{tmp_path / 'scratch'}", api.Operation.ALL)),
+        api.Directory(api.Directory.LOCAL_STORAGE, str(tmp_path / "output"))
+        .add_file_servers(api.FileServer(f"file://{tmp_path / 'output'}", api.Operation.ALL))))
+    wf = api.Workflow("envs").add_env(LAYER="wf", W_ONLY="w two words")
+    j1 = api.Job("env", _id="j1").add_env(LAYER="job", J_ONLY="j", LAYER2="job").set_stdout(api.File("j1.env"))
+    j2 = api.Job("env", _id="j2").set_stdout(api.File("j2.env"))
+    wf.add_jobs(j1, j2).add_transformation_catalog(tc).add_site_catalog(sc)
+    wf.write(str(tmp_path / "envs.yml"))
+    conf = write_properties(tmp_path / "pegasus.properties", {"env.P_ONLY": "p", "env.LAYER": "props"})
+    return {"workflow": str(tmp_path / "envs.yml"), "conf": conf}
+
+
+def variables(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+@pytest.mark.parametrize("cluster", ["whole", "label", "horizontal"])
+def test_env_profiles_of_every_layer_reach_the_task_in_every_clustering_mode(tmp_path, cluster):
+    """Pegasus' order, lowest first: properties, the workflow, the job, the site, the transformation."""
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    paths = env_workflow(tmp_path)
+    res = subprocess.run([*PILOT, "submit", "--poll", "0.2", "--no-monitord", "--site", "local", "--cluster", cluster,
+                          paths["workflow"], "--conf", paths["conf"], "--dir", str(tmp_path / "sub")],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    j1, j2 = variables(tmp_path / "output" / "j1.env"), variables(tmp_path / "output" / "j2.env")
+    want = {"P_ONLY": "p", "W_ONLY": "w two words", "S_ONLY": "s", "T_ONLY": "t", "LAYER2": "tx"}
+    assert {k: j1.get(k) for k in [*want, "LAYER", "J_ONLY"]} == {**want, "LAYER": "job", "J_ONLY": "j"}
+    assert {k: j2.get(k) for k in [*want, "LAYER", "J_ONLY"]} == {**want, "LAYER": "wf", "J_ONLY": None}
+    assert j1["PMC_TASK"].endswith("j1") and "PATH" in j1  # the pilot's own variables and environment stay
+
+
+def test_a_dag_with_env_lines_runs_under_pilot_run_alone(dagfile, tmp_path):
+    """The DAG carries the environment: '#pilot env' lines, which PMC's grammar reads as comments."""
+    show = tmp_path / "show.sh"
+    show.write_text('#!/bin/sh\necho "$A|$B" > "$1"\n')
+    show.chmod(0o755)
+    out = tmp_path / "out"
+    dag = dagfile(f"#pilot env A=1 'B=two words'\nTASK a {show} {out}.a\nTASK b {show} {out}.b\n#pilot env\n"
+                  f"TASK c {show} {out}.c\n")
+    res = run_pilot(["-s", dag], n=2)
+    assert res.returncode == 0, res.stderr
+    assert [Path(f"{out}.{t}").read_text() for t in "abc"] == ["1|two words\n", "1|two words\n", "|\n"]
