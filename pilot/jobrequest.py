@@ -46,6 +46,8 @@ def host_options(site: SiteConfig) -> list[str]:
         opts += ["--host-memory", str(site.memory_per_node_mb)]
     if site.gpus_per_node is not None:
         opts += ["--host-gpus", str(site.gpus_per_node)]
+    if site.max_crashes is not None:
+        opts += ["--max-crashes", str(site.max_crashes)]
     return opts
 
 

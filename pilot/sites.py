@@ -69,6 +69,8 @@ class SiteConfig:
     worker_init: list[str] = field(default_factory=list, metadata=spec(LINES))
     pilot_command: str = field(default="pilot", metadata=spec(COMMAND))
     pilot_options: str = field(default="", metadata=spec(ARGS))
+    # pilot run's --max-crashes: a task running alone when its worker died this often is failed, not rerun
+    max_crashes: int | None = field(default=None, metadata=spec(integer(1)))
     max_queued: int = field(default=10, metadata=spec(integer(1)))
     cmd_timeout: int = field(default=60, metadata=spec(integer(1)))
     pegasus_site: str | None = field(default=None, metadata=spec(WORD))

@@ -104,3 +104,22 @@ def _work_ahead(master: Master, rank: int) -> float:
     running = master.slots.running.get(rank)
     total = (running[0].runtime or 0.0) if running is not None else 0.0
     return total + sum(t.runtime or 0.0 for t in master.slots.queued.get(rank, ()))
+
+
+# While every worker has prefetched work waiting, the master need not look at
+# its messages more often than this: each look is a wakeup taken from tasks.
+MAX_PATIENCE = 2e-3
+
+
+def patience(master: Master) -> float:
+    """How long the master may sleep before looking at results.
+
+    0 unless every slot is busy, every worker has a task queued behind its
+    running one and the queues are half full on average: a worker then has
+    about depth/2 mean task times of work left, and the master sleeps a
+    quarter of that (at most MAX_PATIENCE) before it refills them.
+    """
+    slots = master.slots
+    if slots.dry or slots.queued_total * 2 < len(slots.running) * slots.depth or master.matcher.has_idle_slot():
+        return 0.0
+    return min(MAX_PATIENCE, slots.depth * master.mean_duration / 4)

@@ -25,7 +25,8 @@ from pilot.errors import LockError
 from pilot.monitor import stdio
 from pilot.monitor.events import Fanout, RunEvents
 from pilot.monitor.resource_log import ResourceLog
-from pilot.runtime import ahead, outputs, report, timeleft
+from pilot.runtime import ahead, crashes, outputs, report, timeleft
+from pilot.runtime.crashes import CrashLog
 from pilot.runtime.engine import Engine
 from pilot.runtime.forwarding import FdCache
 from pilot.runtime.lock import DagLock
@@ -55,9 +56,6 @@ PREFETCH_BELOW = 0.25
 # running task, and the most tasks that may wait on one worker.
 PREFETCH_SECONDS = 0.008
 PREFETCH_MAX = 8
-# While every worker has prefetched work waiting, the master need not look at
-# its messages more often than this: each look is a wakeup taken from tasks.
-MAX_PATIENCE = 2e-3
 # While recent tasks are this short, the master waits for the next result
 # without sleeping for a few mean task times, when a worker is on another host
 # (ranks of one host wake each other; see MpiTransport.recv): the reaction to a
@@ -93,6 +91,8 @@ class Master:
         self.engine: Engine | None = None
         self.dag: Dag | None = None
         self.rescue: RescueLog | None = None
+        self.crash: CrashLog | None = None
+        self.isolation: crashes.Isolation | None = None
         self.resource_log: ResourceLog | None = None
         self.fdcache = FdCache(opts.maxfds)
         self.lock = DagLock(opts.dag)
@@ -176,6 +176,7 @@ class Master:
             self.resource_log = outputs.opened(opts.dag + ".resource", "the resource log", "use --no-resource-log or fix the directory",
                                                lambda: ResourceLog(opts.dag + ".resource"))
         self.engine = Engine(dag, opts.tries, opts.max_failures, done)
+        self.crash = CrashLog(opts.dag, dag.tasks)  # what killed earlier runs' workers (pilot.runtime.crashes)
         log.info("Master starting with %d workers", len(self.workers))
         startup = Startup(opts, self.t, self.matcher, lambda: self.signalled, self._interrupted, self.run_id)
         startup.register(self.workers)
@@ -187,8 +188,7 @@ class Master:
         startup.setup_hosts()
         self._timed = timeleft.prepare(opts, dag, self.matcher, None if self.deadline is None else self.deadline - self.clock())
         self.queued_seq = [0] * len(dag)
-        for task in self.engine.initial_ready():
-            self._ready(task)
+        crashes.begin(self, self.engine.initial_ready())
 
     # -- main loop ------------------------------------------------------------
     def _interrupted(self) -> bool:
@@ -220,7 +220,7 @@ class Master:
                 self._next_flush = now + FLUSH_EVERY
             timeout = FLUSH_EVERY if timeout is None else min(timeout, FLUSH_EVERY)
             hot = min(HOT_MAX, 4 * self.mean_duration + 5e-4) if self.mean_duration < HOT_BELOW and self.slots.running else 0.0
-            got = self.t.recv(timeout=timeout, wake=wake, patience=self._patience(), hot=hot)
+            got = self.t.recv(timeout=timeout, wake=wake, patience=ahead.patience(self), hot=hot)
             if got is not None:
                 self._handle(*got)
         self.makespan_end = time.time()
@@ -231,19 +231,6 @@ class Master:
     def time_left(self) -> float | None:
         """Seconds a task started now may run (None: no time-left rule; see pilot.runtime.timeleft)."""
         return self.deadline - self.clock() - timeleft.START_MARGIN if self._timed else None  # type: ignore[operator]
-
-    def _patience(self) -> float:
-        """How long the master may sleep before looking at results.
-
-        0 unless every slot is busy, every worker has a task queued behind its
-        running one and the queues are half full on average: a worker then has
-        about depth/2 mean task times of work left, and the master sleeps a
-        quarter of that (at most MAX_PATIENCE) before it refills them.
-        """
-        slots = self.slots
-        if slots.dry or slots.queued_total * 2 < len(slots.running) * slots.depth or self.matcher.has_idle_slot():
-            return 0.0
-        return min(MAX_PATIENCE, slots.depth * self.mean_duration / 4)
 
     def _check_limits(self) -> None:
         if self.signalled:
@@ -264,6 +251,8 @@ class Master:
         matcher = self.matcher
         engine = self.engine
         assert engine is not None
+        if self.isolation is not None and crashes.step(self):
+            return  # a task that was running when the job died runs alone
         left = self.time_left()
         while not engine.stopped:
             pick = matcher.assign(left)
@@ -311,7 +300,8 @@ class Master:
         self.seq += 1
         self.queued_seq[task.order] = self.seq
         self.events.task_queued(task, self.seq)
-        self.matcher.push(task)
+        if self.isolation is None or not self.isolation.defer(task):
+            self.matcher.push(task)
 
     def _started(self, task: Task, alloc: Allocation) -> None:
         seq = self.queued_seq[task.order]
@@ -324,7 +314,8 @@ class Master:
         self.events.task_dispatched(task, seq, alloc.rank, alloc.host.name)
 
     def _attach_child(self, rank: int, task: Task, alloc: Allocation) -> None:
-        ahead.attach_child(self, rank, task, alloc)
+        if self.isolation is None:  # a suspect runs alone: nothing follows it on its worker
+            ahead.attach_child(self, rank, task, alloc)
 
     def _prefetch(self) -> None:
         ahead.prefetch(self)
@@ -359,6 +350,8 @@ class Master:
         # A task sent to run only after this one is given back unstarted when this one failed.
         dropped = res.status != 0 and source in self.slots.conditional
         task, alloc, seq, nxt = self.slots.finish(source, went_on=not held and not dropped)
+        if self.isolation is not None:
+            crashes.ended(self, task)
         self._record_result(task, seq, source, res)
         if held and not engine.stopped:  # go on: a worker holds after every failure under -m, queue or not
             self.t.send(source, Resume())
@@ -419,7 +412,7 @@ class Master:
         report.stop_workers(self)
 
     def _close(self) -> None:
-        for closer in (self.rescue, self.resource_log, self.fdcache, self.events, self.task_out, self.task_err):
+        for closer in (self.rescue, self.crash, self.resource_log, self.fdcache, self.events, self.task_out, self.task_err):
             if closer is not None:
                 try:
                     closer.close()

@@ -24,6 +24,9 @@ from pilot.errors import UsageError
 from pilot.util.cmdline import Parser
 
 
+DEFAULT_MAX_CRASHES = 2  # crashes of its worker while a task ran alone before it is failed (pilot.runtime.crashes)
+
+
 class RunOptions(NamedTuple):
     dag: str
     verbosity: int = 0
@@ -51,6 +54,7 @@ class RunOptions(NamedTuple):
     set_affinity: bool = False
     keep_task_processes: bool = False
     ignore_runtimes: bool = False
+    max_crashes: int = 2  # DEFAULT_MAX_CRASHES
 
     @property
     def rescue_path(self) -> str:
@@ -72,6 +76,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("-e", "--stderr", metavar="path", help="file for task stderr (default: the master's stderr)")
     p.add_argument("-m", "--max-failures", metavar="M", type=_leading_int_at_least(0), default=0,
                    help="stop starting tasks after M tasks failed permanently (0: no limit)")
+    p.add_argument("--max-crashes", metavar="N", type=_int_at_least(1),
+                   help="fail a task that was running alone when its worker died N times, instead of starting it "
+                        "again (PMC_MAX_CRASHES; default 2)")
     p.add_argument("-t", "--tries", metavar="T", type=_leading_int_at_least(1), default=1, help="tries per task (default 1)")
     p.add_argument("-n", "--nolock", action="store_true", help="do not lock the DAG file")
     p.add_argument("-r", "--rescue", metavar="path", help="rescue log path (default: DAG.rescue)")
@@ -142,6 +149,8 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, pr
         set_affinity=ns.set_affinity,
         keep_task_processes=ns.keep_task_processes,
         ignore_runtimes=ns.ignore_runtimes,
+        max_crashes=ns.max_crashes if ns.max_crashes is not None else (
+            _env_value(env, "PMC_MAX_CRASHES", _int_at_least(1)) or DEFAULT_MAX_CRASHES),
     )
 
 

@@ -22,7 +22,7 @@ import signal
 import time
 
 from pilot.monitor import records, stdio
-from pilot.runtime import hostinfo, reaper, taskexec
+from pilot.runtime import crashes, hostinfo, reaper, taskexec
 from pilot.runtime.hostscript import HostScript
 from pilot.runtime.options import RunOptions
 from pilot.runtime.protocol import (
@@ -76,6 +76,7 @@ class Worker:
         self._err_fd = -1
         self._env = dict(os.environ)
         self._waker: taskexec.ChildWaker | None = None
+        self._slot: crashes.Slot | None = None  # the name of the running task, for the next run (pilot.runtime.crashes)
         if opts.invocation_records:
             from pilot.monitor import kickstart  # noqa: PLC0415 - imported before the first task, only when asked for
 
@@ -102,6 +103,7 @@ class Worker:
                 self._send_pending()
                 self.cleanup()
             self.t.send(MASTER, Bye(self.rank))
+            crashes.close_slot(self._slot, self.opts.dag, self.rank)  # a clean end: nothing to suspect
         finally:
             # Only after the Bye: the master waits for every Bye, and need not also wait
             # for the watchdog to wake and leave. What tasks left is ended by then (cleanup).
@@ -218,6 +220,8 @@ class Worker:
         """Take the host rank; start the host script if this worker runs it (the master waits for that answer only)."""
         self.host_rank = msg.host_rank
         self.dag_key = msg.dag_key
+        if self._slot is None:  # only now: the master has read what the previous run's slots said
+            self._slot = crashes.open_slot(self.opts.dag, self.rank)
         self.mark = reaper.mark(self.dag_key, msg.run_id, self.token)
         if msg.end_stale and msg.dag_key:
             prefix, current = self.dag_key + ":", f"{self.dag_key}:{msg.run_id}:"
@@ -281,6 +285,8 @@ class Worker:
             error = f"cannot open stdio files for task {msg.name}: {exc}"
             self.t.send(MASTER, WorkerFailed(self.rank, error))
             return TaskResult(msg.name, 1, time.time(), 0.0, error=error)
+        if self._slot is not None:
+            self._slot.running(msg.name)
         try:
             return self._execute(msg, out_fd, err_fd, out_path, err_path)
         except OSError as exc:  # a full or failing disk under the stdio files: report, do not vanish
@@ -288,6 +294,8 @@ class Worker:
             log.error("worker %d: %s", self.rank, error)
             return TaskResult(msg.name, 1, time.time(), 0.0, error=error)
         finally:
+            if self._slot is not None:
+                self._slot.idle()
             if own:
                 os.close(out_fd)
                 os.close(err_fd)

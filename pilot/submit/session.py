@@ -119,10 +119,13 @@ def status(submit_dir: str) -> Status:
     state = SubmitState.load(submit_dir)
     records = state.clusters if state is not None else {}
     pid = holder(submit_dir)
-    views = Watcher(specs).views(records)
+    watcher = Watcher(specs)
+    views = watcher.views(records)
     text = status_text(views, driving=pid is not None)
     if pid is not None:
         text += f"\ndriven by pilot submit (pid {pid})"
+    elif any(v.shown is Shown.FAILED for v in views):  # what failed, as pilot submit said it at the end
+        text += "\n" + "\n".join(failure_lines(views, watcher, submit_dir))
     note = incomplete_note(submit_dir)
     if note and pid is None:
         text += f"\n{note}"

@@ -316,7 +316,7 @@ def test_monitoring_of_a_cluster_whose_tasks_ran_on_several_nodes(tmp_path, mult
     wf.add_transformation_catalog(tc)
     for i in range(9):
         body = "echo broken >&2; exit 3" if i == 4 else "sleep 1; hostname"
-        wf.add_jobs(api.Job("work", _id=f"t{i}").add_args("-c", body).add_profiles(api.Namespace.PEGASUS, key="label",
+        wf.add_jobs(api.Job("work", _id=f"t{i}").add_args("-c", f"'{body}'").add_profiles(api.Namespace.PEGASUS, key="label",
                                                                                      value="spread"))
     wf.write(str(tmp_path / "spread.yml"))
     sub = tmp_path / "sub"

@@ -50,14 +50,14 @@ def workflow(tmp: Path) -> Path:
     for name, pfn in (("preprocess", "/bin/echo"), ("sh", "/bin/sh")):
         tc.add_transformations(api.Transformation(name, site="local", pfn=pfn, is_stageable=False))
 
-    def job(tx, ident, label, *args):
+    def job(tx, ident, label, *args):  # the list joined into one line, as Pegasus passes it: quote a shell body
         return api.Job(tx, _id=ident).add_args(*args).add_profiles(api.Namespace.PEGASUS, key="label", value=label)
 
     a = job("preprocess", "ID1", "first", "a-out").add_pegasus_profile(pmc_request_cpus=2, pmc_request_memory="256 MB")
-    b = job("sh", "ID2", "first", "-c", "echo b-ok").add_pegasus_profile(pmc_request_cpus=2, pmc_request_memory="256 MB")
-    c = job("sh", "ID3", "second", "-c", "echo c-is-broken >&2; exit 3")
-    d = job("sh", "ID4", "second", "-c", "echo d-ok")
-    e = job("sh", "ID5", "third", "-c", "sleep 3; echo e-ok")
+    b = job("sh", "ID2", "first", "-c", "'echo b-ok'").add_pegasus_profile(pmc_request_cpus=2, pmc_request_memory="256 MB")
+    c = job("sh", "ID3", "second", "-c", "'echo c-is-broken >&2; exit 3'")
+    d = job("sh", "ID4", "second", "-c", "'echo d-ok'")
+    e = job("sh", "ID5", "third", "-c", "'sleep 3; echo e-ok'")
     wf.add_jobs(a, b, c, d, e)
     wf.add_dependency(a, children=[b])
     wf.add_dependency(b, children=[c, e])

@@ -52,6 +52,10 @@ def test_environment_aliases_and_precedence():
         (["--frobnicate", "x.dag"], {}, "unrecognized arguments: --frobnicate"),
         ([], {}, "the following arguments are required"),
         (["x.dag"], {"PMC_HOST_MEMORY": "much"}, "invalid value for PMC_HOST_MEMORY"),
+        (["--max-crashes", "0", "x.dag"], {}, "must be at least 1"),
+        (["--max-crashes", "-2", "x.dag"], {}, "must be at least 1"),
+        (["--max-crashes", "two", "x.dag"], {}, "is not an integer"),
+        (["x.dag"], {"PMC_MAX_CRASHES": "0"}, "invalid value for PMC_MAX_CRASHES"),
     ],
 )
 def test_bad_options_are_one_line_usage_errors(argv, env, fragment):
@@ -108,3 +112,9 @@ def test_help_width_follows_columns_as_shutil_does(monkeypatch):
 def test_values_as_pegasus_mpi_cluster_reads_them(argv, env, expected):
     o = parse_run_args([*argv, "x.dag"], env=env)
     assert {k: getattr(o, k) for k in expected} == expected
+
+
+def test_max_crashes_from_the_command_line_the_environment_or_the_default():
+    assert parse_run_args(["x.dag"], env={}).max_crashes == 2
+    assert parse_run_args(["x.dag"], env={"PMC_MAX_CRASHES": "1"}).max_crashes == 1
+    assert parse_run_args(["--max-crashes", "5", "x.dag"], env={"PMC_MAX_CRASHES": "1"}).max_crashes == 5

@@ -1,0 +1,297 @@
+"""Tasks that kill their worker: found after the job died, run alone to be sure, stopped after N crashes.
+
+A task that kills the process that started it (``kill -9 $PPID``, the OOM
+killer choosing the worker, a ``pkill`` of the wrong name) takes the whole job
+down: the launcher ends every rank with SIGKILL, so nothing is written at the
+time, and a rerun would start the same task and die the same way, forever.
+
+So every worker keeps the name of the task it is running in a small file
+mapped into its memory, ``DAG.running.<rank>`` (a store into the page cache,
+no system call per task, which survives the SIGKILL of the process). A run
+that ends normally leaves those files empty. The next run reads them at start:
+the tasks named there were running when the job died. That does not say
+which of them did it, nor whether a node failure or a ``scancel`` did, so they
+become *suspects*: the run starts each of them with nothing else running (the
+log line ``ALONE task``), before any other work. A suspect that ends is cleared
+(``CLEAR task``); a job that dies while a suspect runs alone is that task's
+crash (``CRASH task``). A task with ``--max-crashes`` crashes (default 2) is not
+started again: it is failed with a line that says why, and the rest of the DAG
+goes on as after any failed task. The record is ``DAG.crashes``, one line per
+event, appended and kept across runs, so counts survive any number of kills.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import glob
+import logging
+import mmap
+import os
+import re
+import signal
+import time
+from typing import TYPE_CHECKING
+
+from pilot.dag.model import Task
+from pilot.errors import DagError
+
+if TYPE_CHECKING:
+    from pilot.runtime.master import Master
+
+log = logging.getLogger("pilot.master")
+
+SLOT_BYTES = 4096
+_SLOT = re.compile(r"\.running\.(\d+)\Z")
+
+
+class Event(str, enum.Enum):
+    SUSPECT = "SUSPECT"  # running when the job died, beside other tasks or before being run alone
+    ALONE = "ALONE"  # started with nothing else running
+    CLEAR = "CLEAR"  # ran alone to its end: it was not the cause
+    CRASH = "CRASH"  # the job died while it ran alone
+
+
+def log_path(dag: str) -> str:
+    return dag + ".crashes"
+
+
+def slot_path(dag: str, rank: int) -> str:
+    return f"{dag}.running.{rank}"
+
+
+class Slot:
+    """A worker's record of the task it runs (see the module doc). Opened before its first task."""
+
+    def __init__(self, dag: str, rank: int) -> None:
+        fd = os.open(slot_path(dag, rank), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.ftruncate(fd, SLOT_BYTES)
+            self._map = mmap.mmap(fd, SLOT_BYTES)
+        finally:
+            os.close(fd)
+        self._map[0:1] = b"\0"
+
+    def running(self, name: str) -> None:
+        data = name.encode("utf-8", "surrogateescape")
+        if len(data) < SLOT_BYTES:
+            self._map[0:len(data) + 1] = data + b"\0"
+
+    def idle(self) -> None:
+        self._map[0:1] = b"\0"
+
+    def close(self) -> None:
+        self.idle()
+        self._map.close()
+
+
+def open_slot(dag: str, rank: int) -> Slot | None:
+    """The worker's slot; None where it cannot be made (its crashes then go unnoticed, as before)."""
+    try:
+        return Slot(dag, rank)
+    except (OSError, ValueError) as exc:
+        log.debug("worker %d: no crash slot (%s)", rank, exc)
+        return None
+
+
+def close_slot(slot: Slot | None, dag: str, rank: int) -> None:
+    """A worker that ends cleanly removes its slot: a clean run leaves no file behind."""
+    if slot is None:
+        return
+    slot.close()
+    try:
+        os.unlink(slot_path(dag, rank))
+    except OSError:
+        pass
+
+
+def _read_slots(dag: str) -> list[str]:
+    """Names in the previous run's slot files (tasks running when it died); the files are removed."""
+    names = []
+    for path in glob.glob(glob.escape(dag) + ".running.*"):
+        if not _SLOT.search(path):
+            continue
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(SLOT_BYTES).split(b"\0", 1)[0]
+            os.unlink(path)
+        except OSError:
+            continue
+        if data:
+            names.append(data.decode("utf-8", "surrogateescape"))
+    return names
+
+
+class CrashState:
+    """What the record says at the start of a run (a plain class: ranks start without dataclasses)."""
+
+    def __init__(self) -> None:
+        self.crashes: dict[str, int] = {}  # task -> crashes while it ran alone
+        self.suspects: list[str] = []  # to run alone, in the order they were found
+
+
+def _fold(path: str, lines: list[str], known: dict) -> tuple[CrashState, str | None]:
+    """The state the lines describe, and the task left running alone (no CLEAR or CRASH after its ALONE)."""
+    state = CrashState()
+    suspects: dict[str, None] = {}
+    alone = None
+    for lineno, line in enumerate(lines, 1):
+        parts = line.split(" ", 1)
+        if len(parts) != 2 or parts[0] not in Event.__members__ or not parts[1]:
+            raise DagError(path, lineno, f"not a crash record ({line[:80]!r}): expected 'SUSPECT|ALONE|CLEAR|CRASH "
+                           "<task>'; delete the file to forget the crashes it recorded")
+        event, name = Event(parts[0]), parts[1]
+        if name not in known:
+            continue  # a task the DAG no longer has
+        if event is Event.SUSPECT:
+            suspects[name] = None
+        elif event is Event.ALONE:
+            alone = name
+        elif event is Event.CLEAR:
+            suspects.pop(name, None)
+            alone = None if alone == name else alone
+        else:
+            state.crashes[name] = state.crashes.get(name, 0) + 1
+            alone = None if alone == name else alone
+    state.suspects = list(suspects)
+    return state, alone
+
+
+class CrashLog:
+    """``DAG.crashes``: read and brought up to date at the start of a run, appended to during it."""
+
+    def __init__(self, dag: str, known: dict) -> None:
+        self.path = log_path(dag)
+        try:
+            with open(self.path, encoding="utf-8", errors="surrogateescape") as fh:
+                text = fh.read(1 << 24)
+        except FileNotFoundError:
+            text = ""
+        except OSError as exc:
+            raise DagError(self.path, None, f"cannot read the crash record: {exc.strerror}") from None
+        lines = text.splitlines()
+        if text and not text.endswith("\n"):
+            lines = lines[:-1]  # torn by the kill: an unfinished last line says nothing
+        state, alone = _fold(self.path, lines, known)
+        running = [n for n in _read_slots(dag) if n in known]
+        self._fh = None
+        new = []
+        if running:
+            if alone is not None and alone in running:
+                new.append((Event.CRASH, alone))  # the job died while this task ran alone
+                state.crashes[alone] = state.crashes.get(alone, 0) + 1
+            for name in running:
+                if name != alone and name not in state.suspects:
+                    new.append((Event.SUSPECT, name))
+                    state.suspects.append(name)
+            if alone is not None and alone in running and alone not in state.suspects:
+                state.suspects.insert(0, alone)  # run alone again, unless its crashes stop it
+        self.state = state
+        for event, name in new:
+            self.write(event, name)
+
+    def write(self, event: Event, name: str) -> None:
+        """One line, flushed at once: the next thing may be the SIGKILL of the whole job."""
+        if self._fh is None:
+            self._fh = open(self.path, "a", encoding="utf-8", errors="surrogateescape")
+        self._fh.write(f"{event.value} {name}\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+# -- the master's side ---------------------------------------------------------
+
+class Isolation:
+    """This run's suspects, started one at a time with nothing else running, before any other work."""
+
+    def __init__(self, suspects: list[Task]) -> None:
+        self.queue = collections.deque(suspects)
+        self.alone: Task | None = None
+        self.deferred: list[Task] = []  # tasks that became ready meanwhile: queued once every suspect ran
+
+    def defer(self, task: Task) -> bool:
+        """Keep a ready task back while suspects are run alone (True); the suspect itself goes on."""
+        if task is self.alone:
+            return False
+        self.deferred.append(task)
+        return True
+
+
+def begin(master: Master, ready: list[Task]) -> None:
+    """Queue the tasks ready at start: a task with --max-crashes crashes fails at once, suspects wait to run
+    alone, the rest wait behind them."""
+    opts, engine = master.opts, master.engine
+    assert master.crash is not None and engine is not None
+    state = master.crash.state
+    by_name = {t.name: t for t in ready}
+    for name, count in state.crashes.items():
+        if count >= opts.max_crashes and name in by_name:
+            _fail_blamed(master, by_name.pop(name), count)
+    suspects = [by_name.pop(n) for n in state.suspects if n in by_name]
+    if suspects:
+        log.warning("%d task(s) were running when the job died (%s): each runs alone first, so that a task that "
+                    "kills its worker is known", len(suspects), ", ".join(t.name for t in suspects[:5]))
+        master.isolation = Isolation(suspects)
+    for task in ready:
+        if task.name in by_name:
+            master._ready(task)
+
+
+def step(master: Master) -> bool:
+    """Before each dispatch: True while nothing may start (a suspect runs alone, or the others must end
+    first); otherwise the next suspect, if any, is queued alone, and dispatch goes on."""
+    iso, engine = master.isolation, master.engine
+    assert iso is not None and engine is not None and master.crash is not None
+    if iso.alone is not None:
+        return True
+    if engine.running:
+        return True
+    while iso.queue:
+        task = iso.queue.popleft()
+        if engine.is_ready(task) and not engine.stopped:
+            iso.alone = task
+            master.crash.write(Event.ALONE, task.name)
+            master._ready(task)
+            return False
+    master.isolation = None
+    for task in iso.deferred:
+        master.matcher.push(task)
+    return False
+
+
+def ended(master: Master, task: Task) -> None:
+    """A task ended with its worker alive: if it was the one running alone, it is cleared."""
+    iso = master.isolation
+    if iso is not None and iso.alone is task and master.crash is not None:
+        master.crash.write(Event.CLEAR, task.name)
+        iso.alone = None
+
+
+def _fail_blamed(master: Master, task: Task, count: int) -> None:
+    """Fail a task that crashed its worker ``count`` times without starting it: records, jobstate, one line."""
+    engine, opts = master.engine, master.opts
+    assert engine is not None
+    why = f"task {task.name} was running when its worker died {count} times: not started again (--max-crashes {opts.max_crashes})"
+    where = f"; its stderr is in {opts.stderr}" if opts.stderr else ""
+    log.error("%s%s", why, where)
+    master.seq += 1
+    seq, now = master.seq, time.time()
+    master.events.task_queued(task, seq)
+    engine.start(task)
+    master.events.task_dispatched(task, seq, 0, "-")
+    engine.failed(task, retry=False)
+    master.events.task_ended(task, seq, -signal.SIGKILL, False)
+    if master.task_out is None:
+        return
+    from pilot.monitor import kickstart, records
+
+    host = os.uname().nodename
+    text = records.cluster_task(task.name, now, 0.0, -signal.SIGKILL, task.argv[0], host, 0, task.cpus, task.memory, task.pegasus_id)
+    if opts.invocation_records:
+        text = "\n" + kickstart.xml_invocation(task.transformation or task.name, task.dax_id or task.name, now, 0.0,
+                                               -signal.SIGKILL, task.argv, host, why + "\n", task.cwd) + text
+    master.task_out.write(text.encode("utf-8", "surrogateescape"))
