@@ -53,6 +53,7 @@ class RootTask:
     memory: int = 0  # MB; 0: no request
     gpus: int = 0
     kind: tuple[int, str] = (1, "compute")  # a data task of a whole cluster: its Pegasus type (create-dir, ...)
+    metadata: dict[str, str] = field(default_factory=dict)  # the job's metadata (task_meta in the DB)
 
 
 def _agreed(values: set[int], default: int) -> int:
@@ -137,14 +138,15 @@ def write_properties(submit_dir: str, properties: dict[str, str] | None) -> str:
 
 
 def write_root_files(submit_dir: str, workflow: str, jobs: list[RootJob], planner_arguments: str,
-                     wf_uuid: str | None = None, properties: dict[str, str] | None = None) -> str:
+                     wf_uuid: str | None = None, properties: dict[str, str] | None = None,
+                     metadata: dict[str, str] | None = None) -> str:
     """Write the root DAG, static.bp, .sub files, properties and braindump; return the workflow uuid."""
     submit_dir = os.path.abspath(submit_dir)
     wf_uuid = wf_uuid or str(uuid.uuid4())
     dag_name = root_dag_name(workflow)
     _write_subs(submit_dir, jobs)
     _write_dag(os.path.join(submit_dir, dag_name), submit_dir, jobs)
-    _write_static_bp(os.path.join(submit_dir, dag_name[:-4] + ".static.bp"), jobs, wf_uuid)
+    _write_static_bp(os.path.join(submit_dir, dag_name[:-4] + ".static.bp"), jobs, wf_uuid, metadata or {})
     notify = os.path.join(submit_dir, NOTIFY_FILE)
     if not os.path.exists(notify):
         open(notify, "w").close()
@@ -191,7 +193,7 @@ def _write_dag(path: str, submit_dir: str, jobs: list[RootJob]) -> None:
         fh.write("".join(out))
 
 
-def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str) -> None:
+def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dict[str, str]) -> None:
     ts = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     head = f"ts={ts} level=Info xwf.id={wf_uuid}"
     with open(path, "w", encoding="utf-8", buffering=1 << 20) as fh:
@@ -215,6 +217,12 @@ def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str) -> None:
         for job in jobs:
             for parent in job.parents:
                 w(f"{head} event=job.edge parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n")
+        for key, value in metadata.items():  # after the tasks they name, as monitord looks them up
+            w(f"{head} event=xwf.meta key={_q(key)} value={_q(value)}\n")
+        for job in jobs:
+            for t in job.tasks:
+                for key, value in t.metadata.items():
+                    w(f"{head} event=task.meta task.id={_q(t.id)} key={_q(key)} value={_q(value)}\n")
 
 
 def read_braindump(submit_dir: str) -> dict[str, str]:

@@ -204,7 +204,8 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
     write_cluster_dag(submit_dir, out, site, workflow_name, [cluster_retry(c, resolver, memo) for c in clusters],
                       resolver.catalogs.properties)
     write_root_monitoring(submit_dir, out, site, workflow_name, planner_arguments,
-                          lambda job, handle: task_request(resolver.pegasus(job, handle)), resolver.catalogs.properties)
+                          lambda job, handle: task_request(resolver.pegasus(job, handle)), resolver.catalogs.properties,
+                          resolver.catalogs.workflow_metadata)
     return out
 
 
@@ -257,7 +258,7 @@ def cluster_retry(cluster: Cluster, resolver: ProfileResolver, memo: dict | None
 
 def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
                           planner_arguments: str, request_of=lambda job, handle: (1, 0, 0),
-                          properties: dict[str, str] | None = None) -> None:
+                          properties: dict[str, str] | None = None, metadata: dict[str, str] | None = None) -> None:
     """The submit directory as one Pegasus workflow (pilot.contracts.rootfiles): clusters are its jobs.
 
     ``request_of(job, site handle)``: the (CPUs, memory MB, GPUs) of the job's task.
@@ -270,14 +271,14 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
         # of its own type (create-dir, stage-in-tx, ...), which pegasus-statistics counts jobs by.
         alone = len(c.jobs) == 1 and c.jobs[0].type is not JobType.COMPUTE
         tasks = [RootTask(j.id, j.tx_label, command_text(j), [ch.id for ch in j.children], *request_of(j, c.site),
-                          kind=j.type.value) for j in c.jobs]
+                          kind=j.type.value, metadata=j.metadata) for j in c.jobs]
         cdir = os.path.dirname(e.dag)
         command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag)), ranks=e.ranks).command()
         job = RootJob(c.name, c.site, tasks, [p.name for p in c.parents], command)
         if alone:
             job.kind, job.transformation = c.jobs[0].type.value, c.jobs[0].tx_label
         jobs.append(job)
-    write_root_files(submit_dir, workflow_name, jobs, planner_arguments, properties=properties)
+    write_root_files(submit_dir, workflow_name, jobs, planner_arguments, properties=properties, metadata=metadata)
 
 
 def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions]:

@@ -92,6 +92,7 @@ class Job:
     stdin_text: str | None = None
     level: int = 0  # a compute job's depth (roots 0), which names the data jobs made for it
     stdio: tuple[str, str, str] | None = None  # stdin, stdout, stderr file names ("": none); None: none at all
+    metadata: dict[str, str] = field(default_factory=dict)  # the job's metadata, for the monitoring DB
 
     @property
     def where(self) -> str:
@@ -189,6 +190,7 @@ class Catalogs:
     properties: dict[str, str] = field(default_factory=dict)
     containers: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (type, image)
     workflow_profiles: Profiles = field(default_factory=dict)  # the workflow's own: every job's, below the job's
+    workflow_metadata: dict[str, str] = field(default_factory=dict)  # the workflow's metadata, for the monitoring DB
     replicas: dict[str, list[Replica]] = field(default_factory=dict)  # lfn -> its copies
     # Regex entries: the whole lfn must match; [k] in a pfn is group k, [0] the whole lfn.
     regex_replicas: list[tuple[object, list[Replica]]] = field(default_factory=list)

@@ -148,6 +148,7 @@ def read_workflow(path: str) -> Workflow:
     catalogs = wf.catalogs
     if data.get("profiles") is not None:
         catalogs.workflow_profiles = read_profiles(data["profiles"], path, "profiles")
+    catalogs.workflow_metadata = _metadata(data.get("metadata"), path, "metadata")
     if data.get("transformationCatalog") is not None:
         read_transformation_catalog(data["transformationCatalog"], path, "transformationCatalog", catalogs)
     if data.get("siteCatalog") is not None:
@@ -208,7 +209,21 @@ def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
         yaml_index=index,
         uses=uses,
         stdio=stdio if any(stdio) else None,  # type: ignore[arg-type]
+        metadata=_metadata(raw.get("metadata"), path, f"{ypath}.metadata"),
     )
+
+
+def _metadata(raw: Any, path: str, ypath: str) -> dict[str, str]:
+    """``metadata: {key: value}`` of a job or the workflow (pegasus-monitord stores it in the DB)."""
+    if raw is None:
+        return {}
+    out = {}
+    for key, value in _mapping(raw, path, ypath, "key: value").items():
+        text = _text("" if value is None else value, path, f"{ypath}.{key}")
+        if any(c in str(key) + text for c in "\n\r\0"):
+            raise _err(path, f"{ypath}.{key}", "metadata cannot hold a newline or NUL")
+        out[str(key)] = text
+    return out
 
 
 LINKS = {link.value: link for link in Link}

@@ -67,3 +67,28 @@ def test_a_dag_with_env_lines_runs_under_pilot_run_alone(dagfile, tmp_path):
     res = run_pilot(["-s", dag], n=2)
     assert res.returncode == 0, res.stderr
     assert [Path(f"{out}.{t}").read_text() for t in "abc"] == ["1|two words\n", "1|two words\n", "|\n"]
+
+
+@pytest.mark.monitord
+def test_workflow_and_job_metadata_reach_the_monitoring_db(tmp_path):
+    """As pegasus-monitord records a Pegasus run's: workflow_meta and task_meta rows."""
+    import sqlite3
+
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("true", site="local", pfn="/bin/true", is_stageable=False))
+    wf = api.Workflow("meta").add_metadata(campaign="c7", owner="lab")
+    wf.add_jobs(api.Job("true", _id="j1").add_metadata(sample="s-01", **{"time": "5"}), api.Job("true", _id="j2"))
+    wf.add_transformation_catalog(tc).write(str(tmp_path / "meta.yml"))
+    sub = tmp_path / "sub"
+    res = subprocess.run([*PILOT, "submit", "--poll", "0.2", "--site", "local", "--cluster", "whole",
+                          str(tmp_path / "meta.yml"), "--dir", str(sub)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    db = sqlite3.connect(next(sub.glob("*.stampede.db")))
+    try:
+        assert sorted(db.execute("select key, value from workflow_meta").fetchall()) == [("campaign", "c7"), ("owner", "lab")]
+        rows = db.execute("select t.abs_task_id, m.key, m.value from task_meta m join task t on t.task_id = m.task_id").fetchall()
+    finally:
+        db.close()
+    assert sorted(rows) == [("j1", "sample", "s-01"), ("j1", "time", "5")]
