@@ -139,7 +139,8 @@ def write_properties(submit_dir: str, properties: dict[str, str] | None) -> str:
 
 def write_root_files(submit_dir: str, workflow: str, jobs: list[RootJob], planner_arguments: str,
                      wf_uuid: str | None = None, properties: dict[str, str] | None = None,
-                     metadata: dict[str, str] | None = None) -> str:
+                     metadata: dict[str, str] | None = None, workflow_hooks: list[tuple[str, str]] | None = None,
+                     job_hooks: dict[str, list[tuple[str, str]]] | None = None) -> str:
     """Write the root DAG, static.bp, .sub files, properties and braindump; return the workflow uuid."""
     submit_dir = os.path.abspath(submit_dir)
     wf_uuid = wf_uuid or str(uuid.uuid4())
@@ -148,11 +149,20 @@ def write_root_files(submit_dir: str, workflow: str, jobs: list[RootJob], planne
     _write_dag(os.path.join(submit_dir, dag_name), submit_dir, jobs)
     _write_static_bp(os.path.join(submit_dir, dag_name[:-4] + ".static.bp"), jobs, wf_uuid, metadata or {})
     notify = os.path.join(submit_dir, NOTIFY_FILE)
-    if not os.path.exists(notify):
-        open(notify, "w").close()
+    _write_notifications(notify, wf_uuid, workflow_hooks or [], job_hooks or {})
     write_braindump(os.path.join(submit_dir, BRAINDUMP), os.path.join(submit_dir, dag_name), submit_dir, wf_uuid,
                     workflow, planner_arguments, notify, write_properties(submit_dir, properties))
     return wf_uuid
+
+
+def _write_notifications(path: str, wf_uuid: str, workflow_hooks: list[tuple[str, str]],
+                         job_hooks: dict[str, list[tuple[str, str]]]) -> None:
+    """The notifications file pegasus-monitord reads (braindump's ``notify``): ``WORKFLOW <uuid> <condition>
+    <command>`` and ``JOB <job> <condition> <command>`` lines; monitord runs each command at its event."""
+    lines = [f"WORKFLOW {wf_uuid} {cond} {cmd}\n" for cond, cmd in workflow_hooks]
+    lines += [f"JOB {job} {cond} {cmd}\n" for job, hooks in job_hooks.items() for cond, cmd in hooks]
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.writelines(lines)
 
 
 def _write_subs(submit_dir: str, jobs: list[RootJob]) -> None:

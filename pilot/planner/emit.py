@@ -29,7 +29,7 @@ from pilot.errors import ConfigError, DagError
 from pilot.jobrequest import pilot_args, request_for
 from pilot.planner.batchopts import BatchOptions, batch_options
 from pilot.planner.clustering import Cluster
-from pilot.planner.model import DEFAULT_MAXJOBS, Job, JobType
+from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType
 from pilot.planner.profiles import ProfileResolver
 from pilot.planner.staging import INPUT_FILE
 from pilot.sites import SiteConfig
@@ -205,7 +205,7 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
                       resolver.catalogs.properties)
     write_root_monitoring(submit_dir, out, site, workflow_name, planner_arguments,
                           lambda job, handle: task_request(resolver.pegasus(job, handle)), resolver.catalogs.properties,
-                          resolver.catalogs.workflow_metadata)
+                          resolver.catalogs.workflow_metadata, resolver.catalogs)
     return out
 
 
@@ -258,7 +258,8 @@ def cluster_retry(cluster: Cluster, resolver: ProfileResolver, memo: dict | None
 
 def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
                           planner_arguments: str, request_of=lambda job, handle: (1, 0, 0),
-                          properties: dict[str, str] | None = None, metadata: dict[str, str] | None = None) -> None:
+                          properties: dict[str, str] | None = None, metadata: dict[str, str] | None = None,
+                          catalogs: Catalogs | None = None) -> None:
     """The submit directory as one Pegasus workflow (pilot.contracts.rootfiles): clusters are its jobs.
 
     ``request_of(job, site handle)``: the (CPUs, memory MB, GPUs) of the job's task.
@@ -278,7 +279,28 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
         if alone:
             job.kind, job.transformation = c.jobs[0].type.value, c.jobs[0].tx_label
         jobs.append(job)
-    write_root_files(submit_dir, workflow_name, jobs, planner_arguments, properties=properties, metadata=metadata)
+    write_root_files(submit_dir, workflow_name, jobs, planner_arguments, properties=properties, metadata=metadata,
+                     workflow_hooks=catalogs.workflow_hooks if catalogs else None,
+                     job_hooks=job_hooks(emitted, catalogs) if catalogs else None)
+
+
+def job_hooks(emitted: list[Emitted], catalogs: Catalogs) -> dict[str, list[tuple[str, str]]]:
+    """Each batch job's shell hooks: those of its one Pegasus job and that job's transformation. monitord runs
+    a job's hooks when the job (here: its cluster) starts and ends; for a job clustered with others it could
+    only go by the order the tasks' records come in, which is the order they end, so that is refused."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for e in emitted:
+        for job in e.cluster.jobs:
+            tx = catalogs.find_transformation(job.tx_key) if job.command is None else None
+            hooks = [*job.hooks, *(tx.hooks if tx is not None else ())]
+            if not hooks:
+                continue
+            if len(e.cluster.jobs) > 1:
+                raise ConfigError(f"{job.where}: shell hooks of a job clustered with {len(e.cluster.jobs) - 1} other "
+                                  f"job(s) in {e.cluster.name} cannot be told apart from theirs; give the job a "
+                                  "label of its own (--cluster label) or plan with --cluster none, or drop the hooks")
+            out[e.cluster.name] = hooks
+    return out
 
 
 def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions]:

@@ -93,6 +93,7 @@ class Job:
     level: int = 0  # a compute job's depth (roots 0), which names the data jobs made for it
     stdio: tuple[str, str, str] | None = None  # stdin, stdout, stderr file names ("": none); None: none at all
     metadata: dict[str, str] = field(default_factory=dict)  # the job's metadata, for the monitoring DB
+    hooks: list[tuple[str, str]] = field(default_factory=list)  # (monitord condition, command) of its shell hooks
 
     @property
     def where(self) -> str:
@@ -138,6 +139,7 @@ class Transformation:
     version: str | None = None
     sites: dict[str, TransformationSite] = field(default_factory=dict)
     profiles: Profiles = field(default_factory=dict)
+    hooks: list[tuple[str, str]] = field(default_factory=list)  # shell hooks of every job that runs it
 
 
 class DirectoryType(enum.Enum):
@@ -191,6 +193,7 @@ class Catalogs:
     containers: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (type, image)
     workflow_profiles: Profiles = field(default_factory=dict)  # the workflow's own: every job's, below the job's
     workflow_metadata: dict[str, str] = field(default_factory=dict)  # the workflow's metadata, for the monitoring DB
+    workflow_hooks: list[tuple[str, str]] = field(default_factory=list)  # the workflow's shell hooks
     replicas: dict[str, list[Replica]] = field(default_factory=dict)  # lfn -> its copies
     # Regex entries: the whole lfn must match; [k] in a pfn is group k, [0] the whole lfn.
     regex_replicas: list[tuple[object, list[Replica]]] = field(default_factory=list)

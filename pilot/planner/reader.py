@@ -149,6 +149,7 @@ def read_workflow(path: str) -> Workflow:
     if data.get("profiles") is not None:
         catalogs.workflow_profiles = read_profiles(data["profiles"], path, "profiles")
     catalogs.workflow_metadata = _metadata(data.get("metadata"), path, "metadata")
+    catalogs.workflow_hooks = _hooks(data.get("hooks"), path, "hooks")
     if data.get("transformationCatalog") is not None:
         read_transformation_catalog(data["transformationCatalog"], path, "transformationCatalog", catalogs)
     if data.get("siteCatalog") is not None:
@@ -210,7 +211,32 @@ def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
         uses=uses,
         stdio=stdio if any(stdio) else None,  # type: ignore[arg-type]
         metadata=_metadata(raw.get("metadata"), path, f"{ypath}.metadata"),
+        hooks=_hooks(raw.get("hooks"), path, f"{ypath}.hooks"),
     )
+
+
+# Pegasus.api's hook events and the conditions pegasus-monitord's notifications file names them by.
+HOOK_CONDITIONS = {"start": "start", "error": "on_error", "success": "on_success", "end": "at_end", "all": "all"}
+
+
+def _hooks(raw: Any, path: str, ypath: str) -> list[tuple[str, str]]:
+    """``hooks: {shell: [{_on: EVENT, cmd: COMMAND}]}``: (monitord condition, command) pairs, which
+    pegasus-monitord runs at those events, as it does for a Pegasus run."""
+    out = []
+    for kind, entries in _mapping(raw or {}, path, ypath, "shell: [{_on: EVENT, cmd: COMMAND}]").items():
+        if kind != "shell":
+            raise _err(path, f"{ypath}.{kind}", f"{kind!r} hooks: only shell hooks exist (shell: [{{_on: ..., cmd: ...}}])")
+        for k, entry in enumerate(_list(entries, path, f"{ypath}.shell", "of {_on: EVENT, cmd: COMMAND}")):
+            epath = f"{ypath}.shell[{k}]"
+            entry = _mapping(entry, path, epath, "{_on: EVENT, cmd: COMMAND}")
+            event = _text(entry.get("_on", ""), path, f"{epath}._on")
+            if event not in HOOK_CONDITIONS:
+                raise _err(path, f"{epath}._on", f"{event!r}: use one of {', '.join(HOOK_CONDITIONS)}")
+            cmd = _text(entry.get("cmd", ""), path, f"{epath}.cmd")
+            if not cmd.strip() or any(c in cmd for c in "\n\r\0"):
+                raise _err(path, f"{epath}.cmd", "a hook is one command line: not empty, no newline or NUL")
+            out.append((HOOK_CONDITIONS[event], cmd))
+    return out
 
 
 def _metadata(raw: Any, path: str, ypath: str) -> dict[str, str]:
@@ -334,6 +360,7 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
             namespace=_optional_text(raw, "namespace", path, tpath),
             version=_optional_text(raw, "version", path, tpath),
             profiles=read_profiles(raw.get("profiles"), path, f"{tpath}.profiles"),
+            hooks=_hooks(raw.get("hooks"), path, f"{tpath}.hooks"),
         )
         for k, site in enumerate(_list(raw.get("sites"), path, f"{tpath}.sites", "of {name: SITE, pfn: PATH}")):
             spath = f"{tpath}.sites[{k}]"

@@ -92,3 +92,36 @@ def test_workflow_and_job_metadata_reach_the_monitoring_db(tmp_path):
     finally:
         db.close()
     assert sorted(rows) == [("j1", "sample", "s-01"), ("j1", "time", "5")]
+
+
+@pytest.mark.monitord
+def test_shell_hooks_of_the_workflow_and_of_a_job_are_run_by_pegasus_monitord(tmp_path):
+    """As for a Pegasus run: pilot writes the notifications file, pegasus-monitord runs the commands."""
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("true", site="local", pfn="/bin/true", is_stageable=False),
+        api.Transformation("false", site="local", pfn="/bin/false", is_stageable=False))
+    wf = api.Workflow("hooks").add_shell_hook(api.EventType.END, f"/usr/bin/touch {tmp_path / 'wf-ended'}")
+    ok = api.Job("true", _id="ok").add_shell_hook(api.EventType.SUCCESS, f"/usr/bin/touch {tmp_path / 'ok-succeeded'}")
+    bad = api.Job("false", _id="bad").add_shell_hook(api.EventType.ERROR, f"/usr/bin/touch {tmp_path / 'bad-failed'}")
+    bad.add_shell_hook(api.EventType.SUCCESS, f"/usr/bin/touch {tmp_path / 'bad-succeeded'}")
+    wf.add_jobs(ok, bad).add_transformation_catalog(tc).write(str(tmp_path / "hooks.yml"))
+    res = subprocess.run([*PILOT, "submit", "--poll", "0.2", "--site", "local", "--cluster", "none", "--retry", "0",
+                          str(tmp_path / "hooks.yml"), "--dir", str(tmp_path / "sub")], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 1, res.stderr  # bad fails
+    assert (tmp_path / "wf-ended").exists() and (tmp_path / "ok-succeeded").exists() and (tmp_path / "bad-failed").exists()
+    assert not (tmp_path / "bad-succeeded").exists()
+
+
+def test_a_hook_on_a_job_clustered_with_others_is_refused_in_one_line(tmp_path):
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("true", site="local", pfn="/bin/true", is_stageable=False))
+    wf = api.Workflow("hooks")
+    wf.add_jobs(api.Job("true", _id="a").add_shell_hook(api.EventType.END, "/bin/true"), api.Job("true", _id="b"))
+    wf.add_transformation_catalog(tc).write(str(tmp_path / "hooks.yml"))
+    res = subprocess.run([*PILOT, "plan", "--site", "local", "--cluster", "whole", str(tmp_path / "hooks.yml"),
+                          "--dir", str(tmp_path / "sub")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "jobs[0] (id a): shell hooks of a job clustered with" in res.stderr and len(res.stderr.strip().splitlines()) == 1
