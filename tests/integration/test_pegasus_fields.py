@@ -125,3 +125,27 @@ def test_a_hook_on_a_job_clustered_with_others_is_refused_in_one_line(tmp_path):
                           "--dir", str(tmp_path / "sub")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "jobs[0] (id a): shell hooks of a job clustered with" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_stdin_of_a_job_is_its_staged_input(tmp_path):
+    """set_stdin: the file is staged in from the replica catalog and read by the task as its stdin; set_stdout
+    writes the task's stdout to a file that is staged out like any output."""
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    (tmp_path / "in.txt").write_text("from stdin\n")
+    rc = api.ReplicaCatalog().add_replica("local", "in.txt", str(tmp_path / "in.txt"))
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("cat", site="local", pfn="/bin/cat", is_stageable=False))
+    sc = api.SiteCatalog().add_sites(api.Site("local").add_directories(
+        api.Directory(api.Directory.SHARED_SCRATCH, str(tmp_path / "scratch"))
+        .add_file_servers(api.FileServer(f"file://{tmp_path / 'scratch'}", api.Operation.ALL)),
+        api.Directory(api.Directory.LOCAL_STORAGE, str(tmp_path / "output"))
+        .add_file_servers(api.FileServer(f"file://{tmp_path / 'output'}", api.Operation.ALL))))
+    job = api.Job("cat", _id="c").set_stdin(api.File("in.txt")).set_stdout(api.File("out.txt"), register_replica=False)
+    wf = api.Workflow("stdin").add_jobs(job).add_replica_catalog(rc).add_transformation_catalog(tc).add_site_catalog(sc)
+    wf.write(str(tmp_path / "stdin.yml"))
+    res = subprocess.run([*PILOT, "submit", "--poll", "0.2", "--no-monitord", "--site", "local",
+                          str(tmp_path / "stdin.yml"), "--dir", str(tmp_path / "sub")], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "output" / "out.txt").read_text() == "from stdin\n"
