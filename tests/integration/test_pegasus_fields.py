@@ -149,3 +149,26 @@ def test_stdin_of_a_job_is_its_staged_input(tmp_path):
                          timeout=300)
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "output" / "out.txt").read_text() == "from stdin\n"
+
+
+def test_a_checkpoint_file_is_there_for_the_retry_and_staged_out_at_the_end(tmp_path):
+    """add_checkpoint: the job's directory is the workflow's on shared scratch, so the retry finds what the
+    failed attempt wrote, as Pegasus restores it; once the job succeeds the file is staged out."""
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
+    sc = api.SiteCatalog().add_sites(api.Site("local").add_directories(
+        api.Directory(api.Directory.SHARED_SCRATCH, str(tmp_path / "scratch"))
+        .add_file_servers(api.FileServer(f"file://{tmp_path / 'scratch'}", api.Operation.ALL)),
+        api.Directory(api.Directory.LOCAL_STORAGE, str(tmp_path / "output"))
+        .add_file_servers(api.FileServer(f"file://{tmp_path / 'output'}", api.Operation.ALL))))
+    body = "'if test -f ck; then echo resumed >> ck; else echo step1 > ck; exit 1; fi'"
+    job = api.Job("sh", _id="long").add_args("-c", body).add_checkpoint(api.File("ck"))
+    wf = api.Workflow("ckpt").add_jobs(job).add_transformation_catalog(tc).add_site_catalog(sc)
+    wf.write(str(tmp_path / "ckpt.yml"))
+    res = subprocess.run([*PILOT, "submit", "--poll", "0.2", "--no-monitord", "--site", "local", "--retry", "1",
+                          str(tmp_path / "ckpt.yml"), "--dir", str(tmp_path / "sub")], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "output" / "ck").read_text() == "step1\nresumed\n"
