@@ -18,9 +18,9 @@ LaunchLine = Callable[[str, list[str], int, int], list[str]]
 
 
 def _srun(path: str, extra: list[str], ranks: int, per_node: int) -> list[str]:
-    # A rank that dies ends the whole step (hydra does so by itself): otherwise, unless the site's
-    # slurm.conf sets KillOnBadExit, the master would wait for a lost worker until the wall time.
-    return [path, *extra, "--kill-on-bad-exit=1", "-n", str(ranks), "--ntasks-per-node", str(per_node)]
+    # The other ranks live on when one dies: the dead worker's watchdog tells the master, which runs its
+    # task elsewhere and goes on without it (pilot.runtime.crashes), whatever the site's KillOnBadExit.
+    return [path, *extra, "--kill-on-bad-exit=0", "-n", str(ranks), "--ntasks-per-node", str(per_node)]
 
 
 def _mpiexec(path: str, extra: list[str], ranks: int, per_node: int) -> list[str]:

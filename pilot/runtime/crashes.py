@@ -18,6 +18,16 @@ crash (``CRASH task``). A task with ``--max-crashes`` crashes (default 2) is not
 started again: it is failed with a line that says why, and the rest of the DAG
 goes on as after any failed task. The record is ``DAG.crashes``, one line per
 event, appended and kept across runs, so counts survive any number of kills.
+
+Where the launcher lets the other ranks live on when one dies (Slurm's ``srun
+--kill-on-bad-exit=0``; see docs/pmc-differences.md for what MPICH's mpiexec
+does), a lost worker costs only its task: its watchdog appends the rank to
+``DAG.lost`` (one file, so the master's look at it is one ``stat`` however
+many workers there are). The master then knows which task's worker died,
+counts that crash, starts the task again on another worker (a crash does not
+use up ``--tries``) until it has ``--max-crashes`` of them, and gives the
+tasks queued on the dead worker to others; the run goes on with one worker
+less.
 """
 
 from __future__ import annotations
@@ -30,11 +40,13 @@ import mmap
 import os
 import re
 import signal
+import sys
 import time
 from typing import TYPE_CHECKING
 
 from pilot.dag.model import Task
 from pilot.errors import DagError
+from pilot.runtime.watchdog import lost_path
 
 if TYPE_CHECKING:
     from pilot.runtime.master import Master
@@ -279,14 +291,20 @@ def _fail_blamed(master: Master, task: Task, count: int) -> None:
     where = f"; its stderr is in {opts.stderr}" if opts.stderr else ""
     log.error("%s%s", why, where)
     master.seq += 1
-    seq, now = master.seq, time.time()
+    seq = master.seq
     master.events.task_queued(task, seq)
     engine.start(task)
     master.events.task_dispatched(task, seq, 0, "-")
     engine.failed(task, retry=False)
     master.events.task_ended(task, seq, -signal.SIGKILL, False)
-    if master.task_out is None:
-        return
+    _record_failure(master, task, why)
+
+
+def _record_failure(master: Master, task: Task, why: str) -> None:
+    """The [cluster-task] and invocation records of a task failed for its crashes, in the job output."""
+    opts, now = master.opts, time.time()
+    if opts.per_task_stdio:
+        return  # no job output to put them in: jobstate.log and the log line say it
     from pilot.monitor import kickstart, records
 
     host = os.uname().nodename
@@ -294,4 +312,75 @@ def _fail_blamed(master: Master, task: Task, count: int) -> None:
     if opts.invocation_records:
         text = "\n" + kickstart.xml_invocation(task.transformation or task.name, task.dax_id or task.name, now, 0.0,
                                                -signal.SIGKILL, task.argv, host, why + "\n", task.cwd) + text
-    master.task_out.write(text.encode("utf-8", "surrogateescape"))
+    out = master.task_out if master.task_out is not None else sys.stdout.buffer  # no -o: the master's stdout
+    out.write(text.encode("utf-8", "surrogateescape"))
+    out.flush()
+
+
+# -- lost workers ----------------------------------------------------------------
+
+class LostWatch:
+    """New lines of ``DAG.lost`` (ranks whose worker died) since the run started."""
+
+    def __init__(self, dag: str) -> None:
+        self.path = lost_path(dag)
+        try:
+            self._offset = os.path.getsize(self.path)  # what earlier runs' watchdogs wrote
+        except OSError:
+            self._offset = 0
+
+    def new_ranks(self) -> list[int]:
+        try:
+            if os.path.getsize(self.path) <= self._offset:
+                return []
+            with open(self.path, "rb") as fh:
+                fh.seek(self._offset)
+                data = fh.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n") + 1
+        self._offset += end
+        return [int(word) for word in data[:end].split() if word.isdigit()]
+
+
+def check_lost(master: Master) -> None:
+    """At each look at the run's files: workers whose watchdog says they died are taken out of the run."""
+    if master.lost is not None:
+        for rank in master.lost.new_ranks():
+            if rank in master._alive:
+                lose_worker(master, rank)
+
+
+def lose_worker(master: Master, rank: int) -> None:
+    """Go on without ``rank``: its task's crash is counted and the task started elsewhere (or failed at
+    --max-crashes); what was queued on it goes back to the ready tasks; its slot stays taken."""
+    engine, opts, crash = master.engine, master.opts, master.crash
+    assert engine is not None and crash is not None
+    master._alive.discard(rank)
+    try:
+        os.unlink(slot_path(opts.dag, rank))  # its crash is counted here: the next run need not suspect it
+    except OSError:
+        pass
+    entry, held = master.slots.lose(rank)
+    log.error("worker %d died%s; the run goes on without it", rank, f" while running task {entry[0].name}" if entry else "")
+    for task in held:
+        engine.unstart(task)
+        if engine.is_ready(task) and not engine.stopped:
+            master.matcher.push(task)  # numbered and logged as ready already
+    if entry is None:
+        return
+    task, _alloc, seq = entry
+    if master.isolation is not None and master.isolation.alone is task:
+        master.isolation.alone = None
+    crash.write(Event.CRASH, task.name)
+    count = crash.state.crashes[task.name] = crash.state.crashes.get(task.name, 0) + 1
+    again = count < opts.max_crashes and not engine.stopped
+    master.events.task_ended(task, seq, -signal.SIGKILL, again)
+    if again:
+        engine.unstart(task)  # a crash does not use up --tries
+        master._ready(task)
+        return
+    engine.failed(task, retry=False)
+    why = f"task {task.name} was running when its worker died {count} times: not started again (--max-crashes {opts.max_crashes})"
+    log.error("%s", why)
+    _record_failure(master, task, why)

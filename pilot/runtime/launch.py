@@ -72,7 +72,7 @@ def run_with(opts: RunOptions, prog: str) -> int:
 
         # Before MPI_Init (see pilot.runtime.watchdog), and before the rank loads its side:
         # the fewer pages the two processes share, the fewer the worker copies as it writes them.
-        guard = watchdog.start(token)
+        guard = watchdog.start(token, watchdog.lost_path(opts.dag), env_rank())
     from pilot.runtime.transport import MpiTransport
 
     # Import this rank's side before MPI starts: MPI_Init waits for every rank,

@@ -92,6 +92,7 @@ class Master:
         self.dag: Dag | None = None
         self.rescue: RescueLog | None = None
         self.crash: CrashLog | None = None
+        self.lost: crashes.LostWatch | None = None
         self.isolation: crashes.Isolation | None = None
         self.resource_log: ResourceLog | None = None
         self.fdcache = FdCache(opts.maxfds)
@@ -177,6 +178,7 @@ class Master:
                                                lambda: ResourceLog(opts.dag + ".resource"))
         self.engine = Engine(dag, opts.tries, opts.max_failures, done)
         self.crash = CrashLog(opts.dag, dag.tasks)  # what killed earlier runs' workers (pilot.runtime.crashes)
+        self.lost = crashes.LostWatch(opts.dag)
         log.info("Master starting with %d workers", len(self.workers))
         startup = Startup(opts, self.t, self.matcher, lambda: self.signalled, self._interrupted, self.run_id)
         startup.register(self.workers)
@@ -216,6 +218,7 @@ class Master:
                 wake = self._interrupted
             now = self.clock()
             if now >= self._next_flush:
+                crashes.check_lost(self)
                 self._flush_logs()
                 self._next_flush = now + FLUSH_EVERY
             timeout = FLUSH_EVERY if timeout is None else min(timeout, FLUSH_EVERY)

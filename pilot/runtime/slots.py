@@ -134,6 +134,16 @@ class Slots:
                 self._emptied(rank, queue)
         return picked
 
+    def lose(self, rank: int) -> tuple[tuple[Task, Allocation, int] | None, list[Task]]:
+        """A worker is gone: its running attempt (None if idle) and every task it held, queued or recalled."""
+        entry = self.running.pop(rank, None)
+        queue = self.queued.pop(rank, None) or collections.deque()
+        self.queued_total -= len(queue)
+        held = [*queue, *self.recalling.pop(rank, ())]
+        self.conditional.pop(rank, None)
+        self.dry.discard(rank)
+        return entry, held
+
     def recalled(self, rank: int, name: str) -> Task | None:
         """The worker gave ``name`` back unstarted; return it (None if it was not held)."""
         recalling = self.recalling.get(rank) or ()

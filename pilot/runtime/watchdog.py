@@ -6,8 +6,9 @@ orphans, and a rerun would start second copies beside them. So each worker
 forks, before MPI starts, a small process in a session of its own that waits
 on a pipe whose only writer is the worker. A clean worker writes ``D`` first
 (it has ended what its tasks left, or was asked to keep it); end of file
-without that means the worker is gone, and the watchdog ends every process
-marked with the worker's token (see ``reaper``), within a second or two.
+without that means the worker is gone: the watchdog appends the worker's rank
+to ``DAG.lost`` for the master, then ends every process marked with the
+worker's token (see ``reaper``), within a second or two.
 
 Forking before ``MPI_Init`` keeps the child clear of the MPI library (fork
 after it is unsafe with some network stacks) and costs no interpreter start.
@@ -46,8 +47,14 @@ class Watchdog:
             pass
 
 
-def start(token: str) -> Watchdog | None:
-    """Fork the watchdog for the worker that will mark its tasks with ``token``; None if fork fails."""
+def lost_path(dag: str) -> str:
+    """Where watchdogs append the ranks of workers that died (read by the master, pilot.runtime.crashes)."""
+    return dag + ".lost"
+
+
+def start(token: str, lost: str | None = None, rank: int = -1) -> Watchdog | None:
+    """Fork the watchdog for the worker that will mark its tasks with ``token``; None if fork fails.
+    ``lost``: the file it appends ``rank`` to when the worker dies, for the master (pilot.runtime.crashes)."""
     rfd, wfd = os.pipe()  # both close-on-exec: no task inherits the worker's end
     try:
         pid = os.fork()
@@ -58,14 +65,14 @@ def start(token: str) -> Watchdog | None:
     if pid == 0:  # pragma: no cover - runs in the child, checked by the orphan tests under mpiexec
         try:
             os.close(wfd)
-            _watch(rfd, token)
+            _watch(rfd, token, lost, rank)
         finally:
             os._exit(0)
     os.close(rfd)
     return Watchdog(token, wfd, pid)
 
 
-def _watch(rfd: int, token: str) -> None:  # pragma: no cover - child process
+def _watch(rfd: int, token: str, lost: str | None, rank: int) -> None:  # pragma: no cover - child process
     os.setsid()  # out of the rank's process group and session: signals aimed at the rank miss it
     for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(signum, signal.SIG_IGN)
@@ -84,5 +91,12 @@ def _watch(rfd: int, token: str) -> None:  # pragma: no cover - child process
         break
     if data == b"D":
         return
+    if lost is not None:  # first: the master goes on without this worker once it reads the line
+        try:
+            fd = os.open(lost, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            os.write(fd, f"{rank}\n".encode())
+            os.close(fd)
+        except OSError:
+            pass
     suffix = ":" + token
     reaper.end_marked(lambda value: value.endswith(suffix), grace=1.0, limit=3.0)

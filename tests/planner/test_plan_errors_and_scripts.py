@@ -153,7 +153,7 @@ def test_slurm_script():
         "#SBATCH --gpus-per-node=4\n"
         "# pilot job merge_x: 8 MPI ranks on 2 node(s), walltime 01:30:00\nmodule load python\n"
         "cd '/scratch/my dir/merge_x' || exit 1\n"
-        "srun --mpi=pmi2 --kill-on-bad-exit=1 -n 8 --ntasks-per-node 4 pilot run --max-wall-time 85 merge_x.dag\n"
+        "srun --mpi=pmi2 --kill-on-bad-exit=0 -n 8 --ntasks-per-node 4 pilot run --max-wall-time 85 merge_x.dag\n"
     )
     plain = render(SCHEDULERS["slurm"], request(workdir="/scratch/x", account=None, queue=None))
     assert "#SBATCH --chdir=/scratch/x\n#SBATCH --output=/scratch/x/merge_x.batch.out\n" in plain

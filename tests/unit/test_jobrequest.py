@@ -13,7 +13,7 @@ HERE = os.path.dirname(os.path.abspath(sys.executable))
 
 
 def test_launch_lines_spread_ranks_over_nodes():
-    assert launch_line("srun", "--mpi=pmi2", 2, 4) == ["srun", "--mpi=pmi2", "--kill-on-bad-exit=1", "-n", "8", "--ntasks-per-node", "4"]
+    assert launch_line("srun", "--mpi=pmi2", 2, 4) == ["srun", "--mpi=pmi2", "--kill-on-bad-exit=0", "-n", "8", "--ntasks-per-node", "4"]
     assert launch_line("/opt/x/bin/mpiexec", "", 3, 2) == ["/opt/x/bin/mpiexec", "-n", "6", "-ppn", "2"]
     assert launch_line("aprun", "", 2, 4) == ["aprun", "-n", "8", "-N", "4"]
     assert launch_line("ibrun", "", 2, 4) == ["ibrun", "-n", "8"]
