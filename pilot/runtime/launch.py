@@ -67,12 +67,13 @@ def run(argv: Sequence[str], prog: str = "pilot run") -> int:
 def run_with(opts: RunOptions, prog: str) -> int:
     token = os.urandom(6).hex()  # marks this worker's task processes
     guard = None
-    if env_rank() != 0 and not opts.keep_task_processes:
+    if env_rank() != 0:
         from pilot.runtime import watchdog
 
         # Before MPI_Init (see pilot.runtime.watchdog), and before the rank loads its side:
         # the fewer pages the two processes share, the fewer the worker copies as it writes them.
-        guard = watchdog.start(token, watchdog.lost_path(opts.dag), env_rank())
+        # With --keep-task-processes it only reports the worker's death, ending nothing.
+        guard = watchdog.start(token, watchdog.lost_path(opts.dag), env_rank(), end_tasks=not opts.keep_task_processes)
     from pilot.runtime.transport import MpiTransport
 
     # Import this rank's side before MPI starts: MPI_Init waits for every rank,

@@ -52,9 +52,10 @@ def lost_path(dag: str) -> str:
     return dag + ".lost"
 
 
-def start(token: str, lost: str | None = None, rank: int = -1) -> Watchdog | None:
+def start(token: str, lost: str | None = None, rank: int = -1, end_tasks: bool = True) -> Watchdog | None:
     """Fork the watchdog for the worker that will mark its tasks with ``token``; None if fork fails.
-    ``lost``: the file it appends ``rank`` to when the worker dies, for the master (pilot.runtime.crashes)."""
+    ``lost``: the file it appends ``rank`` to when the worker dies, for the master (pilot.runtime.crashes);
+    ``end_tasks`` False (--keep-task-processes): it only does that."""
     rfd, wfd = os.pipe()  # both close-on-exec: no task inherits the worker's end
     try:
         pid = os.fork()
@@ -65,14 +66,14 @@ def start(token: str, lost: str | None = None, rank: int = -1) -> Watchdog | Non
     if pid == 0:  # pragma: no cover - runs in the child, checked by the orphan tests under mpiexec
         try:
             os.close(wfd)
-            _watch(rfd, token, lost, rank)
+            _watch(rfd, token, lost, rank, end_tasks)
         finally:
             os._exit(0)
     os.close(rfd)
     return Watchdog(token, wfd, pid)
 
 
-def _watch(rfd: int, token: str, lost: str | None, rank: int) -> None:  # pragma: no cover - child process
+def _watch(rfd: int, token: str, lost: str | None, rank: int, end_tasks: bool) -> None:  # pragma: no cover - child
     os.setsid()  # out of the rank's process group and session: signals aimed at the rank miss it
     for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(signum, signal.SIG_IGN)
@@ -98,5 +99,6 @@ def _watch(rfd: int, token: str, lost: str | None, rank: int) -> None:  # pragma
             os.close(fd)
         except OSError:
             pass
-    suffix = ":" + token
-    reaper.end_marked(lambda value: value.endswith(suffix), grace=1.0, limit=3.0)
+    if end_tasks:
+        suffix = ":" + token
+        reaper.end_marked(lambda value: value.endswith(suffix), grace=1.0, limit=3.0)

@@ -125,7 +125,7 @@ def test_rerun_ends_the_previous_copy_first(dagfile, tmp_path):
         old = tasks_of(tag)[0]
         os.kill(ranks_of(tag, 0)[0], signal.SIGKILL)
         first.wait(timeout=30)
-        # --keep-task-processes: no watchdog, so the old copy still runs here
+        # --keep-task-processes: the watchdog only reports the death, so the old copy still runs here
         assert tasks_of(tag) == [old]
         second = subprocess.Popen(pilot_cmd([dag]), env=dict(os.environ, ORPHAN_TEST=tag),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
