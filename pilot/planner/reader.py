@@ -72,6 +72,15 @@ def _text(value: Any, path: str, ypath: str) -> str:
     return value
 
 
+def _identifier(raw: dict, key: str, path: str, ypath: str) -> str | None:
+    """A transformation's namespace or version: it names the job in the DAG's ``#@`` line, the monitoring
+    files and the batch job, so it is a plain word (nothing there can start a line or a record)."""
+    value = _optional_text(raw, key, path, ypath)
+    if value is not None and not SAFE_ID.match(value):
+        raise _err(path, f"{ypath}.{key}", f"{value[:80]!r}: a {key} may use letters, digits, '_', '.', '+', '-' only")
+    return value
+
+
 def _optional_text(raw: dict, key: str, path: str, ypath: str) -> str | None:
     value = raw.get(key)
     return None if value is None else _text(value, path, f"{ypath}.{key}")
@@ -201,8 +210,8 @@ def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
     return Job(
         id=job_id,
         name=name,
-        namespace=_optional_text(raw, "namespace", path, ypath),
-        version=_optional_text(raw, "version", path, ypath),
+        namespace=_identifier(raw, "namespace", path, ypath),
+        version=_identifier(raw, "version", path, ypath),
         arguments=arguments,
         profiles=read_profiles(raw.get("profiles"), path, f"{ypath}.profiles"),
         source=path,
@@ -357,8 +366,8 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
     for tpath, raw in _catalog_entries(data, path, ypath, "transformations", "transformation", "name"):
         tx = Transformation(
             name=_text(raw["name"], path, f"{tpath}.name"),
-            namespace=_optional_text(raw, "namespace", path, tpath),
-            version=_optional_text(raw, "version", path, tpath),
+            namespace=_identifier(raw, "namespace", path, tpath),
+            version=_identifier(raw, "version", path, tpath),
             profiles=read_profiles(raw.get("profiles"), path, f"{tpath}.profiles"),
             hooks=_hooks(raw.get("hooks"), path, f"{tpath}.hooks"),
         )
