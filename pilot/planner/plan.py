@@ -18,6 +18,7 @@ from pilot.planner.staging import DataJobs, executable_lfn, expected_runtime
 from pilot.planner.estimate import PlanEstimate
 from pilot.planner.model import Catalogs, Job, JobType, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile
+from pilot.planner.yamlvalues import SAFE_ID
 from pilot.sites import SiteConfig
 from pilot.util.gcpause import gc_paused
 
@@ -80,7 +81,7 @@ def _default(name: str) -> str | None:
 def _from_pmc_dag(path: str) -> Workflow:
     """Only for the name and path: a PMC .dag is planned as written (see _plan_pmc_dag)."""
     name = os.path.splitext(os.path.basename(path))[0]
-    return Workflow(name=name if reader.SAFE_ID.match(name) else "workflow", path=path, catalogs=Catalogs())
+    return Workflow(name=name if SAFE_ID.match(name) else "workflow", path=path, catalogs=Catalogs())
 
 
 def plan(req: PlanRequest) -> Plan:

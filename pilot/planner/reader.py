@@ -16,101 +16,43 @@ from typing import Any, Iterator
 
 from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
 from pilot.dag.parser import ENV_NAME
-from pilot.errors import ConfigError
 from pilot.planner import yamlstream
 from pilot.planner.model import (
     Catalogs, Directory, DirectoryType, Job, Link, Profiles, Replica, Site, Transformation, TransformationSite, Use,
     Workflow,
 )
 from pilot.planner.profiles import canonical, check_value
+from pilot.planner.yamlvalues import (
+    SAFE_ID, fail, identifier, kind_of, need_list, need_mapping, need_text, optional_text,
+)
 
-# Job ids and transformation names become task ids, file and directory names
-# and words in batch scripts: plain characters only, nothing a shell reads.
-SAFE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\Z")
-
-
-def _err(path: str, ypath: str, message: str) -> ConfigError:
-    return ConfigError(f"{path}: {ypath}: {message}")
-
-
-MAX_SHOWN = 80  # characters of a wrong value quoted in an error line
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if value is None:
-        return "empty"
-    text = repr(value)  # a whole non-YAML file parses as one string: quote only its start
-    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
-
-
-def _mapping(value: Any, path: str, ypath: str, hint: str) -> dict:
-    """``value`` if it is a mapping; None is an empty one."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise _err(path, ypath, f"must be a mapping ({hint}), not {_kind(value)}")
-    return value
-
-
-def _list(value: Any, path: str, ypath: str, hint: str) -> list:
-    """``value`` if it is a list; None is an empty one."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise _err(path, ypath, f"must be a list ({hint}), not {_kind(value)}")
-    return value
-
-
-def _text(value: Any, path: str, ypath: str) -> str:
-    """A scalar (every scalar is read as a string); a mapping, list or nothing is an error."""
-    if not isinstance(value, str):
-        raise _err(path, ypath, f"must be a single value, not {_kind(value)}")
-    return value
-
-
-def _identifier(raw: dict, key: str, path: str, ypath: str) -> str | None:
-    """A transformation's namespace or version: it names the job in the DAG's ``#@`` line, the monitoring
-    files and the batch job, so it is a plain word (nothing there can start a line or a record)."""
-    value = _optional_text(raw, key, path, ypath)
-    if value is not None and not SAFE_ID.match(value):
-        raise _err(path, f"{ypath}.{key}", f"{value[:80]!r}: a {key} may use letters, digits, '_', '.', '+', '-' only")
-    return value
-
-
-def _optional_text(raw: dict, key: str, path: str, ypath: str) -> str | None:
-    value = raw.get(key)
-    return None if value is None else _text(value, path, f"{ypath}.{key}")
 
 
 def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
     """``{namespace: {key: value}}``; pegasus keys under their canonical names, their values checked."""
     out: Profiles = {}
-    for ns, values in _mapping(raw, path, ypath, "namespace: {key: value}").items():
+    for ns, values in need_mapping(raw, path, ypath, "namespace: {key: value}").items():
         npath = f"{ypath}.{ns}"
         ns = str(ns).lower()
         pegasus = ns == "pegasus"
         got: dict[str, str] = {}
         spelled: dict[str, str] = {}  # canonical key -> the name it was given under
-        for key, value in _mapping(values, path, npath, "key: value").items():
+        for key, value in need_mapping(values, path, npath, "key: value").items():
             key = str(key)
             kpath = f"{npath}.{key}"
             if value is None:
                 value = ""
-            text = _text(value, path, kpath)
+            text = need_text(value, path, kpath)
             if ns == "env":
                 _check_env(key, text, path, kpath)
             if pegasus:
                 name, key = key, canonical(key)
                 why = check_value(key, text)
                 if why:
-                    raise _err(path, kpath, f"{text!r} {why}")
+                    raise fail(path, kpath, f"{text!r} {why}")
                 other = spelled.setdefault(key, name)
                 if other != name:
-                    raise _err(path, kpath, f"{name} and {other} name the same profile: keep one")
+                    raise fail(path, kpath, f"{name} and {other} name the same profile: keep one")
             got[key] = text
         out[ns] = got
     return out
@@ -119,10 +61,10 @@ def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
 def _check_env(name: str, value: str, path: str, kpath: str) -> None:
     """An env profile becomes a variable of the task's environment, written into a PMC DAG line."""
     if not ENV_NAME.match(name):
-        raise _err(path, kpath, f"{name!r} is not an environment variable name: use letters, digits and '_', "
+        raise fail(path, kpath, f"{name!r} is not an environment variable name: use letters, digits and '_', "
                    "not starting with a digit")
     if any(c in value for c in "\n\r\0"):
-        raise _err(path, kpath, "an environment value cannot hold a newline or NUL: pass such data in a file")
+        raise fail(path, kpath, "an environment value cannot hold a newline or NUL: pass such data in a file")
 
 
 def read_workflow(path: str) -> Workflow:
@@ -133,25 +75,25 @@ def read_workflow(path: str) -> Workflow:
     def on_job(raw: Any, i: int) -> None:
         job = _read_job(raw, path, f"jobs[{i}]", i)
         if job.id in by_id:
-            raise _err(path, f"jobs[{i}].id", f"duplicate job id {job.id!r} (first at {by_id[job.id].where})")
+            raise fail(path, f"jobs[{i}].id", f"duplicate job id {job.id!r} (first at {by_id[job.id].where})")
         by_id[job.id] = job
         wf.jobs.append(job)
 
     data = yamlstream.load_streaming(path, {"jobs": on_job, "jobDependencies": lambda raw, i: deps.append((i, raw))})
     if "" in data and len(data) == 1:
-        raise _err(path, "(top)", f"not a Pegasus 5 workflow: the file holds {_kind(data[''])}, not a mapping")
+        raise fail(path, "(top)", f"not a Pegasus 5 workflow: the file holds {kind_of(data[''])}, not a mapping")
     if "jobs" not in data:
-        raise _err(path, "(top)", "not a Pegasus 5 workflow: no 'jobs' (write it with Pegasus.api Workflow.write())")
+        raise fail(path, "(top)", "not a Pegasus 5 workflow: no 'jobs' (write it with Pegasus.api Workflow.write())")
     if not isinstance(data["jobs"], int):
-        _list(data["jobs"], path, "jobs", "of jobs")  # None: no jobs
+        need_list(data["jobs"], path, "jobs", "of jobs")  # None: no jobs
     if not wf.jobs:
-        raise _err(path, "jobs", "the workflow has no jobs: nothing to plan")
+        raise fail(path, "jobs", "the workflow has no jobs: nothing to plan")
     if "jobDependencies" in data and not isinstance(data["jobDependencies"], int):
-        _list(data["jobDependencies"], path, "jobDependencies", "of {id: JOB, children: [JOB, ...]}")
+        need_list(data["jobDependencies"], path, "jobDependencies", "of {id: JOB, children: [JOB, ...]}")
     name = data.get("name")
-    wf.name = "workflow" if name is None else _text(name, path, "name")
+    wf.name = "workflow" if name is None else need_text(name, path, "name")
     if not SAFE_ID.match(wf.name):
-        raise _err(path, "name", f"{wf.name!r}: use letters, digits, '_', '.', '+', '-' only")
+        raise fail(path, "name", f"{wf.name!r}: use letters, digits, '_', '.', '+', '-' only")
     for i, dep in deps:
         _add_dependency(dep, path, f"jobDependencies[{i}]", by_id)
     catalogs = wf.catalogs
@@ -169,21 +111,21 @@ def read_workflow(path: str) -> Workflow:
 
 
 def _add_dependency(dep: Any, path: str, ypath: str, by_id: dict[str, Job]) -> None:
-    dep = _mapping(dep, path, ypath, "{id: JOB, children: [JOB, ...]}")
+    dep = need_mapping(dep, path, ypath, "{id: JOB, children: [JOB, ...]}")
     if "id" not in dep:
-        raise _err(path, ypath, "missing 'id': expected {id: JOB, children: [JOB, ...]}")
-    parent_id = _text(dep["id"], path, f"{ypath}.id")
+        raise fail(path, ypath, "missing 'id': expected {id: JOB, children: [JOB, ...]}")
+    parent_id = need_text(dep["id"], path, f"{ypath}.id")
     parent = by_id.get(parent_id)
     if parent is None:
-        raise _err(path, f"{ypath}.id", f"unknown job {parent_id!r}")
-    children = _list(dep.get("children"), path, f"{ypath}.children", "of job ids")
+        raise fail(path, f"{ypath}.id", f"unknown job {parent_id!r}")
+    children = need_list(dep.get("children"), path, f"{ypath}.children", "of job ids")
     for k, child_id in enumerate(children):
         child = by_id.get(child_id) if type(child_id) is str else None
         if child is None:
-            _text(child_id, path, f"{ypath}.children[{k}]")
-            raise _err(path, f"{ypath}.children[{k}]", f"unknown job {child_id!r}")
+            need_text(child_id, path, f"{ypath}.children[{k}]")
+            raise fail(path, f"{ypath}.children[{k}]", f"unknown job {child_id!r}")
         if child is parent:
-            raise _err(path, f"{ypath}.children[{k}]", f"job {child.id} depends on itself")
+            raise fail(path, f"{ypath}.children[{k}]", f"job {child.id} depends on itself")
         known = (child in parent.children) if len(parent.children) < len(child.parents) else (parent in child.parents)
         if not known:  # a repeated dependency is one edge
             parent.children.append(child)
@@ -191,27 +133,27 @@ def _add_dependency(dep: Any, path: str, ypath: str, by_id: dict[str, Job]) -> N
 
 
 def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
-    raw = _mapping(raw, path, ypath, "a job: {type: job, id: ..., name: ...}")
+    raw = need_mapping(raw, path, ypath, "a job: {type: job, id: ..., name: ...}")
     kind = raw.get("type", "job")
     if kind != "job":
-        raise _err(path, f"{ypath}.type", f"{kind!r} jobs (sub-workflows) are not supported; plan the sub-workflow on its own")
+        raise fail(path, f"{ypath}.type", f"{kind!r} jobs (sub-workflows) are not supported; plan the sub-workflow on its own")
     for key in ("id", "name"):
         if key not in raw:
-            raise _err(path, ypath, f"missing '{key}'")
-    job_id, name = _text(raw["id"], path, f"{ypath}.id"), _text(raw["name"], path, f"{ypath}.name")
+            raise fail(path, ypath, f"missing '{key}'")
+    job_id, name = need_text(raw["id"], path, f"{ypath}.id"), need_text(raw["name"], path, f"{ypath}.name")
     if not SAFE_ID.match(job_id):
-        raise _err(path, f"{ypath}.id", f"{job_id!r}: job ids may use letters, digits, '_', '.', '+', '-' only")
+        raise fail(path, f"{ypath}.id", f"{job_id!r}: job ids may use letters, digits, '_', '.', '+', '-' only")
     if not SAFE_ID.match(name):
-        raise _err(path, f"{ypath}.name", f"{name!r}: transformation names may use letters, digits, '_', '.', '+', '-' only")
-    args = _list(raw.get("arguments"), path, f"{ypath}.arguments", "of arguments")
+        raise fail(path, f"{ypath}.name", f"{name!r}: transformation names may use letters, digits, '_', '.', '+', '-' only")
+    args = need_list(raw.get("arguments"), path, f"{ypath}.arguments", "of arguments")
     arguments = _words([_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)], path, ypath)
-    uses = [_use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(_list(raw.get("uses"), path, f"{ypath}.uses", "of files"))]
+    uses = [_use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(need_list(raw.get("uses"), path, f"{ypath}.uses", "of files"))]
     stdio = tuple(_stdio_file(raw, key, path, ypath) for key in ("stdin", "stdout", "stderr"))
     return Job(
         id=job_id,
         name=name,
-        namespace=_identifier(raw, "namespace", path, ypath),
-        version=_identifier(raw, "version", path, ypath),
+        namespace=identifier(raw, "namespace", path, ypath),
+        version=identifier(raw, "version", path, ypath),
         arguments=arguments,
         profiles=read_profiles(raw.get("profiles"), path, f"{ypath}.profiles"),
         source=path,
@@ -232,18 +174,18 @@ def _hooks(raw: Any, path: str, ypath: str) -> list[tuple[str, str]]:
     """``hooks: {shell: [{_on: EVENT, cmd: COMMAND}]}``: (monitord condition, command) pairs, which
     pegasus-monitord runs at those events, as it does for a Pegasus run."""
     out = []
-    for kind, entries in _mapping(raw or {}, path, ypath, "shell: [{_on: EVENT, cmd: COMMAND}]").items():
+    for kind, entries in need_mapping(raw or {}, path, ypath, "shell: [{_on: EVENT, cmd: COMMAND}]").items():
         if kind != "shell":
-            raise _err(path, f"{ypath}.{kind}", f"{kind!r} hooks: only shell hooks exist (shell: [{{_on: ..., cmd: ...}}])")
-        for k, entry in enumerate(_list(entries, path, f"{ypath}.shell", "of {_on: EVENT, cmd: COMMAND}")):
+            raise fail(path, f"{ypath}.{kind}", f"{kind!r} hooks: only shell hooks exist (shell: [{{_on: ..., cmd: ...}}])")
+        for k, entry in enumerate(need_list(entries, path, f"{ypath}.shell", "of {_on: EVENT, cmd: COMMAND}")):
             epath = f"{ypath}.shell[{k}]"
-            entry = _mapping(entry, path, epath, "{_on: EVENT, cmd: COMMAND}")
-            event = _text(entry.get("_on", ""), path, f"{epath}._on")
+            entry = need_mapping(entry, path, epath, "{_on: EVENT, cmd: COMMAND}")
+            event = need_text(entry.get("_on", ""), path, f"{epath}._on")
             if event not in HOOK_CONDITIONS:
-                raise _err(path, f"{epath}._on", f"{event!r}: use one of {', '.join(HOOK_CONDITIONS)}")
-            cmd = _text(entry.get("cmd", ""), path, f"{epath}.cmd")
+                raise fail(path, f"{epath}._on", f"{event!r}: use one of {', '.join(HOOK_CONDITIONS)}")
+            cmd = need_text(entry.get("cmd", ""), path, f"{epath}.cmd")
             if not cmd.strip() or any(c in cmd for c in "\n\r\0"):
-                raise _err(path, f"{epath}.cmd", "a hook is one command line: not empty, no newline or NUL")
+                raise fail(path, f"{epath}.cmd", "a hook is one command line: not empty, no newline or NUL")
             out.append((HOOK_CONDITIONS[event], cmd))
     return out
 
@@ -253,10 +195,10 @@ def _metadata(raw: Any, path: str, ypath: str) -> dict[str, str]:
     if raw is None:
         return {}
     out = {}
-    for key, value in _mapping(raw, path, ypath, "key: value").items():
-        text = _text("" if value is None else value, path, f"{ypath}.{key}")
+    for key, value in need_mapping(raw, path, ypath, "key: value").items():
+        text = need_text("" if value is None else value, path, f"{ypath}.{key}")
         if any(c in str(key) + text for c in "\n\r\0"):
-            raise _err(path, f"{ypath}.{key}", "metadata cannot hold a newline or NUL")
+            raise fail(path, f"{ypath}.{key}", "metadata cannot hold a newline or NUL")
         out[str(key)] = text
     return out
 
@@ -271,9 +213,9 @@ def _stdio_file(raw: dict, key: str, path: str, ypath: str) -> str:
         return ""
     if isinstance(value, dict) and "lfn" in value:
         value = value["lfn"]
-    name = _text(value, path, f"{ypath}.{key}")
+    name = need_text(value, path, f"{ypath}.{key}")
     if name and not _relative_name(name):
-        raise _err(path, f"{ypath}.{key}", f"{name!r}: a job's {key} is a file in the job's directory (no leading '/', "
+        raise fail(path, f"{ypath}.{key}", f"{name!r}: a job's {key} is a file in the job's directory (no leading '/', "
                    "no '..', no newline)")
     return name
 
@@ -289,30 +231,30 @@ def _flag(raw: dict, key: str, default: bool, path: str, ypath: str) -> bool:
     value = raw.get(key)
     if value is None:
         return default
-    text = _text(value, path, f"{ypath}.{key}").lower()
+    text = need_text(value, path, f"{ypath}.{key}").lower()
     if text in ("true", "yes", "on"):
         return True
     if text in ("false", "no", "off"):
         return False
-    raise _err(path, f"{ypath}.{key}", f"{text!r} is not true or false")
+    raise fail(path, f"{ypath}.{key}", f"{text!r} is not true or false")
 
 
 def _use(raw: Any, path: str, ypath: str) -> Use:
     """One ``uses`` entry: ``{lfn, type: input|output|inout|checkpoint, stageOut, registerReplica}``; an output is
     staged out and registered unless it says otherwise, as Pegasus.api's add_outputs defaults."""
-    raw = _mapping(raw, path, ypath, "a file: {lfn: NAME, type: input|output}")
+    raw = need_mapping(raw, path, ypath, "a file: {lfn: NAME, type: input|output}")
     if "lfn" not in raw:
-        raise _err(path, ypath, "a file needs an lfn (its logical name)")
-    lfn = _text(raw["lfn"], path, f"{ypath}.lfn")
+        raise fail(path, ypath, "a file needs an lfn (its logical name)")
+    lfn = need_text(raw["lfn"], path, f"{ypath}.lfn")
     if not _relative_name(lfn):
-        raise _err(path, f"{ypath}.lfn", f"{lfn!r}: a logical file name is a relative path inside the job's directory "
+        raise fail(path, f"{ypath}.lfn", f"{lfn!r}: a logical file name is a relative path inside the job's directory "
                    "(no leading '/', no '..', no newline)")
-    kind = _text(raw.get("type", "input"), path, f"{ypath}.type")
+    kind = need_text(raw.get("type", "input"), path, f"{ypath}.type")
     link = LINKS.get(kind)
     if link is None:
-        raise _err(path, f"{ypath}.type", f"{kind!r}: use input, output or checkpoint")
+        raise fail(path, f"{ypath}.type", f"{kind!r}: use input, output or checkpoint")
     if link is Link.INOUT:
-        raise _err(path, f"{ypath}.type", f"file {lfn!r} is listed as input and output (inout), which Pegasus refuses: "
+        raise fail(path, f"{ypath}.type", f"file {lfn!r} is listed as input and output (inout), which Pegasus refuses: "
                    "write the output under another name, or make it a checkpoint file")
     return Use(lfn, link, stage_out=_flag(raw, "stageOut", True, path, ypath),
                register=_flag(raw, "registerReplica", True, path, ypath),
@@ -321,13 +263,13 @@ def _use(raw: Any, path: str, ypath: str) -> Use:
 
 def _argument(value: Any, path: str, ypath: str) -> str:
     if isinstance(value, dict) and "lfn" in value:
-        value = _text(value["lfn"], path, f"{ypath}.lfn")
+        value = need_text(value["lfn"], path, f"{ypath}.lfn")
     if value is None:
         return ""
     if isinstance(value, (dict, list)):
-        raise _err(path, ypath, f"an argument must be a string or a file ({{lfn: NAME}}), not {_kind(value)}")
+        raise fail(path, ypath, f"an argument must be a string or a file ({{lfn: NAME}}), not {kind_of(value)}")
     if any(c in value for c in "\n\r\0"):
-        raise _err(path, ypath, "an argument cannot hold a newline or NUL (a task's command is one line): pass such "
+        raise fail(path, ypath, "an argument cannot hold a newline or NUL (a task's command is one line): pass such "
                    "data in a file")
     return value
 
@@ -340,7 +282,7 @@ def _words(items: list[str], path: str, ypath: str) -> list[str]:
     if SPECIAL.search(text) is None:
         return text.split()
     if unterminated_quote(text):
-        raise _err(path, f"{ypath}.arguments", f"unterminated quote in {text!r}: Pegasus passes the arguments as one "
+        raise fail(path, f"{ypath}.arguments", f"unterminated quote in {text!r}: Pegasus passes the arguments as one "
                    "command line, where quotes group words; close the quote, or escape it with a backslash")
     return split_args(text)
 
@@ -352,49 +294,49 @@ def _under(ypath: str, key: str) -> str:
 def _catalog_entries(data: Any, path: str, ypath: str, key: str, what: str, needs: str) -> Iterator[tuple[str, dict]]:
     """(YAML path, mapping) of each entry of a catalog's list ``key`` (``transformations``, ``sites``,
     ``replicas``), each checked to be a mapping with its ``needs`` key."""
-    data = _mapping(data, path, ypath or "(top)", f"a {what} catalog: {{{key}: [...]}}")
+    data = need_mapping(data, path, ypath or "(top)", f"a {what} catalog: {{{key}: [...]}}")
     entries = _under(ypath, key)
-    for i, raw in enumerate(_list(data.get(key), path, entries, f"of {key}")):
+    for i, raw in enumerate(need_list(data.get(key), path, entries, f"of {key}")):
         epath = f"{entries}[{i}]"
-        raw = _mapping(raw, path, epath, f"a {what} entry: {{{needs}: ..., ...}}")
+        raw = need_mapping(raw, path, epath, f"a {what} entry: {{{needs}: ..., ...}}")
         if needs not in raw:
-            raise _err(path, epath, f"a {what} entry needs a {needs}")
+            raise fail(path, epath, f"a {what} entry needs a {needs}")
         yield epath, raw
 
 
 def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
     for tpath, raw in _catalog_entries(data, path, ypath, "transformations", "transformation", "name"):
         tx = Transformation(
-            name=_text(raw["name"], path, f"{tpath}.name"),
-            namespace=_identifier(raw, "namespace", path, tpath),
-            version=_identifier(raw, "version", path, tpath),
+            name=need_text(raw["name"], path, f"{tpath}.name"),
+            namespace=identifier(raw, "namespace", path, tpath),
+            version=identifier(raw, "version", path, tpath),
             profiles=read_profiles(raw.get("profiles"), path, f"{tpath}.profiles"),
             hooks=_hooks(raw.get("hooks"), path, f"{tpath}.hooks"),
         )
-        for k, site in enumerate(_list(raw.get("sites"), path, f"{tpath}.sites", "of {name: SITE, pfn: PATH}")):
+        for k, site in enumerate(need_list(raw.get("sites"), path, f"{tpath}.sites", "of {name: SITE, pfn: PATH}")):
             spath = f"{tpath}.sites[{k}]"
-            site = _mapping(site, path, spath, "{name: SITE, pfn: PATH}")
+            site = need_mapping(site, path, spath, "{name: SITE, pfn: PATH}")
             if "name" not in site or "pfn" not in site:
-                raise _err(path, spath, "a transformation site needs name and pfn")
-            handle = _text(site["name"], path, f"{spath}.name")
-            kind = _text(site.get("type", "installed"), path, f"{spath}.type")
+                raise fail(path, spath, "a transformation site needs name and pfn")
+            handle = need_text(site["name"], path, f"{spath}.name")
+            kind = need_text(site.get("type", "installed"), path, f"{spath}.type")
             if kind not in ("installed", "stageable"):
-                raise _err(path, f"{spath}.type", f"{kind!r}: use installed or stageable")
+                raise fail(path, f"{spath}.type", f"{kind!r}: use installed or stageable")
             tx.sites[handle] = TransformationSite(
-                handle, _text(site["pfn"], path, f"{spath}.pfn"), read_profiles(site.get("profiles"), path, f"{spath}.profiles"),
-                stageable=kind == "stageable", container=_optional_text(site, "container", path, spath),
+                handle, need_text(site["pfn"], path, f"{spath}.pfn"), read_profiles(site.get("profiles"), path, f"{spath}.profiles"),
+                stageable=kind == "stageable", container=optional_text(site, "container", path, spath),
             )
         catalogs.transformations[(tx.namespace, tx.name, tx.version)] = tx
     for cpath, raw in _catalog_entries(data, path, ypath, "containers", "container", "name"):
-        catalogs.containers[_text(raw["name"], path, f"{cpath}.name")] = (
-            _text(raw.get("type", "?"), path, f"{cpath}.type"), _text(raw.get("image", "?"), path, f"{cpath}.image"))
+        catalogs.containers[need_text(raw["name"], path, f"{cpath}.name")] = (
+            need_text(raw.get("type", "?"), path, f"{cpath}.type"), need_text(raw.get("image", "?"), path, f"{cpath}.image"))
 
 
 def read_site_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
     for spath, raw in _catalog_entries(data, path, ypath, "sites", "site", "name"):
-        name = _text(raw["name"], path, f"{spath}.name")
+        name = need_text(raw["name"], path, f"{spath}.name")
         site = Site(name, read_profiles(raw.get("profiles"), path, f"{spath}.profiles"))
-        for k, d in enumerate(_list(raw.get("directories"), path, f"{spath}.directories", "of {type: ..., path: ...}")):
+        for k, d in enumerate(need_list(raw.get("directories"), path, f"{spath}.directories", "of {type: ..., path: ...}")):
             directory = _directory(d, path, f"{spath}.directories[{k}]")
             site.directories[directory.type] = directory
         catalogs.sites[name] = site
@@ -405,27 +347,27 @@ OPERATIONS = ("all", "get", "put")
 
 
 def _directory(raw: Any, path: str, ypath: str) -> Directory:
-    raw = _mapping(raw, path, ypath, "{type: sharedScratch, path: DIR, fileServers: [...]}")
+    raw = need_mapping(raw, path, ypath, "{type: sharedScratch, path: DIR, fileServers: [...]}")
     for key in ("type", "path"):
         if key not in raw:
-            raise _err(path, ypath, f"a site directory needs a {key}")
-    kind = _text(raw["type"], path, f"{ypath}.type")
+            raise fail(path, ypath, f"a site directory needs a {key}")
+    kind = need_text(raw["type"], path, f"{ypath}.type")
     dtype = DIRECTORY_TYPES.get(kind)
     if dtype is None:
-        raise _err(path, f"{ypath}.type", f"{kind!r}: use one of {', '.join(DIRECTORY_TYPES)}")
+        raise fail(path, f"{ypath}.type", f"{kind!r}: use one of {', '.join(DIRECTORY_TYPES)}")
     where = f"{path}: {ypath}"
-    directory = Directory(dtype, _text(raw["path"], path, f"{ypath}.path"), where=where)
+    directory = Directory(dtype, need_text(raw["path"], path, f"{ypath}.path"), where=where)
     if not directory.path.startswith("/"):
-        raise _err(path, f"{ypath}.path", f"{directory.path!r} is not an absolute path")
-    for k, fs in enumerate(_list(raw.get("fileServers"), path, f"{ypath}.fileServers", "of {url, operation}")):
+        raise fail(path, f"{ypath}.path", f"{directory.path!r} is not an absolute path")
+    for k, fs in enumerate(need_list(raw.get("fileServers"), path, f"{ypath}.fileServers", "of {url, operation}")):
         fpath = f"{ypath}.fileServers[{k}]"
-        fs = _mapping(fs, path, fpath, "{url: URL, operation: all}")
+        fs = need_mapping(fs, path, fpath, "{url: URL, operation: all}")
         if "url" not in fs:
-            raise _err(path, fpath, "a file server needs a url")
-        operation = _text(fs.get("operation", "all"), path, f"{fpath}.operation").lower()
+            raise fail(path, fpath, "a file server needs a url")
+        operation = need_text(fs.get("operation", "all"), path, f"{fpath}.operation").lower()
         if operation not in OPERATIONS:
-            raise _err(path, f"{fpath}.operation", f"{operation!r}: use all, get or put")
-        directory.servers.append((_text(fs["url"], path, f"{fpath}.url"), operation))
+            raise fail(path, f"{fpath}.operation", f"{operation!r}: use all, get or put")
+        directory.servers.append((need_text(fs["url"], path, f"{fpath}.url"), operation))
     return directory
 
 
@@ -433,22 +375,22 @@ def read_replica_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -
     """``replicas: [{lfn, pfns: [{site, pfn}], regex}]``, inline in a workflow or a file of its own
     (Pegasus' YAML replica catalog). A regex entry's lfn must match a whole file name."""
     for rpath, raw in _catalog_entries(data, path, ypath, "replicas", "replica", "lfn"):
-        lfn = _text(raw["lfn"], path, f"{rpath}.lfn")
+        lfn = need_text(raw["lfn"], path, f"{rpath}.lfn")
         copies = []
-        for k, p in enumerate(_list(raw.get("pfns"), path, f"{rpath}.pfns", "of {site: SITE, pfn: URL}")):
+        for k, p in enumerate(need_list(raw.get("pfns"), path, f"{rpath}.pfns", "of {site: SITE, pfn: URL}")):
             ppath = f"{rpath}.pfns[{k}]"
-            p = _mapping(p, path, ppath, "{site: SITE, pfn: URL}")
+            p = need_mapping(p, path, ppath, "{site: SITE, pfn: URL}")
             if "pfn" not in p:
-                raise _err(path, ppath, "a replica needs a pfn (its URL or path)")
-            site = "local" if p.get("site") is None else _text(p["site"], path, f"{ppath}.site")
-            copies.append(Replica(_text(p["pfn"], path, f"{ppath}.pfn"), site, f"{path}: {ppath}"))
+                raise fail(path, ppath, "a replica needs a pfn (its URL or path)")
+            site = "local" if p.get("site") is None else need_text(p["site"], path, f"{ppath}.site")
+            copies.append(Replica(need_text(p["pfn"], path, f"{ppath}.pfn"), site, f"{path}: {ppath}"))
         if not copies:
-            raise _err(path, f"{rpath}.pfns", f"replica {lfn!r} names no pfn: give at least one {{site, pfn}}")
+            raise fail(path, f"{rpath}.pfns", f"replica {lfn!r} names no pfn: give at least one {{site, pfn}}")
         if _flag(raw, "regex", False, path, rpath):
             try:
                 pattern = re.compile(lfn)
             except re.error as exc:
-                raise _err(path, f"{rpath}.lfn", f"{lfn!r} is not a regular expression: {exc}") from None
+                raise fail(path, f"{rpath}.lfn", f"{lfn!r} is not a regular expression: {exc}") from None
             catalogs.regex_replicas.append((pattern, copies))
         else:
             catalogs.replicas.setdefault(lfn, []).extend(copies)
