@@ -17,15 +17,20 @@ pytestmark = pytest.mark.mpi
 PILOT = [sys.executable, "-m", "pilot"]
 
 
-def env_workflow(tmp_path: Path) -> dict[str, str]:
-    """Two jobs running /usr/bin/env into their stdout files; env profiles on every layer Pegasus has."""
-    tc = api.TransformationCatalog().add_transformations(
-        api.Transformation("env", site="local", pfn="/usr/bin/env", is_stageable=False).add_env(T_ONLY="t", LAYER2="tx"))
-    sc = api.SiteCatalog().add_sites(api.Site("local").add_env(S_ONLY="s").add_directories(
+def local_site(tmp_path: Path, site=None):
+    """Site catalog: ``local`` with shared scratch and local storage under ``tmp_path``."""
+    return api.SiteCatalog().add_sites((site or api.Site("local")).add_directories(
         api.Directory(api.Directory.SHARED_SCRATCH, str(tmp_path / "scratch"))
         .add_file_servers(api.FileServer(f"file://{tmp_path / 'scratch'}", api.Operation.ALL)),
         api.Directory(api.Directory.LOCAL_STORAGE, str(tmp_path / "output"))
         .add_file_servers(api.FileServer(f"file://{tmp_path / 'output'}", api.Operation.ALL))))
+
+
+def env_workflow(tmp_path: Path) -> dict[str, str]:
+    """Two jobs running /usr/bin/env into their stdout files; env profiles on every layer Pegasus has."""
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("env", site="local", pfn="/usr/bin/env", is_stageable=False).add_env(T_ONLY="t", LAYER2="tx"))
+    sc = local_site(tmp_path, api.Site("local").add_env(S_ONLY="s"))
     wf = api.Workflow("envs").add_env(LAYER="wf", W_ONLY="w two words")
     j1 = api.Job("env", _id="j1").add_env(LAYER="job", J_ONLY="j", LAYER2="job").set_stdout(api.File("j1.env"))
     j2 = api.Job("env", _id="j2").set_stdout(api.File("j2.env"))
@@ -136,11 +141,7 @@ def test_stdin_of_a_job_is_its_staged_input(tmp_path):
     rc = api.ReplicaCatalog().add_replica("local", "in.txt", str(tmp_path / "in.txt"))
     tc = api.TransformationCatalog().add_transformations(
         api.Transformation("cat", site="local", pfn="/bin/cat", is_stageable=False))
-    sc = api.SiteCatalog().add_sites(api.Site("local").add_directories(
-        api.Directory(api.Directory.SHARED_SCRATCH, str(tmp_path / "scratch"))
-        .add_file_servers(api.FileServer(f"file://{tmp_path / 'scratch'}", api.Operation.ALL)),
-        api.Directory(api.Directory.LOCAL_STORAGE, str(tmp_path / "output"))
-        .add_file_servers(api.FileServer(f"file://{tmp_path / 'output'}", api.Operation.ALL))))
+    sc = local_site(tmp_path)
     job = api.Job("cat", _id="c").set_stdin(api.File("in.txt")).set_stdout(api.File("out.txt"), register_replica=False)
     wf = api.Workflow("stdin").add_jobs(job).add_replica_catalog(rc).add_transformation_catalog(tc).add_site_catalog(sc)
     wf.write(str(tmp_path / "stdin.yml"))
@@ -158,11 +159,7 @@ def test_a_checkpoint_file_is_there_for_the_retry_and_staged_out_at_the_end(tmp_
         pytest.skip("no mpiexec (pip install mpich)")
     tc = api.TransformationCatalog().add_transformations(
         api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
-    sc = api.SiteCatalog().add_sites(api.Site("local").add_directories(
-        api.Directory(api.Directory.SHARED_SCRATCH, str(tmp_path / "scratch"))
-        .add_file_servers(api.FileServer(f"file://{tmp_path / 'scratch'}", api.Operation.ALL)),
-        api.Directory(api.Directory.LOCAL_STORAGE, str(tmp_path / "output"))
-        .add_file_servers(api.FileServer(f"file://{tmp_path / 'output'}", api.Operation.ALL))))
+    sc = local_site(tmp_path)
     body = "'if test -f ck; then echo resumed >> ck; else echo step1 > ck; exit 1; fi'"
     job = api.Job("sh", _id="long").add_args("-c", body).add_checkpoint(api.File("ck"))
     wf = api.Workflow("ckpt").add_jobs(job).add_transformation_catalog(tc).add_site_catalog(sc)
