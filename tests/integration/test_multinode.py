@@ -223,8 +223,18 @@ def test_node_down_mid_run_completes_without_rerunning_done_tasks(tmp_path, mult
     assert sorted(done) == sorted(f"work_t{i}" for i in range(16))
 
 
-def _worker_pids(dag_name: str) -> list[int]:
-    """Pids of the pilot ranks other than rank 0 that run ``dag_name`` (srun's PMI gives each its PMI_RANK)."""
+def _node_of(pid: int) -> str:
+    """The Slurm node a rank runs on (SLURMD_NODENAME in its environment), "" if unknown."""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return ""
+    return next((e.split(b"=", 1)[1].decode() for e in env if e.startswith(b"SLURMD_NODENAME=")), "")
+
+
+def _worker_pids(dag_name: str, rank0: bool = False) -> list[int]:
+    """Pids of the pilot ranks other than rank 0 (with ``rank0``: of rank 0) that run ``dag_name`` (srun's PMI
+    gives each its PMI_RANK)."""
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -235,7 +245,7 @@ def _worker_pids(dag_name: str) -> list[int]:
         except OSError:
             continue
         if any(a.endswith(dag_name.encode()) for a in argv) and b"run" in argv and any(
-                e.startswith(b"PMI_RANK=") and e != b"PMI_RANK=0" for e in env):
+                e.startswith(b"PMI_RANK=") and (e == b"PMI_RANK=0") == rank0 for e in env):
             pids.append(int(entry.name))
     return [p for p in pids if _parent(p) not in pids]  # a worker's watchdog is its fork: same command line
 
@@ -260,13 +270,14 @@ def test_a_lost_worker_costs_only_its_task_and_the_run_goes_on(tmp_path, multino
     def watch() -> None:
         nonlocal killed
         if killed is None and rescue.exists() and "DONE work_" in rescue.read_text():
-            pids = _worker_pids("merge_wide.dag")
+            master = _node_of(next(iter(_worker_pids("merge_wide.dag", rank0=True)), 0))
+            pids = [p for p in _worker_pids("merge_wide.dag") if _node_of(p) not in ("", master)]
             if pids:
-                killed = pids[-1]
+                killed = pids[0]
                 os.kill(killed, 9)
 
     code, err = submit_watching(sub, site, watch, 240)
-    assert killed is not None, "no worker rank was found to kill"
+    assert killed is not None, "no worker rank on another node than the master's was found to kill"
     assert code == 0, err
     c = state(sub)["merge_wide"]
     assert c["state"] == "done" and len(c["job_ids"]) == 1, c  # no resubmission: the run went on
