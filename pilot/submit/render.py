@@ -48,8 +48,11 @@ def total_lines(t: Totals, state: str) -> list[str]:
                    (str(t.unready), str(t.ready), str(t.running), str(t.done), str(t.failed), f"{t.percent:.1f}", state)])
 
 
-def status_text(views: list[ClusterView], driving: bool) -> str:
+def status_text(views: list[ClusterView], driving: bool, failures: list[str] | None = None) -> str:
+    """The cluster table, what failed (``failures``: failure_lines), then the totals as pegasus-status ends."""
     lines = clustertable(views)
+    if failures:
+        lines += ["", *failures]
     lines.append("")
     lines += total_lines(totals(views), run_state(views, driving))
     return "\n".join(lines)

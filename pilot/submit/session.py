@@ -121,11 +121,10 @@ def status(submit_dir: str) -> Status:
     pid = holder(submit_dir)
     watcher = Watcher(specs)
     views = watcher.views(records)
-    text = status_text(views, driving=pid is not None)
+    failed = pid is None and any(v.shown is Shown.FAILED for v in views)  # as pilot submit said it at the end
+    text = status_text(views, driving=pid is not None, failures=failure_lines(views, watcher, submit_dir) if failed else None)
     if pid is not None:
         text += f"\ndriven by pilot submit (pid {pid})"
-    elif any(v.shown is Shown.FAILED for v in views):  # what failed, as pilot submit said it at the end
-        text += "\n" + "\n".join(failure_lines(views, watcher, submit_dir))
     note = incomplete_note(submit_dir)
     if note and pid is None:
         text += f"\n{note}"

@@ -208,8 +208,8 @@ def test_slurm_held_job_is_shown_held_and_runs_once_released(tmp_path):
 
     try:
         held = wait("the job held", lambda r: "held (JobHeldUser)" in r.stdout)
-        # the 4 jobs and 9 data jobs of the example, all READY
-        assert held.returncode == 3 and held.stdout.splitlines()[-2].split()[:4] == ["0", "13", "0", "0"]
+        # the 4 jobs and 9 data jobs of the example: READY only its root (the create-dir job), the rest UNREADY
+        assert held.returncode == 3 and held.stdout.splitlines()[-2].split()[:4] == ["12", "1", "0", "0"]
         subprocess.run(["scontrol", "release", state(sub)["merge_diamond"]["job_ids"][0]], check=True)
         done = wait("the released job done", lambda r: r.returncode != 3)
     finally:
