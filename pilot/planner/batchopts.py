@@ -36,9 +36,10 @@ class BatchOptions:
     asked: tuple[str, ...] = ()  # the profile keys its jobs set, for the warning on a site without batch system
 
 
-def _profile(job: Job, resolver: ProfileResolver, site: str, key: str, namespaces: tuple[str, ...]) -> str | None:
-    for ns in namespaces:
-        value = resolver.pegasus(job, site).get(key) if ns == "pegasus" else resolver.other(job, site, ns).get(key)
+def _first(key: str, *layers: dict[str, str]) -> str | None:
+    """The first non-empty value of ``key`` among the namespaces' profiles."""
+    for profiles in layers:
+        value = profiles.get(key)
         if value not in (None, ""):
             return value
     return None
@@ -57,30 +58,44 @@ def batch_options(cluster: Cluster, resolver: ProfileResolver, scheduler: str) -
     """The batch options of ``cluster``'s job on a site of ``scheduler`` (see the module doc)."""
     queue = account = extra = memory = None
     asked: dict[str, None] = {}
+    seen: dict[tuple, tuple] = {}  # jobs with no profiles of their own share their transformation's values
     for job in cluster.jobs:
         if job.command is not None:
             continue  # a data job of the planner's own
-        site = cluster.site
-        queue = _profile(job, resolver, site, "queue", ("pegasus", "globus")) or queue
-        account = _profile(job, resolver, site, "project", ("pegasus", "globus")) or account
-        raw = _profile(job, resolver, site, "glite.arguments", ("pegasus",))
-        if raw is not None:
-            extra = _plain_words(raw, job, "glite.arguments")
-        mem = _profile(job, resolver, site, "request_memory", ("condor",))
-        if mem is not None:
-            try:
-                memory = int(float(mem))
-            except ValueError:
-                raise ConfigError(f"{job.where}: condor request_memory {mem!r} is not a number of MB") from None
-        for key, value in (("queue", queue), ("project", account), ("glite.arguments", raw), ("request_memory", mem)):
-            if value is not None:
-                asked[key] = None
-            if key in ("queue", "project") and value is not None and not is_plain(value):
-                raise ConfigError(f"{job.where}: {key} {value!r} cannot go into a batch directive: use letters, "
-                                  "digits and _.,:=@+/%- only")
+        values = seen.get(job.tx_key) if not job.profiles else None
+        if values is None:
+            values = _job_values(job, resolver, cluster.site)
+            asked.update((key, None) for key, value in zip(KEYS, values) if value is not None)
+            if not job.profiles:
+                seen[job.tx_key] = values
+        job_queue, job_account, job_extra, job_memory = values
+        queue = job_queue or queue
+        account = job_account or account
+        extra = job_extra or extra
+        memory = job_memory if job_memory is not None else memory
     directives = []
     if memory is not None and scheduler in MEMORY_DIRECTIVE:
         directives.append(MEMORY_DIRECTIVE[scheduler].format(memory))
     if extra and scheduler in PREFIX:
         directives.append(f"{PREFIX[scheduler]} {extra}")
     return BatchOptions(queue, account, tuple(directives), tuple(asked))
+
+
+KEYS = ("queue", "project", "glite.arguments", "request_memory")
+
+
+def _job_values(job: Job, resolver: ProfileResolver, site: str) -> tuple:
+    """(queue, project, glite.arguments as directive words, request_memory in MB) of one job, checked."""
+    pegasus, globus = resolver.pegasus(job, site), resolver.other(job, site, "globus")
+    queue, project = _first("queue", pegasus, globus), _first("project", pegasus, globus)
+    for key, value in (("queue", queue), ("project", project)):
+        if value is not None and not is_plain(value):
+            raise ConfigError(f"{job.where}: {key} {value!r} cannot go into a batch directive: use letters, "
+                              "digits and _.,:=@+/%- only")
+    raw = _first("glite.arguments", pegasus)
+    mem = _first("request_memory", resolver.other(job, site, "condor"))
+    try:
+        memory = None if mem is None else int(float(mem))
+    except ValueError:
+        raise ConfigError(f"{job.where}: condor request_memory {mem!r} is not a number of MB") from None
+    return queue, project, None if raw is None else _plain_words(raw, job, "glite.arguments"), memory

@@ -57,6 +57,7 @@ def task_id(job: Job) -> str:
 # asks the pilot for what it asked Pegasus. PMC has no GPU option; pilot's -g carries the gpus profile.
 REQUESTS = (("-m", ("pmc_request_memory", "memory")), ("-c", ("pmc_request_cpus", "cores")),
             ("-p", ("pmc_priority",)), ("-g", ("gpus",)))
+REQUEST_KEYS = tuple(k for _, keys in REQUESTS for k in keys)
 
 
 def requested(profiles: dict[str, str], keys: tuple[str, ...]) -> tuple[str, str] | None:
@@ -70,15 +71,21 @@ def requested(profiles: dict[str, str], keys: tuple[str, ...]) -> tuple[str, str
 
 def task_options(profiles: dict[str, str]) -> list[str]:
     """The PMC options of a job's TASK line, from its resource and pmc_* profiles (see REQUESTS)."""
-    parts = []
+    return list(_options(tuple(map(profiles.get, REQUEST_KEYS)), profiles.get("pmc_task_arguments")))
+
+
+@functools.lru_cache(maxsize=1024)
+def _options(values: tuple, extra) -> tuple[str, ...]:
+    """Cached like _request: the jobs of a workflow share a handful of requests."""
+    profiles = dict(zip(REQUEST_KEYS, values))
+    parts: list[str] = []
     for opt, keys in REQUESTS:
         got = requested(profiles, keys)
         if got is not None and not (opt == "-g" and float(got[0]) == 0):
             parts += [opt, quote_arg(got[0])]
-    extra = profiles.get("pmc_task_arguments")
     if extra:
         parts.append(extra)  # verbatim: PMC task options such as -t 3 or -f VAR=FILE
-    return parts
+    return tuple(parts)
 
 
 def task_line(job: Job, pfn: str, profiles: dict[str, str]) -> str:
@@ -113,13 +120,14 @@ def task_request(profiles: dict[str, str]) -> tuple[int, int, int]:
     directory reports is what the task is scheduled with, ``-c``/``-m``/``-g``
     in pmc_task_arguments and rounding included.
     """
-    return _request(tuple(profiles.get(k) for _, keys in REQUESTS for k in keys), profiles.get("pmc_task_arguments"))
+    return _request(tuple(map(profiles.get, REQUEST_KEYS)), profiles.get("pmc_task_arguments"))
+
 
 
 @functools.lru_cache(maxsize=1024)
 def _request(values: tuple, extra) -> tuple[int, int, int]:
     """Cached: a workflow's jobs share a handful of requests, and parsing each of millions would cost seconds."""
-    profiles = dict(zip([k for _, keys in REQUESTS for k in keys], values))
+    profiles = dict(zip(REQUEST_KEYS, values))
     profiles["pmc_task_arguments"] = extra
     task = next(iter(parse_dag([" ".join(["TASK", "t", *task_options(profiles), "x"])]).tasks.values()))
     return max(1, task.cpus), task.memory, task.gpus
@@ -289,10 +297,16 @@ def job_hooks(emitted: list[Emitted], catalogs: Catalogs) -> dict[str, list[tupl
     a job's hooks when the job (here: its cluster) starts and ends; for a job clustered with others it could
     only go by the order the tasks' records come in, which is the order they end, so that is refused."""
     out: dict[str, list[tuple[str, str]]] = {}
+    tx_hooks: dict[tuple, list[tuple[str, str]]] = {}
     for e in emitted:
         for job in e.cluster.jobs:
-            tx = catalogs.find_transformation(job.tx_key) if job.command is None else None
-            hooks = [*job.hooks, *(tx.hooks if tx is not None else ())]
+            if job.command is not None:
+                continue  # a data job of the planner's own has none
+            mine = tx_hooks.get(job.tx_key)
+            if mine is None:
+                tx = catalogs.find_transformation(job.tx_key)
+                mine = tx_hooks[job.tx_key] = tx.hooks if tx is not None else []
+            hooks = [*job.hooks, *mine]
             if not hooks:
                 continue
             if len(e.cluster.jobs) > 1:

@@ -109,6 +109,7 @@ class ProfileResolver:
         self._below: dict[str, dict[str, str]] = {}  # per namespace: properties, then the workflow's profiles
         self._upper: dict[tuple, dict[str, str]] = {}
         self._envs: dict[tuple, tuple[tuple[str, str], ...] | None] = {}
+        self._tx_env: dict[tuple, tuple[tuple[str, str], ...] | None] = {}  # (transformation, site) -> its env
 
     def _catalog_layers(self, job: Job, site: str, ns: str = "pegasus") -> dict[str, str]:
         key = (job.tx_key, site, ns)
@@ -146,16 +147,29 @@ class ProfileResolver:
                      if prop.startswith(ns + ".") and len(prop) > len(ns) + 1}
             below.update(self.catalogs.workflow_profiles.get(ns, {}))
             self._below[ns] = below
+        upper = self._catalog_layers(job, site, ns)
+        mine = job.profiles.get(ns)
+        if not mine and not below:
+            return upper  # the memoised catalog layers themselves: callers read, never change them
         merged = dict(below)
-        merged.update(job.profiles.get(ns, {}))
-        merged.update(self._catalog_layers(job, site, ns))
+        if mine:
+            merged.update(mine)
+        merged.update(upper)
         return merged
 
     def env(self, job: Job, site: str) -> tuple[tuple[str, str], ...] | None:
         """The variables the job's task gets (None: none). Equal environments are one tuple, so a DAG of
-        jobs that share one says it once."""
+        jobs that share one says it once; a job without env profiles of its own has its transformation's."""
+        shared = "env" not in job.profiles
+        if shared:
+            hit = self._tx_env.get((job.tx_key, site), False)
+            if hit is not False:
+                return hit  # type: ignore[return-value]
         key = tuple(self.other(job, site, "env").items())
-        return self._envs.setdefault(key, key or None)
+        value = self._envs.setdefault(key, key or None)
+        if shared:
+            self._tx_env[(job.tx_key, site)] = value
+        return value
 
 
 def int_profile(profiles: dict[str, str], key: str) -> int | None:

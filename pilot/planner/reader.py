@@ -173,8 +173,10 @@ HOOK_CONDITIONS = {"start": "start", "error": "on_error", "success": "on_success
 def _hooks(raw: Any, path: str, ypath: str) -> list[tuple[str, str]]:
     """``hooks: {shell: [{_on: EVENT, cmd: COMMAND}]}``: (monitord condition, command) pairs, which
     pegasus-monitord runs at those events, as it does for a Pegasus run."""
+    if raw is None:
+        return []
     out = []
-    for kind, entries in need_mapping(raw or {}, path, ypath, "shell: [{_on: EVENT, cmd: COMMAND}]").items():
+    for kind, entries in need_mapping(raw, path, ypath, "shell: [{_on: EVENT, cmd: COMMAND}]").items():
         if kind != "shell":
             raise fail(path, f"{ypath}.{kind}", f"{kind!r} hooks: only shell hooks exist (shell: [{{_on: ..., cmd: ...}}])")
         for k, entry in enumerate(need_list(entries, path, f"{ypath}.shell", "of {_on: EVENT, cmd: COMMAND}")):
