@@ -281,9 +281,7 @@ def _words(items: list[str], path: str, ypath: str) -> list[str]:
     into one command line, which PMC splits into words (whitespace separates, quotes group, a backslash
     escapes). So ``"-database ./database"`` is two words, as under Pegasus."""
     text = " ".join(items)
-    if SPECIAL.search(text) is None:
-        return text.split()
-    if unterminated_quote(text):
+    if SPECIAL.search(text) is not None and unterminated_quote(text):  # as the DAG parser checks a TASK line
         raise fail(path, f"{ypath}.arguments", f"unterminated quote in {text!r}: Pegasus passes the arguments as one "
                    "command line, where quotes group words; close the quote, or escape it with a backslash")
     return split_args(text)

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 from pilot.dag.model import Task
 from pilot.errors import DagError
 from pilot.runtime.watchdog import lost_path
+from pilot.util.tail import Tail
 
 if TYPE_CHECKING:
     from pilot.runtime.master import Master
@@ -285,11 +286,8 @@ def ended(master: Master, task: Task) -> None:
 
 def _fail_blamed(master: Master, task: Task, count: int) -> None:
     """Fail a task that crashed its worker ``count`` times without starting it: records, jobstate, one line."""
-    engine, opts = master.engine, master.opts
+    engine = master.engine
     assert engine is not None
-    why = f"task {task.name} was running when its worker died {count} times: not started again (--max-crashes {opts.max_crashes})"
-    where = f"; its stderr is in {opts.stderr}" if opts.stderr else ""
-    log.error("%s%s", why, where)
     master.seq += 1
     seq = master.seq
     master.events.task_queued(task, seq)
@@ -297,12 +295,15 @@ def _fail_blamed(master: Master, task: Task, count: int) -> None:
     master.events.task_dispatched(task, seq, 0, "-")
     engine.failed(task, retry=False)
     master.events.task_ended(task, seq, -signal.SIGKILL, False)
-    _record_failure(master, task, why)
+    _stopped(master, task, count)
 
 
-def _record_failure(master: Master, task: Task, why: str) -> None:
-    """The [cluster-task] and invocation records of a task failed for its crashes, in the job output."""
+def _stopped(master: Master, task: Task, count: int) -> None:
+    """A task failed for its crashes: the one line that says so, and its [cluster-task] and invocation records
+    in the job output (where pegasus-monitord and pegasus-analyzer find it)."""
     opts, now = master.opts, time.time()
+    why = f"task {task.name} was running when its worker died {count} times: not started again (--max-crashes {opts.max_crashes})"
+    log.error("%s%s", why, f"; its stderr is in {opts.stderr}" if opts.stderr else "")
     if opts.per_task_stdio:
         return  # no job output to put them in: jobstate.log and the log line say it
     from pilot.monitor import kickstart, records
@@ -320,27 +321,14 @@ def _record_failure(master: Master, task: Task, why: str) -> None:
 # -- lost workers ----------------------------------------------------------------
 
 class LostWatch:
-    """New lines of ``DAG.lost`` (ranks whose worker died) since the run started."""
+    """Ranks ``DAG.lost`` names since the run started (earlier runs' lines are not this run's)."""
 
     def __init__(self, dag: str) -> None:
-        self.path = lost_path(dag)
-        try:
-            self._offset = os.path.getsize(self.path)  # what earlier runs' watchdogs wrote
-        except OSError:
-            self._offset = 0
+        self._tail = Tail(lost_path(dag), from_end=True)
 
     def new_ranks(self) -> list[int]:
-        try:
-            if os.path.getsize(self.path) <= self._offset:
-                return []
-            with open(self.path, "rb") as fh:
-                fh.seek(self._offset)
-                data = fh.read()
-        except OSError:
-            return []
-        end = data.rfind(b"\n") + 1
-        self._offset += end
-        return [int(word) for word in data[:end].split() if word.isdigit()]
+        _, lines = self._tail.lines()
+        return [int(line) for line in lines if line.strip().isdigit()]
 
 
 def check_lost(master: Master) -> None:
@@ -381,6 +369,4 @@ def lose_worker(master: Master, rank: int) -> None:
         master._ready(task)
         return
     engine.failed(task, retry=False)
-    why = f"task {task.name} was running when its worker died {count} times: not started again (--max-crashes {opts.max_crashes})"
-    log.error("%s", why)
-    _record_failure(master, task, why)
+    _stopped(master, task, count)

@@ -24,36 +24,9 @@ import re
 from dataclasses import dataclass, field
 
 from pilot.monitor import stdio
+from pilot.util.tail import Tail
 
 _ERR_NUMBER = re.compile(r"\.err\.(\d+)\Z")
-
-
-class _Tail:
-    """New complete lines of an append-only file since the last call."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.offset = 0
-        self.ino: int | None = None
-
-    def lines(self) -> tuple[bool, list[str]]:
-        """(the file was replaced or truncated since last time, its new lines)."""
-        try:
-            with open(self.path, "rb") as fh:
-                st = os.fstat(fh.fileno())
-                reset = (self.ino is not None and st.st_ino != self.ino) or st.st_size < self.offset
-                if reset:
-                    self.offset = 0
-                self.ino = st.st_ino
-                fh.seek(self.offset)
-                data = fh.read()
-        except FileNotFoundError:
-            reset = self.offset > 0
-            self.offset, self.ino = 0, None
-            return reset, []
-        end = data.rfind(b"\n") + 1  # a line still being written waits for its newline
-        self.offset += end
-        return reset, data[:end].decode("utf-8", "surrogateescape").splitlines()
 
 
 @dataclass
@@ -70,8 +43,8 @@ class PilotFiles:
     def __init__(self, dag: str) -> None:
         self.dag = dag
         self.dir = os.path.dirname(dag)
-        self._rescue = _Tail(dag + ".rescue")
-        self._jobstate = _Tail(os.path.join(self.dir, "jobstate.log"))
+        self._rescue = Tail(dag + ".rescue")
+        self._jobstate = Tail(os.path.join(self.dir, "jobstate.log"))
         self.progress = TaskProgress()
 
     def update(self) -> TaskProgress:
