@@ -20,12 +20,10 @@ from dataclasses import dataclass, field, fields
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from pilot.errors import ConfigError
 from pilot.siteschema import (ARGS, BOOL, COMMAND, DURATION, KEYLIST, LINES, TEXT, TEXTLIST, WORD, Kind, choice,
                               integer, spec)
-from pilot.yamlerrors import yaml_error
+from pilot.util.boundedload import CONFIG_BYTES, load_yaml_lines, read_text
 
 def _launcher(value: str) -> str | None:
     from providers.launchers import LAUNCHERS  # the one registry of launcher lines
@@ -103,6 +101,9 @@ KINDS: dict[str, Kind] = {f.name: f.metadata["kind"] for f in fields(SiteConfig)
 KEYS = list(KINDS)
 
 
+MAX_WALLTIME_MINUTES = 366 * 24 * 60
+
+
 def parse_walltime(text: str, where: str = "walltime") -> float:
     """``[[D-]HH:]MM[:SS]`` or minutes -> minutes (positive)."""
     value = str(text).strip()
@@ -117,6 +118,8 @@ def parse_walltime(text: str, where: str = "walltime") -> float:
             raise ConfigError(f"{where}: walltime {text!r} is not HH:MM:SS, D-HH:MM:SS or minutes") from None
     if not minutes > 0:
         raise ConfigError(f"{where}: walltime {text!r} must be longer than zero")
+    if not minutes <= MAX_WALLTIME_MINUTES:  # inf, 1e400, a typo of many digits
+        raise ConfigError(f"{where}: walltime {text!r} is longer than a year: write HH:MM:SS, D-HH:MM:SS or minutes")
     return minutes
 
 
@@ -144,8 +147,10 @@ ALIASES = {
 def site_path(name_or_path: str) -> str:
     """The file of a shipped site (by name or alias) or of a user's own (by path)."""
     if os.sep in name_or_path or name_or_path.endswith((".yaml", ".yml")):
-        if not os.path.exists(name_or_path):
-            raise ConfigError(f"{name_or_path}: no such site file")
+        try:  # a FIFO, a directory, a binary or over-long file: one line here, for every reader of the path
+            read_text(name_or_path, CONFIG_BYTES)
+        except FileNotFoundError:
+            raise ConfigError(f"{name_or_path}: no such site file") from None
         return name_or_path
     sites = shipped_sites()
     if name_or_path in ALIASES and name_or_path not in sites:
@@ -180,22 +185,16 @@ def load_site(name_or_path: str, overrides: dict[str, str] | None = None, need_r
 
 
 def read_site_file(path: str) -> tuple[dict[str, Any], dict[str, int]]:
-    """The file's mapping and the line of each key."""
+    """The file's mapping and the line of each key (bounded: pilot.util.boundedload)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read(1 << 20)
-        node = yaml.compose(text)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise yaml_error(path, exc) from None
-    if node is None:
+        data, lines = load_yaml_lines(path)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such site file") from None
+    if data is None:
         return {}, {}
-    if not isinstance(node, yaml.MappingNode):
+    if not isinstance(data, dict):
         raise ConfigError(f"{path}:1: a site config is a mapping of keys to values")
-    lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
-    data = yaml.safe_load(text) or {}
-    return {str(k): v for k, v in data.items()}, lines
+    return {str(k): v for k, v in data.items()}, {str(k): n for k, n in lines.items()}
 
 
 def _check_key(key: str, where: str) -> None:

@@ -64,7 +64,7 @@ class Local(Scheduler):
 
         for job_id, workdir, job_name in jobs:
             script = _script(workdir, job_name)
-            if script is None:
+            if script is None or not job_id.isdigit():  # a local job id is the pid of its script's shell
                 continue
             provider.resources.setdefault(job_id, {"job_id": job_id, "status": JobStatus(JobState.RUNNING),
                                                    "remote_pid": int(job_id), "script_path": script})

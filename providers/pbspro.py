@@ -11,14 +11,14 @@ the scheduler's verdict that it never will.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Sequence
 
 from providers.base import PendingReason, Scheduler
 from providers.commands import Output
 from providers.parsl_script import OwnScript
 from providers.queue import QueueState, QueueStatus
-from pilot.errors import SubmitError
+from pilot.errors import ConfigError, SubmitError
+from pilot.util.boundedload import parse_json
 
 if TYPE_CHECKING:
     from pilot.jobrequest import JobRequest
@@ -51,8 +51,8 @@ def parse_qstat_json(job_ids: Sequence[str], out: Output) -> dict[str, QueueStat
     the history. Any other failure is the command's.
     """
     try:
-        jobs = json.loads(out.stdout).get("Jobs", {}) if out.stdout.strip() else {}
-    except (ValueError, AttributeError):
+        jobs = parse_json(out.stdout, "qstat").get("Jobs", {}) if out.stdout.strip() else {}
+    except (ConfigError, AttributeError):
         raise SubmitError(f"qstat printed no JSON (exit {out.returncode}): {out.stdout[:200]!r} {out.stderr.strip()}",
                           transient=True) from None
     unknown = {_short(line.rsplit(None, 1)[-1]) for line in out.stderr.splitlines() if "Unknown Job Id" in line}

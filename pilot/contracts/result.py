@@ -27,7 +27,7 @@ import os
 import time
 from typing import NamedTuple
 
-from pilot.errors import PilotError
+from pilot.errors import ConfigError, PilotError
 from pilot.util.atomic import atomic_file
 
 MAX_RESULT_BYTES = 1 << 20  # a result is a few hundred bytes; anything bigger is not one
@@ -75,20 +75,32 @@ def write_result(dag: str, ok: bool, reason: RunOutcome | str, tasks: int, done:
 
 
 def read_result(dag: str) -> RunResult | None:
-    """The run's result; None when there is no result file; ResultError when it is unreadable."""
+    """The run's result; None when there is no result file; ResultError when it is unreadable or not a result
+    (read bounded: pilot.util.boundedload; counts are counts, never NaN, Infinity or a fraction)."""
+    from pilot.util.boundedload import load_json  # here: the master, which only writes results, never loads yaml
+
     path = result_path(dag)
+    see = "see the cluster's batch job output for what went wrong"
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read(MAX_RESULT_BYTES + 1)
+        raw = load_json(path, MAX_RESULT_BYTES)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise ResultError(f"{path}: cannot read the pilot's result: {exc.strerror}") from None
+    except ConfigError as exc:  # "PATH[:LINE]: what" -> what
+        raise ResultError(f"{path}: not a pilot result ({str(exc).removeprefix(path).lstrip(':0123456789 ')}); {see}") from None
     try:
-        raw = json.loads(text)
+        if not isinstance(raw, dict):
+            raise TypeError("not a JSON object")
         outcome = RunOutcome(raw["reason"])
-        return RunResult(outcome, int(raw["tasks"]), int(raw["done"]), [str(u) for u in raw.get("unfinished", [])],
-                         int(raw.get("exit", 0 if outcome is RunOutcome.DONE else 1)))
+        unfinished = raw.get("unfinished", [])
+        if not isinstance(unfinished, list) or not all(isinstance(u, str) for u in unfinished):
+            raise TypeError("unfinished is not a list of task ids")
+        return RunResult(outcome, _count(raw["tasks"], "tasks"), _count(raw["done"], "done"), unfinished,
+                         _count(raw.get("exit", 0 if outcome is RunOutcome.DONE else 1), "exit", low=-(1 << 31)))
     except (ValueError, KeyError, TypeError) as exc:
-        raise ResultError(f"{path}: not a pilot result ({type(exc).__name__}: {exc}); "
-                          f"see the cluster's batch job output for what went wrong") from None
+        raise ResultError(f"{path}: not a pilot result ({type(exc).__name__}: {str(exc)[:200]}); {see}") from None
+
+
+def _count(value: object, name: str, low: int = 0) -> int:
+    if type(value) is not int or not low <= value < 1 << 31:
+        raise ValueError(f"{name} {str(value)[:40]!r} is not a count")
+    return value

@@ -19,13 +19,23 @@ import socket
 import time
 import uuid
 
+from typing import Any
+
 from pilot import __version__
 from pilot.dag.lexer import quote_arg
 from pilot.dag.model import Dag, Task
+from pilot.errors import ConfigError
+from pilot.util.boundedload import CONFIG_BYTES, load_yaml
+
+REPLAN = "plan the workflow again into a new --dir"
 
 
 def _q(value: str) -> str:
-    """A quoted NetLogger value: only ``"`` is escaped (monitord does not unescape ``\\\\``)."""
+    """A quoted NetLogger value: only ``"`` is escaped (monitord does not unescape ``\\\\``). A byte that is not
+    UTF-8 (a task argument read from a PMC .dag, which passes such bytes through) is shown as U+FFFD: monitord
+    reads the file as UTF-8 text, and the value is for people to read, not to run."""
+    if not value.isascii():
+        value = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return '"' + value.replace('"', '\\"') + '"'
 
 
@@ -108,6 +118,15 @@ def write_braindump(path: str, dag_file: str, submit_dir: str, wf_uuid: str, lab
     lines = [f"{k}: {'null' if v is None else json.dumps(v)}" for k, v in data.items()]
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
+
+
+def load_braindump(path: str) -> dict[str, Any]:
+    """A braindump.yml (the root one or a cluster's) as pegasus-monitord reads it, bounded (pilot.util.boundedload):
+    a mapping of keys to single values, or one line saying what it is instead. FileNotFoundError when there is none."""
+    data = load_yaml(path, CONFIG_BYTES, REPLAN)
+    if not isinstance(data, dict) or any(not isinstance(k, str) or isinstance(v, (dict, list)) for k, v in data.items()):
+        raise ConfigError(f"{path}: not a braindump (a mapping of keys to single values); {REPLAN}")
+    return data
 
 
 def write_monitoring_files(dag: Dag, dag_file: str, wf_uuid: str | None = None, planner_arguments: str = "",

@@ -20,26 +20,34 @@ is ignored and a cycle is an error naming the tasks on it.
 Numbers in task options are read the way pegasus-mpi-cluster reads them
 (``sscanf``): ``-m`` and ``-c`` as decimals rounded up, ``-t`` and ``-p`` as
 the integer at the start of the value (``-p 1.5`` is priority 1), ``-t 0`` and
-``-c 0`` allowed; a value with no number at its start is an error. Unlike
+``-c 0`` allowed; a value with no number at its start, or one past the 32
+bits PMC reads it into (``-c 1e300``), is an error. Unlike
 PMC, a NUL byte or an unterminated quote is an error too: PMC would pass a
 truncated argument to the task, or silently run the rest of the line as one.
+Only a regular file is read, a bounded line at a time (``read_dag``).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from typing import Iterator, TextIO
 
 from pilot.dag.cycles import find_cycle
 from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
 from pilot.dag.model import Dag, Task
 from pilot.errors import DagError
 from pilot.util.gcpause import gc_paused
+from pilot.util.safeopen import open_regular_fd
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # What sscanf's %d and %f take from the start of a value.
 _C_INT = re.compile(r"\s*([+-]?\d+)")
 _C_FLOAT = re.compile(r"\s*([+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan))", re.I)
+
+# PMC reads -m, -c (unsigned) and -t, -p (int) into 32 bits; a larger value is a typo, not a request.
+_MAX_REQUEST = 2**32 - 1
+_MAX_INT = 2**31 - 1
 
 # option -> (attribute, kind); kinds are parsed by _option_value.
 _TASK_OPTIONS: dict[str, tuple[str, str]] = {
@@ -63,15 +71,41 @@ _TASK_OPTIONS: dict[str, tuple[str, str]] = {
 def read_dag(path: str) -> Dag:
     """Parse the DAG file at ``path``.
 
+    Only a regular file is read (opened without blocking: a FIFO would wait for
+    a writer forever, ``/dev/zero`` fill memory), a line at a time of at most
+    ``MAX_LINE`` characters. Bytes that are not UTF-8 pass through to the
+    tasks, as PMC passes them (surrogate escapes; written back as the same bytes).
+
     The cyclic garbage collector is paused meanwhile: a DAG is millions of
     live objects that the collector would scan again and again for nothing
     (a third of the parse time at 10^6 tasks).
     """
     try:
-        with gc_paused(), open(path, encoding="utf-8", errors="surrogateescape") as fh:
-            return parse_dag(fh, path)
+        fd = open_regular_fd(path)
     except OSError as exc:
-        raise DagError(path, None, f"cannot read DAG: {exc.strerror}") from exc
+        raise DagError(path, None, f"cannot read DAG: {exc.strerror}") from None
+    try:
+        with gc_paused(), open(fd, encoding="utf-8", errors="surrogateescape") as fh:
+            return parse_dag(_bounded_lines(fh, path), path)
+    except OSError as exc:
+        raise DagError(path, None, f"cannot read DAG: {exc.strerror}") from None
+
+
+MAX_LINE = 4 << 20  # characters: a task's command line is at most ARG_MAX (2 MiB on Linux) anyway
+
+
+def _bounded_lines(fh: TextIO, path: str) -> Iterator[str]:
+    """The lines of ``fh``, each at most MAX_LINE long: a file with no line ends is refused, not read whole."""
+    readline = fh.readline
+    lineno = 0
+    while True:
+        line = readline(MAX_LINE + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > MAX_LINE and line[-1] != "\n":
+            raise DagError(path, lineno, f"line longer than {MAX_LINE:,} characters: is this a DAG file?")
+        yield line
 
 
 def parse_dag(lines, path: str = "<dag>") -> Dag:
@@ -291,7 +325,8 @@ def _apply_option(task: Task, spec: tuple[str, str], opt: str, value: str, path:
     attr, kind = spec
 
     def bad(why: str) -> DagError:
-        return DagError(path, lineno, f"task {task.name!r}: {opt} {value!r}: {why}")
+        shown = repr(value) if len(value) <= 40 else repr(value[:37]) + "..."
+        return DagError(path, lineno, f"task {task.name!r}: {opt} {shown}: {why}")
 
     if kind in ("memory", "count", "count0"):
         match = _C_FLOAT.match(value)
@@ -302,20 +337,23 @@ def _apply_option(task: Task, spec: tuple[str, str], opt: str, value: str, path:
             raise bad("not a finite number")
         if number < 0:
             raise bad("must not be negative")
+        if number > _MAX_REQUEST:
+            raise bad(f"more than {_MAX_REQUEST} (PMC reads it as a 32-bit number; no host has that many)")
         setattr(task, attr, math.ceil(number))
-    elif kind == "tries":
+    elif kind in ("tries", "int"):
         match = _C_INT.match(value)
         if match is None:
             raise bad("not an integer")
-        tries = int(match.group(1))
-        if tries < 0:
+        digits = match.group(1)
+        number = int(digits) if len(digits) <= 12 else _MAX_INT + 1  # int() reads at most 4,300 digits
+        if not -_MAX_INT - 1 <= number <= _MAX_INT:
+            raise bad(f"out of range (PMC reads it as a 32-bit number: at most {_MAX_INT})")
+        if kind == "int":
+            task.priority = number
+        elif number < 0:
             raise bad("must not be negative")
-        task.tries = tries  # 0 tries, as in PMC, still runs the task once
-    elif kind == "int":
-        match = _C_INT.match(value)
-        if match is None:
-            raise bad("not an integer")
-        task.priority = int(match.group(1))
+        else:
+            task.tries = number  # 0 tries, as in PMC, still runs the task once
     else:
         left, sep, right = value.partition("=")
         if not sep or not left or not right:

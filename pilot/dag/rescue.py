@@ -32,6 +32,7 @@ from typing import Iterable
 
 from pilot.errors import DagError
 from pilot.util.atomic import atomic_file
+from pilot.util.safeopen import open_fd, open_regular_fd
 
 log = logging.getLogger("pilot.master")
 
@@ -43,7 +44,7 @@ def read_rescue(path: str, known: Iterable[str] | None = None) -> set[str]:
     known_set = known if known is None or isinstance(known, (set, dict)) else set(known)
     done: set[str] = set()
     try:
-        fh = open(path, encoding="utf-8", errors="surrogateescape")
+        fh = open(open_regular_fd(path), encoding="utf-8", errors="surrogateescape")  # a FIFO: refused, not waited on
     except FileNotFoundError:
         return done
     except OSError as exc:
@@ -84,11 +85,11 @@ class RescueLog:
             if carried:
                 with atomic_file(path, errors="surrogateescape") as fh:
                     fh.writelines(f"DONE {name}\n" for name in carried)
-                self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+                self._fd = open_fd(path, os.O_WRONLY | os.O_APPEND)
             else:
                 # Nothing to keep: emptying the log in place is one step a crash cannot
-                # split, and the log's first fsync makes it durable.
-                self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+                # split, and the log's first fsync makes it durable. Never through a link (pilot.util.safeopen).
+                self._fd = open_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o666)
         except OSError as exc:
             raise DagError(path, None, f"cannot write the rescue log: {exc.strerror or exc}; {_FIX}") from exc
         self._dirty = not carried  # an emptied log is synced like a new record

@@ -6,6 +6,7 @@ from typing import Iterable, Iterator
 
 from pilot.dag.lexer import quote_arg
 from pilot.dag.model import Dag, Task
+from pilot.errors import DagError
 
 
 def task_line(task: Task) -> str:
@@ -92,4 +93,21 @@ def iter_dag_lines(tasks: Iterable[Task]) -> Iterator[str]:
 
 
 def format_dag(dag: Dag) -> str:
+    """The DAG as ``pilot plan`` copies a PMC .dag into a cluster. Arguments may hold any bytes (read as surrogate
+    escapes, written back as the same bytes), as PMC passes them to the task; a task id, or a ``#@`` annotation,
+    must be UTF-8 text, since the monitoring files name the task as text: else a DagError naming its line."""
+    for task in dag:
+        for what, value in (("task id", task.name), ("'#@' annotation", task.pegasus_id), ("'#@' annotation", task.transformation),
+                            ("'#@' annotation", task.dax_id)):
+            if value is not None and not value.isascii() and not _is_text(value):
+                raise DagError(dag.path, task.line, f"{what} {value!r} has bytes that are not UTF-8: pegasus-monitord "
+                               "and the Pegasus tools name tasks as text; rename it (pilot run itself runs it as written)")
     return "".join(iter_dag_lines(dag))
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a surrogate escape: a byte of the file that is not UTF-8
+        return False
+    return True

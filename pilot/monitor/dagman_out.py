@@ -31,6 +31,7 @@ import time
 
 from pilot.dag.model import Task
 from pilot.monitor.events import RunEvents
+from pilot.util.safeopen import open_file
 
 _HEADER = " Done     Pre   Queued    Post   Ready   Un-Ready   Failed"
 _RULE = "  ===     ===      ===     ===     ===        ===      ==="
@@ -40,7 +41,7 @@ class DagmanOut(RunEvents):
     def __init__(self, path: str, dag_path: str, flush_interval: float = 1.0) -> None:
         self.path = path
         self.dag_name = os.path.basename(dag_path)
-        self._fh = open(path, "a", encoding="utf-8", errors="surrogateescape", buffering=1 << 16)
+        self._fh = open_file(path, "a", encoding="utf-8", errors="surrogateescape", buffering=1 << 16)
         self._interval = flush_interval
         self._last_flush = time.monotonic()
         self._second = -1

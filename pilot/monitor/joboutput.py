@@ -19,6 +19,7 @@ import os
 import sys
 
 from pilot.contracts.result import ResultError, RunResult, read_result
+from pilot.util.safeopen import open_file
 
 
 def rotate(cluster_dir: str, cluster: str, seq: int | None = None) -> tuple[str, str]:
@@ -34,7 +35,7 @@ def rotate(cluster_dir: str, cluster: str, seq: int | None = None) -> tuple[str,
         try:
             os.replace(f"{base}.{kind}", target)
         except FileNotFoundError:
-            open(target, "a").close()
+            open_file(target, "a").close()
         paths.append(target)
     return paths[0], paths[1]
 

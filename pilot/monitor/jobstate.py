@@ -14,12 +14,13 @@ import time
 
 from pilot.dag.model import Task
 from pilot.monitor.events import RunEvents
+from pilot.util.safeopen import open_file
 
 
 class JobstateLog(RunEvents):
     def __init__(self, path: str, flush_interval: float = 1.0) -> None:
         self.path = path
-        self._fh = open(path, "a", encoding="utf-8", errors="surrogateescape", buffering=1 << 16)
+        self._fh = open_file(path, "a", encoding="utf-8", errors="surrogateescape", buffering=1 << 16)
         self._interval = flush_interval
         self._last = time.monotonic()
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import time
 
+from pilot.util.safeopen import open_file
+
 
 class ResourceLog:
     def __init__(self, path: str, flush_interval: float = 1.0) -> None:
         self.path = path
-        self._fh = open(path, "a", encoding="utf-8", buffering=1 << 16)
+        self._fh = open_file(path, "a", encoding="utf-8", buffering=1 << 16)
         self._flush_interval = flush_interval
         self._last = time.monotonic()
 

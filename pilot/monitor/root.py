@@ -27,15 +27,20 @@ import enum
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
-from pilot.contracts.rootfiles import read_braindump
+from pilot.contracts.rootfiles import BRAINDUMP, read_braindump
+from pilot.contracts.submitdir import REPLAN, load_braindump
+from pilot.errors import ConfigError
 from pilot.monitor import joboutput
 from pilot.monitor.dagman_out import DagmanOut
 from pilot.monitor.jobstate import JobstateLog
+from pilot.util.boundedload import read_text
 
 _EVENT = re.compile(r"Submitting HTCondor Node (?P<submit>\S+) job|ULOG_EXECUTE for HTCondor Node (?P<execute>\S+) |"
                     r"POST Script of Node (?P<post>\S+) (?P<outcome>completed successfully|failed)|"
                     r"Retrying node (?P<retry>\S+) |ULOG_JOB_ABORTED for HTCondor Node (?P<aborted>\S+) ")
+MAX_ROOT_DAG_BYTES = 1 << 30  # one JOB line per cluster
 _KINDS = ("submit", "execute", "post", "retry", "aborted")
 _DAG_JOB = re.compile(r"^JOB\s+(\S+)\s", re.I)
 _DAG_EDGE = re.compile(r"^PARENT\s+(.+?)\s+CHILD\s+(.+)$", re.I)
@@ -83,7 +88,7 @@ class RootEvents:
 class RootMonitor(RootEvents):
     def __init__(self, submit_dir: str) -> None:
         self.submit_dir = os.path.abspath(submit_dir)
-        brain = read_braindump(self.submit_dir)
+        brain = root_braindump(self.submit_dir)
         self.dag = os.path.join(self.submit_dir, brain["dag"])
         self.nodes = _read_dag(self.dag)
         self.path = self.dag + ".dagman.out"
@@ -129,8 +134,17 @@ class RootMonitor(RootEvents):
     # -- events -----------------------------------------------------------------
     def start(self) -> None:
         """Open the files (appending) and write the start banner."""
-        self.out = DagmanOut(self.path, self.dag)
-        self.jobstate = JobstateLog(os.path.join(self.submit_dir, "jobstate.log"))
+        path = self.path
+        try:
+            self.out = DagmanOut(path, self.dag)
+            path = os.path.join(self.submit_dir, "jobstate.log")
+            self.jobstate = JobstateLog(path)
+        except OSError as exc:  # a link, a directory or FIFO where the file goes, a read-only directory
+            if self.out is not None:
+                self.out.close()
+                self.out = None
+            raise ConfigError(f"{path}: cannot write: {exc.strerror}; pilot submit writes the root monitoring files "
+                              f"in the submit directory") from None
         self._out().header(len(self.nodes))
         self._jobstate().internal("DAGMAN_STARTED 0")
         self._status()
@@ -255,18 +269,32 @@ class RootMonitor(RootEvents):
                 writer.close()
 
 
+def root_braindump(submit_dir: str) -> dict[str, Any]:
+    """The root braindump, read bounded: one line for a file that is garbage, binary, a list or a directory, or
+    whose root DAG is missing or lies outside the submit directory (its dagman.out is written next to it)."""
+    path = os.path.join(submit_dir, BRAINDUMP)
+    try:
+        data = load_braindump(path)
+    except FileNotFoundError:
+        return read_braindump(submit_dir)  # its one line for a directory planned before root monitoring
+    dag = data.get("dag")
+    if not isinstance(dag, str) or not dag or os.path.isabs(dag) or ".." in dag.split("/") \
+            or not os.path.isfile(os.path.join(submit_dir, dag)):
+        raise ConfigError(f"{path}: names no root DAG that exists in the submit directory ({str(dag)[:80]!r}); {REPLAN}")
+    return data
+
+
 def _read_dag(path: str) -> dict[str, Node]:
     nodes: dict[str, Node] = {}
     edges: list[tuple[str, str]] = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            m = _DAG_JOB.match(line)
-            if m:
-                nodes[m.group(1)] = Node(m.group(1))
-                continue
-            m = _DAG_EDGE.match(line.strip())
-            if m:
-                edges += [(p, c) for p in m.group(1).split() for c in m.group(2).split()]
+    for line in read_text(path, MAX_ROOT_DAG_BYTES, REPLAN).splitlines():
+        m = _DAG_JOB.match(line)
+        if m:
+            nodes[m.group(1)] = Node(m.group(1))
+            continue
+        m = _DAG_EDGE.match(line.strip())
+        if m:
+            edges += [(p, c) for p in m.group(1).split() for c in m.group(2).split()]
     for parent, child in edges:
         if child in nodes:
             nodes[child].parents.append(parent)

@@ -26,6 +26,8 @@ import os
 import sys
 from typing import BinaryIO
 
+from pilot.util.safeopen import open_fd
+
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
 # Per-task stdout is also read back (is there a kickstart record already?), and
 # stderr for the invocation record (--invocation-records).
@@ -38,7 +40,7 @@ def worker_paths(dag: str, rank: int) -> tuple[str, str]:
 
 def open_append(path: str, readable: bool = False) -> int:
     """``readable``: the worker reads a task's stderr back for its invocation record."""
-    return os.open(path, _RW_FLAGS if readable else _FLAGS, 0o644)
+    return open_fd(path, _RW_FLAGS if readable else _FLAGS)
 
 
 def file_name(task: str) -> str:
@@ -55,16 +57,16 @@ def open_task_stdio(dag: str, task: str, hint: int = 0) -> tuple[int, int, str, 
     while True:
         out = f"{base}.out.{number:03d}"
         try:
-            out_fd = os.open(out, _RW_FLAGS | os.O_EXCL, 0o644)
+            out_fd = open_fd(out, _RW_FLAGS | os.O_EXCL)
         except FileExistsError:
             number += 1
             continue
         err = f"{base}.err.{number:03d}"
         try:
-            err_fd = os.open(err, _RW_FLAGS | os.O_EXCL, 0o644)
+            err_fd = open_fd(err, _RW_FLAGS | os.O_EXCL)
         except FileExistsError:
             # A stray .err without .out: reuse it rather than skip the number.
-            err_fd = os.open(err, _RW_FLAGS, 0o644)
+            err_fd = open_fd(err, _RW_FLAGS)
         return out_fd, err_fd, out, err
 
 

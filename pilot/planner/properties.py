@@ -11,6 +11,7 @@ import re
 from pilot.dag.parser import ENV_NAME
 from pilot.errors import ConfigError
 from pilot.planner.profiles import canonical, check_value
+from pilot.util.safeopen import open_regular_fd
 
 CLUSTERER_PREFERENCES = ("runtime",)
 
@@ -18,7 +19,7 @@ CLUSTERER_PREFERENCES = ("runtime",)
 def numbered_lines(path: str, what: str) -> list[tuple[int, str]]:
     """(line number, line) of a text file; one-line errors for a file that cannot be read or is not text."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(open_regular_fd(path), encoding="utf-8") as fh:  # a FIFO or device: refused, not waited on
             return list(enumerate(fh, 1))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read {what}: {exc.strerror}") from None

@@ -21,17 +21,18 @@ from __future__ import annotations
 
 import datetime
 import glob
-import json
 import os
 import re
 from dataclasses import dataclass, field
+from typing import TextIO
 
-import yaml
-
-from pilot.contracts.result import result_path
+from pilot.contracts.clusters import MAX_CLUSTERS_BYTES
+from pilot.contracts.result import MAX_RESULT_BYTES, result_path
 from pilot.dag.model import Dag
 from pilot.dag.parser import read_dag
-from pilot.errors import PilotError
+from pilot.errors import ConfigError, PilotError
+from pilot.util.boundedload import load_json, load_yaml
+from pilot.util.safeopen import open_regular_fd
 
 RECORD = re.compile(
     r'\[cluster-task (?:id=[^,]*, )?name=(?P<name>[^,]*), start="(?P<start>[^"]*)", duration=(?P<duration>[0-9.]+), '
@@ -43,6 +44,7 @@ RECORD = re.compile(
 _NOT_OUTPUT = (".dag", ".rescue", ".resource", ".result", ".bp", ".yml", ".yaml", ".dagman.out", ".slurm", ".pbs",
                ".lock", ".notify", ".json", ".sh", ".submit", ".ec", ".png", ".err", ".stderr")
 _STDERR = re.compile(r"\.(?:err\.\d+|e\d+)\Z")  # <task>.err.NNN, <dag>.err.<rank>, torque's <script>.e<job>
+MAX_STATE_BYTES = 1 << 30  # submit.state.json, as pilot.submit.state bounds it
 MAX_SCAN_BYTES = 1 << 30  # a stdout file larger than this is not read (one line says so)
 
 
@@ -127,13 +129,14 @@ def load(path: str, stdout_files: list[str] | None = None) -> list[ClusterRun]:
 def _submit_dir(path: str, extra: list[str]) -> list[ClusterRun]:
     clusters_file = os.path.join(path, "clusters.yml")
     try:
-        with open(clusters_file, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+        data = load_yaml(clusters_file, MAX_CLUSTERS_BYTES)
+        if not isinstance(data, dict):
+            raise TypeError("not a mapping")
         entries = data["clusters"]
         if not isinstance(entries, list):
             raise TypeError("'clusters' is not a list")
-    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
-        raise ReportError(f"{clusters_file}: not a cluster DAG written by pilot plan ({' '.join(str(exc).split())})") from None
+    except (FileNotFoundError, ConfigError, KeyError, TypeError) as exc:
+        raise ReportError(f"{clusters_file}: not a cluster DAG written by pilot plan ({' '.join(str(exc).split())[:300]})") from None
     jobs = _submissions(path, {str(e.get("name")): os.path.join(path, str(e.get("dir") or e.get("name")))
                                for e in entries if isinstance(e, dict)})
     out = []
@@ -173,7 +176,7 @@ def _records(dag: Dag, folder: str, extra: list[str]) -> list[Attempt]:
         try:
             if os.path.getsize(path) > MAX_SCAN_BYTES:
                 continue
-            with open(path, encoding="utf-8", errors="replace") as fh:
+            with _text(path) as fh:
                 for line in fh:
                     if "[cluster-task " not in line:
                         continue
@@ -196,6 +199,11 @@ def _records(dag: Dag, folder: str, extra: list[str]) -> list[Attempt]:
     return out
 
 
+def _text(path: str) -> TextIO:
+    """A file the report scans, as text; a FIFO or a directory there is an OSError, never a wait."""
+    return open(open_regular_fd(path), encoding="utf-8", errors="replace")
+
+
 def _epoch(stamp: str, path: str) -> float:
     try:
         return datetime.datetime.fromisoformat(stamp).timestamp()
@@ -208,7 +216,7 @@ def _runs(folder: str, dag_path: str) -> list[Run]:
     runs: list[Run] = []
     log = os.path.join(folder, "jobstate.log")
     try:
-        with open(log, encoding="utf-8", errors="replace") as fh:
+        with _text(log) as fh:
             for line in fh:
                 if " INTERNAL " not in line:
                     continue
@@ -224,16 +232,18 @@ def _runs(folder: str, dag_path: str) -> list[Run]:
                     runs[-1].ok = len(parts) > 4 and parts[4] == "0"
     except FileNotFoundError:
         pass
+    except OSError as exc:
+        raise ReportError(f"{log}: cannot read: {exc.strerror}") from None
     try:
-        with open(result_path(dag_path), encoding="utf-8") as fh:
-            result = json.load(fh)
+        result = load_json(result_path(dag_path), MAX_RESULT_BYTES)
+    except (FileNotFoundError, ConfigError):  # the report is made of what can be read
+        result = None
+    if isinstance(result, dict):
         if not runs:
             runs.append(Run())
-        runs[-1].reason = str(result.get("reason", ""))
-        if runs[-1].end is None and isinstance(result.get("end"), (int, float)):
+        runs[-1].reason = str(result.get("reason", ""))[:80]
+        if runs[-1].end is None and type(result.get("end")) in (int, float):
             runs[-1].end = float(result["end"])
-    except (OSError, ValueError):
-        pass
     for run in runs[:-1]:
         if not run.reason and run.ok is not None:
             run.reason = "done" if run.ok else "ended early"
@@ -244,7 +254,7 @@ def _hosts(resource_log: str) -> dict[str, tuple[int, int]]:
     """Slots and CPUs per host: the most ever free (everything is free at registration)."""
     hosts: dict[str, tuple[int, int]] = {}
     try:
-        with open(resource_log, encoding="utf-8", errors="replace") as fh:
+        with _text(resource_log) as fh:
             for line in fh:
                 parts = line.rstrip("\n").split(",", 4)
                 if len(parts) != 5:
@@ -257,6 +267,8 @@ def _hosts(resource_log: str) -> dict[str, tuple[int, int]]:
                 hosts[parts[4]] = (max(old[0], slots), max(old[1], cpus))
     except FileNotFoundError:
         pass
+    except OSError as exc:
+        raise ReportError(f"{resource_log}: cannot read: {exc.strerror}") from None
     return hosts
 
 
@@ -272,15 +284,18 @@ class Submission:
 def _submissions(submit_dir: str, folders: dict[str, str]) -> dict[str, list[Submission]]:
     """Per cluster, each batch job ``pilot submit`` gave it, in submission order."""
     try:
-        with open(os.path.join(submit_dir, "submit.state.json"), encoding="utf-8") as fh:
-            state = json.load(fh)
-    except (OSError, ValueError):
+        state = load_json(os.path.join(submit_dir, "submit.state.json"), MAX_STATE_BYTES)
+    except (FileNotFoundError, ConfigError):
         return {}
     out: dict[str, list[Submission]] = {}
-    for c in state.get("clusters", []) if isinstance(state, dict) else []:
+    clusters = state.get("clusters", []) if isinstance(state, dict) else []
+    for c in clusters if isinstance(clusters, list) else []:
+        if not isinstance(c, dict):
+            continue
         name, ids, job_name = c.get("name"), c.get("job_ids") or [], c.get("job_name") or ""
-        folder = folders.get(name or "")
-        if not job_name or folder is None or not os.path.isdir(folder):
+        folder = folders.get(name) if isinstance(name, str) else None
+        if not isinstance(job_name, str) or not job_name or not isinstance(ids, list) or folder is None \
+                or not os.path.isdir(folder):
             continue
         # job names are pilot-<plan>-<cluster>-<attempt>; Parsl names the script <job name>.<epoch>.submit|.sh
         stem = job_name.rsplit("-", 1)[0]
@@ -319,7 +334,7 @@ def _abort_in(script: str) -> str:
         try:
             if os.path.getsize(path) > MAX_SCAN_BYTES:
                 continue
-            with open(path, encoding="utf-8", errors="replace") as fh:
+            with _text(path) as fh:
                 for line in fh:
                     for marker, reason in _ABORTS:
                         if marker in line:

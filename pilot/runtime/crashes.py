@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 from pilot.dag.model import Task
 from pilot.errors import DagError
 from pilot.runtime.watchdog import lost_path
+from pilot.util.safeopen import open_fd, open_file
 from pilot.util.tail import Tail
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ class Slot:
     """A worker's record of the task it runs (see the module doc). Opened before its first task."""
 
     def __init__(self, dag: str, rank: int) -> None:
-        fd = os.open(slot_path(dag, rank), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_fd(slot_path(dag, rank), os.O_RDWR | os.O_CREAT)
         try:
             os.ftruncate(fd, SLOT_BYTES)
             self._map = mmap.mmap(fd, SLOT_BYTES)
@@ -206,7 +207,7 @@ class CrashLog:
     def write(self, event: Event, name: str) -> None:
         """One line, flushed at once: the next thing may be the SIGKILL of the whole job."""
         if self._fh is None:
-            self._fh = open(self.path, "a", encoding="utf-8", errors="surrogateescape")
+            self._fh = open_file(self.path, "a", encoding="utf-8", errors="surrogateescape")
         self._fh.write(f"{event.value} {name}\n")
         self._fh.flush()
 

@@ -23,6 +23,7 @@ import resource
 import signal
 
 from pilot.runtime import reaper
+from pilot.util.safeopen import open_fd
 
 
 class Watchdog:
@@ -94,7 +95,7 @@ def _watch(rfd: int, token: str, lost: str | None, rank: int, end_tasks: bool) -
         return
     if lost is not None:  # first: the master goes on without this worker once it reads the line
         try:
-            fd = os.open(lost, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = open_fd(lost, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             os.write(fd, f"{rank}\n".encode())
             os.close(fd)
         except OSError:

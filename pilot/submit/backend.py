@@ -88,6 +88,11 @@ class SchedulerBackend:
         if not known:
             return []
         track(site, provider, known)  # a fresh provider cancels only jobs it knows
+        resources = getattr(provider, "resources", None)
+        if resources is not None:  # a job it could not take over (a local job whose script is gone) is not running
+            known = [k for k in known if k[0] in resources]
+        if not known:
+            return []
         provider.cancel([j for j, _, _ in known])
         return [j for j, _, _ in known]
 

@@ -38,11 +38,11 @@ import sys
 import time
 from typing import Iterator
 
-from pilot.contracts.rootfiles import read_braindump
 from pilot.errors import ConfigError
-from pilot.monitor.root import Phase, RootMonitor
+from pilot.monitor.root import Phase, RootMonitor, root_braindump
 from pilot.submit.options import retries_for
 from pilot.submit.state import ClusterState
+from pilot.util.safeopen import open_file
 
 log = logging.getLogger("pilot.submit")
 
@@ -96,9 +96,9 @@ class Monitord:
             return False
         _stop_earlier(self.submit_dir)
         if recover:
-            with open(os.path.join(self.submit_dir, RECOVER), "w", encoding="utf-8") as fh:
+            with open_file(os.path.join(self.submit_dir, RECOVER), "w", encoding="utf-8") as fh:
                 fh.write("line_processed 1\n")
-        with open(os.path.join(self.submit_dir, LOG_FILE), "ab") as out:
+        with open_file(os.path.join(self.submit_dir, LOG_FILE), "ab") as out:
             self.proc = subprocess.Popen([*cmd, "-j", JOBSTATE, os.path.basename(self.dagman_out)],
                                          cwd=self.submit_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                          start_new_session=True)
@@ -120,9 +120,9 @@ class Monitord:
         cmd = pegasus_cli("pegasus-monitord")
         if cmd is None:
             return None
-        with open(os.path.join(self.submit_dir, RECOVER), "w", encoding="utf-8") as fh:
+        with open_file(os.path.join(self.submit_dir, RECOVER), "w", encoding="utf-8") as fh:
             fh.write("line_processed 1\n")
-        with open(os.path.join(self.submit_dir, LOG_FILE), "ab") as out:
+        with open_file(os.path.join(self.submit_dir, LOG_FILE), "ab") as out:
             return subprocess.call([*cmd, "-r", "-j", JOBSTATE, os.path.basename(self.dagman_out)],
                                    cwd=self.submit_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
 
@@ -180,7 +180,7 @@ def mark_incomplete(submit_dir: str, command: str | None) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         return
-    with open(path, "w", encoding="utf-8") as fh:
+    with open_file(path, "w", encoding="utf-8") as fh:
         fh.write(command + "\n")
 
 
@@ -226,7 +226,7 @@ def _catch_up(monitor: RootMonitor, driver) -> None:
 
 def require_root_files(submit_dir: str) -> None:
     """Refuse, in one line, a directory planned before root monitoring, before anything is written there."""
-    read_braindump(submit_dir)
+    root_braindump(submit_dir)
 
 
 def cancel_monitoring(driver) -> contextlib.AbstractContextManager:
@@ -235,7 +235,7 @@ def cancel_monitoring(driver) -> contextlib.AbstractContextManager:
     A directory planned before root monitoring is cancelled all the same.
     """
     try:
-        read_braindump(driver.submit_dir)
+        root_braindump(driver.submit_dir)
     except ConfigError:
         return contextlib.nullcontext()
     return root_monitoring(driver, removed=True)

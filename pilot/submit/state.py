@@ -15,11 +15,13 @@ from __future__ import annotations
 import enum
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pilot.errors import ConfigError
 from pilot.util.atomic import atomic_file
+from pilot.util.boundedload import load_json
 
 STATE_FILE = "submit.state.json"
 STATE_FORMAT = 1
@@ -68,6 +70,67 @@ class ClusterRecord:
 
 
 _FIELDS = {f.name for f in fields(ClusterRecord)}
+_COUNTS = ("attempts", "retries", "resubmits", "submit_errors")
+_TEXTS = ("name", "reason", "queue", "queue_reason")
+_OPTIONAL_TEXTS = ("site", "job_name", "job_stdout", "job_stderr")
+_PLAN_ID = re.compile(r"[A-Za-z0-9_.-]{0,64}\Z")  # it names every batch job of the run
+START_OVER = "remove it to start the run over (rescue logs keep finished tasks)"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _why(exc: Exception) -> str:
+    return f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+
+
+def _plan_id(value: Any) -> str:
+    if not isinstance(value, str) or not _PLAN_ID.match(value):
+        raise ValueError(f"plan_id: {_shown(value)} is not a plan id (letters, digits, '_', '.', '-')")
+    return value
+
+
+def _sites(value: Any) -> dict[str, dict[str, Any]]:
+    """site name -> {"file": path, "set": {key: value}}, each a string."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise TypeError(f"sites: must be a mapping, not {_shown(value)}")
+    out: dict[str, dict[str, Any]] = {}
+    for name, v in value.items():
+        if not isinstance(v, dict) or not isinstance(v.get("file"), str) or not isinstance(v.get("set", {}), dict) \
+                or not all(isinstance(x, str) for x in v.get("set", {}).values()):
+            raise TypeError(f"sites.{name}: must be {{file: PATH, set: {{KEY: VALUE}}}}, not {_shown(v)}")
+        out[name] = {"file": v["file"], "set": dict(v.get("set", {}))}
+    return out
+
+
+def _record(item: Any) -> ClusterRecord:
+    """One cluster's record, every field of its type; a cluster queued without a job id is in doubt."""
+    if not isinstance(item, dict):
+        raise TypeError(f"must be a mapping, not {_shown(item)}")
+    unknown = set(item) - _FIELDS
+    if unknown:
+        raise ValueError(f"unknown field {sorted(unknown)[0]!r}")
+    for key in _COUNTS:
+        if key in item and (type(item[key]) is not int or not 0 <= item[key] < 1 << 31):
+            raise TypeError(f"{key}: {_shown(item[key])} is not a count")
+    for key in (*_TEXTS, *_OPTIONAL_TEXTS):
+        if (key in item or key == "name") and not isinstance(item[key], str) and not (key in _OPTIONAL_TEXTS and item[key] is None):
+            raise TypeError(f"{key}: {_shown(item[key])} is not text")
+    ids = item.get("job_ids", [])
+    if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
+        raise TypeError(f"job_ids: {_shown(ids)} is not a list of job ids")
+    c = ClusterRecord(**{**item, "job_ids": list(ids), "state": ClusterState(item.get("state"))})
+    if c.state in ACTIVE and not c.site:
+        raise ValueError(f"cluster {c.name} is {c.state.value} on no site")
+    if c.state is ClusterState.QUEUED and not c.job_ids:
+        c.state = ClusterState.SUBMITTING  # in doubt: the driver looks the job up by its name before submitting again
+    if c.state is ClusterState.SUBMITTING and not c.job_name:
+        raise ValueError(f"cluster {c.name} is in a queue with neither a job id nor a job name to look it up by")
+    return c
 
 
 @dataclass
@@ -82,32 +145,26 @@ class SubmitState:
         """The state of an earlier ``pilot submit`` here; None when there was none."""
         path = os.path.join(submit_dir, STATE_FILE)
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read(MAX_STATE_BYTES)
+            raw = load_json(path, MAX_STATE_BYTES, START_OVER)
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-        try:
-            raw = json.loads(text)
-        except ValueError as exc:
-            raise ConfigError(f"{path}: corrupt ({exc}); remove it to start the run over (rescue logs keep finished tasks)") from None
         version = raw.get("format") if isinstance(raw, dict) else None
         if version != STATE_FORMAT:
-            raise ConfigError(f"{path}: state format {version!r}, this pilot reads format {STATE_FORMAT}; use the pilot "
-                              f"that wrote it, or remove the file to start the run over (rescue logs keep finished tasks)")
+            raise ConfigError(f"{path}: state format {_shown(version)}, this pilot reads format {STATE_FORMAT}; use the "
+                              f"pilot that wrote it, or remove the file to start the run over (rescue logs keep finished tasks)")
         try:
-            state = cls(path, plan_id=str(raw["plan_id"]), sites={str(k): {"file": str(v["file"]), "set": {str(a): str(b) for a, b in v.get("set", {}).items()}}
-                                                                  for k, v in raw.get("sites", {}).items()})
-            for item in raw["clusters"]:
-                unknown = set(item) - _FIELDS
-                if unknown:
-                    raise ValueError(f"unknown field {sorted(unknown)[0]!r}")
-                c = ClusterRecord(**{**item, "state": ClusterState(item["state"])})
-                state.clusters[c.name] = c
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ConfigError(f"{path}: corrupt ({type(exc).__name__}: {exc}); remove it to start the run over "
-                              f"(rescue logs keep finished tasks)") from None
+            state = cls(path, plan_id=_plan_id(raw.get("plan_id")), sites=_sites(raw.get("sites")))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{path}: {exc}; {START_OVER}") from None
+        clusters = raw.get("clusters")
+        if not isinstance(clusters, list):
+            raise ConfigError(f"{path}: clusters: must be a list, not {_shown(clusters)}; {START_OVER}")
+        for n, item in enumerate(clusters):
+            try:
+                c = _record(item)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ConfigError(f"{path}: clusters[{n}]: {_why(exc)}; {START_OVER}") from None
+            state.clusters[c.name] = c
         return state
 
     def save(self) -> None:

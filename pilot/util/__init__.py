@@ -5,5 +5,9 @@
 - ``atomic``: replace a file so that a reader, a crash or a power loss never leaves half of it;
 - ``gcpause``: pause the cyclic garbage collector while millions of long-lived objects are built;
 - ``flock``: whole-file advisory locks held for a process's life;
-- ``graphs``: topological orders and cycles (graphlib) with the cycle named.
+- ``graphs``: topological orders and cycles (graphlib) with the cycle named;
+- ``boundedload`` (with its event reader ``yamlstream``): the one way a YAML or JSON file is parsed, bounded in
+  size, nesting, aliases and encoding, every problem one line;
+- ``safeopen``: files opened only when they are regular files, and written never through a symbolic link;
+- ``tail``: the new lines of an append-only file.
 """

@@ -15,6 +15,8 @@ import contextlib
 import os
 from typing import IO, Iterator
 
+from pilot.util.safeopen import open_file
+
 
 @contextlib.contextmanager
 def atomic_file(path: str, errors: str = "strict") -> Iterator[IO[str]]:
@@ -24,7 +26,7 @@ def atomic_file(path: str, errors: str = "strict") -> Iterator[IO[str]]:
     """
     tmp = f"{path}.tmp.{os.getpid()}"
     try:
-        with open(tmp, "w", encoding="utf-8", errors=errors) as fh:
+        with open_file(tmp, "w", encoding="utf-8", errors=errors) as fh:  # never through a link planted there
             yield fh
             fh.flush()
             os.fsync(fh.fileno())

@@ -10,9 +10,13 @@ On NFS, Linux maps flock to byte-range locks, which lockd shares between nodes.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import stat
 from typing import Iterator
+
+from pilot.util.safeopen import file_kind
 
 
 class FileLock:
@@ -24,9 +28,16 @@ class FileLock:
         self.fd = -1
 
     def open(self) -> None:
-        """Open the file (created when ``create``); OSError when it cannot be."""
+        """Open the file (created when ``create``); OSError when it cannot be, or is not a regular file (opened
+        without blocking: a FIFO there would otherwise wait for a writer forever)."""
         flags = os.O_RDWR | os.O_CREAT if self.create else os.O_RDONLY
-        self.fd = os.open(self.path, flags | os.O_CLOEXEC, 0o644)
+        fd = os.open(self.path, flags | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, f"is {file_kind(mode)}, not a file", self.path)
+        os.set_blocking(fd, True)
+        self.fd = fd
 
     def try_lock(self) -> bool:
         """Take the lock without waiting: True when taken, False when another process holds it.
@@ -54,7 +65,7 @@ class FileLock:
 def held_elsewhere(path: str) -> Iterator[int | None]:
     """The file's open descriptor while another process holds its lock; None when nobody does or there is no file."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO: nobody holds it, never a wait
     except OSError:
         yield None
         return

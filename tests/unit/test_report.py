@@ -141,7 +141,9 @@ def test_records_from_a_captured_stdout_and_no_matplotlib(tmp_path):
 @pytest.mark.parametrize("text, says", [
     ("clusters: 5\n", "not a cluster DAG written by pilot plan ('clusters' is not a list)"),
     ("clusters:\n- name: x\n", "clusters[0] lacks its name or dag"),
-    ("clusters: [\n", "not a cluster DAG written by pilot plan (while parsing"),
+    ("clusters: [\n", "not a cluster DAG written by pilot plan ("),
+    ("clusters: *a\n", "not a cluster DAG written by pilot plan ("),
+    ("clusters: !!python/object:os.system x\n", "not a cluster DAG written by pilot plan ("),
 ])
 def test_a_broken_clusters_file_is_one_line(tmp_path, text, says):
     (tmp_path / "clusters.yml").write_text(text)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from pilot.contracts.result import ResultError, RunOutcome, read_result, result_path, write_result
@@ -21,12 +23,28 @@ def test_round_trip_and_missing(tmp_path):
     assert r is not None and (r.outcome, r.tasks, r.done, r.unfinished, r.ok) == (RunOutcome.WALLTIME, 4, 2, ["C", "D"], False)
 
 
-@pytest.mark.parametrize("text", ["{", '{"reason": "eaten", "tasks": 1, "done": 0}', '{"reason": "done"}', "[]", ""])
+@pytest.mark.parametrize("text", ["{", '{"reason": "eaten", "tasks": 1, "done": 0}', '{"reason": "done"}', "[]", "",
+                                  '{"reason": "done", "tasks": Infinity, "done": 1}', '{"reason": "done", "tasks": 1e400, "done": 1}',
+                                  '{"reason": "done", "tasks": 2.5, "done": 1}', '{"reason": "done", "tasks": "4", "done": 1}',
+                                  '{"reason": "done", "tasks": 1, "done": 1, "unfinished": 7}', "[" * 100_000,
+                                  "\udcff garbage"])
 def test_an_unreadable_result_is_an_error(tmp_path, text):
     dag = str(tmp_path / "x.dag")
-    with open(result_path(dag), "w") as fh:
+    with open(result_path(dag), "w", errors="surrogateescape") as fh:
         fh.write(text)
-    with pytest.raises(ResultError, match=r"x\.dag\.result: not a pilot result"):
+    with pytest.raises(ResultError, match=r"x\.dag\.result: not a pilot result \((?!not a pilot)") as err:
+        read_result(dag)
+    assert "\n" not in str(err.value)
+
+
+def test_a_result_that_is_a_directory_or_a_fifo_is_an_error(tmp_path):
+    dag = str(tmp_path / "x.dag")
+    os.mkdir(result_path(dag))
+    with pytest.raises(ResultError, match=r"x\.dag\.result: not a pilot result \(is a directory, not a file\)"):
+        read_result(dag)
+    os.rmdir(result_path(dag))
+    os.mkfifo(result_path(dag))  # opened without blocking: refused at once, never waited on
+    with pytest.raises(ResultError, match=r"x\.dag\.result: not a pilot result \(is a FIFO, not a file\)"):
         read_result(dag)
 
 

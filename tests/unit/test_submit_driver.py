@@ -235,13 +235,13 @@ def test_restart_needs_every_site_with_jobs(tmp_path):
 @pytest.mark.parametrize("text, message", [
     ('{"format": 99, "plan_id": "x", "clusters": []}', "state format 99, this pilot reads format 1"),
     ('{"plan_id": "x", "clusters": []}', "state format None"),
-    ("{", "corrupt"),
-    ('{"format": 1, "plan_id": "x", "clusters": [{"name": "a", "state": "flying"}]}', "corrupt (ValueError"),
+    ("{", ":1: not valid JSON"),
+    ('{"format": 1, "plan_id": "x", "clusters": [{"name": "a", "state": "flying"}]}', "clusters[0]: 'flying' is not a valid"),
     ('{"format": 1, "plan_id": "x", "clusters": [{"name": "a", "colour": 1}]}', "unknown field 'colour'"),
 ])
 def test_state_file_errors_are_one_line(tmp_path, text, message):
     (tmp_path / STATE_FILE).write_text(text)
-    with pytest.raises(ConfigError, match=r"submit\.state\.json: ") as err:
+    with pytest.raises(ConfigError, match=r"submit\.state\.json(:1)?: ") as err:
         SubmitState.load(str(tmp_path))
     assert message in str(err.value) and "\n" not in str(err.value)
 
