@@ -49,6 +49,9 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cleanup", choices=MODES, default=None,
                    help="remove files from the workflow's scratch directory: inplace (default) as soon as no job needs "
                    "them, then the directory; leaf: the directory at the end; none: keep everything")
+    p.add_argument("--cache", action="append", default=[], metavar="FILE",
+                   help="more replica files, read after the catalog (repeatable), as pegasus-plan --cache; pilot submit "
+                   "passes a sub-workflow the outputs of its parent's jobs this way")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a site config key (repeatable)")
     p.add_argument("--force", action="store_true", help="write into a non-empty --dir, and plan every job even where its "
                    "outputs are in the replica catalog (no data reuse), as pegasus-plan --force")
@@ -83,7 +86,7 @@ def plan_from_args(ns: argparse.Namespace, argv: Sequence[str]):
     result = plan(PlanRequest(
         workflow=ns.workflow, site=site, cluster=ns.cluster.split(","),
         submit_dir=ns.submit_dir, conf=ns.conf, tc=ns.tc, sc=ns.sc, force=ns.force, argv=list(argv),
-        replicas=ns.replicas, output_site=output_site(ns.output_sites), cleanup=ns.cleanup,
+        replicas=ns.replicas, output_site=output_site(ns.output_sites), cleanup=ns.cleanup, cache=ns.cache,
     ))
     result.estimate = estimate_plan(result.emitted, site, from_dag=ns.workflow.endswith(".dag"))
     return result

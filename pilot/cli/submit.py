@@ -18,6 +18,9 @@ def _action(p: argparse.ArgumentParser, dest: str) -> argparse.Action:
 
 
 def _non_negative(text: str) -> int:
+    """A count of retries: 0 or more, of at most 6 digits (int() reads 4,300)."""
+    if len(text.strip()) > 6:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} must be at most 999999")
     try:
         value = int(text)
     except ValueError:
@@ -28,12 +31,17 @@ def _non_negative(text: str) -> int:
 
 
 def _positive_float(text: str) -> float:
+    """Seconds between polls: more than 0 and at most a day (nan and inf are not a time to wait)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if value <= 0:
+    if value != value:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds")
+    if not value > 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be more than 0")
+    if not value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at most 86400 (a day)")
     return value
 
 
@@ -74,16 +82,33 @@ def build_submit_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-monitord", action="store_true", help="do not run pegasus-monitord beside the driver (the root "
                    "dagman.out and jobstate.log are written all the same; default: run it when pegasus-wms is installed)")
     p.add_argument("--detach", action="store_true", help="run in the background, logging to SUBMIT_DIR/submit.log (default: off)")
+    p.add_argument("--result", metavar="FILE", help=argparse.SUPPRESS)  # a nested run's outcome (pilot.submit.nested)
     p.add_argument("-v", "--verbose", action="count", default=0, help="show tracebacks of errors")
     return p
 
 
 def submit_main(argv: Sequence[str]) -> int:
+    ns = build_submit_parser().parse_args(list(argv))
+    if ns.result is None:
+        return _submit(ns, argv)
+    from pilot.submit.nested import write_outcome
+
+    code = 2
+    try:
+        code = _submit(ns, argv)
+        return code
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 2
+        raise
+    finally:  # on every exit path, as a pilot run writes its result
+        write_outcome(ns.result, ns.workflow, code)
+
+
+def _submit(ns: argparse.Namespace, argv: Sequence[str]) -> int:
     from pilot.contracts.clusters import is_submit_dir
     from pilot.submit.options import Options
     from pilot.submit.session import recorded_sites
 
-    ns = build_submit_parser().parse_args(list(argv))
     choices = _choices(ns.site, ns.set)
     if is_submit_dir(ns.workflow):
         submit_dir = os.path.abspath(ns.workflow)

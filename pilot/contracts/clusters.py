@@ -11,10 +11,7 @@ import enum
 import os
 from dataclasses import dataclass
 
-import yaml
-
 from pilot.errors import ConfigError
-from pilot.yamlerrors import yaml_error
 
 CLUSTERS_FILE = "clusters.yml"
 CLUSTERS_FORMAT = 1
@@ -29,6 +26,7 @@ class ClusterKind(str, enum.Enum):
     LABEL = "label"
     WHOLE = "whole"
     DATA = "data"  # one data job of Pegasus' (create-dir, stage-in/out, registration, cleanup) as a batch job
+    SUBWORKFLOW = "subworkflow"  # a pegasusWorkflow job: planned when ready, driven by a nested pilot submit
 
 
 @dataclass(frozen=True)
@@ -54,10 +52,20 @@ class ClusterSpec:
     queue: str | None = None
     account: str | None = None
     directives: tuple[str, ...] = ()
+    subworkflow: "SubworkflowSpec | None" = None  # only for kind subworkflow
 
     def rel(self, path: str) -> str:
         """``path`` relative to the submit directory, for messages."""
         return os.path.relpath(path, os.path.dirname(self.dir))
+
+
+@dataclass(frozen=True)
+class SubworkflowSpec:
+    """What a pegasusWorkflow job needs to be planned and driven when it becomes ready."""
+
+    workflow: str  # the sub-workflow's YAML file, absolute (it may not exist before a parent job writes it)
+    submit_dir: str  # the nested submit directory, absolute (``<stem>_<job id>.000``, as pegasus-monitord looks for it)
+    plan_args: tuple[str, ...]  # pilot plan options: the job's arguments, then what the parent's plan passes down
 
 
 def clusters_path(submit_dir: str) -> str:
@@ -98,6 +106,7 @@ def read_clusters(submit_dir: str) -> list[ClusterSpec]:
                 queue=None if item.get("queue") is None else str(item["queue"]),
                 account=None if item.get("account") is None else str(item["account"]),
                 directives=tuple(str(d) for d in item.get("directives") or ()),
+                subworkflow=_subworkflow(submit_dir, item.get("subworkflow")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{path}: cluster #{n}: bad or missing field ({type(exc).__name__}: {exc}); re-plan with pilot plan") from None
@@ -111,24 +120,53 @@ def read_clusters(submit_dir: str) -> list[ClusterSpec]:
     return out
 
 
+def _subworkflow(submit_dir: str, raw: object) -> SubworkflowSpec | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise TypeError("subworkflow is not a mapping")
+    sub = str(raw["submit_dir"])
+    if os.path.isabs(sub) or ".." in sub.split("/"):
+        raise ValueError(f"subworkflow submit_dir {sub!r} leaves the submit directory")
+    return SubworkflowSpec(workflow=os.path.join(submit_dir, str(raw["workflow"])), submit_dir=os.path.join(submit_dir, sub),
+                           plan_args=tuple(str(a) for a in raw.get("plan_args") or ()))
+
+
 def _load(submit_dir: str) -> dict:
-    """clusters.yml parsed, its format checked."""
+    """clusters.yml parsed (bounded: pilot.util.boundedload), its format and the shape of its clusters checked:
+    each a mapping whose files lie inside the submit directory, whose counts are counts and times finite."""
+    from pilot.util.boundedload import load_yaml
+
     path = clusters_path(submit_dir)
+    replan = "re-plan with pilot plan"
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read(MAX_CLUSTERS_BYTES)
+        data = load_yaml(path, MAX_CLUSTERS_BYTES, replan)
     except FileNotFoundError:
         raise ConfigError(f"{submit_dir}: no {CLUSTERS_FILE}: is this a directory written by pilot plan?") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise yaml_error(path, exc) from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: not a cluster DAG (expected a mapping with 'format' and 'clusters'); re-plan with pilot plan")
+        raise ConfigError(f"{path}: not a cluster DAG (expected a mapping with 'format' and 'clusters'); {replan}")
     version = data.get("format")
     if version != CLUSTERS_FORMAT:
-        raise ConfigError(f"{path}: cluster DAG format {version!r}, this pilot reads format {CLUSTERS_FORMAT}; "
+        raise ConfigError(f"{path}: cluster DAG format {repr(version)[:40]}, this pilot reads format {CLUSTERS_FORMAT}; "
                           f"re-plan the workflow with this pilot (pilot plan) or use the pilot that wrote it")
+    clusters = data.get("clusters")
+    if clusters is not None and not isinstance(clusters, list):
+        raise ConfigError(f"{path}: clusters: must be a list of clusters; {replan}")
+    for n, item in enumerate(clusters or [], 1):
+        if not isinstance(item, dict):
+            raise ConfigError(f"{path}: cluster #{n}: must be a mapping of fields; {replan}")
+        for key in ("dir", "dag", "script"):
+            value = item.get(key)
+            if value is not None and (not isinstance(value, str) or os.path.isabs(value)
+                                      or ".." in value.split("/") or "\0" in value):
+                raise ConfigError(f"{path}: cluster #{n}: {key}: {str(value)[:80]!r} is not a path inside the submit "
+                                  f"directory (relative, without '..'); {replan}")
+        for key in ("tasks", "ranks", "roots", "retry", "maxjobs"):
+            value = item.get(key)
+            if value is not None and (type(value) is not int or not 0 <= value < 1 << 31):
+                raise ConfigError(f"{path}: cluster #{n}: {key}: {str(value)[:40]!r} is not a count; {replan}")
+        for key in ("runtime", "critical_path"):
+            value = item.get(key)
+            if value is not None and (type(value) not in (int, float) or not 0 <= value < 1e12):
+                raise ConfigError(f"{path}: cluster #{n}: {key}: {str(value)[:40]!r} is not a number of seconds; {replan}")
     return data

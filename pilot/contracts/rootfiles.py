@@ -36,8 +36,10 @@ from dataclasses import dataclass, field
 
 from pilot.contracts.submitdir import _q, write_braindump
 from pilot.errors import ConfigError
+from pilot.util.atomic import write_atomic
 
 NOTIFY_FILE = "monitord.notify"
+DAX_KIND = (10, "dax")  # Pegasus' type of a sub-workflow job
 BRAINDUMP = "braindump.yml"
 
 
@@ -170,9 +172,11 @@ def _write_subs(submit_dir: str, jobs: list[RootJob]) -> None:
         base = output_base(submit_dir, job.name)
         args = " ".join(job.command[1:]).replace('"', "'")
         memory, gpus = job.memory_mb, job.gpus
+        how = ("as a nested pilot submit of its workflow" if job.kind == DAX_KIND
+               else "through the site's batch system")
         text = (
             f"# Cluster {job.name} as pegasus-monitord and pegasus-analyzer read a job; pilot submit runs it\n"
-            f"# through the site's batch system (no HTCondor).\n"
+            f"# {how} (no HTCondor).\n"
             "universe = vanilla\n"
             f"executable = {job.command[0]}\n"
             f'arguments = "{args}"\n'
@@ -189,6 +193,22 @@ def _write_subs(submit_dir: str, jobs: list[RootJob]) -> None:
         )
         with open(sub_path(submit_dir, job.name), "w", encoding="utf-8") as fh:
             fh.write(text)
+
+
+def set_environment(submit_dir: str, cluster: str, env: dict[str, str]) -> None:
+    """Give a job's .sub the ``environment`` line HTCondor would run it with (new syntax: quoted, spaces
+    between), replacing an earlier one: pegasus-monitord reads a sub-workflow's dagman.out from its
+    ``_CONDOR_DAGMAN_LOG``. A value is one word: none with a space, quote or newline is written."""
+    for key, value in env.items():
+        if any(c in key + value for c in ' "\'\n\r\0'):
+            raise ConfigError(f"{sub_path(submit_dir, cluster)}: {key}={value!r} cannot be written into an HTCondor "
+                              "environment line (no spaces or quotes); move the submit directory to a plainer path")
+    path = sub_path(submit_dir, cluster)
+    with open(path, encoding="utf-8") as fh:
+        lines = [line for line in fh.read(1 << 20).splitlines(True) if not line.startswith("environment =")]
+    at = next((k for k, line in enumerate(lines) if line.strip() == "queue"), len(lines))
+    lines.insert(at, 'environment = "' + " ".join(f"{k}={v}" for k, v in env.items()) + '"\n')
+    write_atomic(path, "".join(lines))
 
 
 def _write_dag(path: str, submit_dir: str, jobs: list[RootJob]) -> None:

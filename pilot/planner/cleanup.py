@@ -60,8 +60,11 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) ->
     levels = graphs.levels(jobs, lambda j: j.parents, lambda j: j.children)  # roots 1
     users: dict[str, list[Job]] = {}
     kept: set[str] = set()
+    written = {u.lfn for j in wf.jobs for u in j.uses if u.writes}
     for job in wf.jobs:
         for use in job.uses:
+            if job.type is JobType.DAX and use.lfn not in written:
+                continue  # nothing staged it here: a sub-workflow reads its own inputs where they are
             users.setdefault(use.lfn, []).append(job)
             if use.writes and use.stage_out and not lay.output_site:
                 kept.add(use.lfn)  # Pegasus never removes an output meant for a stage-out that is not planned

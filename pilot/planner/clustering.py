@@ -27,7 +27,11 @@ on the current node graph: a node's level is its longest path from a root
   Every cross-cluster job edge becomes a cluster edge (Pegasus drops edges into
   non-root members; we do not), and a cycle between clusters is an error
   naming the labels.
-- whole: everything in one cluster (PMC-only mode: one batch job).
+- whole: everything in one cluster (PMC-only mode: one batch job); with
+  sub-workflows, one cluster per stage between them (see _whole).
+
+A sub-workflow job (pegasusWorkflow) is never clustered: it is planned and
+driven on its own when it becomes ready (pilot.planner.subworkflow).
 """
 
 from __future__ import annotations
@@ -40,10 +44,11 @@ from dataclasses import dataclass, field
 
 from pilot.errors import ConfigError
 from pilot.util import graphs
-from pilot.planner.model import Job, Workflow
+from pilot.planner.model import Job, JobType, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile, int_profile
 
 TECHNIQUES = ("horizontal", "label", "whole")
+SUBWORKFLOW = "subworkflow"  # a pegasusWorkflow job: always a cluster of its own, which no technique merges
 NO_CLUSTERING = "none"
 # What `pilot plan` and `pilot submit` do without --cluster: the whole workflow
 # as one batch job, pegasus-mpi-cluster's PMC-only mode. Without clustering
@@ -73,7 +78,7 @@ def parse_techniques(words: list[str]) -> list[str]:
 class Cluster:
     name: str
     jobs: list[Job]
-    kind: str  # single | horizontal | label | whole
+    kind: str  # single | horizontal | label | whole | subworkflow
     site: str
     parents: list["Cluster"] = field(default_factory=list)
     children: list["Cluster"] = field(default_factory=list)
@@ -96,7 +101,8 @@ class Clusterer:
     # -- driver ---------------------------------------------------------------
     def run(self, techniques: list[str]) -> list[Cluster]:
         """Cluster with ``techniques`` (as parse_techniques gives them), in order."""
-        nodes = [Cluster(f"{j.name}_{j.id}", [j], "single", self.site_of(j)) for j in self.wf.jobs]
+        nodes = [Cluster(j.task_id, [j], SUBWORKFLOW, self.site_of(j)) if j.type is JobType.DAX
+                 else Cluster(f"{j.name}_{j.id}", [j], "single", self.site_of(j)) for j in self.wf.jobs]
         self._names = {n.name for n in nodes}
         for technique in techniques:
             node_of = self._index(nodes)
@@ -106,7 +112,7 @@ class Clusterer:
             elif technique == "label":
                 groups = self._label(nodes)
             else:
-                groups = [("whole", f"merge_{self.wf.name}", nodes)]
+                groups = self._whole(nodes)
             nodes = self._merge(nodes, groups)
         link(nodes, self._index(nodes))
         check_acyclic(nodes)
@@ -201,6 +207,22 @@ class Clusterer:
         if maxruntime is not None:
             return first_fit_decreasing(timed, maxruntime)
         return balanced(timed, num)
+
+    # -- whole ----------------------------------------------------------------
+    def _whole(self, nodes: list[Cluster]) -> list[tuple[str, str, list[Cluster]]]:
+        """Everything in one cluster; with sub-workflows, which run as jobs of their own, one cluster per stage:
+        a node's stage counts the sub-workflows on its longest path from a root, so every edge goes to the same
+        stage, into a sub-workflow of that stage, or out of one to a later stage, and no cycle can form."""
+        if not any(n.kind == SUBWORKFLOW for n in nodes):
+            return [("whole", f"merge_{self.wf.name}", nodes)]
+        stage: dict[int, int] = {}
+        for n in graphs.topological_order(nodes, _parents, _children):
+            stage[id(n)] = max((stage[id(p)] + (p.kind == SUBWORKFLOW) for p in n.parents), default=0)
+        groups: dict[int, list[Cluster]] = {}
+        for n in nodes:
+            if n.kind != SUBWORKFLOW:
+                groups.setdefault(stage[id(n)], []).append(n)
+        return [("whole", f"merge_{self.wf.name}", members) for _, members in sorted(groups.items())]
 
     # -- label ----------------------------------------------------------------
     def _label(self, nodes: list[Cluster]) -> list[tuple[str, str, list[Cluster]]]:

@@ -17,6 +17,7 @@ import functools
 import json
 import multiprocessing
 import os
+import sys
 from dataclasses import dataclass
 
 from pilot.contracts.clusters import CLUSTERS_FILE, CLUSTERS_FORMAT
@@ -27,6 +28,7 @@ from pilot.dag.parser import parse_dag
 from pilot.dag.writer import cwd_note, env_note, runtime_note, stdio_note
 from pilot.errors import ConfigError, DagError
 from pilot.jobrequest import pilot_args, request_for
+from pilot.planner import subworkflow
 from pilot.planner.batchopts import BatchOptions, batch_options
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType
@@ -193,11 +195,13 @@ _SHARED: tuple | None = None
 
 
 def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: ProfileResolver, pfn_of,
-         runtime_of, workflow_name: str, planner_arguments: str) -> list[Emitted]:
+         runtime_of, workflow_name: str, planner_arguments: str,
+         subplans: dict[int, subworkflow.SubPlan] | None = None) -> list[Emitted]:
+    """``subplans``: each sub-workflow job's plan (by job index), written for pilot submit instead of a DAG."""
     global _SHARED
     os.makedirs(submit_dir, exist_ok=True)
     open(os.path.join(submit_dir, NOTIFY_FILE), "a").close()
-    _SHARED = (submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments)
+    _SHARED = (submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans or {})
     try:
         workers = min(os.cpu_count() or 1, 8)
         if len(clusters) >= PARALLEL_FROM and workers > 1 and "fork" in multiprocessing.get_all_start_methods():
@@ -210,7 +214,7 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
     out = [Emitted(clusters[k], dag, script, ranks, critical, batch) for k, dag, script, ranks, critical, batch in rows]
     memo: dict = {}
     write_cluster_dag(submit_dir, out, site, workflow_name, [cluster_retry(c, resolver, memo) for c in clusters],
-                      resolver.catalogs.properties)
+                      resolver.catalogs.properties, subplans)
     write_root_monitoring(submit_dir, out, site, workflow_name, planner_arguments,
                           lambda job, handle: task_request(resolver.pegasus(job, handle)), resolver.catalogs.properties,
                           resolver.catalogs.workflow_metadata, resolver.catalogs)
@@ -282,7 +286,10 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
         tasks = [RootTask(j.id, j.tx_label, command_text(j), [ch.id for ch in j.children], *request_of(j, c.site),
                           kind=j.type.value, metadata=j.metadata) for j in c.jobs]
         cdir = os.path.dirname(e.dag)
-        command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag)), ranks=e.ranks).command()
+        if c.kind == subworkflow.KIND:  # driven by a nested pilot submit, as Pegasus runs a nested DAGMan
+            command = [sys.executable, "-m", "pilot", "submit", subworkflow.nested_dir(c)]
+        else:
+            command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag)), ranks=e.ranks).command()
         job = RootJob(c.name, c.site, tasks, [p.name for p in c.parents], command)
         if alone:
             job.kind, job.transformation = c.jobs[0].type.value, c.jobs[0].tx_label
@@ -318,9 +325,11 @@ def job_hooks(emitted: list[Emitted], catalogs: Catalogs) -> dict[str, list[tupl
 
 
 def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions]:
-    submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments = _SHARED  # type: ignore[misc]
+    submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans = _SHARED  # type: ignore[misc]
     cluster = clusters[k]
     cdir = os.path.join(submit_dir, cluster.name)
+    if cluster.kind == subworkflow.KIND:
+        return k, subworkflow.write(cdir, cluster.name, subplans[cluster.jobs[0].index]), "", 0, None, BatchOptions()
     text = cluster_dag_text(cluster, resolver, pfn_of, runtime_of, cdir)
     width, critical = width_and_path(cluster, runtime_of)
     batch = batch_options(cluster, resolver, site.scheduler)
@@ -344,7 +353,7 @@ def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, crit
         tasks_before = sum(1 for line in text.splitlines()[: exc.line or 0] if line.startswith("TASK"))
         job = cluster.jobs[min(len(cluster.jobs) - 1, max(0, tasks_before - 1))]
         raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: {exc.message}") from None
-    with open(dag_file, "w", encoding="utf-8") as fh:
+    with open(dag_file, "w", encoding="utf-8", errors="surrogateescape") as fh:  # bytes PMC passes through
         fh.write(text)
     req = request_for(site, cluster.name, cdir, pilot_args(site, cluster.name + ".dag"), ranks=width + 1,
                       queue=batch.queue, account=batch.account, directives=batch.directives)
@@ -383,7 +392,8 @@ def category_of(cluster: Cluster, properties: dict[str, str]) -> tuple[str | Non
 
 
 def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
-                      retries: list[int | None] | None = None, properties: dict[str, str] | None = None) -> None:
+                      retries: list[int | None] | None = None, properties: dict[str, str] | None = None,
+                      subplans: dict[int, subworkflow.SubPlan] | None = None) -> None:
     """clusters.yml (format in docs/submit-dir.md). JSON scalars are YAML; PyYAML's emitter
     would take seconds for the tens of thousands of clusters of a big plan."""
     j = json.dumps
@@ -402,7 +412,7 @@ def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig,
             f"  kind: {j(c.kind)}",
             f"  dir: {j(c.name)}",
             f"  dag: {j(os.path.relpath(e.dag, submit_dir))}",
-            f"  script: {j(os.path.relpath(e.script, submit_dir))}",
+            f"  script: {j(os.path.relpath(e.script, submit_dir) if e.script else None)}",
             f"  tasks: {len(c.jobs)}",
             f"  roots: {roots_of(c)}",
             f"  ranks: {e.ranks}",
@@ -418,4 +428,6 @@ def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig,
         category, maxjobs = category_of(c, properties or {})
         if category:
             lines += [f"  category: {j(category)}", f"  maxjobs: {j(maxjobs)}"]
+        if c.kind == subworkflow.KIND and subplans:
+            lines += subworkflow.clusters_lines(subplans[c.jobs[0].index], os.path.dirname(e.dag), submit_dir)
     write_atomic(os.path.join(submit_dir, CLUSTERS_FILE), "\n".join(lines) + "\n")

@@ -19,6 +19,7 @@ class JobType(enum.Enum):
     CREATE_DIR = (6, "create-dir")
     CLEANUP = (8, "cleanup")
     CHMOD = (9, "chmod")
+    DAX = (10, "dax")  # a pegasusWorkflow job: a sub-workflow, planned and driven when it becomes ready
 
     @property
     def number(self) -> int:
@@ -68,6 +69,15 @@ class Use:
         return self.link in (Link.OUTPUT, Link.INOUT, Link.CHECKPOINT)
 
 
+@dataclass(frozen=True)
+class SubJob:
+    """What a pegasusWorkflow job names: its workflow file and the pegasus-plan options it is planned with."""
+
+    lfn: str  # the sub-workflow's file (a logical name: the replica catalog or a parent job gives its place)
+    options: tuple[str, ...]  # pilot plan options made of the job's pegasus-plan arguments
+    sites: tuple[str, ...] = ()  # the execution sites its --sites names ((): the parent's)
+
+
 @dataclass(eq=False, slots=True)
 class Job:
     """One compute job of the abstract workflow."""
@@ -94,6 +104,7 @@ class Job:
     stdio: tuple[str, str, str] | None = None  # stdin, stdout, stderr file names ("": none); None: none at all
     metadata: dict[str, str] = field(default_factory=dict)  # the job's metadata, for the monitoring DB
     hooks: list[tuple[str, str]] = field(default_factory=list)  # (monitord condition, command) of its shell hooks
+    subworkflow: "SubJob | None" = None  # a pegasusWorkflow job's file and planner options (type DAX)
 
     @property
     def where(self) -> str:
@@ -110,6 +121,8 @@ class Job:
     def task_id(self) -> str:
         """The job's task id in a PMC DAG: ``<transformation>_<job id>`` as Pegasus writes a compute
         job, an auxiliary job's own name (``stage_in_local_local_0_0``)."""
+        if self.type is JobType.DAX:
+            return f"subdax_{self.name}_{self.id}"  # Pegasus' name for it, which pegasus-monitord looks for
         return f"{self.name}_{self.id}" if self.type is JobType.COMPUTE else self.id
 
     @property

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pilot.dag.cycles import widest_level
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
-from pilot.planner import cleanup, datalayout, properties, reader, reduce, replicas, yamlstream
+from pilot.contracts.rootfiles import PROPERTIES
+from pilot.planner import cleanup, datalayout, properties, reader, reduce, replicas, subworkflow, yamlstream
 from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
 from pilot.planner.emit import Emitted, emit, requested
 from pilot.planner.placement import attach, units_of
@@ -40,6 +41,7 @@ class PlanRequest:
     replicas: str | None = None  # replica catalog file (default: inline, then as pegasus-plan finds one)
     output_site: str | None = datalayout.DEFAULT_OUTPUT_SITE  # None: nothing staged out or registered
     cleanup: str | None = None  # none | leaf | inplace (default) | constraint
+    cache: list[str] = field(default_factory=list)  # more replica files, read last (pegasus-plan --cache)
 
 
 @dataclass
@@ -71,7 +73,22 @@ def load(req: PlanRequest) -> Workflow:
     rc = replicas.catalog_file(req.replicas, cat.properties)
     if rc:
         replicas.load(rc, cat)
+    for extra in req.cache:
+        replicas.load(extra, cat)
     return wf
+
+
+def _passed_down(req: PlanRequest, submit_dir: str) -> list[str]:
+    """The pilot plan options a sub-workflow inherits (as pairs) unless its own arguments name them: the
+    parent's clustering, output site, cleanup, catalog files and properties (those of its submit directory)."""
+    out = ["--cluster", ",".join(req.cluster) or "none", "--output-sites", req.output_site or "none",
+           "--conf", os.path.join(submit_dir, PROPERTIES)]
+    if req.cleanup:
+        out += ["--cleanup", req.cleanup]
+    for option, value in (("--tc", req.tc), ("--sc", req.sc), ("--replicas", req.replicas)):
+        if value:
+            out += [option, os.path.abspath(value)]
+    return out
 
 
 def _default(name: str) -> str | None:
@@ -150,6 +167,9 @@ def _plan(req: PlanRequest) -> Plan:
 
     runtimes: list[float | None] = []
     for job in wf.jobs:  # fail early on unknown transformations, sites and bad runtimes
+        if job.type is JobType.DAX:
+            runtimes.append(None)  # a sub-workflow: planned when it is ready (pilot.planner.subworkflow)
+            continue
         handle = site_of(job)
         entry = catalog_entry(job, handle)
         if entry.container is not None:
@@ -163,6 +183,8 @@ def _plan(req: PlanRequest) -> Plan:
         runtimes.append(float_profile(resolver.pegasus(job, handle), "runtime"))
 
     def runtime_of(job: Job) -> float | None:
+        if job.type is JobType.DAX:
+            return None  # a sub-workflow's runtime is its own plan's
         return runtimes[job.index] if job.type is JobType.COMPUTE else expected_runtime(job)
 
     clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
@@ -173,7 +195,8 @@ def _plan(req: PlanRequest) -> Plan:
     cleanup.add(wf, data, lay, mode)
     clusters = attach(wf, clusters, data.made, lay.exec_site)
 
-    emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments)
+    subplans = subworkflow.prepare(wf, lay, site.handle, _passed_down(req, submit_dir))
+    emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments, subplans)
     for line in node_fit_warnings(emitted, site, resolver):
         log.warning("%s", line)
     asked = next((e for e in emitted if e.batch.asked), None)
@@ -200,6 +223,8 @@ def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: Profil
     out: list[str] = []
     for e in emitted:
         c = e.cluster
+        if c.kind == subworkflow.KIND:
+            continue  # no batch job of its own
         rpn = request_for(site, c.name, "", [], ranks=e.ranks).ranks_per_node
         if cores and rpn > cores:
             out.append(f"cluster {c.name} asks for {rpn} MPI ranks per node, but a node of site {site.name} has {cores} "

@@ -16,10 +16,10 @@ from typing import Any, Iterator
 
 from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
 from pilot.dag.parser import ENV_NAME
-from pilot.planner import yamlstream
+from pilot.planner import subworkflow, yamlstream
 from pilot.planner.model import (
-    Catalogs, Directory, DirectoryType, Job, Link, Profiles, Replica, Site, Transformation, TransformationSite, Use,
-    Workflow,
+    Catalogs, Directory, DirectoryType, Job, JobType, Link, Profiles, Replica, Site, SubJob, Transformation,
+    TransformationSite, Use, Workflow,
 )
 from pilot.planner.profiles import canonical, check_value
 from pilot.planner.yamlvalues import (
@@ -135,8 +135,13 @@ def _add_dependency(dep: Any, path: str, ypath: str, by_id: dict[str, Job]) -> N
 def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
     raw = need_mapping(raw, path, ypath, "a job: {type: job, id: ..., name: ...}")
     kind = raw.get("type", "job")
+    if kind == "pegasusWorkflow":
+        return _read_subworkflow(raw, path, ypath, index)
+    if kind == "condorWorkflow":
+        raise fail(path, f"{ypath}.type", "a condorWorkflow job runs a DAG already planned for HTCondor's DAGMan, which "
+                   "pilot runs without: add the workflow's Pegasus YAML as a pegasusWorkflow job (SubWorkflow(file, False))")
     if kind != "job":
-        raise fail(path, f"{ypath}.type", f"{kind!r} jobs (sub-workflows) are not supported; plan the sub-workflow on its own")
+        raise fail(path, f"{ypath}.type", f"{kind!r}: a job's type is job, pegasusWorkflow or condorWorkflow")
     for key in ("id", "name"):
         if key not in raw:
             raise fail(path, ypath, f"missing '{key}'")
@@ -164,6 +169,35 @@ def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
         metadata=_metadata(raw.get("metadata"), path, f"{ypath}.metadata"),
         hooks=_hooks(raw.get("hooks"), path, f"{ypath}.hooks"),
     )
+
+
+def _read_subworkflow(raw: dict, path: str, ypath: str, index: int) -> Job:
+    """A pegasusWorkflow job: ``{id, file, arguments (pegasus-plan options), uses, profiles}``; its name is the
+    file's stem, as Pegasus names the job ``subdax_<stem>_<id>``."""
+    for key in ("id", "file"):
+        if key not in raw:
+            raise fail(path, ypath, f"missing '{key}' (a sub-workflow job names its workflow file)")
+    job_id = need_text(raw["id"], path, f"{ypath}.id")
+    if not SAFE_ID.match(job_id):
+        raise fail(path, f"{ypath}.id", f"{job_id!r}: job ids may use letters, digits, '_', '.', '+', '-' only")
+    lfn = need_text(raw["file"]["lfn"] if isinstance(raw["file"], dict) and "lfn" in raw["file"] else raw["file"],
+                    path, f"{ypath}.file")
+    if not _relative_name(lfn):
+        raise fail(path, f"{ypath}.file", f"{lfn!r}: a sub-workflow file is a logical file name (no leading '/', no '..')")
+    stem = re.sub(r"[^A-Za-z0-9_.+-]", "_", lfn.rsplit("/", 1)[-1].rsplit(".", 1)[0]) or "subworkflow"
+    args = need_list(raw.get("arguments"), path, f"{ypath}.arguments", "of pegasus-plan options")
+    words = _words([_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)], path, ypath)
+    sub = subworkflow.plan_options(words, path, ypath)
+    uses = [_use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(need_list(raw.get("uses"), path, f"{ypath}.uses", "of files"))]
+    for k, use in enumerate(uses):
+        if use.writes:
+            raise fail(path, f"{ypath}.uses[{k}]", f"{use.lfn!r} is an output of a sub-workflow job: its own jobs write "
+                       "and stage out their outputs; list it there, and make jobs that read it children of a job "
+                       "that stages it to a place the replica catalog names")
+    return Job(id=job_id, name=stem, arguments=words, profiles=read_profiles(raw.get("profiles"), path, f"{ypath}.profiles"),
+               source=path, index=index, yaml_index=index, uses=uses, type=JobType.DAX,
+               subworkflow=SubJob(lfn, sub.options, sub.sites),
+               metadata=_metadata(raw.get("metadata"), path, f"{ypath}.metadata"))
 
 
 # Pegasus.api's hook events and the conditions pegasus-monitord's notifications file names them by.

@@ -187,6 +187,8 @@ class DataJobs:
         Its inputs that no job writes, and its executable when that is stageable (index -1).
         """
         out = []
+        if job.type is JobType.DAX:
+            return out  # a sub-workflow stages its own inputs (its parent's outputs reach it as a cache file)
         for k, use in enumerate(job.uses):
             if use.reads and use.lfn not in made:
                 out.append((k, use, None))

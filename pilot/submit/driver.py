@@ -350,7 +350,8 @@ class Driver:
         soon as it is known: a restart after a crash anywhere in between looks a job up by name instead of
         submitting it twice. Other changes (queue states, outcomes) are written once per pass."""
         now = self.clock.monotonic()
-        active = {s.name: self.state.count(ACTIVE, s.name) for s in self.sites}
+        active = collections.Counter(c.site for c in self.state.clusters.values()  # a sub-workflow is no batch job
+                                     if c.state in ACTIVE and self.specs[c.name].subworkflow is None)
         in_category = collections.Counter(self.specs[c.name].category for c in self.state.clusters.values()
                                           if c.state in ACTIVE)  # DAGMan categories: active data jobs of each kind
         batch: list[tuple[ClusterRecord, SiteConfig]] = []
@@ -365,7 +366,7 @@ class Driver:
             site = self._pick_site(c, active)
             if site is None:
                 continue  # its site is full; another cluster may fit elsewhere
-            active[site.name] += 1
+            active[site.name] += spec.subworkflow is None
             in_category[spec.category] += 1
             self._prepare(c, site)
             batch.append((c, site))

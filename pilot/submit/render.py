@@ -87,6 +87,8 @@ def failure_lines(views: list[ClusterView], watcher: Watcher, submit_dir: str) -
                 out.append(f"{name}: task {task} {how} ({where})")
             if len(failed) > MAX_FAILED_TASKS:
                 out.append(f"{name}: ... and {len(failed) - MAX_FAILED_TASKS} more failed tasks (see {rel(os.path.join(v.spec.dir, 'jobstate.log'))})")
+            if v.spec.subworkflow is not None:  # its own failures are its nested run's to tell
+                out.append(f"{name}: sub-workflow: see pilot status {rel(v.spec.subworkflow.submit_dir)}")
             if r.job_id and any(p and os.path.exists(p) for p in (r.job_stdout, r.job_stderr)):  # a job that never ran has none
                 out.append(f"{name}: batch job {r.job_id} on {r.site}: stdout {rel(r.job_stdout)}, stderr {rel(r.job_stderr)}")
         elif v.shown is Shown.NOT_RUN:

@@ -20,6 +20,7 @@ from pilot.sites import SiteConfig, load_site
 from pilot.submit.backend import SchedulerBackend
 from pilot.submit.driver import Driver
 from pilot.submit.lock import CANCEL_SIGNAL, SubmitLock, holder, stop_holder
+from pilot.submit.nested import routed
 from pilot.submit.monitord import cancel_monitoring, incomplete_note, require_root_files, root_monitoring
 from pilot.submit.options import Options
 from pilot.submit.render import LiveProgress, failure_lines, status_text
@@ -92,6 +93,7 @@ def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: Tex
         for choice, site in zip(choices, sites):
             path = os.path.abspath(site.path) if site.path else choice.spec
             driver.state.sites[site.name] = {"file": path, "set": choice.overrides}
+        driver.backend = routed(driver.backend, submit_dir, list(driver.specs.values()), driver.state.sites, opts)
         driver.recover()
         watcher = Watcher(list(driver.specs.values()))
         live = LiveProgress(watcher, stream)
@@ -152,6 +154,6 @@ def cancel(submit_dir: str, choices: list[SiteChoice] | None) -> list[str] | Non
     if choices is None:
         choices = [SiteChoice(v["file"], dict(v.get("set", {}))) for v in state.sites.values()]
     sites = [c.load() for c in choices]
-    driver = Driver(submit_dir, specs, state, sites, SchedulerBackend())
+    driver = Driver(submit_dir, specs, state, sites, routed(SchedulerBackend(), submit_dir, specs, state.sites, Options()))
     with cancel_monitoring(driver):  # the removed jobs logged as aborted, as DAGMan logs a removal
         return driver.cancel_all()

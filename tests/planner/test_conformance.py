@@ -29,7 +29,8 @@ HOOKS = f"{FIELDS_RUN}::test_shell_hooks_of_the_workflow_and_of_a_job_are_run_by
 META = f"{FIELDS_RUN}::test_workflow_and_job_metadata_reach_the_monitoring_db"
 MOVES = f"{DATA_RUN}::test_the_example_moves_its_files_in_every_clustering_mode"
 CONTAINER = f"{CLUSTERING}::test_a_job_in_a_container_is_refused_in_one_line_naming_job_container_and_site"
-SUBWF = "tests/planner/test_conformance.py::test_sub_workflows_are_refused_in_one_line"
+SUBWF = "tests/planner/test_subworkflows.py::test_a_sub_workflow_job_is_a_cluster_of_its_own_between_its_parents_and_children"
+SUBWF_RUN = "tests/integration/test_subworkflows.py::test_a_sub_workflow_runs_fails_resumes_and_shows_in_the_monitoring_db"
 OPEN = "open"
 NAMESPACED = "tests/planner/test_input_bounds.py::test_any_value_of_any_type_is_planned_or_a_one_line_error"
 
@@ -71,8 +72,8 @@ FIELDS: dict[str, tuple[str, str]] = {
     "jobs[].uses[].optional": ("honoured", f"{DATA}::test_an_optional_input_without_a_replica_is_not_staged"),
     "jobs[].uses[].bypass": (OPEN, "`uses[].bypass`"),
     "jobs[].uses[].metadata": (OPEN, "uses[].metadata"),
-    "jobs[].uses[].forPlanning": ("refused", SUBWF),
-    "jobs[].file": ("refused", SUBWF),
+    "jobs[].uses[].forPlanning": ("honoured", SUBWF),
+    "jobs[].file": ("honoured", SUBWF_RUN),
     # replica catalog
     "replicaCatalog.replicas[].lfn": ("honoured", MOVES),
     "replicaCatalog.replicas[].pfns[].site": ("honoured", MOVES),
@@ -194,17 +195,3 @@ def test_every_field_pegasus_api_writes_is_honoured_refused_or_listed_as_open(tm
             module, test = where.split("::")
             mod = importlib.import_module(module[:-3].replace("/", "."))
             assert callable(getattr(mod, test, None)), f"{field}: {where} does not exist"
-
-
-def test_sub_workflows_are_refused_in_one_line(tmp_path):
-    """pegasusWorkflow and condorWorkflow jobs: refused at plan time, naming the job."""
-    import subprocess
-    import sys
-
-    for kind, name in (("pegasusWorkflow", "sub.yml"), ("condorWorkflow", "sub.dag")):
-        text = f"pegasus: 5.0.4\nname: w\njobs:\n- type: {kind}\n  file: {name}\n  id: s1\n  arguments: []\n"
-        (tmp_path / "w.yml").write_text(text)
-        res = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", str(tmp_path / "w.yml"),
-                              "--dir", str(tmp_path / f"sub-{kind}")], capture_output=True, text=True, timeout=120)
-        assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
-        assert f"jobs[0].type: '{kind}' jobs (sub-workflows) are not supported" in res.stderr
