@@ -33,8 +33,9 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
-from pilot.contracts.submitdir import _q, write_braindump
+from pilot.contracts.submitdir import REPLAN, _q, load_braindump, write_braindump
 from pilot.errors import ConfigError
 from pilot.util.atomic import write_atomic
 
@@ -255,21 +256,20 @@ def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dic
                     w(f"{head} event=task.meta task.id={_q(t.id)} key={_q(key)} value={_q(value)}\n")
 
 
-def read_braindump(submit_dir: str) -> dict[str, str]:
-    """The root braindump's keys; a one-line error for a directory planned before root monitoring."""
+def read_braindump(submit_dir: str) -> dict[str, Any]:
+    """The root braindump, read bounded: one line for a directory planned before root monitoring, a file that is
+    garbage, binary, a list or a directory, or one whose root DAG is missing or lies outside the submit directory
+    (its dagman.out is written next to it)."""
     path = os.path.join(submit_dir, BRAINDUMP)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read(1 << 20)
+        data = load_braindump(path)
     except FileNotFoundError:
         raise ConfigError(
             f"{submit_dir}: planned by an older pilot (no {BRAINDUMP} or root DAG for pegasus-monitord): "
             "plan it again with pilot plan (or pilot submit WORKFLOW.yml) into a new --dir"
         ) from None
-    import yaml
-
-    data = yaml.safe_load(text) or {}
     dag = data.get("dag")
-    if not dag or not os.path.exists(os.path.join(submit_dir, dag)):
-        raise ConfigError(f"{path}: names no root DAG that exists ({dag!r}): plan the workflow again into a new --dir")
+    if not isinstance(dag, str) or not dag or os.path.isabs(dag) or ".." in dag.split("/") \
+            or not os.path.isfile(os.path.join(submit_dir, dag)):
+        raise ConfigError(f"{path}: names no root DAG that exists in the submit directory ({str(dag)[:80]!r}); {REPLAN}")
     return data

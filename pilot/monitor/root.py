@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pilot.contracts.rootfiles import BRAINDUMP, read_braindump
-from pilot.contracts.submitdir import REPLAN, load_braindump
+from pilot.contracts.rootfiles import read_braindump
+from pilot.contracts.submitdir import REPLAN
 from pilot.errors import ConfigError
 from pilot.monitor import joboutput
 from pilot.monitor.dagman_out import DagmanOut
@@ -270,18 +270,8 @@ class RootMonitor(RootEvents):
 
 
 def root_braindump(submit_dir: str) -> dict[str, Any]:
-    """The root braindump, read bounded: one line for a file that is garbage, binary, a list or a directory, or
-    whose root DAG is missing or lies outside the submit directory (its dagman.out is written next to it)."""
-    path = os.path.join(submit_dir, BRAINDUMP)
-    try:
-        data = load_braindump(path)
-    except FileNotFoundError:
-        return read_braindump(submit_dir)  # its one line for a directory planned before root monitoring
-    dag = data.get("dag")
-    if not isinstance(dag, str) or not dag or os.path.isabs(dag) or ".." in dag.split("/") \
-            or not os.path.isfile(os.path.join(submit_dir, dag)):
-        raise ConfigError(f"{path}: names no root DAG that exists in the submit directory ({str(dag)[:80]!r}); {REPLAN}")
-    return data
+    """The root braindump (pilot.contracts.rootfiles.read_braindump: bounded, its root DAG inside the directory)."""
+    return read_braindump(submit_dir)
 
 
 def _read_dag(path: str) -> dict[str, Node]:

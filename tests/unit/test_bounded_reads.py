@@ -267,10 +267,6 @@ PARSERS_ALLOWED = {
     "pilot/util/boundedload.py",
     # its event reader: the only user of libyaml's loader, which it drives event by event (no safe_load)
     "pilot/util/yamlstream.py",
-    # read_braindump parses with yaml.safe_load; it is reached only for a missing root braindump, through
-    # pilot.monitor.root.root_braindump, which reads an existing one bounded. (The module is another change's
-    # to edit; once it is free, its reader should call pilot.contracts.submitdir.load_braindump.)
-    "pilot/contracts/rootfiles.py",
 }
 _YAML_PARSE = {"load", "safe_load", "full_load", "unsafe_load", "load_all", "safe_load_all", "full_load_all",
                "unsafe_load_all", "compose", "compose_all", "parse", "scan", "Loader", "SafeLoader", "CSafeLoader",
