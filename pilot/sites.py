@@ -21,8 +21,8 @@ from importlib import resources
 from typing import Any
 
 from pilot.errors import ConfigError
-from pilot.siteschema import (ARGS, BOOL, COMMAND, DURATION, KEYLIST, LINES, TEXT, TEXTLIST, WORD, Kind, choice,
-                              integer, spec)
+from pilot.siteschema import (ARGS, BOOL, COMMAND, DURATION, KEYLIST, LINES, RUNTIMES, TEXT, TEXTLIST, WORD, Kind,
+                              choice, integer, spec)
 from pilot.util.boundedload import CONFIG_BYTES, load_yaml_lines, read_text
 
 def _launcher(value: str) -> str | None:
@@ -75,6 +75,9 @@ class SiteConfig:
     # The site's shared scratch (a directory every node sees) where the site catalog gives none:
     # the workflow's directory is made under it and every job runs there. $VARS are expanded at plan time.
     shared_scratch: str | None = field(default=None, metadata=spec(TEXT))
+    # The container runtimes its compute nodes have (apptainer, singularity, shifter), in the order to use them:
+    # a job whose transformation runs in a container of the kind one of them runs is wrapped in it.
+    container_runtimes: list[str] = field(default_factory=list, metadata=spec(RUNTIMES))
     required: list[str] = field(default_factory=list, metadata=spec(KEYLIST))
     sources: list[str] = field(default_factory=list, metadata=spec(TEXTLIST))
     path: str = ""

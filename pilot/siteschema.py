@@ -173,4 +173,16 @@ BOOL = Kind("true or false", _bool)
 DURATION = Kind("a duration", _duration)
 LINES = Kind("a list of lines", _lines)
 KEYLIST = Kind("a list of site keys", _list(_key, "site keys"))
+# Container runtimes a site's compute nodes have, and the container kind of Pegasus' each runs.
+CONTAINER_RUNTIMES = {"apptainer": "singularity", "singularity": "singularity", "shifter": "shifter"}
+
+
+def _runtime(value: Any, from_text: bool) -> str:  # noqa: ARG001
+    text = _one_line(value, "a container runtime")
+    if text not in CONTAINER_RUNTIMES:
+        raise ValueError(f"{text!r} is not a container runtime pilot runs: use {', '.join(CONTAINER_RUNTIMES)}")
+    return text
+
+
+RUNTIMES = Kind("a list of container runtimes", _list(_runtime, "container runtimes"))
 TEXTLIST = Kind("a list of one-line texts", _list(_text, "one-line texts"))

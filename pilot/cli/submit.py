@@ -241,6 +241,7 @@ def site_summary(name: str) -> str:
         ("nodes", f"{site.nodes} per job{', whole nodes' if site.exclusive else ''}"),
         ("walltime", f"{site.walltime} per job; max walltime {site.max_walltime or 'not stated'}"),
         ("worker_init", "; ".join(site.worker_init) or "-"),
+        ("containers", ", ".join(site.container_runtimes) or "none (jobs in containers are refused)"),
         ("required", ", ".join(f"{k} (pass --set {k}=VALUE)" for k in site.required) or "nothing"),
         ("max queued", str(site.max_queued)),
         ("sources", "\n".join(site.sources) or "-"),

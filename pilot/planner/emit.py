@@ -91,7 +91,7 @@ def _options(values: tuple, extra) -> tuple[str, ...]:
 
 
 def task_line(job: Job, pfn: str, profiles: dict[str, str]) -> str:
-    parts = ["TASK", task_id(job), *task_options(profiles), quote_arg(pfn)]
+    parts = ["TASK", task_id(job), *task_options(profiles), *(quote_arg(w) for w in job.wrapper or ()), quote_arg(pfn)]
     parts += [quote_arg(a) for a in job.arguments]
     return " ".join(parts)
 

@@ -105,6 +105,7 @@ class Job:
     metadata: dict[str, str] = field(default_factory=dict)  # the job's metadata, for the monitoring DB
     hooks: list[tuple[str, str]] = field(default_factory=list)  # (monitord condition, command) of its shell hooks
     subworkflow: "SubJob | None" = None  # a pegasusWorkflow job's file and planner options (type DAX)
+    wrapper: list[str] | None = None  # its container runtime's words before its executable (planner.containers)
 
     @property
     def where(self) -> str:
@@ -198,12 +199,26 @@ class Replica:
     where: str = ""
 
 
+@dataclass(frozen=True)
+class ContainerSpec:
+    """A container of the transformation catalog (``containers[]``)."""
+
+    name: str
+    kind: str  # singularity | docker | shifter
+    image: str  # its URL (docker://, library://, shub://, file://, http(s)://, shifter://) or path
+    image_site: str | None = None
+    mounts: tuple[str, ...] = ()  # HOST[:CONTAINER[:OPTIONS]]
+    bypass: bool = False  # the job uses the image from its URL, not a copy staged into its directory
+    env: tuple[tuple[str, str], ...] = ()  # its env profiles: set inside the container
+    where: str = ""  # file and YAML path, for errors
+
+
 @dataclass
 class Catalogs:
     transformations: dict[tuple[str | None, str, str | None], Transformation] = field(default_factory=dict)
     sites: dict[str, Site] = field(default_factory=dict)
     properties: dict[str, str] = field(default_factory=dict)
-    containers: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (type, image)
+    containers: dict[str, ContainerSpec] = field(default_factory=dict)
     workflow_profiles: Profiles = field(default_factory=dict)  # the workflow's own: every job's, below the job's
     workflow_metadata: dict[str, str] = field(default_factory=dict)  # the workflow's metadata, for the monitoring DB
     workflow_hooks: list[tuple[str, str]] = field(default_factory=list)  # the workflow's shell hooks

@@ -11,13 +11,14 @@ from pilot.dag.cycles import widest_level
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
 from pilot.contracts.rootfiles import PROPERTIES
-from pilot.planner import cleanup, datalayout, properties, reader, reduce, replicas, subworkflow, yamlstream
+from pilot.planner import (cleanup, containers, datalayout, properties, reader, reduce, replicas, subworkflow,
+                           yamlstream)
 from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
 from pilot.planner.emit import Emitted, emit, requested
 from pilot.planner.placement import attach, units_of
 from pilot.planner.staging import DataJobs, executable_lfn, expected_runtime
 from pilot.planner.estimate import PlanEstimate
-from pilot.planner.model import Catalogs, Job, JobType, Workflow
+from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, Use, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.planner.yamlvalues import SAFE_ID
 from pilot.sites import SiteConfig
@@ -165,6 +166,19 @@ def _plan(req: PlanRequest) -> Plan:
             return lay.workdir.file(executable_lfn(job))[0]
         return catalog_entry(job, handle).pfn
 
+    def in_container(job: Job, name: str, handle: str) -> None:
+        """Wrap the job in its container's runtime, its image staged in as an input (planner.containers)."""
+        spec = wf.catalogs.containers.get(name)
+        if spec is None:
+            raise ConfigError(f"{job.where}: transformation {job.tx_label} names container {name!r}, which the "
+                              "transformation catalog's containers do not list: add it there")
+        runtime = containers.runtime_for(job, spec, site, handle)
+        job.wrapper = containers.wrapper(spec, runtime, lay.workdir.path, resolver.pegasus(job, handle))
+        image = containers.staged_image(spec)
+        if image is not None:
+            job.uses.append(Use(image[0], Link.INPUT))
+            wf.catalogs.replicas.setdefault(image[0], [Replica(image[1], spec.image_site or "local", spec.where)])
+
     runtimes: list[float | None] = []
     for job in wf.jobs:  # fail early on unknown transformations, sites and bad runtimes
         if job.type is JobType.DAX:
@@ -173,11 +187,7 @@ def _plan(req: PlanRequest) -> Plan:
         handle = site_of(job)
         entry = catalog_entry(job, handle)
         if entry.container is not None:
-            kind, image = wf.catalogs.containers.get(entry.container, ("unknown kind", "not in the catalog"))
-            raise ConfigError(f"{job.where}: transformation {job.tx_label} runs in container {entry.container} ({kind}, "
-                              f"image {image}) on site {handle}, and site {site.name} offers no container runtime "
-                              "(pilot runs tasks on the host); remove 'container' from the transformation's site "
-                              "entry to run it there")
+            in_container(job, entry.container, handle)
         if entry.stageable:
             stageable[job.index] = (replicas.url_of(entry.pfn), entry.site)
         runtimes.append(float_profile(resolver.pegasus(job, handle), "runtime"))

@@ -16,14 +16,14 @@ from typing import Any, Iterator
 
 from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
 from pilot.dag.parser import ENV_NAME
-from pilot.planner import subworkflow, yamlstream
+from pilot.planner import containers, subworkflow, yamlstream
 from pilot.planner.model import (
-    Catalogs, Directory, DirectoryType, Job, JobType, Link, Profiles, Replica, Site, SubJob, Transformation,
-    TransformationSite, Use, Workflow,
+    Catalogs, Directory, DirectoryType, Job, JobType, Link, Profiles, Replica, Site, SubJob,
+    Transformation, TransformationSite, Use, Workflow,
 )
 from pilot.planner.profiles import canonical, check_value
 from pilot.planner.yamlvalues import (
-    SAFE_ID, fail, identifier, kind_of, need_list, need_mapping, need_text, optional_text,
+    SAFE_ID, fail, flag, identifier, kind_of, need_list, need_mapping, need_text, optional_text,
 )
 
 
@@ -262,19 +262,6 @@ def _relative_name(lfn: str) -> bool:
     return bool(lfn) and not lfn.startswith("/") and ".." not in parts and not any(c in lfn for c in "\n\r\0")
 
 
-def _flag(raw: dict, key: str, default: bool, path: str, ypath: str) -> bool:
-    """A YAML boolean (``true``/``false``, as Pegasus.api writes them); absent: ``default``."""
-    value = raw.get(key)
-    if value is None:
-        return default
-    text = need_text(value, path, f"{ypath}.{key}").lower()
-    if text in ("true", "yes", "on"):
-        return True
-    if text in ("false", "no", "off"):
-        return False
-    raise fail(path, f"{ypath}.{key}", f"{text!r} is not true or false")
-
-
 def _use(raw: Any, path: str, ypath: str) -> Use:
     """One ``uses`` entry: ``{lfn, type: input|output|inout|checkpoint, stageOut, registerReplica}``; an output is
     staged out and registered unless it says otherwise, as Pegasus.api's add_outputs defaults."""
@@ -292,9 +279,9 @@ def _use(raw: Any, path: str, ypath: str) -> Use:
     if link is Link.INOUT:
         raise fail(path, f"{ypath}.type", f"file {lfn!r} is listed as input and output (inout), which Pegasus refuses: "
                    "write the output under another name, or make it a checkpoint file")
-    return Use(lfn, link, stage_out=_flag(raw, "stageOut", True, path, ypath),
-               register=_flag(raw, "registerReplica", True, path, ypath),
-               optional=link is Link.CHECKPOINT or _flag(raw, "optional", False, path, ypath))
+    return Use(lfn, link, stage_out=flag(raw, "stageOut", True, path, ypath),
+               register=flag(raw, "registerReplica", True, path, ypath),
+               optional=link is Link.CHECKPOINT or flag(raw, "optional", False, path, ypath))
 
 
 def _argument(value: Any, path: str, ypath: str) -> str:
@@ -362,8 +349,9 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
             )
         catalogs.transformations[(tx.namespace, tx.name, tx.version)] = tx
     for cpath, raw in _catalog_entries(data, path, ypath, "containers", "container", "name"):
-        catalogs.containers[need_text(raw["name"], path, f"{cpath}.name")] = (
-            need_text(raw.get("type", "?"), path, f"{cpath}.type"), need_text(raw.get("image", "?"), path, f"{cpath}.image"))
+        name = need_text(raw["name"], path, f"{cpath}.name")
+        env = read_profiles(raw.get("profiles"), path, f"{cpath}.profiles").get("env", {})
+        catalogs.containers[name] = containers.read(name, raw, env, path, cpath)
 
 
 def read_site_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
@@ -420,7 +408,7 @@ def read_replica_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -
             copies.append(Replica(need_text(p["pfn"], path, f"{ppath}.pfn"), site, f"{path}: {ppath}"))
         if not copies:
             raise fail(path, f"{rpath}.pfns", f"replica {lfn!r} names no pfn: give at least one {{site, pfn}}")
-        if _flag(raw, "regex", False, path, rpath):
+        if flag(raw, "regex", False, path, rpath):
             try:
                 pattern = re.compile(lfn)
             except re.error as exc:

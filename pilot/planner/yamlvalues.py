@@ -72,3 +72,16 @@ def identifier(raw: dict, key: str, path: str, ypath: str) -> str | None:
 def optional_text(raw: dict, key: str, path: str, ypath: str) -> str | None:
     value = raw.get(key)
     return None if value is None else need_text(value, path, f"{ypath}.{key}")
+
+
+def flag(raw: dict, key: str, default: bool, path: str, ypath: str) -> bool:
+    """A YAML boolean (``true``/``false``, as Pegasus.api writes them); absent: ``default``."""
+    value = raw.get(key)
+    if value is None:
+        return default
+    text = need_text(value, path, f"{ypath}.{key}").lower()
+    if text in ("true", "yes", "on"):
+        return True
+    if text in ("false", "no", "off"):
+        return False
+    raise fail(path, f"{ypath}.{key}", f"{text!r} is not true or false")

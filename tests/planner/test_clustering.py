@@ -392,14 +392,3 @@ def test_a_batch_option_that_cannot_be_a_directive_is_refused(tmp_path):
     wf.add_jobs(api.Job("T", _id="a").add_pegasus_profile(glite_arguments="--comment=$(reboot)"))
     with pytest.raises(ConfigError, match=r"jobs\[0\].*glite.arguments .* cannot go into a batch directive"):
         run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/bin/true"})), "whole", site="local")
-
-
-def test_a_job_in_a_container_is_refused_in_one_line_naming_job_container_and_site(tmp_path):
-    """Running it on the host instead would give other software than the workflow asked for."""
-    alp = api.Container("alp", api.Container.SINGULARITY, image="docker://alpine:3.18")
-    tc = api.TransformationCatalog().add_containers(alp).add_transformations(
-        api.Transformation("echo", site=SITE, pfn="/bin/echo", is_stageable=False, container=alp))
-    wf = api.Workflow("box", infer_dependencies=False).add_jobs(api.Job("echo", _id="j").add_args("hi"))
-    with pytest.raises(ConfigError, match=r"jobs\[0\] \(id j\): transformation echo runs in container alp \(singularity, "
-                                          r"image docker://alpine:3.18\) on site local, and site local offers no container"):
-        run_plan(tmp_path, write(tmp_path, wf, tc), "whole")

@@ -28,7 +28,9 @@ ENV = f"{FIELDS_RUN}::test_env_profiles_of_every_layer_reach_the_task_in_every_c
 HOOKS = f"{FIELDS_RUN}::test_shell_hooks_of_the_workflow_and_of_a_job_are_run_by_pegasus_monitord"
 META = f"{FIELDS_RUN}::test_workflow_and_job_metadata_reach_the_monitoring_db"
 MOVES = f"{DATA_RUN}::test_the_example_moves_its_files_in_every_clustering_mode"
-CONTAINER = f"{CLUSTERING}::test_a_job_in_a_container_is_refused_in_one_line_naming_job_container_and_site"
+CONTAINERS = "tests/planner/test_containers.py"
+CONTAINER = f"{CONTAINERS}::test_a_singularity_job_runs_in_apptainer_as_pegasus_wrapper_runs_it_its_image_staged"
+BYPASS = f"{CONTAINERS}::test_a_bypassed_image_is_used_from_its_url_and_shifter_runs_as_pegasus_runs_it"
 SUBWF = "tests/planner/test_subworkflows.py::test_a_sub_workflow_job_is_a_cluster_of_its_own_between_its_parents_and_children"
 SUBWF_RUN = "tests/integration/test_subworkflows.py::test_a_sub_workflow_runs_fails_resumes_and_shows_in_the_monitoring_db"
 OPEN = "open"
@@ -88,7 +90,7 @@ FIELDS: dict[str, tuple[str, str]] = {
     "transformationCatalog.transformations[].sites[].name": ("honoured", MOVES),
     "transformationCatalog.transformations[].sites[].pfn": ("honoured", MOVES),
     "transformationCatalog.transformations[].sites[].type": ("honoured", f"{DATA}::test_a_stageable_executable_of_another_site_is_staged_from_there"),
-    "transformationCatalog.transformations[].sites[].container": ("refused", CONTAINER),
+    "transformationCatalog.transformations[].sites[].container": ("honoured", CONTAINER),
     "transformationCatalog.transformations[].sites[].bypass": (OPEN, "`requires`, `checksum`, `arch`, `os.*`, `bypass`"),
     "transformationCatalog.transformations[].sites[].arch": (OPEN, "`requires`, `checksum`, `arch`, `os.*`, `bypass`"),
     "transformationCatalog.transformations[].sites[].os.type": (OPEN, "`requires`, `checksum`, `arch`, `os.*`, `bypass`"),
@@ -100,14 +102,14 @@ FIELDS: dict[str, tuple[str, str]] = {
     "transformationCatalog.transformations[].hooks.shell[]._on": ("honoured", HOOKS),
     "transformationCatalog.transformations[].hooks.shell[].cmd": ("honoured", HOOKS),
     "transformationCatalog.transformations[].metadata": (OPEN, "transformation `metadata`"),
-    "transformationCatalog.containers[].name": ("refused", CONTAINER),
-    "transformationCatalog.containers[].type": ("refused", CONTAINER),
-    "transformationCatalog.containers[].image": ("refused", CONTAINER),
-    "transformationCatalog.containers[].image.site": ("refused", CONTAINER),
-    "transformationCatalog.containers[].mounts": ("refused", CONTAINER),
-    "transformationCatalog.containers[].bypass": ("refused", CONTAINER),
-    "transformationCatalog.containers[].checksum": ("refused", CONTAINER),
-    "transformationCatalog.containers[].profiles.env": ("refused", CONTAINER),
+    "transformationCatalog.containers[].name": ("honoured", CONTAINER),
+    "transformationCatalog.containers[].type": ("honoured", CONTAINER),
+    "transformationCatalog.containers[].image": ("honoured", CONTAINER),
+    "transformationCatalog.containers[].image.site": ("honoured", CONTAINER),
+    "transformationCatalog.containers[].mounts": ("honoured", CONTAINER),
+    "transformationCatalog.containers[].bypass": ("honoured", BYPASS),
+    "transformationCatalog.containers[].checksum": (OPEN, "container `checksum`"),
+    "transformationCatalog.containers[].profiles.env": ("honoured", CONTAINER),
     # site catalog
     "siteCatalog.sites[].name": ("honoured", MOVES),
     "siteCatalog.sites[].directories[].type": ("honoured", MOVES),

@@ -1,0 +1,120 @@
+"""Containers: the task's command is the one Pegasus' container wrapper writes, the image staged as Pegasus stages
+it, or the plan refuses in one line naming the job, the container, its kind and what the site offers.
+
+No container runtime installs on the machines these tests run on (no apptainer or singularity package in
+Debian 12, no registry reachable), so the command line pilot writes is checked against the one Pegasus writes
+(Singularity.java, Shifter.java), word by word."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from pilot.dag import read_dag
+from pilot.errors import ConfigError
+from pilot.planner.containers import image_lfn
+from pilot.planner.model import ContainerSpec
+from pilot.planner.plan import PlanRequest, plan
+from pilot.sites import load_site
+
+api = pytest.importorskip("Pegasus.api")
+
+
+def workflow(tmp: Path, container: "api.Container", **profiles) -> Path:
+    tc = api.TransformationCatalog().add_containers(container).add_transformations(
+        api.Transformation("echo", site="local", pfn="/bin/echo", is_stageable=False, container=container))
+    wf = api.Workflow("box").add_transformation_catalog(tc)
+    job = api.Job("echo", _id="j").add_args("hi", "there")
+    if profiles:
+        job.add_pegasus_profile(**profiles)
+    wf.add_jobs(job)
+    wf.write(str(tmp / "box.yml"))
+    return tmp / "box.yml"
+
+
+def run_plan(tmp: Path, wf: Path, runtimes: str | None):
+    site = load_site("local", {"container_runtimes": runtimes} if runtimes else {})
+    return plan(PlanRequest(workflow=str(wf), site=site, cluster=["whole"], submit_dir=str(tmp / "submit")))
+
+
+def task_of(result, name: str = "echo_j") -> list[str]:
+    dag = read_dag(result.emitted[0].dag)
+    return dag.tasks[name].argv
+
+
+def pegasus_singularity(runtime: str, workdir: str, mounts: list[str], extra: str, image: str, gpus: bool) -> list[str]:
+    """Singularity.java's containerRun, with PegasusLite's shell variables put for what they are here: $PWD is the
+    job's directory, /srv/<launch script> the job itself (after --pwd /srv, which the script's cd does there), no
+    HTCondor scratch directory, the container's env (set by the launch script there) as --env."""
+    words = [runtime, "exec", "--no-home", *(["--nv"] if gpus else []), "--bind", f"{workdir}:/srv", "--pwd", "/srv",
+             "--env", "CV=1"]
+    for m in mounts:
+        words += ["--bind", m]
+    return [*words, *shlex.split(extra), image]
+
+
+def test_a_singularity_job_runs_in_apptainer_as_pegasus_wrapper_runs_it_its_image_staged(tmp_path):
+    alp = api.Container("alp", api.Container.SINGULARITY, image="docker://alpine:3.18", mounts=["/data:/data:ro"])
+    alp.add_env(CV="1")
+    result = run_plan(tmp_path, workflow(tmp_path, alp, gpus=1, container_arguments="--cleanenv --contain"), "apptainer")
+    argv = task_of(result)
+    workdir = argv[argv.index("--bind") + 1].rsplit(":/srv", 1)[0]
+    assert workdir.endswith("/box/submit")  # the workflow's directory on the shared scratch, where the job runs
+    assert argv == [*pegasus_singularity("apptainer", workdir, ["/data:/data:ro"], "--cleanenv --contain", "alp.simg",
+                                         True), "/bin/echo", "hi", "there"]
+    # The image comes in as Pegasus stages it: pegasus-transfer from its URL into the job's directory.
+    stage_in = next(Path(result.submit_dir).glob("*/stage_in_*.in"))
+    entry = next(e for e in json.loads(stage_in.read_text()) if e["lfn"] == "alp.simg")
+    assert entry["src_urls"][0]["url"] == "docker://alpine:3.18"
+    assert entry["dest_urls"][0]["url"] == f"file://{workdir}/alp.simg"
+
+
+def test_a_bypassed_image_is_used_from_its_url_and_shifter_runs_as_pegasus_runs_it(tmp_path):
+    alp = api.Container("alp", api.Container.SINGULARITY, image="docker://alpine:3.18", bypass_staging=True)
+    alp.add_env(CV="1")
+    argv = task_of(run_plan(tmp_path, workflow(tmp_path, alp), "singularity"))
+    assert argv[-4:] == ["docker://alpine:3.18", "/bin/echo", "hi", "there"] and argv[0] == "singularity"
+    assert "--nv" not in argv
+    sh = api.Container("sh", api.Container.SHIFTER, image="shifter:///ubuntu:22.04", mounts=["/global/cfs:/cfs"])
+    (tmp_path / "s").mkdir()
+    argv = task_of(run_plan(tmp_path / "s", workflow(tmp_path / "s", sh), "apptainer,shifter"))
+    workdir = argv[argv.index("--volume") + 1].split(";")[1].rsplit(":/scratch", 1)[0]
+    # Shifter.java: shifter --image LFN --volume MOUNT;$PWD:/scratch --workdir=/scratch ./<script>
+    assert argv == ["shifter", "--image", "ubuntu:22.04", "--volume", f"/global/cfs:/cfs;{workdir}:/scratch",
+                    "--workdir=/scratch", "/bin/echo", "hi", "there"]
+
+
+@pytest.mark.parametrize("kind,image,lfn", [
+    ("singularity", "docker://alpine:3.18", "c.simg"), ("singularity", "shub://x/y", "c.simg"),
+    ("singularity", "file:///images/centos.sif", "c.sif"), ("singularity", "https://h/i/img.tar.gz", "c.tar.gz"),
+    ("singularity", "library://a/b/c:1.0", "c"), ("singularity", "/images/noext", "c"),
+    ("shifter", "shifter:///centos:7", "centos:7"), ("shifter", "docker://ubuntu:22.04", "docker:ubuntu:22.04"),
+])
+def test_image_names_are_pegasus_names(kind, image, lfn):
+    assert image_lfn(ContainerSpec("c", kind, image)) == lfn
+
+
+def test_containers_a_site_cannot_run_are_refused_naming_job_container_kind_and_what_the_site_offers(tmp_path):
+    alp = api.Container("alp", api.Container.SINGULARITY, image="docker://alpine:3.18")
+    with pytest.raises(ConfigError, match=r"jobs\[0\] \(id j\): transformation echo runs in singularity container alp "
+                                          r"\(image docker://alpine:3.18\) on site local, and site local offers no "
+                                          r"container runtime: add its runtime"):
+        run_plan(tmp_path, workflow(tmp_path, alp), None)
+    box = api.Container("box", api.Container.DOCKER, image="docker://alpine:3.18")
+    with pytest.raises(ConfigError, match=r"runs in docker container box .* offers apptainer: declare it as a "
+                                          r"singularity container"):
+        run_plan(tmp_path, workflow(tmp_path, box), "apptainer")
+    odd = api.Container("odd", api.Container.SINGULARITY, image="https://h/img.zip")
+    with pytest.raises(ConfigError, match=r"'.zip' is not a singularity image suffix"):
+        run_plan(tmp_path, workflow(tmp_path, odd), "apptainer")
+    spaced = api.Container("sp", api.Container.SINGULARITY, image="docker://alpine", mounts=["/a b:/c"])
+    with pytest.raises(ConfigError, match=r"containers\[0\]\.mounts\[0\]: '/a b:/c': a container's image, mounts"):
+        run_plan(tmp_path, workflow(tmp_path, spaced), "apptainer")
+
+
+def test_a_site_names_only_runtimes_pilot_runs():
+    with pytest.raises(ConfigError, match=r"container_runtimes.*'docker' is not a container runtime pilot runs"):
+        load_site("local", {"container_runtimes": "docker"})
