@@ -58,4 +58,8 @@ def quote_arg(arg: str) -> str:
         return arg if arg else "''"
     if SPECIAL.search(arg) is None:
         return '"' + arg + '"'
-    return "".join("\\" + c if c in "'\"\\" or c.isspace() else c for c in arg)
+    if not any(c.isspace() for c in arg):
+        return "".join("\\" + c if c in "'\"\\" else c for c in arg)
+    # In double quotes (a quote ends the argument, and a backslash escapes inside it too): an escaped space at the
+    # end would be lost, as a line's reader strips trailing whitespace.
+    return '"' + "".join("\\" + c if c in "'\"\\" else c for c in arg) + '"'

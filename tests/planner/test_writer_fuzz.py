@@ -1,0 +1,104 @@
+"""Fuzzing the planner's writers: any string in any field a user writes reaches the generated files as the same
+single value, or the plan is refused in one line; never a second task, a second directive or a broken line.
+
+A workflow as Pegasus.api writes it gets arbitrary text in its job's arguments, env profile, metadata, stdout
+file, transformation namespace, in the site's account and worker_init; it is planned for a Slurm site, and
+the files are read back with the real readers: the cluster DAG (one TASK per job, the argument words as
+Pegasus passes them, the env value itself), the batch script (the directives of a plain plan and no more),
+the .sub and static.bp files (no line that is not one of theirs).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from pilot.dag import read_dag
+from pilot.dag.lexer import split_args
+from pilot.errors import ConfigError, PilotError
+from pilot.planner.plan import PlanRequest, plan
+from pilot.sites import load_site
+
+FUZZ = settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+# What breaks lines, quotes, directives and shells, and a few of anything.
+_PIECE = st.sampled_from(list(" \t\n\r\0'\"\\#@$`;=-/.:") + ["\nTASK x /bin/true", "\n#SBATCH --x", "ab"]) \
+    | st.characters(blacklist_categories=("Cs",))
+_TEXT = st.lists(_PIECE, max_size=8).map("".join)
+
+
+def workflow(tmp: Path, args: list[str], env: str, meta: str, stdout: str, namespace: str) -> Path:
+    data = {
+        "pegasus": "5.0.4", "name": "fz",
+        "transformationCatalog": {"transformations": [
+            {"namespace": namespace, "name": "echo", "sites": [{"name": "local", "pfn": "/bin/echo", "type": "installed"}]}]},
+        "jobs": [{"type": "job", "namespace": namespace, "name": "echo", "id": "J1", "arguments": args,
+                  "uses": [], "profiles": {"env": {"FZ": env}}, "metadata": {"m": meta}, "stdout": stdout}],
+        "jobDependencies": [],
+    }
+    path = tmp / "fz.yml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def directives(script: str) -> list[str]:
+    return [line.split()[1].split("=")[0] for line in script.splitlines() if line.startswith("#SBATCH")]
+
+
+FIELDS = ("arg", "env", "meta", "stdout", "namespace", "account", "init")
+PLAIN = {"arg": "-i in.txt", "env": "v", "meta": "m", "stdout": "o.txt", "namespace": "ns", "account": "m1234",
+         "init": "module load python"}
+
+
+def plan_one(tmp: Path, v: dict[str, str], args: list[str]):
+    site = load_site("perlmutter-cpu", {"account": v["account"], "worker_init": v["init"], "pegasus_site": "local"})
+    wf = workflow(tmp, args, v["env"], v["meta"], v["stdout"], v["namespace"])
+    return plan(PlanRequest(workflow=str(wf), site=site, cluster=["none"], submit_dir=str(tmp / "submit"),
+                            output_site=None, cleanup="none"))
+
+
+@pytest.fixture(scope="module")
+def plain_directives(tmp_path_factory) -> list[str]:
+    result = plan_one(tmp_path_factory.mktemp("plain"), PLAIN, [PLAIN["arg"]])
+    return directives(Path(result.emitted[0].script).read_text())
+
+
+@FUZZ
+@given(field=st.sampled_from(FIELDS), value=_TEXT, more=st.lists(_TEXT, max_size=3))
+def test_any_field_is_one_value_in_the_written_files_or_refused(tmp_path_factory, plain_directives, field, value, more):
+    """One field at a time gets the text (the others plain, so the plan gets to the writers); an argument
+    list gets a few more items."""
+    v = {**PLAIN, field: value}
+    args = [v["arg"], *more] if field == "arg" else [v["arg"]]
+    tmp = tmp_path_factory.mktemp("fz")
+    try:
+        result = plan_one(tmp, v, args)
+    except (ConfigError, PilotError):
+        event("refused"); return  # refused in one line: the CLI tests check the line
+    event("planned")
+    emitted = [e for e in result.emitted if e.cluster.jobs and e.cluster.jobs[0].id == "J1"]
+    assert len(emitted) == 1
+    dag = read_dag(emitted[0].dag)
+    tasks = list(dag.tasks.values())
+    assert [t.name for t in tasks] == ["echo_J1"]  # nothing became a second task
+    task = tasks[0]
+    assert task.argv[1:] == split_args(" ".join(args))  # the words Pegasus passes: the list joined, split as PMC
+    assert dict(task.env or ()) == {"FZ": v["env"]}
+    assert (task.stdio[1] if task.stdio else "") == v["stdout"]  # "" is no stdout file
+    script = Path(emitted[0].script).read_text()
+    assert directives(script) == plain_directives  # no directive more or less than a plain plan's
+    assert f"#SBATCH --account={v['account']}" in script or f"#SBATCH -A {v['account']}" in script
+    lines = script.splitlines()
+    init = [k for k, line in enumerate(lines) if line == v["init"].rstrip("\n")]  # a YAML block's last newline goes
+    assert init, "worker_init is one line of the script, as written"
+    # Lines as their readers see them (a text file's lines: \n, and \r for Python's universal newlines).
+    for path in Path(result.submit_dir).rglob("*.sub"):
+        text = path.read_text(errors="replace")
+        assert "\r" not in text and all(line.startswith("#") or " = " in line or line == "queue"
+                                        for line in text.rstrip("\n").split("\n"))
+    for path in Path(result.submit_dir).rglob("*.static.bp"):
+        text = path.read_text(errors="replace")
+        assert "\r" not in text and all(line.startswith("ts=") for line in text.rstrip("\n").split("\n"))
