@@ -287,7 +287,7 @@ def _parse_task(line: str, path: str, lineno: int) -> Task:
             value = parts[1]
             rest = parts[2] if len(parts) > 2 else ""
         _apply_option(task, spec, opt, value, path, lineno)
-    if not rest:
+    if not rest or (rest[0] in "'\"" and split_args(rest)[:1] == [""]):  # an empty quoted executable: none
         raise DagError(path, lineno, f"task {task.name!r} has no executable; put the program after the task options")
     task.raw_args = rest
     return task
@@ -315,7 +315,7 @@ def _parse_task_tokens(args: list[str], path: str, lineno: int) -> Task:
             value = args[i]
         _apply_option(task, spec, opt, value, path, lineno)
         i += 1
-    if i >= n:
+    if i >= n or not args[i]:
         raise DagError(path, lineno, f"task {task.name!r} has no executable; put the program after the task options")
     task.argv = args[i:]
     return task

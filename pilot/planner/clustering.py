@@ -60,8 +60,11 @@ log = logging.getLogger("pilot.planner")
 
 
 def parse_techniques(words: list[str]) -> list[str]:
-    """``--cluster`` split at commas -> techniques in order; ``none`` (alone) or nothing means no clustering."""
+    """``--cluster`` split at commas -> techniques in order; ``none`` (alone) means no clustering, nothing is an error."""
     techniques = [w.strip() for w in words if w.strip()]
+    if not techniques:
+        raise ConfigError(f"--cluster {','.join(words)!r}: name a technique (whole, label, horizontal, a comma list of "
+                          "them) or none")
     if techniques == [NO_CLUSTERING]:
         return []
     spec = ",".join(techniques)

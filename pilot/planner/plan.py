@@ -265,6 +265,8 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
     from pilot.planner.emit import write_cluster, write_cluster_dag, write_root_monitoring
 
     dag = read_dag(req.workflow)
+    for line in _dag_fit(dag, req.site):
+        log.warning("%s", line)
     width = widest_level(dag)
     os.makedirs(submit_dir, exist_ok=True)
     cluster = Cluster(wf.name, [], "whole", req.site.handle)
@@ -278,6 +280,19 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
     write_root_monitoring(submit_dir, [emitted], req.site, wf.name, planner_arguments,
                           lambda job, handle: requests[job.id])
     return Plan(submit_dir, wf.name, [emitted])
+
+
+def _dag_fit(dag, site: SiteConfig) -> list[str]:
+    """Tasks of a PMC .dag that ask for more than a node of the site has: pilot run would refuse them at start."""
+    out = []
+    for t in dag:
+        for asked, has, what, key in ((t.cpus, site.cores_per_node, "CPUs", "cores_per_node"),
+                                      (t.memory, site.memory_per_node_mb, "MB", "memory_per_node_mb"),
+                                      (t.gpus, site.gpus_per_node, "GPUs", "gpus_per_node")):
+            if has is not None and asked > has:
+                out.append(f"{dag.path or 'DAG'}:{t.line}: task {t.name} asks for {asked} {what}, but a node of site "
+                           f"{site.name} has {has} ({key}): pilot run will refuse it; ask for less or use another site")
+    return out[:MAX_FIT_WARNINGS] + ([f"... and {len(out) - MAX_FIT_WARNINGS} more"] if len(out) > MAX_FIT_WARNINGS else [])
 
 
 def _submit_dir(req: PlanRequest, name: str) -> str:

@@ -344,7 +344,7 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
             if kind not in ("installed", "stageable"):
                 raise fail(path, f"{spath}.type", f"{kind!r}: use installed or stageable")
             tx.sites[handle] = TransformationSite(
-                handle, need_text(site["pfn"], path, f"{spath}.pfn"), read_profiles(site.get("profiles"), path, f"{spath}.profiles"),
+                handle, _pfn(site["pfn"], path, f"{spath}.pfn"), read_profiles(site.get("profiles"), path, f"{spath}.profiles"),
                 stageable=kind == "stageable", container=optional_text(site, "container", path, spath),
             )
         catalogs.transformations[(tx.namespace, tx.name, tx.version)] = tx
@@ -352,6 +352,13 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
         name = need_text(raw["name"], path, f"{cpath}.name")
         env = read_profiles(raw.get("profiles"), path, f"{cpath}.profiles").get("env", {})
         catalogs.containers[name] = containers.read(name, raw, env, path, cpath)
+
+
+def _pfn(raw: Any, path: str, ypath: str) -> str:
+    pfn = need_text(raw, path, ypath)
+    if not pfn.strip():
+        raise fail(path, ypath, "an empty pfn: name the executable's path on the site")
+    return pfn
 
 
 def read_site_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:

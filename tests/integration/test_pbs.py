@@ -24,10 +24,9 @@ pytestmark = pytest.mark.pbs
 
 def pbs_site(tmp_path: Path, walltime: str = "00:05:00", **extra: str) -> str:
     path = tmp_path / "pbs.yaml"
-    lines = ["description: the OpenPBS of this machine", "scheduler: pbspro", "pegasus_site: container",
-             "queue: workq", "nodes: 1", f"cores_per_node: {ncpus()}", f"walltime: '{walltime}'",
-             *(f"{k}: {v}" for k, v in extra.items())]
-    path.write_text("\n".join(lines) + "\n")
+    keys = {"description": "the OpenPBS of this machine", "scheduler": "pbspro", "pegasus_site": "container",
+            "queue": "workq", "nodes": "1", "cores_per_node": str(ncpus()), "walltime": f"'{walltime}'", **extra}
+    path.write_text("".join(f"{k}: {v}\n" for k, v in keys.items()))  # a key once: a repeated key is refused
     return str(path)
 
 
