@@ -40,11 +40,15 @@ def file_kind(mode: int) -> str:
 def open_regular_fd(path: str) -> int:
     """A read-only descriptor of ``path``, which must be a regular file, else an OSError saying what it is; opened
     without blocking, so that a FIFO is refused at once rather than waited on."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    return _regular(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), path, "")
+
+
+def _regular(fd: int, path: str, fix: str) -> int:
+    """``fd`` made blocking again if it is a regular file; else closed, and an OSError saying what it is."""
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise NotAFile(errno.EINVAL, f"is {file_kind(mode)}, not a file", path)
+        raise NotAFile(errno.EINVAL, f"is {file_kind(mode)}, not a file{fix}", path)
     os.set_blocking(fd, True)
     return fd
 
@@ -62,12 +66,7 @@ def open_fd(path: str, flags: int, mode: int = 0o644) -> int:
         if exc.errno == errno.ENXIO:  # a FIFO opened for writing without a reader
             raise OSError(errno.ENXIO, "is a FIFO, not a file: remove it", path) from None
         raise
-    st_mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(st_mode):
-        os.close(fd)
-        raise NotAFile(errno.EINVAL, f"is {file_kind(st_mode)}, not a file: remove it", path)
-    os.set_blocking(fd, True)
-    return fd
+    return _regular(fd, path, ": remove it")
 
 
 _FLAGS = {"a": os.O_WRONLY | os.O_CREAT | os.O_APPEND, "w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC}
