@@ -48,6 +48,7 @@ _C_FLOAT = re.compile(r"\s*([+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:i
 # PMC reads -m, -c (unsigned) and -t, -p (int) into 32 bits; a larger value is a typo, not a request.
 _MAX_REQUEST = 2**32 - 1
 _MAX_INT = 2**31 - 1
+MAX_RUNTIME = 1e9  # seconds (31 years): a longer expected runtime is a typo, and would swamp every estimate
 
 # option -> (attribute, kind); kinds are parsed by _option_value.
 _TASK_OPTIONS: dict[str, tuple[str, str]] = {
@@ -252,6 +253,8 @@ def _pilot_note(line: str, path: str, lineno: int) -> float:
         value = math.nan
     if not math.isfinite(value) or value < 0:
         raise DagError(path, lineno, f"runtime {raw!r} is not a non-negative number of seconds: {usage}")
+    if value > MAX_RUNTIME:
+        raise DagError(path, lineno, f"runtime {raw!r} is more than {MAX_RUNTIME:.0e} seconds (31 years): a typo?")
     return value
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from pilot.dag.parser import MAX_RUNTIME
 from pilot.planner.model import Catalogs, Job
 
 ALIASES = {
@@ -50,7 +51,7 @@ def _whole(minimum: int) -> Callable[[str], str | None]:
     return check
 
 
-def _amount(what: str, positive: bool = False) -> Callable[[str], str | None]:
+def _amount(what: str, positive: bool = False, most: float | None = None) -> Callable[[str], str | None]:
     def check(raw: str) -> str | None:
         try:
             value = float(raw)
@@ -60,6 +61,8 @@ def _amount(what: str, positive: bool = False) -> Callable[[str], str | None]:
             return f"is not a finite number of {what}"
         if positive and value <= 0:
             return "must be more than 0"
+        if most is not None and value > most:
+            return f"is more than {most:.0e} {what}: a typo?"
         return "must not be negative" if value < 0 else None
     return check
 
@@ -75,8 +78,8 @@ def _integer(raw: str) -> str | None:
 CHECKS: dict[str, Callable[[str], str | None]] = {
     "clusters.size": _whole(1),
     "clusters.num": _whole(1),
-    "clusters.maxruntime": _amount("seconds"),
-    "runtime": _amount("seconds"),
+    "clusters.maxruntime": _amount("seconds", most=MAX_RUNTIME),
+    "runtime": _amount("seconds", most=MAX_RUNTIME),
     "pmc_request_memory": _amount("MB"),
     "pmc_request_cpus": _amount("CPUs", positive=True),
     "pmc_priority": _integer,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import glob
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from pilot.util.boundedload import load_json, load_yaml
 from pilot.util.safeopen import open_regular_fd
 
 RECORD = re.compile(
-    r'\[cluster-task (?:id=[^,]*, )?name=(?P<name>[^,]*), start="(?P<start>[^"]*)", duration=(?P<duration>[0-9.]+), '
+    r'\[cluster-task (?:id=[^,]*, )?name=(?P<name>[^,]*), start="(?P<start>[^"]*)", duration=(?P<duration>[0-9]{1,15}(?:\.[0-9]*)?), '
     r'status=(?P<status>-?\d+), app="(?P<app>[^"]*)", hostname="(?P<host>[^"]*)", slot=(?P<slot>\d+), '
     r"cpus=(?P<cpus>\d+), memory=(?P<memory>\d+)\]"
 )
@@ -225,6 +226,8 @@ def _runs(folder: str, dag_path: str) -> list[Run]:
                     stamp = float(parts[0])
                 except (ValueError, IndexError):
                     continue
+                if not math.isfinite(stamp):
+                    continue  # not a time: a line no pilot wrote
                 if "PMC_STARTED" in line:
                     runs.append(Run(start=stamp))
                 elif "PMC_FINISHED" in line and runs:

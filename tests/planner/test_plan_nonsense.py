@@ -31,3 +31,12 @@ def test_an_empty_executable_is_refused():
 def test_an_empty_cluster_option_is_refused():
     with pytest.raises(ConfigError, match=r"--cluster '': name a technique"):
         parse_techniques([""])
+
+
+def test_a_runtime_of_more_than_31_years_is_a_typo():
+    from pilot.planner.profiles import check_value
+
+    with pytest.raises(DagError, match=r"runtime '1e300' is more than 1e\+09 seconds"):
+        parse_dag(["#pilot runtime=1e300", "TASK a /bin/true"])
+    assert check_value("runtime", "1e300") == "is more than 1e+09 seconds: a typo?"
+    assert check_value("clusters.maxruntime", "86400") is None

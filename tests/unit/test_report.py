@@ -157,3 +157,18 @@ def test_a_png_path_that_cannot_be_written_is_one_line_and_exit_2(submit_dir, tm
     out = report(submit_dir, "--png", tmp_path / "missing" / "x.png")
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "cannot write the timeline" in out.stderr
+
+
+def test_lines_no_pilot_wrote_are_skipped_not_a_crash(submit_dir):
+    """A jobstate.log time that is not a time (inf, nan) and a record whose duration is not a number."""
+    from pilot.report.runs import load
+
+    first = submit_dir / "first"
+    with open(first / "jobstate.log", "a") as fh:
+        fh.write("inf INTERNAL *** PMC_STARTED ***\nnan INTERNAL *** PMC_FINISHED 0 ***\n")
+    with open(first / "a.out.000", "a") as fh:
+        fh.write(cluster_task("a", T, 1, 0, "/bin/sleep", "h1", 3, 1, 0).replace("duration=1.000", "duration=1.2.3"))
+        fh.write(cluster_task("a", T, 1, 0, "/bin/sleep", "h1", 4, 1, 0).replace("duration=1.000", "duration=" + "9" * 400))
+    runs = {c.name: c for c in load(str(submit_dir))}
+    assert [(r.start, r.end) for r in runs["first"].runs] == [(T - 1, T + 3.5)]
+    assert len(runs["first"].attempts) == 4
