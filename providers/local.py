@@ -64,8 +64,8 @@ class Local(Scheduler):
 
         for job_id, workdir, job_name in jobs:
             script = _script(workdir, job_name)
-            if script is None or not job_id.isdigit():  # a local job id is the pid of its script's shell
-                continue
+            if script is None or not job_id.isdigit() or not _runs(job_id, script):
+                continue  # a local job id is the pid of its script's shell: any other process is not ours to stop
             provider.resources.setdefault(job_id, {"job_id": job_id, "status": JobStatus(JobState.RUNNING),
                                                    "remote_pid": int(job_id), "script_path": script})
 
@@ -74,17 +74,17 @@ class Local(Scheduler):
         script = _script(workdir, job_name)
         if script is None:
             return ""
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    args = fh.read().split(b"\0")
-            except OSError:
-                continue
-            if len(args) >= 2 and args[0].endswith(b"bash") and args[1] == script.encode():
-                return entry
-        return ""
+        return next((entry for entry in os.listdir("/proc") if entry.isdigit() and _runs(entry, script)), "")
+
+
+def _runs(pid: str, script: str) -> bool:
+    """Whether process ``pid`` is the ``bash <script>`` LocalProvider started (not a pid reused, or named by hand)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            args = fh.read(1 << 16).split(b"\0")
+    except OSError:
+        return False
+    return len(args) >= 2 and args[0].endswith(b"bash") and args[1] == script.encode()
 
 
 def _script(workdir: str, job_name: str) -> str | None:

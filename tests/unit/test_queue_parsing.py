@@ -125,3 +125,26 @@ def test_slurm_no_node_in_service_never_starts(monkeypatch):
     assert got.state is QueueState.PENDING and got.never_starts and "Nodes required for job are DOWN" in got.reason
     answers["sinfo"] = (DATA / "slurm_sinfo_some_node.txt").read_text()
     assert not SCHEDULERS["slurm"].query(site, ["14"])["14"].never_starts  # a node may still take it
+
+
+def test_a_local_job_id_that_is_not_its_scripts_shell_is_never_tracked_for_cancel(tmp_path):
+    """A job id in the state file names a pid: pilot cancel stops it only if it runs the job's own script
+    (a pid reused since, or written by hand, is some other process)."""
+    import os
+    import subprocess
+    from types import SimpleNamespace
+
+    from providers.local import Local
+
+    script = tmp_path / "pilot-x-c-1.1795000000.5.sh"
+    script.write_text("sleep 30\n")
+    provider = SimpleNamespace(resources={})
+    Local().track(provider, [(str(os.getpid()), str(tmp_path), "pilot-x-c-1")])
+    assert provider.resources == {}  # this test's own process
+    shell = subprocess.Popen(["/bin/bash", str(script)])
+    try:
+        Local().track(provider, [(str(shell.pid), str(tmp_path), "pilot-x-c-1")])
+        assert list(provider.resources) == [str(shell.pid)]
+    finally:
+        shell.kill()
+        shell.wait()
