@@ -132,9 +132,11 @@ def test_a_local_job_id_that_is_not_its_scripts_shell_is_never_tracked_for_cance
     (a pid reused since, or written by hand, is some other process)."""
     import os
     import subprocess
+    from pathlib import Path
     from types import SimpleNamespace
 
     from providers.local import Local
+    from tests.waiting import wait_for
 
     script = tmp_path / "pilot-x-c-1.1795000000.5.sh"
     script.write_text("sleep 30\n")
@@ -143,6 +145,7 @@ def test_a_local_job_id_that_is_not_its_scripts_shell_is_never_tracked_for_cance
     assert provider.resources == {}  # this test's own process
     shell = subprocess.Popen(["/bin/bash", str(script)])
     try:
+        wait_for(lambda: Path(f"/proc/{shell.pid}/cmdline").read_bytes().startswith(b"/bin/bash"), 10, "bash to start")
         Local().track(provider, [(str(shell.pid), str(tmp_path), "pilot-x-c-1")])
         assert list(provider.resources) == [str(shell.pid)]
     finally:
