@@ -47,6 +47,12 @@ class InfeasibleTask(PilotError):
     exit_code = 1
 
 
+def shown(value: object) -> str:
+    """A wrong value as an error line quotes it: its start only (a list of a million items is one line too)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 class LockError(PilotError):
     """Another run holds the DAG lock."""
 

@@ -13,17 +13,13 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from pilot.errors import ConfigError
+from pilot.errors import ConfigError, shown
 
 _PLAIN = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
 MAX_INTEGER = 2**31 - 1  # nodes, cores, memory in MB, queue sizes: a scheduler reads no more
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 
-def _shown(value: Any) -> str:
-    """A wrong value as an error line quotes it: its start only (a list of a million items is one line too)."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def is_plain(value: str) -> bool:
@@ -88,14 +84,14 @@ def _bool(value: Any, from_text: bool) -> bool:  # noqa: ARG001
         return value
     if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
         return value.strip().lower() in _TRUE
-    raise ValueError(f"{_shown(value)} is not true or false")
+    raise ValueError(f"{shown(value)} is not true or false")
 
 
 def _duration(value: Any, from_text: bool) -> str:  # noqa: ARG001
     from pilot.sites import parse_walltime
 
     if isinstance(value, bool) or isinstance(value, (list, dict)):
-        raise ValueError(f"{_shown(value)} is not a duration (HH:MM:SS, D-HH:MM:SS or minutes)")
+        raise ValueError(f"{shown(value)} is not a duration (HH:MM:SS, D-HH:MM:SS or minutes)")
     text = _one_line(value, "a duration")
     try:
         parse_walltime(text, "")
@@ -109,7 +105,7 @@ def _list(item: Callable[[Any, bool], str], what: str) -> Callable[[Any, bool], 
         if from_text:
             value = [v.strip() for v in str(value).split(",") if v.strip()]
         elif not isinstance(value, list):
-            raise ValueError(f"expected a list of {what} ([a, b] or one '- item' per line), got {_shown(value)}")
+            raise ValueError(f"expected a list of {what} ([a, b] or one '- item' per line), got {shown(value)}")
         return [item(v, False) for v in value]
 
     return convert
@@ -120,7 +116,7 @@ def _lines(value: Any, from_text: bool) -> list[str]:
     if from_text:
         return [_one_line(value, "one line (write several lines as a YAML list)")]
     if not isinstance(value, list):
-        raise ValueError(f"expected a list of lines (one '- line' per line), got {_shown(value)}")
+        raise ValueError(f"expected a list of lines (one '- line' per line), got {shown(value)}")
     return [_one_line(v, "one line per list entry") for v in value]
 
 
@@ -139,9 +135,9 @@ def _key(value: Any, from_text: bool) -> str:  # noqa: ARG001
 def integer(minimum: int) -> Kind:
     def convert(value: Any, from_text: bool) -> int:  # noqa: ARG001
         if isinstance(value, bool) or isinstance(value, float) or (isinstance(value, str) and not re.fullmatch(r"-?\d+", value.strip())):
-            raise ValueError(f"{_shown(value)} is not a whole number")
+            raise ValueError(f"{shown(value)} is not a whole number")
         if not isinstance(value, (int, str)):
-            raise ValueError(f"{_shown(value)} is not a whole number")
+            raise ValueError(f"{shown(value)} is not a whole number")
         if isinstance(value, str) and len(value.strip()) > 12:
             raise ValueError(f"{value[:20]!r}... is not a whole number of at most 12 digits")
         number = int(value)

@@ -10,6 +10,7 @@ import glob
 import os
 from typing import TYPE_CHECKING, Any, Sequence
 
+from pilot.util.procs import cmdline
 from providers.base import Scheduler
 from providers.commands import Output
 from providers.parsl_script import OwnScript
@@ -79,11 +80,7 @@ class Local(Scheduler):
 
 def _runs(pid: str, script: str) -> bool:
     """Whether process ``pid`` is the ``bash <script>`` LocalProvider started (not a pid reused, or named by hand)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            args = fh.read(1 << 16).split(b"\0")
-    except OSError:
-        return False
+    args = cmdline(pid) or []
     return len(args) >= 2 and args[0].endswith(b"bash") and args[1] == script.encode()
 
 

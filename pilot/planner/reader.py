@@ -18,7 +18,7 @@ from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
 from pilot.dag.parser import ENV_NAME
 from pilot.planner import containers, subworkflow, yamlstream
 from pilot.planner.model import (
-    Catalogs, Directory, DirectoryType, Job, JobType, Link, Profiles, Replica, Site, SubJob,
+    Catalogs, Directory, DirectoryType, Job, JobType, Link, Profiles, Replica, Site,
     Transformation, TransformationSite, Use, Workflow,
 )
 from pilot.planner.profiles import canonical, check_value
@@ -187,7 +187,6 @@ def _read_subworkflow(raw: dict, path: str, ypath: str, index: int) -> Job:
     stem = re.sub(r"[^A-Za-z0-9_.+-]", "_", lfn.rsplit("/", 1)[-1].rsplit(".", 1)[0]) or "subworkflow"
     args = need_list(raw.get("arguments"), path, f"{ypath}.arguments", "of pegasus-plan options")
     words = _words([_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)], path, ypath)
-    sub = subworkflow.plan_options(words, path, ypath)
     uses = [_use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(need_list(raw.get("uses"), path, f"{ypath}.uses", "of files"))]
     for k, use in enumerate(uses):
         if use.writes:
@@ -196,7 +195,7 @@ def _read_subworkflow(raw: dict, path: str, ypath: str, index: int) -> Job:
                        "that stages it to a place the replica catalog names")
     return Job(id=job_id, name=stem, arguments=words, profiles=read_profiles(raw.get("profiles"), path, f"{ypath}.profiles"),
                source=path, index=index, yaml_index=index, uses=uses, type=JobType.DAX,
-               subworkflow=SubJob(lfn, sub.options, sub.sites),
+               subworkflow=subworkflow.plan_options(lfn, words, path, ypath),
                metadata=_metadata(raw.get("metadata"), path, f"{ypath}.metadata"))
 
 

@@ -53,8 +53,8 @@ REFUSED_HINT = ("pilot plans a sub-workflow into a directory of its own under th
                 "and runs it on the parent's sites; options it takes: " + ", ".join(sorted({*WITH_VALUE, *FLAGS})))
 
 
-def plan_options(words: list[str], path: str, ypath: str) -> SubJob:
-    """A pegasusWorkflow job's arguments (pegasus-plan options) as pilot plan options (lfn filled by the caller)."""
+def plan_options(lfn: str, words: list[str], path: str, ypath: str) -> SubJob:
+    """A pegasusWorkflow job's file and arguments (pegasus-plan options), these as pilot plan options."""
     out: list[str] = []
     sites: tuple[str, ...] = ()
     k = 0
@@ -85,7 +85,7 @@ def plan_options(words: list[str], path: str, ypath: str) -> SubJob:
             continue
         raise fail(path, f"{ypath}.arguments", f"pegasus-plan option {word!r} of a sub-workflow is not supported: "
                    + REFUSED_HINT)
-    return SubJob("", tuple(out), sites)
+    return SubJob(lfn, tuple(out), sites)
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def prepare(wf: Workflow, lay: DataLayout, exec_handle: str, defaults: list[str]
                                   "which is not its parent: add the dependency, so the file exists when it is planned")
         else:
             workflow = _replica_path(wf, job, sub.lfn)
-        given = {sub.options[i] for i in range(0, len(sub.options)) if sub.options[i].startswith("--")}
+        given = {o for o in sub.options if o.startswith("--")}
         args = [os.path.abspath(a) if k and sub.options[k - 1] in PATHS else a for k, a in enumerate(sub.options)]
         for k in range(0, len(defaults), 2):
             if defaults[k] not in given:

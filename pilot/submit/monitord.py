@@ -41,6 +41,7 @@ from typing import Iterator
 from pilot.errors import ConfigError
 from pilot.monitor.root import Phase, RootMonitor, root_braindump
 from pilot.submit.options import retries_for
+from pilot.util.procs import cmdline
 from pilot.submit.state import ClusterState
 from pilot.util.safeopen import open_file
 
@@ -68,10 +69,9 @@ def _stop_earlier(submit_dir: str, deadline: float = 15.0) -> None:
     try:
         with open(os.path.join(submit_dir, PID_FILE), encoding="utf-8") as fh:
             pid = int(fh.read().split()[1])
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            if b"pegasus-monitord" not in fh.read():
-                return
     except (OSError, ValueError, IndexError):
+        return
+    if not any(b"pegasus-monitord" in arg for arg in cmdline(pid) or []):
         return
     log.info("stopping the pegasus-monitord (pid %d) of an earlier pilot submit", pid)
     with contextlib.suppress(ProcessLookupError):

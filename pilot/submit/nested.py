@@ -39,6 +39,7 @@ from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef, Submitted
 from pilot.submit.lock import holder
 from pilot.submit.options import Options
+from pilot.util.procs import cmdline
 from providers.queue import QueueState, QueueStatus
 
 PREFIX = "nested:"
@@ -62,10 +63,13 @@ class NestedBackend:
     def owns(self, name: str) -> bool:
         return name in self.specs
 
-    def _site_args(self) -> list[str]:
-        files = [v["file"] for v in self.sites.values()]
+    def _sets(self) -> list[str]:
+        """The --set values of the run's sites, for the nested plan and run."""
         sets = {k: v for s in self.sites.values() for k, v in s.get("set", {}).items()}
-        return ["--site", ",".join(files), *[f"--set={k}={v}" for k, v in sets.items()]]
+        return [f"--set={k}={v}" for k, v in sets.items()]
+
+    def _site_args(self) -> list[str]:
+        return ["--site", ",".join(v["file"] for v in self.sites.values()), *self._sets()]
 
     def submit(self, site: SiteConfig, req: JobRequest, job_name: str) -> Submitted:
         spec = self.specs[req.name]
@@ -91,9 +95,8 @@ class NestedBackend:
     def _plan(self, spec: ClusterSpec, sub: SubworkflowSpec) -> None:
         """pilot plan of the sub-workflow (Pegasus' PRE script); a failure is the job's, in one line."""
         site_file = plan_site_file(self.submit_dir) or next(iter(self.sites.values()))["file"]
-        sets = {k: v for s in self.sites.values() for k, v in s.get("set", {}).items()}
-        argv = [sys.executable, "-m", "pilot", "plan", sub.workflow, "--site", site_file,
-                *[f"--set={k}={v}" for k, v in sets.items()], "--dir", sub.submit_dir, "--force", *sub.plan_args]
+        argv = [sys.executable, "-m", "pilot", "plan", sub.workflow, "--site", site_file, *self._sets(),
+                "--dir", sub.submit_dir, "--force", *sub.plan_args]
         try:
             done = subprocess.run(argv, cwd=self.submit_dir, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                   errors="replace", timeout=PLAN_TIMEOUT)
@@ -145,14 +148,8 @@ class NestedBackend:
 
 def _runs_nested(pid: int, submit_dir: str) -> bool:
     """Whether ``pid`` is a live pilot submit of ``submit_dir`` (before it took its lock, or a pid reused)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            argv = fh.read(1 << 16).split(b"\0")
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            zombie = fh.read(4096).rsplit(b")", 1)[-1].split()[0] == b"Z"
-    except (OSError, IndexError):
-        return False
-    return not zombie and b"submit" in argv and os.fsencode(submit_dir) in argv
+    argv = cmdline(pid) or []  # a zombie's is empty
+    return b"submit" in argv and os.fsencode(submit_dir) in argv
 
 
 class Routed:

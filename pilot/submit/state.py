@@ -19,7 +19,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from pilot.errors import ConfigError
+from pilot.errors import ConfigError, shown
 from pilot.util.atomic import atomic_file
 from pilot.util.boundedload import load_json
 
@@ -77,9 +77,6 @@ _PLAN_ID = re.compile(r"[A-Za-z0-9_.-]{0,64}\Z")  # it names every batch job of 
 START_OVER = "remove it to start the run over (rescue logs keep finished tasks)"
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _why(exc: Exception) -> str:
@@ -88,7 +85,7 @@ def _why(exc: Exception) -> str:
 
 def _plan_id(value: Any) -> str:
     if not isinstance(value, str) or not _PLAN_ID.match(value):
-        raise ValueError(f"plan_id: {_shown(value)} is not a plan id (letters, digits, '_', '.', '-')")
+        raise ValueError(f"plan_id: {shown(value)} is not a plan id (letters, digits, '_', '.', '-')")
     return value
 
 
@@ -97,12 +94,12 @@ def _sites(value: Any) -> dict[str, dict[str, Any]]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise TypeError(f"sites: must be a mapping, not {_shown(value)}")
+        raise TypeError(f"sites: must be a mapping, not {shown(value)}")
     out: dict[str, dict[str, Any]] = {}
     for name, v in value.items():
         if not isinstance(v, dict) or not isinstance(v.get("file"), str) or not isinstance(v.get("set", {}), dict) \
                 or not all(isinstance(x, str) for x in v.get("set", {}).values()):
-            raise TypeError(f"sites.{name}: must be {{file: PATH, set: {{KEY: VALUE}}}}, not {_shown(v)}")
+            raise TypeError(f"sites.{name}: must be {{file: PATH, set: {{KEY: VALUE}}}}, not {shown(v)}")
         out[name] = {"file": v["file"], "set": dict(v.get("set", {}))}
     return out
 
@@ -110,19 +107,19 @@ def _sites(value: Any) -> dict[str, dict[str, Any]]:
 def _record(item: Any) -> ClusterRecord:
     """One cluster's record, every field of its type; a cluster queued without a job id is in doubt."""
     if not isinstance(item, dict):
-        raise TypeError(f"must be a mapping, not {_shown(item)}")
+        raise TypeError(f"must be a mapping, not {shown(item)}")
     unknown = set(item) - _FIELDS
     if unknown:
         raise ValueError(f"unknown field {sorted(unknown)[0]!r}")
     for key in _COUNTS:
         if key in item and (type(item[key]) is not int or not 0 <= item[key] < 1 << 31):
-            raise TypeError(f"{key}: {_shown(item[key])} is not a count")
+            raise TypeError(f"{key}: {shown(item[key])} is not a count")
     for key in (*_TEXTS, *_OPTIONAL_TEXTS):
         if (key in item or key == "name") and not isinstance(item[key], str) and not (key in _OPTIONAL_TEXTS and item[key] is None):
-            raise TypeError(f"{key}: {_shown(item[key])} is not text")
+            raise TypeError(f"{key}: {shown(item[key])} is not text")
     ids = item.get("job_ids", [])
     if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
-        raise TypeError(f"job_ids: {_shown(ids)} is not a list of job ids")
+        raise TypeError(f"job_ids: {shown(ids)} is not a list of job ids")
     c = ClusterRecord(**{**item, "job_ids": list(ids), "state": ClusterState(item.get("state"))})
     if c.state in ACTIVE and not c.site:
         raise ValueError(f"cluster {c.name} is {c.state.value} on no site")
@@ -150,7 +147,7 @@ class SubmitState:
             return None
         version = raw.get("format") if isinstance(raw, dict) else None
         if version != STATE_FORMAT:
-            raise ConfigError(f"{path}: state format {_shown(version)}, this pilot reads format {STATE_FORMAT}; use the "
+            raise ConfigError(f"{path}: state format {shown(version)}, this pilot reads format {STATE_FORMAT}; use the "
                               f"pilot that wrote it, or remove the file to start the run over (rescue logs keep finished tasks)")
         try:
             state = cls(path, plan_id=_plan_id(raw.get("plan_id")), sites=_sites(raw.get("sites")))
@@ -158,7 +155,7 @@ class SubmitState:
             raise ConfigError(f"{path}: {exc}; {START_OVER}") from None
         clusters = raw.get("clusters")
         if not isinstance(clusters, list):
-            raise ConfigError(f"{path}: clusters: must be a list, not {_shown(clusters)}; {START_OVER}")
+            raise ConfigError(f"{path}: clusters: must be a list, not {shown(clusters)}; {START_OVER}")
         for n, item in enumerate(clusters):
             try:
                 c = _record(item)

@@ -9,5 +9,6 @@
 - ``boundedload`` (with its event reader ``yamlstream``): the one way a YAML or JSON file is parsed, bounded in
   size, nesting, aliases and encoding, every problem one line;
 - ``safeopen``: files opened only when they are regular files, and written never through a symbolic link;
-- ``tail``: the new lines of an append-only file.
+- ``tail``: the new lines of an append-only file;
+- ``procs``: what a process runs (before a pid is signalled).
 """

@@ -107,12 +107,12 @@ def test_the_sub_workflows_own_planner_options_win(tmp_path):
 
 def test_planner_options_pilot_cannot_honour_are_refused_naming_them():
     where = ("w.yml", "jobs[1]")
-    assert plan_options(["--cluster", "label", "-vvv", "--sites", "local", "--cache=c.yml", "-X-Xmx1g"], *where).options \
+    assert plan_options("s.yml", ["--cluster", "label", "-vvv", "--sites", "local", "--cache=c.yml", "-X-Xmx1g"], *where).options \
         == ("--cluster", "label", "--cache", "c.yml")
     for words in (["--relative-submit-dir", "x"], ["-Dpegasus.mode=debug"], ["--force-replan"], ["--input-dir", "i"],
                   ["--basename", "b"], ["--staging-site", "a=b"], ["--reuse", "r"], ["--random"], ["--cluster"]):
         with pytest.raises(ConfigError) as exc:
-            plan_options(words, *where)
+            plan_options("s.yml", words, *where)
         assert str(exc.value).startswith("w.yml: jobs[1].arguments: ") and words[0].split("=")[0] in str(exc.value)
 
 
