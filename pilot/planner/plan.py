@@ -11,8 +11,8 @@ from pilot.dag.cycles import widest_level
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
 from pilot.contracts.rootfiles import PROPERTIES
-from pilot.planner import (cleanup, containers, datalayout, properties, reader, reduce, replicas, subworkflow,
-                           yamlstream)
+from pilot.planner import (catalogs, cleanup, containers, datalayout, properties, reader, reduce, replicas,
+                           subworkflow, yamlstream)
 from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
 from pilot.planner.emit import Emitted, emit, requested
 from pilot.planner.placement import attach, units_of
@@ -63,10 +63,10 @@ def load(req: PlanRequest) -> Workflow:
     cat = wf.catalogs
     tc = req.tc or (None if cat.transformations else _default("transformations.yml"))
     if tc:
-        reader.read_transformation_catalog(yamlstream.load(tc), tc, "", cat)
+        catalogs.read_transformation_catalog(yamlstream.load(tc), tc, "", cat)
     sc = req.sc or (None if cat.sites else _default("sites.yml"))
     if sc:
-        reader.read_site_catalog(yamlstream.load(sc), sc, "", cat)
+        catalogs.read_site_catalog(yamlstream.load(sc), sc, "", cat)
     conf = req.conf or _default("pegasus.properties")
     if conf:
         cat.properties = properties.read_properties(conf)

@@ -1,4 +1,4 @@
-"""Read Pegasus 5 YAML: the abstract workflow, transformation and site catalogs, properties.
+"""Read a Pegasus 5 YAML workflow: its jobs, dependencies and inline catalogs (pilot.planner.catalogs).
 
 Input is what the real Pegasus.api writes (``pegasus: '5.0'``, ``jobs``,
 ``jobDependencies``, inline or separate ``transformationCatalog`` and
@@ -12,59 +12,17 @@ a name belongs is never turned into its printed form.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from typing import Any
 
 from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
-from pilot.dag.parser import ENV_NAME
-from pilot.planner import containers, subworkflow, yamlstream
-from pilot.planner.model import (
-    Catalogs, Directory, DirectoryType, Job, JobType, Link, Profiles, Replica, Site,
-    Transformation, TransformationSite, Use, Workflow,
-)
-from pilot.planner.profiles import canonical, check_value
+from pilot.planner import subworkflow, yamlstream
+from pilot.planner.catalogs import read_replica_catalog, read_site_catalog, read_transformation_catalog
+from pilot.planner.fields import read_hooks, read_metadata, read_profiles
+from pilot.planner.model import Job, JobType, Link, Use, Workflow
 from pilot.planner.yamlvalues import (
-    SAFE_ID, fail, flag, identifier, kind_of, need_list, need_mapping, need_text, optional_text,
+    SAFE_ID, fail, flag, identifier, kind_of, need_list, need_mapping, need_text,
 )
 
-
-
-def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
-    """``{namespace: {key: value}}``; pegasus keys under their canonical names, their values checked."""
-    out: Profiles = {}
-    for ns, values in need_mapping(raw, path, ypath, "namespace: {key: value}").items():
-        npath = f"{ypath}.{ns}"
-        ns = str(ns).lower()
-        pegasus = ns == "pegasus"
-        got: dict[str, str] = {}
-        spelled: dict[str, str] = {}  # canonical key -> the name it was given under
-        for key, value in need_mapping(values, path, npath, "key: value").items():
-            key = str(key)
-            kpath = f"{npath}.{key}"
-            if value is None:
-                value = ""
-            text = need_text(value, path, kpath)
-            if ns == "env":
-                _check_env(key, text, path, kpath)
-            if pegasus:
-                name, key = key, canonical(key)
-                why = check_value(key, text)
-                if why:
-                    raise fail(path, kpath, f"{text!r} {why}")
-                other = spelled.setdefault(key, name)
-                if other != name:
-                    raise fail(path, kpath, f"{name} and {other} name the same profile: keep one")
-            got[key] = text
-        out[ns] = got
-    return out
-
-
-def _check_env(name: str, value: str, path: str, kpath: str) -> None:
-    """An env profile becomes a variable of the task's environment, written into a PMC DAG line."""
-    if not ENV_NAME.match(name):
-        raise fail(path, kpath, f"{name!r} is not an environment variable name: use letters, digits and '_', "
-                   "not starting with a digit")
-    if any(c in value for c in "\n\r\0"):
-        raise fail(path, kpath, "an environment value cannot hold a newline or NUL: pass such data in a file")
 
 
 def read_workflow(path: str) -> Workflow:
@@ -99,8 +57,8 @@ def read_workflow(path: str) -> Workflow:
     catalogs = wf.catalogs
     if data.get("profiles") is not None:
         catalogs.workflow_profiles = read_profiles(data["profiles"], path, "profiles")
-    catalogs.workflow_metadata = _metadata(data.get("metadata"), path, "metadata")
-    catalogs.workflow_hooks = _hooks(data.get("hooks"), path, "hooks")
+    catalogs.workflow_metadata = read_metadata(data.get("metadata"), path, "metadata")
+    catalogs.workflow_hooks = read_hooks(data.get("hooks"), path, "hooks")
     if data.get("transformationCatalog") is not None:
         read_transformation_catalog(data["transformationCatalog"], path, "transformationCatalog", catalogs)
     if data.get("siteCatalog") is not None:
@@ -166,8 +124,8 @@ def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
         yaml_index=index,
         uses=uses,
         stdio=stdio if any(stdio) else None,  # type: ignore[arg-type]
-        metadata=_metadata(raw.get("metadata"), path, f"{ypath}.metadata"),
-        hooks=_hooks(raw.get("hooks"), path, f"{ypath}.hooks"),
+        metadata=read_metadata(raw.get("metadata"), path, f"{ypath}.metadata"),
+        hooks=read_hooks(raw.get("hooks"), path, f"{ypath}.hooks"),
     )
 
 
@@ -196,46 +154,7 @@ def _read_subworkflow(raw: dict, path: str, ypath: str, index: int) -> Job:
     return Job(id=job_id, name=stem, arguments=words, profiles=read_profiles(raw.get("profiles"), path, f"{ypath}.profiles"),
                source=path, index=index, yaml_index=index, uses=uses, type=JobType.DAX,
                subworkflow=subworkflow.plan_options(lfn, words, path, ypath),
-               metadata=_metadata(raw.get("metadata"), path, f"{ypath}.metadata"))
-
-
-# Pegasus.api's hook events and the conditions pegasus-monitord's notifications file names them by.
-HOOK_CONDITIONS = {"start": "start", "error": "on_error", "success": "on_success", "end": "at_end", "all": "all"}
-
-
-def _hooks(raw: Any, path: str, ypath: str) -> list[tuple[str, str]]:
-    """``hooks: {shell: [{_on: EVENT, cmd: COMMAND}]}``: (monitord condition, command) pairs, which
-    pegasus-monitord runs at those events, as it does for a Pegasus run."""
-    if raw is None:
-        return []
-    out = []
-    for kind, entries in need_mapping(raw, path, ypath, "shell: [{_on: EVENT, cmd: COMMAND}]").items():
-        if kind != "shell":
-            raise fail(path, f"{ypath}.{kind}", f"{kind!r} hooks: only shell hooks exist (shell: [{{_on: ..., cmd: ...}}])")
-        for k, entry in enumerate(need_list(entries, path, f"{ypath}.shell", "of {_on: EVENT, cmd: COMMAND}")):
-            epath = f"{ypath}.shell[{k}]"
-            entry = need_mapping(entry, path, epath, "{_on: EVENT, cmd: COMMAND}")
-            event = need_text(entry.get("_on", ""), path, f"{epath}._on")
-            if event not in HOOK_CONDITIONS:
-                raise fail(path, f"{epath}._on", f"{event!r}: use one of {', '.join(HOOK_CONDITIONS)}")
-            cmd = need_text(entry.get("cmd", ""), path, f"{epath}.cmd")
-            if not cmd.strip() or any(c in cmd for c in "\n\r\0"):
-                raise fail(path, f"{epath}.cmd", "a hook is one command line: not empty, no newline or NUL")
-            out.append((HOOK_CONDITIONS[event], cmd))
-    return out
-
-
-def _metadata(raw: Any, path: str, ypath: str) -> dict[str, str]:
-    """``metadata: {key: value}`` of a job or the workflow (pegasus-monitord stores it in the DB)."""
-    if raw is None:
-        return {}
-    out = {}
-    for key, value in need_mapping(raw, path, ypath, "key: value").items():
-        text = need_text("" if value is None else value, path, f"{ypath}.{key}")
-        if any(c in str(key) + text for c in "\n\r\0"):
-            raise fail(path, f"{ypath}.{key}", "metadata cannot hold a newline or NUL")
-        out[str(key)] = text
-    return out
+               metadata=read_metadata(raw.get("metadata"), path, f"{ypath}.metadata"))
 
 
 LINKS = {link.value: link for link in Link}
@@ -306,119 +225,3 @@ def _words(items: list[str], path: str, ypath: str) -> list[str]:
                    "command line, where quotes group words; close the quote, or escape it with a backslash")
     return split_args(text)
 
-
-def _under(ypath: str, key: str) -> str:
-    return f"{ypath}.{key}" if ypath else key
-
-
-def _catalog_entries(data: Any, path: str, ypath: str, key: str, what: str, needs: str) -> Iterator[tuple[str, dict]]:
-    """(YAML path, mapping) of each entry of a catalog's list ``key`` (``transformations``, ``sites``,
-    ``replicas``), each checked to be a mapping with its ``needs`` key."""
-    data = need_mapping(data, path, ypath or "(top)", f"a {what} catalog: {{{key}: [...]}}")
-    entries = _under(ypath, key)
-    for i, raw in enumerate(need_list(data.get(key), path, entries, f"of {key}")):
-        epath = f"{entries}[{i}]"
-        raw = need_mapping(raw, path, epath, f"a {what} entry: {{{needs}: ..., ...}}")
-        if needs not in raw:
-            raise fail(path, epath, f"a {what} entry needs a {needs}")
-        yield epath, raw
-
-
-def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
-    for tpath, raw in _catalog_entries(data, path, ypath, "transformations", "transformation", "name"):
-        tx = Transformation(
-            name=need_text(raw["name"], path, f"{tpath}.name"),
-            namespace=identifier(raw, "namespace", path, tpath),
-            version=identifier(raw, "version", path, tpath),
-            profiles=read_profiles(raw.get("profiles"), path, f"{tpath}.profiles"),
-            hooks=_hooks(raw.get("hooks"), path, f"{tpath}.hooks"),
-        )
-        for k, site in enumerate(need_list(raw.get("sites"), path, f"{tpath}.sites", "of {name: SITE, pfn: PATH}")):
-            spath = f"{tpath}.sites[{k}]"
-            site = need_mapping(site, path, spath, "{name: SITE, pfn: PATH}")
-            if "name" not in site or "pfn" not in site:
-                raise fail(path, spath, "a transformation site needs name and pfn")
-            handle = need_text(site["name"], path, f"{spath}.name")
-            kind = need_text(site.get("type", "installed"), path, f"{spath}.type")
-            if kind not in ("installed", "stageable"):
-                raise fail(path, f"{spath}.type", f"{kind!r}: use installed or stageable")
-            tx.sites[handle] = TransformationSite(
-                handle, _pfn(site["pfn"], path, f"{spath}.pfn"), read_profiles(site.get("profiles"), path, f"{spath}.profiles"),
-                stageable=kind == "stageable", container=optional_text(site, "container", path, spath),
-            )
-        catalogs.transformations[(tx.namespace, tx.name, tx.version)] = tx
-    for cpath, raw in _catalog_entries(data, path, ypath, "containers", "container", "name"):
-        name = need_text(raw["name"], path, f"{cpath}.name")
-        env = read_profiles(raw.get("profiles"), path, f"{cpath}.profiles").get("env", {})
-        catalogs.containers[name] = containers.read(name, raw, env, path, cpath)
-
-
-def _pfn(raw: Any, path: str, ypath: str) -> str:
-    pfn = need_text(raw, path, ypath)
-    if not pfn.strip():
-        raise fail(path, ypath, "an empty pfn: name the executable's path on the site")
-    return pfn
-
-
-def read_site_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
-    for spath, raw in _catalog_entries(data, path, ypath, "sites", "site", "name"):
-        name = need_text(raw["name"], path, f"{spath}.name")
-        site = Site(name, read_profiles(raw.get("profiles"), path, f"{spath}.profiles"))
-        for k, d in enumerate(need_list(raw.get("directories"), path, f"{spath}.directories", "of {type: ..., path: ...}")):
-            directory = _directory(d, path, f"{spath}.directories[{k}]")
-            site.directories[directory.type] = directory
-        catalogs.sites[name] = site
-
-
-DIRECTORY_TYPES = {t.value: t for t in DirectoryType}
-OPERATIONS = ("all", "get", "put")
-
-
-def _directory(raw: Any, path: str, ypath: str) -> Directory:
-    raw = need_mapping(raw, path, ypath, "{type: sharedScratch, path: DIR, fileServers: [...]}")
-    for key in ("type", "path"):
-        if key not in raw:
-            raise fail(path, ypath, f"a site directory needs a {key}")
-    kind = need_text(raw["type"], path, f"{ypath}.type")
-    dtype = DIRECTORY_TYPES.get(kind)
-    if dtype is None:
-        raise fail(path, f"{ypath}.type", f"{kind!r}: use one of {', '.join(DIRECTORY_TYPES)}")
-    where = f"{path}: {ypath}"
-    directory = Directory(dtype, need_text(raw["path"], path, f"{ypath}.path"), where=where)
-    if not directory.path.startswith("/"):
-        raise fail(path, f"{ypath}.path", f"{directory.path!r} is not an absolute path")
-    for k, fs in enumerate(need_list(raw.get("fileServers"), path, f"{ypath}.fileServers", "of {url, operation}")):
-        fpath = f"{ypath}.fileServers[{k}]"
-        fs = need_mapping(fs, path, fpath, "{url: URL, operation: all}")
-        if "url" not in fs:
-            raise fail(path, fpath, "a file server needs a url")
-        operation = need_text(fs.get("operation", "all"), path, f"{fpath}.operation").lower()
-        if operation not in OPERATIONS:
-            raise fail(path, f"{fpath}.operation", f"{operation!r}: use all, get or put")
-        directory.servers.append((need_text(fs["url"], path, f"{fpath}.url"), operation))
-    return directory
-
-
-def read_replica_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
-    """``replicas: [{lfn, pfns: [{site, pfn}], regex}]``, inline in a workflow or a file of its own
-    (Pegasus' YAML replica catalog). A regex entry's lfn must match a whole file name."""
-    for rpath, raw in _catalog_entries(data, path, ypath, "replicas", "replica", "lfn"):
-        lfn = need_text(raw["lfn"], path, f"{rpath}.lfn")
-        copies = []
-        for k, p in enumerate(need_list(raw.get("pfns"), path, f"{rpath}.pfns", "of {site: SITE, pfn: URL}")):
-            ppath = f"{rpath}.pfns[{k}]"
-            p = need_mapping(p, path, ppath, "{site: SITE, pfn: URL}")
-            if "pfn" not in p:
-                raise fail(path, ppath, "a replica needs a pfn (its URL or path)")
-            site = "local" if p.get("site") is None else need_text(p["site"], path, f"{ppath}.site")
-            copies.append(Replica(need_text(p["pfn"], path, f"{ppath}.pfn"), site, f"{path}: {ppath}"))
-        if not copies:
-            raise fail(path, f"{rpath}.pfns", f"replica {lfn!r} names no pfn: give at least one {{site, pfn}}")
-        if flag(raw, "regex", False, path, rpath):
-            try:
-                pattern = re.compile(lfn)
-            except re.error as exc:
-                raise fail(path, f"{rpath}.lfn", f"{lfn!r} is not a regular expression: {exc}") from None
-            catalogs.regex_replicas.append((pattern, copies))
-        else:
-            catalogs.replicas.setdefault(lfn, []).extend(copies)

@@ -20,7 +20,7 @@ import re
 import shlex
 
 from pilot.errors import ConfigError
-from pilot.planner import properties, reader, yamlstream
+from pilot.planner import catalogs as catalog_readers, properties, yamlstream
 from pilot.planner.model import Catalogs, Replica
 
 SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -48,7 +48,7 @@ def load(path: str, catalogs: Catalogs) -> None:
     if kind.lower() == "file" or (not kind and not path.endswith((".yml", ".yaml"))):
         _load_text(path, catalogs)
     else:
-        reader.read_replica_catalog(yamlstream.load(path), path, "", catalogs)
+        catalog_readers.read_replica_catalog(yamlstream.load(path), path, "", catalogs)
     resolve_relative(catalogs, os.path.dirname(os.path.abspath(path)), path)
 
 
