@@ -57,6 +57,8 @@ class RootTask:
     gpus: int = 0
     kind: tuple[int, str] = (1, "compute")  # a data task of a whole cluster: its Pegasus type (create-dir, ...)
     metadata: dict[str, str] = field(default_factory=dict)  # the job's metadata (task_meta in the DB)
+    # (lfn, metadata) of its files with metadata, and of the outputs it registers: rc_meta and wf_files in the DB
+    files: tuple[tuple[str, dict[str, str]], ...] = ()
 
 
 def _agreed(values: set[int], default: int) -> int:
@@ -254,6 +256,12 @@ def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dic
             for t in job.tasks:
                 for key, value in t.metadata.items():
                     w(f"{head} event=task.meta task.id={_q(t.id)} key={_q(key)} value={_q(value)}\n")
+        for job in jobs:  # as Pegasus writes them: each file's metadata, then the file's map to its task
+            for t in job.tasks:
+                for lfn, attributes in t.files:
+                    for key, value in attributes.items():
+                        w(f"{head} event=rc.meta lfn.id={_q(lfn)} key={_q(key)} value={_q(value)}\n")
+                    w(f"{head} event=wf.map.file task.id={_q(t.id)} lfn.id={_q(lfn)}\n")
 
 
 def read_braindump(submit_dir: str) -> dict[str, Any]:

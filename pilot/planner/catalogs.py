@@ -9,10 +9,11 @@ and the YAML path.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, Iterator
 
-from pilot.planner import containers
-from pilot.planner.fields import read_hooks, read_profiles
+from pilot.planner import containers, gateways, sysinfo
+from pilot.planner.fields import read_checksum, read_file_metadata, read_hooks, read_metadata, read_profiles
 from pilot.planner.model import (
     Catalogs, Directory, DirectoryType, Replica, Site, Transformation, TransformationSite,
 )
@@ -44,7 +45,11 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
             version=identifier(raw, "version", path, tpath),
             profiles=read_profiles(raw.get("profiles"), path, f"{tpath}.profiles"),
             hooks=read_hooks(raw.get("hooks"), path, f"{tpath}.hooks"),
+            sha256=read_checksum(raw.get("checksum"), path, f"{tpath}.checksum"),
+            requires=tuple(_requirement(r, path, f"{tpath}.requires[{k}]") for k, r in
+                           enumerate(need_list(raw.get("requires"), path, f"{tpath}.requires", "of NS::NAME:VERSION"))),
         )
+        read_metadata(raw.get("metadata"), path, f"{tpath}.metadata")  # checked; no plan step reads it (see docs)
         for k, site in enumerate(need_list(raw.get("sites"), path, f"{tpath}.sites", "of {name: SITE, pfn: PATH}")):
             spath = f"{tpath}.sites[{k}]"
             site = need_mapping(site, path, spath, "{name: SITE, pfn: PATH}")
@@ -54,15 +59,37 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
             kind = need_text(site.get("type", "installed"), path, f"{spath}.type")
             if kind not in ("installed", "stageable"):
                 raise fail(path, f"{spath}.type", f"{kind!r}: use installed or stageable")
-            tx.sites[handle] = TransformationSite(
+            entry = TransformationSite(
                 handle, _pfn(site["pfn"], path, f"{spath}.pfn"), read_profiles(site.get("profiles"), path, f"{spath}.profiles"),
                 stageable=kind == "stageable", container=optional_text(site, "container", path, spath),
+                sysinfo=sysinfo.read(site, path, spath), where=f"{path}: {spath}",
             )
+            flag(site, "bypass", False, path, spath)  # Pegasus bypasses staging outside sharedfs only: staged here too
+            tx.entries.append(entry)  # a site may have one entry per system: planner.sysinfo picks a job's
+            tx.sites.setdefault(handle, entry)
         catalogs.transformations[(tx.namespace, tx.name, tx.version)] = tx
     for cpath, raw in _catalog_entries(data, path, ypath, "containers", "container", "name"):
         name = need_text(raw["name"], path, f"{cpath}.name")
         env = read_profiles(raw.get("profiles"), path, f"{cpath}.profiles").get("env", {})
-        catalogs.containers[name] = containers.read(name, raw, env, path, cpath)
+        spec = containers.read(name, raw, env, path, cpath)
+        catalogs.containers[name] = replace(spec, sha256=read_checksum(raw.get("checksum"), path, f"{cpath}.checksum"))
+
+
+def _requirement(raw: Any, path: str, ypath: str) -> str:
+    """A transformation another one needs (``requires``), as Pegasus.api writes it: ``[NS::]NAME[:VERSION]``."""
+    text = need_text(raw, path, ypath)
+    if not text.strip() or any(c.isspace() for c in text):
+        raise fail(path, ypath, f"{text!r}: name a transformation of the catalog, as NS::NAME:VERSION")
+    return text
+
+
+def split_requirement(text: str) -> tuple[str | None, str, str | None]:
+    """(namespace, name, version) of ``[NS::]NAME[:VERSION]``, as Pegasus' Separator splits it."""
+    ns, sep, rest = text.partition("::")
+    if not sep:
+        ns, rest = "", text
+    name, _, version = rest.partition(":")
+    return ns or None, name, version or None
 
 
 def _pfn(raw: Any, path: str, ypath: str) -> str:
@@ -75,10 +102,13 @@ def _pfn(raw: Any, path: str, ypath: str) -> str:
 def read_site_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
     for spath, raw in _catalog_entries(data, path, ypath, "sites", "site", "name"):
         name = need_text(raw["name"], path, f"{spath}.name")
-        site = Site(name, read_profiles(raw.get("profiles"), path, f"{spath}.profiles"))
+        site = Site(name, read_profiles(raw.get("profiles"), path, f"{spath}.profiles"),
+                    sysinfo=sysinfo.read(raw, path, spath))
         for k, d in enumerate(need_list(raw.get("directories"), path, f"{spath}.directories", "of {type: ..., path: ...}")):
-            directory = _directory(d, path, f"{spath}.directories[{k}]")
+            directory = _directory(d, path, f"{spath}.directories[{k}]", name)
             site.directories[directory.type] = directory
+        grids = need_list(raw.get("grids"), path, f"{spath}.grids", "of {type, contact, scheduler, jobtype}")
+        site.grids = [gateways.read_grid(g, path, f"{spath}.grids[{k}]") for k, g in enumerate(grids)]
         catalogs.sites[name] = site
 
 
@@ -86,7 +116,7 @@ DIRECTORY_TYPES = {t.value: t for t in DirectoryType}
 OPERATIONS = ("all", "get", "put")
 
 
-def _directory(raw: Any, path: str, ypath: str) -> Directory:
+def _directory(raw: Any, path: str, ypath: str, site: str) -> Directory:
     raw = need_mapping(raw, path, ypath, "{type: sharedScratch, path: DIR, fileServers: [...]}")
     for key in ("type", "path"):
         if key not in raw:
@@ -96,7 +126,8 @@ def _directory(raw: Any, path: str, ypath: str) -> Directory:
     if dtype is None:
         raise fail(path, f"{ypath}.type", f"{kind!r}: use one of {', '.join(DIRECTORY_TYPES)}")
     where = f"{path}: {ypath}"
-    directory = Directory(dtype, need_text(raw["path"], path, f"{ypath}.path"), where=where)
+    directory = Directory(dtype, need_text(raw["path"], path, f"{ypath}.path"), where=where,
+                          shared_file_system=flag(raw, "sharedFileSystem", False, path, ypath))
     if not directory.path.startswith("/"):
         raise fail(path, f"{ypath}.path", f"{directory.path!r} is not an absolute path")
     for k, fs in enumerate(need_list(raw.get("fileServers"), path, f"{ypath}.fileServers", "of {url, operation}")):
@@ -104,6 +135,10 @@ def _directory(raw: Any, path: str, ypath: str) -> Directory:
         fs = need_mapping(fs, path, fpath, "{url: URL, operation: all}")
         if "url" not in fs:
             raise fail(path, fpath, "a file server needs a url")
+        if fs.get("profiles"):  # Pegasus' FileServerDeserializer refuses the key too: no planner step reads them
+            raise fail(path, f"{fpath}.profiles", f"site {site}: Pegasus does not use a file server's profiles (its "
+                       "planner refuses them): remove them; set profiles on the site, or pegasus-transfer's "
+                       "credentials in ~/.pegasus/credentials.conf")
         operation = need_text(fs.get("operation", "all"), path, f"{fpath}.operation").lower()
         if operation not in OPERATIONS:
             raise fail(path, f"{fpath}.operation", f"{operation!r}: use all, get or put")
@@ -111,11 +146,22 @@ def _directory(raw: Any, path: str, ypath: str) -> Directory:
     return directory
 
 
+def replica_attributes(raw: dict, path: str, ypath: str) -> dict[str, str]:
+    """A replica's ``metadata``, and its ``checksum`` as Pegasus keeps it among them (``checksum.type``,
+    ``checksum.value``): what the monitoring DB and the transfer and registration entries carry."""
+    out = read_file_metadata(raw.get("metadata"), path, f"{ypath}.metadata")
+    sha = read_checksum(raw.get("checksum"), path, f"{ypath}.checksum")
+    if sha is not None:
+        out.update({"checksum.type": "sha256", "checksum.value": sha})
+    return out
+
+
 def read_replica_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
     """``replicas: [{lfn, pfns: [{site, pfn}], regex}]``, inline in a workflow or a file of its own
     (Pegasus' YAML replica catalog). A regex entry's lfn must match a whole file name."""
     for rpath, raw in _catalog_entries(data, path, ypath, "replicas", "replica", "lfn"):
         lfn = need_text(raw["lfn"], path, f"{rpath}.lfn")
+        attributes = replica_attributes(raw, path, rpath)
         copies = []
         for k, p in enumerate(need_list(raw.get("pfns"), path, f"{rpath}.pfns", "of {site: SITE, pfn: URL}")):
             ppath = f"{rpath}.pfns[{k}]"
@@ -123,7 +169,7 @@ def read_replica_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -
             if "pfn" not in p:
                 raise fail(path, ppath, "a replica needs a pfn (its URL or path)")
             site = "local" if p.get("site") is None else need_text(p["site"], path, f"{ppath}.site")
-            copies.append(Replica(need_text(p["pfn"], path, f"{ppath}.pfn"), site, f"{path}: {ppath}"))
+            copies.append(Replica(need_text(p["pfn"], path, f"{ppath}.pfn"), site, f"{path}: {ppath}", attributes))
         if not copies:
             raise fail(path, f"{rpath}.pfns", f"replica {lfn!r} names no pfn: give at least one {{site, pfn}}")
         if flag(raw, "regex", False, path, rpath):

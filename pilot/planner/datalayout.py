@@ -72,6 +72,11 @@ class DataLayout:
     storage_get: Place | None  # the same directory as readers reach it (what registration records)
     transfer: tuple[str, ...]  # the pegasus-transfer command
     replica_db: str  # the output replica catalog registration writes (Pegasus' JDBCRC file)
+    workdir_get: Place | None = None  # the workflow's directory as readers reach it (stage-out reads there)
+
+    @property
+    def workdir_read(self) -> Place:
+        return self.workdir_get or self.workdir
 
 
 def data_configuration(catalogs: Catalogs, handle: str) -> None:
@@ -98,7 +103,9 @@ def unsupported_configuration(value: str) -> str:
 
 
 def default_local_site(base: str) -> Site:
-    """The ``local`` site pegasus-plan adds when the site catalog has none."""
+    """The ``local`` site pegasus-plan adds when the site catalog has none. Its system is Pegasus' default
+    (x86_64 linux), the one a transformation entry that names none is for, whatever this machine is: pegasus-plan
+    gives it this machine's arch, which on an ARM laptop would refuse every such entry."""
     site = Site("local")
     for dtype, path in ((DirectoryType.SHARED_SCRATCH, os.path.join(base, "wf-scratch", "LOCAL")),
                         (DirectoryType.SHARED_STORAGE, os.path.join(base, "wf-output"))):
@@ -184,4 +191,5 @@ def layout(catalogs: Catalogs, site: SiteConfig, submit_dir: str, workflow: str,
                           "pip install 'pegasus-wms.worker==5.1.*' into pilot's environment (or put a Pegasus "
                           "installation's bin on PATH)")
     return DataLayout(site.handle, workdir, output_site, storage, storage_get, command,
-                      os.path.join(os.path.abspath(submit_dir), f"{workflow}-0.replicas.db"))
+                      os.path.join(os.path.abspath(submit_dir), f"{workflow}-0.replicas.db"),
+                      _place(site.handle, scratch, "get", relative_dir(submit_dir, workflow)))

@@ -284,7 +284,9 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
         # of its own type (create-dir, stage-in-tx, ...), which pegasus-statistics counts jobs by.
         alone = len(c.jobs) == 1 and c.jobs[0].type is not JobType.COMPUTE
         tasks = [RootTask(j.id, j.tx_label, command_text(j), [ch.id for ch in j.children], *request_of(j, c.site),
-                          kind=j.type.value, metadata=j.metadata) for j in c.jobs]
+                          kind=j.type.value, metadata=j.metadata,
+                          files=tuple((u.lfn, u.metadata or {}) for u in j.uses if u.metadata or (u.writes and u.register)))
+                 for j in c.jobs]  # its files with metadata, and the outputs it registers, as Pegasus maps them
         cdir = os.path.dirname(e.dag)
         if c.kind == subworkflow.KIND:  # driven by a nested pilot submit, as Pegasus runs a nested DAGMan
             command = [sys.executable, "-m", "pilot", "submit", subworkflow.nested_dir(c)]

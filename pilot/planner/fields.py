@@ -8,6 +8,7 @@ error names the file and the YAML path.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pilot.dag.parser import ENV_NAME
@@ -94,3 +95,33 @@ def read_metadata(raw: Any, path: str, ypath: str) -> dict[str, str]:
     return out
 
 
+
+
+def read_file_metadata(raw: Any, path: str, ypath: str) -> dict[str, str]:
+    """A file's metadata: as any metadata, with keys that also fit a ``key="value"`` word of the output replica
+    catalog's map lines (no '=', quote or whitespace), where Pegasus registers them."""
+    out = read_metadata(raw, path, ypath)
+    for key in out:
+        if not key or any(c in key for c in "=\"' \t"):
+            raise fail(path, f"{ypath}.{key}", f"{key!r}: a file's metadata key is one word without '=' or quotes "
+                       "(it is registered as key=\"value\")")
+    return out
+
+
+SHA256 = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def read_checksum(raw: Any, path: str, ypath: str) -> str | None:
+    """``checksum: {sha256: HEX}`` of a replica, an executable or a container image: the sha256 that pilot checks
+    where the file is staged. Pegasus knows sha256 alone; any other type is refused rather than left unchecked."""
+    if raw is None:
+        return None
+    out = None
+    for kind, value in need_mapping(raw, path, ypath, "{sha256: HEX}").items():
+        if str(kind).lower() != "sha256":
+            raise fail(path, f"{ypath}.{kind}", f"{kind!r} checksums are not checked (Pegasus knows sha256 only): give "
+                       "the file's sha256 (sha256sum FILE), or leave the checksum out")
+        out = need_text(value, path, f"{ypath}.{kind}")
+        if not SHA256.fullmatch(out):
+            raise fail(path, f"{ypath}.{kind}", f"{out[:80]!r} is not a sha256 (64 hex digits, as sha256sum prints it)")
+    return None if out is None else out.lower()

@@ -8,6 +8,26 @@ from dataclasses import dataclass, field
 Profiles = dict[str, dict[str, str]]  # namespace -> key -> value
 
 
+@dataclass(frozen=True)
+class SysInfo:
+    """A system as Pegasus' SysInfo describes one: architecture, OS type, release and version. The defaults
+    are Pegasus' (SysInfo.java: x86_64, linux, no release, no version): what an entry that names none is."""
+
+    arch: str = "x86_64"
+    os: str = "linux"
+    release: str = ""
+    version: str = ""
+
+    def __str__(self) -> str:
+        """``arch=x86_64 os=linux`` (and ``osrelease=``/``osversion=`` when set), as Pegasus prints a SysInfo."""
+        words = [f"arch={self.arch}", f"os={self.os}"]
+        if self.release:
+            words.append(f"osrelease={self.release}")
+        if self.version:
+            words.append(f"osversion={self.version}")
+        return " ".join(words)
+
+
 class JobType(enum.Enum):
     """What a job does, with Pegasus' type number and description (the ``type``/``type_desc``
     that pegasus-monitord stores and pegasus-statistics counts by)."""
@@ -59,6 +79,9 @@ class Use:
     stage_out: bool = True
     register: bool = True
     optional: bool = False
+    # Its metadata (``uses[].metadata``, with the replica catalog's for a raw input): the monitoring DB's
+    # rc_meta, the transfer entries' attributes and the output replica catalog's, as Pegasus passes them on.
+    metadata: dict[str, str] | None = None
 
     @property
     def reads(self) -> bool:
@@ -144,6 +167,9 @@ class TransformationSite:
     profiles: Profiles = field(default_factory=dict)
     stageable: bool = False  # type: stageable: the pfn is copied to the job's directory first
     container: str | None = None  # the container (of the catalog's containers) the job runs in on this site
+    # The system its executable was built for (arch, os.*): usable only on a site of the same (planner.sysinfo).
+    sysinfo: SysInfo = SysInfo()
+    where: str = ""  # file and YAML path, for errors
 
 
 @dataclass
@@ -151,9 +177,14 @@ class Transformation:
     name: str
     namespace: str | None = None
     version: str | None = None
+    # The entry each site uses: its first; once a job is placed, the one planner.sysinfo chose for the site.
     sites: dict[str, TransformationSite] = field(default_factory=dict)
     profiles: Profiles = field(default_factory=dict)
     hooks: list[tuple[str, str]] = field(default_factory=list)  # shell hooks of every job that runs it
+    # Every per-site entry in catalog order: a site may have several, one per system (arch, os.*) it may be.
+    entries: list[TransformationSite] = field(default_factory=list)
+    sha256: str | None = None  # its executable's checksum, verified where the executable is staged
+    requires: tuple[str, ...] = ()  # transformations ("ns::name:version") staged beside a staged executable
 
 
 class DirectoryType(enum.Enum):
@@ -174,6 +205,8 @@ class Directory:
     path: str
     servers: list[tuple[str, str]] = field(default_factory=list)  # (url, operation)
     where: str = ""  # file and YAML path, for errors
+    # sharedFileSystem: worker nodes see it. Only PegasusLite (nonsharedfs) reads it; a sharedfs plan assumes it.
+    shared_file_system: bool = False
 
     def url(self, operation: str) -> str:
         """The URL prefix for ``get`` or ``put``; a directory with no file server is reached as file://path."""
@@ -183,11 +216,24 @@ class Directory:
         return "file://" + self.path.rstrip("/")
 
 
+@dataclass(frozen=True)
+class Grid:
+    """A grid gateway of a site (``grids[]``): how HTCondor-G reaches the site's batch system from a submit host."""
+
+    type: str  # gt5 | condor | cream | batch | nordugrid | unicore | ec2 | deltacloud | sfapi
+    contact: str
+    scheduler: str  # fork | pbs | lsf | condor | sge | slurm | flux | unknown
+    jobtype: str | None  # compute | auxillary | transfer | register | cleanup; None: no job type
+    where: str = ""  # file and YAML path, for errors
+
+
 @dataclass
 class Site:
     name: str
     profiles: Profiles = field(default_factory=dict)
     directories: dict[DirectoryType, Directory] = field(default_factory=dict)
+    sysinfo: SysInfo = SysInfo()  # arch, os.* (Pegasus' defaults when unset)
+    grids: list[Grid] = field(default_factory=list)
 
 
 @dataclass
@@ -197,6 +243,7 @@ class Replica:
     pfn: str
     site: str
     where: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)  # its attributes, checksum.type/value among them
 
 
 @dataclass(frozen=True)
@@ -211,6 +258,7 @@ class ContainerSpec:
     bypass: bool = False  # the job uses the image from its URL, not a copy staged into its directory
     env: tuple[tuple[str, str], ...] = ()  # its env profiles: set inside the container
     where: str = ""  # file and YAML path, for errors
+    sha256: str | None = None  # its image's checksum, verified where the image is staged
 
 
 @dataclass

@@ -11,12 +11,12 @@ from pilot.dag.cycles import widest_level
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
 from pilot.contracts.rootfiles import PROPERTIES
-from pilot.planner import (catalogs, cleanup, containers, datalayout, properties, reader, reduce, replicas,
-                           subworkflow, yamlstream)
+from pilot.planner import (catalogs, cleanup, containers, datalayout, gateways, properties, reader, reduce, replicas,
+                           subworkflow, sysinfo, yamlstream)
 from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
 from pilot.planner.emit import Emitted, emit, requested
 from pilot.planner.placement import attach, units_of
-from pilot.planner.staging import DataJobs, executable_lfn, expected_runtime
+from pilot.planner.staging import DataJobs, Executable, executable_lfn, expected_runtime, required_executables
 from pilot.planner.estimate import PlanEstimate
 from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, Use, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile
@@ -140,19 +140,20 @@ def _plan(req: PlanRequest) -> Plan:
         return site.handle
 
     sites = [hinted_site(job) for job in wf.jobs]
+    gateways.check(wf.catalogs, site, {site.handle, *sites})  # the site catalog's batch system is the site config's
 
     def site_of(job: Job) -> str:
         return sites[job.index]
 
-    stageable: dict[int, tuple[str, str]] = {}  # job index -> (URL, site) its executable is staged from
+    stageable: dict[int, list[Executable]] = {}  # job index -> the executables staged into its directory first
 
     def catalog_entry(job: Job, handle: str):
         tx = wf.catalogs.find_transformation(job.tx_key)
         if tx is None:
             raise ConfigError(f"{job.where}: unknown transformation {job.tx_label}: add it to the transformation catalog (--tc)")
-        entry = tx.sites.get(handle)
-        if entry is None:  # a stageable copy elsewhere is staged to the site, as pegasus-plan does
-            entry = next((e for e in tx.sites.values() if e.stageable), None)
+        # The site's own entry, else a stageable one of another site (staged to the site, as pegasus-plan does),
+        # built for the site's system (arch, os.*): planner.sysinfo, which says why none is.
+        entry = sysinfo.entry_for(job, tx, handle, wf.catalogs.sites.get(handle))
         if entry is None:
             hint = f", or name the catalogs' site with --set pegasus_site={next(iter(tx.sites))}" if tx.sites else ""
             raise ConfigError(
@@ -177,7 +178,8 @@ def _plan(req: PlanRequest) -> Plan:
         image = containers.staged_image(spec)
         if image is not None:
             job.uses.append(Use(image[0], Link.INPUT))
-            wf.catalogs.replicas.setdefault(image[0], [Replica(image[1], spec.image_site or "local", spec.where)])
+            checksum = {"checksum.type": "sha256", "checksum.value": spec.sha256} if spec.sha256 else {}
+            wf.catalogs.replicas.setdefault(image[0], [Replica(image[1], spec.image_site or "local", spec.where, checksum)])
 
     runtimes: list[float | None] = []
     for job in wf.jobs:  # fail early on unknown transformations, sites and bad runtimes
@@ -189,7 +191,10 @@ def _plan(req: PlanRequest) -> Plan:
         if entry.container is not None:
             in_container(job, entry.container, handle)
         if entry.stageable:
-            stageable[job.index] = (replicas.url_of(entry.pfn), entry.site)
+            tx = wf.catalogs.find_transformation(job.tx_key)
+            assert tx is not None
+            stageable[job.index] = [Executable(executable_lfn(job), replicas.url_of(entry.pfn), entry.site, tx.sha256),
+                                    *required_executables(wf.catalogs, job, tx, handle)]
         runtimes.append(float_profile(resolver.pegasus(job, handle), "runtime"))
 
     def runtime_of(job: Job) -> float | None:

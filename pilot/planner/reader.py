@@ -17,10 +17,10 @@ from typing import Any
 from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
 from pilot.planner import subworkflow, yamlstream
 from pilot.planner.catalogs import read_replica_catalog, read_site_catalog, read_transformation_catalog
-from pilot.planner.fields import read_hooks, read_metadata, read_profiles
+from pilot.planner.fields import read_file_metadata, read_hooks, read_metadata, read_profiles
 from pilot.planner.model import Job, JobType, Link, Use, Workflow
 from pilot.planner.yamlvalues import (
-    SAFE_ID, fail, flag, identifier, kind_of, need_list, need_mapping, need_text,
+    SAFE_ID, fail, flag, identifier, kind_of, need_list, need_mapping, need_text, optional_text,
 )
 
 
@@ -112,6 +112,7 @@ def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
     arguments = _words([_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)], path, ypath)
     uses = [_use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(need_list(raw.get("uses"), path, f"{ypath}.uses", "of files"))]
     stdio = tuple(_stdio_file(raw, key, path, ypath) for key in ("stdin", "stdout", "stderr"))
+    optional_text(raw, "nodeLabel", path, ypath)  # a description: Pegasus only prints it in its debug dump of a job
     return Job(
         id=job_id,
         name=name,
@@ -197,9 +198,11 @@ def _use(raw: Any, path: str, ypath: str) -> Use:
     if link is Link.INOUT:
         raise fail(path, f"{ypath}.type", f"file {lfn!r} is listed as input and output (inout), which Pegasus refuses: "
                    "write the output under another name, or make it a checkpoint file")
+    flag(raw, "bypass", False, path, ypath)  # Pegasus bypasses staging outside sharedfs only: staged here too
     return Use(lfn, link, stage_out=flag(raw, "stageOut", True, path, ypath),
                register=flag(raw, "registerReplica", True, path, ypath),
-               optional=link is Link.CHECKPOINT or flag(raw, "optional", False, path, ypath))
+               optional=link is Link.CHECKPOINT or flag(raw, "optional", False, path, ypath),
+               metadata=read_file_metadata(raw.get("metadata"), path, f"{ypath}.metadata") or None)
 
 
 def _argument(value: Any, path: str, ypath: str) -> str:

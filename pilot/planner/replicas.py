@@ -21,6 +21,7 @@ import shlex
 
 from pilot.errors import ConfigError
 from pilot.planner import catalogs as catalog_readers, properties, yamlstream
+from pilot.planner.fields import SHA256
 from pilot.planner.model import Catalogs, Replica
 
 SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -64,7 +65,13 @@ def _load_text(path: str, catalogs: Catalogs) -> None:
         if len(words) < 2:
             raise ConfigError(f"{path}:{lineno}: expected 'LFN PFN site=\"SITE\"'")
         attrs = dict(w.partition("=")[::2] for w in words[2:])
-        copy = Replica(words[1], attrs.get("site") or attrs.get("pool") or "local", f"{path}:{lineno}")
+        metadata = {k: v for k, v in attrs.items() if k not in ("site", "pool", "regex")}
+        if metadata.get("checksum.type", "sha256").lower() != "sha256" or (
+                "checksum.value" in metadata and not SHA256.fullmatch(metadata["checksum.value"])):
+            raise ConfigError(f"{path}:{lineno}: checksum.type/checksum.value: pilot checks sha256 checksums (64 hex "
+                              "digits, as sha256sum prints them), as Pegasus does: give the file's sha256, or leave "
+                              "the checksum out")
+        copy = Replica(words[1], attrs.get("site") or attrs.get("pool") or "local", f"{path}:{lineno}", metadata)
         if attrs.get("regex", "").lower() == "true":
             try:
                 catalogs.regex_replicas.append((re.compile(words[0]), [copy]))

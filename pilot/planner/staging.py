@@ -35,9 +35,10 @@ import sys
 from dataclasses import dataclass, field
 
 from pilot.errors import ConfigError
-from pilot.planner import replicas
+from pilot.planner import replicas, sysinfo
+from pilot.planner.catalogs import split_requirement
 from pilot.planner.datalayout import DataLayout
-from pilot.planner.model import Catalogs, Job, JobType, Link, Use, Workflow
+from pilot.planner.model import Catalogs, Job, JobType, Link, Transformation, Use, Workflow
 
 INPUT_FILE = "@INPUT_FILE@"  # replaced by emit with the path of the job's input file
 JOBS_PER_TRANSFER = 10  # Pegasus' NUM_COMPUTE_JOBS_PER_TRANSFER_JOB
@@ -70,8 +71,9 @@ class Container:
 
     job: Job
     entries: list[dict] = field(default_factory=list)
-    register: list[tuple[str, str, str]] = field(default_factory=list)  # (lfn, url, site)
+    register: list[tuple[str, str, str, dict[str, str] | None]] = field(default_factory=list)  # lfn, url, site, attrs
     executables: list[str] = field(default_factory=list)  # paths to make executable
+    verify: list[tuple[str, str]] = field(default_factory=list)  # (path, sha256) of what it brings, checked after
 
 
 def producers(wf: Workflow) -> dict[str, Job]:
@@ -94,16 +96,52 @@ def executable_lfn(job: Job) -> str:
     return "-".join(p for p in (job.namespace, job.name, job.version) if p)
 
 
+@dataclass(frozen=True)
+class Executable:
+    """A stageable executable a job needs in its directory: its own, or one its transformation ``requires``."""
+
+    lfn: str  # its name there (executable_lfn)
+    url: str
+    site: str
+    sha256: str | None = None
+
+
+def checksum_of(metadata: dict[str, str] | None) -> str | None:
+    """The sha256 a file's metadata gives (``checksum.type``/``checksum.value``, as Pegasus keeps it)."""
+    if not metadata or metadata.get("checksum.type", "sha256").lower() != "sha256":
+        return None
+    return metadata.get("checksum.value")
+
+
+def required_executables(catalogs: Catalogs, job: Job, tx: Transformation, handle: str) -> list[Executable]:
+    """The stageable executables that ``job``'s staged executable ``requires``, staged beside it under their own
+    staged names, as Pegasus stages a transformation's dependent executables (an installed one is there already)."""
+    out = []
+    for text in tx.requires:
+        need = catalogs.find_transformation(split_requirement(text))
+        entry = None if need is None else sysinfo.usable(need, handle, catalogs.sites.get(handle))
+        if need is None or entry is None:
+            raise ConfigError(f"{job.where}: transformation {job.tx_label} requires {text!r}, which the transformation "
+                              f"catalog has no entry of for site {handle!r} and its system: add one, or drop it from requires")
+        if entry.stageable:
+            lfn = "-".join(p for p in (need.namespace, need.name, need.version) if p)
+            out.append(Executable(lfn, replicas.url_of(entry.pfn), entry.site, need.sha256))
+    return out
+
+
 class DataJobs:
     """Builds the data jobs for one plan; ``add`` links them to the compute jobs and returns them."""
 
-    def __init__(self, wf: Workflow, lay: DataLayout, catalogs: Catalogs, stageable: dict[int, tuple[str, str]],
+    def __init__(self, wf: Workflow, lay: DataLayout, catalogs: Catalogs, stageable: dict[int, list[Executable]],
                  reused: list[Job] | None = None) -> None:
         self.wf = wf
         self.lay = lay
         self.cat = catalogs
         self.props = catalogs.properties
-        self.stageable = stageable  # job.index -> (URL, site) of its stageable executable
+        self.stageable = stageable  # job.index -> the stageable executables it needs
+        self.replica_metadata: dict[str, dict[str, str]] = {}  # lfn -> its replicas' attributes (a raw input)
+        # pegasus.integrity.checking: none turns checks off, as in Pegasus; else staged checksums are verified.
+        self.verify = self.props.get("pegasus.integrity.checking", "full").lower() != "none"
         self.reused = reused or []
         self.made: list[Job] = []
         self.edges: set[tuple[int, int]] = set()
@@ -165,6 +203,11 @@ class DataJobs:
                 f"workflow writes it: add one (ReplicaCatalog().add_replica(SITE, {use.lfn!r}, PATH), replicas.yml "
                 "or --replicas FILE), or mark it optional")
         ordered = sorted(copies, key=lambda c: c.site != self.lay.exec_site)  # a copy on the execution site first
+        attributes: dict[str, str] = {}
+        for copy in reversed(ordered):
+            attributes.update(copy.metadata)
+        if attributes:
+            self.replica_metadata[use.lfn] = attributes
         out = []
         for n, copy in enumerate(ordered):
             if copy.site not in self.known_sites:
@@ -184,7 +227,7 @@ class DataJobs:
     def _wanted(self, job: Job, made: dict[str, Job]) -> list[tuple[int, Use, list[dict] | None]]:
         """What ``job`` needs staged: (uses index, file, sources; None: already on its way or not needed).
 
-        Its inputs that no job writes, and its executable when that is stageable (index -1).
+        Its inputs that no job writes, and its stageable executables (negative indexes).
         """
         out = []
         if job.type is JobType.DAX:
@@ -192,15 +235,17 @@ class DataJobs:
         for k, use in enumerate(job.uses):
             if use.reads and use.lfn not in made:
                 out.append((k, use, None))
-        if job.index in self.stageable:
-            url, site = self.stageable[job.index]
-            out.append((-1, Use(executable_lfn(job), Link.INPUT), [{"site_label": site, "url": url, "priority": 1}]))
+        for n, exe in enumerate(self.stageable.get(job.index, ())):
+            use = Use(exe.lfn, Link.INPUT, metadata={"checksum.type": "sha256", "checksum.value": exe.sha256}
+                      if exe.sha256 else None)
+            out.append((-1 - n, use, [{"site_label": exe.site, "url": exe.url, "priority": 1}]))
         return out
 
     def _stage_in(self, units: list[Unit], made: dict[str, Job]) -> None:
         """Stage-in jobs per level, files dealt round-robin; ``made`` maps each file name to the job that writes it."""
         staged: dict[str, Container] = {}
         chmods: dict[int, tuple[Job, Container]] = {}  # id(stage-in job) -> the chmod job after it, and the stage-in
+        per_job: dict[str, int] = {}  # job id -> the number of its last chmod job
         for level, on_level in _levels(units).items():
             count = self._count("pegasus.stagein.clusters", len(on_level))
             boxes: list[Container] = []
@@ -212,6 +257,9 @@ class DataJobs:
                         sources = sources or self._sources(job, k, use)
                         if not sources:
                             continue  # an optional input that no replica provides
+                    if use.lfn in self.replica_metadata:  # the replica catalog's attributes, as Pegasus' stage-in adds
+                        use.metadata = {**(use.metadata or {}), **self.replica_metadata[use.lfn]}
+                    if box is None:
                         if len(boxes) < count:
                             name = f"stage_in_{self.side}_{self.lay.exec_site}_{level}_{len(boxes)}"
                             boxes.append(self._transfer_job(name, JobType.STAGE_IN, level))
@@ -222,12 +270,17 @@ class DataJobs:
                         self.edge(box.job, job)
                         continue
                     if id(box.job) not in chmods:
-                        chmod = self.new_job(f"chmod_{job.id}_0", JobType.CHMOD, "chmod", None, level)
+                        n = per_job[job.id] = per_job.get(job.id, -1) + 1  # >0: its requires' are in another
+                        chmod = self.new_job(f"chmod_{job.id}_{n}", JobType.CHMOD, "chmod", None, level)
                         chmods[id(box.job)] = (chmod, box)
                         self.edge(box.job, chmod)
                     self.edge(chmods[id(box.job)][0], job)
             for box in boxes:
                 box.job.stdin_text = json.dumps(box.entries)
+                if box.verify:
+                    assert box.job.command is not None
+                    box.job.command = [sys.executable, "-m", "pilot.data.integrity",
+                                       *(f"{path}={sha}" for path, sha in box.verify), "--", *box.job.command]
         for chmod, box in chmods.values():  # each makes executable what its stage-in job brought
             chmod.command = ["/bin/chmod", "+x", *box.executables]
 
@@ -242,8 +295,14 @@ class DataJobs:
         dest = self._dest(use.lfn, sources[0], executable)
         for src in sources:
             self._check_url(src["url"], dest["url"], f"{job.where}: uses[{k}]" if k >= 0 else job.where)
-        box.entries.append({"type": "transfer", "linkage": "input", "lfn": use.lfn, "id": len(box.entries) + 1,
-                            "src_urls": sources, "dest_urls": [dest]})
+        entry = {"type": "transfer", "linkage": "input", "lfn": use.lfn, "id": len(box.entries) + 1,
+                 "src_urls": sources, "dest_urls": [dest]}
+        if use.metadata:
+            entry["attributes"] = dict(use.metadata)
+        box.entries.append(entry)
+        sha = checksum_of(use.metadata)
+        if sha and self.verify:
+            box.verify.append((self.lay.workdir.file(use.lfn)[0], sha))
         if executable:
             box.executables.append(self.lay.workdir.file(use.lfn)[0])
 
@@ -282,10 +341,11 @@ class DataJobs:
                         self._stage_out_file(job, k, use, level, count, boxes, registers)
                     elif use.writes and use.register and not reused:  # registered where it was written
                         reg = self._register_job(registers, self._turn(("out", level)) % count, level)
-                        reg.register.append((use.lfn, self.lay.workdir.file(use.lfn)[1], self.lay.exec_site))
+                        reg.register.append((use.lfn, self.lay.workdir_read.file(use.lfn)[1], self.lay.exec_site,
+                                             use.metadata))
                         self.edge(job, reg.job)
             for reg in registers.values():
-                reg.job.stdin_text = "".join(f'{lfn} {url} site="{site}"\n' for lfn, url, site in reg.register)
+                reg.job.stdin_text = "".join(map_line(*entry) for entry in reg.register)
             for box in boxes:
                 box.job.stdin_text = json.dumps(box.entries)
                 if not reused:
@@ -300,7 +360,7 @@ class DataJobs:
         if reused:
             sources = [{"site_label": c.site, "url": replicas.url_of(c.pfn)} for c in replicas.find(self.cat, use.lfn)]
         else:
-            sources = [{"site_label": self.lay.exec_site, "url": self.lay.workdir.file(use.lfn)[1]}]
+            sources = [{"site_label": self.lay.exec_site, "url": self.lay.workdir_read.file(use.lfn)[1]}]  # its get server
         if not sources or any(s["url"] == dest for s in sources):
             return  # already where it belongs
         for src in sources:
@@ -310,13 +370,16 @@ class DataJobs:
             boxes.append(self._transfer_job(f"stage_out_{side}_{site}_{level}_{len(boxes)}", JobType.STAGE_OUT, level))
         slot = self._turn(("out", level)) % count
         box = boxes[slot]
-        box.entries.append({"type": "transfer", "linkage": "output", "lfn": use.lfn, "id": len(box.entries) + 1,
-                            "src_urls": sources, "dest_urls": [{"site_label": self.lay.output_site, "url": dest}]})
+        entry = {"type": "transfer", "linkage": "output", "lfn": use.lfn, "id": len(box.entries) + 1,
+                 "src_urls": sources, "dest_urls": [{"site_label": self.lay.output_site, "url": dest}]}
+        if use.metadata:
+            entry["attributes"] = dict(use.metadata)
+        box.entries.append(entry)
         if not reused:
             self.edge(job, box.job)
         if use.register:
             reg = self._register_job(registers, slot, level)
-            reg.register.append((use.lfn, self._get_url(use.lfn), self.lay.output_site))
+            reg.register.append((use.lfn, self._get_url(use.lfn), self.lay.output_site, use.metadata))
             self.edge(box.job, reg.job)
 
     def _register_job(self, registers: dict[int, Container], slot: int, level: int) -> Container:
@@ -343,6 +406,17 @@ class DataJobs:
         for root in roots:
             self.edge(mkdir, root)
         return self.made
+
+
+def map_line(lfn: str, url: str, site: str, attributes: dict[str, str] | None) -> str:
+    """A pegasus-rc-client map line, ``LFN PFN site="SITE"`` and the file's metadata as ``key="value"``, as
+    Pegasus' registration writes it (a value's quote and backslash escaped, for the shell-like reader)."""
+    words = [f'{key}="{_escaped(value)}"' for key, value in (("site", site), *(attributes or {}).items())]
+    return " ".join([lfn, url, *words]) + "\n"
+
+
+def _escaped(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _levels(units: list[Unit]) -> dict[int, list[Unit]]:

@@ -169,3 +169,48 @@ def test_a_checkpoint_file_is_there_for_the_retry_and_staged_out_at_the_end(tmp_
                          timeout=300)
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "output" / "ck").read_text() == "step1\nresumed\n"
+
+
+@pytest.mark.monitord
+def test_a_wrong_copy_fails_its_stage_in_and_file_metadata_reaches_the_monitoring_db(tmp_path):
+    """A replica whose content is not its checksum fails the stage-in job that brought it (the job reading it never
+    starts); fixed and rerun, the workflow runs, and pegasus-monitord records the files' metadata (rc_meta) and
+    their map to the task (workflow_files), as for a Pegasus run."""
+    import hashlib
+    import sqlite3
+
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    source = tmp_path / "f.in"
+    source.write_text("tampered\n")
+    rc = api.ReplicaCatalog().add_replica("local", "f.in", str(source), metadata={"origin": "lab"},
+                                          checksum={"sha256": hashlib.sha256(b"payload\n").hexdigest()})
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("cat", site="local", pfn="/bin/cat", is_stageable=False))
+    fin, fout = api.File("f.in"), api.File("f.out").add_metadata(kind="result")
+    job = api.Job("cat", _id="j").add_args(fin).add_inputs(fin).set_stdout(fout)
+    wf = api.Workflow("sums").add_jobs(job).add_replica_catalog(rc).add_transformation_catalog(tc)
+    wf.add_site_catalog(local_site(tmp_path)).write(str(tmp_path / "sums.yml"))
+    sub = tmp_path / "sub"
+    submit = [*PILOT, "submit", "--poll", "0.2", "--site", "local", "--cluster", "whole", "--retry", "0"]
+    res = subprocess.run([*submit, str(tmp_path / "sums.yml"), "--dir", str(sub)], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 1, res.stderr
+    assert not (tmp_path / "output" / "f.out").exists()
+    said = [line for p in sub.rglob("*") if p.is_file() and p.suffix not in (".db",)
+            for line in p.read_text(errors="replace").splitlines() if "integrity check failed" in line]
+    assert said and "the catalog says" in said[0]
+    source.write_text("payload\n")
+    res = subprocess.run([*submit, str(sub)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "output" / "f.out").read_text() == "payload\n"
+    db = sqlite3.connect(next(sub.glob("*.stampede.db")))
+    try:
+        meta = db.execute("select l.lfn, m.key, m.value from rc_meta m join rc_lfn l on l.lfn_id = m.lfn_id").fetchall()
+        mapped = db.execute("select l.lfn, t.abs_task_id from workflow_files f join rc_lfn l on l.lfn_id = f.lfn_id "
+                            "join task t on t.task_id = f.task_id").fetchall()
+    finally:
+        db.close()
+    assert ("f.out", "kind", "result") in meta and ("f.in", "origin", "lab") in meta
+    assert ("f.in", "checksum.value", hashlib.sha256(b"payload\n").hexdigest()) in meta
+    assert sorted(mapped) == [("f.in", "j"), ("f.out", "j")]
