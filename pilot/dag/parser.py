@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Iterator, TextIO
+from typing import Any, Iterator, TextIO
 
 from pilot.dag.cycles import find_cycle
 from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
-from pilot.dag.model import Dag, Task
+from pilot.dag.model import DEFAULT_SPEC, Dag, Spec, Task
 from pilot.errors import DagError
 from pilot.util.gcpause import gc_paused
 from pilot.util.safeopen import open_regular_fd
@@ -119,6 +119,11 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
     cwd: str | None = None
     stdio: tuple[str, str, str] | None = None
     env: tuple[tuple[str, str], ...] | None = None
+    # One Spec for every task that asks for the same (see pilot.dag.model.Spec); ``base``: that of
+    # a task with no options under the current cwd and env notes.
+    specs: dict[tuple, Spec] = {}
+    base = DEFAULT_SPEC.shared(specs)
+    last_cmd = None  # the previous task's command: a task repeating it shares its string
     special = SPECIAL.search
     for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
@@ -137,8 +142,10 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
                 body = line[len(PILOT_NOTE):].lstrip()
                 if body.startswith(CWD_NOTE):
                     cwd = _cwd_note(body, path, lineno)
+                    base = DEFAULT_SPEC.but(cwd=cwd, env=env).shared(specs)
                 elif body == ENV_NOTE or body.startswith(ENV_NOTE) and body[len(ENV_NOTE)].isspace():
                     env = _env_note(line, path, lineno)
+                    base = DEFAULT_SPEC.but(cwd=cwd, env=env).shared(specs)
                 elif body.lstrip("'\"\\").startswith(STDIO_NOTES):
                     stdio = _stdio_note(line, path, lineno)
                 else:
@@ -157,23 +164,26 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
         if special(line) is not None and unterminated_quote(line):
             raise DagError(path, lineno, "unterminated quote; close it with a matching ' or \" (or escape it with \\)")
         if kind == "TASK":
-            task = _parse_task(line, path, lineno)
+            task = _parse_task(line, path, lineno, base, specs)
+            cmd = task.raw_args
+            if cmd is not None:
+                if cmd == last_cmd:
+                    task.raw_args = last_cmd
+                else:
+                    last_cmd = cmd
             if note is not None:
                 task.pegasus_id, task.transformation, task.dax_id = note
                 note = None
             if runtime is not None:
                 task.runtime = runtime
                 runtime = None
-            task.cwd = cwd
-            task.env = env
             if stdio is not None:
                 task.stdio = stdio
                 stdio = None
             if task.name in tasks:
                 first_line = tasks[task.name].line
                 raise DagError(path, lineno, f"duplicate task {task.name!r} (first defined on line {first_line}); task ids must be unique")
-            task.order = len(tasks)
-            tasks[task.name] = task
+            dag.add(task)
         elif kind == "EDGE":
             args = split_args(line)
             if len(args) != 3:
@@ -258,8 +268,9 @@ def _pilot_note(line: str, path: str, lineno: int) -> float:
     return value
 
 
-def _parse_task(line: str, path: str, lineno: int) -> Task:
-    """TASK id and options now; the command stays raw until first used (see Task)."""
+def _parse_task(line: str, path: str, lineno: int, base: Spec = DEFAULT_SPEC, specs: dict[tuple, Spec] | None = None) -> Task:
+    """TASK id and options now; the command stays raw until used (see Task). ``base``: the Spec of a task without
+    options here; one with options gets the equal Spec in ``specs``, or a new one put there."""
     rest = line[4:]
     if not rest:
         raise DagError(path, lineno, "invalid TASK record: expected 'TASK <id> [options] <executable> [arguments]'")
@@ -267,8 +278,9 @@ def _parse_task(line: str, path: str, lineno: int) -> Task:
         raise DagError(path, lineno, f"invalid record {split_args(line)[0]!r}: expected TASK or EDGE")
     head = rest.split(None, 1)
     if not head or SPECIAL.search(head[0]):
-        return _parse_task_tokens(split_args(line), path, lineno)
-    task = Task(head[0], line=lineno)
+        return _parse_task_tokens(split_args(line), path, lineno, base, specs)
+    name = head[0]
+    fields: dict[str, Any] = {}
     rest = head[1] if len(head) > 1 else ""
     while rest[:1] == "-":
         parts = rest.split(None, 2)
@@ -276,31 +288,50 @@ def _parse_task(line: str, path: str, lineno: int) -> Task:
         if len(opt) == 1:
             break  # a lone "-" is an executable name, not an option
         if SPECIAL.search(opt) or (len(parts) > 1 and SPECIAL.search(parts[1])):
-            return _parse_task_tokens(split_args(line), path, lineno)
+            return _parse_task_tokens(split_args(line), path, lineno, base, specs)
         value: str | None = None
         if opt.startswith("--") and "=" in opt:
             opt, value = opt.split("=", 1)
             rest = rest.split(None, 1)[1] if len(parts) > 1 else ""
         spec = _TASK_OPTIONS.get(opt)
         if spec is None:
-            raise DagError(path, lineno, f"task {task.name!r}: unknown task option {opt!r} (valid: -m -c -g -t -p -f -F)")
+            raise DagError(path, lineno, f"task {name!r}: unknown task option {opt!r} (valid: -m -c -g -t -p -f -F)")
         if value is None:
             if len(parts) < 2:
-                raise DagError(path, lineno, f"task {task.name!r}: option {opt} needs a value")
+                raise DagError(path, lineno, f"task {name!r}: option {opt} needs a value")
             value = parts[1]
             rest = parts[2] if len(parts) > 2 else ""
-        _apply_option(task, spec, opt, value, path, lineno)
+        _apply_option(fields, name, spec, opt, value, path, lineno)
     if not rest or (rest[0] in "'\"" and split_args(rest)[:1] == [""]):  # an empty quoted executable: none
-        raise DagError(path, lineno, f"task {task.name!r} has no executable; put the program after the task options")
-    task.raw_args = rest
-    return task
+        raise DagError(path, lineno, f"task {name!r} has no executable; put the program after the task options")
+    return Task(name, raw_args=rest, line=lineno, spec=_spec(fields, base, specs))
 
 
-def _parse_task_tokens(args: list[str], path: str, lineno: int) -> Task:
+def _spec(fields: dict[str, Any], base: Spec, specs: dict[tuple, Spec] | None) -> Spec:
+    """``base`` with the options a TASK record gave (``fields``), shared through ``specs``."""
+    if not fields:
+        return base
+    for attr in ("pipe_forwards", "file_forwards"):
+        if attr in fields:
+            fields[attr] = tuple(fields[attr])
+    if specs is None:
+        return base.but(**fields)
+    # Tasks that repeat the same options find their Spec by them, without making one first; such a key
+    # starts with a Spec, a Spec's own key (its values) with a number: the two never meet in ``specs``.
+    given = (base, *fields.items())
+    spec = specs.get(given)
+    if spec is None:
+        spec = specs[given] = base.but(**fields).shared(specs)
+    return spec
+
+
+def _parse_task_tokens(args: list[str], path: str, lineno: int, base: Spec = DEFAULT_SPEC,
+                       specs: dict[tuple, Spec] | None = None) -> Task:
     """The general path, for ids and options that are quoted or escaped."""
     if len(args) < 2:
         raise DagError(path, lineno, "invalid TASK record: expected 'TASK <id> [options] <executable> [arguments]'")
-    task = Task(args[1], line=lineno)
+    name = args[1]
+    fields: dict[str, Any] = {}
     i = 2
     n = len(args)
     while i < n and args[i].startswith("-") and len(args[i]) > 1:
@@ -310,26 +341,27 @@ def _parse_task_tokens(args: list[str], path: str, lineno: int) -> Task:
             opt, value = opt.split("=", 1)
         spec = _TASK_OPTIONS.get(opt)
         if spec is None:
-            raise DagError(path, lineno, f"task {task.name!r}: unknown task option {opt!r} (valid: -m -c -g -t -p -f -F)")
+            raise DagError(path, lineno, f"task {name!r}: unknown task option {opt!r} (valid: -m -c -g -t -p -f -F)")
         if value is None:
             i += 1
             if i >= n:
-                raise DagError(path, lineno, f"task {task.name!r}: option {opt} needs a value")
+                raise DagError(path, lineno, f"task {name!r}: option {opt} needs a value")
             value = args[i]
-        _apply_option(task, spec, opt, value, path, lineno)
+        _apply_option(fields, name, spec, opt, value, path, lineno)
         i += 1
     if i >= n or not args[i]:
-        raise DagError(path, lineno, f"task {task.name!r} has no executable; put the program after the task options")
-    task.argv = args[i:]
-    return task
+        raise DagError(path, lineno, f"task {name!r} has no executable; put the program after the task options")
+    return Task(name, args[i:], line=lineno, spec=_spec(fields, base, specs))
 
 
-def _apply_option(task: Task, spec: tuple[str, str], opt: str, value: str, path: str, lineno: int) -> None:
+def _apply_option(fields: dict[str, Any], name: str, spec: tuple[str, str], opt: str, value: str, path: str,
+                  lineno: int) -> None:
+    """Check one option of task ``name`` and put its value in ``fields`` (a Spec's field -> value)."""
     attr, kind = spec
 
     def bad(why: str) -> DagError:
         shown = repr(value) if len(value) <= 40 else repr(value[:37]) + "..."
-        return DagError(path, lineno, f"task {task.name!r}: {opt} {shown}: {why}")
+        return DagError(path, lineno, f"task {name!r}: {opt} {shown}: {why}")
 
     if kind in ("memory", "count", "count0"):
         match = _C_FLOAT.match(value)
@@ -342,7 +374,7 @@ def _apply_option(task: Task, spec: tuple[str, str], opt: str, value: str, path:
             raise bad("must not be negative")
         if number > _MAX_REQUEST:
             raise bad(f"more than {_MAX_REQUEST} (PMC reads it as a 32-bit number; no host has that many)")
-        setattr(task, attr, math.ceil(number))
+        fields[attr] = math.ceil(number)
     elif kind in ("tries", "int"):
         match = _C_INT.match(value)
         if match is None:
@@ -352,11 +384,11 @@ def _apply_option(task: Task, spec: tuple[str, str], opt: str, value: str, path:
         if not -_MAX_INT - 1 <= number <= _MAX_INT:
             raise bad(f"out of range (PMC reads it as a 32-bit number: at most {_MAX_INT})")
         if kind == "int":
-            task.priority = number
+            fields["priority"] = number
         elif number < 0:
             raise bad("must not be negative")
         else:
-            task.tries = number  # 0 tries, as in PMC, still runs the task once
+            fields["tries"] = number  # 0 tries, as in PMC, still runs the task once
     else:
         left, sep, right = value.partition("=")
         if not sep or not left or not right:
@@ -364,6 +396,4 @@ def _apply_option(task: Task, spec: tuple[str, str], opt: str, value: str, path:
         if kind == "pipe":
             if not ENV_NAME.match(left):
                 raise bad(f"{left!r} is not a valid environment variable name")
-            task.pipe_forwards.append((left, right))
-        else:
-            task.file_forwards.append((left, right))
+        fields.setdefault(attr, []).append((left, right))

@@ -54,9 +54,9 @@ def attach_child(master: Master, rank: int, task: Task, alloc: Allocation) -> No
     left = master.time_left()
     if left is not None:
         left -= _work_ahead(master, rank)
-    while depth < FOLLOW_ON_DEPTH and not parent.pipe_forwards and not parent.file_forwards:
-        child = next((c for c in parent.children if engine.follow_on(c, parent) and c.cpus <= alloc.cpus
-                      and c.memory <= alloc.memory and c.gpus <= gpus
+    while depth < FOLLOW_ON_DEPTH and not parent.spec.pipe_forwards and not parent.spec.file_forwards:
+        child = next((c for c in parent.children if engine.follow_on(c, parent) and c.spec.cpus <= alloc.cpus
+                      and c.spec.memory <= alloc.memory and c.spec.gpus <= gpus
                       and (left is None or not master.matcher.too_long(c, left))), None)
         if child is None:
             return

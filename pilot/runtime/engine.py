@@ -8,6 +8,7 @@ task never become ready; they end the run as unfinished.
 
 from __future__ import annotations
 
+from array import array
 from enum import IntEnum
 
 from pilot.dag.model import Dag, Task
@@ -21,6 +22,28 @@ class State(IntEnum):
     FAILED = 4
 
 
+# The states as plain ints: what ``Engine.state`` holds, and quicker to compare than enum members.
+WAITING, READY, RUNNING, DONE, FAILED = (int(s) for s in State)
+
+
+class States:
+    """A read-only view of the states the engine keeps as bytes: each one as its State."""
+
+    __slots__ = ("_bytes",)
+
+    def __init__(self, states: bytearray) -> None:
+        self._bytes = states
+
+    def __getitem__(self, order: int) -> State:
+        return _STATES[self._bytes[order]]
+
+    def __len__(self) -> int:
+        return len(self._bytes)
+
+
+_STATES = tuple(State)
+
+
 class Engine:
     """Tracks every task of one DAG for one run."""
 
@@ -31,9 +54,11 @@ class Engine:
         self.default_tries = tries
         self.max_failures = max_failures
         n = len(dag)
-        self.state: list[State] = [State.WAITING] * n
-        self.attempts: list[int] = [0] * n
-        self._missing: list[int] = [0] * n
+        # Per task, by order, in machine ints rather than lists of objects: a run holds every task of
+        # its DAG, and a byte or four a task here is a good part of what the master needs per task.
+        self._state = bytearray(n)  # a State each (WAITING: 0); ``state`` reads them as States
+        self.attempts = array("i", bytes(4 * n))
+        self._missing = array("i", bytes(4 * n))
         self.running = 0
         self.done_count = 0
         self.failed_count = 0  # tasks failed permanently
@@ -45,21 +70,26 @@ class Engine:
         self._initial: list[Task] = []
         for task in dag.tasks.values():
             if task.name in done:
-                self.state[task.order] = State.DONE
+                self._state[task.order] = DONE
                 self.done_count += 1
         for task in dag.tasks.values():
             i = task.order
-            if self.state[i] is State.DONE:
+            if self._state[i] == DONE:
                 continue
-            missing = sum(1 for p in task.parents if self.state[p.order] is not State.DONE)
+            missing = sum(1 for p in task.parents if self._state[p.order] != DONE)
             self._missing[i] = missing
             if missing == 0:
-                self.state[i] = State.READY
+                self._state[i] = READY
                 self._initial.append(task)
 
     @property
     def total(self) -> int:
-        return len(self.state)
+        return len(self._state)
+
+    @property
+    def state(self) -> States:
+        """Each task's State, by order (read-only)."""
+        return States(self._state)
 
     def initial_ready(self) -> list[Task]:
         """Tasks ready at start (all parents DONE, from the rescue log or none)."""
@@ -67,14 +97,15 @@ class Engine:
         return ready
 
     def tries_of(self, task: Task) -> int:
-        return task.tries if task.tries is not None else self.default_tries
+        tries = task.spec.tries
+        return tries if tries is not None else self.default_tries
 
     def start(self, task: Task) -> int:
         """Mark an attempt started; return its number (1-based)."""
         i = task.order
-        if self.state[i] is not State.READY:
-            raise RuntimeError(f"task {task.name} started in state {self.state[i].name}")
-        self.state[i] = State.RUNNING
+        if self._state[i] != READY:
+            raise RuntimeError(f"task {task.name} started in state {State(self._state[i]).name}")
+        self._state[i] = RUNNING
         self.attempts[i] += 1
         self.running += 1
         self.submitted += 1
@@ -83,21 +114,21 @@ class Engine:
     def follow_on(self, task: Task, parent: Task) -> bool:
         """Whether ``task`` becomes ready exactly when ``parent`` succeeds (its only parent not done)."""
         i = task.order
-        return self.state[i] is State.WAITING and self._missing[i] == 1 and self.state[parent.order] is State.RUNNING
+        return self._state[i] == WAITING and self._missing[i] == 1 and self._state[parent.order] == RUNNING
 
     def start_after(self, task: Task) -> int:
         """Start an attempt sent ahead to run after its last parent succeeds (see Master._attach_child)."""
         i = task.order
-        if self.state[i] is not State.WAITING:
-            raise RuntimeError(f"task {task.name} sent ahead in state {self.state[i].name}")
-        self.state[i] = State.READY
+        if self._state[i] != WAITING:
+            raise RuntimeError(f"task {task.name} sent ahead in state {State(self._state[i]).name}")
+        self._state[i] = READY
         return self.start(task)
 
     def unstart(self, task: Task) -> None:
         """Undo ``start`` for an attempt that never ran (a recalled or dropped prefetch)."""
         i = task.order
         self._finish(i)
-        self.state[i] = State.READY if self._missing[i] == 0 else State.WAITING
+        self._state[i] = READY if self._missing[i] == 0 else WAITING
         self.attempts[i] -= 1
         self.submitted -= 1
 
@@ -105,7 +136,7 @@ class Engine:
         """Record success; return the children that became ready."""
         i = task.order
         self._finish(i)
-        self.state[i] = State.DONE
+        self._state[i] = DONE
         self.done_count += 1
         self.succeeded_this_run += 1
         ready = []
@@ -113,13 +144,13 @@ class Engine:
         for child in task.children:
             j = child.order
             missing[j] -= 1
-            if missing[j] == 0 and self.state[j] is State.WAITING:
-                self.state[j] = State.READY
+            if missing[j] == 0 and self._state[j] == WAITING:
+                self._state[j] = READY
                 ready.append(child)
         return ready
 
     def is_ready(self, task: Task) -> bool:
-        return self.state[task.order] is State.READY
+        return self._state[task.order] == READY
 
     def failed(self, task: Task, retry: bool = True) -> bool:
         """Record a failed attempt; True when the task goes back to READY for another try."""
@@ -127,9 +158,9 @@ class Engine:
         self._finish(i)
         self.failed_attempts += 1
         if retry and not self.stopped and self.attempts[i] < self.tries_of(task):
-            self.state[i] = State.READY
+            self._state[i] = READY
             return True
-        self.state[i] = State.FAILED
+        self._state[i] = FAILED
         self.failed_count += 1
         if self.max_failures and self.failed_count >= self.max_failures:
             self.stop(f"{self.failed_count} task(s) failed permanently (-m {self.max_failures})")
@@ -142,8 +173,8 @@ class Engine:
             self.stop_reason = reason
 
     def _finish(self, i: int) -> None:
-        if self.state[i] is not State.RUNNING:
-            raise RuntimeError(f"task #{i} finished in state {self.state[i].name}")
+        if self._state[i] != RUNNING:
+            raise RuntimeError(f"task #{i} finished in state {State(self._state[i]).name}")
         self.running -= 1
 
     @property
@@ -152,4 +183,4 @@ class Engine:
 
     def unfinished(self) -> list[str]:
         """Names of tasks that are not DONE, in DAG order."""
-        return [t.name for t in self.dag.tasks.values() if self.state[t.order] is not State.DONE]
+        return [t.name for t in self.dag.tasks.values() if self._state[t.order] != DONE]

@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import time
+from array import array
 from typing import BinaryIO, Callable
 
 from pilot.contracts.result import RunOutcome
@@ -84,7 +85,8 @@ class Master:
         self.slots = Slots()
         self.mean_duration = float("inf")  # unknown until a task ends: no prefetch before
         self.seq = 0  # attempts numbered as they become ready (PMC's submit sequence)
-        self.queued_seq: list[int] = []  # per task order: the number of its attempt waiting to start, 0 if none
+        # Per task order: the number of its attempt waiting to start, 0 if none (machine ints: no int object a task).
+        self.queued_seq = array("q")
         self.runtime_total = 0.0
         self.signalled: str | None = None
         self.abort_reason: str | None = None
@@ -189,7 +191,8 @@ class Master:
         startup.check_feasible(dag, self.engine)
         startup.setup_hosts()
         self._timed = timeleft.prepare(opts, dag, self.matcher, None if self.deadline is None else self.deadline - self.clock())
-        self.queued_seq = [0] * len(dag)
+        self.queued_seq = array("q", bytes(8 * len(dag)))
+        self.matcher.reserve(len(dag))
         crashes.begin(self, self.engine.initial_ready())
 
     # -- main loop ------------------------------------------------------------
@@ -285,14 +288,15 @@ class Master:
         if self.trace:
             log.log(5, "Scheduling task %s", task.name)
         attempt = engine.start(task) if after is None else engine.start_after(task)
-        gpu_ids = alloc.gpu_ids[: task.gpus] if task.gpus else ()
+        spec = task.spec
+        gpu_ids = alloc.gpu_ids[: spec.gpus] if spec.gpus else ()
         self.t.send(
             alloc.rank,
             RunTask(
-                task.name, task.argv, attempt, task.memory, task.cpus, gpu_ids, task.pegasus_id,
-                task.pipe_forwards, task.file_forwards, task.transformation, task.dax_id,
-                alloc.cpu_ids[: task.cpus] if task.cpus > 1 else (), after.name if after is not None else None,
-                bool(task.children), task.cwd, task.stdio, task.env,
+                task.name, task.argv, attempt, spec.memory, spec.cpus, gpu_ids, task.pegasus_id,
+                spec.pipe_forwards, spec.file_forwards, task.transformation, task.dax_id,
+                alloc.cpu_ids[: spec.cpus] if spec.cpus > 1 else (), after.name if after is not None else None,
+                bool(task.children), spec.cwd, task.stdio, spec.env,
             ),
             ring=alloc.rank not in self.slots.running,  # a busy worker waits on its task, and looks when it ends
         )

@@ -27,7 +27,9 @@ runs as soon as that host has room. Bounded backfill keeps a wide task from
 starving behind a stream of narrow ones.
 
 Cost: ready tasks are kept in one heap per resource signature (cpus, memory,
-gpus). Matching looks at the head of each signature only, and hosts are kept
+gpus), each entry one int that sorts as the task should (``_entry``): a
+million ready tasks cost the master a million ints, not a million tuples,
+and the heap compares ints. Matching looks at the head of each signature only, and hosts are kept
 in an insertion-ordered index of hosts that have an idle slot and a free CPU,
 so with uniform tasks a match costs O(1) whatever the number of workers.
 
@@ -44,6 +46,7 @@ imports this module at start, and the dataclasses module costs some 10 ms.
 from __future__ import annotations
 
 import heapq
+from array import array
 
 from pilot.dag.model import Task
 
@@ -112,6 +115,11 @@ class Allocation:
 
 Signature = tuple[int, int, int]
 
+# A ready queue's entry: minus the task's priority above PLACE_BITS, its place among equal priorities below
+# (its DAG order, or its place by runtime). An entry is also the task's rank: smaller runs first.
+PLACE_BITS = 32
+PLACE_MASK = (1 << PLACE_BITS) - 1
+
 
 class Matcher:
     """The resource pool (hosts, their slots and free resources) and the ready queue, matched by the rules above.
@@ -123,13 +131,14 @@ class Matcher:
     def __init__(self) -> None:
         self.hosts: dict[str, Host] = {}
         self.host_of: dict[int, Host] = {}
-        self._queues: dict[Signature, list[tuple[int, int, Task]]] = {}
+        self._queues: dict[Signature, list[int]] = {}  # entries (see PLACE_BITS), one heap per signature
+        self._at: list[Task | None] = []  # the task of each place an entry names
         self._available: dict[str, Host] = {}  # hosts with an idle slot and a free CPU
         self.ready_count = 0
-        self._passed: tuple[int, int] | None = None  # rank of the head task being passed over
+        self._passed: int | None = None  # rank of the head task being passed over
         self._passes = 0
         self._reserved: Host | None = None  # kept for that task once it was passed over too often
-        self._tiebreak: list[int] | None = None  # per task order: its place among equal priorities
+        self._tiebreak: array[int] | None = None  # per task order: its place among equal priorities
         self.full: float = float("inf")  # seconds a whole run gets: a longer task is never held
         self.held: list[Task] = []  # ready tasks too long for the time left: for the next run
 
@@ -138,7 +147,7 @@ class Matcher:
         if not any(t.runtime is not None for t in tasks):
             return False
         ranked = sorted(tasks, key=lambda t: (t.runtime is None, -(t.runtime or 0.0), t.order))
-        tiebreak = [0] * len(tasks)
+        tiebreak = array("q", bytes(8 * len(tasks)))
         for place, task in enumerate(ranked):
             tiebreak[task.order] = place
         self._tiebreak = tiebreak
@@ -181,25 +190,47 @@ class Matcher:
         return "; ".join(parts)
 
     # -- the ready queue ------------------------------------------------------
+    def reserve(self, tasks: int) -> None:
+        """Room for the places of ``tasks`` tasks, made once rather than grown as tasks become ready."""
+        if tasks > len(self._at):
+            self._at.extend([None] * (tasks - len(self._at)))
+
     def push(self, task: Task) -> None:
-        key = (task.cpus, task.memory, task.gpus)
+        spec = task.spec
+        key = spec.key
         queue = self._queues.get(key)
         if queue is None:
             queue = self._queues[key] = []
         tiebreak = self._tiebreak
-        heapq.heappush(queue, (-task.priority, task.order if tiebreak is None else tiebreak[task.order], task))
+        place = task.order if tiebreak is None else tiebreak[task.order]
+        at = self._at
+        if place >= len(at):
+            at.extend([None] * max(place + 1 - len(at), len(at)))
+        at[place] = task
+        # At priority 0 the entry is the place itself: in the usual DAG, the task's own order, no new int.
+        heapq.heappush(queue, (-spec.priority << PLACE_BITS) + place if spec.priority else place)
         self.ready_count += 1
+
+    def _pop(self, queue: list[int]) -> Task:
+        task = self._at[heapq.heappop(queue) & PLACE_MASK]
+        assert task is not None
+        self.ready_count -= 1
+        return task
+
+    def _head(self, queue: list[int]) -> Task:
+        task = self._at[queue[0] & PLACE_MASK]
+        assert task is not None
+        return task
 
     def too_long(self, task: Task, left: float) -> bool:
         """Whether ``task`` should wait for a run with more time than ``left`` seconds."""
         runtime = task.runtime
         return runtime is not None and left < runtime <= self.full
 
-    def _hold(self, queue: list[tuple[int, int, Task]], left: float) -> None:
+    def _hold(self, queue: list[int], left: float) -> None:
         """Set aside the heads of ``queue`` that cannot finish in the time left."""
-        while queue and self.too_long(queue[0][2], left):
-            self.held.append(heapq.heappop(queue)[2])
-            self.ready_count -= 1
+        while queue and self.too_long(self._head(queue), left):
+            self.held.append(self._pop(queue))
 
     def assign(self, left: float | None = None) -> tuple[Task, Allocation] | None:
         """Best-priority ready task that fits an idle slot now, with its allocation.
@@ -209,20 +240,19 @@ class Matcher:
         """
         if not self._available or not self.ready_count:
             return None
-        best: tuple[tuple[int, int], Signature, Host] | None = None
-        top: tuple[tuple[int, int], Signature] | None = None
+        best: tuple[int, Signature, Host] | None = None
+        top: tuple[int, Signature] | None = None
         for key, queue in self._queues.items():
             if left is not None and queue:
                 self._hold(queue, left)
-            if queue and (top is None or (queue[0][0], queue[0][1]) < top[0]):
-                top = ((queue[0][0], queue[0][1]), key)
+            if queue and (top is None or queue[0] < top[0]):
+                top = (queue[0], key)
         if self._passed is not None and (top is None or top[0] != self._passed):
             self._passed, self._passes, self._reserved = None, 0, None  # it left, or a more urgent task came
         for key, queue in self._queues.items():
             if not queue:
                 continue
-            head = queue[0]
-            rank = (head[0], head[1])
+            rank = queue[0]
             if best is not None and rank >= best[0]:
                 continue
             host = self._find_host(key, rank)
@@ -235,11 +265,10 @@ class Matcher:
             self._pass_over(top[0], top[1])
         elif self._passed == rank:
             self._passed, self._passes, self._reserved = None, 0, None  # its turn came
-        _, _, task = heapq.heappop(self._queues[key])
-        self.ready_count -= 1
+        task = self._pop(self._queues[key])
         return task, self._allocate(host, task)
 
-    def _pass_over(self, rank: tuple[int, int], key: Signature) -> None:
+    def _pass_over(self, rank: int, key: Signature) -> None:
         """The most urgent task was passed over once more; reserve a host for it when that happened too often."""
         if self._passed != rank:
             self._passed, self._passes, self._reserved = rank, 0, None
@@ -262,24 +291,24 @@ class Matcher:
         """
         if not self.ready_count:
             return None
-        best: tuple[tuple[int, int], Signature] | None = None
-        top: int | None = None  # minus the highest priority ready
+        best: tuple[int, Signature] | None = None
+        top: int | None = None  # the most urgent entry ready
         gpus = len(alloc.gpu_ids)
         for key, queue in self._queues.items():
             if not queue:
                 continue
-            if top is None or queue[0][0] < top:
-                top = queue[0][0]
+            rank = queue[0]
+            if top is None or rank < top:
+                top = rank
             if key[0] <= alloc.cpus and key[1] <= alloc.memory and key[2] <= gpus:
-                rank = (queue[0][0], queue[0][1])
                 if best is None or rank < best[0]:
                     best = (rank, key)
-        if best is None or best[0][0] > top:  # type: ignore[operator]
+        if best is None or best[0] >> PLACE_BITS > top >> PLACE_BITS:  # type: ignore[operator]
+            return None  # a task of higher priority is ready and does not fit here
+        queue = self._queues[best[1]]
+        if left is not None and self.too_long(self._head(queue), left):
             return None
-        if left is not None and self.too_long(self._queues[best[1]][0][2], left):
-            return None
-        self.ready_count -= 1
-        return heapq.heappop(self._queues[best[1]])[2]
+        return self._pop(queue)
 
     def has_idle_slot(self, more_than: int = 0) -> bool:
         """Whether more than ``more_than`` slots on hosts with a free CPU are idle."""
@@ -292,9 +321,9 @@ class Matcher:
 
     def fits_now(self, task: Task) -> bool:
         """Whether some idle slot could take ``task`` right now."""
-        return self._find_host((task.cpus, task.memory, task.gpus)) is not None
+        return self._find_host(task.spec.key) is not None
 
-    def _find_host(self, key: Signature, rank: tuple[int, int] | None = None) -> Host | None:
+    def _find_host(self, key: Signature, rank: int | None = None) -> Host | None:
         cpus, memory, gpus = key
         reserved = self._reserved
         if reserved is not None and (rank is None or self._passed is None or rank <= self._passed):
@@ -307,15 +336,16 @@ class Matcher:
 
     def _allocate(self, host: Host, task: Task) -> Allocation:
         rank = host.idle.pop()
-        host.free_cpus -= task.cpus
-        host.free_memory -= task.memory
+        cpus, memory, gpus = task.spec.key
+        host.free_cpus -= cpus
+        host.free_memory -= memory
         gpu_ids: tuple[str, ...] = ()
-        if task.gpus:
-            gpu_ids = tuple(host.free_gpus[: task.gpus])
-            del host.free_gpus[: task.gpus]
-        cpu_ids = host.bind(task.cpus) if task.cpus > 1 else ()
+        if gpus:
+            gpu_ids = tuple(host.free_gpus[:gpus])
+            del host.free_gpus[:gpus]
+        cpu_ids = host.bind(cpus) if cpus > 1 else ()
         self._refresh(host)
-        return Allocation(rank, host, task.cpus, task.memory, gpu_ids, cpu_ids)
+        return Allocation(rank, host, cpus, memory, gpu_ids, cpu_ids)
 
     def release(self, alloc: Allocation) -> None:
         host = alloc.host

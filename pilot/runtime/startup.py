@@ -72,8 +72,8 @@ class Startup:
         """Every task not yet done must fit some host, else abort before anything runs."""
         seen: set[tuple[int, int, int]] = set()
         for task in dag:
-            key = (task.cpus, task.memory, task.gpus)
-            if key in seen or engine.state[task.order] is State.DONE:
+            key = task.spec.key
+            if key in seen or engine.state[task.order] == State.DONE:
                 continue
             seen.add(key)
             why = self.matcher.infeasible(task)
