@@ -1,8 +1,8 @@
 """What a workflow's jobs ask of the batch job their cluster runs in: queue, project, extra directives.
 
 Pegasus submits a job to Slurm or PBS through HTCondor's glite/BLAHP and maps
-its profiles there: ``queue`` (pegasus or globus namespace) to the partition
-or queue, ``project`` to the account, ``glite.arguments`` to one extra
+its profiles there: ``queue`` (pegasus or globus namespace, else condor
+``batch_queue``) to the partition or queue, ``project`` to the account, ``glite.arguments`` to one extra
 directive line written verbatim (Pegasus drops every ``"`` in it), and
 condor ``request_memory`` (MB) to the job's memory (``--mem``, ``-l mem``).
 A cluster's batch job gets the values of its jobs merged in cluster order,
@@ -87,13 +87,16 @@ KEYS = ("queue", "project", "glite.arguments", "request_memory")
 def _job_values(job: Job, resolver: ProfileResolver, site: str) -> tuple:
     """(queue, project, glite.arguments as directive words, request_memory in MB) of one job, checked."""
     pegasus, globus = resolver.pegasus(job, site), resolver.other(job, site, "globus")
-    queue, project = _first("queue", pegasus, globus), _first("project", pegasus, globus)
+    condor = resolver.other(job, site, "condor")
+    # condor batch_queue is the attribute glite gives the batch system; Pegasus' queue profile, when set, fills it
+    queue = _first("queue", pegasus, globus) or _first("batch_queue", condor)
+    project = _first("project", pegasus, globus)
     for key, value in (("queue", queue), ("project", project)):
         if value is not None and not is_plain(value):
             raise ConfigError(f"{job.where}: {key} {value!r} cannot go into a batch directive: use letters, "
                               "digits and _.,:=@+/%- only")
     raw = _first("glite.arguments", pegasus)
-    mem = _first("request_memory", resolver.other(job, site, "condor"))
+    mem = _first("request_memory", condor)
     try:
         memory = None if mem is None else int(float(mem))
     except ValueError:

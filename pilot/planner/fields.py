@@ -12,38 +12,66 @@ import re
 from typing import Any
 
 from pilot.dag.parser import ENV_NAME
+from pilot.planner import profilekeys
 from pilot.planner.model import Profiles
 from pilot.planner.profiles import canonical, check_value
 from pilot.planner.yamlvalues import fail, need_list, need_mapping, need_text
 
 
 def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
-    """``{namespace: {key: value}}``; pegasus keys under their canonical names, their values checked."""
+    """``{namespace: {key: value}}``, each key checked against Pegasus' (pilot.planner.profilekeys): a key pilot
+    refuses, or one Pegasus does not know, is an error naming it; keys are stored under the names pilot reads
+    them by, values checked. A pegasus key Pegasus does not know may be the label key the properties name
+    (read later), so it is kept under profilekeys.UNKNOWN with its place, and refused by
+    profilekeys.check_unknown at plan time if it is not."""
+    where = "job" if ypath.startswith("jobs[") else "entry"
+    per_site = ".sites[" in ypath or ypath.startswith("sites[")  # refused only where used (profilekeys.DEFERRED)
+    in_container = ".containers[" in ypath or ypath.startswith("containers[")
     out: Profiles = {}
     for ns, values in need_mapping(raw, path, ypath, "namespace: {key: value}").items():
         npath = f"{ypath}.{ns}"
         ns = str(ns).lower()
-        pegasus = ns == "pegasus"
+        why = profilekeys.namespace_problem(ns)
+        if why is None and in_container and ns != "env":
+            why = f"a container's profiles set its environment (env) only: set {ns} profiles on the transformation"
+        if why:
+            raise fail(path, npath, why)
+        if ns.startswith("x-"):
+            continue  # a vendor extension: Pegasus ignores it too (Profiles.java createProfiles)
         got: dict[str, str] = {}
-        spelled: dict[str, str] = {}  # canonical key -> the name it was given under
+        spelled: dict[str, str] = {}  # stored key -> the name it was given under
         for key, value in need_mapping(values, path, npath, "key: value").items():
             key = str(key)
             kpath = f"{npath}.{key}"
-            if value is None:
-                value = ""
-            text = need_text(value, path, kpath)
+            text = need_text("" if value is None else value, path, kpath)
             if ns == "env":
                 check_env(key, text, path, kpath)
-            if pegasus:
-                name, key = key, canonical(key)
-                why = check_value(key, text)
+            name, why = profilekeys.problem(ns, key, text, where)
+            if why and ns == "pegasus" and profilekeys.lookup(ns, key)[1] is None:
+                name = key  # kept as written: the label key is looked up under the name the properties give
+                out.setdefault(profilekeys.UNKNOWN, {})[key] = f"{path}: {kpath}"
+            elif why and per_site:
+                out.setdefault(profilekeys.DEFERRED, {})[kpath] = str(fail(path, kpath, why))
+                continue
+            elif why:
+                raise fail(path, kpath, why)
+            if ns == "pegasus":
+                why = check_value(canonical(name), text)
                 if why:
                     raise fail(path, kpath, f"{text!r} {why}")
-                other = spelled.setdefault(key, name)
-                if other != name:
-                    raise fail(path, kpath, f"{name} and {other} name the same profile: keep one")
-            got[key] = text
+            other = spelled.setdefault(name, key)
+            if other != key:
+                raise fail(path, kpath, f"{key} and {other} name the same profile: keep one")
+            got[name] = text
         out[ns] = got
+    try:
+        profilekeys.fold(out)
+    except ValueError as exc:
+        raise fail(path, ypath, str(exc)) from None
+    runtime = out.get("pegasus", {}).get("runtime")
+    why = None if runtime is None else check_value("runtime", runtime)
+    if why:
+        raise fail(path, ypath, f"runtime {runtime!r} (from maxwalltime) {why}")
     return out
 
 

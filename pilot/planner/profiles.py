@@ -12,9 +12,10 @@ file and YAML path (or properties line) the value came from.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Iterator
 
 from pilot.dag.parser import MAX_RUNTIME
+from pilot.planner import profilekeys
 from pilot.planner.model import Catalogs, Job
 
 ALIASES = {
@@ -101,13 +102,17 @@ class ProfileResolver:
     def __init__(self, catalogs: Catalogs, label_key: str) -> None:
         self.catalogs = catalogs
         self.label_key = label_key
-        wanted = set(PROPERTY_PROFILES) | {label_key}
-        self._from_properties = {}
+        profilekeys.check_unknown(catalog_profiles(catalogs), label_key)
+        wanted = set(PROPERTY_PROFILES) | PEGASUS_KEYS_READ | {label_key}
+        layer: dict[str, dict[str, str]] = {"pegasus": {}, "globus": {}}
         for prop, value in catalogs.properties.items():
-            if prop.startswith("pegasus."):
-                key = canonical(prop[len("pegasus."):])
-                if key in wanted:
-                    self._from_properties[key] = value
+            ns, _, key = prop.partition(".")
+            if ns == "pegasus" and canonical(key) in wanted:
+                layer["pegasus"][canonical(key)] = value
+            elif ns == "globus":
+                layer[ns][key] = value
+        profilekeys.fold(layer)  # checked where the properties were read
+        self._from_properties = layer["pegasus"]
         self._from_properties.update(catalogs.workflow_profiles.get("pegasus", {}))
         self._below: dict[str, dict[str, str]] = {}  # per namespace: properties, then the workflow's profiles
         self._upper: dict[tuple, dict[str, str]] = {}
@@ -121,17 +126,26 @@ class ProfileResolver:
             merged = {}
             site_entry = self.catalogs.sites.get(site)
             if site_entry is not None:
+                self._check_used(site_entry.profiles)
                 merged.update(site_entry.profiles.get(ns, {}))
             tx = self.catalogs.find_transformation(job.tx_key)
             if tx is not None:
                 merged.update(tx.profiles.get(ns, {}))
                 tx_site = tx.sites.get(site)
                 if tx_site is not None:
+                    self._check_used(tx_site.profiles)
                     merged.update(tx_site.profiles.get(ns, {}))
             self._upper[key] = merged
         return merged
 
+    def _check_used(self, profiles: dict[str, dict[str, str]]) -> None:
+        """A site entry a job uses: its refused and unknown keys are errors now (read, they were set aside)."""
+        profilekeys.check_deferred(profiles)
+        profilekeys.check_unknown((profiles,), self.label_key)
+
     def pegasus(self, job: Job, site: str) -> dict[str, str]:
+        if job.profiles and profilekeys.UNKNOWN in job.profiles:
+            profilekeys.check_unknown((job.profiles,), self.label_key)
         job_profiles = job.profiles.get("pegasus")
         upper = self._catalog_layers(job, site)
         if not job_profiles and not self._from_properties:
@@ -173,6 +187,17 @@ class ProfileResolver:
         if shared:
             self._tx_env[(job.tx_key, site)] = value
         return value
+
+
+# The pegasus keys pilot reads, which the properties may carry as pegasus.<key> (Pegasus assimilates them all).
+PEGASUS_KEYS_READ = frozenset(k for k, e in profilekeys.PEGASUS.items() if e.verdict == profilekeys.HONOURED)
+
+
+def catalog_profiles(catalogs: Catalogs) -> Iterator[dict[str, dict[str, str]]]:
+    """The profiles of the workflow itself and of each transformation."""
+    yield catalogs.workflow_profiles
+    for tx in catalogs.transformations.values():
+        yield tx.profiles  # a site's entries, and the sites themselves, are checked where a job uses them
 
 
 def int_profile(profiles: dict[str, str], key: str) -> int | None:

@@ -10,6 +10,7 @@ import re
 
 from pilot.dag.parser import ENV_NAME
 from pilot.errors import ConfigError
+from pilot.planner import profilekeys
 from pilot.planner.profiles import canonical, check_value
 from pilot.util.safeopen import open_regular_fd
 
@@ -59,8 +60,30 @@ def _property_problem(key: str, value: str) -> str | None:
         return None if value.lower() in ("", SHAREDFS) else unsupported_configuration(value)
     if key == "pegasus.clusterer.label.key":
         return None if value else "is empty: name the profile key that holds the label, e.g. label"
+    ns, _, name = key.partition(".")
+    if ns in profilekeys.TABLE and name:
+        why = _profile_problem(ns, name, value)
+        if why:
+            return why
     if key.startswith("pegasus."):
         return check_value(canonical(key[len("pegasus."):]), value)
     if key.startswith("env.") and not ENV_NAME.match(key[len("env."):]):
         return "names no environment variable: env.NAME, NAME made of letters, digits and '_', not starting with a digit"
+    return None
+
+
+def _profile_problem(ns: str, name: str, value: str) -> str | None:
+    """A property that carries a profile (``condor.<key>``, ``globus.<key>``, ``dagman.<key>``, ``pegasus.<key>``
+    of a key Pegasus' pegasus namespace knows) is ruled on as that profile is (pilot.planner.profilekeys); other
+    ``pegasus.*`` properties are properties, not profiles."""
+    if ns == "pegasus" and profilekeys.lookup(ns, name, "properties")[1] is None:
+        return None
+    stored, why = profilekeys.problem(ns, name, value, "properties")
+    if why:
+        return f"is refused: {why}"
+    if (ns, stored) in profilekeys.FOLDED:
+        try:
+            float(value)
+        except ValueError:
+            return "is not a number"
     return None

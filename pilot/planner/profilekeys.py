@@ -1,0 +1,338 @@
+"""Every profile key of Pegasus' namespaces, and what pilot does with it: honoured, refused, or without effect.
+
+Pegasus knows a fixed set of keys per namespace (edu/isi/pegasus/planner/namespace/{Pegasus,Globus,Condor,
+Dagman,Hints,Selector,ENV}.java, their ``checkKey``). pilot plans what Pegasus plans in its glite style (jobs
+reach Slurm or PBS) with the sharedfs data configuration and PMC clustering, so each key gets the meaning
+Pegasus gives it there, or is refused at plan time in one line naming ``namespace::key``, the entry it is
+written on, why and the fix; a key Pegasus itself ignores in such a plan is accepted without effect (NO_EFFECT,
+naming the Pegasus source that ignores it). A key Pegasus does not know is refused with the nearest known one,
+so a typo is never dropped in silence. docs/pegasus-fields.md ("Profile keys") is the table for users;
+tests/planner/test_profile_keys.py holds the key lists read from Pegasus' source and fails on a key this table
+does not rule on.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Iterable
+
+from pilot.errors import ConfigError
+
+HONOURED, REFUSED, NO_EFFECT = "honoured", "refused", "no effect"
+NAMESPACES = ("pegasus", "condor", "globus", "dagman", "env", "hints", "selector")
+
+
+@dataclass(frozen=True)
+class Key:
+    verdict: str
+    why: str  # honoured: where it acts; refused: why and the fix; no effect: why, with the Pegasus source
+    values: tuple[str, ...] = ()  # honoured for these values only (lower case); any other is refused with `why`
+    jobs_only: bool = False  # honoured on jobs only; on any other entry refused with `why`
+
+
+def _h(why: str, values: tuple[str, ...] = (), jobs_only: bool = False) -> Key:
+    return Key(HONOURED, why, values, jobs_only)
+
+
+def _r(why: str) -> Key:
+    return Key(REFUSED, why)
+
+
+def _n(why: str) -> Key:
+    return Key(NO_EFFECT, why)
+
+
+_CONDOR = "pilot submits through the site's batch system, not HTCondor: drop it"
+_GRAM = "pilot submits no Globus GRAM jobs: drop it"
+_DAGMAN = "pilot's driver is not DAGMan and has no such setting: drop it"
+_LITE = "NO_EFFECT: PegasusLite only (PegasusLite.java), which a sharedfs plan does not use"
+_CRED = ("pegasus-transfer reads credentials from ~/.pegasus/credentials.conf (or the file PEGASUS_CREDENTIALS "
+         "names in pilot's environment): put them there and drop the key")
+_TRANSFER = "pilot's data jobs read it from the properties: set pegasus.{key} there and drop the profile"
+_EXPR = "pilot evaluates no HTCondor expressions: give the value itself under {base}"
+_WHERE = "picks the site of a job: set it on the job, or plan with --site"
+
+PEGASUS: dict[str, Key] = {
+    "clusters.num": _h("horizontal clustering: clusters per level (planner.clustering)"),
+    "clusters.size": _h("horizontal clustering: jobs per cluster"),
+    "clusters.maxruntime": _h("runtime clustering: the most seconds of work per cluster"),
+    "job.aggregator": _h("pilot runs every cluster as pegasus-mpi-cluster does (mpiexec); seqexec or another "
+                         "aggregator is not available: set mpiexec or drop the key", values=("mpiexec",)),
+    "job.aggregator.arguments": _r("pilot's options come from its site config and pilot submit, not from "
+                                   "pegasus-mpi-cluster's command line: drop it"),
+    "label": _h("label clustering (and the key pegasus.clusterer.label.key names)"),
+    "runtime": _h("runtime clustering and the makespan estimate (seconds)"),
+    "job.runtime": _h("the old name of runtime, read as runtime"),
+    "maxwalltime": _h("the job's runtime in minutes where runtime is unset, as Pegasus sums both for a cluster"),
+    "pmc_request_memory": _h("the task's -m"),
+    "pmc_request_cpus": _h("the task's -c"),
+    "pmc_priority": _h("the task's -p"),
+    "pmc_task_arguments": _h("appended to the task's options"),
+    "cores": _h("the task's -c where pmc_request_cpus is unset"),
+    "memory": _h("the task's -m (MB) where pmc_request_memory is unset"),
+    "gpus": _h("the task's -g, and --nv in a container"),
+    "nodes": _h("a task runs on one node: a job asking for more nodes cannot run in a pilot; give it nodes: 1 "
+                "and ask for cores", values=("1",)),
+    "ppn": _r("pilot asks for a task's CPUs with cores: write cores instead"),
+    "diskspace": _n("NO_EFFECT: Pegasus' glite style passes no disk request to Slurm or PBS "
+                    "(GLite.java getCERequirementsForJob)"),
+    "queue": _h("the batch job's partition or queue (planner.batchopts)"),
+    "project": _h("the batch job's account"),
+    "glite.arguments": _h("an extra directive line of the batch script"),
+    "container.arguments": _h("the container runtime's options (planner.containers)"),
+    "container.launcher": _r("pilot runs the container runtime itself: drop it"),
+    "container.launcher.arguments": _r("pilot runs the container runtime itself: drop it"),
+    "data.configuration": _h("sharedfs is what pilot plans; condorio and nonsharedfs are refused (datalayout)"),
+    "enable_for_data_reuse": _h("partial data reuse (planner.reduce)"),
+    "style": _h("pilot reaches the site's batch system as Pegasus' glite (and ssh) style does; it cannot submit "
+                "to an HTCondor pool, a CE or glideins: set style glite or drop it", values=("glite", "ssh")),
+    "auxillary.local": _h("it says the site's file system is visible where auxiliary jobs run; pilot runs on the "
+                          "site, so its data jobs always see it", values=("true", "false")),
+    "change.dir": _n("NO_EFFECT: Pegasus' PMC code generator sets change.dir=true on every job (PMC.java); "
+                     "tasks run in the workflow's directory"),
+    "change_dir": _n("NO_EFFECT: the old name of change.dir, which the PMC code generator sets (PMC.java)"),
+    "create.dir": _r("pilot's create-dir job makes the workflow's directory, where every task runs: drop it"),
+    "gridstart": _r("pilot's workers launch each task and write its kickstart record themselves: drop it"),
+    "gridstart.path": _r("pilot's workers launch each task themselves: drop it"),
+    "gridstart.arguments": _r("pilot's workers launch each task themselves: drop it"),
+    "gridstart.launcher": _r("pilot's workers launch each task themselves: drop it"),
+    "gridstart.launcher.arguments": _r("pilot's workers launch each task themselves: drop it"),
+    "exitcode.failuremsg": _r("pilot decides a task's success by its exit status alone: make the program exit "
+                              "non-zero, and drop the key"),
+    "exitcode.successmsg": _r("pilot decides a task's success by its exit status alone: drop it"),
+    "checkpoint.time": _r("pilot's workers send no checkpoint signal: drop it"),
+    "condor.arguments.quote": _n("NO_EFFECT: the PMC code generator writes arguments into the PMC DAG, not a "
+                                 "condor submit file (MPIExec.java)"),
+    "stagein.clusters": _n("NO_EFFECT as a profile: Pegasus reads it from the properties only "
+                           "(BalancedCluster.java ClusterValue.determine logs a site's value)"),
+    "stagein.local.clusters": _n("NO_EFFECT as a profile: properties only (BalancedCluster.java)"),
+    "stagein.remote.clusters": _n("NO_EFFECT as a profile: properties only (BalancedCluster.java)"),
+    "stageout.clusters": _n("NO_EFFECT as a profile: properties only (BalancedCluster.java)"),
+    "stageout.local.clusters": _n("NO_EFFECT as a profile: properties only (BalancedCluster.java)"),
+    "stageout.remote.clusters": _n("NO_EFFECT as a profile: properties only (BalancedCluster.java)"),
+    "bundle.stagein": _n("NO_EFFECT as a profile: the old name of stagein.clusters (BalancedCluster.java)"),
+    "chain.stagein": _r("pilot makes no chains of stage-in jobs: drop it"),
+    "transfer.arguments": _r(_TRANSFER.format(key="transfer.arguments")),
+    "transfer.threads": _r(_TRANSFER.format(key="transfer.threads")),
+    "transfer.lite.arguments": _n(_LITE),
+    "transfer.lite.threads": _n(_LITE),
+    "pegasus_lite_env_source": _n(_LITE),
+    "wntmp": _n(_LITE),
+    "transfer.proxy": _r("pilot submits no grid jobs that need a proxy sent along: drop it"),
+    "nosymlink": _r("pilot symlinks inputs only when pegasus.transfer.links is true: set that property, and drop "
+                    "the key"),
+    "workdir": _r("every job runs in the workflow's directory on the site's sharedScratch: set the directory "
+                  "there and drop the key"),
+    "relative.submit.dir": _r("pilot names the submit directory with --dir/--relative-dir options: drop it"),
+    "group": _r("pilot clusters by label: use the label profile"),
+    "collapser": _r("Pegasus has no replacement for this old key either: use job.aggregator"),
+    "type": _r("a sub-workflow is a job of type pegasusWorkflow in the workflow: drop it"),
+    "tag": _r("pilot keeps no job tags: record it as the job's metadata"),
+    "boto_config": _r(_CRED), "google_pkcs12": _r(_CRED), "irods_environment_file": _r(_CRED),
+    "pegasus_credentials": _r(_CRED), "s3cfg": _r(_CRED), "ssh_private_key": _r(_CRED),
+    "x509_user_proxy": _r(_CRED),
+}
+# Names pilot reads besides Pegasus' (Pegasus.api keyword spellings and old pilot names), stored as the key.
+ALIASES = {
+    "clusters_size": "clusters.size", "clusters_num": "clusters.num", "clusters_maxruntime": "clusters.maxruntime",
+    "maxruntime": "clusters.maxruntime", "job_aggregator": "job.aggregator", "job.runtime": "runtime",
+    "pmc_arguments": "pmc_task_arguments", "glite_arguments": "glite.arguments",
+    "selector.execution.site": "selector.execution.site", "hints.execution.site": "hints.execution.site",
+}
+
+_GLITE_NO = "NO_EFFECT: Pegasus' glite style maps only pegasus cores/gpus/memory to Slurm and PBS (GLite.java " \
+    "getCERequirementsForJob); pilot asks for a task's resources with the pegasus keys"
+CONDOR: dict[str, Key] = {
+    "request_memory": _h("the batch job's memory (planner.batchopts)"),
+    "batch_queue": _h("the batch job's partition or queue where pegasus and globus queue are unset, as glite "
+                      "passes it"),
+    "request_cpus": _n(_GLITE_NO), "request_gpus": _n(_GLITE_NO), "require_gpus": _n(_GLITE_NO),
+    "request_disk": _n(_GLITE_NO),
+    "universe": _n("NO_EFFECT: Pegasus' glite style gives every job universe grid (GLite.java apply)"),
+    "priority": _r("pilot has no HTCondor queue priority: order tasks in a cluster with pegasus::pmc_priority"),
+    "queue": _r("the batch queue is the pegasus (or globus) profile queue: write it there"),
+    "arguments": _r("a job's arguments are its arguments in the workflow: write them there"),
+    "environment": _r("a job's environment is its env profiles: write them there"),
+    "executable": _r("a job's executable is its transformation's pfn: write it there"),
+    "remote_initialdir": _r("every job runs in the workflow's directory on the site's sharedScratch: drop it"),
+}
+for _key in ("accounting_group", "concurrency_limits", "container_image", "copy_to_spool", "cream_attributes",
+             "condor_collector", "encrypt_execute_directory", "encrypt_input_files", "encrypt_op_files",
+             "filesystemdomain", "getenv", "globusrsl", "globusscheduler", "grid_resource", "grid_type",
+             "jobmanager_type", "log", "noop_job", "noop_job_exit_code", "noop_job_exit_signal", "notification",
+             "periodic_hold", "periodic_release", "periodic_remove", "preserve_relative_paths", "rank",
+             "remote_universe", "requirements", "should_transfer_files", "stream_error", "stream_output",
+             "transfer_error", "transfer_executable", "transfer_input_files", "transfer_output",
+             "transfer_output_remaps", "use_x509userproxy", "when_to_transfer_output", "x509userproxy"):
+    CONDOR.setdefault(_key, _r(_CONDOR))
+
+GLOBUS: dict[str, Key] = {
+    "queue": _h("the batch job's partition or queue where pegasus queue is unset"),
+    "project": _h("the batch job's account where pegasus project is unset"),
+    "maxwalltime": _h("the job's runtime (minutes) where pegasus runtime is unset, as Globus.java maps them"),
+    "count": _h("the job's cores where pegasus cores is unset (Globus.java)"),
+    "totalmemory": _h("the job's memory (MB) where pegasus memory is unset (Globus.java)"),
+    "hostcount": _h("the job's nodes where pegasus nodes is unset (Globus.java): a task runs on one node, so "
+                    "only 1", values=("1",)),
+    "xcount": _r("pilot asks for a task's CPUs with cores: write pegasus::cores instead"),
+    "maxmemory": _r("pilot asks for a task's memory as a whole: write pegasus::memory (MB) instead"),
+    "arguments": CONDOR["arguments"], "environment": CONDOR["environment"], "executable": CONDOR["executable"],
+    "directory": CONDOR["remote_initialdir"],
+    "stdin": _r("a job's stdin is its stdin file in the workflow: set it there"),
+    "stdout": _r("a job's stdout is its stdout file in the workflow: set it there"),
+    "stderr": _r("a job's stderr is its stderr file in the workflow: set it there"),
+}
+for _key in ("arch", "dryrun", "grammyjob", "jobtype", "maxcputime", "maxtime", "minmemory", "rsl"):
+    GLOBUS[_key] = _r(_GRAM)
+
+DAGMAN: dict[str, Key] = {
+    "RETRY": _h("the job's tries: the largest of a cluster's jobs (pilot submit)"),
+    "PRE": _r("pilot runs no PRE scripts: make the step a job of the workflow"),
+    "PRE.ARGUMENTS": _r("pilot runs no PRE scripts: drop it"),
+    "POST": _r("pilot checks a job's tasks itself, as pegasus-exitcode: drop it"),
+    "POST.ARGUMENTS": _r("pilot runs no POST scripts: drop it"),
+    "POST.SCOPE": _r("pilot runs no POST scripts: drop it"),
+    "POST.PATH.*": _r("pilot runs no POST scripts: drop it"),
+    "PRIORITY": _r("pilot submits every ready cluster at once: order tasks in a cluster with pegasus::pmc_priority"),
+    "CATEGORY": _r("pilot throttles its data jobs' categories only: drop it"),
+}
+for _key in ("ABORT-DAG-ON", "DIR", "JOB", "MAX*", "NOOP*", "OUTPUT", "SUBDAG EXTERNAL", "VARS"):
+    DAGMAN[_key] = _r(_DAGMAN)
+# dagman.<category>.maxjobs (pegasus.properties): the categories pilot throttles (pilot.planner.model).
+DAGMAN_CATEGORIES = ("stagein", "stageout", "cleanup", "registration")
+
+SELECTOR: dict[str, Key] = {
+    "execution.site": _h("the job's site (planner.plan)", jobs_only=True),
+    "pfn": _r("pilot runs the transformation catalog's pfn: name the executable there"),
+    "grid.jobtype": _r("pilot reaches the site through its site config, not a gateway of a job type: drop it"),
+}
+HINTS: dict[str, Key] = {**SELECTOR, "executionpool": SELECTOR["execution.site"], "pfnhint": SELECTOR["pfn"]}
+TABLE: dict[str, dict[str, Key]] = {"pegasus": PEGASUS, "condor": CONDOR, "globus": GLOBUS, "dagman": DAGMAN,
+                                    "hints": HINTS, "selector": SELECTOR}
+# pegasus.<key> in the properties, where pilot reads it differently than as a profile.
+PROPERTIES: dict[str, Key] = {
+    "transfer.arguments": _h("the options of every pegasus-transfer call of the data jobs (planner.staging)"),
+    "transfer.threads": _h("pegasus-transfer's --threads in the data jobs (planner.staging)"),
+    "stagein.clusters": _h("stage-in jobs per level (planner.staging)"),
+    "stageout.clusters": _h("stage-out jobs per level (planner.staging)"),
+    **{k: _r("pilot counts its transfer jobs with pegasus.stagein.clusters and pegasus.stageout.clusters: use "
+             "those") for k in ("stagein.local.clusters", "stagein.remote.clusters", "stageout.local.clusters",
+                                "stageout.remote.clusters", "bundle.stagein")},
+}
+_EXPRESSIONS = ("glite.arguments", "runtime", "cores", "gpus", "memory", "diskspace", "queue", "project")
+
+
+def lookup(ns: str, key: str, where: str = "job") -> tuple[str, Key | None]:
+    """(the stored name, its entry) of ``key`` in namespace ``ns`` written on ``where`` (job, entry or
+    properties); None: Pegasus does not know the key."""
+    if ns == "dagman":
+        return _dagman(key.upper(), where)
+    name = key.lower()
+    if ns == "pegasus":
+        name = ALIASES.get(name, name)
+        if name.endswith(".expr") and name[:-5] in _EXPRESSIONS:
+            return name, _r(_EXPR.format(base=name[:-5]))
+        if name in ("selector.execution.site", "hints.execution.site"):
+            return name, SELECTOR["execution.site"]
+        if where == "properties" and name in PROPERTIES:
+            return name, PROPERTIES[name]
+    if ns == "condor" and name.startswith("+"):
+        return name, _r(_CONDOR)  # a ClassAd attribute for HTCondor
+    if ns == "hints" and name == "executionpool":
+        name = "execution.site"
+    return name, TABLE[ns].get(name)
+
+
+def _dagman(name: str, where: str) -> tuple[str, Key | None]:
+    if name.startswith("POST.PATH."):
+        return name, DAGMAN["POST.PATH.*"]
+    for prefix in ("MAX", "NOOP"):
+        if name.startswith(prefix):
+            return name, DAGMAN[prefix + "*"]
+    category, dot, rest = name.partition(".")
+    if dot and name not in DAGMAN:  # <category>.MAXJOBS: a DAG-wide throttle (Dagman.java categoryRelatedKey)
+        if where != "properties":
+            return name, _n("NO_EFFECT on a job: Pegasus ignores category keys there (Dagman.java checkKeyInNS)")
+        if rest == "MAXJOBS" and category.lower() in DAGMAN_CATEGORIES:
+            return name, _h("the most data jobs of the category active at once (pilot submit)")
+        return name, _r(f"pilot throttles the categories {', '.join(DAGMAN_CATEGORIES)} only: drop it")
+    return name, DAGMAN.get(name)
+
+
+def problem(ns: str, key: str, value: str, where: str = "job", label_key: str = "label") -> tuple[str, str | None]:
+    """(the name pilot stores ``ns::key`` under, why it is refused or None). ``where``: job, entry (the
+    workflow, a transformation, a site) or properties."""
+    if ns == "env" or key.startswith("x-"):
+        return key, None  # every variable; x- keys are vendor extensions, which the schema lets through
+    name, entry = lookup(ns, key, where)
+    if entry is None:
+        if ns == "pegasus" and key == label_key:
+            return key, None
+        near = difflib.get_close_matches(name, [k for k in TABLE[ns] if "*" not in k], n=1, cutoff=0.75)
+        hint = f"did you mean {near[0]}?" if near else "see docs/pegasus-fields.md, \"Profile keys\""
+        return name, f"{ns}::{key} is not a key of Pegasus' {ns} namespace: {hint}"
+    if entry.verdict == REFUSED:
+        return name, f"{ns}::{key}: {entry.why}"
+    if entry.jobs_only and where != "job":
+        return name, f"{ns}::{key} {_WHERE}"
+    if entry.values and value.strip().lower() not in entry.values:
+        return name, f"{ns}::{key} = {value[:40]!r}: {entry.why}"
+    return name, None
+
+
+def namespace_problem(ns: str) -> str | None:
+    """Why ``ns`` is not a profile namespace (None: it is one). ``x-`` namespaces are vendor extensions."""
+    if ns in NAMESPACES or ns.startswith("x-"):
+        return None
+    if ns == "metadata":
+        return "metadata is not a profile namespace in Pegasus 5 YAML: write it under the entry's metadata"
+    near = difflib.get_close_matches(ns, NAMESPACES, n=1, cutoff=0.6)
+    hint = f": did you mean {near[0]}?" if near else ""
+    return f"{ns!r} is not a profile namespace ({', '.join(NAMESPACES)}){hint}"
+
+
+# What a globus (and the pegasus maxwalltime) key stands for among the pegasus keys pilot reads, and the factor.
+FOLDED = {("globus", "maxwalltime"): ("runtime", 60.0), ("pegasus", "maxwalltime"): ("runtime", 60.0),
+          ("globus", "count"): ("cores", 1.0), ("globus", "totalmemory"): ("memory", 1.0),
+          ("globus", "hostcount"): ("nodes", 1.0)}
+
+
+def fold(profiles: dict[str, dict[str, str]]) -> None:
+    """Give one entry's pegasus keys the values its globus (and pegasus maxwalltime) keys stand for, where the
+    pegasus key is unset, as Pegasus' Globus.java maps the two namespaces; hints::execution.site becomes
+    selector::execution.site, which Hints.java aliases."""
+    for (ns, key), (target, factor) in FOLDED.items():
+        raw = profiles.get(ns, {}).get(key)
+        if raw not in (None, "") and not profiles.get("pegasus", {}).get(target):
+            try:
+                value = float(raw) * factor
+            except ValueError:
+                raise ValueError(f"{ns}::{key} {raw!r} is not a number") from None
+            profiles.setdefault("pegasus", {})[target] = f"{value:g}" if factor != 1.0 else raw
+    site = profiles.get("hints", {}).get("execution.site")
+    if site and not profiles.get("selector", {}).get("execution.site"):
+        profiles.setdefault("selector", {})["execution.site"] = site
+
+
+# Where read_profiles keeps the pegasus keys Pegasus does not know: key -> "file: YAML path".
+UNKNOWN = "x-pilot-unknown"
+# The refused keys of a site's entry (site catalog or transformation site entry), "file: path: why" by key path:
+# refused only when a job runs on that site, so a catalog that also describes sites the plan does not use (a
+# tutorial's condorpool with style condor) plans as it does with Pegasus.
+DEFERRED = "x-pilot-refused"
+
+
+def check_deferred(profiles: dict[str, dict[str, str]] | None) -> None:
+    """Raise the first refusal a site entry's profiles carry (the entry is in use)."""
+    for line in (profiles or {}).get(DEFERRED, {}).values():
+        raise ConfigError(line)
+
+
+def check_unknown(profiles: Iterable[dict[str, dict[str, str]]], label_key: str) -> None:
+    """Refuse a pegasus key Pegasus does not know, unless it is the label key (``pegasus.clusterer.label.key``),
+    which pilot reads as Pegasus does; the error suggests the nearest known key."""
+    for entry in profiles:
+        for key, where in entry.get(UNKNOWN, {}).items():
+            if key != label_key:
+                raise ConfigError(f"{where}: {problem('pegasus', key, '', label_key=label_key)[1]}")
