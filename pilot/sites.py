@@ -70,6 +70,13 @@ class SiteConfig:
     # pilot run's --max-crashes: a task running alone when its worker died this often is failed, not rerun
     max_crashes: int | None = field(default=None, metadata=spec(integer(1)))
     max_queued: int = field(default=10, metadata=spec(integer(1)))
+    # Pilot jobs (pilot submit --pilots N): each of pilot_nodes nodes (default: nodes) for pilot_walltime
+    # (default: max_walltime, else walltime); pilot_min_blocks kept while the run lasts; one without a
+    # cluster for pilot_idle_timeout seconds ends.
+    pilot_nodes: int | None = field(default=None, metadata=spec(integer(1)))
+    pilot_walltime: str | None = field(default=None, metadata=spec(DURATION))
+    pilot_min_blocks: int = field(default=0, metadata=spec(integer(0)))
+    pilot_idle_timeout: int = field(default=120, metadata=spec(integer(0)))
     cmd_timeout: int = field(default=60, metadata=spec(integer(1)))
     pegasus_site: str | None = field(default=None, metadata=spec(WORD))
     # The site's shared scratch (a directory every node sees) where the site catalog gives none:

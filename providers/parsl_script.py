@@ -23,17 +23,21 @@ if TYPE_CHECKING:
 
 
 class OwnScript:
-    """Mixin before a Parsl provider class; ``request`` is set by ``providers.submit`` before each submit."""
+    """Mixin before a Parsl provider class; ``request`` is set by ``providers.submit`` before each submit of a
+    cluster's job, and left None for a pilot job (pilot.submit.blocks), whose script is Parsl's."""
 
     pilot_scheduler: "Scheduler"
     request: "JobRequest | None" = None
+    block_ranks: int = 0  # ranks per node of a pilot job (0: none, a cluster's job)
 
     def _write_submit_script(self, template: Any, script_filename: str, job_name: str | None = None,
                              configs: dict[str, Any] | None = None) -> bool:
         from providers.script import render
 
-        if self.request is None:
-            raise RuntimeError("providers.submit sets the job request before submitting")
+        if self.request is None:  # a pilot job (block): Parsl's own script, which starts its worker pool
+            if job_name is None:  # LocalProvider's own takes the script text and file only
+                return super()._write_submit_script(template, script_filename)  # type: ignore[misc]
+            return super()._write_submit_script(template, script_filename, job_name, configs)  # type: ignore[misc]
         if job_name is None:  # LocalProvider: <script_dir>/<job name>.sh, output captured by Parsl itself
             job_name = script_filename.rsplit("/", 1)[-1][: -len(".sh")]
         configs = configs or {}
@@ -42,6 +46,14 @@ class OwnScript:
         with open(script_filename, "w", encoding="utf-8") as fh:
             fh.write(text)
         return True
+
+    def submit(self, command: str, tasks_per_node: int, job_name: str = "parsl.pilot") -> Any:
+        """Parsl's executor asks a block for one task per node (its worker pool); a pilot job holds clusters of
+        ``block_ranks`` ranks per node, so that many are asked for (Slurm's --ntasks-per-node), else an MPI
+        launch inside it is refused ("More processors requested than permitted")."""
+        if self.request is None and self.block_ranks:
+            tasks_per_node = self.block_ranks
+        return super().submit(command, tasks_per_node, job_name=job_name)  # type: ignore[misc]
 
     def execute_wait(self, cmd: str, timeout: float | None = None) -> tuple[int, str, str]:
         """Parsl's command runner without a shell, in ``script_dir`` (its commands are plain words)."""

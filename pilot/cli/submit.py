@@ -30,6 +30,14 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    """A count of nodes: 1 or more."""
+    value = _non_negative(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
 def _positive_float(text: str) -> float:
     """Seconds between polls: more than 0 and at most a day (nan and inf are not a time to wait)."""
     try:
@@ -78,6 +86,19 @@ def build_submit_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-resubmits", type=_non_negative, default=DEFAULT_MAX_RESUBMITS, metavar="N",
                    help="resubmissions of a cluster whose job ran out of wall time, was preempted or vanished "
                         f"(node failure); they do not count against --retry (default: {DEFAULT_MAX_RESUBMITS})")
+    pilots = p.add_argument_group("pilot jobs", "run clusters in pilot jobs that outlive them instead of a batch "
+                                  "job each (late binding); the sizes default to the site's pilot_* keys")
+    pilots.add_argument("--pilots", type=_non_negative, default=0, metavar="N",
+                        help="at most N pilot jobs at once (and no more than the site's max_queued); each ready "
+                             "cluster starts in one with room (default: 0, a batch job per cluster)")
+    pilots.add_argument("--pilot-nodes", type=_positive, metavar="N", help="nodes of a pilot job (site key pilot_nodes; "
+                        "default: the site's nodes)")
+    pilots.add_argument("--pilot-walltime", metavar="HH:MM:SS", help="wall time of a pilot job (site key pilot_walltime;"
+                        " default: the site's max_walltime, else walltime)")
+    pilots.add_argument("--pilot-min", type=_non_negative, metavar="N", help="pilot jobs kept while the run lasts "
+                        "(site key pilot_min_blocks; default: 0)")
+    pilots.add_argument("--pilot-idle", type=_non_negative, metavar="S", help="seconds a pilot job may stay without a "
+                        "cluster before it ends (site key pilot_idle_timeout; default: 120)")
     p.add_argument("--poll", type=_positive_float, default=2.0, metavar="S", help="seconds between queue polls (default: 2)")
     p.add_argument("--no-monitord", action="store_true", help="do not run pegasus-monitord beside the driver (the root "
                    "dagman.out and jobstate.log are written all the same; default: run it when pegasus-wms is installed)")
@@ -117,7 +138,9 @@ def _submit(ns: argparse.Namespace, argv: Sequence[str]) -> int:
         if choices is None:
             raise UsageError("pilot submit: --site is required to plan a workflow (see pilot sites)")
         submit_dir = _plan(ns, argv)
-    opts = Options(retry=ns.retry, max_resubmits=ns.max_resubmits, poll=ns.poll)
+    opts = Options(retry=ns.retry, max_resubmits=ns.max_resubmits, poll=ns.poll, pilots=ns.pilots,
+                   pilot_nodes=ns.pilot_nodes, pilot_walltime=ns.pilot_walltime, pilot_min=ns.pilot_min,
+                   pilot_idle=ns.pilot_idle)
     if ns.detach:
         from pilot.submit.daemon import LOG_FILE, detach
 

@@ -27,6 +27,13 @@ class Options:
     # A submission in doubt whose site's queue does not answer for this long (and at least submit_tries
     # looks) fails its cluster: the scheduler is out of reach.
     unreachable_limit: float = UNREACHABLE_LIMIT
+    # Late binding (pilot.submit.pilots): at most this many pilot jobs at once (0: a batch job per cluster),
+    # and what the site's pilot_* keys say, when given here.
+    pilots: int = 0
+    pilot_nodes: int | None = None
+    pilot_walltime: str | None = None
+    pilot_min: int | None = None
+    pilot_idle: int | None = None
 
 
 def retries_for(opts: Options, plan_retry: int | None) -> int:

@@ -11,11 +11,12 @@ import enum
 import os
 import signal
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 from pilot.contracts.clusters import plan_site_file, read_clusters
 from pilot.errors import ConfigError
+from pilot.siteschema import MAX_INTEGER
 from pilot.sites import SiteConfig, load_site
 from pilot.submit.backend import SchedulerBackend
 from pilot.submit.driver import Driver
@@ -23,6 +24,7 @@ from pilot.submit.lock import CANCEL_SIGNAL, SubmitLock, holder, stop_holder
 from pilot.submit.nested import routed
 from pilot.submit.monitord import cancel_monitoring, incomplete_note, require_root_files, root_monitoring
 from pilot.submit.options import Options
+from pilot.submit.pilots import PilotBackend
 from pilot.submit.render import LiveProgress, failure_lines, status_text
 from pilot.submit.state import SubmitState
 from pilot.submit.views import ClusterView, Shown, Watcher
@@ -88,12 +90,17 @@ def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: Tex
         stop["cancel"] |= signum == CANCEL_SIGNAL
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT, CANCEL_SIGNAL)}
+    pilots: PilotBackend | None = None
     try:
-        driver = Driver.load(submit_dir, sites, SchedulerBackend(), opts)
+        # With pilot jobs, clusters wait for room in them, not in the queue: max_queued bounds the pilot jobs.
+        driven = [replace(s, max_queued=MAX_INTEGER) for s in sites] if opts.pilots else sites
+        driver = Driver.load(submit_dir, driven, SchedulerBackend(), opts)
         for choice, site in zip(choices, sites):
             path = os.path.abspath(site.path) if site.path else choice.spec
             driver.state.sites[site.name] = {"file": path, "set": choice.overrides}
-        driver.backend = routed(driver.backend, submit_dir, list(driver.specs.values()), driver.state.sites, opts)
+        pilots = PilotBackend(submit_dir, sites, list(driver.specs.values()), opts, driver.backend)
+        driver.backend = routed(pilots, submit_dir, list(driver.specs.values()), driver.state.sites, opts)
+        pilots.end_recorded()  # an earlier driver's pilot jobs: Parsl cannot take them over
         driver.recover()
         watcher = Watcher(list(driver.specs.values()))
         live = LiveProgress(watcher, stream)
@@ -101,6 +108,8 @@ def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: Tex
             ok = driver.run(lambda: stop["flag"], on_step=lambda d: live.show(d.state.clusters))
         live.clear()
     finally:
+        if pilots is not None:
+            pilots.shutdown()  # this driver's pilot jobs end with it; their clusters resume next time
         for s, h in old.items():
             signal.signal(s, h)
         lock.release()
@@ -154,6 +163,7 @@ def cancel(submit_dir: str, choices: list[SiteChoice] | None) -> list[str] | Non
     if choices is None:
         choices = [SiteChoice(v["file"], dict(v.get("set", {}))) for v in state.sites.values()]
     sites = [c.load() for c in choices]
-    driver = Driver(submit_dir, specs, state, sites, routed(SchedulerBackend(), submit_dir, specs, state.sites, Options()))
+    batch = PilotBackend(submit_dir, sites, specs, Options(), SchedulerBackend())  # ends the run's pilot jobs too
+    driver = Driver(submit_dir, specs, state, sites, routed(batch, submit_dir, specs, state.sites, Options()))
     with cancel_monitoring(driver):  # the removed jobs logged as aborted, as DAGMan logs a removal
         return driver.cancel_all()

@@ -117,7 +117,8 @@ def _shown(spec: ClusterSpec, rec: ClusterRecord, culprit: str | None, records: 
         return Shown.SUBMITTING, rec.reason
     if s is ClusterState.QUEUED:
         if rec.queue == QueueState.RUNNING.value:
-            return Shown.RUNNING, f"{len(progress.running)} running now"
+            where = f" ({rec.queue_reason})" if rec.queue_reason else ""  # the pilot job a late-bound cluster runs in
+            return Shown.RUNNING, f"{len(progress.running)} running now{where}"
         if rec.queue == QueueState.HELD.value:
             return Shown.HELD, rec.queue_reason
         if rec.queue == QueueState.UNKNOWN.value:

@@ -1,0 +1,123 @@
+"""Late binding against a batch job per cluster, in the same run: batch jobs submitted, the wait of each cluster
+between becoming ready and its first task starting (summed), and makespan.
+
+    python bench/latebinding.py [--site local] [--set KEY=VALUE]... [--pilots 2] [--pilot-nodes 1] [--tasks 2]
+    python bench/latebinding.py --site container --set "pilot_command=$PWD/.venv/bin/python -m pilot"  # real Slurm
+
+Two workflows of short tasks (/bin/true), planned with --cluster label: a chain of 10 dependent clusters and a fan
+of 20 independent ones. Each runs with ``pilot submit`` as it is (one batch job per cluster) and with
+``--pilots N``. A cluster is ready when the driver submits it (its SUBMIT in the root jobstate.log); it starts
+at its first task's EXECUTE in its own jobstate.log. Target: pilot mode submits at most N batch jobs and waits at
+most 0.5 s per cluster. On a batch site (--site FILE of a Slurm or PBS site) the per-cluster gap includes the
+queue wait, which is what pilot jobs save.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from Pegasus import api  # noqa: E402
+
+
+def workflow(path: str, shape: str, clusters: int, tasks: int) -> str:
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("true", site="local", pfn="/bin/true", is_stageable=False))
+    wf = api.Workflow(shape).add_transformation_catalog(tc)
+    last = None
+    for c in range(clusters):
+        jobs = [api.Job("true", _id=f"c{c}t{t}").add_profiles(api.Namespace.PEGASUS, key="label", value=f"L{c}")
+                for t in range(tasks)]
+        wf.add_jobs(*jobs)
+        if shape == "chain" and last is not None:
+            for job in jobs:
+                wf.add_dependency(job, parents=last)
+        last = jobs
+    wf.write(path)
+    return path
+
+
+def times(log: str, event: str) -> dict[str, float]:
+    """First time of ``event`` per job in a jobstate.log."""
+    out: dict[str, float] = {}
+    with open(log, encoding="utf-8") as fh:
+        for line in fh:
+            words = line.split()
+            if len(words) > 2 and words[2] == event:
+                out.setdefault(words[1], float(words[0]))
+    return out
+
+
+def measure(sub: str, clusters: list[str]) -> tuple[float, float]:
+    """(summed gap from SUBMIT to first task EXECUTE over ``clusters``, makespan of the run)."""
+    submitted = times(os.path.join(sub, "jobstate.log"), "SUBMIT")
+    gap = 0.0
+    last = 0.0
+    for name in clusters:
+        started = times(os.path.join(sub, name, "jobstate.log"), "EXECUTE")
+        ended = times(os.path.join(sub, name, "jobstate.log"), "JOB_SUCCESS")
+        gap += min(started.values()) - submitted[name]
+        last = max(last, max(ended.values()))
+    return gap, last - min(submitted.values())
+
+
+def batch_jobs(sub: str) -> int:
+    import json
+
+    with open(os.path.join(sub, "submit.state.json"), encoding="utf-8") as fh:
+        state = json.load(fh)
+    ids = {j for c in state["clusters"] for j in c["job_ids"]}
+    if any(j.startswith("pilot:") for j in ids):
+        return len([d for d in os.listdir(os.path.join(sub, "pilots")) if os.path.isdir(os.path.join(sub, "pilots", d))])
+    return len(ids)
+
+
+def run(site: str, sets: list[str], wf: str, sub: str, extra: list[str]) -> tuple[int, float, float, float]:
+    start = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "pilot", "submit", "--no-monitord", "--poll", "0.2", "--site", site,
+                          *(f"--set={s}" for s in sets), "--cluster", "label", wf, "--dir", sub, *extra],
+                         capture_output=True, text=True)
+    wall = time.monotonic() - start
+    if res.returncode != 0:
+        sys.exit(f"pilot submit failed ({res.returncode}): {res.stderr[-2000:]}")
+    import yaml
+
+    with open(os.path.join(sub, "clusters.yml"), encoding="utf-8") as fh:
+        names = [c["name"] for c in yaml.safe_load(fh)["clusters"] if c["name"].startswith("true_") or
+                 c["name"].startswith("merge_L")]
+    gap, makespan = measure(sub, names)
+    return batch_jobs(sub), gap / max(1, len(names)), makespan, wall
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--site", default="local")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="site keys, as pilot submit --set")
+    p.add_argument("--pilots", type=int, default=2)
+    p.add_argument("--pilot-nodes", type=int, default=1)
+    p.add_argument("--tasks", type=int, default=2, help="tasks per cluster (default 2)")
+    ns = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="pilot-latebinding-") as tmp:
+        for shape, count in (("chain", 10), ("fan", 20)):
+            wf = workflow(os.path.join(tmp, f"{shape}.yml"), shape, count, ns.tasks)
+            base = run(ns.site, ns.set, wf, os.path.join(tmp, f"{shape}-per-cluster"), [])
+            late = run(ns.site, ns.set, wf, os.path.join(tmp, f"{shape}-pilots"),
+                       ["--pilots", str(ns.pilots), "--pilot-nodes", str(ns.pilot_nodes)])
+            print(f"{shape} of {count} clusters on {ns.site}:")
+            for what, r in (("a batch job per cluster", base), (f"--pilots {ns.pilots}", late)):
+                print(f"  {what:24s} batch jobs {r[0]:3d}  gap {r[1]:6.2f} s per cluster  makespan {r[2]:7.2f} s"
+                      f"  (submit wall {r[3]:.1f} s)")
+            print(f"  ratio pilots/per-cluster: gap {late[1] / base[1] if base[1] else float('nan'):.2f}, makespan "
+                  f"{late[2] / base[2] if base[2] else float('nan'):.2f}; target: at most {ns.pilots} batch jobs "
+                  f"({'met' if late[0] <= ns.pilots else 'NOT met'}), gap <= 0.5 s "
+                  f"({'met' if late[1] <= 0.5 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,401 @@
+"""Late binding: ready clusters run in pilot jobs (blocks) that outlive them, not in a batch job each.
+
+``pilot submit --pilots N`` keeps up to N blocks (never more than the site's
+``max_queued``) of ``pilot_nodes`` nodes and ``pilot_walltime`` each, through
+the site's own Parsl provider (pilot.submit.blocks), and binds a cluster to a
+block only when the cluster is ready and a block has room:
+
+- ``submit`` queues the cluster here (job id ``pilot:<job name>``); it is
+  PENDING ("waiting for a pilot job") until a running block has the nodes;
+- at each poll (``query``) blocks are asked about through the scheduler
+  plug-in (a block that ended takes its clusters with it: they are FINISHED
+  and the driver resumes them from their rescue logs, as after a node
+  failure), waiting clusters are started in blocks, best fit first: a block
+  with the wall time left for the cluster's estimated makespan (from the
+  plan's runtimes) before one without, and blocks are added while clusters
+  wait for nodes no block has or will have, and ended after ``pilot_idle_timeout``
+  seconds without a cluster (``pilot_min_blocks`` stay);
+- a cluster's ``pilot run`` gets the time its block has left, less the
+  margin a batch job's gets, as ``--max-wall-time``: what cannot finish
+  there is not started, and the cluster resumes in another block;
+- every block's batch job id is in ``pilots.json`` from the moment it is
+  submitted: a restarted driver, and ``pilot cancel``, end the blocks an
+  earlier driver left (Parsl cannot take a running block over), so none is
+  ever lost track of; the driver ends its own blocks as it stops.
+
+With no ``--pilots`` every call goes to the per-cluster backend, except the
+ids of an earlier pilot-job run, which report FINISHED (their blocks were ended).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from pilot.contracts.clusters import ClusterSpec
+from pilot.errors import ConfigError, SubmitError
+from pilot.jobrequest import JobRequest, pilot_wall_time
+from pilot.sites import SiteConfig, parse_walltime
+from pilot.submit import blocks
+from pilot.submit.backend import Backend, JobRef, Submitted
+from pilot.submit.blockapp import MARKER
+from pilot.submit.options import Options
+from pilot.util.atomic import write_atomic
+from pilot.util.boundedload import load_json
+from pilot.util.procs import cmdline
+from providers.queue import QueueState, QueueStatus
+
+log = logging.getLogger("pilot.submit")
+PREFIX = "pilot:"
+STATE = "pilots.json"
+MAX_STATE_BYTES = 1 << 20
+GONE_WAIT = 60.0  # seconds a restart waits for ended blocks to leave the queue before it goes on
+SUBMIT_TRIES = 5  # pilot job submissions failing in a row (with back-off) before the clusters waiting for one fail
+
+
+@dataclass(frozen=True)
+class PilotSettings:
+    pilots: int  # at most this many blocks at once
+    nodes: int
+    walltime_minutes: float
+    min_blocks: int
+    idle_timeout: float  # seconds
+
+    @classmethod
+    def resolve(cls, site: SiteConfig, opts: Options) -> "PilotSettings":
+        """The options over the site's keys; a block larger than the site, or more blocks kept than allowed,
+        is one line naming the value and the fix."""
+        where = site.path or site.name
+        nodes = opts.pilot_nodes or site.pilot_nodes or site.nodes
+        if nodes > site.nodes:
+            raise ConfigError(f"{where}: pilot jobs of {nodes} nodes: the site has {site.nodes} (nodes); ask for at "
+                              f"most {site.nodes} (--pilot-nodes or pilot_nodes)")
+        walltime = opts.pilot_walltime or site.pilot_walltime or site.max_walltime or site.walltime
+        minutes = parse_walltime(walltime, f"{where}: pilot_walltime")
+        least = opts.pilot_min if opts.pilot_min is not None else site.pilot_min_blocks
+        cap = min(opts.pilots, site.max_queued)
+        if least > cap:
+            raise ConfigError(f"{where}: {least} pilot jobs kept (--pilot-min or pilot_min_blocks) but at most {cap} "
+                              f"at once (--pilots {opts.pilots}, max_queued {site.max_queued}): keep fewer")
+        idle = opts.pilot_idle if opts.pilot_idle is not None else site.pilot_idle_timeout
+        return cls(cap, nodes, minutes, least, float(idle))
+
+
+@dataclass
+class Launch:
+    """A cluster bound late: waiting for a block, or running in one."""
+
+    job_id: str
+    site: str
+    workdir: str
+    dag: str  # the DAG's file name in workdir
+    nodes: int
+    ranks_per_node: int
+    launcher: list[str]
+    pilot: list[str]  # pilot ... run, then its options without --max-wall-time
+    makespan: float  # seconds the plan's runtimes say it takes (0: unknown)
+    block: blocks.Block | None = None
+    future: Future | None = None
+
+    @property
+    def marker(self) -> str:
+        return os.path.join(self.workdir, self.dag + MARKER)
+
+
+def makespan(spec: ClusterSpec | None) -> float:
+    """A cluster's estimated run: its longest chain of runtimes, or its summed runtime over its workers."""
+    if spec is None:
+        return 0.0
+    workers = max(1, spec.ranks - 1)
+    return max(spec.critical_path or 0.0, (spec.runtime or 0.0) / workers)
+
+
+def _without_walltime(args: list[str]) -> list[str]:
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == "--max-wall-time":
+            skip = True
+        else:
+            out.append(a)
+    return out
+
+
+class PilotBackend:
+    def __init__(self, submit_dir: str, sites: Sequence[SiteConfig], specs: Sequence[ClusterSpec], opts: Options,
+                 batch: Backend, clock: Callable[[], float] = time.monotonic) -> None:
+        self.submit_dir = submit_dir
+        self.batch = batch
+        self.clock = clock
+        self.sites = {s.name: s for s in sites}
+        self.settings = {s.name: PilotSettings.resolve(s, opts) for s in sites} if opts.pilots else {}
+        self.specs = {os.path.basename(s.dir): s for s in specs}
+        self.blocks: list[blocks.Block] = []
+        self.launches: dict[str, Launch] = {}
+        self._count = 0
+        self._failed: dict[str, tuple[int, float, str]] = {}  # site -> (failures in a row, next try, last error)
+        self.run_dir = os.path.join(submit_dir, "pilots")
+        for site in sites:
+            self._check_fit(site, specs)
+
+    def _check_fit(self, site: SiteConfig, specs: Sequence[ClusterSpec]) -> None:
+        """A cluster larger than a block could never start: one line before anything is submitted."""
+        settings = self.settings.get(site.name)
+        if settings is None:
+            return
+        from pilot.jobrequest import request_for
+
+        try:
+            blocks.mpi_launcher(site)
+        except ValueError as exc:
+            raise ConfigError(f"{site.path or site.name}: {exc}; run without --pilots there") from None
+        for spec in specs:
+            if spec.subworkflow is None:
+                need = request_for(site, spec.name, spec.dir, [], ranks=spec.ranks).nodes
+                if need > settings.nodes:
+                    raise ConfigError(f"cluster {spec.name} needs {need} nodes ({spec.ranks} ranks), pilot jobs on "
+                                      f"{site.name} have {settings.nodes}: ask for larger ones (--pilot-nodes {need})")
+
+    # -- the record of blocks ---------------------------------------------------------------
+    def _state_path(self) -> str:
+        return os.path.join(self.submit_dir, STATE)
+
+    def _save(self) -> None:
+        import json
+
+        write_atomic(self._state_path(), json.dumps({"format": 1, "blocks": [b.record() for b in self.blocks]}) + "\n")
+
+    def end_recorded(self) -> list[str]:
+        """End the blocks an earlier driver left (its record), and wait until the queue no longer has them:
+        their clusters resume from their rescue logs only once nothing of theirs runs."""
+        path = self._state_path()
+        if not os.path.exists(path):
+            return []
+        raw = load_json(path, MAX_STATE_BYTES, f"remove {path} once no pilot job of this run is in a queue")
+        records = [r for r in (raw.get("blocks") or []) if isinstance(r, dict) and r.get("job_id")]
+        ended: list[str] = []
+        for r in records:
+            site = self.sites.get(str(r.get("site")))
+            if site is None:
+                raise ConfigError(f"{path}: pilot job {r['job_id']} runs on site {r.get('site')!r}: pass that site to "
+                                  "--site too, so it can be ended")
+            pid = int(r.get("interchange_pid") or 0)
+            if pid and b"interchange" in b" ".join(cmdline(pid) or []):
+                os.kill(pid, signal.SIGTERM)
+            ended += self.batch.cancel(site, [JobRef(str(r["job_id"]), str(r.get("script_dir") or ""),
+                                                     str(r.get("job_name") or ""))])
+        self._wait_gone(records)
+        self._save()
+        return ended
+
+    def _wait_gone(self, records: list[dict[str, Any]]) -> None:
+        deadline = self.clock() + GONE_WAIT
+        while records and self.clock() < deadline:
+            left = []
+            for site_name in {str(r["site"]) for r in records}:
+                ids = [str(r["job_id"]) for r in records if str(r["site"]) == site_name]
+                try:
+                    states = self.batch.query(self.sites[site_name], ids)
+                except SubmitError:
+                    states = {}
+                left += [r for r in records if str(r["job_id"]) in ids and
+                         states.get(str(r["job_id"]), QueueStatus(QueueState.FINISHED)).state is not QueueState.FINISHED]
+            if not left:
+                return
+            records = left
+            time.sleep(1.0)
+        if records:
+            log.warning("pilot job(s) %s still in the queue after cancelling them", ", ".join(r["job_id"] for r in records))
+
+    # -- Backend ----------------------------------------------------------------------------
+    def submit(self, site: SiteConfig, req: JobRequest, job_name: str) -> Submitted:
+        if site.name not in self.settings:
+            return self.batch.submit(site, req, job_name)
+        job_id = PREFIX + job_name
+        dag = req.pilot_args[-1]
+        base = dag[:-4] if dag.endswith(".dag") else dag
+        self.launches[job_id] = Launch(
+            job_id, site.name, req.workdir, dag, req.nodes, req.ranks_per_node, req.launch_prefix(),
+            [*req.pilot_command, "run", *_without_walltime(req.pilot_args)], makespan(self.specs.get(req.name)))
+        try:
+            os.unlink(os.path.join(req.workdir, dag + MARKER))  # an earlier attempt's
+        except FileNotFoundError:
+            pass
+        self._place(self.launches[job_id], self.clock())  # at once, when a running block has room for it
+        return Submitted(job_id, os.path.join(req.workdir, base + ".block.out"), os.path.join(req.workdir, base + ".block.err"))
+
+    def query(self, site: SiteConfig, job_ids: Sequence[str]) -> dict[str, QueueStatus]:
+        mine = [j for j in job_ids if j.startswith(PREFIX)]
+        out = self.batch.query(site, [j for j in job_ids if not j.startswith(PREFIX)]) if len(mine) < len(job_ids) else {}
+        if site.name in self.settings:
+            self.tick(site)
+        for job_id in mine:
+            out[job_id] = self._status(self.launches.get(job_id))
+        return out
+
+    def _status(self, launch: Launch | None) -> QueueStatus:
+        if launch is None:  # an attempt of an earlier driver: its block was ended when this one started
+            return QueueStatus(QueueState.FINISHED, "its pilot job ended")
+        if launch.block is None:
+            failures, _, error = self._failed.get(launch.site, (0, 0.0, ""))
+            if failures >= SUBMIT_TRIES:  # the driver cancels it and fails the cluster with this reason
+                return QueueStatus(QueueState.PENDING, f"no pilot job could be submitted ({failures} tries): {error}",
+                                   never_starts=True)
+            return QueueStatus(QueueState.PENDING, "waiting for a pilot job")
+        if launch.future is None or launch.future.done():
+            self._release(launch)
+            return QueueStatus(QueueState.FINISHED)
+        where = f"pilot job {launch.block.job_id}"
+        if os.path.exists(launch.marker):
+            return QueueStatus(QueueState.RUNNING, f"in {where}")
+        return QueueStatus(QueueState.PENDING, f"starting in {where}")
+
+    def _release(self, launch: Launch) -> None:
+        self.launches.pop(launch.job_id, None)
+        if launch.block is not None:
+            launch.block.apps.pop(launch.job_id, None)
+            if not launch.block.apps:
+                launch.block.idle_since = self.clock()
+
+    def find(self, site: SiteConfig, workdir: str, job_name: str) -> str | None:
+        if site.name not in self.settings:
+            return self.batch.find(site, workdir, job_name)
+        return PREFIX + job_name if PREFIX + job_name in self.launches else ""
+
+    def cancel(self, site: SiteConfig, jobs: Sequence[JobRef]) -> list[str]:
+        rest = [j for j in jobs if not (j.job_id or "").startswith(PREFIX)]
+        out = self.batch.cancel(site, rest) if rest and site.name not in self.settings else []
+        for job in jobs:
+            launch = self.launches.pop(job.job_id or "", None)
+            if launch is not None:
+                out.append(launch.job_id)
+                self._stop(launch)
+        if not self.launches:  # nothing of this run is left to bind: its blocks go too (pilot cancel)
+            self.shutdown()
+            out += self.end_recorded()
+        return out
+
+    def _stop(self, launch: Launch) -> None:
+        """Stop one cluster's launch: its app if it has not started, else its launcher's process group."""
+        if launch.future is not None and not launch.future.cancel() and os.path.exists(launch.marker):
+            try:
+                _, host, pid = open(launch.marker, encoding="utf-8").read().split()
+                if host == socket.gethostname():
+                    os.killpg(int(pid), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass  # gone already, or on another node: its block ends with the run
+        if launch.block is not None:
+            launch.block.apps.pop(launch.job_id, None)
+
+    def shutdown(self) -> None:
+        """End every block of this driver (as it stops: its clusters resume next time from their rescue logs)."""
+        for block in self.blocks:
+            blocks.end_block(block)
+        self.blocks = []
+        if self.settings:
+            self._save()
+
+    # -- binding ------------------------------------------------------------------------------
+    def tick(self, site: SiteConfig) -> None:
+        """Ask about the site's blocks, start waiting clusters where they fit, add and end blocks."""
+        settings = self.settings[site.name]
+        now = self.clock()
+        mine = [b for b in self.blocks if b.site == site.name]
+        try:
+            states = self.batch.query(site, [b.job_id for b in mine]) if mine else {}
+        except SubmitError:
+            states = None  # the queue does not answer: nothing is decided this time
+        changed = False
+        for block in mine:
+            state = None if states is None else states.get(block.job_id, QueueStatus(QueueState.FINISHED)).state
+            if state is QueueState.FINISHED:
+                self._lost(block)
+                changed = True
+            elif block.running_since is None and blocks.connected(block):
+                block.running_since = now
+        waiting = [x for x in self.launches.values() if x.site == site.name and x.block is None]
+        for launch in waiting:
+            self._place(launch, now)
+        changed |= self._scale(site, settings, now)
+        if changed:
+            self._save()
+
+    def _lost(self, block: blocks.Block) -> None:
+        log.warning("pilot job %s ended with %d cluster(s) in it; they resume from their rescue logs",
+                    block.job_id, len(block.apps))
+        for job_id in list(block.apps):
+            launch = self.launches.get(job_id)
+            if launch is not None:
+                launch.future = None  # FINISHED at the next look: the driver reads its result (or none)
+        blocks.end_block(block)
+        self.blocks.remove(block)
+
+    def _place(self, launch: Launch, now: float) -> None:
+        running = [b for b in self.blocks if b.site == launch.site and b.running_since is not None
+                   and b.free >= launch.nodes and b.time_left(now) > 60.0]
+        if not running:
+            return
+        fits = [b for b in running if b.time_left(now) >= launch.makespan + 60.0]
+        if fits:
+            block = min(fits, key=lambda b: (b.free, -b.time_left(now)))  # pack, then the longest left
+        elif self._may_add(launch.site) or any(b.running_since is None for b in self.blocks if b.site == launch.site):
+            return  # a new block will fit it better than what is left of these
+        else:
+            block = max(running, key=lambda b: b.time_left(now))  # it resumes elsewhere when this one ends
+        minutes = pilot_wall_time(block.time_left(now) / 60.0)
+        site = self.sites[launch.site]
+        _, host_flag = blocks.mpi_launcher(site)
+        pilot = [*launch.pilot[:launch.pilot.index("run") + 1], "--max-wall-time", f"{minutes:g}",
+                 *launch.pilot[launch.pilot.index("run") + 1:]]
+        launch.future = blocks.launch(block, launch.nodes, launch.ranks_per_node,
+                                      (launch.workdir, launch.dag, launch.launcher, host_flag, pilot))
+        launch.block = block
+        block.apps[launch.job_id] = launch.nodes
+        log.info("%s: started in pilot job %s (%.0f s of wall time left there)", launch.job_id, block.job_id,
+                 block.time_left(now))
+
+    def _may_add(self, site_name: str) -> bool:
+        settings = self.settings[site_name]
+        return sum(1 for b in self.blocks if b.site == site_name) < settings.pilots
+
+    def _scale(self, site: SiteConfig, settings: PilotSettings, now: float) -> bool:
+        mine = [b for b in self.blocks if b.site == site.name]
+        waiting = [x for x in self.launches.values() if x.site == site.name and x.block is None]
+        coming = sum(b.nodes for b in mine if b.running_since is None)
+        wanted = sum(x.nodes for x in waiting)
+        changed = False
+        failures, next_try, _ = self._failed.get(site.name, (0, 0.0, ""))
+        while (wanted > coming or len(mine) < settings.min_blocks) and len(mine) < settings.pilots and now >= next_try:
+            self._count += 1
+            label = f"block{self._count}-{os.getpid()}"
+            try:
+                block = blocks.start_block(site, label, settings.nodes, settings.walltime_minutes, self.run_dir)
+            except Exception as exc:  # noqa: BLE001 - Parsl raises many kinds: the scheduler said no
+                error = " ".join(str(exc).split())[:300]
+                delay = min(300.0, 2.0 ** failures)
+                self._failed[site.name] = (failures + 1, now + delay, error)
+                log.warning("%s: a pilot job could not be submitted (%s); trying again in %.0f s", site.name, error, delay)
+                return changed
+            self._failed.pop(site.name, None)
+            self.blocks.append(block)
+            self._save()  # recorded before anything else: a crash from here on cannot lose it
+            mine.append(block)
+            coming += block.nodes
+            changed = True
+            log.info("%s: pilot job %s submitted (%d nodes, %.0f min)", site.name, block.job_id, block.nodes,
+                     settings.walltime_minutes)
+        for block in [b for b in mine if not b.apps and b.running_since is not None]:
+            if not waiting and len(mine) > settings.min_blocks and now - block.idle_since >= settings.idle_timeout:
+                log.info("%s: pilot job %s idle for %.0f s: ending it", site.name, block.job_id, now - block.idle_since)
+                blocks.end_block(block)
+                self.blocks.remove(block)
+                mine.remove(block)
+                changed = True
+        return changed

@@ -1,0 +1,172 @@
+"""Late binding on the local site, for real: clusters run in pilot jobs (Parsl MPIExecutor blocks through the
+site's provider) that outlive them; the record is the one per-cluster mode writes; a killed driver's pilot jobs
+are ended by the next one, and no finished task runs again; pilot cancel ends them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pilot.submit.monitord import pegasus_cli
+from tests.conftest import mpiexec
+from tests.planner.wf import api
+from tests.waiting import wait_for
+
+pytestmark = [pytest.mark.mpi, pytest.mark.monitord]
+PILOT = [sys.executable, "-m", "pilot"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def submit(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    return subprocess.run([*PILOT, "submit", "--poll", "0.3", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def statistics(sub: Path) -> dict[str, list[str]]:
+    cmd = pegasus_cli("pegasus-statistics")
+    if cmd is None:
+        pytest.skip("pegasus-wms is not installed")
+    res = subprocess.run([*cmd, "-s", "all", "."], cwd=sub, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    lines = (sub / "statistics" / "summary.txt").read_text().splitlines()
+    return {ln.split()[0]: ln.split()[1:] for ln in lines if ln.startswith(("Tasks", "Jobs"))}
+
+
+def state(sub: Path) -> dict[str, dict]:
+    return {c["name"]: c for c in json.loads((sub / "submit.state.json").read_text())["clusters"]}
+
+
+def pilot_jobs(sub: Path) -> list[Path]:
+    """The pilot jobs submitted: one directory each."""
+    return sorted(p for p in (sub / "pilots").iterdir() if p.is_dir()) if (sub / "pilots").is_dir() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+def test_every_cluster_runs_in_one_pilot_job_and_the_record_is_per_cluster_modes(tmp_path):
+    diamond = str(ROOT / "examples" / "diamond.yml")
+    per_cluster, late = tmp_path / "per-cluster", tmp_path / "late"
+    res = submit("--site", "local", "--cluster", "label", diamond, "--dir", str(per_cluster))
+    assert res.returncode == 0, res.stderr
+    res = submit("--site", "local", "--cluster", "label", "--pilots", "1", diamond, "--dir", str(late))
+    assert res.returncode == 0, res.stderr
+    assert len(pilot_jobs(late)) == 1  # twelve clusters, one batch job
+    records = state(late)
+    assert all(c["state"] == "done" and c["attempts"] == 1 and c["job_ids"][0].startswith("pilot:")
+               for c in records.values())
+    assert all((late / name / f"{name}.dag.block").exists() for name in records)  # each ran in the block
+    assert json.loads((late / "pilots.json").read_text())["blocks"] == []  # ended with the run
+    assert statistics(late) == statistics(per_cluster)
+    assert "running in pilot job" not in res.stderr and "started in pilot job" in res.stderr
+
+
+def chain(tmp_path: Path) -> Path:
+    """a (sleep 6) -> b: two label clusters, the driver killed while a runs."""
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
+    ran = tmp_path / "ran.txt"  # outside the workflow's directory, which its cleanup removes
+    a = api.Job("sh", _id="a").add_args("-c", f"'sleep 6; echo a >> {ran}'").add_profiles(
+        api.Namespace.PEGASUS, key="label", value="first")
+    b = api.Job("sh", _id="b").add_args("-c", f"'echo b >> {ran}'").add_profiles(
+        api.Namespace.PEGASUS, key="label", value="second")
+    wf = api.Workflow("chain").add_jobs(a, b).add_dependency(a, children=[b]).add_transformation_catalog(tc)
+    wf.write(str(tmp_path / "chain.yml"))
+    return tmp_path / "chain.yml"
+
+
+def test_a_killed_drivers_pilot_job_is_ended_by_the_next_driver_and_nothing_runs_twice(tmp_path):
+    sub = tmp_path / "sub"
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    proc = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--site", "local", "--cluster", "label",
+                             "--pilots", "1", str(chain(tmp_path)), "--dir", str(sub)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        first = wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 120, "the first cluster to start in a block")
+        blocks = json.loads((sub / "pilots.json").read_text())["blocks"]
+        assert len(blocks) == 1
+        os.kill(proc.pid, signal.SIGKILL)  # the driver alone: its pilot job and interchange live on
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    block_pid, interchange = int(blocks[0]["job_id"]), int(blocks[0]["interchange_pid"])
+    assert alive(block_pid) and alive(interchange) and first
+    again = submit("--no-monitord", "--pilots", "1", str(sub))
+    assert again.returncode == 0, again.stderr
+    assert not alive(block_pid) and not alive(interchange)  # ended before anything was started again
+    text = (tmp_path / "ran.txt").read_text()
+    assert text.count("b") == 1 and text.count("a") == 1  # the killed attempt never finished a; it ran once after
+    assert len(pilot_jobs(sub)) == 2
+
+
+def test_pilot_cancel_ends_the_pilot_jobs(tmp_path):
+    sub = tmp_path / "sub"
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    proc = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--site", "local", "--cluster", "label",
+                             "--pilots", "1", str(chain(tmp_path)), "--dir", str(sub)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 120, "the first cluster to start in a block")
+        block_pid = int(json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"])
+        res = subprocess.run([*PILOT, "cancel", str(sub)], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        proc.wait(60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    wait_for(lambda: not alive(block_pid), 30, "the pilot job to end")
+    assert json.loads((sub / "pilots.json").read_text())["blocks"] == []
+    assert state(sub)["sh_a"]["state"] == "cancelled"
+
+
+VENV_PILOT = f"pilot_command={sys.executable} -m pilot"
+
+
+@pytest.mark.slurm
+def test_on_slurm_clusters_run_in_one_pilot_job_and_a_cancelled_one_costs_only_its_cluster(tmp_path):
+    """The real single-node Slurm: the diamond in one sbatch job; then a chain whose pilot job is scancelled while
+    its first cluster runs: that cluster resumes in a new pilot job, nothing else is lost, nothing runs twice."""
+    from tests.integration.slurm import require_slurm
+
+    require_slurm()
+    sub = tmp_path / "diamond"
+    res = submit("--site", "container", "--set", VENV_PILOT, "--set", "pegasus_site=local", "--cluster", "label",
+                 "--pilots", "1", str(ROOT / "examples" / "diamond.yml"), "--dir", str(sub))
+    assert res.returncode == 0, res.stderr
+    assert len(pilot_jobs(sub)) == 1 and all(c["state"] == "done" for c in state(sub).values())
+    sub = tmp_path / "chain"
+    proc = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--site", "container", "--set",
+                             VENV_PILOT, "--set", "pegasus_site=local", "--cluster", "label", "--pilots", "1",
+                             str(chain(tmp_path)), "--dir", str(sub)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 180, "the first cluster to start in a pilot job")
+        job = json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"]
+        subprocess.run(["scancel", job], check=True)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err
+    assert f"pilot job {job} ended with 1 cluster(s) in it" in err
+    records = state(sub)
+    assert records["sh_a"]["attempts"] == 2 and records["sh_a"]["retries"] == 0  # resumed, never a --retry
+    assert records["sh_b"]["attempts"] == 1 and len(pilot_jobs(sub)) == 2
+    assert (tmp_path / "ran.txt").read_text().count("b") == 1
+    queue = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split()
+    assert not set(queue) & {b["job_id"] for b in json.loads((sub / "pilots.json").read_text())["blocks"]}

@@ -1,0 +1,222 @@
+"""Late binding's decisions, with the block engine faked (pilot.submit.blocks): how many pilot jobs, which one a
+cluster starts in, when one ends, what a lost one does to its clusters, and the record a restart ends. The real
+engine (Parsl's MPIExecutor) runs in tests/integration/test_pilots.py."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from pilot.contracts.clusters import ClusterKind, ClusterSpec
+from pilot.errors import ConfigError
+from pilot.jobrequest import request_for
+from pilot.sites import load_site
+from pilot.submit import blocks, pilots
+from pilot.submit.backend import JobRef
+from pilot.submit.options import Options
+from providers.queue import QueueState, QueueStatus
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Engine:
+    """Stands for Parsl: blocks start at once (or fail), apps are futures the test ends."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.started: list[blocks.Block] = []
+        self.ended: list[str] = []
+        self.fail_next = 0
+
+    def start_block(self, site, label, nodes, walltime_minutes, run_dir):
+        if self.fail_next:
+            self.fail_next -= 1
+            raise RuntimeError("sbatch: error: Batch job submission failed")
+        block = blocks.Block(label, site.name, nodes, walltime_minutes * 60, executor=object(),
+                             job_id=str(100 + len(self.started)), idle_since=self.clock())
+        self.started.append(block)
+        return block
+
+    def launch(self, block, nodes, ranks_per_node, args):
+        future: Future = Future()
+        future.args = args  # type: ignore[attr-defined]
+        return future
+
+    def end_block(self, block):
+        self.ended.append(block.job_id)
+        block.executor = None
+
+
+class Queue:
+    """The scheduler's view of the blocks: running unless the test says it ended."""
+
+    def __init__(self) -> None:
+        self.gone: set[str] = set()
+        self.cancelled: list[str] = []
+
+    def query(self, site, job_ids):
+        return {j: QueueStatus(QueueState.FINISHED if j in self.gone else QueueState.RUNNING) for j in job_ids}
+
+    def cancel(self, site, refs: list[JobRef]):
+        self.cancelled += [r.job_id for r in refs]
+        self.gone |= {r.job_id for r in refs if r.job_id}
+        return [r.job_id for r in refs]
+
+    def submit(self, site, req, job_name):
+        raise AssertionError("pilot jobs only")
+
+    def find(self, site, workdir, job_name):
+        return ""
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    clock, queue = Clock(), Queue()
+    engine = Engine(clock)
+    monkeypatch.setattr(blocks, "start_block", engine.start_block)
+    monkeypatch.setattr(blocks, "launch", engine.launch)
+    monkeypatch.setattr(blocks, "end_block", engine.end_block)
+    monkeypatch.setattr(blocks, "connected", lambda block: True)
+    return tmp_path, clock, queue, engine
+
+
+def spec(root: Path, name: str, ranks: int = 2, critical_path: float | None = None) -> ClusterSpec:
+    (root / name).mkdir(exist_ok=True)
+    return ClusterSpec(name, ClusterKind.LABEL, str(root / name), str(root / name / f"{name}.dag"), 1, ranks, (),
+                       critical_path=critical_path)
+
+
+def backend(env, specs, site=None, **opts) -> tuple[pilots.PilotBackend, object]:
+    root, clock, queue, _ = env
+    site = site or load_site("local", {"nodes": "4", "ranks_per_node": "2"})
+    options = Options(pilots=opts.pop("pilots", 2), **opts)
+    return pilots.PilotBackend(str(root), [site], specs, options, queue, clock=clock), site
+
+
+def submit(b, site, s: ClusterSpec, n: int = 1) -> str:
+    req = request_for(site, s.name, s.dir, ["--max-wall-time", "55", f"{s.name}.dag"], ranks=s.ranks)
+    return b.submit(site, req, f"pilot-x-{s.name}-{n}").job_id
+
+
+def states(b, site, ids):
+    """Two polls, as the driver makes them: blocks submitted at the first are running at the second."""
+    b.query(site, ids)
+    return {j: s.state for j, s in b.query(site, ids).items()}
+
+
+def test_blocks_are_added_while_clusters_wait_never_more_than_asked_and_each_cluster_starts_in_one(env):
+    root, clock, queue, engine = env
+    specs = [spec(root, f"c{i}") for i in range(5)]
+    b, site = backend(env, specs, pilots=2, pilot_nodes=1)
+    ids = [submit(b, site, s) for s in specs]
+    got = states(b, site, ids)
+    assert len(engine.started) == 2  # five 1-node clusters wait, two pilot jobs at most
+    assert list(got.values()).count(QueueState.PENDING) == 5
+    placed = [b.launches[j] for j in ids if b.launches[j].block is not None]
+    assert len(placed) == 2 and {p.block.job_id for p in placed} == {"100", "101"}
+    # its pilot run gets the block's wall time left, less the batch job's margin, as --max-wall-time
+    argv = placed[0].future.args[4]
+    assert argv[argv.index("run") + 1:argv.index("run") + 3] == ["--max-wall-time", "55"]
+    placed[0].future.set_result(0)
+    got = states(b, site, ids)
+    assert got[placed[0].job_id] is QueueState.FINISHED and len(engine.started) == 2
+    assert sum(1 for j in ids[2:] if b.launches.get(j) and b.launches[j].block is not None) == 1  # the freed node
+
+
+def test_a_cluster_starts_where_its_makespan_fits_and_a_new_block_comes_for_it(env):
+    root, clock, queue, engine = env
+    short, long = spec(root, "short"), spec(root, "long", critical_path=3000.0)
+    b, site = backend(env, [short, long], pilots=2, pilot_nodes=1, pilot_walltime="01:00:00")
+    first = submit(b, site, short)
+    states(b, site, [first])
+    clock.now += 1800  # half the first block's hour is gone
+    b.launches[first].future.set_result(0)
+    states(b, site, [first])
+    later = submit(b, site, long)
+    states(b, site, [later])
+    assert len(engine.started) == 2 and b.launches[later].block.job_id == "101"  # not the half-spent one
+
+
+def test_an_idle_block_ends_after_its_timeout_and_min_blocks_stay(env):
+    root, clock, queue, engine = env
+    s = spec(root, "c")
+    b, site = backend(env, [s], pilots=2, pilot_nodes=1, pilot_idle=60, pilot_min=1)
+    job = submit(b, site, s)
+    states(b, site, [job])
+    b.launches[job].future.set_result(0)
+    states(b, site, [job])
+    clock.now += 61
+    b.query(site, [])
+    assert engine.ended == [] and len(b.blocks) == 1  # the one kept
+    b2, _ = backend(env, [s], pilots=2, pilot_nodes=1, pilot_idle=60)
+    job = submit(b2, site, s, 2)
+    states(b2, site, [job])
+    b2.launches[job].future.set_result(0)
+    states(b2, site, [job])
+    clock.now += 30
+    b2.query(site, [])
+    assert len(b2.blocks) == 1
+    clock.now += 31
+    b2.query(site, [])
+    assert b2.blocks == [] and json.loads((root / "pilots.json").read_text())["blocks"] == []
+
+
+def test_a_lost_block_finishes_its_clusters_for_the_driver_to_resume_and_another_comes(env):
+    root, clock, queue, engine = env
+    s = spec(root, "c")
+    b, site = backend(env, [s], pilots=1, pilot_nodes=1)
+    job = submit(b, site, s)
+    states(b, site, [job])
+    queue.gone.add("100")  # scancel, a node down, its wall time
+    assert states(b, site, [job])[job] is QueueState.FINISHED
+    again = submit(b, site, s, 2)
+    states(b, site, [again])
+    assert [x.job_id for x in engine.started] == ["100", "101"] and b.launches[again].block.job_id == "101"
+
+
+def test_pilot_jobs_that_cannot_be_submitted_fail_the_waiting_clusters_after_back_off(env):
+    root, clock, queue, engine = env
+    s = spec(root, "c")
+    b, site = backend(env, [s], pilots=1)
+    engine.fail_next = 99
+    job = submit(b, site, s)
+    status = b.query(site, [job])[job]
+    assert status.state is QueueState.PENDING and not status.never_starts
+    for _ in range(pilots.SUBMIT_TRIES):
+        clock.now += 301  # past the longest back-off
+        status = b.query(site, [job])[job]
+    assert status.never_starts and "Batch job submission failed" in status.reason
+
+
+def test_a_restart_ends_the_blocks_the_last_driver_recorded(env):
+    root, clock, queue, engine = env
+    s = spec(root, "c")
+    b, site = backend(env, [s], pilots=1)
+    states(b, site, [submit(b, site, s)])
+    recorded = json.loads((root / "pilots.json").read_text())["blocks"]
+    assert [r["job_id"] for r in recorded] == ["100"]
+    fresh, _ = backend(env, [s], pilots=1)  # a new driver: the old one was killed
+    assert fresh.end_recorded() == ["100"] and queue.cancelled == ["100"]
+    assert json.loads((root / "pilots.json").read_text())["blocks"] == []
+    assert fresh.query(site, ["pilot:pilot-x-c-1"])["pilot:pilot-x-c-1"].state is QueueState.FINISHED
+
+
+def test_bad_sizes_are_one_line_before_anything_is_submitted(env):
+    root = env[0]
+    with pytest.raises(ConfigError, match=r"pilot jobs of 8 nodes: the site has 4 \(nodes\)"):
+        backend(env, [spec(root, "c")], pilot_nodes=8)
+    with pytest.raises(ConfigError, match=r"cluster wide needs 3 nodes \(6 ranks\), pilot jobs on local have 1"):
+        backend(env, [spec(root, "wide", ranks=6)], pilot_nodes=1)
+    with pytest.raises(ConfigError, match=r"3 pilot jobs kept .* but at most 2 at once"):
+        backend(env, [spec(root, "c")], pilots=2, pilot_min=3)
+    with pytest.raises(ConfigError, match=r"launcher 'mpirun': pilot jobs start clusters with srun or mpiexec"):
+        backend(env, [spec(root, "c")], site=load_site("local", {"launcher": "mpirun"}))
