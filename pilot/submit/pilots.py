@@ -116,6 +116,11 @@ def makespan(spec: ClusterSpec | None) -> float:
     return max(spec.critical_path or 0.0, (spec.runtime or 0.0) / workers)
 
 
+def _margin(block: blocks.Block) -> float:
+    """Seconds of a block's end no cluster starts in: a minute, less for a short block (a tenth of it)."""
+    return min(60.0, block.walltime_s / 10)
+
+
 def _without_walltime(args: list[str]) -> list[str]:
     out, skip = [], False
     for a in args:
@@ -339,10 +344,10 @@ class PilotBackend:
 
     def _place(self, launch: Launch, now: float) -> None:
         running = [b for b in self.blocks if b.site == launch.site and b.running_since is not None
-                   and b.free >= launch.nodes and b.time_left(now) > 60.0]
+                   and b.free >= launch.nodes and b.time_left(now) > _margin(b)]
         if not running:
             return
-        fits = [b for b in running if b.time_left(now) >= launch.makespan + 60.0]
+        fits = [b for b in running if b.time_left(now) >= launch.makespan + _margin(b)]
         if fits:
             block = min(fits, key=lambda b: (b.free, -b.time_left(now)))  # pack, then the longest left
         elif self._may_add(launch.site) or any(b.running_since is None for b in self.blocks if b.site == launch.site):

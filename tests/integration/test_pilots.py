@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pilot.submit.monitord import pegasus_cli
 from tests.conftest import mpiexec
+from tests.integration.pegasus_tools import statistics
 from tests.planner.wf import api
 from tests.waiting import wait_for
 
@@ -27,16 +27,6 @@ def submit(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
     return subprocess.run([*PILOT, "submit", "--poll", "0.3", *args], capture_output=True, text=True, timeout=timeout)
-
-
-def statistics(sub: Path) -> dict[str, list[str]]:
-    cmd = pegasus_cli("pegasus-statistics")
-    if cmd is None:
-        pytest.skip("pegasus-wms is not installed")
-    res = subprocess.run([*cmd, "-s", "all", "."], cwd=sub, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stdout + res.stderr
-    lines = (sub / "statistics" / "summary.txt").read_text().splitlines()
-    return {ln.split()[0]: ln.split()[1:] for ln in lines if ln.startswith(("Tasks", "Jobs"))}
 
 
 def state(sub: Path) -> dict[str, dict]:
@@ -87,13 +77,18 @@ def chain(tmp_path: Path) -> Path:
     return tmp_path / "chain.yml"
 
 
+def start_chain(tmp_path: Path, sub: Path) -> subprocess.Popen:
+    """pilot submit --pilots 1 of the chain on the local site, in a session of its own."""
+    return subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--site", "local", "--cluster", "label",
+                             "--pilots", "1", str(chain(tmp_path)), "--dir", str(sub)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
 def test_a_killed_drivers_pilot_job_is_ended_by_the_next_driver_and_nothing_runs_twice(tmp_path):
     sub = tmp_path / "sub"
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    proc = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--site", "local", "--cluster", "label",
-                             "--pilots", "1", str(chain(tmp_path)), "--dir", str(sub)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = start_chain(tmp_path, sub)
     try:
         first = wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 120, "the first cluster to start in a block")
         blocks = json.loads((sub / "pilots.json").read_text())["blocks"]
@@ -117,9 +112,7 @@ def test_pilot_cancel_ends_the_pilot_jobs(tmp_path):
     sub = tmp_path / "sub"
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    proc = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--site", "local", "--cluster", "label",
-                             "--pilots", "1", str(chain(tmp_path)), "--dir", str(sub)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = start_chain(tmp_path, sub)
     try:
         wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 120, "the first cluster to start in a block")
         block_pid = int(json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"])

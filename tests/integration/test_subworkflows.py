@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pilot.submit.monitord import pegasus_cli
 from tests.conftest import mpiexec
+from tests.integration.pegasus_tools import statistics
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.mpi, pytest.mark.monitord]
@@ -57,20 +57,6 @@ def submit(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProces
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
     return subprocess.run([*PILOT, "submit", "--poll", "0.2", *args], capture_output=True, text=True, timeout=timeout, **kw)
-
-
-def statistics(sub: Path) -> dict[str, list[str]]:
-    cmd = pegasus_cli("pegasus-statistics")
-    if cmd is None:
-        pytest.skip("pegasus-wms is not installed")
-    res = subprocess.run([*cmd, "-s", "all", "."], cwd=sub, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stdout + res.stderr
-    rows = {}
-    for line in (sub / "statistics" / "summary.txt").read_text().splitlines():
-        words = line.split()
-        if words and words[0] in ("Tasks", "Jobs", "Sub-Workflows"):
-            rows[words[0]] = words[1:]
-    return rows
 
 
 def nested_state(sub: Path) -> dict:
