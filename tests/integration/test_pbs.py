@@ -139,3 +139,20 @@ def test_alcf_scripts_pass_qsub(tmp_path, pbs, name, per_node):
     qsub = subprocess.run(["qsub", "-h", str(checked)], capture_output=True, text=True)
     assert qsub.returncode == 0, qsub.stderr
     subprocess.run(["qdel", qsub.stdout.strip()], check=True)
+
+
+def test_pilot_jobs_run_every_cluster_in_one_pbs_job(tmp_path, pbs):
+    """--pilots 1 on OpenPBS: Parsl's PBSProProvider submits one pilot job, every cluster runs in it, and the
+    job has ended (F) once the run is over."""
+    sub = tmp_path / "sub"
+    res = pilot("submit", "--site", pbs_site(tmp_path), "--cluster", "label", "--poll", "0.3", "--pilots", "1", EXAMPLE,
+                "--dir", str(sub))
+    assert res.returncode == 0, res.stderr
+    st = state(sub)
+    assert all(c["state"] == "done" and c["job_ids"][0].startswith("pilot:") for c in st.values())
+    blocks = [p for p in (sub / "pilots").iterdir() if p.is_dir()]
+    assert len(blocks) == 1 and json.loads((sub / "pilots.json").read_text())["blocks"] == []
+    said = [line for line in res.stderr.splitlines() if ": pilot job " in line and " submitted (" in line]
+    assert len(said) == 1
+    block_job = said[0].split(": pilot job ")[1].split()[0]
+    wait_for(lambda: not live({block_job}), 60, "the pilot job to leave PBS")
