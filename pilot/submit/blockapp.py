@@ -24,8 +24,12 @@ MARKER = ".block"  # <dag>.block: "<block id> <host> <launcher pid>"
 
 
 def host_words(flag: str, nodes: str) -> list[str]:
-    """The launcher's words naming the app's nodes: srun ``--nodelist=h1,h2``, hydra mpiexec ``-hosts h1,h2``."""
-    return [f"{flag}={nodes}"] if flag.startswith("--") else [flag, nodes]
+    """The launcher's words naming the app's nodes: srun ``--nodes=2 --nodelist=h1,h2`` (without --nodes, srun
+    spreads the step over every node of the pilot job, waiting for those other clusters hold), hydra mpiexec
+    ``-hosts h1,h2``."""
+    if flag.startswith("--"):
+        return [f"--nodes={len(nodes.split(','))}", f"{flag}={nodes}"]
+    return [flag, nodes]
 
 
 def run_cluster(workdir: str, dag: str, launcher: list[str], host_flag: str, pilot: list[str]) -> int:

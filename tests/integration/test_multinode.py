@@ -20,6 +20,7 @@ from typing import Callable
 import pytest
 
 from tests.integration.test_submit import PILOT, api, pilot, state
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.multinode
 
@@ -369,3 +370,43 @@ def test_monitoring_of_a_cluster_whose_tasks_ran_on_several_nodes(tmp_path, mult
     assert tasks_and_jobs() == live  # a replay agrees with the live monitord
     analyzer = tool("pegasus-analyzer", ".")
     assert "exitcode    : 3" in analyzer.stdout and "broken" in analyzer.stdout and " - work - t4 - " in analyzer.stdout
+
+
+def test_pilot_job_runs_a_two_node_cluster_beside_a_one_node_one_and_a_node_down_costs_only_a_rerun(tmp_path,
+                                                                                                     multinode):
+    """--pilots on three nodes: a cluster of two nodes and one of one node start together in one pilot job of
+    three; node3 set DOWN while they run takes the pilot job down, and both resume (in a pilot job of the nodes
+    once node3 is back) from their rescue logs: no task ends twice, the run succeeds, no --retry is used."""
+    wf = api.Workflow("sidebyside", infer_dependencies=False)
+    wf.add_transformation_catalog(api.TransformationCatalog().add_transformations(
+        api.Transformation("work", site="container", pfn="/bin/sh", is_stageable=False)))
+    done = tmp_path / "done"
+    done.mkdir()
+    for name, label in (("w0", "wide"), ("w1", "wide"), ("w2", "wide"), ("n0", "narrow")):
+        wf.add_jobs(api.Job("work", _id=name).add_args("-c", f"'sleep 12; hostname >> {done / name}'")
+                    .add_profiles(api.Namespace.PEGASUS, key="label", value=label))
+    wf.write(str(tmp_path / "wf.yml"))
+    sub = tmp_path / "sub"
+    site = site_file(tmp_path, pilot_command=f"{sys.executable} -m pilot")
+    proc = subprocess.Popen([*PILOT, "submit", "--site", site, "--cluster", "label", "--pilots", "1", "--poll", "0.5",
+                             "--no-monitord", str(tmp_path / "wf.yml"), "--dir", str(sub)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        markers = [sub / "merge_wide" / "merge_wide.dag.block", sub / "work_n0" / "work_n0.dag.block"]
+        wait_for(lambda: all(m.exists() for m in markers), 180, "both clusters to start in the pilot job")
+        assert len({m.read_text().split()[0] for m in markers}) == 1  # one block, side by side
+        subprocess.run(["scontrol", "update", "nodename=node3", "state=down", "reason=pilot-test"], check=True)
+        wait_for(lambda: subprocess.run(["squeue", "-h", "-o", "%T", "-p", "mn"], capture_output=True,
+                                          text=True).stdout.split() in ([], ["PENDING"]), 120, "the pilot job to go")
+        subprocess.run(["scontrol", "update", "nodename=node3", "state=resume"], capture_output=True)  # if not back yet
+        out, err = proc.communicate(timeout=400)
+    finally:
+        subprocess.run(["scontrol", "update", "nodename=node3", "state=resume"], capture_output=True)
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            subprocess.run(["scancel", "-p", "mn"], capture_output=True)  # its pilot jobs, which Slurm may requeue
+    assert proc.returncode == 0, err
+    st = state(sub)
+    assert st["merge_wide"]["state"] == "done" and st["work_n0"]["state"] == "done"
+    assert st["merge_wide"]["retries"] == 0 and st["work_n0"]["retries"] == 0
+    assert all(len((done / n).read_text().split()) == 1 for n in ("w0", "w1", "w2", "n0"))  # each task once
