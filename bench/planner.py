@@ -1,18 +1,26 @@
-"""Planner scale: synthetic Pegasus workflows of 10^4..10^6 jobs, label+horizontal clustering.
+"""Planner scale: ``pilot plan`` of synthetic Pegasus workflows of 10^4..10^6 jobs, each against baselines.
 
-    python bench/planner.py [--max 1000000]
+    python bench/planner.py [--max 1000000] [--base /path/to/other/checkout]
 
-Targets: 10^6 jobs in < 60 s and < 4 GB peak memory. Each size is
-planned in a fresh process (peak RSS from getrusage); the time is also shown as a
-ratio against libyaml parsing the same file (events only), the floor any reader pays.
-All sizes share one scratch directory, removed at the end: deleting thousands of
-files right before a run slows file creation on some disks (ext4 with discard).
-Workflow shape: stages of 1,000 jobs (each job feeds 10 of the next stage), a
-tenth of the stages labelled in groups of 250 jobs, clusters.size 250 on the
-others: a few hundred tasks per batch job, as one would cluster a million short
-tasks to stay within queue limits. Each cluster costs a directory and four files
-(DAG, batch script, braindump.yml, static bp), so the file system's create rate
-sets much of the time: about 0.3 ms a file on this machine's disk.
+Workflow shape (issue 25): four levels of n/4 jobs, each job below the first
+with two parents on the level above, as Pegasus.api writes it (jobs, then
+jobDependencies, an inline transformation catalog): about 125 bytes a job,
+125 MB for a million. Planned with ``--cluster whole`` for site local, label
+free, as a PMC user plans a big workflow.
+
+Each size is planned in a fresh process, which reports its peak RSS
+(getrusage) and the wall time of plan(); then, in the same process, libyaml
+reads the same file as a bare event stream (``yaml.parse`` with CSafeLoader,
+nothing built), the floor any reader of the file pays. Printed per size:
+
+- plan time, and its ratio to that event stream (target: at most 1.0);
+- peak RSS (target: at most 1.5 GB at 10^6);
+- bytes the plan wrote, and their ratio to the workflow file (target: at most 6);
+- time and RSS (above the interpreter's before planning) per job against the smallest size's (linear: near 1.0).
+
+``--base DIR`` plans each workflow with the pilot of another checkout too (a
+``git worktree`` of an older commit) in the same run, and prints its figures
+on the line below. Sizes share one scratch directory, removed at the end.
 """
 
 from __future__ import annotations
@@ -23,66 +31,76 @@ import subprocess
 import sys
 import tempfile
 
-STAGE = 1000
+LEVELS = 4
 
 
 def write_workflow(path: str, n: int) -> None:
-    """Pegasus 5 YAML in the layout Pegasus.api writes (jobs, jobDependencies, inline catalogs)."""
-    stages = max(1, n // STAGE)
-    with open(path, "w") as fh:
-        fh.write("pegasus: 5.0.4\nname: synthetic\ntransformationCatalog:\n  transformations:\n")
-        for s in range(10):
-            fh.write(f"  - name: t{s}\n    sites:\n    - name: local\n      pfn: /bin/true\n      type: installed\n"
-                     f"    profiles:\n      pegasus:\n        clusters.size: 250\n")
+    """n jobs in LEVELS levels; job k of a level has parents k and k-1 (wrapping) of the level above."""
+    width = max(1, n // LEVELS)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("pegasus: 5.0.4\nname: synthetic\ntransformationCatalog:\n  transformations:\n"
+                 "  - name: step\n    sites:\n    - name: local\n      pfn: /bin/true\n      type: installed\n")
         fh.write("jobs:\n")
-        for i in range(n):
-            stage = i // STAGE
-            fh.write(f"- type: job\n  name: t{stage % 10}\n  id: ID{i:07d}\n  arguments: [-i, f.{i}, -o, f.{i}.out]\n  uses: []\n")
-            if stage % 10 == 0:
-                fh.write(f"  profiles:\n    pegasus:\n      label: stage{stage}_{(i % STAGE) // 250}\n")
+        for i in range(LEVELS * width):
+            fh.write(f"- type: job\n  name: step\n  id: ID{i:07d}\n  arguments: [-i, f.{i}, -o, f.{i}.out]\n  uses: []\n")
         fh.write("jobDependencies:\n")
-        for i in range(n):
-            stage, k = divmod(i, STAGE)
-            if stage + 1 < stages:
-                base = (stage + 1) * STAGE + (k // 10) * 10
-                fh.write(f"- id: ID{i:07d}\n  children: [{', '.join(f'ID{base + c:07d}' for c in range(10))}]\n")
+        for i in range((LEVELS - 1) * width):
+            level, k = divmod(i, width)
+            below = (level + 1) * width
+            fh.write(f"- id: ID{i:07d}\n  children: [ID{below + k:07d}, ID{below + (k + 1) % width:07d}]\n")
 
 
 CHILD = r"""
-import resource, sys, time, yaml
+import os, resource, sys, time, yaml
 sys.path.insert(0, sys.argv[3])
 from pilot.planner.plan import PlanRequest, plan
 from pilot.sites import load_site
+site = load_site("local")
+start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # the interpreter and pilot's modules
 t = time.perf_counter()
-res = plan(PlanRequest(workflow=sys.argv[1], site=load_site("local"), cluster=["label", "horizontal"], submit_dir=sys.argv[2]))
+plan(PlanRequest(workflow=sys.argv[1], site=site, cluster=["whole"], submit_dir=sys.argv[2]))
 took = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 t = time.perf_counter()
 with open(sys.argv[1], "rb") as fh:  # the floor: libyaml's events for the file, nothing kept
     for _ in yaml.parse(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         pass
-load = time.perf_counter() - t
-print(took, load, rss, len(res.emitted))
+events = time.perf_counter() - t
+written = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(sys.argv[2]) for f in files)
+print(took, events, rss, written, start)
 """
+
+
+def run(repo: str, workflow: str, submit: str) -> tuple[float, float, int, int, int]:
+    """(plan seconds, event stream seconds, peak RSS bytes, bytes written, RSS bytes before planning) of one plan
+    in a fresh process."""
+    env = {**os.environ, "PYTHONPATH": repo}
+    out = subprocess.run([sys.executable, "-c", CHILD, workflow, submit, repo], capture_output=True, text=True,
+                         check=True, env=env, cwd=os.path.dirname(submit)).stdout.split()
+    return float(out[0]), float(out[1]), int(out[2]), int(out[3]), int(out[4])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max", type=int, default=1_000_000)
+    ap.add_argument("--base", help="another checkout of pilot to plan the same workflows with, for comparison")
     args = ap.parse_args()
-    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    repo = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     sizes = [n for n in (10_000, 100_000, 1_000_000) if n <= args.max]
-    base = None
+    runs = [("this", repo)] + ([("base", os.path.abspath(args.base))] if args.base else [])
+    first: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             wf = os.path.join(tmp, f"wf{n}.yml")
             write_workflow(wf, n)
-            out = subprocess.run([sys.executable, "-c", CHILD, wf, os.path.join(tmp, f"submit{n}"), repo],
-                                 capture_output=True, text=True, check=True).stdout.split()
-            took, load, rss, clusters = float(out[0]), float(out[1]), float(out[2]), int(out[3])
-            base = base or took / n
-            print(f"{n:>8} jobs: plan {took:6.1f} s ({took / load:.1f}x parsing the YAML, {took / n / base:.2f}x the "
-                  f"per-job time at {sizes[0]}), peak {rss:6.0f} MB, {clusters} clusters")
+            size = os.path.getsize(wf)
+            for label, checkout in runs:
+                took, events, rss, written, start = run(checkout, wf, os.path.join(tmp, f"submit{n}-{label}"))
+                per_job = first.setdefault(label, (took / n, (rss - start) / n))
+                print(f"{label:>4} {n:>8} jobs ({size / 1e6:6.1f} MB): plan {took:6.1f} s = {took / events:4.2f}x "
+                      f"libyaml's events ({events:.1f} s); peak {rss / 1e6:6.0f} MB; wrote {written / 1e6:7.1f} MB = "
+                      f"{written / size:5.2f}x the workflow; per job vs {sizes[0]}: time {took / n / per_job[0]:.2f}x, "
+                      f"RSS above the start {(rss - start) / n / per_job[1]:.2f}x", flush=True)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,10 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
                    help="more replica files, read after the catalog (repeatable), as pegasus-plan --cache; pilot submit "
                    "passes a sub-workflow the outputs of its parent's jobs this way")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a site config key (repeatable)")
+    p.add_argument("--cluster-static-bp", action="store_true",
+                   help="also write each cluster's own <cluster>.static.bp, which pegasus-monitord needs to follow a "
+                   "cluster run by hand with pilot run --monitord-hack (written anyway when the site's pilot_options "
+                   "hold --monitord-hack; the submit directory's root static.bp maps every task)")
     p.add_argument("--force", action="store_true", help="write into a non-empty --dir, and plan every job even where its "
                    "outputs are in the replica catalog (no data reuse), as pegasus-plan --force")
 
@@ -87,6 +91,7 @@ def plan_from_args(ns: argparse.Namespace, argv: Sequence[str]):
         workflow=ns.workflow, site=site, cluster=ns.cluster.split(","),
         submit_dir=ns.submit_dir, conf=ns.conf, tc=ns.tc, sc=ns.sc, force=ns.force, argv=list(argv),
         replicas=ns.replicas, output_site=output_site(ns.output_sites), cleanup=ns.cleanup, cache=ns.cache,
+        cluster_static_bp=ns.cluster_static_bp,
     ))
     result.estimate = estimate_plan(result.emitted, site, from_dag=ns.workflow.endswith(".dag"))
     return result

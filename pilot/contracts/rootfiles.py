@@ -44,14 +44,14 @@ DAX_KIND = (10, "dax")  # Pegasus' type of a sub-workflow job
 BRAINDUMP = "braindump.yml"
 
 
-@dataclass
+@dataclass(slots=True)
 class RootTask:
-    """One Pegasus job, a task of its cluster."""
+    """One Pegasus job, a task of its cluster (slotted: a plan may make a million)."""
 
     id: str
     transformation: str
     argv: str
-    children: list[str] = field(default_factory=list)
+    children: "tuple[str, ...] | list[str]" = ()
     cpus: int = 1
     memory: int = 0  # MB; 0: no request
     gpus: int = 0

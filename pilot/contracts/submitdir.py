@@ -129,9 +129,10 @@ def load_braindump(path: str) -> dict[str, Any]:
     return data
 
 
-def write_monitoring_files(dag: Dag, dag_file: str, wf_uuid: str | None = None, planner_arguments: str = "",
+def write_monitoring_files(dag: Dag | None, dag_file: str, wf_uuid: str | None = None, planner_arguments: str = "",
                            notify: str | None = None, properties: str = "pegasus.properties") -> str:
-    """Write braindump.yml and the static bp next to ``dag_file``; return the workflow uuid.
+    """Write braindump.yml and the static bp next to ``dag_file``; return the workflow uuid. With ``dag`` None,
+    the braindump only: a planner's cluster whose tasks the submit directory's root static.bp maps already.
 
     ``notify`` names an (empty) notifications file that live monitord opens;
     by default ``<dag>.notify`` next to the DAG is created. A planner writing
@@ -140,7 +141,8 @@ def write_monitoring_files(dag: Dag, dag_file: str, wf_uuid: str | None = None, 
     submit_dir = os.path.dirname(os.path.abspath(dag_file))
     wf_uuid = wf_uuid or str(uuid.uuid4())
     base = os.path.splitext(os.path.basename(dag_file))[0]
-    write_static_bp(dag, os.path.join(submit_dir, base + ".static.bp"), wf_uuid)
+    if dag is not None:
+        write_static_bp(dag, os.path.join(submit_dir, base + ".static.bp"), wf_uuid)
     if notify is None:
         notify = os.path.join(submit_dir, base + ".notify")
         if not os.path.exists(notify):

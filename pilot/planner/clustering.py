@@ -104,6 +104,8 @@ class Clusterer:
     # -- driver ---------------------------------------------------------------
     def run(self, techniques: list[str]) -> list[Cluster]:
         """Cluster with ``techniques`` (as parse_techniques gives them), in order."""
+        if techniques == ["whole"] and not any(j.type is JobType.DAX for j in self.wf.jobs):
+            return self._whole_only()
         nodes = [Cluster(j.task_id, [j], SUBWORKFLOW, self.site_of(j)) if j.type is JobType.DAX
                  else Cluster(f"{j.name}_{j.id}", [j], "single", self.site_of(j)) for j in self.wf.jobs]
         self._names = {n.name for n in nodes}
@@ -124,6 +126,24 @@ class Clusterer:
             known = [r for r in runtimes if r is not None]
             n.runtime = sum(known) if known else None
         return nodes
+
+    def _whole_only(self) -> list[Cluster]:
+        """``--cluster whole`` without sub-workflows: what run() makes of it (one cluster of every job in
+        topological order, named as _unique would), without a node per job first, which for a million jobs
+        costs gigabytes."""
+        jobs = self.wf.jobs
+        if not jobs:
+            return []
+        ordered: list[Job] = [None] * len(jobs)  # type: ignore[list-item]
+        for job in jobs:
+            ordered[self.topo[job.index]] = job
+        base = f"merge_{self.wf.name}"
+        near = {n for n in {j.name for j in jobs} if base.startswith(n) or n.startswith(base)}
+        self._names = {f"{j.name}_{j.id}" for j in jobs if j.name in near}  # the single nodes' names it could meet
+        cluster = Cluster(self._unique(base), ordered, "whole", self.site_of(jobs[0]))
+        known = [r for r in map(self.runtime_of, ordered) if r is not None]
+        cluster.runtime = sum(known) if known else None
+        return [cluster]
 
     def _index(self, nodes: list[Cluster]) -> list[Cluster]:
         node_of: list[Cluster] = [None] * len(self.wf.jobs)  # type: ignore[list-item]

@@ -5,7 +5,8 @@ Layout (documented in docs/submit-dir.md)::
     SUBMIT/clusters.yml          the cluster DAG: clusters, their files, parents
     SUBMIT/<cluster>/<cluster>.dag            PMC DAG (task ids <txname>_<jobid>)
     SUBMIT/<cluster>/<cluster>.slurm|.pbs|.sh batch script running pilot run
-    SUBMIT/<cluster>/braindump.yml, <cluster>.static.bp   for pegasus-monitord
+    SUBMIT/<cluster>/braindump.yml            for pegasus-monitord
+    SUBMIT/<cluster>/<cluster>.static.bp      only where asked for (see cluster_static_bp)
 
 Each cluster has its own directory because a pilot writes jobstate.log and
 per-task output next to its DAG, and clusters of one workflow may run at once.
@@ -13,27 +14,25 @@ per-task output next to its DAG, and clusters of one workflow may run at once.
 
 from __future__ import annotations
 
-import functools
 import json
 import multiprocessing
 import os
 import sys
 from dataclasses import dataclass
+from typing import Callable
 
 from pilot.contracts.clusters import CLUSTERS_FILE, CLUSTERS_FORMAT
 from pilot.contracts.rootfiles import PROPERTIES, RootJob, RootTask, write_root_files
 from pilot.contracts.submitdir import write_monitoring_files
-from pilot.dag.lexer import quote_arg
-from pilot.dag.parser import parse_dag
-from pilot.dag.writer import cwd_note, env_note, runtime_note, stdio_note
-from pilot.errors import ConfigError, DagError
+from pilot.dag.parser import read_dag
+from pilot.errors import ConfigError
 from pilot.jobrequest import pilot_args, request_for
 from pilot.planner import subworkflow
 from pilot.planner.batchopts import BatchOptions, batch_options
 from pilot.planner.clustering import Cluster
+from pilot.planner.dagfile import command_text, input_file, roots_of, task_request, width_and_path, write_dag
 from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType
 from pilot.planner.profiles import ProfileResolver
-from pilot.planner.staging import INPUT_FILE
 from pilot.sites import SiteConfig
 from pilot.util.atomic import write_atomic
 from providers import script_for
@@ -50,144 +49,6 @@ class Emitted:
     batch: BatchOptions = BatchOptions()
 
 
-def task_id(job: Job) -> str:
-    return job.task_id
-
-
-# The profiles each TASK option comes from, the first one set. As Pegasus' PMC code generator does (since
-# 4.6), -m and -c fall back to the job's memory (MB) and cores where the pmc_* keys are unset, so a task
-# asks the pilot for what it asked Pegasus. PMC has no GPU option; pilot's -g carries the gpus profile.
-REQUESTS = (("-m", ("pmc_request_memory", "memory")), ("-c", ("pmc_request_cpus", "cores")),
-            ("-p", ("pmc_priority",)), ("-g", ("gpus",)))
-REQUEST_KEYS = tuple(k for _, keys in REQUESTS for k in keys)
-
-
-def requested(profiles: dict[str, str], keys: tuple[str, ...]) -> tuple[str, str] | None:
-    """(value, profile key) of the first of ``keys`` the job sets, or None."""
-    for key in keys:
-        value = profiles.get(key)
-        if value not in (None, ""):
-            return str(value), key
-    return None
-
-
-def task_options(profiles: dict[str, str]) -> list[str]:
-    """The PMC options of a job's TASK line, from its resource and pmc_* profiles (see REQUESTS)."""
-    return list(_options(tuple(map(profiles.get, REQUEST_KEYS)), profiles.get("pmc_task_arguments")))
-
-
-@functools.lru_cache(maxsize=1024)
-def _options(values: tuple, extra) -> tuple[str, ...]:
-    """Cached like _request: the jobs of a workflow share a handful of requests."""
-    profiles = dict(zip(REQUEST_KEYS, values))
-    parts: list[str] = []
-    for opt, keys in REQUESTS:
-        got = requested(profiles, keys)
-        if got is not None and not (opt == "-g" and float(got[0]) == 0):
-            parts += [opt, quote_arg(got[0])]
-    if extra:
-        parts.append(extra)  # verbatim: PMC task options such as -t 3 or -f VAR=FILE
-    return tuple(parts)
-
-
-def task_line(job: Job, pfn: str, profiles: dict[str, str]) -> str:
-    parts = ["TASK", task_id(job), *task_options(profiles), *(quote_arg(w) for w in job.wrapper or ()), quote_arg(pfn)]
-    parts += [quote_arg(a) for a in job.arguments]
-    return " ".join(parts)
-
-
-def input_file(cdir: str, job: Job) -> str:
-    """Where a data job's input (pegasus-transfer's JSON list, registration's map) is written: beside its DAG,
-    as pegasus-plan writes ``<job>.in`` into the submit directory."""
-    return os.path.join(os.path.abspath(cdir), job.id + ".in")
-
-
-def data_task_line(job: Job, cdir: str) -> str:
-    """A data job's TASK line: its command, with its input file's path."""
-    assert job.command is not None
-    path = input_file(cdir, job)
-    return " ".join(["TASK", task_id(job), *(quote_arg(path if a == INPUT_FILE else a) for a in job.command)])
-
-
-def command_text(job: Job) -> str:
-    """The job's arguments as monitoring shows them (a data job: its whole command)."""
-    words = job.command if job.command is not None else job.arguments
-    return " ".join(quote_arg(a) for a in words)
-
-
-def task_request(profiles: dict[str, str]) -> tuple[int, int, int]:
-    """The CPUs, memory (MB) and GPUs a job's task asks for, as pilot run reads its TASK line.
-
-    The options are read by the DAG parser itself, so what the submit
-    directory reports is what the task is scheduled with, ``-c``/``-m``/``-g``
-    in pmc_task_arguments and rounding included.
-    """
-    return _request(tuple(map(profiles.get, REQUEST_KEYS)), profiles.get("pmc_task_arguments"))
-
-
-
-@functools.lru_cache(maxsize=1024)
-def _request(values: tuple, extra) -> tuple[int, int, int]:
-    """Cached: a workflow's jobs share a handful of requests, and parsing each of millions would cost seconds."""
-    profiles = dict(zip(REQUEST_KEYS, values))
-    profiles["pmc_task_arguments"] = extra
-    task = next(iter(parse_dag([" ".join(["TASK", "t", *task_options(profiles), "x"])]).tasks.values()))
-    return max(1, task.cpus), task.memory, task.gpus
-
-
-def cluster_dag_text(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=None, cdir: str = ".") -> str:
-    """The cluster's PMC DAG; a job's known runtime goes on a ``#pilot runtime=`` line, and the directory its
-    jobs run in and the variables of its env profiles on ``#pilot cwd=`` and ``#pilot env`` lines where they
-    change (PMC skips all three)."""
-    members = {id(j) for j in cluster.jobs}
-    lines = []
-    cwd = None
-    env = None
-    for n, job in enumerate(cluster.jobs, 1):
-        if job.cwd != cwd:
-            cwd = job.cwd
-            lines.append(cwd_note(cwd))
-        job_env = None if job.command is not None else resolver.env(job, cluster.site)  # data jobs: the pilot's
-        if job_env != env:
-            env = job_env
-            lines.append(env_note(env))
-        lines.append(f"#@ {n} {job.tx_label} {job.id}")
-        runtime = runtime_of(job) if runtime_of is not None else None
-        if runtime is not None:
-            lines.append(runtime_note(runtime))
-        if job.stdio is not None:
-            lines.append(stdio_note(*job.stdio))
-        if job.command is not None:
-            lines.append(data_task_line(job, cdir))
-        else:
-            lines.append(task_line(job, pfn_of(job, cluster.site), resolver.pegasus(job, cluster.site)))
-    for job in cluster.jobs:
-        for child in job.children:
-            if id(child) in members:
-                lines.append(f"EDGE {task_id(job)} {task_id(child)}")
-    return "\n".join(lines) + "\n"
-
-
-def width_and_path(cluster: Cluster, runtime_of) -> tuple[int, float | None]:
-    """Most tasks of the cluster that can run at once (by level) and its critical path."""
-    members = {id(j) for j in cluster.jobs}
-    level: dict[int, int] = {}
-    finish: dict[int, float] = {}
-    known = True
-    for job in cluster.jobs:  # topological inside a cluster (or independent)
-        parents = [p for p in job.parents if id(p) in members]
-        level[id(job)] = 1 + max((level[id(p)] for p in parents), default=0)
-        rt = runtime_of(job)
-        if rt is None:
-            known = False
-            rt = 0.0
-        finish[id(job)] = rt + max((finish[id(p)] for p in parents), default=0.0)
-    counts: dict[int, int] = {}
-    for v in level.values():
-        counts[v] = counts.get(v, 0) + 1
-    return max(counts.values()), (max(finish.values()) if known else None)
-
-
 # Emitting is per cluster and independent: with many clusters, forked workers
 # (sharing the plan copy-on-write) write them in parallel.
 PARALLEL_FROM = 64
@@ -196,12 +57,14 @@ _SHARED: tuple | None = None
 
 def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: ProfileResolver, pfn_of,
          runtime_of, workflow_name: str, planner_arguments: str,
-         subplans: dict[int, subworkflow.SubPlan] | None = None) -> list[Emitted]:
-    """``subplans``: each sub-workflow job's plan (by job index), written for pilot submit instead of a DAG."""
+         subplans: dict[int, subworkflow.SubPlan] | None = None, static_bp: bool = False) -> list[Emitted]:
+    """``subplans``: each sub-workflow job's plan (by job index), written for pilot submit instead of a DAG;
+    ``static_bp``: the user asked for each cluster's own static.bp (see cluster_static_bp)."""
     global _SHARED
     os.makedirs(submit_dir, exist_ok=True)
     open(os.path.join(submit_dir, NOTIFY_FILE), "a").close()
-    _SHARED = (submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans or {})
+    _SHARED = (submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans or {},
+               cluster_static_bp(site, static_bp))
     try:
         workers = min(os.cpu_count() or 1, 8)
         if len(clusters) >= PARALLEL_FROM and workers > 1 and "fork" in multiprocessing.get_all_start_methods():
@@ -283,7 +146,7 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
         # output, which monitord counts as a task's. A data job alone (all clusterings but whole) is also a job
         # of its own type (create-dir, stage-in-tx, ...), which pegasus-statistics counts jobs by.
         alone = len(c.jobs) == 1 and c.jobs[0].type is not JobType.COMPUTE
-        tasks = [RootTask(j.id, j.tx_label, command_text(j), [ch.id for ch in j.children], *request_of(j, c.site),
+        tasks = [RootTask(j.id, j.tx_label, command_text(j), tuple([ch.id for ch in j.children]), *request_of(j, c.site),
                           kind=j.type.value, metadata=j.metadata,
                           files=tuple((u.lfn, u.metadata or {}) for u in j.uses if u.metadata or (u.writes and u.register)))
                  for j in c.jobs]  # its files with metadata, and the outputs it registers, as Pegasus maps them
@@ -326,16 +189,25 @@ def job_hooks(emitted: list[Emitted], catalogs: Catalogs) -> dict[str, list[tupl
     return out
 
 
+def cluster_static_bp(site: SiteConfig, asked: bool) -> bool:
+    """Whether each cluster gets a static.bp of its own. Only pegasus-monitord following one cluster's own
+    ``<cluster>.dag.dagman.out`` reads it: pilot run writes that file with --monitord-hack, which a site's
+    pilot_options may give every batch job, or a user running a cluster by hand asks for (pilot plan
+    --cluster-static-bp). pilot submit's monitord reads the root static.bp, which maps every task already:
+    for a million jobs the clusters' copies would be a gigabyte that nobody reads."""
+    return asked or "--monitord-hack" in pilot_args(site, "cluster.dag")
+
+
 def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions]:
-    submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans = _SHARED  # type: ignore[misc]
+    submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans, static_bp = _SHARED  # type: ignore[misc]
     cluster = clusters[k]
     cdir = os.path.join(submit_dir, cluster.name)
     if cluster.kind == subworkflow.KIND:
         return k, subworkflow.write(cdir, cluster.name, subplans[cluster.jobs[0].index]), "", 0, None, BatchOptions()
-    text = cluster_dag_text(cluster, resolver, pfn_of, runtime_of, cdir)
     width, critical = width_and_path(cluster, runtime_of)
     batch = batch_options(cluster, resolver, site.scheduler)
-    e = write_cluster(submit_dir, cluster, text, width, critical, site, planner_arguments, batch)
+    e = write_cluster(submit_dir, cluster, lambda path: write_dag(path, cluster, resolver, pfn_of, runtime_of, cdir),
+                      width, critical, site, planner_arguments, batch, static_bp)
     for job in cluster.jobs:
         if job.stdin_text is not None:
             with open(input_file(cdir, job), "w", encoding="utf-8") as fh:
@@ -343,20 +215,15 @@ def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions]:
     return k, e.dag, e.script, e.ranks, e.critical_path, batch
 
 
-def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, critical: float | None,
-                  site: SiteConfig, planner_arguments: str, batch: BatchOptions = BatchOptions()) -> Emitted:
-    """The cluster's directory: its PMC DAG, batch script and monitoring files."""
+def write_cluster(submit_dir: str, cluster: Cluster, write_dag_file: Callable[[str], None], width: int,
+                  critical: float | None, site: SiteConfig, planner_arguments: str,
+                  batch: BatchOptions = BatchOptions(), static_bp: bool = False) -> Emitted:
+    """The cluster's directory: its PMC DAG (``write_dag_file(path)`` writes it), batch script and monitoring
+    files (its static.bp only where ``static_bp`` asks, see cluster_static_bp)."""
     cdir = os.path.join(submit_dir, cluster.name)
     os.makedirs(cdir, exist_ok=True)
     dag_file = os.path.join(cdir, cluster.name + ".dag")
-    try:
-        dag = parse_dag(text.splitlines(True), dag_file)
-    except DagError as exc:
-        tasks_before = sum(1 for line in text.splitlines()[: exc.line or 0] if line.startswith("TASK"))
-        job = cluster.jobs[min(len(cluster.jobs) - 1, max(0, tasks_before - 1))]
-        raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: {exc.message}") from None
-    with open(dag_file, "w", encoding="utf-8", errors="surrogateescape") as fh:  # bytes PMC passes through
-        fh.write(text)
+    write_dag_file(dag_file)
     req = request_for(site, cluster.name, cdir, pilot_args(site, cluster.name + ".dag"), ranks=width + 1,
                       queue=batch.queue, account=batch.account, directives=batch.directives)
     suffix, script = script_for(site, req)
@@ -364,16 +231,10 @@ def write_cluster(submit_dir: str, cluster: Cluster, text: str, width: int, crit
     with open(script_file, "w", encoding="utf-8") as fh:
         fh.write(script)
     os.chmod(script_file, 0o755)
-    write_monitoring_files(dag, dag_file, planner_arguments=planner_arguments,
+    write_monitoring_files(read_dag(dag_file) if static_bp else None, dag_file, planner_arguments=planner_arguments,
                            notify=os.path.join(os.path.abspath(submit_dir), NOTIFY_FILE),
                            properties=os.path.join(os.path.abspath(submit_dir), PROPERTIES))
     return Emitted(cluster, dag_file, script_file, req.ranks, critical, batch)
-
-
-def roots_of(cluster: Cluster) -> int:
-    """Tasks of the cluster with no parent inside it: those ready when it starts."""
-    members = {id(job) for job in cluster.jobs}
-    return sum(1 for job in cluster.jobs if not any(id(p) in members for p in job.parents))
 
 
 def category_of(cluster: Cluster, properties: dict[str, str]) -> tuple[str | None, int | None]:

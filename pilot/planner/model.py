@@ -4,8 +4,38 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
+
+from pilot.dag.lexer import split_args
 
 Profiles = dict[str, dict[str, str]]  # namespace -> key -> value
+
+
+class _Empty(Mapping[str, Any]):
+    """A read-only empty mapping, hashable so that a dataclass field may default to it."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+# What a job without profiles or metadata holds: one shared read-only mapping, not an empty dict per job
+# (a million jobs would hold two million of them).
+NO_PROFILES: Mapping[str, Mapping[str, str]] = _Empty()
+NO_METADATA: Mapping[str, str] = _Empty()
 
 
 @dataclass(frozen=True)
@@ -103,20 +133,27 @@ class SubJob:
 
 @dataclass(eq=False, slots=True)
 class Job:
-    """One compute job of the abstract workflow."""
+    """One compute job of the abstract workflow.
+
+    Its fields are lean because a workflow may hold a million jobs: what most jobs lack is a shared empty
+    value (a tuple, NO_PROFILES, NO_METADATA) rather than an empty list or dict each, and its arguments are
+    kept as the one quoted line they are written as (``args_line``), not as a list of words.
+    """
 
     id: str
     name: str
     namespace: str | None = None
     version: str | None = None
-    arguments: list[str] = field(default_factory=list)
-    profiles: Profiles = field(default_factory=dict)
+    # The arguments as one command line, each word quoted as a TASK line quotes it (pilot.dag.lexer.quote_arg):
+    # what the DAG and the monitoring files write, with ``arguments`` the words PMC splits it into.
+    args_line: str = ""
+    profiles: Mapping[str, Mapping[str, str]] = NO_PROFILES
     source: str = ""  # the workflow file, for errors
     index: int = 0  # position in Workflow.jobs (renumbered when data reuse removes jobs)
     yaml_index: int = -1  # position in the workflow file's jobs list, for errors (-1: a job the planner made)
     parents: list["Job"] = field(default_factory=list)
     children: list["Job"] = field(default_factory=list)
-    uses: list[Use] = field(default_factory=list)
+    uses: "tuple[Use, ...] | list[Use]" = ()
     type: JobType = JobType.COMPUTE
     # An auxiliary job's whole command (the planner made it; no transformation catalog entry).
     command: list[str] | None = None
@@ -125,10 +162,15 @@ class Job:
     stdin_text: str | None = None
     level: int = 0  # a compute job's depth (roots 0), which names the data jobs made for it
     stdio: tuple[str, str, str] | None = None  # stdin, stdout, stderr file names ("": none); None: none at all
-    metadata: dict[str, str] = field(default_factory=dict)  # the job's metadata, for the monitoring DB
-    hooks: list[tuple[str, str]] = field(default_factory=list)  # (monitord condition, command) of its shell hooks
+    metadata: Mapping[str, str] = NO_METADATA  # the job's metadata, for the monitoring DB
+    hooks: "tuple[tuple[str, str], ...] | list[tuple[str, str]]" = ()  # (monitord condition, command) of its shell hooks
     subworkflow: "SubJob | None" = None  # a pegasusWorkflow job's file and planner options (type DAX)
     wrapper: list[str] | None = None  # its container runtime's words before its executable (planner.containers)
+
+    @property
+    def arguments(self) -> list[str]:
+        """The job's arguments as words (split from ``args_line`` when asked: only a few callers need them)."""
+        return split_args(self.args_line)
 
     @property
     def where(self) -> str:

@@ -14,7 +14,8 @@ from pilot.contracts.rootfiles import PROPERTIES
 from pilot.planner import (catalogs, cleanup, containers, datalayout, gateways, properties, reader, reduce, replicas,
                            subworkflow, sysinfo, yamlstream)
 from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
-from pilot.planner.emit import Emitted, emit, requested
+from pilot.planner.dagfile import requested
+from pilot.planner.emit import Emitted, emit
 from pilot.planner.placement import attach, units_of
 from pilot.planner.staging import DataJobs, Executable, executable_lfn, expected_runtime, required_executables
 from pilot.planner.estimate import PlanEstimate
@@ -43,6 +44,7 @@ class PlanRequest:
     output_site: str | None = datalayout.DEFAULT_OUTPUT_SITE  # None: nothing staged out or registered
     cleanup: str | None = None  # none | leaf | inplace (default) | constraint
     cache: list[str] = field(default_factory=list)  # more replica files, read last (pegasus-plan --cache)
+    cluster_static_bp: bool = False  # each cluster's own static.bp too (pilot.planner.emit.cluster_static_bp)
 
 
 @dataclass
@@ -177,7 +179,7 @@ def _plan(req: PlanRequest) -> Plan:
         job.wrapper = containers.wrapper(spec, runtime, lay.workdir.path, resolver.pegasus(job, handle))
         image = containers.staged_image(spec)
         if image is not None:
-            job.uses.append(Use(image[0], Link.INPUT))
+            job.uses = [*job.uses, Use(image[0], Link.INPUT)]  # a job's uses may be the shared empty tuple
             checksum = {"checksum.type": "sha256", "checksum.value": spec.sha256} if spec.sha256 else {}
             wf.catalogs.replicas.setdefault(image[0], [Replica(image[1], spec.image_site or "local", spec.where, checksum)])
 
@@ -211,7 +213,8 @@ def _plan(req: PlanRequest) -> Plan:
     clusters = attach(wf, clusters, data.made, lay.exec_site)
 
     subplans = subworkflow.prepare(wf, lay, site.handle, _passed_down(req, submit_dir))
-    emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments, subplans)
+    emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments, subplans,
+                   req.cluster_static_bp)
     for line in node_fit_warnings(emitted, site, resolver):
         log.warning("%s", line)
     asked = next((e for e in emitted if e.batch.asked), None)
@@ -266,8 +269,9 @@ def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: Profil
 
 def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_arguments: str) -> Plan:
     """A PMC .dag is already one cluster: copied as written, with a batch script and monitoring files."""
+    from pilot.dag.lexer import quote_arg
     from pilot.dag.writer import format_dag
-    from pilot.planner.emit import write_cluster, write_cluster_dag, write_root_monitoring
+    from pilot.planner.emit import cluster_static_bp, write_cluster, write_cluster_dag, write_root_monitoring
 
     dag = read_dag(req.workflow)
     for line in _dag_fit(dag, req.site):
@@ -275,8 +279,16 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
     width = widest_level(dag)
     os.makedirs(submit_dir, exist_ok=True)
     cluster = Cluster(wf.name, [], "whole", req.site.handle)
-    emitted = write_cluster(submit_dir, cluster, format_dag(dag), width, None, req.site, planner_arguments)
-    jobs = {t.name: Job(id=t.dax_id or t.name, name=t.transformation or t.name, arguments=t.argv[1:]) for t in dag}
+    text = format_dag(dag)
+
+    def write_text(path: str) -> None:
+        with open(path, "w", encoding="utf-8", errors="surrogateescape") as fh:  # bytes PMC passes through
+            fh.write(text)
+
+    emitted = write_cluster(submit_dir, cluster, write_text, width, None, req.site, planner_arguments,
+                            static_bp=cluster_static_bp(req.site, req.cluster_static_bp))
+    jobs = {t.name: Job(id=t.dax_id or t.name, name=t.transformation or t.name,
+                        args_line=" ".join(quote_arg(a) for a in t.argv[1:])) for t in dag}
     for t in dag:
         jobs[t.name].children = [jobs[c.name] for c in t.children]
     cluster.jobs = list(jobs.values())

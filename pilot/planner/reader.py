@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
+from pilot.dag.lexer import SPECIAL, quote_arg, split_args, unterminated_quote
+from pilot.errors import ConfigError
 from pilot.planner import subworkflow, yamlstream
 from pilot.planner.catalogs import read_replica_catalog, read_site_catalog, read_transformation_catalog
 from pilot.planner.fields import read_file_metadata, read_hooks, read_metadata, read_profiles
-from pilot.planner.model import Job, JobType, Link, Use, Workflow
+from pilot.planner.model import NO_METADATA, NO_PROFILES, Job, JobType, Link, Use, Workflow
 from pilot.planner.yamlvalues import (
     SAFE_ID, fail, flag, identifier, kind_of, need_list, need_mapping, need_text, optional_text,
 )
@@ -28,16 +29,31 @@ from pilot.planner.yamlvalues import (
 def read_workflow(path: str) -> Workflow:
     wf = Workflow(name="workflow", path=path)
     by_id: dict[str, Job] = {}
-    deps: list[tuple[int, Any]] = []
+    deps: list[tuple[int, Any]] = []  # dependencies read before any job (kept until the jobs are known)
+    late: list[ConfigError] = []  # the first error of a dependency read as it came, raised where it would be
+    shared: dict[str, str] = {}  # one string per transformation name, namespace and version, not one per job
 
     def on_job(raw: Any, i: int) -> None:
-        job = _read_job(raw, path, f"jobs[{i}]", i)
+        job = _read_job(raw, path, f"jobs[{i}]", i, shared)
         if job.id in by_id:
             raise fail(path, f"jobs[{i}].id", f"duplicate job id {job.id!r} (first at {by_id[job.id].where})")
         by_id[job.id] = job
         wf.jobs.append(job)
 
-    data = yamlstream.load_streaming(path, {"jobs": on_job, "jobDependencies": lambda raw, i: deps.append((i, raw))})
+    def on_dependency(raw: Any, i: int) -> None:
+        """A dependency after the jobs (as Pegasus.api writes them) becomes edges at once, so the parsed mapping
+        of each is never kept; its error waits until the checks of the whole file that come first have run."""
+        if late:
+            return
+        if not wf.jobs or deps:
+            deps.append((i, raw))
+            return
+        try:
+            _add_dependency(raw, path, f"jobDependencies[{i}]", by_id)
+        except ConfigError as exc:
+            late.append(exc)
+
+    data = yamlstream.load_streaming(path, {"jobs": on_job, "jobDependencies": on_dependency})
     if "" in data and len(data) == 1:
         raise fail(path, "(top)", f"not a Pegasus 5 workflow: the file holds {kind_of(data[''])}, not a mapping")
     if "jobs" not in data:
@@ -52,6 +68,8 @@ def read_workflow(path: str) -> Workflow:
     wf.name = "workflow" if name is None else need_text(name, path, "name")
     if not SAFE_ID.match(wf.name):
         raise fail(path, "name", f"{wf.name!r}: use letters, digits, '_', '.', '+', '-' only")
+    if late:
+        raise late[0]
     for i, dep in deps:
         _add_dependency(dep, path, f"jobDependencies[{i}]", by_id)
     catalogs = wf.catalogs
@@ -90,7 +108,8 @@ def _add_dependency(dep: Any, path: str, ypath: str, by_id: dict[str, Job]) -> N
             child.parents.append(parent)
 
 
-def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
+def _read_job(raw: Any, path: str, ypath: str, index: int, shared: dict[str, str]) -> Job:
+    """One job; ``shared`` maps each transformation name, namespace and version to one string for all jobs."""
     raw = need_mapping(raw, path, ypath, "a job: {type: job, id: ..., name: ...}")
     kind = raw.get("type", "job")
     if kind == "pegasusWorkflow":
@@ -108,26 +127,33 @@ def _read_job(raw: Any, path: str, ypath: str, index: int) -> Job:
         raise fail(path, f"{ypath}.id", f"{job_id!r}: job ids may use letters, digits, '_', '.', '+', '-' only")
     if not SAFE_ID.match(name):
         raise fail(path, f"{ypath}.name", f"{name!r}: transformation names may use letters, digits, '_', '.', '+', '-' only")
-    args = need_list(raw.get("arguments"), path, f"{ypath}.arguments", "of arguments")
-    arguments = _words([_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)], path, ypath)
-    uses = [_use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(need_list(raw.get("uses"), path, f"{ypath}.uses", "of files"))]
+    args_line = _args_line(need_list(raw.get("arguments"), path, f"{ypath}.arguments", "of arguments"), path, ypath)
+    uses = tuple(_use(u, path, f"{ypath}.uses[{k}]")
+                 for k, u in enumerate(need_list(raw.get("uses"), path, f"{ypath}.uses", "of files")))
     stdio = tuple(_stdio_file(raw, key, path, ypath) for key in ("stdin", "stdout", "stderr"))
     optional_text(raw, "nodeLabel", path, ypath)  # a description: Pegasus only prints it in its debug dump of a job
+    namespace, version = identifier(raw, "namespace", path, ypath), identifier(raw, "version", path, ypath)
     return Job(
         id=job_id,
-        name=name,
-        namespace=identifier(raw, "namespace", path, ypath),
-        version=identifier(raw, "version", path, ypath),
-        arguments=arguments,
-        profiles=read_profiles(raw.get("profiles"), path, f"{ypath}.profiles"),
+        name=shared.setdefault(name, name),
+        namespace=None if namespace is None else shared.setdefault(namespace, namespace),
+        version=None if version is None else shared.setdefault(version, version),
+        args_line=args_line,
+        profiles=_or_none(raw, "profiles", read_profiles, path, ypath, NO_PROFILES),
         source=path,
         index=index,
         yaml_index=index,
         uses=uses,
         stdio=stdio if any(stdio) else None,  # type: ignore[arg-type]
-        metadata=read_metadata(raw.get("metadata"), path, f"{ypath}.metadata"),
-        hooks=read_hooks(raw.get("hooks"), path, f"{ypath}.hooks"),
+        metadata=_or_none(raw, "metadata", read_metadata, path, ypath, NO_METADATA),
+        hooks=_or_none(raw, "hooks", read_hooks, path, ypath, ()),
     )
+
+
+def _or_none(raw: dict, key: str, read: Any, path: str, ypath: str, empty: Any) -> Any:
+    """``read`` of the job's ``key``, or the shared ``empty`` value when the job has none (most jobs)."""
+    value = raw.get(key)
+    return empty if value is None else read(value, path, f"{ypath}.{key}")
 
 
 def _read_subworkflow(raw: dict, path: str, ypath: str, index: int) -> Job:
@@ -152,7 +178,8 @@ def _read_subworkflow(raw: dict, path: str, ypath: str, index: int) -> Job:
             raise fail(path, f"{ypath}.uses[{k}]", f"{use.lfn!r} is an output of a sub-workflow job: its own jobs write "
                        "and stage out their outputs; list it there, and make jobs that read it children of a job "
                        "that stages it to a place the replica catalog names")
-    return Job(id=job_id, name=stem, arguments=words, profiles=read_profiles(raw.get("profiles"), path, f"{ypath}.profiles"),
+    return Job(id=job_id, name=stem, args_line=" ".join(quote_arg(w) for w in words),
+               profiles=read_profiles(raw.get("profiles"), path, f"{ypath}.profiles"),
                source=path, index=index, yaml_index=index, uses=uses, type=JobType.DAX,
                subworkflow=subworkflow.plan_options(lfn, words, path, ypath),
                metadata=read_metadata(raw.get("metadata"), path, f"{ypath}.metadata"))
@@ -216,6 +243,20 @@ def _argument(value: Any, path: str, ypath: str) -> str:
         raise fail(path, ypath, "an argument cannot hold a newline or NUL (a task's command is one line): pass such "
                    "data in a file")
     return value
+
+
+def _args_line(args: list, path: str, ypath: str) -> str:
+    """A job's arguments as the one quoted command line the DAG writes (see _words): for plain words (most
+    jobs) the items joined by single spaces, with no list of words made."""
+    items = args
+    for k, a in enumerate(args):
+        if type(a) is not str or "\n" in a or "\r" in a or "\0" in a:
+            items = [_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)]
+            break
+    text = " ".join(items)
+    if SPECIAL.search(text) is None:
+        return " ".join(text.split())
+    return " ".join(quote_arg(w) for w in _words(items, path, ypath))
 
 
 def _words(items: list[str], path: str, ypath: str) -> list[str]:

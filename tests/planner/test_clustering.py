@@ -302,7 +302,12 @@ def test_sub_file_has_the_request_of_each_task(tmp_path):
 
 
 def test_cluster_dag_file_and_monitoring_files(tmp_path):
-    res = run_plan(tmp_path, label_wf(tmp_path), "label")
+    """A cluster's braindump always; its own static.bp only when asked for (the root static.bp maps every task)."""
+    paths = label_wf(tmp_path)
+    bare = run_plan(tmp_path / "bare", paths, "label")
+    assert not list(Path(bare.submit_dir).glob("*/*.static.bp"))
+    assert all((Path(e.dag).parent / "braindump.yml").exists() for e in compute(bare))
+    res = run_plan(tmp_path, paths, "label", cluster_static_bp=True)
     data = yaml.safe_load((tmp_path / "submit" / "clusters.yml").read_text())
     assert {c["name"]: c["parents"] for c in data["clusters"]} == {
         "create_dir_lb_0_local": [], "merge_one": ["create_dir_lb_0_local"], "merge_two": ["merge_one"], "T_e": ["merge_two"],
