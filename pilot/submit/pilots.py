@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pilot.contracts.clusters import ClusterSpec
+from pilot.contracts.result import ResultError, RunOutcome, read_result
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import JobRequest, pilot_wall_time
 from pilot.sites import SiteConfig, parse_walltime
@@ -146,6 +147,8 @@ class PilotBackend:
         self.launches: dict[str, Launch] = {}
         self._count = 0
         self._failed: dict[str, tuple[int, float, str]] = {}  # site -> (failures in a row, next try, last error)
+        # cluster directory -> the blocks whose end cut it short: its next attempt goes to another, with more time
+        self._cut: dict[str, set[str]] = {}
         self.run_dir = os.path.join(submit_dir, "pilots")
         for site in sites:
             self._check_fit(site, specs)
@@ -255,12 +258,22 @@ class PilotBackend:
                                    never_starts=True)
             return QueueStatus(QueueState.PENDING, "waiting for a pilot job")
         if launch.future is None or launch.future.done():
+            self._note_cut(launch)
             self._release(launch)
             return QueueStatus(QueueState.FINISHED)
         where = f"pilot job {launch.block.job_id}"
         if os.path.exists(launch.marker):
             return QueueStatus(QueueState.RUNNING, f"in {where}")
         return QueueStatus(QueueState.PENDING, f"starting in {where}")
+
+    def _note_cut(self, launch: Launch) -> None:
+        """A cluster that ran out of its block's time is not started in that block again (it would have less)."""
+        try:
+            result = read_result(os.path.join(launch.workdir, launch.dag))
+        except ResultError:
+            return  # the driver says what is wrong with it
+        if result is not None and result.outcome is RunOutcome.WALLTIME and launch.block is not None:
+            self._cut.setdefault(launch.workdir, set()).add(launch.block.label)
 
     def _release(self, launch: Launch) -> None:
         self.launches.pop(launch.job_id, None)
@@ -343,8 +356,9 @@ class PilotBackend:
         self.blocks.remove(block)
 
     def _place(self, launch: Launch, now: float) -> None:
+        cut = self._cut.get(launch.workdir, ())
         running = [b for b in self.blocks if b.site == launch.site and b.running_since is not None
-                   and b.free >= launch.nodes and b.time_left(now) > _margin(b)]
+                   and b.free >= launch.nodes and b.time_left(now) > _margin(b) and b.label not in cut]
         if not running:
             return
         fits = [b for b in running if b.time_left(now) >= launch.makespan + _margin(b)]
@@ -397,8 +411,14 @@ class PilotBackend:
             log.info("%s: pilot job %s submitted (%d nodes, %.0f min)", site.name, block.job_id, block.nodes,
                      settings.walltime_minutes)
         for block in [b for b in mine if not b.apps and b.running_since is not None]:
-            if not waiting and len(mine) > settings.min_blocks and now - block.idle_since >= settings.idle_timeout:
-                log.info("%s: pilot job %s idle for %.0f s: ending it", site.name, block.job_id, now - block.idle_since)
+            idle = not waiting and len(mine) > settings.min_blocks and now - block.idle_since >= settings.idle_timeout
+            # No waiting cluster can start there (each ran out of its time there, or too little is left): it
+            # makes room for a fresh one.
+            spent = bool(waiting) and all(block.label in self._cut.get(x.workdir, ()) or
+                                          block.time_left(now) <= _margin(block) for x in waiting)
+            if idle or spent:
+                log.info("%s: pilot job %s %s: ending it", site.name, block.job_id,
+                         f"idle for {now - block.idle_since:.0f} s" if idle else "of no use to the clusters waiting")
                 blocks.end_block(block)
                 self.blocks.remove(block)
                 mine.remove(block)

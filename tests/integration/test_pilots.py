@@ -163,3 +163,24 @@ def test_on_slurm_clusters_run_in_one_pilot_job_and_a_cancelled_one_costs_only_i
     assert (tmp_path / "ran.txt").read_text().count("b") == 1
     queue = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split()
     assert not set(queue) & {b["job_id"] for b in json.loads((sub / "pilots.json").read_text())["blocks"]}
+
+
+def test_a_cluster_longer_than_a_pilot_job_resumes_in_fresh_ones_and_no_task_runs_twice(tmp_path):
+    """Pilot jobs of one minute, a cluster of three 20 s tasks in a chain: its pilot run gets the block's time
+    left as --max-wall-time, stops there, and resumes from its rescue log in a fresh block (the spent one ends)."""
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
+    wf = api.Workflow("long").add_transformation_catalog(tc)
+    ran = tmp_path / "ran.txt"
+    jobs = [api.Job("sh", _id=f"s{i}").add_args("-c", f"'sleep 20; echo s{i} >> {ran}'").add_profiles(
+        api.Namespace.PEGASUS, key="label", value="long") for i in range(3)]
+    wf.add_jobs(*jobs).add_dependency(jobs[0], children=[jobs[1]]).add_dependency(jobs[1], children=[jobs[2]])
+    wf.write(str(tmp_path / "long.yml"))
+    sub = tmp_path / "sub"
+    res = submit("--no-monitord", "--site", "local", "--cluster", "label", "--pilots", "1", "--pilot-walltime",
+                 "00:01:00", "--pilot-idle", "5", str(tmp_path / "long.yml"), "--dir", str(sub), timeout=400)
+    assert res.returncode == 0, res.stderr
+    c = state(sub)["merge_long"]
+    assert c["state"] == "done" and c["attempts"] >= 2 and c["retries"] == 0 and c["resubmits"] == c["attempts"] - 1
+    assert sorted(ran.read_text().split()) == ["s0", "s1", "s2"]  # each once: DONE tasks never ran again
+    assert len(pilot_jobs(sub)) == c["attempts"]  # each attempt in a block of its own, with its whole time

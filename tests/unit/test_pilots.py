@@ -220,3 +220,21 @@ def test_bad_sizes_are_one_line_before_anything_is_submitted(env):
         backend(env, [spec(root, "c")], pilots=2, pilot_min=3)
     with pytest.raises(ConfigError, match=r"launcher 'mpirun': pilot jobs start clusters with srun or mpiexec"):
         backend(env, [spec(root, "c")], site=load_site("local", {"launcher": "mpirun"}))
+
+
+def test_a_cluster_its_block_ran_out_on_resumes_in_another_which_replaces_it_when_none_is_left(env):
+    from pilot.contracts.result import RunOutcome, write_result
+
+    root, clock, queue, engine = env
+    s = spec(root, "c")
+    b, site = backend(env, [s], pilots=1, pilot_nodes=1)
+    job = submit(b, site, s)
+    states(b, site, [job])
+    write_result(s.dag, False, RunOutcome.WALLTIME, 3, 1, ["t2", "t3"], 0)  # pilot run's --max-wall-time came
+    b.launches[job].future.set_result(0)
+    assert states(b, site, [job])[job] is QueueState.FINISHED
+    again = submit(b, site, s, 2)
+    states(b, site, [again])  # the spent block ends, then a fresh one comes
+    b.query(site, [again])
+    # not back into the block that cut it: that one (idle, of no use) ends, and a fresh one takes the cluster
+    assert engine.ended == ["100"] and b.launches[again].block.job_id == "101"
