@@ -79,9 +79,12 @@ class Local(Scheduler):
 
 
 def _runs(pid: str, script: str) -> bool:
-    """Whether process ``pid`` is the ``bash <script>`` LocalProvider started (not a pid reused, or named by hand)."""
+    """Whether process ``pid`` is the ``bash <script>`` LocalProvider started, or the ``bash -c`` around it that
+    it names as the job of a Parsl executor's block (not a pid reused, or named by hand)."""
     args = cmdline(pid) or []
-    return len(args) >= 2 and args[0].endswith(b"bash") and args[1] == script.encode()
+    if len(args) >= 2 and args[0].endswith(b"bash") and args[1] == script.encode():
+        return True
+    return len(args) >= 3 and args[0].endswith(b"bash") and args[1] == b"-c" and b"bash " + script.encode() + b" " in args[2]
 
 
 def _script(workdir: str, job_name: str) -> str | None:

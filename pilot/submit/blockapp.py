@@ -16,7 +16,6 @@ nothing of pilot beyond itself.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 
@@ -39,13 +38,15 @@ def run_cluster(workdir: str, dag: str, launcher: list[str], host_flag: str, pil
     base = dag[:-4] if dag.endswith(".dag") else dag
     with open(os.path.join(workdir, base + ".block.out"), "ab") as out, \
             open(os.path.join(workdir, base + ".block.err"), "ab") as err:
-        proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        # In the worker pool's process group and session: whatever ends the pilot job (a local kill of its
+        # group, OpenPBS ending its sessions, Slurm its cgroup) ends the launch with it. A cancel of this
+        # cluster alone signals the launcher, which passes it to its ranks.
+        proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         with open(os.path.join(workdir, dag + MARKER), "w", encoding="utf-8") as fh:
             fh.write(f"{os.environ.get('PARSL_WORKER_BLOCK_ID', '')} {socket.gethostname()} {proc.pid}\n")
         try:
             code = proc.wait()
         except BaseException:
-            os.killpg(proc.pid, signal.SIGTERM)  # the worker is going: the launch goes with it
+            proc.terminate()  # the worker is going: the launch goes with it
             raise
     return 128 - code if code < 0 else code

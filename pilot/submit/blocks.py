@@ -129,7 +129,8 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
     block.job_id = str(next(iter(executor.blocks_to_job_id.values())))
     record = getattr(provider, "resources", {}).get(block.job_id, {})
     script = record.get("script_path") or ""
-    block.job_name = os.path.basename(script)[:-3] if script.endswith(".sh") else ""
+    # Parsl names the job parsl.<label>.block-<n>.<time>: without the time, as a local job is looked up by name.
+    block.job_name = os.path.basename(script)[:-3].rsplit(".", 2)[0] if script.endswith(".sh") else ""
     return block
 
 

@@ -49,6 +49,7 @@ from pilot.submit.blockapp import MARKER
 from pilot.submit.options import Options
 from pilot.util.atomic import write_atomic
 from pilot.util.boundedload import load_json
+from pilot.util.flock import held_elsewhere
 from pilot.util.procs import cmdline
 from providers.queue import QueueState, QueueStatus
 
@@ -115,6 +116,12 @@ def makespan(spec: ClusterSpec | None) -> float:
         return 0.0
     workers = max(1, spec.ranks - 1)
     return max(spec.critical_path or 0.0, (spec.runtime or 0.0) / workers)
+
+
+def _still_running(dag: str) -> bool:
+    """Whether a pilot run holds the DAG's lock (the flock ``pilot run`` keeps for its whole run)."""
+    with held_elsewhere(dag) as fd:
+        return fd is not None
 
 
 def _margin(block: blocks.Block) -> float:
@@ -306,7 +313,7 @@ class PilotBackend:
             try:
                 _, host, pid = open(launch.marker, encoding="utf-8").read().split()
                 if host == socket.gethostname():
-                    os.killpg(int(pid), signal.SIGTERM)
+                    os.kill(int(pid), signal.SIGTERM)  # the launcher, which passes it to the cluster's ranks
             except (OSError, ValueError):
                 pass  # gone already, or on another node: its block ends with the run
         if launch.block is not None:
@@ -356,6 +363,8 @@ class PilotBackend:
         self.blocks.remove(block)
 
     def _place(self, launch: Launch, now: float) -> None:
+        if _still_running(os.path.join(launch.workdir, launch.dag)):
+            return  # an earlier attempt lives on (its block's processes not yet gone): never two at once
         cut = self._cut.get(launch.workdir, ())
         running = [b for b in self.blocks if b.site == launch.site and b.running_since is not None
                    and b.free >= launch.nodes and b.time_left(now) > _margin(b) and b.label not in cut]

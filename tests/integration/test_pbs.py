@@ -156,3 +156,27 @@ def test_pilot_jobs_run_every_cluster_in_one_pbs_job(tmp_path, pbs):
     assert len(said) == 1
     block_job = said[0].split(": pilot job ")[1].split()[0]
     wait_for(lambda: not live({block_job}), 60, "the pilot job to leave PBS")
+
+
+def test_a_pilot_job_lost_to_qdel_costs_only_its_cluster_which_resumes_in_a_new_one(tmp_path, pbs):
+    from tests.integration.test_pilots import chain
+
+    sub = tmp_path / "sub"
+    site = pbs_site(tmp_path, pegasus_site="local")
+    proc = subprocess.Popen([sys.executable, "-m", "pilot", "submit", "--site", site, "--cluster", "label", "--poll",
+                             "0.3", "--no-monitord", "--pilots", "1", str(chain(tmp_path)), "--dir", str(sub)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 180, "the first cluster to start in a pilot job")
+        job = json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"]
+        subprocess.run(["qdel", "-W", "force", job], check=True)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    records = state(sub)
+    assert records["sh_a"]["attempts"] == 2 and records["sh_a"]["retries"] == 0
+    assert records["sh_b"]["attempts"] == 1
+    assert (tmp_path / "ran.txt").read_text().split() == ["a", "b"]  # each once
+    assert not live({b["job_id"] for b in json.loads((sub / "pilots.json").read_text())["blocks"]} | {job})

@@ -105,6 +105,7 @@ def test_a_killed_drivers_pilot_job_is_ended_by_the_next_driver_and_nothing_runs
     assert not alive(block_pid) and not alive(interchange)  # ended before anything was started again
     text = (tmp_path / "ran.txt").read_text()
     assert text.count("b") == 1 and text.count("a") == 1  # the killed attempt never finished a; it ran once after
+    assert state(sub)["sh_a"]["attempts"] == 2  # the first attempt ended with its pilot job, then a second ran
     assert len(pilot_jobs(sub)) == 2
 
 
@@ -116,6 +117,10 @@ def test_pilot_cancel_ends_the_pilot_jobs(tmp_path):
     try:
         wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 120, "the first cluster to start in a block")
         block_pid = int(json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"])
+        shown = wait_for(lambda: [ln for ln in subprocess.run([*PILOT, "status", str(sub)], capture_output=True,
+                                                              text=True).stdout.splitlines() if ln.startswith("sh_a ")
+                                  and "running" in ln], 60, "pilot status to show sh_a running")
+        assert f"(in pilot job {block_pid})" in shown[0]  # the pilot job it runs in
         res = subprocess.run([*PILOT, "cancel", str(sub)], capture_output=True, text=True, timeout=120)
         assert res.returncode == 0, res.stderr
         proc.wait(60)
