@@ -1,4 +1,4 @@
-"""Helpers for tests against the real single-node OpenPBS (../shared/ci/pbs/start-pbs.sh)."""
+"""Helpers for tests against the real single-node OpenPBS (bash .ci/pbs/start-pbs.sh)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def pbs_env() -> dict[str, str]:
 def pbs(monkeypatch):
     """Skip without a running OpenPBS; put its clients first in PATH for this test and its children."""
     if not os.path.exists(os.path.join(PBS_BIN, "qsub")):
-        pytest.skip("no OpenPBS here: start it with ../shared/ci/pbs/start-pbs.sh")
+        pytest.skip("no OpenPBS here: start it with bash .ci/pbs/start-pbs.sh")
     monkeypatch.setenv("PATH", pbs_env()["PATH"])
     ping = subprocess.run(["qstat", "-B"], capture_output=True, text=True)
     if ping.returncode != 0:

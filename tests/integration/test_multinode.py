@@ -1,7 +1,7 @@
 """pilot on a real three-node Slurm (``multinode`` marker): node1..node3 with their own host names.
 
-The cluster comes from ../shared/ci/multinode/start-multinode-slurm.sh (2 CPUs
-per node, partition ``mn``); ``SLURM_CONF`` points the clients at it. Each
+The cluster comes from .ci/multinode/start-multinode-slurm.sh (2 CPUs per
+node, partition ``mn``); ``SLURM_CONF`` points the clients at it. Each
 test writes its own site file; the driver, Slurm and the pilot are all real.
 """
 
@@ -33,7 +33,7 @@ RECORD = re.compile(r'\[cluster-task (?:id=\S+, )?name=([^,]+), start="([^"]+)",
 @pytest.fixture
 def multinode(monkeypatch):
     if not os.path.exists(CONF):
-        pytest.skip("no multi-node Slurm: start it with ../shared/ci/multinode/start-multinode-slurm.sh")
+        pytest.skip("no multi-node Slurm: start it with bash .ci/multinode/start-multinode-slurm.sh")
     monkeypatch.setenv("SLURM_CONF", CONF)
     out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], capture_output=True, text=True)
     if out.returncode != 0:
