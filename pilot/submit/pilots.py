@@ -290,13 +290,13 @@ class PilotBackend:
                 launch.block.idle_since = self.clock()
 
     def find(self, site: SiteConfig, workdir: str, job_name: str) -> str | None:
-        if site.name not in self.settings:
-            return self.batch.find(site, workdir, job_name)
-        return PREFIX + job_name if PREFIX + job_name in self.launches else ""
+        if PREFIX + job_name in self.launches:
+            return PREFIX + job_name
+        return self.batch.find(site, workdir, job_name)  # a batch job an earlier driver may have submitted as that
 
     def cancel(self, site: SiteConfig, jobs: Sequence[JobRef]) -> list[str]:
         rest = [j for j in jobs if not (j.job_id or "").startswith(PREFIX)]
-        out = self.batch.cancel(site, rest) if rest and site.name not in self.settings else []
+        out = self.batch.cancel(site, rest) if rest else []  # batch jobs of earlier attempts, in either mode
         for job in jobs:
             launch = self.launches.pop(job.job_id or "", None)
             if launch is not None:
