@@ -29,6 +29,7 @@ ids of an earlier pilot-job run, which report FINISHED (their blocks were ended)
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -41,7 +42,7 @@ from typing import Any, Callable, Sequence
 from pilot.contracts.clusters import ClusterSpec
 from pilot.contracts.result import ResultError, RunOutcome, read_result
 from pilot.errors import ConfigError, SubmitError
-from pilot.jobrequest import JobRequest, pilot_wall_time
+from pilot.jobrequest import JobRequest, pilot_wall_time, request_for
 from pilot.sites import SiteConfig, parse_walltime
 from pilot.submit import blocks
 from pilot.submit.backend import Backend, JobRef, Submitted
@@ -100,7 +101,8 @@ class Launch:
     nodes: int
     ranks_per_node: int
     launcher: list[str]
-    pilot: list[str]  # pilot ... run, then its options without --max-wall-time
+    pilot: list[str]  # the pilot command (``pilot``, or ``python -m pilot``)
+    run_args: list[str]  # its ``run`` options and DAG, without --max-wall-time (set where it starts)
     makespan: float  # seconds the plan's runtimes say it takes (0: unknown)
     block: blocks.Block | None = None
     future: Future | None = None
@@ -165,8 +167,6 @@ class PilotBackend:
         settings = self.settings.get(site.name)
         if settings is None:
             return
-        from pilot.jobrequest import request_for
-
         try:
             blocks.mpi_launcher(site)
         except ValueError as exc:
@@ -183,8 +183,6 @@ class PilotBackend:
         return os.path.join(self.submit_dir, STATE)
 
     def _save(self) -> None:
-        import json
-
         write_atomic(self._state_path(), json.dumps({"format": 1, "blocks": [b.record() for b in self.blocks]}) + "\n")
 
     def end_recorded(self) -> list[str]:
@@ -238,7 +236,7 @@ class PilotBackend:
         base = dag[:-4] if dag.endswith(".dag") else dag
         self.launches[job_id] = Launch(
             job_id, site.name, req.workdir, dag, req.nodes, req.ranks_per_node, req.launch_prefix(),
-            [*req.pilot_command, "run", *_without_walltime(req.pilot_args)], makespan(self.specs.get(req.name)))
+            list(req.pilot_command), _without_walltime(req.pilot_args), makespan(self.specs.get(req.name)))
         try:
             os.unlink(os.path.join(req.workdir, dag + MARKER))  # an earlier attempt's
         except FileNotFoundError:
@@ -363,8 +361,6 @@ class PilotBackend:
         self.blocks.remove(block)
 
     def _place(self, launch: Launch, now: float) -> None:
-        if _still_running(os.path.join(launch.workdir, launch.dag)):
-            return  # an earlier attempt lives on (its block's processes not yet gone): never two at once
         cut = self._cut.get(launch.workdir, ())
         running = [b for b in self.blocks if b.site == launch.site and b.running_since is not None
                    and b.free >= launch.nodes and b.time_left(now) > _margin(b) and b.label not in cut]
@@ -377,11 +373,11 @@ class PilotBackend:
             return  # a new block will fit it better than what is left of these
         else:
             block = max(running, key=lambda b: b.time_left(now))  # it resumes elsewhere when this one ends
+        if _still_running(os.path.join(launch.workdir, launch.dag)):
+            return  # an earlier attempt lives on (its block's processes not yet gone): never two at once
         minutes = pilot_wall_time(block.time_left(now) / 60.0)
-        site = self.sites[launch.site]
-        _, host_flag = blocks.mpi_launcher(site)
-        pilot = [*launch.pilot[:launch.pilot.index("run") + 1], "--max-wall-time", f"{minutes:g}",
-                 *launch.pilot[launch.pilot.index("run") + 1:]]
+        _, host_flag = blocks.mpi_launcher(self.sites[launch.site])
+        pilot = [*launch.pilot, "run", "--max-wall-time", f"{minutes:g}", *launch.run_args]
         launch.future = blocks.launch(block, launch.nodes, launch.ranks_per_node,
                                       (launch.workdir, launch.dag, launch.launcher, host_flag, pilot))
         launch.block = block
