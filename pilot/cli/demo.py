@@ -21,6 +21,7 @@ import tempfile
 from typing import Sequence
 
 import pilot
+from pilot.contracts.clusters import is_submit_dir
 from pilot.errors import ConfigError
 from pilot.util.cmdline import Parser
 
@@ -72,7 +73,7 @@ def main(argv: Sequence[str]) -> int:
     print(f"== pilot submit --site {ns.site} --cluster label {workflow}", flush=True)
     code = subprocess.call([*me, "submit", "--site", ns.site, "--cluster", "label", "--poll", "0.5", workflow,
                             "--dir", submit_dir])
-    if not os.path.exists(os.path.join(submit_dir, "clusters.yml")):
+    if not is_submit_dir(submit_dir):
         return code or 1  # planning failed; pilot submit said why
     print(f"\n== pilot status {submit_dir}", flush=True)
     subprocess.call([*me, "status", submit_dir])

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from typing import Sequence
 
+from pilot.contracts.clusters import clusters_path
 from pilot.errors import UsageError
 from pilot.planner.cleanup import MODES
 from pilot.planner.clustering import DEFAULT_CLUSTER
@@ -117,7 +117,7 @@ def summary(result) -> str:
         lines.append(f"{plural(result.pruned, 'job')} left out: their outputs are in the replica catalog (--force runs them)")
     if result.estimate is not None:
         lines += result.estimate.lines()
-    lines.append(f"cluster DAG: {os.path.join(result.submit_dir, 'clusters.yml')}; submit with: pilot submit --site SITE {result.submit_dir}")
+    lines.append(f"cluster DAG: {clusters_path(result.submit_dir)}; submit with: pilot submit --site SITE {result.submit_dir}")
     return "\n".join(lines)
 
 

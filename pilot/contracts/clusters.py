@@ -1,17 +1,21 @@
-"""``clusters.yml``, the cluster DAG ``pilot plan`` writes and ``pilot submit`` drives.
+"""``clusters.yml``, the cluster DAG ``pilot plan`` writes and ``pilot submit`` and ``pilot report`` read.
 
 The file carries ``format: N``; a reader meeting another number, or a file that
 does not parse into the documented shape, stops with one line naming the file
-(format in docs/submit-dir.md) instead of guessing.
+(format in docs/submit-dir.md) instead of guessing. ``write_clusters`` writes
+what ``read_clusters`` gives back.
 """
 
 from __future__ import annotations
 
 import enum
+import json
 import os
 from dataclasses import dataclass
+from typing import Iterable
 
 from pilot.errors import ConfigError
+from pilot.util.atomic import write_atomic
 
 CLUSTERS_FILE = "clusters.yml"
 CLUSTERS_FORMAT = 1
@@ -53,10 +57,7 @@ class ClusterSpec:
     account: str | None = None
     directives: tuple[str, ...] = ()
     subworkflow: "SubworkflowSpec | None" = None  # only for kind subworkflow
-
-    def rel(self, path: str) -> str:
-        """``path`` relative to the submit directory, for messages."""
-        return os.path.relpath(path, os.path.dirname(self.dir))
+    script: str | None = None  # its batch script, to submit by hand; None: it has none (a sub-workflow)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,16 @@ class SubworkflowSpec:
     workflow: str  # the sub-workflow's YAML file, absolute (it may not exist before a parent job writes it)
     submit_dir: str  # the nested submit directory, absolute (``<stem>_<job id>.000``, as pegasus-monitord looks for it)
     plan_args: tuple[str, ...]  # pilot plan options: the job's arguments, then what the parent's plan passes down
+
+
+@dataclass(frozen=True)
+class PlanInfo:
+    """What the whole plan was made for, written above its clusters."""
+
+    workflow: str  # the workflow's name
+    site: str  # the site config's name
+    site_file: str  # its file, absolute: the default site of a first pilot submit
+    scheduler: str  # the site's scheduler, for people reading the file
 
 
 def clusters_path(submit_dir: str) -> str:
@@ -81,6 +92,55 @@ def plan_site_file(submit_dir: str) -> str | None:
     data = _load(submit_dir)
     value = data.get("site_file")
     return str(value) if value else None
+
+
+def write_clusters(submit_dir: str, plan: PlanInfo, clusters: Iterable[ClusterSpec]) -> None:
+    """Write clusters.yml, parents listed before their children (the order ``clusters`` comes in), atomically.
+
+    Paths are written relative to the submit directory, but a sub-workflow's
+    workflow file, which is absolute (it is the workflow's, seldom inside).
+    JSON scalars are YAML; PyYAML's emitter would take seconds for the tens of
+    thousands of clusters of a big plan.
+    """
+    j = json.dumps
+    lines = [f"format: {CLUSTERS_FORMAT}", f"workflow: {j(plan.workflow)}", f"site: {j(plan.site)}",
+             f"site_file: {j(plan.site_file)}", f"scheduler: {j(plan.scheduler)}", "clusters:"]
+    for c in clusters:
+        lines += [
+            f"- name: {j(c.name)}",
+            f"  kind: {j(c.kind.value)}",
+            f"  dir: {j(_relative(c.dir, submit_dir))}",
+            f"  dag: {j(_relative(c.dag, submit_dir))}",
+            f"  script: {j(None if c.script is None else _relative(c.script, submit_dir))}",
+            f"  tasks: {c.tasks}",
+        ]
+        if c.roots is not None:
+            lines.append(f"  roots: {c.roots}")
+        lines += [
+            f"  ranks: {c.ranks}",
+            f"  runtime: {j(c.runtime)}",
+            f"  critical_path: {j(c.critical_path)}",
+            f"  parents: {j(list(c.parents))}",
+            f"  retry: {j(c.retry)}",
+        ]
+        lines += [f"  {key}: {j(value)}" for key, value in (("queue", c.queue), ("account", c.account)) if value is not None]
+        if c.directives:
+            lines.append(f"  directives: {j(list(c.directives))}")
+        if c.category is not None:
+            lines += [f"  category: {j(c.category)}", f"  maxjobs: {j(c.maxjobs)}"]
+        sub = c.subworkflow
+        if sub is not None:
+            lines += ["  subworkflow:", f"    workflow: {j(os.path.abspath(sub.workflow))}",
+                      f"    submit_dir: {j(_relative(sub.submit_dir, submit_dir))}", f"    plan_args: {j(list(sub.plan_args))}"]
+    write_atomic(clusters_path(submit_dir), "\n".join(lines) + "\n")
+
+
+def _relative(path: str, submit_dir: str) -> str:
+    """``path``, inside the submit directory, relative to it (as the reader wants it)."""
+    prefix = os.path.join(submit_dir, "")
+    if path.startswith(prefix):  # the usual case, without relpath's cost per cluster of a big plan
+        return path[len(prefix):]
+    return os.path.relpath(path, submit_dir)
 
 
 def read_clusters(submit_dir: str) -> list[ClusterSpec]:
@@ -107,6 +167,7 @@ def read_clusters(submit_dir: str) -> list[ClusterSpec]:
                 account=None if item.get("account") is None else str(item["account"]),
                 directives=tuple(str(d) for d in item.get("directives") or ()),
                 subworkflow=_subworkflow(submit_dir, item.get("subworkflow")),
+                script=None if item.get("script") is None else os.path.join(submit_dir, item["script"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{path}: cluster #{n}: bad or missing field ({type(exc).__name__}: {exc}); re-plan with pilot plan") from None

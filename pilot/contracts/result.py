@@ -1,6 +1,7 @@
-"""``DAG.result``: how a pilot run ended, for ``pilot submit`` (not a PMC file).
+"""``DAG.result``: how a pilot run ended, for ``pilot submit`` and ``pilot report`` (not a PMC file).
 
-One JSON object, replaced atomically at every exit path::
+Written by ``pilot run`` (and, for a sub-workflow's cluster, by its nested
+``pilot submit``): one JSON object, replaced atomically at every exit path::
 
     {"ok": false, "reason": "walltime", "tasks": 4, "done": 2, "unfinished": ["C", "D"],
      "exit": 1, "pid": 123, "host": "n1", "end": 1790000000.0}
@@ -30,7 +31,9 @@ from typing import NamedTuple
 from pilot.errors import ConfigError, PilotError
 from pilot.util.atomic import atomic_file
 
+RESULT_SUFFIX = ".result"
 MAX_RESULT_BYTES = 1 << 20  # a result is a few hundred bytes; anything bigger is not one
+MAX_UNFINISHED = 100  # the unfinished tasks a result names; pilot status shows fewer
 
 
 class RunOutcome(str, enum.Enum):
@@ -48,11 +51,14 @@ class ResultError(PilotError):
 
 
 class RunResult(NamedTuple):
+    """One result file's content (its writer's pid and host, written for people, are not read back)."""
+
     outcome: RunOutcome
     tasks: int
     done: int
-    unfinished: list[str]
+    unfinished: list[str]  # at most MAX_UNFINISHED are written
     exit_code: int
+    end: float | None = None  # when the run ended (epoch); None when writing: now
 
     @property
     def ok(self) -> bool:
@@ -60,16 +66,18 @@ class RunResult(NamedTuple):
 
 
 def result_path(dag: str) -> str:
-    return dag + ".result"
+    """The result file of a run of ``dag``."""
+    return dag + RESULT_SUFFIX
 
 
-def write_result(dag: str, ok: bool, reason: RunOutcome | str, tasks: int, done: int, unfinished: list[str],
-                 exit_code: int) -> None:
+def write_result(path: str, result: RunResult) -> None:
+    """Replace the result file ``path`` (``result_path(dag)``; a nested pilot submit is given its parent's)."""
     data = {
-        "ok": ok, "reason": RunOutcome(reason).value, "tasks": tasks, "done": done, "unfinished": unfinished[:100],
-        "exit": exit_code, "pid": os.getpid(), "host": os.uname().nodename, "end": time.time(),
+        "ok": result.ok, "reason": result.outcome.value, "tasks": result.tasks, "done": result.done,
+        "unfinished": result.unfinished[:MAX_UNFINISHED], "exit": result.exit_code, "pid": os.getpid(),
+        "host": os.uname().nodename, "end": time.time() if result.end is None else result.end,
     }
-    with atomic_file(result_path(dag)) as fh:
+    with atomic_file(path) as fh:
         json.dump(data, fh)
         fh.write("\n")
 
@@ -94,8 +102,12 @@ def read_result(dag: str) -> RunResult | None:
         unfinished = raw.get("unfinished", [])
         if not isinstance(unfinished, list) or not all(isinstance(u, str) for u in unfinished):
             raise TypeError("unfinished is not a list of task ids")
+        end = raw.get("end")
+        if end is not None and (type(end) not in (int, float) or not 0 <= end < 1e12):
+            raise ValueError(f"end {str(end)[:40]!r} is not a time")
         return RunResult(outcome, _count(raw["tasks"], "tasks"), _count(raw["done"], "done"), unfinished,
-                         _count(raw.get("exit", 0 if outcome is RunOutcome.DONE else 1), "exit", low=-(1 << 31)))
+                         _count(raw.get("exit", 0 if outcome is RunOutcome.DONE else 1), "exit", low=-(1 << 31)),
+                         None if end is None else float(end))
     except (ValueError, KeyError, TypeError) as exc:
         raise ResultError(f"{path}: not a pilot result ({type(exc).__name__}: {str(exc)[:200]}); {see}") from None
 

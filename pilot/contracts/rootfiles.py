@@ -29,6 +29,7 @@ are written by ``pilot submit`` (pilot.monitor.root).
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 import uuid
@@ -38,10 +39,14 @@ from typing import Any
 from pilot.contracts.submitdir import REPLAN, _q, load_braindump, write_braindump
 from pilot.errors import ConfigError
 from pilot.util.atomic import write_atomic
+from pilot.util.boundedload import read_text
 
 NOTIFY_FILE = "monitord.notify"
 DAX_KIND = (10, "dax")  # Pegasus' type of a sub-workflow job
 BRAINDUMP = "braindump.yml"
+MAX_ROOT_DAG_BYTES = 1 << 30  # one JOB line per cluster
+_DAG_JOB = re.compile(r"^JOB\s+(\S+)\s", re.I)
+_DAG_EDGE = re.compile(r"^PARENT\s+(.+?)\s+CHILD\s+(.+)$", re.I)
 
 
 @dataclass(slots=True)
@@ -224,6 +229,25 @@ def _write_dag(path: str, submit_dir: str, jobs: list[RootJob]) -> None:
             out.append(f"PARENT {parent} CHILD {job.name}\n")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("".join(out))
+
+
+def read_root_dag(path: str) -> dict[str, list[str]]:
+    """The root DAG's nodes (clusters) in file order, each with its parents (read bounded; an edge naming a node
+    the DAG has no JOB for is left out)."""
+    nodes: dict[str, list[str]] = {}
+    edges: list[tuple[str, str]] = []
+    for line in read_text(path, MAX_ROOT_DAG_BYTES, REPLAN).splitlines():
+        m = _DAG_JOB.match(line)
+        if m:
+            nodes[m.group(1)] = []
+            continue
+        m = _DAG_EDGE.match(line.strip())
+        if m:
+            edges += [(p, c) for p in m.group(1).split() for c in m.group(2).split()]
+    for parent, child in edges:
+        if child in nodes:
+            nodes[child].append(parent)
+    return nodes
 
 
 def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dict[str, str]) -> None:

@@ -22,6 +22,7 @@ import uuid
 from typing import Any
 
 from pilot import __version__
+from pilot.contracts.jobstate import JOBSTATE_FILE
 from pilot.dag.lexer import quote_arg
 from pilot.dag.model import Dag, Task
 from pilot.errors import ConfigError
@@ -104,7 +105,7 @@ def write_braindump(path: str, dag_file: str, submit_dir: str, wf_uuid: str, lab
         "planner": "pilot",
         "planner_version": __version__,
         "planner_arguments": planner_arguments,
-        "jsd": "jobstate.log",
+        "jsd": JOBSTATE_FILE,
         "rundir": os.path.basename(submit_dir),
         "vogroup": "pegasus",
         "uses_pmc": True,

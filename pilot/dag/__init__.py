@@ -1,8 +1,7 @@
-"""The task graph: model, PMC .dag reader and writer, cycle check, rescue log."""
+"""The task graph: model, PMC .dag reader and writer, cycle check (the rescue log is pilot.contracts.rescue)."""
 
 from pilot.dag.model import Dag, Task
 from pilot.dag.parser import parse_dag, read_dag
-from pilot.dag.rescue import RescueLog, read_rescue
 from pilot.dag.writer import format_dag
 
-__all__ = ["Dag", "Task", "parse_dag", "read_dag", "format_dag", "RescueLog", "read_rescue"]
+__all__ = ["Dag", "Task", "parse_dag", "read_dag", "format_dag"]

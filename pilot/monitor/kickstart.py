@@ -25,8 +25,8 @@ import os
 import re
 
 from pilot.contracts.submitdir import user_name
+from pilot.contracts.taskrecord import iso_time
 from pilot.dag.lexer import quote_arg
-from pilot.monitor.records import iso_time
 
 STDERR_LIMIT = 60000
 # Characters XML 1.0 forbids (expat rejects the whole job output over one of them).

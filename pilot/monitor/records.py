@@ -1,57 +1,13 @@
-"""``[cluster-task]`` and ``[cluster-summary]`` records (pegasus-exitcode parses them).
+"""The ``[cluster-summary]`` record (pegasus-exitcode parses it) and the end-of-run utilisation report.
 
-Formats follow pegasus-mpi-cluster, with two deliberate differences: a task's
-``status`` is its exit code (or minus the signal number) instead of the raw
-wait status, and the summary's ``cpus`` is the total CPUs of the hosts (PMC
-always prints 0).
+Formats follow pegasus-mpi-cluster, with one deliberate difference: the
+summary's ``cpus`` is the total CPUs of the hosts (PMC always prints 0). Each
+task's ``[cluster-task]`` record is pilot.contracts.taskrecord's.
 """
 
 from __future__ import annotations
 
-import time
-
-
-_last_second: tuple[int, str, str] = (-1, "", "")
-
-
-def iso_time(epoch: float) -> str:
-    """Local time as ``2024-05-01T12:34:56.789-07:00`` (kickstart/PMC style).
-
-    A worker writes one per task, often thousands per second: the local-time
-    conversion (a stat of /etc/localtime in libc) is done once per second.
-    """
-    global _last_second
-    seconds = int(epoch)
-    millis = int((epoch - seconds) * 1000)
-    cached, stamp, zone = _last_second
-    if seconds != cached:
-        local = time.localtime(seconds)
-        offset = local.tm_gmtoff // 60
-        sign = "+" if offset >= 0 else "-"
-        offset = abs(offset)
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", local)
-        zone = f"{sign}{offset // 60:02d}:{offset % 60:02d}"
-        _last_second = (seconds, stamp, zone)
-    return f"{stamp}.{millis:03d}{zone}"
-
-
-def cluster_task(
-    name: str,
-    start: float,
-    duration: float,
-    status: int,
-    app: str,
-    hostname: str,
-    slot: int,
-    cpus: int,
-    memory: int,
-    pegasus_id: str | None = None,
-) -> str:
-    ident = f"id={pegasus_id}, " if pegasus_id else ""
-    return (
-        f"[cluster-task {ident}name={name}, start=\"{iso_time(start)}\", duration={duration:.3f}, "
-        f"status={status}, app=\"{app}\", hostname=\"{hostname}\", slot={slot}, cpus={cpus}, memory={memory}]\n"
-    )
+from pilot.contracts.taskrecord import iso_time
 
 
 def cluster_summary(

@@ -29,21 +29,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pilot.contracts.rootfiles import read_braindump
-from pilot.contracts.submitdir import REPLAN
+from pilot.contracts.jobstate import Event, JobstateWriter, Marker, jobstate_path
+from pilot.contracts.rootfiles import read_braindump, read_root_dag
 from pilot.errors import ConfigError
 from pilot.monitor import joboutput
 from pilot.monitor.dagman_out import DagmanOut
-from pilot.monitor.jobstate import JobstateLog
-from pilot.util.boundedload import read_text
 
 _EVENT = re.compile(r"Submitting HTCondor Node (?P<submit>\S+) job|ULOG_EXECUTE for HTCondor Node (?P<execute>\S+) |"
                     r"POST Script of Node (?P<post>\S+) (?P<outcome>completed successfully|failed)|"
                     r"Retrying node (?P<retry>\S+) |ULOG_JOB_ABORTED for HTCondor Node (?P<aborted>\S+) ")
-MAX_ROOT_DAG_BYTES = 1 << 30  # one JOB line per cluster
 _KINDS = ("submit", "execute", "post", "retry", "aborted")
-_DAG_JOB = re.compile(r"^JOB\s+(\S+)\s", re.I)
-_DAG_EDGE = re.compile(r"^PARENT\s+(.+?)\s+CHILD\s+(.+)$", re.I)
 
 
 class Phase(enum.Enum):
@@ -90,12 +85,12 @@ class RootMonitor(RootEvents):
         self.submit_dir = os.path.abspath(submit_dir)
         brain = root_braindump(self.submit_dir)
         self.dag = os.path.join(self.submit_dir, brain["dag"])
-        self.nodes = _read_dag(self.dag)
+        self.nodes = {name: Node(name, parents) for name, parents in read_root_dag(self.dag).items()}
         self.path = self.dag + ".dagman.out"
         self._sched = 0
         self._recover()
         self.out: DagmanOut | None = None
-        self.jobstate: JobstateLog | None = None
+        self.jobstate: JobstateWriter | None = None
 
     @property
     def restarted(self) -> bool:
@@ -137,8 +132,8 @@ class RootMonitor(RootEvents):
         path = self.path
         try:
             self.out = DagmanOut(path, self.dag)
-            path = os.path.join(self.submit_dir, "jobstate.log")
-            self.jobstate = JobstateLog(path)
+            path = jobstate_path(self.submit_dir)
+            self.jobstate = JobstateWriter(path)
         except OSError as exc:  # a link, a directory or FIFO where the file goes, a read-only directory
             if self.out is not None:
                 self.out.close()
@@ -146,7 +141,7 @@ class RootMonitor(RootEvents):
             raise ConfigError(f"{path}: cannot write: {exc.strerror}; pilot submit writes the root monitoring files "
                               f"in the submit directory") from None
         self._out().header(len(self.nodes))
-        self._jobstate().internal("DAGMAN_STARTED 0")
+        self._jobstate().internal(Marker.DAGMAN_STARTED, 0)
         self._status()
 
     def submitted(self, cluster: str, job_id: str, site: str) -> None:
@@ -159,7 +154,7 @@ class RootMonitor(RootEvents):
         node.phase = Phase.QUEUED
         seq = f"{node.sched}.0"
         self._out().submitted(cluster, seq)
-        self._jobstate().event(cluster, "SUBMIT", job_id or seq, node.attempts, site)
+        self._jobstate().event(cluster, Event.SUBMIT, job_id or seq, node.attempts, site)
         self._status()
 
     def running(self, cluster: str) -> None:
@@ -168,7 +163,7 @@ class RootMonitor(RootEvents):
             return
         node.phase = Phase.RUNNING
         self._out().executing(cluster, f"{node.sched}.0")
-        self._jobstate().event(cluster, "EXECUTE", f"{node.sched}.0", node.attempts)
+        self._jobstate().event(cluster, Event.EXECUTE, f"{node.sched}.0", node.attempts)
         self._status()
 
     def ended(self, cluster: str, retry: bool, retry_limit: int) -> None:
@@ -182,13 +177,13 @@ class RootMonitor(RootEvents):
         joboutput.rotate(cdir, cluster, node.attempts - 1)
         status, _ = joboutput.outcome(cdir, cluster)
         self._out().terminated(cluster, seq, status)
-        self._jobstate().event(cluster, "JOB_TERMINATED", seq, node.attempts)
-        self._jobstate().event(cluster, "JOB_SUCCESS" if status == 0 else "JOB_FAILURE", str(status), node.attempts)
+        self._jobstate().event(cluster, Event.JOB_TERMINATED, seq, node.attempts)
+        self._jobstate().event(cluster, Event.JOB_SUCCESS if status == 0 else Event.JOB_FAILURE, str(status), node.attempts)
         post = 0 if status == 0 else 1
         self._out().post_script(cluster, seq, post)
-        self._jobstate().event(cluster, "POST_SCRIPT_STARTED", "-", node.attempts)
-        self._jobstate().event(cluster, "POST_SCRIPT_TERMINATED", seq, node.attempts)
-        self._jobstate().event(cluster, "POST_SCRIPT_SUCCESS" if post == 0 else "POST_SCRIPT_FAILURE", str(post),
+        self._jobstate().event(cluster, Event.POST_SCRIPT_STARTED, "-", node.attempts)
+        self._jobstate().event(cluster, Event.POST_SCRIPT_TERMINATED, seq, node.attempts)
+        self._jobstate().event(cluster, Event.POST_SCRIPT_SUCCESS if post == 0 else Event.POST_SCRIPT_FAILURE, str(post),
                             node.attempts)
         if post == 0:
             node.phase = Phase.DONE
@@ -206,7 +201,7 @@ class RootMonitor(RootEvents):
             return
         node.phase = Phase.FAILED
         self._out().aborted(cluster, f"{node.sched}.0")
-        self._jobstate().event(cluster, "JOB_ABORTED", f"{node.sched}.0", node.attempts)
+        self._jobstate().event(cluster, Event.JOB_ABORTED, f"{node.sched}.0", node.attempts)
         self._status()
 
     def refused(self, cluster: str) -> None:
@@ -225,7 +220,7 @@ class RootMonitor(RootEvents):
         """The driver stops: 0 all done, 1 failed, 2 stopped with batch jobs left running."""
         self._status()
         self._out().exiting(code)
-        self._jobstate().internal(f"DAGMAN_FINISHED {code}")
+        self._jobstate().internal(Marker.DAGMAN_FINISHED, code)
 
     def counts(self) -> dict[str, int]:
         c = {"done": 0, "queued": 0, "ready": 0, "failed": 0, "unready": 0}
@@ -247,7 +242,7 @@ class RootMonitor(RootEvents):
             raise RuntimeError("RootMonitor.start() opens the files")
         return self.out
 
-    def _jobstate(self) -> JobstateLog:
+    def _jobstate(self) -> JobstateWriter:
         if self.jobstate is None:
             raise RuntimeError("RootMonitor.start() opens the files")
         return self.jobstate
@@ -272,20 +267,3 @@ class RootMonitor(RootEvents):
 def root_braindump(submit_dir: str) -> dict[str, Any]:
     """The root braindump (pilot.contracts.rootfiles.read_braindump: bounded, its root DAG inside the directory)."""
     return read_braindump(submit_dir)
-
-
-def _read_dag(path: str) -> dict[str, Node]:
-    nodes: dict[str, Node] = {}
-    edges: list[tuple[str, str]] = []
-    for line in read_text(path, MAX_ROOT_DAG_BYTES, REPLAN).splitlines():
-        m = _DAG_JOB.match(line)
-        if m:
-            nodes[m.group(1)] = Node(m.group(1))
-            continue
-        m = _DAG_EDGE.match(line.strip())
-        if m:
-            edges += [(p, c) for p in m.group(1).split() for c in m.group(2).split()]
-    for parent, child in edges:
-        if child in nodes:
-            nodes[child].parents.append(parent)
-    return nodes

@@ -14,14 +14,13 @@ per-task output next to its DAG, and clusters of one workflow may run at once.
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from pilot.contracts.clusters import CLUSTERS_FILE, CLUSTERS_FORMAT
+from pilot.contracts.clusters import ClusterKind, ClusterSpec, PlanInfo, write_clusters
 from pilot.contracts.rootfiles import PROPERTIES, RootJob, RootTask, write_root_files
 from pilot.contracts.submitdir import write_monitoring_files
 from pilot.dag.parser import read_dag
@@ -34,7 +33,6 @@ from pilot.planner.dagfile import command_text, input_file, roots_of, task_reque
 from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
-from pilot.util.atomic import write_atomic
 from providers import script_for
 NOTIFY_FILE = "monitord.notify"  # one empty notifications file that every cluster's braindump names
 
@@ -257,40 +255,19 @@ def category_of(cluster: Cluster, properties: dict[str, str]) -> tuple[str | Non
 def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
                       retries: list[int | None] | None = None, properties: dict[str, str] | None = None,
                       subplans: dict[int, subworkflow.SubPlan] | None = None) -> None:
-    """clusters.yml (format in docs/submit-dir.md). JSON scalars are YAML; PyYAML's emitter
-    would take seconds for the tens of thousands of clusters of a big plan."""
-    j = json.dumps
-    lines = [
-        f"format: {CLUSTERS_FORMAT}",
-        f"workflow: {j(workflow_name)}",
-        f"site: {j(site.name)}",
-        f"site_file: {j(os.path.abspath(site.path))}",
-        f"scheduler: {j(site.scheduler)}",
-        "clusters:",
-    ]
+    """clusters.yml (pilot.contracts.clusters), one entry per emitted cluster, parents first."""
+    specs = []
     for k, e in enumerate(emitted):
-        c = e.cluster
-        lines += [
-            f"- name: {j(c.name)}",
-            f"  kind: {j(c.kind)}",
-            f"  dir: {j(c.name)}",
-            f"  dag: {j(os.path.relpath(e.dag, submit_dir))}",
-            f"  script: {j(os.path.relpath(e.script, submit_dir) if e.script else None)}",
-            f"  tasks: {len(c.jobs)}",
-            f"  roots: {roots_of(c)}",
-            f"  ranks: {e.ranks}",
-            f"  runtime: {j(c.runtime)}",
-            f"  critical_path: {j(e.critical_path)}",
-            f"  parents: {j([p.name for p in c.parents])}",
-            f"  retry: {j(retries[k] if retries else None)}",
-        ]
-        b = e.batch
-        lines += [f"  {key}: {j(value)}" for key, value in (("queue", b.queue), ("account", b.account)) if value is not None]
-        if b.directives:
-            lines.append(f"  directives: {j(list(b.directives))}")
+        c, b = e.cluster, e.batch
+        cdir = os.path.join(submit_dir, c.name)
         category, maxjobs = category_of(c, properties or {})
-        if category:
-            lines += [f"  category: {j(category)}", f"  maxjobs: {j(maxjobs)}"]
-        if c.kind == subworkflow.KIND and subplans:
-            lines += subworkflow.clusters_lines(subplans[c.jobs[0].index], os.path.dirname(e.dag), submit_dir)
-    write_atomic(os.path.join(submit_dir, CLUSTERS_FILE), "\n".join(lines) + "\n")
+        sub = (subworkflow.spec_of(subplans[c.jobs[0].index], os.path.dirname(e.dag), submit_dir)
+               if c.kind == subworkflow.KIND and subplans else None)
+        specs.append(ClusterSpec(
+            name=c.name, kind=ClusterKind(c.kind), dir=cdir, dag=e.dag, tasks=len(c.jobs), ranks=e.ranks,
+            parents=tuple(p.name for p in c.parents), retry=retries[k] if retries else None, runtime=c.runtime,
+            critical_path=e.critical_path, category=category, maxjobs=maxjobs, roots=roots_of(c), queue=b.queue,
+            account=b.account, directives=tuple(b.directives), subworkflow=sub, script=e.script or None,
+        ))
+    plan = PlanInfo(workflow=workflow_name, site=site.name, site_file=os.path.abspath(site.path), scheduler=site.scheduler)
+    write_clusters(submit_dir, plan, specs)

@@ -32,6 +32,7 @@ import json
 import os
 from dataclasses import dataclass
 
+from pilot.contracts.clusters import SubworkflowSpec
 from pilot.errors import ConfigError
 from pilot.planner import replicas
 from pilot.planner.datalayout import DataLayout
@@ -172,11 +173,10 @@ def write(cdir: str, name: str, plan: SubPlan) -> str:
     return os.path.join(cdir, name + ".dag")
 
 
-def clusters_lines(plan: SubPlan, cdir: str, submit_dir: str) -> list[str]:
-    """The ``subworkflow:`` entry of clusters.yml (paths relative to the submit directory where they are inside)."""
-    j = json.dumps
+def spec_of(plan: SubPlan, cdir: str, submit_dir: str) -> SubworkflowSpec:
+    """The ``subworkflow:`` entry of clusters.yml for the job whose directory is ``cdir``."""
     args = list(plan.plan_args)
     if plan.cache:
         args += ["--cache", os.path.join(os.path.relpath(cdir, submit_dir), os.path.basename(cdir) + CACHE_SUFFIX)]
-    return ["  subworkflow:", f"    workflow: {j(plan.workflow)}", f"    submit_dir: {j(plan.submit_dir)}",
-            f"    plan_args: {j(args)}"]
+    return SubworkflowSpec(workflow=plan.workflow, submit_dir=os.path.join(submit_dir, plan.submit_dir),
+                           plan_args=tuple(args))

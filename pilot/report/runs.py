@@ -1,51 +1,49 @@
 """Read what a run left behind: task records, run boundaries, hosts, batch submissions.
 
-Sources, per DAG (all optional but the records):
+Sources, per DAG (all optional but the records); the files another part
+writes are read through their contracts (pilot.contracts):
 
-- ``[cluster-task ...]`` records: in per-task ``<task>.out.NNN`` files
-  (``--per-task-stdio``), in the batch job's stdout (``<cluster>.batch.out``,
-  Parsl's ``*.stdout`` / ``*.submit.o*``), in kept ``<dag>.out.<rank>`` files,
-  and in any stdout capture named with ``--stdout``. Only records of tasks
-  of the DAG count, each once.
-- ``jobstate.log``: ``PMC_STARTED`` / ``PMC_FINISHED`` frame each pilot run
-  (a resubmitted cluster has several).
-- ``<dag>.result``: how the last run ended (``walltime`` and ``signal`` are aborts).
+- ``[cluster-task ...]`` records (pilot.contracts.taskrecord): in per-task
+  ``<task>.out.NNN`` files (``--per-task-stdio``), in the batch job's stdout
+  (``<cluster>.batch.out``, Parsl's ``*.stdout`` / ``*.submit.o*``), in kept
+  ``<dag>.out.<rank>`` files, and in any stdout capture named with
+  ``--stdout``. Only records of tasks of the DAG count, each once.
+- ``jobstate.log`` (pilot.contracts.jobstate): ``PMC_STARTED`` /
+  ``PMC_FINISHED`` frame each pilot run (a resubmitted cluster has several).
+- ``<dag>.result`` (pilot.contracts.result): how the last run ended
+  (``walltime`` and ``signal`` are aborts).
 - ``<dag>.resource``: slots and CPUs of each host (all free at registration).
 - ``<dag>``: the edges, and the transformation of each task from its ``#@`` line.
-- For a submit directory, ``clusters.yml`` (clusters and their parents) and
-  ``submit.state.json`` (each cluster's batch jobs); the moment a job was
-  submitted is the timestamp Parsl puts in its script's file name.
+- For a submit directory, ``clusters.yml`` (pilot.contracts.clusters: clusters
+  and their parents) and ``submit.state.json`` (pilot.contracts.submitstate:
+  each cluster's batch jobs); the moment a job was submitted is the timestamp
+  Parsl puts in its script's file name.
 """
 
 from __future__ import annotations
 
-import datetime
 import glob
-import math
 import os
 import re
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from pilot.contracts.clusters import MAX_CLUSTERS_BYTES
-from pilot.contracts.result import MAX_RESULT_BYTES, result_path
+from pilot.contracts.clusters import is_submit_dir, read_clusters
+from pilot.contracts.jobstate import INTERNAL, JOBSTATE_FILE, Marker, jobstate_path, read_jobstate
+from pilot.contracts.rescue import RESCUE_SUFFIX
+from pilot.contracts.result import RESULT_SUFFIX, ResultError, read_result
+from pilot.contracts.submitstate import SubmitState
+from pilot.contracts.taskrecord import read_task_record
 from pilot.dag.model import Dag
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError, PilotError
-from pilot.util.boundedload import load_json, load_yaml
 from pilot.util.safeopen import open_regular_fd
 
-RECORD = re.compile(
-    r'\[cluster-task (?:id=[^,]*, )?name=(?P<name>[^,]*), start="(?P<start>[^"]*)", duration=(?P<duration>[0-9]{1,15}(?:\.[0-9]*)?), '
-    r'status=(?P<status>-?\d+), app="(?P<app>[^"]*)", hostname="(?P<host>[^"]*)", slot=(?P<slot>\d+), '
-    r"cpus=(?P<cpus>\d+), memory=(?P<memory>\d+)\]"
-)
 # Files next to a DAG that never hold task records: pilot's logs, scripts, and stderr
 # (records go to a task's stdout).
-_NOT_OUTPUT = (".dag", ".rescue", ".resource", ".result", ".bp", ".yml", ".yaml", ".dagman.out", ".slurm", ".pbs",
+_NOT_OUTPUT = (".dag", RESCUE_SUFFIX, ".resource", RESULT_SUFFIX, ".bp", ".yml", ".yaml", ".dagman.out", ".slurm", ".pbs",
                ".lock", ".notify", ".json", ".sh", ".submit", ".ec", ".png", ".err", ".stderr")
 _STDERR = re.compile(r"\.(?:err\.\d+|e\d+)\Z")  # <task>.err.NNN, <dag>.err.<rank>, torque's <script>.e<job>
-MAX_STATE_BYTES = 1 << 30  # submit.state.json, as pilot.submit.state bounds it
 MAX_SCAN_BYTES = 1 << 30  # a stdout file larger than this is not read (one line says so)
 
 
@@ -109,7 +107,7 @@ def load(path: str, stdout_files: list[str] | None = None) -> list[ClusterRun]:
     if not os.path.exists(path):
         raise ReportError(f"{path}: no such file or directory")
     extra = list(stdout_files or [])
-    if os.path.isdir(path) and os.path.exists(os.path.join(path, "clusters.yml")):
+    if is_submit_dir(path):
         found = _submit_dir(path, extra)
     elif os.path.isdir(path):
         dags = sorted(glob.glob(os.path.join(glob.escape(path), "*.dag")))
@@ -128,26 +126,15 @@ def load(path: str, stdout_files: list[str] | None = None) -> list[ClusterRun]:
 
 
 def _submit_dir(path: str, extra: list[str]) -> list[ClusterRun]:
-    clusters_file = os.path.join(path, "clusters.yml")
     try:
-        data = load_yaml(clusters_file, MAX_CLUSTERS_BYTES)
-        if not isinstance(data, dict):
-            raise TypeError("not a mapping")
-        entries = data["clusters"]
-        if not isinstance(entries, list):
-            raise TypeError("'clusters' is not a list")
-    except (FileNotFoundError, ConfigError, KeyError, TypeError) as exc:
-        raise ReportError(f"{clusters_file}: not a cluster DAG written by pilot plan ({' '.join(str(exc).split())[:300]})") from None
-    jobs = _submissions(path, {str(e.get("name")): os.path.join(path, str(e.get("dir") or e.get("name")))
-                               for e in entries if isinstance(e, dict)})
+        specs = read_clusters(path)
+    except ConfigError as exc:
+        raise ReportError(str(exc)) from None
+    jobs = _submissions(path, {spec.name: spec.dir for spec in specs})
     out = []
-    for i, entry in enumerate(entries):
-        try:
-            name, dag, parents = str(entry["name"]), str(entry["dag"]), list(entry.get("parents") or [])
-        except (KeyError, TypeError, AttributeError):
-            raise ReportError(f"{clusters_file}: clusters[{i}] lacks its name or dag: is this file written by pilot plan?") from None
-        c = _cluster(name, os.path.join(path, dag), extra)
-        c.parents = parents
+    for spec in specs:
+        c = _cluster(spec.name, spec.dag, extra)
+        c.parents = list(spec.parents)
         _attach_submissions(c, jobs.get(c.name, []))
         out.append(c)
     return out
@@ -167,10 +154,10 @@ def _records(dag: Dag, folder: str, extra: list[str]) -> list[Attempt]:
     files = []
     for entry in os.scandir(folder):
         name = entry.name
-        if entry.is_file() and not name.endswith(_NOT_OUTPUT) and not _STDERR.search(name) and name != "jobstate.log":
+        if entry.is_file() and not name.endswith(_NOT_OUTPUT) and not _STDERR.search(name) and name != JOBSTATE_FILE:
             files.append(entry.path)
     files += extra
-    seen: set[tuple[str, str, str]] = set()
+    seen: set[tuple[str, float, int]] = set()
     out: list[Attempt] = []
     tasks = dag.tasks
     for path in files:
@@ -179,20 +166,17 @@ def _records(dag: Dag, folder: str, extra: list[str]) -> list[Attempt]:
                 continue
             with _text(path) as fh:
                 for line in fh:
-                    if "[cluster-task " not in line:
+                    r = read_task_record(line)
+                    if r is None or r.name not in tasks:
                         continue
-                    m = RECORD.search(line)
-                    if m is None or m["name"] not in tasks:
-                        continue
-                    key = (m["name"], m["start"], m["slot"])
+                    key = (r.name, r.start, r.slot)
                     if key in seen:
                         continue
                     seen.add(key)
-                    task = tasks[m["name"]]
+                    task = tasks[r.name]
                     out.append(Attempt(
-                        m["name"], _epoch(m["start"], path), float(m["duration"]), int(m["status"]), m["app"], m["host"],
-                        int(m["slot"]), int(m["cpus"]), int(m["memory"]),
-                        task.transformation if task.transformation not in (None, "-") else os.path.basename(m["app"]),
+                        r.name, r.start, r.duration, r.status, r.app, r.hostname, r.slot, r.cpus, r.memory,
+                        task.transformation if task.transformation not in (None, "-") else os.path.basename(r.app),
                     ))
         except OSError as exc:
             raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
@@ -205,48 +189,33 @@ def _text(path: str) -> TextIO:
     return open(open_regular_fd(path), encoding="utf-8", errors="replace")
 
 
-def _epoch(stamp: str, path: str) -> float:
-    try:
-        return datetime.datetime.fromisoformat(stamp).timestamp()
-    except ValueError:
-        raise ReportError(f"{path}: [cluster-task] record with a bad start time {stamp!r}") from None
-
-
 def _runs(folder: str, dag_path: str) -> list[Run]:
     """Runs framed by jobstate.log's PMC_STARTED/PMC_FINISHED; the last one's end reason from the result file."""
     runs: list[Run] = []
-    log = os.path.join(folder, "jobstate.log")
+    log = jobstate_path(folder)
     try:
-        with _text(log) as fh:
-            for line in fh:
-                if " INTERNAL " not in line:
-                    continue
-                parts = line.split()
-                try:
-                    stamp = float(parts[0])
-                except (ValueError, IndexError):
-                    continue
-                if not math.isfinite(stamp):
-                    continue  # not a time: a line no pilot wrote
-                if "PMC_STARTED" in line:
-                    runs.append(Run(start=stamp))
-                elif "PMC_FINISHED" in line and runs:
-                    runs[-1].end = stamp
-                    runs[-1].ok = len(parts) > 4 and parts[4] == "0"
+        for line in read_jobstate(log):
+            if line.job != INTERNAL:
+                continue
+            if line.event == Marker.PMC_STARTED:
+                runs.append(Run(start=line.time))
+            elif line.event == Marker.PMC_FINISHED and runs:
+                runs[-1].end = line.time
+                runs[-1].ok = line.info == "0"
     except FileNotFoundError:
         pass
     except OSError as exc:
         raise ReportError(f"{log}: cannot read: {exc.strerror}") from None
     try:
-        result = load_json(result_path(dag_path), MAX_RESULT_BYTES)
-    except (FileNotFoundError, ConfigError):  # the report is made of what can be read
+        result = read_result(dag_path)
+    except ResultError:  # the report is made of what can be read
         result = None
-    if isinstance(result, dict):
+    if result is not None:
         if not runs:
             runs.append(Run())
-        runs[-1].reason = str(result.get("reason", ""))[:80]
-        if runs[-1].end is None and type(result.get("end")) in (int, float):
-            runs[-1].end = float(result["end"])
+        runs[-1].reason = result.outcome.value
+        if runs[-1].end is None and result.end is not None:
+            runs[-1].end = result.end
     for run in runs[:-1]:
         if not run.reason and run.ok is not None:
             run.reason = "done" if run.ok else "ended early"
@@ -287,18 +256,16 @@ class Submission:
 def _submissions(submit_dir: str, folders: dict[str, str]) -> dict[str, list[Submission]]:
     """Per cluster, each batch job ``pilot submit`` gave it, in submission order."""
     try:
-        state = load_json(os.path.join(submit_dir, "submit.state.json"), MAX_STATE_BYTES)
-    except (FileNotFoundError, ConfigError):
+        state = SubmitState.load(submit_dir)
+    except ConfigError:  # the report is made of what can be read
+        state = None
+    if state is None:
         return {}
     out: dict[str, list[Submission]] = {}
-    clusters = state.get("clusters", []) if isinstance(state, dict) else []
-    for c in clusters if isinstance(clusters, list) else []:
-        if not isinstance(c, dict):
-            continue
-        name, ids, job_name = c.get("name"), c.get("job_ids") or [], c.get("job_name") or ""
-        folder = folders.get(name) if isinstance(name, str) else None
-        if not isinstance(job_name, str) or not job_name or not isinstance(ids, list) or folder is None \
-                or not os.path.isdir(folder):
+    for c in state.clusters.values():
+        name, ids, job_name = c.name, c.job_ids, c.job_name
+        folder = folders.get(name)
+        if not job_name or folder is None or not os.path.isdir(folder):
             continue
         # job names are pilot-<plan>-<cluster>-<attempt>; Parsl names the script <job name>.<epoch>.submit|.sh
         stem = job_name.rsplit("-", 1)[0]

@@ -307,10 +307,11 @@ def _stopped(master: Master, task: Task, count: int) -> None:
     log.error("%s%s", why, f"; its stderr is in {opts.stderr}" if opts.stderr else "")
     if opts.per_task_stdio:
         return  # no job output to put them in: jobstate.log and the log line say it
-    from pilot.monitor import kickstart, records
+    from pilot.contracts import taskrecord
+    from pilot.monitor import kickstart
 
     host = os.uname().nodename
-    text = records.cluster_task(task.name, now, 0.0, -signal.SIGKILL, task.argv[0], host, 0, task.cpus, task.memory, task.pegasus_id)
+    text = taskrecord.cluster_task(task.name, now, 0.0, -signal.SIGKILL, task.argv[0], host, 0, task.cpus, task.memory, task.pegasus_id)
     if opts.invocation_records:
         text = "\n" + kickstart.xml_invocation(task.transformation or task.name, task.dax_id or task.name, now, 0.0,
                                                -signal.SIGKILL, task.argv, host, why + "\n", task.cwd) + text

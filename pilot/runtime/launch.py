@@ -139,10 +139,11 @@ def _monitors(opts: RunOptions) -> list:
 
     sinks = []
     if opts.jobstate_log:
+        from pilot.contracts.jobstate import JOBSTATE_FILE, jobstate_path
         from pilot.monitor.jobstate import JobstateLog
 
-        path = os.path.join(os.path.dirname(os.path.abspath(opts.dag)), "jobstate.log")
-        sinks.append(opened(path, "jobstate.log", "make the DAG's directory writable", lambda: JobstateLog(path)))
+        path = jobstate_path(os.path.dirname(os.path.abspath(opts.dag)))
+        sinks.append(opened(path, JOBSTATE_FILE, "make the DAG's directory writable", lambda: JobstateLog(path)))
     if opts.monitord_hack:
         from pilot.monitor.dagman_out import DagmanOut
 

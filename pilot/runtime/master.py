@@ -18,10 +18,10 @@ import time
 from array import array
 from typing import BinaryIO, Callable
 
+from pilot.contracts.rescue import RescueLog, read_rescue
 from pilot.contracts.result import RunOutcome
-from pilot.dag import read_dag, read_rescue
+from pilot.dag import read_dag
 from pilot.dag.model import Dag, Task
-from pilot.dag.rescue import RescueLog
 from pilot.errors import LockError
 from pilot.monitor import stdio
 from pilot.monitor.events import Fanout, RunEvents
@@ -153,7 +153,7 @@ class Master:
                 outcome = RunOutcome.WALLTIME  # out of time during start-up: a resubmission can finish it
             else:
                 outcome = RunOutcome.ERROR
-            report.write_outcome(self, False, outcome, getattr(exc, "exit_code", 1))
+            report.write_outcome(self, outcome, getattr(exc, "exit_code", 1))
 
     def _on_signal(self, signum, frame) -> None:  # noqa: ARG002
         self.signalled = signal.Signals(signum).name
@@ -438,7 +438,7 @@ class Master:
             # Tasks held for lack of time end the run as a wall-time cut: the resubmitted job runs them.
             reason = (RunOutcome.DONE if ok else RunOutcome.SIGNAL if self.signalled else RunOutcome.WALLTIME
                       if self.abort_reason or (self.matcher.held and not engine.stopped) else RunOutcome.FAILED)
-            report.write_outcome(self, ok, reason, 0 if ok else 1)
+            report.write_outcome(self, reason, 0 if ok else 1)
         report.outcome_line(self, ok)
         return 0 if ok else 1
 

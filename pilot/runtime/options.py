@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from pilot import __version__
+from pilot.contracts.rescue import rescue_path
 from pilot.errors import UsageError
 from pilot.util.cmdline import Parser
 
@@ -58,7 +59,7 @@ class RunOptions(NamedTuple):
 
     @property
     def rescue_path(self) -> str:
-        return self.rescue or self.dag + ".rescue"
+        return self.rescue or rescue_path(self.dag)
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:

@@ -13,7 +13,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from pilot.contracts.result import RunOutcome, write_result
+from pilot.contracts.result import RunOutcome, RunResult, result_path, write_result
 from pilot.monitor import records, stdio
 from pilot.runtime import ahead
 from pilot.runtime.protocol import Bye, Recalled, Shutdown, TaskResult, WorkerFailed
@@ -62,16 +62,16 @@ def final_report(master: Master, ok: bool) -> None:
         master.task_out.flush()
 
 
-def write_outcome(master: Master, ok: bool, reason: RunOutcome | str, exit_code: int) -> None:
+def write_outcome(master: Master, reason: RunOutcome, exit_code: int) -> None:
     """DAG.result: how the run ended, for pilot submit (a run that could not write it is logged, not raised)."""
     engine = master.engine
     dag = master.opts.dag
     try:
-        write_result(dag, ok, reason, engine.total if engine else 0, engine.done_count if engine else 0,
-                     engine.unfinished() if engine else [], exit_code)
+        write_result(result_path(dag), RunResult(reason, engine.total if engine else 0, engine.done_count if engine else 0,
+                                                 engine.unfinished() if engine else [], exit_code))
     except OSError as exc:
         # After an error the run's one line already says what is wrong (often this very directory).
-        log.log(logging.DEBUG if reason == RunOutcome.ERROR else logging.ERROR, "cannot write %s.result: %s", dag, exc.strerror)
+        log.log(logging.DEBUG if reason == RunOutcome.ERROR else logging.ERROR, "cannot write %s: %s", result_path(dag), exc.strerror)
 
 
 def outcome_line(master: Master, ok: bool) -> None:

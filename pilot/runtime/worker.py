@@ -21,7 +21,8 @@ import os
 import signal
 import time
 
-from pilot.monitor import records, stdio
+from pilot.contracts import taskrecord
+from pilot.monitor import stdio
 from pilot.runtime import crashes, hostinfo, reaper, taskexec
 from pilot.runtime.hostscript import HostScript
 from pilot.runtime.options import RunOptions
@@ -377,7 +378,7 @@ class Worker:
     def _record(self, msg: RunTask, out_fd: int, start: float, duration: float, status: int, err_fd: int,
                 err_start: int) -> None:
         """Append the [cluster-task] record (and, for monitord, an invocation record) in one write."""
-        text = records.cluster_task(
+        text = taskrecord.cluster_task(
             msg.name, start, duration, status, msg.argv[0], self.hostname, self.rank, msg.cpus, msg.memory, msg.pegasus_id
         )
         if self.opts.invocation_records:

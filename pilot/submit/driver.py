@@ -52,13 +52,13 @@ from typing import Callable
 
 from pilot.contracts.clusters import ClusterSpec, read_clusters
 from pilot.contracts.result import ResultError, RunOutcome, read_result, result_path
+from pilot.contracts.submitstate import ACTIVE, STATE_FILE, ClusterRecord, ClusterState, SubmitState, state_path
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import pilot_args, request_for
 from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef
 from pilot.submit.options import Clock, Options, SystemClock, retries_for
-from pilot.submit.state import ACTIVE, STATE_FILE, ClusterRecord, ClusterState, SubmitState
 from providers.queue import QueueState, QueueStatus
 
 log = logging.getLogger("pilot.submit")
@@ -96,7 +96,7 @@ class Driver:
              clock: Clock | None = None) -> "Driver":
         """A driver over a submit directory: its clusters and the state of earlier runs (nothing is written)."""
         specs = read_clusters(submit_dir)
-        state = SubmitState.load(submit_dir) or SubmitState(os.path.join(submit_dir, STATE_FILE), plan_id=uuid.uuid4().hex[:8])
+        state = SubmitState.load(submit_dir) or SubmitState(state_path(submit_dir), plan_id=uuid.uuid4().hex[:8])
         return cls(submit_dir, specs, state, sites, backend, opts, clock)
 
     # -- restart --------------------------------------------------------------

@@ -38,11 +38,11 @@ import sys
 import time
 from typing import Iterator
 
+from pilot.contracts.submitstate import ClusterState
 from pilot.errors import ConfigError
 from pilot.monitor.root import Phase, RootMonitor, root_braindump
 from pilot.submit.options import retries_for
 from pilot.util.procs import cmdline
-from pilot.submit.state import ClusterState
 from pilot.util.safeopen import open_file
 
 log = logging.getLogger("pilot.submit")

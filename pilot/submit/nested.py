@@ -30,9 +30,10 @@ import subprocess
 import sys
 from typing import Any, Sequence
 
-from pilot.contracts.clusters import ClusterSpec, SubworkflowSpec, plan_site_file
-from pilot.contracts.result import RunOutcome, result_path, write_result
+from pilot.contracts.clusters import ClusterSpec, SubworkflowSpec, plan_site_file, read_clusters
+from pilot.contracts.result import RunOutcome, RunResult, result_path, write_result
 from pilot.contracts.rootfiles import BRAINDUMP, read_braindump, set_environment
+from pilot.contracts.submitstate import ClusterState, SubmitState, state_path
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import JobRequest
 from pilot.sites import SiteConfig
@@ -139,7 +140,7 @@ class NestedBackend:
         for job in jobs:
             sub = self.specs[os.path.basename(job.workdir)].subworkflow
             assert sub is not None
-            if os.path.exists(os.path.join(sub.submit_dir, "submit.state.json")) or holder(sub.submit_dir) is not None:
+            if os.path.exists(state_path(sub.submit_dir)) or holder(sub.submit_dir) is not None:
                 subprocess.run([sys.executable, "-m", "pilot", "cancel", sub.submit_dir], stdin=subprocess.DEVNULL,
                                capture_output=True, timeout=600)
                 out.append(job.job_id or f"{PREFIX}{os.path.basename(job.workdir)}")
@@ -188,9 +189,6 @@ def routed(batch: Backend, submit_dir: str, specs: Sequence[ClusterSpec], sites:
 def write_outcome(result_file: str, submit_dir: str, code: int) -> None:
     """``pilot submit --result``: how a nested run ended, as a pilot run's ``<dag>.result`` says it (exit code
     0 done, 1 failed, 130 stopped by a signal, anything else: it could not run), with its tasks counted."""
-    from pilot.contracts.clusters import read_clusters
-    from pilot.submit.state import ClusterState, SubmitState
-
     outcome = {0: RunOutcome.DONE, 1: RunOutcome.FAILED, 130: RunOutcome.SIGNAL}.get(code, RunOutcome.ERROR)
     tasks = done = 0
     unfinished: list[str] = []
@@ -206,5 +204,4 @@ def write_outcome(result_file: str, submit_dir: str, code: int) -> None:
                 unfinished.append(s.name)
     except ConfigError:
         pass  # the counts stay 0: the outcome is what matters
-    write_result(result_file[:-len(".result")] if result_file.endswith(".result") else result_file,
-                 outcome is RunOutcome.DONE, outcome, tasks, done, unfinished, code)
+    write_result(result_file, RunResult(outcome, tasks, done, unfinished, code))

@@ -1,12 +1,13 @@
 """What a cluster's pilot has written so far: tasks done, running now, failed, and where their stderr is.
 
-Read from the files ``pilot run`` keeps next to the cluster's DAG: the rescue
-log (one ``DONE <task>`` per finished task, across every attempt) and
-jobstate.log (SUBMIT when a task became ready, EXECUTE when it started,
-JOB_TERMINATED/JOB_SUCCESS/JOB_FAILURE per task attempt, ``INTERNAL ***
-PMC_STARTED/FINISHED ***`` around each run). Both are
-append-only, so a ``PilotFiles`` reads only what was added since it last
-looked: live progress costs the new lines, not the whole history.
+Read from the files ``pilot run`` keeps next to the cluster's DAG, through
+their contracts: the rescue log (pilot.contracts.rescue: one ``DONE <task>``
+per finished task, across every attempt) and jobstate.log
+(pilot.contracts.jobstate: SUBMIT when a task became ready, EXECUTE when it
+started, JOB_TERMINATED/JOB_SUCCESS/JOB_FAILURE per task attempt,
+PMC_STARTED/PMC_FINISHED around each run). Both are append-only, so a
+``PilotFiles`` reads only what was added since it last looked: live progress
+costs the new lines, not the whole history.
 
 A task's stderr is in its own ``<task>.err.NNN`` only with ``--per-task-stdio``.
 Otherwise the pilot of a planned cluster writes every task's stderr to the
@@ -23,8 +24,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from pilot.contracts.jobstate import INTERNAL, Event, JobstateLine, JobstateTail, Marker, jobstate_path
+from pilot.contracts.rescue import RescueTail
 from pilot.monitor import stdio
-from pilot.util.tail import Tail
 
 _ERR_NUMBER = re.compile(r"\.err\.(\d+)\Z")
 
@@ -43,16 +45,16 @@ class PilotFiles:
     def __init__(self, dag: str) -> None:
         self.dag = dag
         self.dir = os.path.dirname(dag)
-        self._rescue = Tail(dag + ".rescue")
-        self._jobstate = Tail(os.path.join(self.dir, "jobstate.log"))
+        self._rescue = RescueTail(dag)
+        self._jobstate = JobstateTail(jobstate_path(self.dir))
         self.progress = TaskProgress()
 
     def update(self) -> TaskProgress:
         p = self.progress
-        reset, lines = self._rescue.lines()
+        reset, done = self._rescue.done()
         if reset:
             p.done = 0
-        p.done += sum(1 for line in lines if line.startswith("DONE "))
+        p.done += len(done)
         reset, lines = self._jobstate.lines()
         if reset:
             p.running.clear()
@@ -60,37 +62,35 @@ class PilotFiles:
             p.queued.clear()
             p.started = p.finished = False
         for line in lines:
-            self._event(line.split())
+            self._event(line)
         return p
 
-    def _event(self, parts: list[str]) -> None:
+    def _event(self, line: JobstateLine) -> None:
         p = self.progress
-        if len(parts) < 3:
-            return
-        if parts[1] == "INTERNAL":
-            if "PMC_STARTED" in parts:
+        if line.job == INTERNAL:
+            if line.event == Marker.PMC_STARTED:
                 p.started, p.finished = True, False
                 p.running.clear()  # whatever ran or waited in an earlier attempt is over
                 p.queued.clear()
-            elif "PMC_FINISHED" in parts:
+            elif line.event == Marker.PMC_FINISHED:
                 p.finished = True
                 p.running.clear()
             return
-        task, event = parts[1], parts[2]
-        if event == "SUBMIT":
+        task, event = line.job, line.event
+        if event == Event.SUBMIT:
             p.queued.add(task)
             p.failed.pop(task, None)
-        elif event == "EXECUTE":
+        elif event == Event.EXECUTE:
             p.queued.discard(task)
             p.running.add(task)
             p.failed.pop(task, None)
-        elif event == "JOB_TERMINATED":
+        elif event == Event.JOB_TERMINATED:
             p.running.discard(task)
-        elif event == "JOB_SUCCESS":
+        elif event == Event.JOB_SUCCESS:
             p.failed.pop(task, None)
-        elif event == "JOB_FAILURE" and len(parts) > 3:
+        elif event == Event.JOB_FAILURE and line.info:
             try:
-                p.failed[task] = int(parts[3])
+                p.failed[task] = int(line.info)
             except ValueError:
                 p.failed[task] = 1
 

@@ -7,6 +7,7 @@ import shutil
 import sys
 from typing import TextIO
 
+from pilot.contracts.jobstate import jobstate_path
 from pilot.submit.views import ClusterView, Shown, Totals, Watcher, run_state, time_left, totals
 from pilot.util.tables import table
 
@@ -86,7 +87,7 @@ def failure_lines(views: list[ClusterView], watcher: Watcher, submit_dir: str) -
                     where = f"stderr: {rel(own)}"
                 out.append(f"{name}: task {task} {how} ({where})")
             if len(failed) > MAX_FAILED_TASKS:
-                out.append(f"{name}: ... and {len(failed) - MAX_FAILED_TASKS} more failed tasks (see {rel(os.path.join(v.spec.dir, 'jobstate.log'))})")
+                out.append(f"{name}: ... and {len(failed) - MAX_FAILED_TASKS} more failed tasks (see {rel(jobstate_path(v.spec.dir))})")
             if v.spec.subworkflow is not None:  # its own failures are its nested run's to tell
                 out.append(f"{name}: sub-workflow: see pilot status {rel(v.spec.subworkflow.submit_dir)}")
             if r.job_id and any(p and os.path.exists(p) for p in (r.job_stdout, r.job_stderr)):  # a job that never ran has none

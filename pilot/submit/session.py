@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 from pilot.contracts.clusters import plan_site_file, read_clusters
+from pilot.contracts.submitstate import SubmitState
 from pilot.errors import ConfigError
 from pilot.siteschema import MAX_INTEGER
 from pilot.sites import SiteConfig, load_site
@@ -26,7 +27,6 @@ from pilot.submit.monitord import cancel_monitoring, incomplete_note, require_ro
 from pilot.submit.options import Options
 from pilot.submit.pilots import PilotBackend
 from pilot.submit.render import LiveProgress, failure_lines, status_text
-from pilot.submit.state import SubmitState
 from pilot.submit.views import ClusterView, Shown, Watcher
 
 

@@ -22,8 +22,8 @@ import enum
 from dataclasses import dataclass
 
 from pilot.contracts.clusters import ClusterSpec
+from pilot.contracts.submitstate import ClusterRecord, ClusterState
 from pilot.submit.pilotfiles import PilotFiles, TaskProgress
-from pilot.submit.state import ClusterRecord, ClusterState
 from providers.queue import QueueState
 
 

@@ -6,7 +6,7 @@ directory is fsynced so that the rename itself survives a power loss. Without
 the last step a crash can leave the old file, or none, after the writer
 believed the new one safe. On any error the temporary file is removed; the
 temporary file is ``<path>.tmp.<pid>``, so a leftover of a killed writer can be
-told from a live writer's (pilot.dag.rescue removes such leftovers).
+told from a live writer's (pilot.contracts.rescue removes such leftovers).
 """
 
 from __future__ import annotations

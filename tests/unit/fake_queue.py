@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pilot.contracts.result import RunOutcome, write_result
+from pilot.contracts.result import RunOutcome, RunResult, result_path, write_result
 from pilot.errors import SubmitError
 from pilot.submit.backend import JobRef, Submitted
 from providers.queue import QueueState, QueueStatus
@@ -161,7 +161,7 @@ class FakeQueue:
                     rescue.write(f"DONE {task}\n")
             log.write("1.0 INTERNAL *** PMC_FINISHED 1 ***\n")
         done = len(tasks) - (1 if job.outcome is RunOutcome.FAILED else 0) if job.outcome in (RunOutcome.DONE, RunOutcome.FAILED) else 0
-        write_result(dag, job.outcome is RunOutcome.DONE, job.outcome, len(tasks), done, [], 0 if job.outcome is RunOutcome.DONE else 1)
+        write_result(result_path(dag), RunResult(job.outcome, len(tasks), done, [], 0 if job.outcome is RunOutcome.DONE else 1))
 
 
 def make_plan(root: Path, clusters: dict[str, list[str]], tasks: int = 2, retry: dict[str, int] | None = None,

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from pilot.contracts.clusters import read_clusters
 from pilot.contracts.result import ResultError, read_result
 from pilot.contracts.submitdir import load_braindump
+from pilot.contracts.submitstate import STATE_FILE, ClusterState, SubmitState
 from pilot.errors import ConfigError
 from pilot.monitor.root import root_braindump
 from pilot.sites import load_site
-from pilot.submit.state import STATE_FILE, ClusterState, SubmitState
 from pilot.util import boundedload
 from tests.unit.fake_queue import make_plan
 

@@ -26,7 +26,8 @@ ALLOWED = {
     # What a workflow's data jobs run inside the batch job (output registration).
     "data": {"base"},
     "dag": {"base", "util"},
-    # The files one part writes and another reads (cluster DAG, braindump/static.bp, run result).
+    # The files one part writes and another reads (cluster DAG, root and per-DAG monitoring files, driver state,
+    # run result, rescue log, jobstate.log, [cluster-task] record): each module its file's name, writer and reader.
     "contracts": {"base", "util", "dag"},
     "monitor": {"base", "util", "dag", "contracts"},
     # The MPI pilot: never the planner, the driver, the site layer or the scheduler plug-ins.
@@ -122,3 +123,54 @@ def test_importing_every_module_leaves_mpi_uninitialised():
 def test_modules_stay_small():
     for path, _ in source_files():
         assert len(path.read_text().splitlines()) <= 450, f"{path} is over 450 lines: split it"
+
+
+# Each file that one part writes and another reads has one module in pilot/contracts holding its name, its
+# writer and its reader. A literal of its name anywhere else (a string constant, an f-string's text; not a
+# docstring) is a module opening the file by hand: it goes through the contract instead. The names come from
+# the contracts themselves, so a renamed file keeps the rule true.
+def _owned_names() -> dict[str, str]:
+    from pilot.contracts import clusters, jobstate, rescue, result, submitstate
+
+    return {
+        clusters.CLUSTERS_FILE: "pilot/contracts/clusters.py",
+        submitstate.STATE_FILE: "pilot/contracts/submitstate.py",
+        jobstate.JOBSTATE_FILE: "pilot/contracts/jobstate.py",
+        result.RESULT_SUFFIX: "pilot/contracts/result.py",  # <dag>.result
+        rescue.RESCUE_SUFFIX: "pilot/contracts/rescue.py",  # <dag>.rescue
+    }
+
+
+# The record's writer and reader: a constant that starts like a record (or a regular expression of one) makes
+# or parses records; help and messages that mention them do not start so.
+RECORD_TAG = ("[cluster-task", "pilot/contracts/taskrecord.py")
+
+
+def _names_a_file(text: str, name: str) -> bool:
+    """Whether a string constant is, or ends with, the file name (a path to it); a suffix (``.result``) names
+    the file wherever it ends a constant. Prose that mentions a file in the middle of a sentence does not."""
+    if name.startswith("."):
+        return text.endswith(name)
+    return text == name or text.endswith("/" + name)
+
+
+def _string_constants(tree: ast.AST):
+    """(line, text) of each string constant but docstrings and other bare string statements."""
+    bare = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in bare:
+            yield node.lineno, node.value
+
+
+def test_files_that_cross_parts_are_named_only_by_their_contract():
+    owned = _owned_names()
+    wrong = []
+    for path, _ in source_files():
+        rel = str(path.relative_to(ROOT))
+        for line, text in _string_constants(ast.parse(path.read_text())):
+            for name, owner in owned.items():
+                if rel != owner and _names_a_file(text, name):
+                    wrong.append(f"{rel}:{line}: names {name!r}: read or write it through {owner}")
+            if rel != RECORD_TAG[1] and text.lstrip("\\").startswith(RECORD_TAG[0]):
+                wrong.append(f"{rel}:{line}: makes or parses a {RECORD_TAG[0]}] record: use {RECORD_TAG[1]}")
+    assert not wrong, "files of another part opened by name:\n" + "\n".join(wrong)

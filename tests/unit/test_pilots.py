@@ -223,14 +223,14 @@ def test_bad_sizes_are_one_line_before_anything_is_submitted(env):
 
 
 def test_a_cluster_its_block_ran_out_on_resumes_in_another_which_replaces_it_when_none_is_left(env):
-    from pilot.contracts.result import RunOutcome, write_result
+    from pilot.contracts.result import RunOutcome, RunResult, result_path, write_result
 
     root, clock, queue, engine = env
     s = spec(root, "c")
     b, site = backend(env, [s], pilots=1, pilot_nodes=1)
     job = submit(b, site, s)
     states(b, site, [job])
-    write_result(s.dag, False, RunOutcome.WALLTIME, 3, 1, ["t2", "t3"], 0)  # pilot run's --max-wall-time came
+    write_result(result_path(s.dag), RunResult(RunOutcome.WALLTIME, 3, 1, ["t2", "t3"], 0))  # pilot run's --max-wall-time came
     b.launches[job].future.set_result(0)
     assert states(b, site, [job])[job] is QueueState.FINISHED
     again = submit(b, site, s, 2)

@@ -1,21 +1,22 @@
 import re
 import time
 
+from pilot.contracts import taskrecord
 from pilot.monitor import records
 
 
 def test_iso_time_has_millis_and_offset():
-    s = records.iso_time(1700000000.25)
+    s = taskrecord.iso_time(1700000000.25)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.250[+-]\d\d:\d\d", s)
     assert time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(1700000000)) == s[:19]
 
 
 def test_cluster_task_record():
-    line = records.cluster_task("t1", 1700000000.0, 1.23456, 0, "/bin/echo", "node7", 3, 2, 100, "7")
+    line = taskrecord.cluster_task("t1", 1700000000.0, 1.23456, 0, "/bin/echo", "node7", 3, 2, 100, "7")
     assert re.fullmatch(
         r'\[cluster-task id=7, name=t1, start="[^"]+", duration=1\.235, status=0, app="/bin/echo", '
         r'hostname="node7", slot=3, cpus=2, memory=100\]\n', line)
-    assert "id=" not in records.cluster_task("t1", 0.0, 0, 1, "x", "h", 1, 1, 0)
+    assert "id=" not in taskrecord.cluster_task("t1", 0.0, 0, 1, "x", "h", 1, 1, 0)
 
 
 def test_cluster_summary_record_parses_like_pegasus_exitcode():

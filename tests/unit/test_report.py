@@ -1,7 +1,7 @@
 """pilot report on a submit directory laid out as pilot plan / pilot run / pilot submit leave it.
 
-The run's files are written here with pilot's own record writer, so every
-number below is computed by hand from known start times and durations.
+The run's files are written here with pilot's own writers (pilot.contracts), so
+every number below is computed by hand from known start times and durations.
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from pilot.monitor.records import cluster_task
+from pilot.contracts.clusters import ClusterKind, ClusterSpec, PlanInfo, write_clusters
+from pilot.contracts.result import RunOutcome, RunResult, result_path, write_result
+from pilot.contracts.submitstate import ClusterRecord, ClusterState, SubmitState, state_path
+from pilot.contracts.taskrecord import cluster_task
 
 T = 1_800_000_000.0
 
@@ -35,9 +38,10 @@ def submit_dir(tmp_path: Path) -> Path:
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()
     second.mkdir()
-    (tmp_path / "clusters.yml").write_text(
-        "workflow: w\nclusters:\n- name: first\n  dir: first\n  dag: first/first.dag\n  parents: []\n"
-        "- name: second\n  dir: second\n  dag: second/second.dag\n  parents: [first]\n")
+    write_clusters(str(tmp_path), PlanInfo("w", "local", "/dev/null", "local"), [
+        ClusterSpec("first", ClusterKind.LABEL, str(first), str(first / "first.dag"), tasks=3, ranks=3, parents=()),
+        ClusterSpec("second", ClusterKind.LABEL, str(second), str(second / "second.dag"), tasks=2, ranks=3, parents=("first",)),
+    ])
     (first / "first.dag").write_text("#@ 1 pre a\nTASK a /bin/sleep 1\n#@ 2 pre b\nTASK b -c 2 /bin/sleep 2\n"
                                      "TASK c -t 2 /bin/false\nEDGE a b\n")
     task(first, "a", 0, 1, 0, 1, "h1")
@@ -52,17 +56,18 @@ def submit_dir(tmp_path: Path) -> Path:
     task(second, "e", 6, 1, 0, 2, "h2")
     task(second, "d", 10, 5, 0, 1, "h2", n=1)  # the resubmitted job runs it again
     jobstate(second, (6, 8.2, 1), (10, 15.1, 0))
-    (second / "second.dag.result").write_text(json.dumps({"ok": True, "reason": "done", "end": T + 15.1}))
+    write_result(result_path(str(second / "second.dag")), RunResult(RunOutcome.DONE, 2, 2, [], 0, end=T + 15.1))
     (second / "second.dag.resource").write_text(f"{T + 6:.6f},2,2,1000,h2\n")
     (second / f"parsl.pilot-abc-second-1.{T + 4}.submit").write_text("")
     # the first job's stderr says why its run ended (its result file was replaced by the second run's)
     (second / f"parsl.pilot-abc-second-1.{T + 4}.submit.stderr").write_text(
         "[error] Aborting workflow: max wall time of 0.03 minutes reached\n")
     (second / f"parsl.pilot-abc-second-2.{T + 9}.submit").write_text("")
-    (tmp_path / "submit.state.json").write_text(json.dumps({"plan_id": "abc", "clusters": [
-        {"name": "first", "state": "done", "job_ids": ["11"], "job_name": "pilot-abc-first-1", "attempts": 1},
-        {"name": "second", "state": "done", "job_ids": ["12", "13"], "job_name": "pilot-abc-second-2", "attempts": 2},
-    ]}))
+    state = SubmitState(state_path(str(tmp_path)), plan_id="abc")
+    for record in (ClusterRecord("first", ClusterState.DONE, attempts=1, job_ids=["11"], job_name="pilot-abc-first-1"),
+                   ClusterRecord("second", ClusterState.DONE, attempts=2, job_ids=["12", "13"], job_name="pilot-abc-second-2")):
+        state.clusters[record.name] = record
+    state.save()
     return tmp_path
 
 
@@ -139,11 +144,12 @@ def test_records_from_a_captured_stdout_and_no_matplotlib(tmp_path):
 
 
 @pytest.mark.parametrize("text, says", [
-    ("clusters: 5\n", "not a cluster DAG written by pilot plan ('clusters' is not a list)"),
-    ("clusters:\n- name: x\n", "clusters[0] lacks its name or dag"),
-    ("clusters: [\n", "not a cluster DAG written by pilot plan ("),
-    ("clusters: *a\n", "not a cluster DAG written by pilot plan ("),
-    ("clusters: !!python/object:os.system x\n", "not a cluster DAG written by pilot plan ("),
+    ("format: 1\nclusters: 5\n", "clusters.yml: clusters: must be a list of clusters; re-plan with pilot plan"),
+    ("format: 1\nclusters:\n- name: x\n", "clusters.yml: cluster #1: bad or missing field"),
+    ("format: 1\nclusters: [\n", "clusters.yml:3: not valid YAML"),
+    ("format: 1\nclusters: *a\n", "clusters.yml:2: alias *a names no anchor"),
+    ("format: 1\nclusters: !!python/object:os.system x\n", "clusters.yml:2: tag !!python/object:os.system is not allowed"),
+    ("clusters: []\n", "clusters.yml: cluster DAG format None, this pilot reads format 1"),
 ])
 def test_a_broken_clusters_file_is_one_line(tmp_path, text, says):
     (tmp_path / "clusters.yml").write_text(text)

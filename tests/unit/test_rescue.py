@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from pilot.dag.rescue import RescueLog, read_rescue
+from pilot.contracts.rescue import RescueLog, read_rescue
 from pilot.errors import DagError
 
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pilot.contracts.result import ResultError, RunOutcome, read_result, result_path, write_result
+from pilot.contracts.result import ResultError, RunOutcome, RunResult, read_result, result_path, write_result
 from pilot.errors import RunAborted
 from pilot.runtime.master import Master
 from pilot.runtime.options import RunOptions
@@ -18,9 +18,10 @@ from tests.conftest import DIAMOND_DAG
 def test_round_trip_and_missing(tmp_path):
     dag = str(tmp_path / "x.dag")
     assert read_result(dag) is None  # no file: the job vanished before the pilot wrote one
-    write_result(dag, False, RunOutcome.WALLTIME, 4, 2, ["C", "D"], 1)
+    written = RunResult(RunOutcome.WALLTIME, 4, 2, ["C", "D"], 1, end=1_790_000_000.5)
+    write_result(result_path(dag), written)
     r = read_result(dag)
-    assert r is not None and (r.outcome, r.tasks, r.done, r.unfinished, r.ok) == (RunOutcome.WALLTIME, 4, 2, ["C", "D"], False)
+    assert r == written and not r.ok
 
 
 @pytest.mark.parametrize("text", ["{", '{"reason": "eaten", "tasks": 1, "done": 0}', '{"reason": "done"}', "[]", "",

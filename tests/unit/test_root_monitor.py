@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pilot.contracts.result import write_result
+from pilot.contracts.result import RunOutcome, RunResult, result_path, write_result
 from pilot.contracts.rootfiles import RootJob, RootTask, write_root_files
 from pilot.errors import ConfigError
 from pilot.monitor import joboutput
@@ -69,7 +69,7 @@ def test_older_submit_directory_is_one_line_error(tmp_path):
 
 def finish_attempt(sub: Path, name: str, ok: bool, reason: str = "done") -> None:
     (sub / name / f"{name}.out").write_text(xml_invocation("t", "ID", 0.0, 1.0, 0 if ok else 3, ["/bin/true"], "h"))
-    write_result(str(sub / name / f"{name}.dag"), ok, reason, 1, 1 if ok else 0, [], 0 if ok else 1)
+    write_result(result_path(str(sub / name / f"{name}.dag")), RunResult(RunOutcome(reason), 1, 1 if ok else 0, [], 0 if ok else 1))
 
 
 def lines(sub: Path) -> list[str]:
@@ -149,10 +149,10 @@ def test_post_step_command(tmp_path):
     cdir = tmp_path / "x"
     cdir.mkdir()
     (cdir / "x.out").write_text("records\n")
-    write_result(str(cdir / "x.dag"), True, "done", 1, 1, [], 0)
+    write_result(result_path(str(cdir / "x.dag")), RunResult(RunOutcome.DONE, 1, 1, [], 0))
     assert joboutput.main([str(cdir), "x"]) == 0
     assert (cdir / "x.out.000").read_text() == "records\n" and (cdir / "x.err.000").exists()
-    write_result(str(cdir / "x.dag"), False, "failed", 1, 0, ["t"], 1)
+    write_result(result_path(str(cdir / "x.dag")), RunResult(RunOutcome.FAILED, 1, 0, ["t"], 1))
     assert joboutput.main([str(cdir), "x"]) == 1 and (cdir / "x.out.001").exists()
 
 
@@ -211,7 +211,7 @@ def test_root_monitoring_attaches_to_the_driver_and_ends_the_log(tmp_path, monke
     """--no-monitord: the root files all the same, no monitord; the exit status says how the run ended."""
     from types import SimpleNamespace
 
-    from pilot.submit.state import ClusterRecord, ClusterState
+    from pilot.contracts.submitstate import ClusterRecord, ClusterState
     from pilot.submit.monitord import root_monitoring
 
     started = []
@@ -240,7 +240,7 @@ def test_a_restart_logs_what_the_earlier_driver_saved_but_did_not_log(tmp_path):
     """The driver saves its state, then logs: a crash in between is caught up at the next start."""
     from types import SimpleNamespace
 
-    from pilot.submit.state import ClusterRecord, ClusterState
+    from pilot.contracts.submitstate import ClusterRecord, ClusterState
     from pilot.submit.monitord import root_monitoring
 
     sub = make_dir(tmp_path)
@@ -265,7 +265,7 @@ def test_a_rerun_counts_the_failed_cluster_it_tries_again_as_not_failed(tmp_path
     from types import SimpleNamespace
 
     from pilot.submit.monitord import root_monitoring
-    from pilot.submit.state import ClusterRecord
+    from pilot.contracts.submitstate import ClusterRecord
 
     sub = make_dir(tmp_path)
     m = RootMonitor(str(sub))

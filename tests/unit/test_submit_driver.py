@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from pilot.contracts.result import RunOutcome
+from pilot.contracts.submitstate import STATE_FILE, ClusterState, SubmitState
 from pilot.errors import ConfigError
 from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.driver import Driver
 from pilot.submit.options import UNREACHABLE_LIMIT, Options
-from pilot.submit.state import STATE_FILE, ClusterState, SubmitState
 from providers.queue import QueueState, QueueStatus
 from tests.unit.fake_queue import FakeClock, FakeQueue, make_plan
 

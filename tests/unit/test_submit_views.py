@@ -6,12 +6,12 @@ import io
 from pathlib import Path
 
 from pilot.contracts.result import RunOutcome
+from pilot.contracts.submitstate import ClusterState
 from pilot.submit.driver import Driver
 from pilot.submit.options import Options
 from pilot.submit.pilotfiles import PilotFiles
 from pilot.submit.render import LiveProgress, failure_lines, progress_line, status_text
 from pilot.submit.session import StatusCode, status
-from pilot.submit.state import ClusterState
 from pilot.submit.views import Shown, Watcher, totals
 from providers.queue import QueueState, QueueStatus
 from tests.unit.fake_queue import FakeClock, FakeQueue, make_plan
@@ -57,7 +57,7 @@ def test_tasks_line_counts_as_ready_only_tasks_whose_parents_are_done(tmp_path):
     and not started, and before a rerun what the last run left ready or running; the rest is UNREADY."""
     from pilot.contracts.clusters import ClusterKind, ClusterSpec
     from pilot.submit.pilotfiles import TaskProgress
-    from pilot.submit.state import ClusterRecord
+    from pilot.contracts.submitstate import ClusterRecord
     from pilot.submit.views import ClusterView
 
     spec = ClusterSpec("a", ClusterKind.LABEL, str(tmp_path), str(tmp_path / "a.dag"), tasks=10, ranks=3, parents=(), roots=2)

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from pilot.cli.submit import _non_negative, _positive_float
+from pilot.contracts.rescue import RescueLog, read_rescue
 from pilot.contracts.submitdir import _q
 from pilot.dag import format_dag, parse_dag, read_dag
-from pilot.dag.rescue import RescueLog, read_rescue
 from pilot.errors import ConfigError, DagError
 from pilot.monitor.jobstate import JobstateLog
 from pilot.sites import parse_walltime

@@ -1,13 +1,16 @@
-"""The driver's state, kept in the submit directory so a killed ``pilot submit`` resumes.
+"""``submit.state.json``: the driver's state, kept in the submit directory so a killed ``pilot submit`` resumes.
 
-``submit.state.json`` (``format`` 1) holds the run's id, the site files it
-used, and per cluster: its state, site, counters, every batch job id it was
-given, where that job's stdout/stderr go, and the scheduler's last word on it.
-It is rewritten atomically (temp file, fsync, rename, directory fsync) at each change. Before a
-batch submission the cluster is recorded as SUBMITTING with the unique job name
-it is about to get, so a restart can find that job in the queue instead of
-submitting it twice. A file of another format, or one that does not parse, is a
-one-line error naming it.
+Written and read by ``pilot submit`` (pilot.submit.driver); read also by
+``pilot report`` for each cluster's batch jobs. It (``format`` 1) holds the
+run's id, the site files it used, and per cluster: its state, site, counters,
+every batch job id it was given, where that job's stdout/stderr go, and the
+scheduler's last word on it. The driver rewrites it atomically (temp file,
+fsync, rename, directory fsync) before and after every batch submission, and at
+the end of each pass of its loop that changed anything else. Before a batch
+submission the cluster is recorded as SUBMITTING with the unique job name it is
+about to get, so a restart can find that job in the queue instead of submitting
+it twice. A file of another format, or one that does not parse, is a one-line
+error naming it.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ class ClusterState(str, enum.Enum):
 
 
 ACTIVE = (ClusterState.SUBMITTING, ClusterState.QUEUED)
+
+
+def state_path(submit_dir: str) -> str:
+    return os.path.join(submit_dir, STATE_FILE)
 
 
 @dataclass
@@ -75,8 +82,6 @@ _TEXTS = ("name", "reason", "queue", "queue_reason")
 _OPTIONAL_TEXTS = ("site", "job_name", "job_stdout", "job_stderr")
 _PLAN_ID = re.compile(r"[A-Za-z0-9_.-]{0,64}\Z")  # it names every batch job of the run
 START_OVER = "remove it to start the run over (rescue logs keep finished tasks)"
-
-
 
 
 def _why(exc: Exception) -> str:
@@ -140,7 +145,7 @@ class SubmitState:
     @classmethod
     def load(cls, submit_dir: str) -> "SubmitState | None":
         """The state of an earlier ``pilot submit`` here; None when there was none."""
-        path = os.path.join(submit_dir, STATE_FILE)
+        path = state_path(submit_dir)
         try:
             raw = load_json(path, MAX_STATE_BYTES, START_OVER)
         except FileNotFoundError:

@@ -1,4 +1,8 @@
-"""The rescue log: an append-only transaction log of ``DONE <task>`` records.
+"""The rescue log ``<dag>.rescue``: an append-only transaction log of ``DONE <task>`` records.
+
+Written by ``pilot run`` (``RescueLog``: one record as each task succeeds),
+read whole at its next start (``read_rescue``: the tasks not to run again) and
+followed by ``pilot submit`` as the run goes (``RescueTail``: tasks done).
 
 Durability: every record is one ``write()`` of a whole line on an O_APPEND
 descriptor, so a SIGKILL of the master can neither tear nor lose a record that
@@ -33,10 +37,23 @@ from typing import Iterable
 from pilot.errors import DagError
 from pilot.util.atomic import atomic_file
 from pilot.util.safeopen import open_fd, open_regular_fd
+from pilot.util.tail import Tail
 
 log = logging.getLogger("pilot.master")
 
+RESCUE_SUFFIX = ".rescue"
 _FIX = "check that the directory exists and is writable, or pick another path with -r"
+
+
+def rescue_path(dag: str) -> str:
+    """The rescue log of ``dag`` when ``pilot run -r`` names none (``pilot submit`` follows this one)."""
+    return dag + RESCUE_SUFFIX
+
+
+def done_record(line: str) -> str | None:
+    """The task a ``DONE <task>`` record names; None for any other line."""
+    parts = line.strip().split(None, 1)
+    return parts[1] if len(parts) == 2 and parts[0] == "DONE" else None
 
 
 def read_rescue(path: str, known: Iterable[str] | None = None) -> set[str]:
@@ -62,10 +79,9 @@ def read_rescue(path: str, known: Iterable[str] | None = None) -> set[str]:
             line = raw.strip()
             if not line or line[0] == "#":
                 continue
-            parts = line.split(None, 1)
-            if len(parts) != 2 or parts[0] != "DONE":
+            name = done_record(line)
+            if name is None:
                 raise DagError(path, lineno, f"invalid rescue record {line!r}: expected 'DONE <task>' (use -s to ignore this log)")
-            name = parts[1]
             if known_set is not None and name not in known_set:
                 raise DagError(path, lineno, f"rescue log names unknown task {name!r}: it belongs to another DAG (use -s to ignore it, or -r to pick another log)")
             done.add(name)
@@ -128,6 +144,19 @@ class RescueLog:
             self.sync()
             os.close(self._fd)
             self._fd = -1
+
+
+class RescueTail:
+    """The tasks a running pilot records DONE, each read once (the log is followed as it grows)."""
+
+    def __init__(self, dag: str) -> None:
+        self._tail = Tail(rescue_path(dag))
+
+    def done(self) -> tuple[bool, list[str]]:
+        """(the log was replaced or emptied since the last call: count again from what follows, the tasks newly
+        recorded DONE). A run that starts again compacts the log, so its records come back after a reset."""
+        reset, lines = self._tail.lines()
+        return reset, [name for name in map(done_record, lines) if name is not None]
 
 
 def remove_stale_temps(path: str) -> None:

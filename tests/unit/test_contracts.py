@@ -1,0 +1,118 @@
+"""Each file one part of pilot writes and another reads: what its contract writes, its contract reads back.
+
+The run result's round trip is in test_result.py with the rest of that file's tests.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pilot.contracts.clusters import (ClusterKind, ClusterSpec, PlanInfo, SubworkflowSpec, plan_site_file, read_clusters,
+                                      write_clusters)
+from pilot.contracts.jobstate import (INTERNAL, Event, JobstateLine, JobstateTail, JobstateWriter, Marker, jobstate_path,
+                                      read_jobstate)
+from pilot.contracts.rescue import RescueLog, RescueTail, read_rescue, rescue_path
+from pilot.contracts.rootfiles import RootJob, RootTask, read_root_dag, root_dag_name, write_root_files
+from pilot.contracts.submitstate import ClusterRecord, ClusterState, SubmitState, state_path
+from pilot.contracts.taskrecord import TaskRecord, cluster_task, read_task_record
+
+
+def test_clusters_yml(tmp_path):
+    sub = str(tmp_path / "sub")
+    os.makedirs(sub)
+    specs = [
+        ClusterSpec("create_dir_w_0_local", ClusterKind.DATA, f"{sub}/create_dir_w_0_local",
+                    f"{sub}/create_dir_w_0_local/create_dir_w_0_local.dag", tasks=1, ranks=2, parents=(),
+                    category="cleanup", maxjobs=None, roots=1, script=f"{sub}/create_dir_w_0_local/create_dir_w_0_local.sh"),
+        ClusterSpec("merge_mid", ClusterKind.LABEL, f"{sub}/merge_mid", f"{sub}/merge_mid/merge_mid.dag", tasks=3, ranks=3,
+                    parents=("create_dir_w_0_local",), retry=2, runtime=12.5, critical_path=7.0, roots=2, queue="debug",
+                    account="m1", directives=("#SBATCH --mem=1G",), script=f"{sub}/merge_mid/merge_mid.slurm"),
+        ClusterSpec("subdax_inner_ID1", ClusterKind.SUBWORKFLOW, f"{sub}/subdax_inner_ID1",
+                    f"{sub}/subdax_inner_ID1/subdax_inner_ID1.dag", tasks=1, ranks=0, parents=("merge_mid",), roots=1,
+                    subworkflow=SubworkflowSpec(str(tmp_path / "inner.yml"), f"{sub}/inner_ID1.000",
+                                                ("--cluster", "whole", "--cache", "subdax_inner_ID1/c.yml"))),
+    ]
+    write_clusters(sub, PlanInfo("w", "local", "/etc/site.yaml", "slurm"), specs)
+    assert read_clusters(sub) == specs
+    assert plan_site_file(sub) == "/etc/site.yaml"
+
+
+def test_submit_state(tmp_path):
+    state = SubmitState(state_path(str(tmp_path)), plan_id="1a2b", sites={"s": {"file": "/s.yaml", "set": {"account": "m1"}}})
+    for record in (ClusterRecord("a", ClusterState.DONE, site="s", attempts=2, retries=1, job_ids=["41", "57"],
+                                 job_name="pilot-1a2b-a-2", job_stdout="/o", job_stderr="/e", reason="why"),
+                   ClusterRecord("b", ClusterState.QUEUED, site="s", attempts=1, job_ids=["58"], job_name="pilot-1a2b-b-1",
+                                 queue="pending", queue_reason="Priority"),
+                   ClusterRecord("c")):
+        state.clusters[record.name] = record
+    state.save()
+    assert SubmitState.load(str(tmp_path)) == state
+
+
+def test_root_dag(tmp_path):
+    jobs = [RootJob("a", "s", [RootTask("ID1", "t", "")], [], ["pilot", "run", "a.dag"]),
+            RootJob("b", "s", [RootTask("ID2", "t", "")], ["a"], ["pilot", "run", "b.dag"]),
+            RootJob("c", "s", [RootTask("ID3", "t", "")], ["a", "b"], ["pilot", "run", "c.dag"])]
+    for job in jobs:
+        (tmp_path / job.name).mkdir()
+    write_root_files(str(tmp_path), "wf", jobs, "")
+    assert read_root_dag(str(tmp_path / root_dag_name("wf"))) == {job.name: job.parents for job in jobs}
+
+
+def test_rescue_log_read_whole_and_followed(tmp_path):
+    dag = str(tmp_path / "wf.dag")
+    tail = RescueTail(dag)
+    log = RescueLog(rescue_path(dag))
+    for name in ("a", "my task"):
+        log.done(name)
+    assert tail.done() == (False, ["a", "my task"])
+    log.done("c")
+    log.close()
+    assert tail.done() == (False, ["c"])  # each record once
+    assert read_rescue(rescue_path(dag)) == {"a", "my task", "c"}
+    RescueLog(rescue_path(dag), sorted(read_rescue(rescue_path(dag)))).close()  # a restart compacts the log
+    assert tail.done() == (True, ["a", "c", "my task"])
+
+
+def test_jobstate_log_read_whole_and_followed(tmp_path):
+    path = jobstate_path(str(tmp_path))
+    tail = JobstateTail(path)
+    writer = JobstateWriter(path)
+    writer.internal(Marker.PMC_STARTED)
+    writer.event("t1", Event.SUBMIT, "1.0", 1)
+    writer.event("c1", Event.SUBMIT, "4711", 2, site="cori")
+    writer.event("t1", Event.JOB_FAILURE, "-9", 1)
+    writer.internal(Marker.PMC_FINISHED, 1)
+    writer.close()
+    expected = [(INTERNAL, "PMC_STARTED", ""), ("t1", "SUBMIT", "1.0"), ("c1", "SUBMIT", "4711"), ("t1", "JOB_FAILURE", "-9"),
+                (INTERNAL, "PMC_FINISHED", "1")]
+    lines = list(read_jobstate(path))
+    assert [line[1:] for line in lines] == expected
+    assert all(isinstance(line, JobstateLine) and line.time > 0 for line in lines)
+    assert tail.lines() == (False, lines)
+    assert tail.lines() == (False, [])
+
+
+def test_cluster_task_record():
+    for record in (TaskRecord("t1", 1_700_000_000.25, 1.5, -9, "/bin/echo", "node7", 3, 2, 100, "ID7"),
+                   TaskRecord("a]b", 1_700_000_001.0, 0.0, 0, "/x y/z", "h", 1, 1, 0)):
+        line = cluster_task(*record)
+        assert read_task_record(line) == record
+        assert read_task_record("task output" + line) == record  # a task's stdout without a newline at its end
+
+
+def test_a_cluster_task_record_with_fields_added_at_the_end_is_still_read():
+    record = TaskRecord("t1", 1_700_000_000.5, 2.0, 0, "/bin/echo", "node7", 3, 2, 100, "ID7")
+    line = cluster_task(*record)
+    assert line.endswith("memory=100]\n")
+    for added in (', gpus=1]', ', gpus=1, queue="a, b]"]', ', note=]'):
+        assert read_task_record(line.replace("]\n", added + "\n")) == record
+    assert read_task_record(line.replace("duration=2.000", "duration=2.0.0")) is None  # no pilot wrote it
+    assert read_task_record(line.replace('start="', 'start="x')) is None
+    assert read_task_record("[cluster-summary stat=\"ok\"]") is None
+
+
+def test_paths_are_beside_the_dag():
+    assert rescue_path("/d/wf.dag") == "/d/wf.dag.rescue"
+    assert jobstate_path("/d") == str(Path("/d") / "jobstate.log")
