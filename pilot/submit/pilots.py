@@ -159,6 +159,7 @@ class PilotBackend:
         # cluster directory -> the blocks whose end cut it short: its next attempt goes to another, with more time
         self._cut: dict[str, set[str]] = {}
         self.run_dir = os.path.join(submit_dir, "pilots")
+        self._least_ranks: dict[str, int] = {}  # site -> the fewest ranks a node of one of its clusters runs
         for site in sites:
             self._check_fit(site, specs)
 
@@ -171,12 +172,15 @@ class PilotBackend:
             blocks.mpi_launcher(site)
         except ValueError as exc:
             raise ConfigError(f"{site.path or site.name}: {exc}; run without --pilots there") from None
+        least = blocks.node_slots(site)
         for spec in specs:
             if spec.subworkflow is None:
-                need = request_for(site, spec.name, spec.dir, [], ranks=spec.ranks).nodes
+                req = request_for(site, spec.name, spec.dir, [], ranks=spec.ranks)
+                need, least = req.nodes, min(least, req.ranks_per_node)
                 if need > settings.nodes:
                     raise ConfigError(f"cluster {spec.name} needs {need} nodes ({spec.ranks} ranks), pilot jobs on "
                                       f"{site.name} have {settings.nodes}: ask for larger ones (--pilot-nodes {need})")
+        self._least_ranks[site.name] = max(1, least)
 
     # -- the record of blocks ---------------------------------------------------------------
     def _state_path(self) -> str:
@@ -283,7 +287,7 @@ class PilotBackend:
     def _release(self, launch: Launch) -> None:
         self.launches.pop(launch.job_id, None)
         if launch.block is not None:
-            launch.block.apps.pop(launch.job_id, None)
+            launch.block.give(launch.job_id)
             if not launch.block.apps:
                 launch.block.idle_since = self.clock()
 
@@ -315,7 +319,7 @@ class PilotBackend:
             except (OSError, ValueError):
                 pass  # gone already, or on another node: its block ends with the run
         if launch.block is not None:
-            launch.block.apps.pop(launch.job_id, None)
+            launch.block.give(launch.job_id)
 
     def shutdown(self) -> None:
         """End every block of this driver (as it stops: its clusters resume next time from their rescue logs)."""
@@ -363,12 +367,13 @@ class PilotBackend:
     def _place(self, launch: Launch, now: float) -> None:
         cut = self._cut.get(launch.workdir, ())
         running = [b for b in self.blocks if b.site == launch.site and b.running_since is not None
-                   and b.free >= launch.nodes and b.time_left(now) > _margin(b) and b.label not in cut]
+                   and b.fit(launch.nodes, launch.ranks_per_node) is not None and b.time_left(now) > _margin(b)
+                   and b.label not in cut]
         if not running:
             return
         fits = [b for b in running if b.time_left(now) >= launch.makespan + _margin(b)]
         if fits:
-            block = min(fits, key=lambda b: (b.free, -b.time_left(now)))  # pack, then the longest left
+            block = min(fits, key=lambda b: (b.free_slots, -b.time_left(now)))  # pack, then the longest left
         elif self._may_add(launch.site) or any(b.running_since is None for b in self.blocks if b.site == launch.site):
             return  # a new block will fit it better than what is left of these
         else:
@@ -378,10 +383,11 @@ class PilotBackend:
         minutes = pilot_wall_time(block.time_left(now) / 60.0)
         _, host_flag = blocks.mpi_launcher(self.sites[launch.site])
         pilot = [*launch.pilot, "run", "--max-wall-time", f"{minutes:g}", *launch.run_args]
-        launch.future = blocks.launch(block, launch.nodes, launch.ranks_per_node,
+        where = block.fit(launch.nodes, launch.ranks_per_node)
+        assert where is not None  # chosen among the blocks it fits
+        launch.future = blocks.launch(block, launch.job_id, where, launch.ranks_per_node,
                                       (launch.workdir, launch.dag, launch.launcher, host_flag, pilot))
         launch.block = block
-        block.apps[launch.job_id] = launch.nodes
         log.info("%s: started in pilot job %s (%.0f s of wall time left there)", launch.job_id, block.job_id,
                  block.time_left(now))
 
@@ -392,15 +398,16 @@ class PilotBackend:
     def _scale(self, site: SiteConfig, settings: PilotSettings, now: float) -> bool:
         mine = [b for b in self.blocks if b.site == site.name]
         waiting = [x for x in self.launches.values() if x.site == site.name and x.block is None]
-        coming = sum(b.nodes for b in mine if b.running_since is None)
-        wanted = sum(x.nodes for x in waiting)
+        coming = sum(b.nodes * b.slots for b in mine if b.running_since is None)  # in slots (cores)
+        wanted = sum(x.nodes * x.ranks_per_node for x in waiting)
         changed = False
         failures, next_try, _ = self._failed.get(site.name, (0, 0.0, ""))
         while (wanted > coming or len(mine) < settings.min_blocks) and len(mine) < settings.pilots and now >= next_try:
             self._count += 1
             label = f"block{self._count}-{os.getpid()}"
             try:
-                block = blocks.start_block(site, label, settings.nodes, settings.walltime_minutes, self.run_dir)
+                block = blocks.start_block(site, label, settings.nodes, settings.walltime_minutes, self.run_dir,
+                                           settings.nodes * (blocks.node_slots(site) // self._least_ranks[site.name]))
             except Exception as exc:  # noqa: BLE001 - Parsl raises many kinds: the scheduler said no
                 error = " ".join(str(exc).split())[:300]
                 delay = min(300.0, 2.0 ** failures)
@@ -411,7 +418,7 @@ class PilotBackend:
             self.blocks.append(block)
             self._save()  # recorded before anything else: a crash from here on cannot lose it
             mine.append(block)
-            coming += block.nodes
+            coming += block.nodes * block.slots
             changed = True
             log.info("%s: pilot job %s submitted (%d nodes, %.0f min)", site.name, block.job_id, block.nodes,
                      settings.walltime_minutes)

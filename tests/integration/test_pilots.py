@@ -189,3 +189,29 @@ def test_a_cluster_longer_than_a_pilot_job_resumes_in_fresh_ones_and_no_task_run
     assert c["state"] == "done" and c["attempts"] >= 2 and c["retries"] == 0 and c["resubmits"] == c["attempts"] - 1
     assert sorted(ran.read_text().split()) == ["s0", "s1", "s2"]  # each once: DONE tasks never ran again
     assert len(pilot_jobs(sub)) == c["attempts"]  # each attempt in a block of its own, with its whole time
+
+
+@pytest.mark.slurm
+def test_on_slurm_small_clusters_share_the_nodes_of_a_pilot_job(tmp_path):
+    """Four clusters of two ranks in one pilot job whose node has eight cores (cores_per_node): they run at once
+    there, each its own srun step on part of the node, where one cluster a node would run them one by one."""
+    from tests.integration.slurm import require_slurm
+
+    require_slurm()
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
+    spans = tmp_path / "spans.txt"  # outside the workflow's directory, which its cleanup removes
+    jobs = [api.Job("sh", _id=f"t{i}").add_args("-c", f"'s=$(date +%s.%N); sleep 6; echo $s $(date +%s.%N) >> {spans}'")
+            .add_profiles(api.Namespace.PEGASUS, key="label", value=f"L{i}") for i in range(4)]
+    wf = api.Workflow("fan").add_jobs(*jobs).add_transformation_catalog(tc)
+    wf.write(str(tmp_path / "fan.yml"))
+    sub = tmp_path / "sub"
+    res = submit("--site", "container", "--set", VENV_PILOT, "--set", "pegasus_site=local", "--set",
+                 "cores_per_node=8", "--cluster", "label", "--pilots", "1", "--no-monitord", str(tmp_path / "fan.yml"),
+                 "--dir", str(sub), timeout=400)
+    assert res.returncode == 0, res.stderr
+    assert len(pilot_jobs(sub)) == 1 and all(c["state"] == "done" for c in state(sub).values())
+    times = [tuple(map(float, line.split())) for line in spans.read_text().splitlines()]
+    assert len(times) == 4
+    at_once = max(sum(1 for s, e in times if s <= t < e) for t, _ in times)
+    assert at_once >= 3, times  # one at a time without sharing
