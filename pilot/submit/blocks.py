@@ -98,14 +98,14 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
     bin_dir = environment_bin()
     block_dir = os.path.join(run_dir, label)
     os.makedirs(block_dir, exist_ok=True)
-    provider = provider_for(site)
-    scheduler_for(site).size(provider, block_request(site, nodes, walltime_minutes, block_dir))
+    scheduler, provider = scheduler_for(site), provider_for(site)
+    scheduler.size(provider, block_request(site, nodes, walltime_minutes, block_dir))
     provider.nodes_per_block = nodes
     provider.init_blocks, provider.min_blocks, provider.max_blocks = 0, 0, 1
     provider.script_dir = block_dir
     provider.block_ranks = site.ranks_per_node or 1
     init = list(site.worker_init)
-    if site.scheduler == "local":  # the pool reads its nodes from a node file: the "nodes" of this machine
+    if scheduler.single_host:  # the pool reads its nodes from a node file: the "nodes" of this machine
         nodefile = os.path.join(block_dir, "nodefile")
         with open(nodefile, "w", encoding="utf-8") as fh:
             fh.write("localhost\n" * nodes)
@@ -114,7 +114,7 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
     launcher, _ = mpi_launcher(site)
     executor = MPIExecutor(
         label=label, provider=provider, max_workers_per_block=nodes, mpi_launcher=launcher,
-        launch_cmd=os.path.join(bin_dir, DEFAULT_LAUNCH_CMD), address=None if site.scheduler != "local" else "127.0.0.1",
+        launch_cmd=os.path.join(bin_dir, DEFAULT_LAUNCH_CMD), address="127.0.0.1" if scheduler.single_host else None,
         interchange_launch_cmd=os.path.join(bin_dir, "interchange.py"),  # type: ignore[arg-type] # a list in HTEX
         heartbeat_period=HEARTBEAT[0], heartbeat_threshold=HEARTBEAT[1], block_error_handler=False)
     executor.run_dir = block_dir
@@ -129,8 +129,10 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
     block.job_id = str(next(iter(executor.blocks_to_job_id.values())))
     record = getattr(provider, "resources", {}).get(block.job_id, {})
     script = record.get("script_path") or ""
-    # Parsl names the job parsl.<label>.block-<n>.<time>: without the time, as a local job is looked up by name.
-    block.job_name = os.path.basename(script)[:-3].rsplit(".", 2)[0] if script.endswith(".sh") else ""
+    # Parsl names the job parsl.<label>.block-<n>.<time>: without the time, as a local job is looked up by name
+    # (only LocalProvider records its script).
+    suffix = scheduler.parsl_suffix
+    block.job_name = os.path.basename(script)[: -len(suffix)].rsplit(".", 2)[0] if script.endswith(suffix) else ""
     return block
 
 

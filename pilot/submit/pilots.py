@@ -10,7 +10,10 @@ block only when the cluster is ready and a block has room:
 - at each poll (``query``) blocks are asked about through the scheduler
   plug-in (a block that ended takes its clusters with it: they are FINISHED
   and the driver resumes them from their rescue logs, as after a node
-  failure), waiting clusters are started in blocks, best fit first: a block
+  failure; a block pending for a reason its plug-in says never clears is
+  ended, and the clusters waiting on that site fail, as a cluster's own job
+  would: every block there asks for the same), waiting clusters are started
+  in blocks, best fit first: a block
   with the wall time left for the cluster's estimated makespan (from the
   plan's runtimes) before one without, and blocks are added while clusters
   wait for nodes no block has or will have, and ended after ``pilot_idle_timeout``
@@ -43,7 +46,8 @@ from pilot.contracts.clusters import ClusterSpec
 from pilot.contracts.result import ResultError, RunOutcome, read_result
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import JobRequest, pilot_wall_time, request_for
-from pilot.sites import SiteConfig, parse_walltime
+from pilot.sites import SiteConfig
+from pilot.siteschema import parse_walltime
 from pilot.submit import blocks
 from pilot.submit.backend import Backend, JobRef, Submitted
 from pilot.submit.blockapp import MARKER
@@ -156,6 +160,7 @@ class PilotBackend:
         self.launches: dict[str, Launch] = {}
         self._count = 0
         self._failed: dict[str, tuple[int, float, str]] = {}  # site -> (failures in a row, next try, last error)
+        self._never: dict[str, str] = {}  # site -> why its pilot jobs never start (the scheduler's pending reason)
         # cluster directory -> the blocks whose end cut it short: its next attempt goes to another, with more time
         self._cut: dict[str, set[str]] = {}
         self.run_dir = os.path.join(submit_dir, "pilots")
@@ -257,6 +262,8 @@ class PilotBackend:
         if launch is None:  # an attempt of an earlier driver: its block was ended when this one started
             return QueueStatus(QueueState.FINISHED, "its pilot job ended")
         if launch.block is None:
+            if launch.site in self._never:  # the driver cancels it and fails the cluster with this reason
+                return QueueStatus(QueueState.PENDING, self._never[launch.site], never_starts=True)
             failures, _, error = self._failed.get(launch.site, (0, 0.0, ""))
             if failures >= SUBMIT_TRIES:  # the driver cancels it and fails the cluster with this reason
                 return QueueStatus(QueueState.PENDING, f"no pilot job could be submitted ({failures} tries): {error}",
@@ -337,9 +344,15 @@ class PilotBackend:
             states = None  # the queue does not answer: nothing is decided this time
         changed = False
         for block in mine:
-            state = None if states is None else states.get(block.job_id, QueueStatus(QueueState.FINISHED)).state
-            if state is QueueState.FINISHED:
+            status = None if states is None else states.get(block.job_id, QueueStatus(QueueState.FINISHED))
+            if status is not None and status.state is QueueState.FINISHED:
                 self._lost(block)
+                changed = True
+            elif status is not None and status.never_starts:
+                self._never[site.name] = f"its pilot job {block.job_id} never starts: {status.explained}"
+                log.warning("%s: pilot job %s never starts (%s): ending it", site.name, block.job_id, status.explained)
+                blocks.end_block(block)
+                self.blocks.remove(block)
                 changed = True
             elif block.running_since is None and blocks.connected(block):
                 block.running_since = now
@@ -396,7 +409,8 @@ class PilotBackend:
         wanted = sum(x.nodes for x in waiting)
         changed = False
         failures, next_try, _ = self._failed.get(site.name, (0, 0.0, ""))
-        while (wanted > coming or len(mine) < settings.min_blocks) and len(mine) < settings.pilots and now >= next_try:
+        while (wanted > coming or len(mine) < settings.min_blocks) and len(mine) < settings.pilots and now >= next_try \
+                and site.name not in self._never:
             self._count += 1
             label = f"block{self._count}-{os.getpid()}"
             try:
