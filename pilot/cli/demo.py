@@ -40,9 +40,10 @@ def bundled_workflow() -> str:
 def _check_launcher(site_name: str) -> None:
     """A site without a batch system runs the pilot under this machine's mpiexec: say how to get one first."""
     from pilot.sites import load_site
+    from providers import scheduler_for
 
     site = load_site(site_name)
-    if site.scheduler != "local":
+    if not scheduler_for(site).single_host:
         return
     here = os.path.join(os.path.dirname(sys.executable), site.launcher)
     if not os.path.exists(here) and shutil.which(site.launcher) is None:

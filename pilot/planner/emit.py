@@ -35,7 +35,7 @@ from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
 from pilot.util.atomic import write_atomic
-from providers import script_for
+from providers import scheduler_for, script_for
 NOTIFY_FILE = "monitord.notify"  # one empty notifications file that every cluster's braindump names
 
 
@@ -205,7 +205,7 @@ def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions]:
     if cluster.kind == subworkflow.KIND:
         return k, subworkflow.write(cdir, cluster.name, subplans[cluster.jobs[0].index]), "", 0, None, BatchOptions()
     width, critical = width_and_path(cluster, runtime_of)
-    batch = batch_options(cluster, resolver, site.scheduler)
+    batch = batch_options(cluster, resolver, scheduler_for(site))
     e = write_cluster(submit_dir, cluster, lambda path: write_dag(path, cluster, resolver, pfn_of, runtime_of, cdir),
                       width, critical, site, planner_arguments, batch, static_bp)
     for job in cluster.jobs:

@@ -36,6 +36,7 @@ from pilot.errors import PilotError
 from pilot.jobrequest import pilot_wall_time, request_for
 from pilot.sites import SiteConfig
 from pilot.util.tables import table
+from providers import scheduler_for
 
 # Seconds a task costs beyond its own run time under pilot run: the master's
 # round trip and the worker's spawn (bench/latency.py measures about 4 ms per
@@ -63,7 +64,7 @@ class Layout:
 def layout_for(site: SiteConfig, ranks: int, min_cpus: int = 1) -> Layout:
     """The nodes and per-node resources ``pilot submit`` would request for ``ranks`` ranks on ``site``
     (given nodes enough: the "more ranks" fix may ask for more than the site config has)."""
-    if site.scheduler == "local":  # one machine: more ranks are more ranks per node
+    if scheduler_for(site).single_host:  # one machine: more ranks are more ranks per node
         grown = dataclasses.replace(site, nodes=1, ranks_per_node=max(site.ranks_per_node, ranks))
     else:
         grown = dataclasses.replace(site, nodes=max(site.nodes, -(-ranks // site.ranks_per_node)))
@@ -172,7 +173,7 @@ def _fix(dag: Dag, ranks: int, site: SiteConfig, limit: float, min_cpus: int) ->
                 else:
                     lo = mid + 1
             nodes = layout_for(site, hi, min_cpus).nodes
-            if site.scheduler == "local":
+            if scheduler_for(site).single_host:
                 how = f", e.g. --set ranks_per_node={hi}"
             else:
                 how = f", e.g. --set nodes={nodes}" if nodes > site.nodes else ""

@@ -24,6 +24,7 @@ from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.planner.yamlvalues import SAFE_ID
 from pilot.sites import SiteConfig
 from pilot.util.gcpause import gc_paused
+from providers import scheduler_for
 
 SITE_HINTS = ("selector.execution.site", "hints.execution.site")
 log = logging.getLogger("pilot.plan")
@@ -218,7 +219,7 @@ def _plan(req: PlanRequest) -> Plan:
     for line in node_fit_warnings(emitted, site, resolver):
         log.warning("%s", line)
     asked = next((e for e in emitted if e.batch.asked), None)
-    if asked is not None and site.scheduler == "local":
+    if asked is not None and scheduler_for(site).single_host:
         log.warning("cluster %s: its jobs set %s, batch options that site %s, which has no batch system, does not use",
                     asked.cluster.name, ", ".join(asked.batch.asked), site.name)
     return Plan(submit_dir, wf.name, emitted, pruned=len(reused), data_jobs=len(data.made))

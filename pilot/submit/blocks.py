@@ -43,6 +43,7 @@ from pilot.jobrequest import JobRequest, environment_bin
 from pilot.sites import SiteConfig
 
 log = logging.getLogger("pilot.submit")
+SET_ASIDE = ("SLURM_NODELIST", "PBS_NODEFILE")  # the node lists Parsl's pool reads, Slurm's first
 HEARTBEAT = (5, 20)  # seconds: a pool silent this long is lost, and its apps are failed back
 
 
@@ -130,20 +131,23 @@ def block_request(site: SiteConfig, nodes: int, slots: int, walltime_minutes: fl
 
 def node_lines(site: SiteConfig, block_dir: str, nodes: int, slots: int) -> list[str]:
     """Shell lines of the block's script, before its worker pool starts: the block's hosts, once each, into
-    ``hosts`` (what the app names its nodes by, in ``PILOT_BLOCK_HOSTS``), and each host once per slot into
-    the node file the pool counts (``PBS_NODEFILE``; Slurm's own node list is set aside, as the pool would
-    read it first, and the app puts it back for srun)."""
+    ``hosts`` (what the app names its nodes by, in ``PILOT_BLOCK_HOSTS``; the scheduler plug-in says how to
+    list them), and each host once per slot into the node file the pool counts (``PBS_NODEFILE``). The
+    scheduler's own node list is set aside (``PILOT_<name>``), as the pool would read Slurm's first; the app
+    puts it back for its launcher."""
+    from providers import scheduler_for
+
+    scheduler = scheduler_for(site)
     hosts, units = (shlex.quote(os.path.join(block_dir, f)) for f in ("hosts", "units"))
-    if site.scheduler == "local":  # the "nodes" of this machine
+    if scheduler.single_host:  # the "nodes" of this machine
         with open(os.path.join(block_dir, "hosts"), "w", encoding="utf-8") as fh:
             fh.write("localhost\n" * nodes)
         lines = []
-    elif site.scheduler == "slurm":
-        lines = [f'scontrol show hostnames "$SLURM_JOB_NODELIST" > {hosts}',
-                 'export PILOT_SLURM_NODELIST="$SLURM_NODELIST"', "unset SLURM_NODELIST"]
-    else:  # PBS: one line per rank (mpiprocs), the hosts in order, each once
-        lines = ['export PILOT_PBS_NODEFILE="$PBS_NODEFILE"', f"awk '!seen[$0]++' \"$PBS_NODEFILE\" > {hosts}"]
-    return [*lines, f"awk '{{for (i = 0; i < {slots}; i++) print}}' {hosts} > {units}",
+    else:
+        lines = [f"{scheduler.hosts_command} > {hosts}"]
+    for name in SET_ASIDE:
+        lines.append(f'[ -z "${{{name}+x}}" ] || export PILOT_{name}="${name}"')
+    return [*lines, "unset SLURM_NODELIST", f"awk '{{for (i = 0; i < {slots}; i++) print}}' {hosts} > {units}",
             f"export PBS_NODEFILE={units} PILOT_BLOCK_HOSTS={hosts}"]
 
 
@@ -160,8 +164,8 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
     block_dir = os.path.join(run_dir, label)
     os.makedirs(block_dir, exist_ok=True)
     slots = node_slots(site)
-    provider = provider_for(site)
-    scheduler_for(site).size(provider, block_request(site, nodes, slots, walltime_minutes, block_dir))
+    scheduler, provider = scheduler_for(site), provider_for(site)
+    scheduler.size(provider, block_request(site, nodes, slots, walltime_minutes, block_dir))
     provider.nodes_per_block = nodes
     provider.init_blocks, provider.min_blocks, provider.max_blocks = 0, 0, 1
     provider.script_dir = block_dir
@@ -170,7 +174,7 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
     launcher, _ = mpi_launcher(site)
     executor = MPIExecutor(
         label=label, provider=provider, max_workers_per_block=max(apps, nodes), mpi_launcher=launcher,
-        launch_cmd=os.path.join(bin_dir, DEFAULT_LAUNCH_CMD), address=None if site.scheduler != "local" else "127.0.0.1",
+        launch_cmd=os.path.join(bin_dir, DEFAULT_LAUNCH_CMD), address="127.0.0.1" if scheduler.single_host else None,
         interchange_launch_cmd=os.path.join(bin_dir, "interchange.py"),  # type: ignore[arg-type] # a list in HTEX
         heartbeat_period=HEARTBEAT[0], heartbeat_threshold=HEARTBEAT[1], block_error_handler=False)
     executor.run_dir = block_dir
@@ -185,8 +189,10 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
     block.job_id = str(next(iter(executor.blocks_to_job_id.values())))
     record = getattr(provider, "resources", {}).get(block.job_id, {})
     script = record.get("script_path") or ""
-    # Parsl names the job parsl.<label>.block-<n>.<time>: without the time, as a local job is looked up by name.
-    block.job_name = os.path.basename(script)[:-3].rsplit(".", 2)[0] if script.endswith(".sh") else ""
+    # Parsl names the job parsl.<label>.block-<n>.<time>: without the time, as a local job is looked up by name
+    # (only LocalProvider records its script).
+    suffix = scheduler.parsl_suffix
+    block.job_name = os.path.basename(script)[: -len(suffix)].rsplit(".", 2)[0] if script.endswith(suffix) else ""
     return block
 
 

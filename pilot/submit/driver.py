@@ -20,12 +20,12 @@ happened in it. When a job has finished:
 - ``error`` (the pilot could not start: bad DAG, infeasible task, host
   script) or a result file that cannot be read: the cluster fails.
 
-A job pending for a reason waiting cannot cure (the scheduler plug-in says
-``never_starts``) is cancelled and its cluster fails. A failed cluster stops
-only its descendants: everything that does not depend on it is still released
-(DAGMan's semantics); the run ends when nothing more can run. A failed
-submission is retried with exponential back-off, after looking the job up by
-its unique name (it may have reached the queue all the same).
+A job pending for a reason waiting cannot cure (``never_starts`` by its plug-in's
+``pending_reasons``) is cancelled; its cluster fails, saying the reason and what it
+means. A failed cluster stops only its descendants: everything that does not depend
+on it is still released (DAGMan's semantics); the run ends when nothing more can
+run. A failed submission is retried with exponential back-off, after looking the
+job up by its unique name (it may have reached the queue all the same).
 
 The constructor does no I/O: ``Driver.load`` reads the submit directory and
 ``recover()`` is the explicit step that prepares a restart.
@@ -208,7 +208,7 @@ class Driver:
         if status.state is QueueState.PENDING and status.never_starts:
             self._cancel_job(site, c)
             self._log(lambda: self.monitor.aborted(c.name))  # removed from the queue, as condor_rm
-            self._fail(c, f"job {c.job_id} can never start on {site.name}: {status.reason or 'the scheduler says so'} "
+            self._fail(c, f"job {c.job_id} can never start on {site.name}: {status.explained or 'the scheduler says so'} "
                           f"(cancelled; ask for less, or use another site)")
             return True
         reason = "" if status.reason.upper() == status.state.name else status.reason  # no reason, only the state again
@@ -218,9 +218,9 @@ class Driver:
             log.info("cluster %s: job %s running", c.name, c.job_id)
             self._log(lambda: self.monitor.running(c.name))
         elif status.state is QueueState.PENDING and reason:
-            log.info("cluster %s: job %s pending (%s)", c.name, c.job_id, reason)
+            log.info("cluster %s: job %s pending (%s)", c.name, c.job_id, status.explained)
         elif status.state is QueueState.HELD:
-            log.warning("cluster %s: job %s held%s", c.name, c.job_id, f" ({reason})" if reason else "")
+            log.warning("cluster %s: job %s held%s", c.name, c.job_id, f" ({status.explained})" if reason else "")
         c.queue, c.queue_reason = status.state.value, reason
         self._dirty = True
         return True

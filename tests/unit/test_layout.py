@@ -3,9 +3,10 @@
 The import rules are a table: every package of pilot (and providers) is a part,
 and a part may import only the parts listed for it (and itself). The parts form
 layers, bottom up: base (pilot, errors, yamlerrors) < util < dag < contracts <
-monitor < runtime, with the site layer (site configs, job requests, the scheduler
-plug-ins in providers) beside them, and planner, submit and report above; cli
-sits on top. docs/architecture.md explains each part and what flows between them.
+monitor < runtime, with the scheduler plug-ins (providers) < the site layer (site
+configs, job requests) beside them, and planner, submit and report above; cli
+sits on top. No part imports one that imports it. docs/architecture.md explains
+each part and what flows between them.
 """
 
 import ast
@@ -31,13 +32,15 @@ ALLOWED = {
     "monitor": {"base", "util", "dag", "contracts"},
     # The MPI pilot: never the planner, the driver, the site layer or the scheduler plug-ins.
     "runtime": {"base", "util", "dag", "contracts", "monitor"},
-    # Site configs and job requests name their scheduler and launcher, whose registries live in providers.
+    # The scheduler plug-ins name what they read of a site and a request (providers.inputs) instead of importing
+    # the site layer, which checks a site's scheduler and launcher against their registries: one way, no cycle.
+    "providers": {"base", "util"},
     "site": {"base", "util", "providers"},
-    "providers": {"base", "util", "site"},
     "planner": {"base", "util", "dag", "contracts", "site", "providers"},
     # The driver learns how a pilot run ended from contracts.result, never from the runtime.
     "submit": {"base", "util", "dag", "contracts", "monitor", "site", "providers"},
-    "report": {"base", "util", "dag", "contracts", "monitor"},
+    # The plug-ins say which files of a cluster's directory are batch scripts.
+    "report": {"base", "util", "dag", "contracts", "monitor", "providers"},
     "cli": {"base", "util", "dag", "contracts", "monitor", "runtime", "site", "providers", "planner", "submit",
             "report"},
 }
@@ -95,6 +98,17 @@ def test_parts_import_only_what_the_rules_allow():
                 continue
             wrong.append(f"{rel} ({part}) imports {target} ({other})")
     assert not wrong, "imports across the layering rules:\n" + "\n".join(wrong)
+
+
+def test_parts_form_layers():
+    """No part imports, through others, a part that imports it."""
+    def below(path: tuple[str, ...]) -> None:
+        for other in ALLOWED[path[-1]]:
+            assert other not in path, f"import cycle in ALLOWED: {' -> '.join([*path, other])}"
+            below((*path, other))
+
+    for part in ALLOWED:
+        below((part,))
 
 
 def test_runtime_never_imports_planner_submit_or_providers():

@@ -200,6 +200,22 @@ def test_pilot_jobs_that_cannot_be_submitted_fail_the_waiting_clusters_after_bac
     assert status.never_starts and "Batch job submission failed" in status.reason
 
 
+def test_a_pilot_job_that_never_starts_is_ended_and_fails_the_clusters_waiting_for_one(env, monkeypatch):
+    root, clock, queue, engine = env
+    s = spec(root, "c")
+    b, site = backend(env, [s], pilots=1)
+    job = submit(b, site, s)
+    never = QueueStatus(QueueState.PENDING, "PartitionTimeLimit", True, "a walltime longer than the partition allows")
+    monkeypatch.setattr(queue, "query", lambda site, ids: {j: never for j in ids})
+    monkeypatch.setattr(blocks, "connected", lambda block: False)
+    assert b.query(site, [job])[job].state is QueueState.PENDING  # its pilot job submitted, in the queue
+    status = b.query(site, [job])[job]
+    assert status.never_starts and "pilot job 100 never starts: PartitionTimeLimit: a walltime longer" in status.reason
+    assert engine.ended == ["100"] and b.blocks == []
+    b.query(site, [job])
+    assert [x.job_id for x in engine.started] == ["100"]  # no other one asks for the same in vain
+
+
 def test_a_restart_ends_the_blocks_the_last_driver_recorded(env):
     root, clock, queue, engine = env
     s = spec(root, "c")

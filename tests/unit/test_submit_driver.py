@@ -133,6 +133,25 @@ def test_pending_reason_is_kept_and_a_never_starting_job_is_cancelled(tmp_path):
     assert driver.run() is False and a.state is ClusterState.DONE
 
 
+def test_a_never_starting_job_fails_saying_what_its_reason_means(tmp_path, caplog):
+    """The plug-in's pending_reasons judge the job and explain it, in the failure and in the log."""
+    from providers import SCHEDULERS
+
+    slurm = SCHEDULERS["slurm"]
+    driver, queue, _ = setup(tmp_path, {"a": [], "b": []})
+    driver.recover()
+    driver.step()
+    queue.pin("a", slurm.status(QueueState.PENDING, "Priority"))
+    queue.pin("b", slurm.status(QueueState.PENDING, "PartitionTimeLimit"))
+    with caplog.at_level("INFO", logger="pilot.submit"):
+        driver.step()
+    a, b = driver.state.clusters["a"], driver.state.clusters["b"]
+    assert (a.state, a.queue_reason) == (ClusterState.QUEUED, "Priority")
+    assert "pending (Priority: jobs of higher priority are ahead)" in caplog.text
+    assert b.state is ClusterState.FAILED and queue.cancelled == [b.job_id]
+    assert "can never start on a: PartitionTimeLimit: a walltime longer than the partition allows" in b.reason
+
+
 def test_queue_outage_is_waited_out(tmp_path):
     driver, queue, _ = setup(tmp_path, {"a": []})
     driver.recover()

@@ -18,7 +18,7 @@ from pilot.dag import format_dag, parse_dag, read_dag
 from pilot.dag.rescue import RescueLog, read_rescue
 from pilot.errors import ConfigError, DagError
 from pilot.monitor.jobstate import JobstateLog
-from pilot.sites import parse_walltime
+from pilot.siteschema import parse_walltime
 from pilot.submit.lock import SubmitLock, holder
 from pilot.util.atomic import write_atomic
 from pilot.util.safeopen import open_file
