@@ -52,15 +52,6 @@ ALLOWED = {
 EXCEPTIONS = {("pilot/planner/estimate.py", "runtime")}
 
 
-# Temporary, to be removed with the cycle it allows: import cycles known today, each as the set of its
-# modules. The site layer checks names against the scheduler plug-ins' registry while every plug-in
-# imports the site layer's types.
-KNOWN_CYCLES = {
-    frozenset({"pilot.sites", "pilot.siteschema", "providers", "providers.local", "providers.parsl_script",
-               "providers.pbspro", "providers.script", "providers.slurm", "providers.torque"}),
-}
-
-
 class Imported(NamedTuple):
     module: str
     names: tuple[str, ...]  # what ``from module import ...`` takes; () for ``import module``
@@ -164,13 +155,8 @@ def a_cycle(graph: dict[str, set[str]], group: set[str]) -> list[str]:
 def test_no_import_cycles():
     graph = import_graph()
     found = [" -> ".join(a_cycle(graph, group)) + f"  ({len(group)} modules: {', '.join(sorted(group))})"
-             for group in cycles(graph) if frozenset(group) not in KNOWN_CYCLES]
+             for group in cycles(graph)]
     assert not found, "modules that import each other (split the shared part out, or pass it in):\n" + "\n".join(found)
-
-
-def test_known_cycles_are_still_there():
-    gone = KNOWN_CYCLES - {frozenset(group) for group in cycles(import_graph())}
-    assert not gone, f"no longer a cycle, delete it from KNOWN_CYCLES: {[sorted(g) for g in gone]}"
 
 
 def test_the_cycle_finder_finds_cycles():
