@@ -17,7 +17,6 @@ from __future__ import annotations
 import difflib
 import logging
 import os
-import re
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from typing import Any

@@ -1,4 +1,4 @@
-"""``pilot plan``: read, resolve, cluster, emit. Library entry point for the CLI and submit."""
+"""``pilot plan``: read, resolve, cluster, emit, estimate. Library entry point for the CLI and submit."""
 
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ from pilot.planner.dagfile import requested
 from pilot.planner.emit import Emitted, emit
 from pilot.planner.placement import attach, units_of
 from pilot.planner.staging import DataJobs, Executable, executable_lfn, expected_runtime, required_executables
-from pilot.planner.estimate import PlanEstimate
+from pilot.planner.estimate import PlanEstimate, estimate_plan
 from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, Use, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.planner.yamlvalues import SAFE_ID
 from pilot.sites import SiteConfig
 from pilot.util.gcpause import gc_paused
+from pilot.util.tables import plural, table
 from providers import scheduler_for
 
 SITE_HINTS = ("selector.execution.site", "hints.execution.site")
@@ -46,6 +47,7 @@ class PlanRequest:
     cleanup: str | None = None  # none | leaf | inplace (default) | constraint
     cache: list[str] = field(default_factory=list)  # more replica files, read last (pegasus-plan --cache)
     cluster_static_bp: bool = False  # each cluster's own static.bp too (pilot.planner.emit.cluster_static_bp)
+    estimate: bool = False  # also each cluster's makespan, its real schedule simulated (pilot.planner.estimate)
 
 
 @dataclass
@@ -53,9 +55,32 @@ class Plan:
     submit_dir: str
     workflow: str
     emitted: list[Emitted]
-    estimate: PlanEstimate | None = None  # set by callers that ask for it (pilot.planner.estimate)
+    estimate: PlanEstimate | None = None  # when the request asks for it
     pruned: int = 0  # jobs left out by data reuse
     data_jobs: int = 0  # create-dir, stage-in/out, registration, chmod and cleanup jobs added
+
+    def lines(self) -> list[str]:
+        """What ``pilot plan`` and ``pilot submit`` print of a plan: a row per cluster, the totals, the estimate."""
+        rows = [("cluster", "kind", "tasks", "ranks", "runtime", "critical path", "after")]
+        for e in self.emitted:
+            c = e.cluster
+            rows.append((
+                c.name, c.kind, str(len(c.jobs)), str(e.ranks),
+                "-" if c.runtime is None else f"{c.runtime:g} s",
+                "-" if e.critical_path is None else f"{e.critical_path:g} s",
+                ", ".join(p.name for p in c.parents[:3]) + (" ..." if len(c.parents) > 3 else "") or "-",
+            ))
+        out = table(rows[:60])
+        if len(rows) > 60:  # the header and 59 clusters shown
+            out.append(f"... and {plural(len(rows) - 60, 'more cluster')} (see clusters.yml)")
+        tasks = sum(len(e.cluster.jobs) for e in self.emitted)
+        data = f" ({self.data_jobs} of them data jobs)" if self.data_jobs else ""
+        out.append(f"{plural(tasks, 'task')}{data} in {plural(len(self.emitted), 'cluster')}, written to {self.submit_dir}")
+        if self.pruned:
+            out.append(f"{plural(self.pruned, 'job')} left out: their outputs are in the replica catalog (--force runs them)")
+        if self.estimate is not None:
+            out += self.estimate.lines()
+        return out
 
 
 def load(req: PlanRequest) -> Workflow:
@@ -107,13 +132,16 @@ def _from_pmc_dag(path: str) -> Workflow:
 
 def plan(req: PlanRequest) -> Plan:
     """Plan with the cyclic garbage collector paused: every object made lives to the end,
-    and for a million jobs the collector's rescans cost a fifth of the time."""
+    and for a million jobs the collector's rescans cost a fifth of the time. Then, if asked, the estimate."""
     try:
         with gc_paused():
-            return _plan(req)
+            result = _plan(req)
     except OSError as exc:  # inputs are read with their own messages: this is the submit directory
         where = exc.filename or req.submit_dir or "the submit directory"
         raise ConfigError(f"{where}: cannot write the plan: {exc.strerror or exc}; choose another --dir") from None
+    if req.estimate:
+        result.estimate = estimate_plan(result.emitted, req.site, from_dag=req.workflow.endswith(".dag"))
+    return result
 
 
 def _plan(req: PlanRequest) -> Plan:
