@@ -102,7 +102,7 @@ def summary(result) -> str:
     for e in result.emitted:
         c = e.cluster
         rows.append((
-            c.name, c.kind, str(len(c.jobs)), str(e.ranks),
+            c.name, c.kind.value, str(len(c.jobs)), str(e.ranks),
             "-" if c.runtime is None else f"{c.runtime:g} s",
             "-" if e.critical_path is None else f"{e.critical_path:g} s",
             ", ".join(p.name for p in c.parents[:3]) + (" ..." if len(c.parents) > 3 else "") or "-",

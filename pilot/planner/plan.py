@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pilot.dag.cycles import widest_level
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
+from pilot.contracts.clusters import ClusterKind
 from pilot.contracts.rootfiles import PROPERTIES
 from pilot.planner import (catalogs, cleanup, containers, datalayout, gateways, properties, reader, reduce, replicas,
                            subworkflow, sysinfo, yamlstream)
@@ -206,7 +207,7 @@ def _plan(req: PlanRequest) -> Plan:
 
     clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
     if not clusters and "whole" in techniques:  # data reuse left no job: the data jobs are still one cluster
-        clusters = [Cluster(f"merge_{wf.name}", [], "whole", site.handle)]
+        clusters = [Cluster(f"merge_{wf.name}", [], ClusterKind.WHOLE, site.handle)]
     data = DataJobs(wf, lay, wf.catalogs, stageable, reused)
     data.add(units_of(wf, clusters))
     cleanup.add(wf, data, lay, mode)
@@ -241,7 +242,7 @@ def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: Profil
     out: list[str] = []
     for e in emitted:
         c = e.cluster
-        if c.kind == subworkflow.KIND:
+        if c.kind is ClusterKind.SUBWORKFLOW:
             continue  # no batch job of its own
         rpn = request_for(site, c.name, "", [], ranks=e.ranks).ranks_per_node
         if cores and rpn > cores:
@@ -278,7 +279,7 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
         log.warning("%s", line)
     width = widest_level(dag)
     os.makedirs(submit_dir, exist_ok=True)
-    cluster = Cluster(wf.name, [], "whole", req.site.handle)
+    cluster = Cluster(wf.name, [], ClusterKind.WHOLE, req.site.handle)
     text = format_dag(dag)
 
     def write_text(path: str) -> None:
