@@ -54,10 +54,6 @@ class ClusterSpec:
     directives: tuple[str, ...] = ()
     subworkflow: "SubworkflowSpec | None" = None  # only for kind subworkflow
 
-    def rel(self, path: str) -> str:
-        """``path`` relative to the submit directory, for messages."""
-        return os.path.relpath(path, os.path.dirname(self.dir))
-
 
 @dataclass(frozen=True)
 class SubworkflowSpec:

@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from pilot.contracts.clusters import CLUSTERS_FILE, CLUSTERS_FORMAT
+from pilot.contracts.clusters import CLUSTERS_FILE, CLUSTERS_FORMAT, ClusterKind
 from pilot.contracts.rootfiles import PROPERTIES, RootJob, RootTask, write_root_files
 from pilot.contracts.submitdir import write_monitoring_files
 from pilot.dag.parser import read_dag
@@ -151,7 +151,7 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
                           files=tuple((u.lfn, u.metadata or {}) for u in j.uses if u.metadata or (u.writes and u.register)))
                  for j in c.jobs]  # its files with metadata, and the outputs it registers, as Pegasus maps them
         cdir = os.path.dirname(e.dag)
-        if c.kind == subworkflow.KIND:  # driven by a nested pilot submit, as Pegasus runs a nested DAGMan
+        if c.kind is ClusterKind.SUBWORKFLOW:  # driven by a nested pilot submit, as Pegasus runs a nested DAGMan
             command = [sys.executable, "-m", "pilot", "submit", subworkflow.nested_dir(c)]
         else:
             command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag)), ranks=e.ranks).command()
@@ -202,7 +202,7 @@ def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions]:
     submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans, static_bp = _SHARED  # type: ignore[misc]
     cluster = clusters[k]
     cdir = os.path.join(submit_dir, cluster.name)
-    if cluster.kind == subworkflow.KIND:
+    if cluster.kind is ClusterKind.SUBWORKFLOW:
         return k, subworkflow.write(cdir, cluster.name, subplans[cluster.jobs[0].index]), "", 0, None, BatchOptions()
     width, critical = width_and_path(cluster, runtime_of)
     batch = batch_options(cluster, resolver, scheduler_for(site))

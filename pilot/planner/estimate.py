@@ -35,6 +35,7 @@ from pilot.dag.parser import read_dag
 from pilot.errors import PilotError
 from pilot.jobrequest import pilot_wall_time, request_for
 from pilot.sites import SiteConfig
+from pilot.util.graphs import longest_paths
 from pilot.util.tables import table
 from providers import scheduler_for
 
@@ -222,7 +223,6 @@ def estimate_plan(emitted, site: SiteConfig, from_dag: bool = False) -> PlanEsti
     ``#pilot runtime=`` lines.
     """
     estimates = []
-    finish: dict[str, float | None] = {}
     for e in emitted:
         c = e.cluster
         if e.critical_path is None and not from_dag:
@@ -230,12 +230,9 @@ def estimate_plan(emitted, site: SiteConfig, from_dag: bool = False) -> PlanEsti
         else:
             est = estimate_cluster(c.name, e.dag, e.ranks, site)
         estimates.append(est)
-        parents = [finish.get(p.name) for p in c.parents]
-        if est.makespan is None or any(p is None for p in parents):
-            finish[c.name] = None
-        else:
-            finish[c.name] = est.makespan + max((p for p in parents if p is not None), default=0.0)
-    end = None
-    if finish and all(v is not None for v in finish.values()):
-        end = max(v for v in finish.values() if v is not None)
-    return PlanEstimate(site, estimates, end)
+    makespans = [est.makespan for est in estimates if est.makespan is not None]
+    if not estimates or len(makespans) < len(estimates):
+        return PlanEstimate(site, estimates, None)
+    at = {e.cluster.name: k for k, e in enumerate(emitted)}
+    chains = longest_paths(makespans, lambda k: [at[p.name] for p in emitted[k].cluster.parents])
+    return PlanEstimate(site, estimates, max(chains.finish))

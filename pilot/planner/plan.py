@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pilot.dag.cycles import widest_level
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
+from pilot.contracts.clusters import ClusterKind
 from pilot.contracts.rootfiles import PROPERTIES
 from pilot.planner import (catalogs, cleanup, containers, datalayout, gateways, properties, reader, reduce, replicas,
                            subworkflow, sysinfo, yamlstream)
@@ -65,7 +66,7 @@ class Plan:
         for e in self.emitted:
             c = e.cluster
             rows.append((
-                c.name, c.kind, str(len(c.jobs)), str(e.ranks),
+                c.name, c.kind.value, str(len(c.jobs)), str(e.ranks),
                 "-" if c.runtime is None else f"{c.runtime:g} s",
                 "-" if e.critical_path is None else f"{e.critical_path:g} s",
                 ", ".join(p.name for p in c.parents[:3]) + (" ..." if len(c.parents) > 3 else "") or "-",
@@ -235,7 +236,7 @@ def _plan(req: PlanRequest) -> Plan:
 
     clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
     if not clusters and "whole" in techniques:  # data reuse left no job: the data jobs are still one cluster
-        clusters = [Cluster(f"merge_{wf.name}", [], "whole", site.handle)]
+        clusters = [Cluster(f"merge_{wf.name}", [], ClusterKind.WHOLE, site.handle)]
     data = DataJobs(wf, lay, wf.catalogs, stageable, reused)
     data.add(units_of(wf, clusters))
     cleanup.add(wf, data, lay, mode)
@@ -270,7 +271,7 @@ def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: Profil
     out: list[str] = []
     for e in emitted:
         c = e.cluster
-        if c.kind == subworkflow.KIND:
+        if c.kind is ClusterKind.SUBWORKFLOW:
             continue  # no batch job of its own
         rpn = request_for(site, c.name, "", [], ranks=e.ranks).ranks_per_node
         if cores and rpn > cores:
@@ -307,7 +308,7 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
         log.warning("%s", line)
     width = widest_level(dag)
     os.makedirs(submit_dir, exist_ok=True)
-    cluster = Cluster(wf.name, [], "whole", req.site.handle)
+    cluster = Cluster(wf.name, [], ClusterKind.WHOLE, req.site.handle)
     text = format_dag(dag)
 
     def write_text(path: str) -> None:

@@ -32,13 +32,14 @@ import json
 import os
 from dataclasses import dataclass
 
+from pilot.contracts.clusters import ClusterKind
 from pilot.errors import ConfigError
 from pilot.planner import replicas
 from pilot.planner.datalayout import DataLayout
 from pilot.planner.model import Job, JobType, SubJob, Workflow
 from pilot.planner.yamlvalues import fail
 
-KIND = "subworkflow"  # the cluster kind in clusters.yml
+KIND = ClusterKind.SUBWORKFLOW  # the kind of a sub-workflow job's cluster
 CACHE_SUFFIX = ".cache.yml"
 
 # pegasus-plan options a sub-workflow job may pass, and the pilot plan option each becomes (None: dropped,

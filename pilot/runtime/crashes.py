@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, BinaryIO, Callable
 from pilot.dag.model import Dag, Task
 from pilot.errors import DagError
 from pilot.runtime.watchdog import lost_path
-from pilot.util.safeopen import open_fd, open_file
+from pilot.util.safeopen import open_fd, open_file, read_at_most
 from pilot.util.tail import Tail
 
 if TYPE_CHECKING:  # the master's side only: every worker rank imports this module at start, for its Slot
@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # the master's side only: every worker rank imports this modu
 log = logging.getLogger("pilot.master")
 
 SLOT_BYTES = 4096
+MAX_LOG_BYTES = 1 << 24  # of the crash record read back; a line cut there is dropped as a torn one
 _SLOT = re.compile(r"\.running\.(\d+)\Z")
 
 
@@ -130,8 +131,7 @@ def _read_slots(dag: str) -> list[str]:
         if not _SLOT.search(path):
             continue
         try:
-            with open(path, "rb") as fh:
-                data = fh.read(SLOT_BYTES).split(b"\0", 1)[0]
+            data = read_at_most(path, SLOT_BYTES).split(b"\0", 1)[0]
             os.unlink(path)
         except OSError:
             continue
@@ -181,8 +181,7 @@ class CrashLog:
     def __init__(self, dag: str, known: dict) -> None:
         self.path = log_path(dag)
         try:
-            with open(self.path, encoding="utf-8", errors="surrogateescape") as fh:
-                text = fh.read(1 << 24)
+            text = read_at_most(self.path, MAX_LOG_BYTES).decode("utf-8", "surrogateescape")
         except FileNotFoundError:
             text = ""
         except OSError as exc:

@@ -56,12 +56,14 @@ from pilot.util.atomic import write_atomic
 from pilot.util.boundedload import load_json
 from pilot.util.flock import held_elsewhere
 from pilot.util.procs import cmdline
+from pilot.util.safeopen import read_at_most
 from providers.queue import QueueState, QueueStatus
 
 log = logging.getLogger("pilot.submit")
 PREFIX = "pilot:"
 STATE = "pilots.json"
 MAX_STATE_BYTES = 1 << 20
+MARKER_BYTES = 4096  # a launch marker (blockapp.MARKER): "<block id> <host> <launcher pid>"
 GONE_WAIT = 60.0  # seconds a restart waits for ended blocks to leave the queue before it goes on
 SUBMIT_TRIES = 5  # pilot job submissions failing in a row (with back-off) before the clusters waiting for one fail
 
@@ -262,7 +264,7 @@ class PilotBackend:
         """Stop one cluster's launch: its app if it has not started, else its launcher's process group."""
         if launch.future is not None and not launch.future.cancel() and os.path.exists(launch.marker):
             try:
-                _, host, pid = open(launch.marker, encoding="utf-8").read().split()
+                _, host, pid = read_at_most(launch.marker, MARKER_BYTES).decode("utf-8").split()
                 if host == socket.gethostname():
                     os.kill(int(pid), signal.SIGTERM)  # the launcher, which passes it to the cluster's ranks
             except (OSError, ValueError):

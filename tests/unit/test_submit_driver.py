@@ -123,12 +123,12 @@ def test_pending_reason_is_kept_and_a_never_starting_job_is_cancelled(tmp_path):
     queue.pin("b", QueueStatus(QueueState.PENDING, "PartitionConfig", never_starts=True))
     driver.step()
     a, b = driver.state.clusters["a"], driver.state.clusters["b"]
-    assert (a.state, a.queue, a.queue_reason) == (ClusterState.QUEUED, "pending", "Resources")
+    assert (a.state, a.queue, a.queue_reason) == (ClusterState.QUEUED, QueueState.PENDING, "Resources")
     assert b.state is ClusterState.FAILED and "can never start on a: PartitionConfig" in b.reason and "\n" not in b.reason
     assert queue.cancelled == [b.job_id]
     queue.pin("a", QueueStatus(QueueState.HELD, "JobHeldUser"))
     driver.step()
-    assert (a.queue, a.queue_reason) == ("held", "JobHeldUser")
+    assert (a.queue, a.queue_reason) == (QueueState.HELD, "JobHeldUser")
     queue.release("a")
     assert driver.run() is False and a.state is ClusterState.DONE
 
