@@ -86,7 +86,7 @@ def main() -> None:
         start = time.perf_counter()
         dag = read_dag(dag_path)
         parse = time.perf_counter() - start
-        print(f"parse: {len(dag)} tasks, {dag.edge_count()} edges in {parse:.2f} s "
+        print(f"parse: {len(dag)} tasks, {sum(len(t.children) for t in dag)} edges in {parse:.2f} s "
               f"(target < 10 s; {parse / base:.1f}x a bare line split of the file, {base:.2f} s)")
 
         rescue_path = os.path.join(tmp, "big.dag.rescue")

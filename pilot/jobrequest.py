@@ -22,7 +22,9 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 
-from pilot.sites import SiteConfig, format_walltime
+from pilot.sites import SiteConfig
+from pilot.siteschema import format_walltime
+from providers.launchers import SITE_LAUNCHERS, launch_line, split
 
 # Below 10 minutes Pegasus' 5-minute margin would leave nothing: keep 10%, at
 # least 30 s, at most half.
@@ -51,18 +53,12 @@ def host_options(site: SiteConfig) -> list[str]:
     return opts
 
 
-def _split(text: str) -> tuple[str, ...]:
-    from providers.launchers import split
-
-    return split(text)
-
-
 def pilot_args(site: SiteConfig, dag_name: str) -> list[str]:
     """``pilot run`` options for a cluster's batch job on ``site`` (planner scripts and pilot submit alike)."""
     # -o/-e and the invocation records make <cluster>.out the job output pegasus-monitord reads (no file per task).
     base = dag_name[:-4] if dag_name.endswith(".dag") else dag_name
     return ["--max-wall-time", f"{pilot_wall_time(site.walltime_minutes):g}", "--jobstate-log", "--invocation-records",
-            "-o", base + ".out", "-e", base + ".err", *host_options(site), *_split(site.pilot_options), dag_name]
+            "-o", base + ".out", "-e", base + ".err", *host_options(site), *split(site.pilot_options), dag_name]
 
 
 @dataclass
@@ -94,8 +90,6 @@ class JobRequest:
 
     def launch_prefix(self) -> list[str]:
         """The MPI launcher that starts ONE job of ``ranks`` ranks over all nodes."""
-        from providers.launchers import launch_line
-
         return launch_line(self.launcher, self.launcher_options, self.nodes, self.ranks_per_node)
 
     def command(self) -> list[str]:
@@ -116,8 +110,6 @@ def environment_bin() -> str:
 
 def resolve_launcher(site: SiteConfig) -> str:
     """Absolute path of mpiexec/mpirun from the planning environment when it has one (see module doc)."""
-    from providers.launchers import SITE_LAUNCHERS
-
     if os.path.isabs(site.launcher) or site.launcher in SITE_LAUNCHERS or site.launcher_from == "path":
         return site.launcher
     here = os.path.join(environment_bin(), site.launcher)
@@ -125,7 +117,7 @@ def resolve_launcher(site: SiteConfig) -> str:
 
 
 def resolve_pilot(site: SiteConfig) -> list[str]:
-    command = list(_split(site.pilot_command))
+    command = list(split(site.pilot_command))
     if command != ["pilot"]:
         return command
     here = os.path.join(environment_bin(), "pilot")

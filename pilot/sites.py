@@ -7,7 +7,9 @@ shape, fails with one line naming the file, the line and the key, with the
 closest valid key suggested for a typo. ``--set key=value`` values are read
 by the same rules (lists comma-separated). Fields the site marks
 ``required`` (an account, an allocation) must be set, in the file or with
-``--set``.
+``--set``. The ``scheduler`` and ``launcher`` are names in the registries of
+``providers`` (the layer below this one), and ``scheduler_options`` lines
+must start with the scheduler plug-in's directive prefix.
 """
 
 from __future__ import annotations
@@ -15,27 +17,25 @@ from __future__ import annotations
 import difflib
 import logging
 import os
-import re
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from typing import Any
 
 from pilot.errors import ConfigError
-from pilot.siteschema import (ARGS, BOOL, COMMAND, DURATION, KEYLIST, LINES, RUNTIMES, TEXT, TEXTLIST, WORD, Kind,
-                              choice, integer, spec)
+from pilot.siteschema import (ARGS, BOOL, COMMAND, DURATION, LINES, RUNTIMES, TEXT, TEXTLIST, WORD, Kind, choice,
+                              integer, key_list, parse_walltime, spec)
 from pilot.util.boundedload import CONFIG_BYTES, load_yaml_lines, read_text
+from providers import SCHEDULERS  # the one registry of scheduler plug-ins
+from providers.launchers import LAUNCHERS  # the one registry of launcher lines
+
 
 def _launcher(value: str) -> str | None:
-    from providers.launchers import LAUNCHERS  # the one registry of launcher lines
-
     if os.path.basename(value) in LAUNCHERS and (os.sep not in value or os.path.isabs(value)):
         return None
     return f"{value!r} is not one of {', '.join(LAUNCHERS)} (or an absolute path to one)"
 
 
 def _scheduler(value: str) -> str | None:
-    from providers import SCHEDULERS  # the one registry of scheduler plug-ins
-
     return None if value in SCHEDULERS else f"{value!r} is not one of {', '.join(SCHEDULERS)}"
 
 
@@ -85,7 +85,7 @@ class SiteConfig:
     # The container runtimes its compute nodes have (apptainer, singularity, shifter), in the order to use them:
     # a job whose transformation runs in a container of the kind one of them runs is wrapped in it.
     container_runtimes: list[str] = field(default_factory=list, metadata=spec(RUNTIMES))
-    required: list[str] = field(default_factory=list, metadata=spec(KEYLIST))
+    required: list[str] = field(default_factory=list, metadata=spec(key_list(lambda: KEYS)))
     sources: list[str] = field(default_factory=list, metadata=spec(TEXTLIST))
     path: str = ""
 
@@ -109,33 +109,6 @@ class SiteConfig:
 
 KINDS: dict[str, Kind] = {f.name: f.metadata["kind"] for f in fields(SiteConfig) if "kind" in f.metadata}
 KEYS = list(KINDS)
-
-
-MAX_WALLTIME_MINUTES = 366 * 24 * 60
-
-
-def parse_walltime(text: str, where: str = "walltime") -> float:
-    """``[[D-]HH:]MM[:SS]`` or minutes -> minutes (positive)."""
-    value = str(text).strip()
-    m = re.fullmatch(r"(?:(\d+)-)?(\d+):(\d{1,2})(?::(\d{1,2}))?", value)
-    if m:
-        days, h, mi, s = (int(g or 0) for g in m.groups())
-        minutes = days * 1440 + h * 60 + mi + s / 60
-    else:
-        try:
-            minutes = float(value)
-        except ValueError:
-            raise ConfigError(f"{where}: walltime {text!r} is not HH:MM:SS, D-HH:MM:SS or minutes") from None
-    if not minutes > 0:
-        raise ConfigError(f"{where}: walltime {text!r} must be longer than zero")
-    if not minutes <= MAX_WALLTIME_MINUTES:  # inf, 1e400, a typo of many digits
-        raise ConfigError(f"{where}: walltime {text!r} is longer than a year: write HH:MM:SS, D-HH:MM:SS or minutes")
-    return minutes
-
-
-def format_walltime(minutes: float) -> str:
-    seconds = int(round(minutes * 60))
-    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 def shipped_sites() -> dict[str, str]:
@@ -224,8 +197,6 @@ def _check_site(site: SiteConfig, lines: dict[str, int], need_required: bool) ->
         raise ConfigError(f"{where('ranks_per_node')}: ranks_per_node: a pilot needs at least 2 MPI ranks (nodes x ranks_per_node)")
     if site.max_walltime and site.walltime_minutes > parse_walltime(site.max_walltime):
         raise ConfigError(f"{where('walltime')}: walltime: {site.walltime} is longer than the site's max_walltime {site.max_walltime}")
-    from providers import SCHEDULERS
-
     prefix = SCHEDULERS[site.scheduler].directive_prefix
     for line in site.scheduler_options:
         if not prefix or not line.startswith(prefix + " "):

@@ -4,27 +4,48 @@ Every key of ``SiteConfig`` declares its kind in its field metadata
 (``spec(KIND)``). A kind checks a value from a YAML file (already typed) or
 from ``--set`` (text) and returns it normalised, or raises one ConfigError
 line ``where: key: what is wrong``. Lists from ``--set`` are comma-separated.
+A duration is what ``parse_walltime`` reads; a single word what a batch
+directive can hold (``providers.script.is_plain``).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from pilot.errors import ConfigError, shown
+from providers.script import is_plain
 
-_PLAIN = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
 MAX_INTEGER = 2**31 - 1  # nodes, cores, memory in MB, queue sizes: a scheduler reads no more
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+MAX_WALLTIME_MINUTES = 366 * 24 * 60
 
 
+def parse_walltime(text: str, where: str = "walltime") -> float:
+    """``[[D-]HH:]MM[:SS]`` or minutes -> minutes (positive)."""
+    value = str(text).strip()
+    m = re.fullmatch(r"(?:(\d+)-)?(\d+):(\d{1,2})(?::(\d{1,2}))?", value)
+    if m:
+        days, h, mi, s = (int(g or 0) for g in m.groups())
+        minutes = days * 1440 + h * 60 + mi + s / 60
+    else:
+        try:
+            minutes = float(value)
+        except ValueError:
+            raise ConfigError(f"{where}: walltime {text!r} is not HH:MM:SS, D-HH:MM:SS or minutes") from None
+    if not minutes > 0:
+        raise ConfigError(f"{where}: walltime {text!r} must be longer than zero")
+    if not minutes <= MAX_WALLTIME_MINUTES:  # inf, 1e400, a typo of many digits
+        raise ConfigError(f"{where}: walltime {text!r} is longer than a year: write HH:MM:SS, D-HH:MM:SS or minutes")
+    return minutes
 
 
-def is_plain(value: str) -> bool:
-    """A value that needs no quoting anywhere (shell words and batch directive lines alike)."""
-    return bool(_PLAIN.match(value))
+def format_walltime(minutes: float) -> str:
+    seconds = int(round(minutes * 60))
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 @dataclass(frozen=True)
@@ -88,8 +109,6 @@ def _bool(value: Any, from_text: bool) -> bool:  # noqa: ARG001
 
 
 def _duration(value: Any, from_text: bool) -> str:  # noqa: ARG001
-    from pilot.sites import parse_walltime
-
     if isinstance(value, bool) or isinstance(value, (list, dict)):
         raise ValueError(f"{shown(value)} is not a duration (HH:MM:SS, D-HH:MM:SS or minutes)")
     text = _one_line(value, "a duration")
@@ -120,16 +139,16 @@ def _lines(value: Any, from_text: bool) -> list[str]:
     return [_one_line(v, "one line per list entry") for v in value]
 
 
-def _key(value: Any, from_text: bool) -> str:  # noqa: ARG001
-    from pilot.sites import KEYS
+def key_list(keys: Callable[[], Sequence[str]]) -> Kind:
+    """A list of the keys ``keys()`` names: those of the class whose field holds it, known once it is made."""
+    def key(value: Any, from_text: bool) -> str:  # noqa: ARG001
+        text = _one_line(value, "a site key")
+        if text not in keys():
+            close = difflib.get_close_matches(text, keys(), n=1)
+            raise ValueError(f"{text!r} is not a site key" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        return text
 
-    text = _one_line(value, "a site key")
-    if text not in KEYS:
-        import difflib
-
-        close = difflib.get_close_matches(text, KEYS, n=1)
-        raise ValueError(f"{text!r} is not a site key" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    return text
+    return Kind("a list of site keys", _list(key, "site keys"))
 
 
 def integer(minimum: int) -> Kind:
@@ -168,7 +187,6 @@ COMMAND = Kind("a command", _args)
 BOOL = Kind("true or false", _bool)
 DURATION = Kind("a duration", _duration)
 LINES = Kind("a list of lines", _lines)
-KEYLIST = Kind("a list of site keys", _list(_key, "site keys"))
 # Container runtimes a site's compute nodes have, and the container kind of Pegasus' each runs.
 CONTAINER_RUNTIMES = {"apptainer": "singularity", "singularity": "singularity", "shifter": "shifter"}
 

@@ -2,40 +2,44 @@
 
 The rest of pilot only calls the functions here:
 
-- ``scheduler_for(site)``: the site's ``Scheduler``;
+- ``scheduler_for(site)``: the site's ``Scheduler``, which holds every fact about its
+  batch system (``providers.base``);
 - ``script_for(site, req)``: (file suffix, batch script) as ``pilot plan`` writes it;
+- ``script_suffixes()``: the suffixes of every batch script a plug-in or its Parsl
+  provider writes in a cluster's directory;
 - ``provider_for(site)`` / ``submit(provider, site, req, job_name)``: the Parsl
   provider and one submission of that same script (Parsl's SimpleLauncher
   runs the script's single MPI launch once; its default SingleNodeLauncher
   would start one single-rank pilot per task slot);
 - ``query(site, job_ids)``: what the scheduler says about exactly these jobs;
 - ``track`` / ``find``: following jobs after a restart.
+
+Sites and requests are whatever has the attributes ``providers.inputs`` names
+(``pilot.sites.SiteConfig``, ``pilot.jobrequest.JobRequest``): the site layer
+checks its values against the registries here, so nothing here imports it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
+from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.errors import ConfigError, SubmitError
-from providers.base import PendingReason, Scheduler
+from providers.base import Outlook, PendingReason, Scheduler
+from providers.inputs import Request, Site
 from providers.local import Local
 from providers.pbspro import PBSPro
-from providers.queue import QueueState, QueueStatus
 from providers.slurm import Slurm
 from providers.torque import Torque
 
-if TYPE_CHECKING:
-    from pilot.jobrequest import JobRequest
-    from pilot.sites import SiteConfig
-
-__all__ = ["SCHEDULERS", "PendingReason", "QueueState", "QueueStatus", "Scheduler", "find", "provider_for", "query",
-           "scheduler_for", "script_for", "submit", "track"]
+__all__ = ["SCHEDULERS", "Outlook", "PendingReason", "QueueState", "QueueStatus", "Scheduler", "find", "provider_for",
+           "query", "scheduler_for", "script_for", "script_suffixes", "submit", "track"]
 
 # The one registry: a site's ``scheduler:`` value -> its plug-in.
 SCHEDULERS: dict[str, Scheduler] = {s.name: s for s in (Slurm(), PBSPro(), Torque(), Local())}
 
 
-def scheduler_for(site: "SiteConfig") -> Scheduler:
+def scheduler_for(site: Site) -> Scheduler:
     try:
         return SCHEDULERS[site.scheduler]
     except KeyError:
@@ -43,7 +47,7 @@ def scheduler_for(site: "SiteConfig") -> Scheduler:
                           f"{', '.join(SCHEDULERS)}") from None
 
 
-def script_for(site: "SiteConfig", req: "JobRequest") -> tuple[str, str]:
+def script_for(site: Site, req: Request) -> tuple[str, str]:
     """(file suffix, script text) of the batch script for ``req`` on ``site``."""
     from providers.script import render
 
@@ -51,11 +55,16 @@ def script_for(site: "SiteConfig", req: "JobRequest") -> tuple[str, str]:
     return scheduler.suffix, render(scheduler, req)
 
 
-def provider_for(site: "SiteConfig") -> Any:
+def script_suffixes() -> tuple[str, ...]:
+    """The suffixes of the batch scripts plug-ins and their Parsl providers write, each once."""
+    return tuple(dict.fromkeys(suffix for s in SCHEDULERS.values() for suffix in (s.suffix, s.parsl_suffix)))
+
+
+def provider_for(site: Site) -> Any:
     return scheduler_for(site).make_provider(site)
 
 
-def submit(provider: Any, site: "SiteConfig", req: "JobRequest", job_name: str) -> str:
+def submit(provider: Any, site: Site, req: Request, job_name: str) -> str:
     """Submit one cluster; return the batch job id. SubmitError(transient=...) on failure."""
     scheduler_for(site).size(provider, req)
     provider.script_dir = req.workdir  # Parsl writes its script and the job's stdout/stderr here
@@ -83,18 +92,19 @@ def _one_line(exc: Exception) -> str:
     return " / ".join(said) if said else " ".join(str(exc).split())
 
 
-def query(site: "SiteConfig", job_ids: Sequence[str]) -> dict[str, QueueStatus]:
+def query(site: Site, job_ids: Sequence[str]) -> dict[str, QueueStatus]:
     """What ``site``'s scheduler says about exactly ``job_ids`` (one command for all of them).
 
     Every id gets a status; a job the scheduler no longer lists is FINISHED (the
     pilot's result file says how it went). ``never_starts`` marks a pending
-    reason that waiting cannot cure. Raises ``SubmitError(transient=True)``,
+    reason that waiting cannot cure, ``meaning`` says what the plug-in's
+    ``pending_reasons`` make of it. Raises ``SubmitError(transient=True)``,
     with the command's stderr, when the scheduler command fails.
     """
     return scheduler_for(site).query(site, list(job_ids))
 
 
-def track(site: "SiteConfig", provider: Any, jobs: list[tuple[str, str, str]]) -> None:
+def track(site: Site, provider: Any, jobs: list[tuple[str, str, str]]) -> None:
     """Make a fresh provider (after a restart) follow jobs an earlier process submitted.
 
     ``jobs`` are (job id, cluster directory, job name) triples.
@@ -102,7 +112,7 @@ def track(site: "SiteConfig", provider: Any, jobs: list[tuple[str, str, str]]) -
     scheduler_for(site).track(provider, jobs)
 
 
-def find(site: "SiteConfig", workdir: str, job_name: str) -> str | None:
+def find(site: Site, workdir: str, job_name: str) -> str | None:
     """The id of a job submitted under ``job_name`` (Parsl appends a timestamp): "" when the queue
     has none, None when the queue could not be asked."""
     return scheduler_for(site).find(site, workdir, job_name)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from pilot.sites import SiteConfig
+from providers.inputs import Site
 
 
-def block_kwargs(site: "SiteConfig") -> dict[str, Any]:
+def block_kwargs(site: Site) -> dict[str, Any]:
     """pilot submits blocks itself, one per cluster; SimpleLauncher because the script starts its one MPI job."""
     from parsl.launchers import SimpleLauncher
 

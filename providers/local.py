@@ -1,63 +1,61 @@
 """No batch system: Parsl's LocalProvider runs the pilot's script with bash on this machine.
 
 A job id is the pid of the background shell LocalProvider starts; ``ps``
-tells whether it still runs. There is no queue, hence no pending reasons.
+tells whether it still runs. There is no queue, hence no pending reasons,
+and no batch directives. Its jobs share one host: more ranks are more ranks
+on it, and the nodes of a pilot job are this machine's (pilot.submit.blocks).
 """
 
 from __future__ import annotations
 
 import glob
 import os
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
+from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.util.procs import cmdline
 from providers.base import Scheduler
 from providers.commands import Output
+from providers.inputs import Request, Site
 from providers.parsl_script import OwnScript
-from providers.queue import QueueState, QueueStatus
-
-if TYPE_CHECKING:
-    from pilot.jobrequest import JobRequest
-    from pilot.sites import SiteConfig
-
-
-def parse_ps(job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
-    """Statuses from ``ps -o pid=,stat= -p PIDS`` (exit 1 when none of them exists): a zombie or a
-    missing process has finished."""
-    if out.returncode not in (0, 1) or (out.returncode == 1 and out.stderr.strip()):
-        raise out.failure()
-    alive = {}
-    for line in out.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 2:
-            alive[parts[0]] = parts[1]
-    return {j: QueueStatus(QueueState.RUNNING) if j in alive and not alive[j].startswith("Z")
-            else QueueStatus(QueueState.FINISHED, "process ended") for j in job_ids}
 
 
 class Local(Scheduler):
     name = "local"
     template = "local.sh"
     suffix = ".sh"
+    parsl_suffix = ".sh"  # LocalProvider's <job name>.<time>.sh, which it runs with bash
+    single_host = True
+    pegasus_name = "fork"  # Pegasus' gateway that runs jobs on the host itself
 
-    def directives(self, req: "JobRequest") -> dict[str, str | None]:
+    def directives(self, req: Request) -> dict[str, str | None]:
         return {}
 
-    def make_provider(self, site: "SiteConfig") -> Any:
+    def make_provider(self, site: Site) -> Any:
         from parsl.providers import LocalProvider
 
         from providers.common import block_kwargs
 
         return OwnScript.subclass(LocalProvider, self)(**block_kwargs(site))
 
-    def size(self, provider: Any, req: "JobRequest") -> None:
+    def size(self, provider: Any, req: Request) -> None:
         """A local run has no nodes or walltime to ask for."""
 
     def query_command(self, job_ids: Sequence[str]) -> list[str]:
         return ["ps", "-o", "pid=,stat=", "-p", ",".join(job_ids)]
 
     def parse_query(self, job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
-        return parse_ps(job_ids, out)
+        """Statuses from ``ps -o pid=,stat= -p PIDS`` (exit 1 when none of them exists): a zombie or a
+        missing process has finished."""
+        if out.returncode not in (0, 1) or (out.returncode == 1 and out.stderr.strip()):
+            raise out.failure()
+        alive = {}
+        for line in out.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                alive[parts[0]] = parts[1]
+        return {j: QueueStatus(QueueState.RUNNING) if j in alive and not alive[j].startswith("Z")
+                else QueueStatus(QueueState.FINISHED, "process ended") for j in job_ids}
 
     def track(self, provider: Any, jobs: Sequence[tuple[str, str, str]]) -> None:
         """LocalProvider keeps the pid and script of each job; rebuild them after a restart."""
@@ -70,7 +68,7 @@ class Local(Scheduler):
             provider.resources.setdefault(job_id, {"job_id": job_id, "status": JobStatus(JobState.RUNNING),
                                                    "remote_pid": int(job_id), "script_path": script})
 
-    def find(self, site: "SiteConfig", workdir: str, job_name: str) -> str | None:
+    def find(self, site: Site, workdir: str, job_name: str) -> str | None:
         """The pid of the ``bash <script>`` LocalProvider started for ``job_name``; "" if none runs."""
         script = _script(workdir, job_name)
         if script is None:
@@ -88,5 +86,5 @@ def _runs(pid: str, script: str) -> bool:
 
 
 def _script(workdir: str, job_name: str) -> str | None:
-    found = sorted(glob.glob(os.path.join(glob.escape(workdir), glob.escape(job_name) + ".[0-9]*.sh")))
+    found = sorted(glob.glob(os.path.join(glob.escape(workdir), glob.escape(job_name) + ".[0-9]*" + Local.parsl_suffix)))
     return found[-1] if found else None

@@ -2,7 +2,7 @@
 
 Parsl's batch providers fill in their own template; ``OwnScript`` makes them
 write the script ``providers.script.render`` makes from the cluster's
-JobRequest instead, so what ``pilot submit`` sends is what ``pilot plan``
+job request instead, so what ``pilot submit`` sends is what ``pilot plan``
 wrote, differing only in the job name (unique per submission) and its output
 files (named after that job name by Parsl).
 
@@ -17,8 +17,9 @@ import shlex
 import subprocess
 from typing import TYPE_CHECKING, Any
 
+from providers.inputs import Request
+
 if TYPE_CHECKING:
-    from pilot.jobrequest import JobRequest
     from providers.base import Scheduler
 
 
@@ -27,7 +28,7 @@ class OwnScript:
     cluster's job, and left None for a pilot job (pilot.submit.blocks), whose script is Parsl's."""
 
     pilot_scheduler: "Scheduler"
-    request: "JobRequest | None" = None
+    request: Request | None = None
     block_ranks: int = 0  # ranks per node of a pilot job (0: none, a cluster's job)
 
     def _write_submit_script(self, template: Any, script_filename: str, job_name: str | None = None,
@@ -68,4 +69,13 @@ class OwnScript:
 
     @staticmethod
     def subclass(base: type, scheduler: "Scheduler") -> type:
-        return type(f"Pilot{base.__name__}", (OwnScript, base), {"pilot_scheduler": scheduler})
+        """``base`` with this mixin in front. Its commands run through ``execute_wait`` even where ``base``
+        calls ``super().execute_wait`` (Parsl's LSFProvider submits so), which passes over a mixin in front: a
+        class right after ``base``, before its parent, hands such calls back to it."""
+        parent = base.__mro__[1]
+        back = type(f"Own{parent.__name__}", (parent,), {"execute_wait": _execute_wait_of_self})
+        return type(f"Pilot{base.__name__}", (OwnScript, base, back), {"pilot_scheduler": scheduler})
+
+
+def _execute_wait_of_self(self: Any, cmd: str, timeout: float | None = None) -> tuple[int, str, str]:
+    return self.execute_wait(cmd, timeout)  # OwnScript's, first in the provider's classes

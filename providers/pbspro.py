@@ -11,18 +11,16 @@ the scheduler's verdict that it never will.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
-from providers.base import PendingReason, Scheduler
-from providers.commands import Output
-from providers.parsl_script import OwnScript
-from providers.queue import QueueState, QueueStatus
+from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.errors import ConfigError, SubmitError
 from pilot.util.boundedload import parse_json
-
-if TYPE_CHECKING:
-    from pilot.jobrequest import JobRequest
-    from pilot.sites import SiteConfig
+from providers.base import Outlook, PendingReason, Scheduler
+from providers.commands import Output
+from providers.inputs import Request, Site
+from providers.parsl_script import OwnScript
+from providers.qstat import find_by_name
 
 _STATES = {
     "Q": QueueState.PENDING, "W": QueueState.PENDING, "T": QueueState.PENDING,
@@ -34,8 +32,8 @@ _STATES = {
 # PBS explains a queued job in its ``comment``; keyed by the text before the first colon.
 PENDING_REASONS: dict[str, PendingReason] = {
     "Not Running": PendingReason("the scheduler could not start it yet (the comment says what it waits for)"),
-    "Can Never Run": PendingReason("the request exceeds what the server or queue can ever give", True),
-    "Job held": PendingReason("held (qrls releases it)"),
+    "Can Never Run": PendingReason("the request exceeds what the server or queue can ever give", Outlook.NEVER),
+    "Job held": PendingReason("held (qrls releases it)", Outlook.HELD),
 }
 
 
@@ -43,87 +41,22 @@ def _short(job_id: str) -> str:
     return job_id.split(".", 1)[0]
 
 
-def parse_qstat_json(job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
-    """Statuses from ``qstat -x -f -F json IDS``.
-
-    qstat prints the jobs it knows as JSON and one "Unknown Job Id ID" line on
-    stderr (exit 153) for each it does not: those are finished and purged from
-    the history. Any other failure is the command's.
-    """
-    try:
-        jobs = parse_json(out.stdout, "qstat").get("Jobs", {}) if out.stdout.strip() else {}
-    except (ConfigError, AttributeError):
-        raise SubmitError(f"qstat printed no JSON (exit {out.returncode}): {out.stdout[:200]!r} {out.stderr.strip()}",
-                          transient=True) from None
-    unknown = {_short(line.rsplit(None, 1)[-1]) for line in out.stderr.splitlines() if "Unknown Job Id" in line}
-    other = [line for line in out.stderr.splitlines() if line.strip() and "Unknown Job Id" not in line]
-    if out.returncode != 0 and (other or not unknown):
-        raise out.failure()
-    by_short = {_short(k): v for k, v in jobs.items()}
-    result: dict[str, QueueStatus] = {}
-    for job_id in job_ids:
-        job = jobs.get(job_id) or by_short.get(_short(job_id))
-        if job is None:
-            if _short(job_id) not in unknown and out.returncode != 0:
-                raise out.failure()
-            result[job_id] = QueueStatus(QueueState.FINISHED, "not in the queue")
-            continue
-        result[job_id] = status_of(job)
-    return result
-
-
-def status_of(job: dict[str, Any]) -> QueueStatus:
-    code = str(job.get("job_state", ""))
-    state = _STATES.get(code, QueueState.UNKNOWN)
-    comment = str(job.get("comment", "") or "")
-    if state is QueueState.FINISHED:
-        exit_status = job.get("Exit_status")
-        return QueueStatus(state, f"Exit_status {exit_status}" if exit_status is not None else comment)
-    if state is QueueState.HELD and not comment:
-        comment = "Job held"
-    known = PENDING_REASONS.get(comment.split(":", 1)[0].strip())
-    never = bool(known and known.never_starts and state is QueueState.PENDING)
-    return QueueStatus(state, comment or code, never)
-
-
-def find_by_name(site: "SiteConfig", job_name: str) -> str | None:
-    """PBS and Torque: the id of our user's job ``job_name``.<timestamp> ("" if none; None if qstat failed);
-    TorqueProvider puts "parsl." in front.
-
-    ``qstat -f`` lists Job_Name in full (plain qstat truncates names) and Job_Owner as user@host.
-    """
-    import getpass
-
-    from providers.commands import run_command
-    from providers.torque import parse_qstat_full
-
-    try:
-        out = run_command(["qstat", "-f"], site.cmd_timeout)
-    except SubmitError:
-        return None
-    if out.returncode != 0:
-        return None
-    user = getpass.getuser()
-    for job_id, job in parse_qstat_full(out.stdout).items():
-        name = job.get("Job_Name", "")
-        if name.startswith((job_name + ".", "parsl." + job_name + ".")) and job.get("Job_Owner", "").split("@")[0] == user:
-            return job_id
-    return ""
-
-
 class PBSPro(Scheduler):
     name = "pbspro"
     template = "pbspro.sh"
     suffix = ".pbs"
     directive_prefix = "#PBS"
+    memory_directive = "#PBS -l mem={}mb"
+    pegasus_name = "pbs"
+    hosts_command = "awk '!seen[$0]++' \"$PBS_NODEFILE\""  # the node file names a host once per rank (mpiprocs)
     pending_reasons = PENDING_REASONS
 
-    def directives(self, req: "JobRequest") -> dict[str, str | None]:
+    def directives(self, req: Request) -> dict[str, str | None]:
         return {"queue": req.queue, "account": req.account,
                 "resources": f":{req.constraint}" if req.constraint else "",
                 "place": "scatter:excl" if req.exclusive else None}
 
-    def make_provider(self, site: "SiteConfig") -> Any:
+    def make_provider(self, site: Site) -> Any:
         from parsl.providers import PBSProProvider
 
         from providers.common import block_kwargs
@@ -136,7 +69,47 @@ class PBSPro(Scheduler):
         return ["qstat", "-x", "-f", "-F", "json", *job_ids]
 
     def parse_query(self, job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
-        return parse_qstat_json(job_ids, out)
+        """Statuses from ``qstat -x -f -F json IDS``.
 
-    def find(self, site: "SiteConfig", workdir: str, job_name: str) -> str | None:
+        qstat prints the jobs it knows as JSON and one "Unknown Job Id ID" line on
+        stderr (exit 153) for each it does not: those are finished and purged from
+        the history. Any other failure is the command's.
+        """
+        try:
+            jobs = parse_json(out.stdout, "qstat").get("Jobs", {}) if out.stdout.strip() else {}
+        except (ConfigError, AttributeError):
+            raise SubmitError(f"qstat printed no JSON (exit {out.returncode}): {out.stdout[:200]!r} "
+                              f"{out.stderr.strip()}", transient=True) from None
+        unknown = {_short(line.rsplit(None, 1)[-1]) for line in out.stderr.splitlines() if "Unknown Job Id" in line}
+        other = [line for line in out.stderr.splitlines() if line.strip() and "Unknown Job Id" not in line]
+        if out.returncode != 0 and (other or not unknown):
+            raise out.failure()
+        by_short = {_short(k): v for k, v in jobs.items()}
+        result: dict[str, QueueStatus] = {}
+        for job_id in job_ids:
+            job = jobs.get(job_id) or by_short.get(_short(job_id))
+            if job is None:
+                if _short(job_id) not in unknown and out.returncode != 0:
+                    raise out.failure()
+                result[job_id] = QueueStatus(QueueState.FINISHED, "not in the queue")
+                continue
+            result[job_id] = self._job_status(job)
+        return result
+
+    def _job_status(self, job: dict[str, Any]) -> QueueStatus:
+        code = str(job.get("job_state", ""))
+        state = _STATES.get(code, QueueState.UNKNOWN)
+        comment = str(job.get("comment", "") or "")
+        if state is QueueState.FINISHED:
+            exit_status = job.get("Exit_status")
+            return QueueStatus(state, f"Exit_status {exit_status}" if exit_status is not None else comment)
+        if state is QueueState.HELD and not comment:
+            comment = "Job held"
+        return self.status(state, comment or code)
+
+    def reason_code(self, reason: str) -> str:
+        """A comment is a verdict, then details after a colon: "Can Never Run: Insufficient amount of resource"."""
+        return reason.split(":", 1)[0].strip()
+
+    def find(self, site: Site, workdir: str, job_name: str) -> str | None:
         return find_by_name(site, job_name)

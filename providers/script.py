@@ -1,4 +1,4 @@
-"""Render a scheduler's batch-script template (``providers/templates/*.sh``) for one JobRequest.
+"""Render a scheduler's batch-script template (``providers/templates/*.sh``) for one job request.
 
 Templates use ``${name}`` placeholders. A line naming a value the request
 does not have (None: no account, not exclusive, ...) is left out, so a
@@ -20,13 +20,19 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 from pilot.errors import ConfigError
-from pilot.siteschema import is_plain
+from providers.inputs import Request
 
 if TYPE_CHECKING:
-    from pilot.jobrequest import JobRequest
     from providers.base import Scheduler
 
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
+_PLAIN = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
+
+
+def is_plain(value: str) -> bool:
+    """A value that needs no quoting anywhere (shell words and batch directive lines alike): the only kind a
+    directive line may hold. The site layer's single words and the planner's batch options are checked by it."""
+    return bool(_PLAIN.match(value))
 
 
 @functools.lru_cache(maxsize=None)
@@ -40,13 +46,13 @@ def _parsed(name: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple((line, tuple(_PLACEHOLDER.findall(line))) for line in _template(name).splitlines())
 
 
-def output_files(req: "JobRequest", job_name: str) -> tuple[str, str]:
+def output_files(req: Request, job_name: str) -> tuple[str, str]:
     """The batch job's stdout/stderr next to the DAG; relative when the directory is not a plain word."""
     base = f"{req.workdir}/{job_name}" if is_plain(req.workdir) else job_name
     return base + ".batch.out", base + ".batch.err"
 
 
-def values(scheduler: "Scheduler", req: "JobRequest", job_name: str, stdout: str | None, stderr: str | None
+def values(scheduler: "Scheduler", req: Request, job_name: str, stdout: str | None, stderr: str | None
            ) -> tuple[dict[str, str | None], dict[str, str | None]]:
     """(words, blocks): words are quoted here; blocks are whole lines already made safe."""
     out, err = output_files(req, job_name)
@@ -68,7 +74,7 @@ def values(scheduler: "Scheduler", req: "JobRequest", job_name: str, stdout: str
     return words, blocks
 
 
-def render(scheduler: "Scheduler", req: "JobRequest", job_name: str | None = None, stdout: str | None = None,
+def render(scheduler: "Scheduler", req: Request, job_name: str | None = None, stdout: str | None = None,
            stderr: str | None = None) -> str:
     """The batch script for ``req`` (named ``job_name``, default the cluster's name)."""
     words, blocks = values(scheduler, req, job_name or req.name, stdout, stderr)

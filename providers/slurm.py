@@ -7,16 +7,14 @@ one pilot at a time on a small cluster). Pending reasons are Slurm's own codes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+import dataclasses
+from typing import Any, Sequence
 
-from providers.base import PendingReason, Scheduler
+from pilot.contracts.queue import QueueState, QueueStatus
+from providers.base import Outlook, PendingReason, Scheduler
 from providers.commands import Output, run_command
+from providers.inputs import Request, Site
 from providers.parsl_script import OwnScript
-from providers.queue import QueueState, QueueStatus
-
-if TYPE_CHECKING:
-    from pilot.jobrequest import JobRequest
-    from pilot.sites import SiteConfig
 
 SQUEUE_FORMAT = "%i|%T|%r"
 # A job waiting for nodes that are down, drained or failed: Slurm says "ReqNodeNotAvail, UnavailableNodes:..."
@@ -38,17 +36,16 @@ _STATES = {
     "REVOKED": QueueState.FINISHED,
 }
 
-_P, _NEVER = PendingReason, True
-# Reasons a job waits for; ``never_starts`` where the request itself exceeds what the partition,
-# account or QOS allows (an administrator must change the limits or the user the request).
+_P, _HELD, _NEVER = PendingReason, Outlook.HELD, Outlook.NEVER
+# Reasons a job waits for; NEVER where the request itself exceeds what the partition, account or QOS
+# allows (an administrator must change the limits or the user the request).
 PENDING_REASONS: dict[str, PendingReason] = {
-    "None": _P("no reason given"),
     "Priority": _P("jobs of higher priority are ahead"),
     "Resources": _P("waiting for nodes to become free"),
     "Dependency": _P("waiting for a job it depends on"),
     "BeginTime": _P("its start time is in the future"),
-    "JobHeldUser": _P("held by its owner (scontrol release)"),
-    "JobHeldAdmin": _P("held by an administrator"),
+    "JobHeldUser": _P("held by its owner (scontrol release)", _HELD),
+    "JobHeldAdmin": _P("held by an administrator", _HELD),
     "NodeDown": _P("a node it needs is down"),
     "ReqNodeNotAvail": _P("a node it needs is unavailable (down, drained or reserved)"),
     "Reservation": _P("waiting for its advanced reservation"),
@@ -83,34 +80,6 @@ PENDING_REASONS: dict[str, PendingReason] = {
 }
 
 
-def parse_squeue(job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
-    """Statuses from ``squeue -h -j IDS -o '%i|%T|%r'``.
-
-    Slurm forgets a job soon after it ends: an id squeue does not list is
-    FINISHED. With a single unknown id squeue fails with "Invalid job id
-    specified" (with several it prints nothing); any other failure is the
-    command's.
-    """
-    if out.returncode != 0:
-        if "Invalid job id specified" in out.stderr:
-            return {j: QueueStatus(QueueState.FINISHED, "not in the queue") for j in job_ids}
-        raise out.failure()
-    seen: dict[str, QueueStatus] = {}
-    for line in out.stdout.splitlines():
-        parts = line.strip().split("|", 2)
-        if len(parts) != 3:
-            continue
-        job_id, state_name, reason = parts
-        state = _STATES.get(state_name, QueueState.UNKNOWN)
-        if state is QueueState.PENDING and reason.startswith("JobHeld"):
-            state = QueueState.HELD
-        code = reason.split(",", 1)[0].strip()
-        known = PENDING_REASONS.get(code)
-        never = bool(known and known.never_starts and state is QueueState.PENDING)
-        seen[job_id] = QueueStatus(state, reason if reason != "None" else state_name, never)
-    return {j: seen.get(j, QueueStatus(QueueState.FINISHED, "not in the queue")) for j in job_ids}
-
-
 def in_service(sinfo: str) -> bool:
     """Whether any node of ``sinfo -h -o '%P|%t' -p PARTITION`` can take a new job."""
     for line in sinfo.splitlines():
@@ -125,13 +94,16 @@ class Slurm(Scheduler):
     template = "slurm.sh"
     suffix = ".slurm"
     directive_prefix = "#SBATCH"
+    memory_directive = "#SBATCH --mem={}"
+    pegasus_name = "slurm"
+    hosts_command = 'scontrol show hostnames "$SLURM_JOB_NODELIST"'
     pending_reasons = PENDING_REASONS
 
-    def directives(self, req: "JobRequest") -> dict[str, str | None]:
+    def directives(self, req: Request) -> dict[str, str | None]:
         return {"partition": req.queue, "account": req.account, "qos": req.qos, "constraint": req.constraint,
                 "exclusive": "" if req.exclusive else None}
 
-    def make_provider(self, site: "SiteConfig") -> Any:
+    def make_provider(self, site: Site) -> Any:
         from parsl.providers import SlurmProvider
 
         from providers.common import block_kwargs
@@ -145,9 +117,33 @@ class Slurm(Scheduler):
         return ["squeue", "-h", "-j", ",".join(job_ids), "-o", SQUEUE_FORMAT]
 
     def parse_query(self, job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
-        return parse_squeue(job_ids, out)
+        """Statuses from ``squeue -h -j IDS -o '%i|%T|%r'``.
 
-    def query(self, site: "SiteConfig", job_ids: Sequence[str]) -> dict[str, QueueStatus]:
+        Slurm forgets a job soon after it ends: an id squeue does not list is
+        FINISHED. With a single unknown id squeue fails with "Invalid job id
+        specified" (with several it prints nothing); any other failure is the
+        command's.
+        """
+        if out.returncode != 0:
+            if "Invalid job id specified" in out.stderr:
+                return {j: QueueStatus(QueueState.FINISHED, "not in the queue") for j in job_ids}
+            raise out.failure()
+        seen: dict[str, QueueStatus] = {}
+        for line in out.stdout.splitlines():
+            parts = line.strip().split("|", 2)
+            if len(parts) != 3:
+                continue
+            job_id, state_name, reason = parts
+            # "None" (no reason) shows as the state, which no reason names
+            seen[job_id] = self.status(_STATES.get(state_name, QueueState.UNKNOWN),
+                                       reason if reason != "None" else state_name)
+        return {j: seen.get(j, QueueStatus(QueueState.FINISHED, "not in the queue")) for j in job_ids}
+
+    def reason_code(self, reason: str) -> str:
+        """squeue's %r is a code, then details after a comma: "ReqNodeNotAvail, UnavailableNodes:node2"."""
+        return reason.split(",", 1)[0].strip()
+
+    def query(self, site: Site, job_ids: Sequence[str]) -> dict[str, QueueStatus]:
         """squeue's answer; a job waiting for unavailable nodes never starts when no node of the
         site's partition is in service (all down, drained or failed): nobody but an administrator
         can change that, and a run must not wait for it forever."""
@@ -163,11 +159,11 @@ class Slurm(Scheduler):
         if in_service(lines):
             return statuses
         for j in waiting:
-            statuses[j] = QueueStatus(QueueState.PENDING, f"{statuses[j].reason} (no node of the partition is in service)",
-                                      True)
+            statuses[j] = dataclasses.replace(statuses[j], reason=f"{statuses[j].reason} (no node of the partition is "
+                                              "in service)", never_starts=True)
         return statuses
 
-    def find(self, site: "SiteConfig", workdir: str, job_name: str) -> str | None:
+    def find(self, site: Site, workdir: str, job_name: str) -> str | None:
         """Our job by its name: ``squeue --name`` wants the full name, so list our user's jobs' names."""
         import getpass
 

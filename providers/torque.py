@@ -9,17 +9,14 @@ pilot's result file.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
+from pilot.contracts.queue import QueueState, QueueStatus
 from providers.base import PendingReason, Scheduler
 from providers.commands import Output
+from providers.inputs import Request, Site
 from providers.parsl_script import OwnScript
-from providers.pbspro import find_by_name
-from providers.queue import QueueState, QueueStatus
-
-if TYPE_CHECKING:
-    from pilot.jobrequest import JobRequest
-    from pilot.sites import SiteConfig
+from providers.qstat import find_by_name, parse_qstat_full
 
 _STATES = {
     "Q": QueueState.PENDING, "W": QueueState.PENDING, "T": QueueState.PENDING,
@@ -32,52 +29,20 @@ _STATES = {
 PENDING_REASONS: dict[str, PendingReason] = {}
 
 
-def parse_qstat_full(text: str) -> dict[str, dict[str, str]]:
-    """``qstat -f`` blocks -> {job id: {key: value}}."""
-    jobs: dict[str, dict[str, str]] = {}
-    current: dict[str, str] | None = None
-    for line in text.splitlines():
-        if line.startswith("Job Id:"):
-            current = jobs.setdefault(line.split(":", 1)[1].strip(), {})
-        elif current is not None and "=" in line:
-            key, value = line.split("=", 1)
-            current[key.strip()] = value.strip()
-    return jobs
-
-
-def parse_qstat(job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
-    """Statuses from ``qstat -f IDS``: a job qstat does not list is finished."""
-    # 153: some id is unknown (Torque says "Unknown Job Id"; Slurm's wrapper says nothing)
-    unknown_only = out.returncode == 153 and (not out.stderr.strip() or "Unknown Job Id" in out.stderr)
-    if out.returncode != 0 and not unknown_only:
-        raise out.failure()
-    jobs = parse_qstat_full(out.stdout)
-    by_short = {k.split(".", 1)[0]: v for k, v in jobs.items()}
-    result: dict[str, QueueStatus] = {}
-    for job_id in job_ids:
-        job = jobs.get(job_id) or by_short.get(job_id.split(".", 1)[0])
-        if job is None:
-            result[job_id] = QueueStatus(QueueState.FINISHED, "not in the queue")
-            continue
-        code = job.get("job_state", "")
-        state = _STATES.get(code, QueueState.UNKNOWN)
-        exit_status = job.get("exit_status")
-        reason = f"exit_status {exit_status}" if state is QueueState.FINISHED and exit_status else job.get("comment", code)
-        result[job_id] = QueueStatus(state, reason)
-    return result
-
-
 class Torque(Scheduler):
     name = "torque"
     template = "torque.sh"
     suffix = ".pbs"
     directive_prefix = "#PBS"
+    memory_directive = "#PBS -l mem={}mb"
+    pegasus_name = "pbs"
+    hosts_command = "awk '!seen[$0]++' \"$PBS_NODEFILE\""  # the node file names a host once per rank (ppn)
     pending_reasons = PENDING_REASONS
 
-    def directives(self, req: "JobRequest") -> dict[str, str | None]:
+    def directives(self, req: Request) -> dict[str, str | None]:
         return {"queue": req.queue, "account": req.account}
 
-    def make_provider(self, site: "SiteConfig") -> Any:
+    def make_provider(self, site: Site) -> Any:
         from parsl.providers import TorqueProvider
 
         from providers.common import block_kwargs
@@ -90,7 +55,27 @@ class Torque(Scheduler):
         return ["qstat", "-f", *job_ids]
 
     def parse_query(self, job_ids: Sequence[str], out: Output) -> dict[str, QueueStatus]:
-        return parse_qstat(job_ids, out)
+        """Statuses from ``qstat -f IDS``: a job qstat does not list is finished."""
+        # 153: some id is unknown (Torque says "Unknown Job Id"; Slurm's wrapper says nothing)
+        unknown_only = out.returncode == 153 and (not out.stderr.strip() or "Unknown Job Id" in out.stderr)
+        if out.returncode != 0 and not unknown_only:
+            raise out.failure()
+        jobs = parse_qstat_full(out.stdout)
+        by_short = {k.split(".", 1)[0]: v for k, v in jobs.items()}
+        result: dict[str, QueueStatus] = {}
+        for job_id in job_ids:
+            job = jobs.get(job_id) or by_short.get(job_id.split(".", 1)[0])
+            if job is None:
+                result[job_id] = QueueStatus(QueueState.FINISHED, "not in the queue")
+                continue
+            code = job.get("job_state", "")
+            state = _STATES.get(code, QueueState.UNKNOWN)
+            exit_status = job.get("exit_status")
+            if state is QueueState.FINISHED and exit_status:
+                result[job_id] = QueueStatus(state, f"exit_status {exit_status}")
+            else:
+                result[job_id] = self.status(state, job.get("comment", code))
+        return result
 
-    def find(self, site: "SiteConfig", workdir: str, job_name: str) -> str | None:
+    def find(self, site: Site, workdir: str, job_name: str) -> str | None:
         return find_by_name(site, job_name)

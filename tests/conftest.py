@@ -46,6 +46,11 @@ def simulate(dag: str, hosts: list[SimHost] | None = None, events=None, **kw) ->
     return master.run(), cluster, master
 
 
+def start_order(cluster: SimCluster) -> list[str]:
+    """The tasks a simulated run started, in the order it started them (a task once per attempt)."""
+    return [name for _, name, _ in cluster.started]
+
+
 def mpiexec() -> str | None:
     """The mpiexec next to this interpreter (the mpich wheel's), else one on PATH."""
     here = Path(sys.executable).parent / "mpiexec"

@@ -41,9 +41,10 @@ def bundled_workflow() -> str:
 def _check_launcher(site_name: str) -> None:
     """A site without a batch system runs the pilot under this machine's mpiexec: say how to get one first."""
     from pilot.sites import load_site
+    from providers import scheduler_for
 
     site = load_site(site_name)
-    if site.scheduler != "local":
+    if not scheduler_for(site).single_host:
         return
     here = os.path.join(os.path.dirname(sys.executable), site.launcher)
     if not os.path.exists(here) and shutil.which(site.launcher) is None:
@@ -90,25 +91,20 @@ def main(argv: Sequence[str]) -> int:
 def monitoring(submit_dir: str) -> int:
     """pegasus-status and pegasus-statistics on the whole run; print its task and job counts."""
     from pilot.submit.monitord import pegasus_cli
+    from pilot.submit.statistics import workflow_statistics
 
-    status, stats = pegasus_cli("pegasus-status"), pegasus_cli("pegasus-statistics")
-    if status is None or stats is None:
+    status = pegasus_cli("pegasus-status")
+    if status is None or pegasus_cli("pegasus-statistics") is None:
         print("(pegasus-wms is incomplete: no pegasus-status/pegasus-statistics)")
         return 1
     print(f"\n== pegasus-status -Q -l {submit_dir}", flush=True)
     subprocess.call([*status, "-Q", "-l", submit_dir])
     print(f"\n== pegasus-statistics -s all {submit_dir}", flush=True)
-    subprocess.run([*stats, "-s", "all", submit_dir], cwd=submit_dir, capture_output=True)
-    summary = os.path.join(submit_dir, "statistics", "summary.txt")
-    rows: dict[str, list[str]] = {}
-    if os.path.exists(summary):
-        with open(summary, encoding="utf-8") as fh:
-            rows = {line.split()[0]: line.split() for line in fh if line.startswith(("Tasks", "Jobs"))}
-    if set(rows) != {"Tasks", "Jobs"}:
+    stats = workflow_statistics(submit_dir)
+    if stats is None:
         print(f"no statistics (see {os.path.join(submit_dir, 'monitord.out')})")
         return 1
-    for kind, what in (("Tasks", "tasks (Pegasus jobs)"), ("Jobs", "jobs (clusters)")):
-        r = rows[kind]
-        print(f"{what}: succeeded {r[1]}, failed {r[2]}, incomplete {r[3]}, total {r[4]}, retries {r[5]}")
-    ok = all(rows[k][1] == rows[k][4] and int(rows[k][4]) > 0 for k in rows)
-    return 0 if ok else 1
+    for counts, what in ((stats.tasks, "tasks (Pegasus jobs)"), (stats.jobs, "jobs (clusters)")):
+        print(f"{what}: succeeded {counts.succeeded}, failed {counts.failed}, incomplete {counts.incomplete}, "
+              f"total {counts.total}, retries {counts.retries}")
+    return 0 if stats.tasks.complete and stats.jobs.complete else 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from pilot.contracts.clusters import clusters_path
 from pilot.errors import UsageError
@@ -13,7 +13,10 @@ from pilot.planner.cleanup import MODES
 from pilot.planner.clustering import DEFAULT_CLUSTER
 from pilot.planner.datalayout import DEFAULT_OUTPUT_SITE
 from pilot.util.cmdline import Parser
-from pilot.util.tables import plural, table
+
+if TYPE_CHECKING:  # the planner's modules are imported when a plan is made, not to read the options
+    from pilot.planner.plan import PlanRequest
+    from pilot.sites import SiteConfig
 
 CLUSTER_HELP = (
     f"how jobs are grouped into batch jobs (default: {DEFAULT_CLUSTER}): whole puts the whole workflow in one batch "
@@ -81,50 +84,27 @@ def output_site(spec: str) -> str | None:
     return names[0]
 
 
-def plan_from_args(ns: argparse.Namespace, argv: Sequence[str]):
-    from pilot.planner.estimate import estimate_plan
-    from pilot.planner.plan import PlanRequest, plan
-    from pilot.sites import load_site
+def plan_request(ns: argparse.Namespace, argv: Sequence[str], site: SiteConfig) -> PlanRequest:
+    """The plan the options ask for, on ``site`` (pilot submit's first site), with its estimate."""
+    from pilot.planner.plan import PlanRequest
 
-    site = load_site(ns.site, site_overrides(ns.set))
-    result = plan(PlanRequest(
+    return PlanRequest(
         workflow=ns.workflow, site=site, cluster=ns.cluster.split(","),
         submit_dir=ns.submit_dir, conf=ns.conf, tc=ns.tc, sc=ns.sc, force=ns.force, argv=list(argv),
         replicas=ns.replicas, output_site=output_site(ns.output_sites), cleanup=ns.cleanup, cache=ns.cache,
-        cluster_static_bp=ns.cluster_static_bp,
-    ))
-    result.estimate = estimate_plan(result.emitted, site, from_dag=ns.workflow.endswith(".dag"))
-    return result
-
-
-def summary(result) -> str:
-    rows = [("cluster", "kind", "tasks", "ranks", "runtime", "critical path", "after")]
-    for e in result.emitted:
-        c = e.cluster
-        rows.append((
-            c.name, c.kind, str(len(c.jobs)), str(e.ranks),
-            "-" if c.runtime is None else f"{c.runtime:g} s",
-            "-" if e.critical_path is None else f"{e.critical_path:g} s",
-            ", ".join(p.name for p in c.parents[:3]) + (" ..." if len(c.parents) > 3 else "") or "-",
-        ))
-    lines = table(rows[:60])
-    if len(rows) > 60:  # the header and 59 clusters shown
-        lines.append(f"... and {plural(len(rows) - 60, 'more cluster')} (see clusters.yml)")
-    tasks = sum(len(e.cluster.jobs) for e in result.emitted)
-    data = f" ({result.data_jobs} of them data jobs)" if result.data_jobs else ""
-    lines.append(f"{plural(tasks, 'task')}{data} in {plural(len(result.emitted), 'cluster')}, written to {result.submit_dir}")
-    if result.pruned:
-        lines.append(f"{plural(result.pruned, 'job')} left out: their outputs are in the replica catalog (--force runs them)")
-    if result.estimate is not None:
-        lines += result.estimate.lines()
-    lines.append(f"cluster DAG: {clusters_path(result.submit_dir)}; submit with: pilot submit --site SITE {result.submit_dir}")
-    return "\n".join(lines)
+        cluster_static_bp=ns.cluster_static_bp, estimate=True,
+    )
 
 
 def main(argv: Sequence[str]) -> int:
+    from pilot.planner.plan import plan
+    from pilot.sites import load_site
+
     ns = build_parser().parse_args(list(argv))
     # The planner's warnings (and with -v its reasons) as "pilot plan: ..." lines on stderr.
     logging.basicConfig(level=logging.INFO if ns.verbose else logging.WARNING, stream=sys.stderr,
                         format="pilot plan: %(message)s")
-    print(summary(plan_from_args(ns, argv)))
+    result = plan(plan_request(ns, argv, load_site(ns.site, site_overrides(ns.set))))
+    print("\n".join([*result.lines(), f"cluster DAG: {clusters_path(result.submit_dir)}; submit with: "
+                     f"pilot submit --site SITE {result.submit_dir}"]))
     return 0

@@ -20,6 +20,8 @@ checks it):
   ``pilot submit``;
 - ``jobstate``: ``jobstate.log``, job events; written by ``pilot run`` (per task) and ``pilot submit`` (per
   cluster), followed by ``pilot submit``, read by ``pilot report`` and pegasus-monitord;
+- ``queue``: ``QueueState`` and ``QueueStatus``, what a scheduler plug-in (providers) answers about a batch
+  job; read by ``pilot submit``, which keeps the last state in ``submit.state.json``;
 - ``taskrecord``: the ``[cluster-task]`` record of each task attempt; written by ``pilot run`` into the task's
   stdout, read by ``pilot report``, pegasus-exitcode and pegasus-monitord.
 """

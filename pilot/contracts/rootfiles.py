@@ -40,6 +40,7 @@ from pilot.contracts.submitdir import REPLAN, _q, load_braindump, write_braindum
 from pilot.errors import ConfigError
 from pilot.util.atomic import write_atomic
 from pilot.util.boundedload import read_text
+from pilot.util.safeopen import read_at_most
 
 NOTIFY_FILE = "monitord.notify"
 DAX_KIND = (10, "dax")  # Pegasus' type of a sub-workflow job
@@ -134,6 +135,7 @@ def post_command(submit_dir: str, cluster: str) -> list[str]:
 
 
 PROPERTIES = "pegasus.properties"
+MAX_SUB_BYTES = 1 << 20  # a job's .sub file, which pilot wrote: a few lines
 
 
 def write_properties(submit_dir: str, properties: dict[str, str] | None) -> str:
@@ -212,8 +214,8 @@ def set_environment(submit_dir: str, cluster: str, env: dict[str, str]) -> None:
             raise ConfigError(f"{sub_path(submit_dir, cluster)}: {key}={value!r} cannot be written into an HTCondor "
                               "environment line (no spaces or quotes); move the submit directory to a plainer path")
     path = sub_path(submit_dir, cluster)
-    with open(path, encoding="utf-8") as fh:
-        lines = [line for line in fh.read(1 << 20).splitlines(True) if not line.startswith("environment =")]
+    text = read_at_most(path, MAX_SUB_BYTES).decode("utf-8")
+    lines = [line for line in text.splitlines(True) if not line.startswith("environment =")]
     at = next((k for k, line in enumerate(lines) if line.strip() == "queue"), len(lines))
     lines.insert(at, 'environment = "' + " ".join(f"{k}={v}" for k, v in env.items()) + '"\n')
     write_atomic(path, "".join(lines))

@@ -22,6 +22,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from pilot.contracts.queue import QueueState
 from pilot.errors import ConfigError, shown
 from pilot.util.atomic import atomic_file
 from pilot.util.boundedload import load_json
@@ -63,7 +64,7 @@ class ClusterRecord:
     job_stderr: str | None = None
     submit_errors: int = 0
     reason: str = ""  # why it is failed, cancelled or waiting for another attempt
-    queue: str = ""  # the scheduler's last QueueState value for the current job
+    queue: QueueState | None = None  # the scheduler's last word on the current job (None: none yet; "" on disk)
     queue_reason: str = ""  # and its pending reason
 
     @property
@@ -73,6 +74,7 @@ class ClusterRecord:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["state"] = self.state.value
+        data["queue"] = "" if self.queue is None else self.queue.value
         return data
 
 
@@ -109,6 +111,16 @@ def _sites(value: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _queue_state(value: str | None) -> QueueState | None:
+    """The scheduler's last word as written ("": none yet)."""
+    if not value:
+        return None
+    try:
+        return QueueState(value)
+    except ValueError:
+        raise ValueError(f"queue: {shown(value)} is not a queue state ({', '.join(s.value for s in QueueState)})") from None
+
+
 def _record(item: Any) -> ClusterRecord:
     """One cluster's record, every field of its type; a cluster queued without a job id is in doubt."""
     if not isinstance(item, dict):
@@ -125,7 +137,8 @@ def _record(item: Any) -> ClusterRecord:
     ids = item.get("job_ids", [])
     if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
         raise TypeError(f"job_ids: {shown(ids)} is not a list of job ids")
-    c = ClusterRecord(**{**item, "job_ids": list(ids), "state": ClusterState(item.get("state"))})
+    c = ClusterRecord(**{**item, "job_ids": list(ids), "state": ClusterState(item.get("state")),
+                         "queue": _queue_state(item.get("queue"))})
     if c.state in ACTIVE and not c.site:
         raise ValueError(f"cluster {c.name} is {c.state.value} on no site")
     if c.state is ClusterState.QUEUED and not c.job_ids:

@@ -224,6 +224,3 @@ class Dag:
         else:
             c.parents = [p]
         return True
-
-    def edge_count(self) -> int:
-        return sum(len(t.children) for t in self.tasks.values())

@@ -1,4 +1,14 @@
-"""Write a Dag back in PMC grammar (the planner's output, golden-file tested)."""
+"""Write PMC DAGs: the one writer of their lines, for the planner and for ``format_dag``.
+
+A DAG is written task by task, then its edges. Per task: ``#pilot cwd=`` and
+``#pilot env`` where they change from the task before (``ContextNotes``), the
+``#@`` annotation, the ``#pilot runtime=`` and stdio notes, the TASK record
+(``task_text`` puts them in that order); then one EDGE record per edge.
+The planner streams a cluster's jobs through these functions
+(pilot.planner.dagfile) without building Task objects, a TASK's options
+made from the job's profiles; ``format_dag`` writes a parsed Dag back. Both
+are golden-file tested (tests/golden).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +18,21 @@ from pilot.dag.lexer import quote_arg
 from pilot.dag.model import Dag, Task
 from pilot.errors import DagError
 
+Env = tuple[tuple[str, str], ...]
+
+
+def task_record(name: str, command: str) -> str:
+    """A TASK record from its words as written (quote_arg): the task id, then its options, executable and
+    arguments in ``command``."""
+    return f"TASK {name} {command}" if command else f"TASK {name}"
+
 
 def task_line(task: Task) -> str:
     """One TASK record; options are written only when they differ from defaults."""
     for arg in (task.name, *task.argv):
         if "\n" in arg or "\r" in arg:
             raise ValueError(f"task {task.name!r}: arguments cannot contain a newline in a PMC DAG")
-    parts = ["TASK", quote_arg(task.name)]
+    parts = []
     if task.memory:
         parts += ["-m", str(task.memory)]
     if task.cpus != 1:
@@ -30,7 +48,17 @@ def task_line(task: Task) -> str:
     for src, dest in task.file_forwards:
         parts += ["-F", quote_arg(f"{src}={dest}")]
     parts += [quote_arg(a) for a in task.argv]
-    return " ".join(parts)
+    return task_record(quote_arg(task.name), " ".join(parts))
+
+
+def annotation(pegasus_id: int | str, transformation: str, dax_id: str) -> str:
+    """The ``#@ <id> <transformation> <dax id>`` line naming the next TASK's Pegasus job."""
+    return f"#@ {pegasus_id} {transformation} {dax_id}"
+
+
+def edge_record(parent: str, child: str) -> str:
+    """An EDGE record from its task ids as written (quote_arg): ``child`` runs after ``parent`` has succeeded."""
+    return f"EDGE {parent} {child}"
 
 
 def runtime_note(seconds: float) -> str:
@@ -57,7 +85,7 @@ def cwd_note(cwd: str | None) -> str:
     return f"#pilot cwd={cwd or ''}"
 
 
-def env_note(env: tuple[tuple[str, str], ...] | None) -> str:
+def env_note(env: Env | None) -> str:
     """The ``#pilot env NAME=VALUE ...`` line that sets the environment of the TASKs after it."""
     words = [f"{k}={v}" for k, v in env or ()]
     for word in words:
@@ -66,30 +94,58 @@ def env_note(env: tuple[tuple[str, str], ...] | None) -> str:
     return " ".join(["#pilot env", *(quote_arg(w) for w in words)])
 
 
-def iter_dag_lines(tasks: Iterable[Task]) -> Iterator[str]:
-    """TASK lines (with ``#@`` annotations) for all tasks, then their EDGE lines."""
+class ContextNotes:
+    """The notes that carry a task's directory and environment: written where they change from the task before,
+    as the parser reads each until the next (a DAG of a million tasks in one directory says it once)."""
+
+    def __init__(self) -> None:
+        self._cwd: str | None = None
+        self._env: Env | None = None
+
+    def context(self, cwd: str | None, env: Env | None) -> list[str]:
+        """The ``#pilot cwd=`` and ``#pilot env`` lines the next task needs before its own (often none)."""
+        notes = []
+        if cwd != self._cwd:
+            self._cwd = cwd
+            notes.append(cwd_note(cwd))
+        if env != self._env:
+            self._env = env
+            notes.append(env_note(env))
+        return notes
+
+
+def details(runtime: float | None, stdio: tuple[str, str, str] | None) -> list[str]:
+    """The ``#pilot runtime=`` and stdio lines of one task (those it has)."""
+    notes = []
+    if runtime is not None:
+        notes.append(runtime_note(runtime))
+    if stdio is not None:
+        notes.append(stdio_note(*stdio))
+    return notes
+
+
+def task_text(context: list[str], note: str | None, more: list[str], record: str) -> str:
+    """One task's lines, each ending in a newline, in the order the parser reads them: its ``context`` notes
+    (ContextNotes), its ``#@`` annotation ``note`` (None: none), its ``details`` ``more``, its TASK ``record``."""
+    if note is None:
+        return "\n".join([*context, *more, record]) + "\n"
+    return "\n".join([*context, note, *more, record]) + "\n"
+
+
+def iter_dag_text(tasks: Iterable[Task]) -> Iterator[str]:
+    """The DAG of ``tasks`` as text, a task's lines at a time, then its EDGE lines."""
     tasks = list(tasks)
-    cwd = None
-    env = None
+    notes = ContextNotes()
     for task in tasks:
-        if task.cwd != cwd:
-            cwd = task.cwd
-            yield cwd_note(cwd) + "\n"
-        if task.env != env:
-            env = task.env
-            yield env_note(env) + "\n"
+        note = None
         if task.pegasus_id is not None:
-            yield f"#@ {task.pegasus_id} {task.transformation or '-'} {task.dax_id or task.name}\n"
-        if task.runtime is not None:
-            yield runtime_note(task.runtime) + "\n"
-        if task.stdio is not None:
-            yield stdio_note(*task.stdio) + "\n"
-        yield task_line(task) + "\n"
+            note = annotation(task.pegasus_id, task.transformation or "-", task.dax_id or task.name)
+        yield task_text(notes.context(task.cwd, task.env), note, details(task.runtime, task.stdio), task_line(task))
     names = {t.name for t in tasks}
     for task in tasks:
         for child in task.children:
             if child.name in names:
-                yield f"EDGE {quote_arg(task.name)} {quote_arg(child.name)}\n"
+                yield edge_record(quote_arg(task.name), quote_arg(child.name)) + "\n"
 
 
 def format_dag(dag: Dag) -> str:
@@ -102,7 +158,7 @@ def format_dag(dag: Dag) -> str:
             if value is not None and not value.isascii() and not _is_text(value):
                 raise DagError(dag.path, task.line, f"{what} {value!r} has bytes that are not UTF-8: pegasus-monitord "
                                "and the Pegasus tools name tasks as text; rename it (pilot run itself runs it as written)")
-    return "".join(iter_dag_lines(dag))
+    return "".join(iter_dag_text(dag))
 
 
 def _is_text(value: str) -> bool:

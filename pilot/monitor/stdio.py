@@ -26,12 +26,13 @@ import os
 import sys
 from typing import BinaryIO
 
-from pilot.util.safeopen import open_fd
+from pilot.util.safeopen import open_fd, read_at_most
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
 # Per-task stdout is also read back (is there a kickstart record already?), and
 # stderr for the invocation record (--invocation-records).
 _RW_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+MAX_MERGED_BYTES = 1 << 20  # of <dag>.merged, a line per per-worker file
 
 
 def worker_paths(dag: str, rank: int) -> tuple[str, str]:
@@ -78,8 +79,7 @@ def merged_offsets(dag: str) -> dict[str, int]:
     """How much of each per-worker file an earlier run merged, read before this run writes to them: a
     recorded size is kept only while the file is at least that long (else it was replaced: merge it whole)."""
     try:
-        with open(merged_path(dag), encoding="utf-8", errors="replace") as fh:
-            lines = fh.read(1 << 20).splitlines()
+        lines = read_at_most(merged_path(dag), MAX_MERGED_BYTES).decode("utf-8", "replace").splitlines()
     except OSError:
         return {}
     out = {}

@@ -21,11 +21,8 @@ from pilot.errors import ConfigError
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
-from pilot.siteschema import is_plain
-
-# Directive lines of a request_memory, per scheduler (MB).
-MEMORY_DIRECTIVE = {"slurm": "#SBATCH --mem={}", "pbspro": "#PBS -l mem={}mb", "torque": "#PBS -l mem={}mb"}
-PREFIX = {"slurm": "#SBATCH", "pbspro": "#PBS", "torque": "#PBS"}
+from providers import Scheduler
+from providers.script import is_plain
 
 
 @dataclass(frozen=True)
@@ -54,8 +51,9 @@ def _plain_words(value: str, job: Job, key: str) -> str:
     return " ".join(words)
 
 
-def batch_options(cluster: Cluster, resolver: ProfileResolver, scheduler: str) -> BatchOptions:
-    """The batch options of ``cluster``'s job on a site of ``scheduler`` (see the module doc)."""
+def batch_options(cluster: Cluster, resolver: ProfileResolver, scheduler: Scheduler) -> BatchOptions:
+    """The batch options of ``cluster``'s job on a site of ``scheduler`` (see the module doc): its plug-in says
+    which directive lines a memory request and ``glite.arguments`` become (none without a batch system)."""
     queue = account = extra = memory = None
     asked: dict[str, None] = {}
     seen: dict[tuple, tuple] = {}  # jobs with no profiles of their own share their transformation's values
@@ -74,10 +72,10 @@ def batch_options(cluster: Cluster, resolver: ProfileResolver, scheduler: str) -
         extra = job_extra or extra
         memory = job_memory if job_memory is not None else memory
     directives = []
-    if memory is not None and scheduler in MEMORY_DIRECTIVE:
-        directives.append(MEMORY_DIRECTIVE[scheduler].format(memory))
-    if extra and scheduler in PREFIX:
-        directives.append(f"{PREFIX[scheduler]} {extra}")
+    if memory is not None and scheduler.memory_directive:
+        directives.append(scheduler.memory_directive.format(memory))
+    if extra and scheduler.directive_prefix:
+        directives.append(f"{scheduler.directive_prefix} {extra}")
     return BatchOptions(queue, account, tuple(directives), tuple(asked))
 
 

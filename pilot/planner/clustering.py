@@ -42,13 +42,13 @@ import logging
 import re
 from dataclasses import dataclass, field
 
+from pilot.contracts.clusters import ClusterKind
 from pilot.errors import ConfigError
 from pilot.util import graphs
 from pilot.planner.model import Job, JobType, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile, int_profile
 
 TECHNIQUES = ("horizontal", "label", "whole")
-SUBWORKFLOW = "subworkflow"  # a pegasusWorkflow job: always a cluster of its own, which no technique merges
 NO_CLUSTERING = "none"
 # What `pilot plan` and `pilot submit` do without --cluster: the whole workflow
 # as one batch job, pegasus-mpi-cluster's PMC-only mode. Without clustering
@@ -81,7 +81,7 @@ def parse_techniques(words: list[str]) -> list[str]:
 class Cluster:
     name: str
     jobs: list[Job]
-    kind: str  # single | horizontal | label | whole | subworkflow
+    kind: ClusterKind  # a pegasusWorkflow job is always a cluster of its own (SUBWORKFLOW), which no technique merges
     site: str
     parents: list["Cluster"] = field(default_factory=list)
     children: list["Cluster"] = field(default_factory=list)
@@ -106,8 +106,8 @@ class Clusterer:
         """Cluster with ``techniques`` (as parse_techniques gives them), in order."""
         if techniques == ["whole"] and not any(j.type is JobType.DAX for j in self.wf.jobs):
             return self._whole_only()
-        nodes = [Cluster(j.task_id, [j], SUBWORKFLOW, self.site_of(j)) if j.type is JobType.DAX
-                 else Cluster(f"{j.name}_{j.id}", [j], "single", self.site_of(j)) for j in self.wf.jobs]
+        nodes = [Cluster(j.task_id, [j], ClusterKind.SUBWORKFLOW, self.site_of(j)) if j.type is JobType.DAX
+                 else Cluster(f"{j.name}_{j.id}", [j], ClusterKind.SINGLE, self.site_of(j)) for j in self.wf.jobs]
         self._names = {n.name for n in nodes}
         for technique in techniques:
             node_of = self._index(nodes)
@@ -140,7 +140,7 @@ class Clusterer:
         base = f"merge_{self.wf.name}"
         near = {n for n in {j.name for j in jobs} if base.startswith(n) or n.startswith(base)}
         self._names = {f"{j.name}_{j.id}" for j in jobs if j.name in near}  # the single nodes' names it could meet
-        cluster = Cluster(self._unique(base), ordered, "whole", self.site_of(jobs[0]))
+        cluster = Cluster(self._unique(base), ordered, ClusterKind.WHOLE, self.site_of(jobs[0]))
         known = [r for r in map(self.runtime_of, ordered) if r is not None]
         cluster.runtime = sum(known) if known else None
         return [cluster]
@@ -160,17 +160,17 @@ class Clusterer:
         self._names.add(name)
         return name
 
-    def _merge(self, nodes: list[Cluster], groups: list[tuple[str, str, list[Cluster]]]) -> list[Cluster]:
+    def _merge(self, nodes: list[Cluster], groups: list[tuple[ClusterKind, str, list[Cluster]]]) -> list[Cluster]:
         merged: dict[int, Cluster] = {}
         replaced: set[int] = set()
         for kind, name, members in groups:
-            if (kind != "whole" and len(members) < 2) or not members:
+            if (kind is not ClusterKind.WHOLE and len(members) < 2) or not members:
                 continue
             jobs = [j for m in members for j in m.jobs]
-            if kind in ("label", "whole"):
+            if kind in (ClusterKind.LABEL, ClusterKind.WHOLE):
                 jobs.sort(key=lambda j: self.topo[j.index])
             sites = {m.site for m in members}
-            if len(sites) > 1 and kind == "label":
+            if len(sites) > 1 and kind is ClusterKind.LABEL:
                 raise ConfigError(f"{self.wf.path}: jobs of label {name[len('merge_'):]!r} are on sites {', '.join(sorted(sites))}; a label cluster runs on one site")
             cluster = Cluster(self._unique(name), jobs, kind, members[0].site)
             merged[id(members[0])] = cluster
@@ -184,15 +184,15 @@ class Clusterer:
         return out
 
     # -- horizontal -----------------------------------------------------------
-    def _horizontal(self, nodes: list[Cluster]) -> list[tuple[str, str, list[Cluster]]]:
+    def _horizontal(self, nodes: list[Cluster]) -> list[tuple[ClusterKind, str, list[Cluster]]]:
         levels = node_levels(nodes)
         groups: dict[tuple, list[Cluster]] = {}
         for n in nodes:
-            if n.kind != "single":
+            if n.kind is not ClusterKind.SINGLE:
                 continue
             job = n.jobs[0]
             groups.setdefault((levels[id(n)], job.tx_key, n.site), []).append(n)
-        out: list[tuple[str, str, list[Cluster]]] = []
+        out: list[tuple[ClusterKind, str, list[Cluster]]] = []
         for (level, _, site), members in groups.items():
             job = members[0].jobs[0]
             prof = self.resolver.pegasus(job, site)
@@ -201,7 +201,7 @@ class Clusterer:
                 chunks = self._by_runtime(members, prof, job, level, site)
             else:
                 chunks = split_by_count(members, int_profile(prof, "clusters.num"), int_profile(prof, "clusters.size"))
-            out += [("horizontal", f"{name}_{k}", chunk) for k, chunk in enumerate(chunks, 1)]
+            out += [(ClusterKind.HORIZONTAL, f"{name}_{k}", chunk) for k, chunk in enumerate(chunks, 1)]
         return out
 
     def _by_runtime(self, members: list[Cluster], prof: dict[str, str], job: Job, level: int, site: str) -> list[list[Cluster]]:
@@ -232,32 +232,34 @@ class Clusterer:
         return balanced(timed, num)
 
     # -- whole ----------------------------------------------------------------
-    def _whole(self, nodes: list[Cluster]) -> list[tuple[str, str, list[Cluster]]]:
+    def _whole(self, nodes: list[Cluster]) -> list[tuple[ClusterKind, str, list[Cluster]]]:
         """Everything in one cluster; with sub-workflows, which run as jobs of their own, one cluster per stage:
         a node's stage counts the sub-workflows on its longest path from a root, so every edge goes to the same
         stage, into a sub-workflow of that stage, or out of one to a later stage, and no cycle can form."""
-        if not any(n.kind == SUBWORKFLOW for n in nodes):
-            return [("whole", f"merge_{self.wf.name}", nodes)]
-        stage: dict[int, int] = {}
-        for n in graphs.topological_order(nodes, _parents, _children):
-            stage[id(n)] = max((stage[id(p)] + (p.kind == SUBWORKFLOW) for p in n.parents), default=0)
+        if not any(n.kind is ClusterKind.SUBWORKFLOW for n in nodes):
+            return [(ClusterKind.WHOLE, f"merge_{self.wf.name}", nodes)]
+        order = graphs.topological_order(nodes, _parents, _children)
+        at = {id(n): k for k, n in enumerate(order)}
+        subs = [int(n.kind is ClusterKind.SUBWORKFLOW) for n in order]
+        paths = graphs.longest_paths(subs, lambda k: [at[id(p)] for p in order[k].parents])
+        stage = {id(n): int(paths.finish[k]) - subs[k] for k, n in enumerate(order)}  # the sub-workflows before it
         groups: dict[int, list[Cluster]] = {}
         for n in nodes:
-            if n.kind != SUBWORKFLOW:
+            if n.kind is not ClusterKind.SUBWORKFLOW:
                 groups.setdefault(stage[id(n)], []).append(n)
-        return [("whole", f"merge_{self.wf.name}", members) for _, members in sorted(groups.items())]
+        return [(ClusterKind.WHOLE, f"merge_{self.wf.name}", members) for _, members in sorted(groups.items())]
 
     # -- label ----------------------------------------------------------------
-    def _label(self, nodes: list[Cluster]) -> list[tuple[str, str, list[Cluster]]]:
+    def _label(self, nodes: list[Cluster]) -> list[tuple[ClusterKind, str, list[Cluster]]]:
         key = self.resolver.label_key
         groups: dict[str, list[Cluster]] = {}
         for n in nodes:
-            if n.kind != "single":
+            if n.kind is not ClusterKind.SINGLE:
                 continue
             label = self.resolver.pegasus(n.jobs[0], n.site).get(key)
             if label:
                 groups.setdefault(label, []).append(n)
-        return [("label", f"merge_{safe_name(label)}", members) for label, members in groups.items()]
+        return [(ClusterKind.LABEL, f"merge_{safe_name(label)}", members) for label, members in groups.items()]
 
 
 def split_by_count(members: list, num: int | None, size: int | None) -> list[list]:
@@ -338,7 +340,7 @@ def check_acyclic(nodes: list[Cluster]) -> None:
     try:
         graphs.topological_order(nodes, _parents, _children)
     except graphlib.CycleError as exc:
-        names = [c.name[len("merge_"):] if c.kind == "label" else c.name for c in exc.args[1]]
+        names = [c.name[len("merge_"):] if c.kind is ClusterKind.LABEL else c.name for c in exc.args[1]]
         raise ConfigError(
             "clusters form a cycle: " + " -> ".join(names)
             + "; jobs outside a label sit between jobs of that label: give them the label too, or split the label"

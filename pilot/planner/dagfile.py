@@ -12,18 +12,20 @@ tables are lists by Job.index (unique within a plan) rather than dicts.
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 from typing import Callable, Iterator
 
 from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
-from pilot.dag.writer import cwd_note, env_note, runtime_note, stdio_note
+from pilot.dag.writer import ContextNotes, annotation, details, edge_record, task_record, task_text
 from pilot.errors import ConfigError, DagError
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
 from pilot.planner.staging import INPUT_FILE
+from pilot.util import graphs
 
 # The profiles each TASK option comes from, the first one set. As Pegasus' PMC code generator does (since
 # 4.6), -m and -c fall back to the job's memory (MB) and cores where the pmc_* keys are unset, so a task
@@ -77,7 +79,7 @@ def data_task_line(job: Job, cdir: str) -> str:
     """A data job's TASK line: its command, with its input file's path."""
     assert job.command is not None
     path = input_file(cdir, job)
-    return " ".join(["TASK", job.task_id, *(quote_arg(path if a == INPUT_FILE else a) for a in job.command)])
+    return task_record(quote_arg(job.task_id), " ".join(quote_arg(path if a == INPUT_FILE else a) for a in job.command))
 
 
 def command_text(job: Job) -> str:
@@ -162,27 +164,16 @@ def write_dag(path: str, cluster: Cluster, resolver: ProfileResolver, pfn_of, ru
 
 
 def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=None, cdir: str = ".") -> Iterator[str]:
-    """The lines of write_dag, each ending in a newline."""
+    """The text of write_dag, a job's lines at a time, then the EDGE lines, spelled by pilot.dag.writer."""
     checks = _Checks()
     ids: list[str] = []
     known: dict[str, int] = {}
-    cwd = None
-    env = None
+    notes = ContextNotes()
     heads: dict[tuple, str] = {}  # (options, wrapper, pfn) -> the TASK words between id and arguments
     for n, job in enumerate(cluster.jobs, 1):
-        before, after = [], []  # notes before the job's '#@' line, and between it and its TASK
-        if job.cwd != cwd:
-            cwd = job.cwd
-            before.append(cwd_note(cwd))
         job_env = None if job.command is not None else resolver.env(job, cluster.site)  # data jobs: the pilot's
-        if job_env != env:
-            env = job_env
-            before.append(env_note(env))
-        runtime = runtime_of(job) if runtime_of is not None else None
-        if runtime is not None:
-            after.append(runtime_note(runtime))
-        if job.stdio is not None:
-            after.append(stdio_note(*job.stdio))
+        before = notes.context(job.cwd, job_env)  # notes before the job's '#@' line, and between it and its TASK
+        after = details(runtime_of(job) if runtime_of is not None else None, job.stdio)
         for note in before + after:
             checks.check([note, "TASK t x"], job)
         tid = job.task_id
@@ -190,7 +181,7 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=No
             raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: duplicate task {tid!r} "
                               f"(the task of job {cluster.jobs[known[tid]].id} has that id too)")
         known[tid] = n - 1
-        ids.append(tid)
+        ids.append(quote_arg(tid))
         if job.command is not None:
             line = data_task_line(job, cdir)
             checks.check([line], job)
@@ -204,45 +195,32 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=No
                 head = " ".join(_head(job, pfn, profiles))
                 checks.check(["TASK t " + head], job)
                 heads[key] = head
-            line = f"TASK {tid} {head} {job.args_line}" if job.args_line else f"TASK {tid} {head}"
-        for note in before:
-            yield note + "\n"
-        yield f"#@ {n} {job.tx_label} {job.id}\n"
-        for note in after:
-            yield note + "\n"
-        yield line + "\n"
+            line = task_record(ids[-1], f"{head} {job.args_line}" if job.args_line else head)
+        yield task_text(before, annotation(n, job.tx_label, job.id), after, line)
     known.clear()
     member = _member_of(cluster)
     for k, job in enumerate(cluster.jobs):
         for child in job.children:
             c = member(child)
             if c >= 0:
-                yield f"EDGE {ids[k]} {ids[c]}\n"
+                yield edge_record(ids[k], ids[c]) + "\n"
 
 
 def width_and_path(cluster: Cluster, runtime_of) -> tuple[int, float | None]:
-    """Most tasks of the cluster that can run at once (by level) and its critical path."""
+    """Most tasks of the cluster that can run at once (by level) and its critical path (None: a runtime unknown).
+    Its jobs are in topological order inside it (or independent)."""
     member = _member_of(cluster)
-    level = [0] * len(cluster.jobs)
-    finish = [0.0] * len(cluster.jobs)
-    known = True
-    for k, job in enumerate(cluster.jobs):  # topological inside a cluster (or independent)
-        lv, fin = 0, 0.0
-        for p in job.parents:
-            m = member(p)
-            if m >= 0:
-                lv = max(lv, level[m])
-                fin = max(fin, finish[m])
-        level[k] = lv + 1
-        rt = runtime_of(job)
-        if rt is None:
-            known = False
-            rt = 0.0
-        finish[k] = rt + fin
-    counts: dict[int, int] = {}
-    for v in level:
-        counts[v] = counts.get(v, 0) + 1
-    return max(counts.values()), (max(finish) if known else None)
+    jobs = cluster.jobs
+
+    def parents(k: int) -> list[int]:
+        return [m for p in jobs[k].parents if (m := member(p)) >= 0]
+
+    levels = graphs.longest_paths([1] * len(jobs), parents).finish
+    width = max(collections.Counter(levels).values(), default=0)
+    runtimes = [rt for rt in map(runtime_of, jobs) if rt is not None]
+    if len(runtimes) < len(jobs):
+        return width, None
+    return width, max(graphs.longest_paths(runtimes, parents).finish, default=0.0)
 
 
 def roots_of(cluster: Cluster) -> int:

@@ -33,7 +33,7 @@ from pilot.planner.dagfile import command_text, input_file, roots_of, task_reque
 from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
-from providers import script_for
+from providers import scheduler_for, script_for
 NOTIFY_FILE = "monitord.notify"  # one empty notifications file that every cluster's braindump names
 
 
@@ -149,7 +149,7 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
                           files=tuple((u.lfn, u.metadata or {}) for u in j.uses if u.metadata or (u.writes and u.register)))
                  for j in c.jobs]  # its files with metadata, and the outputs it registers, as Pegasus maps them
         cdir = os.path.dirname(e.dag)
-        if c.kind == subworkflow.KIND:  # driven by a nested pilot submit, as Pegasus runs a nested DAGMan
+        if c.kind is ClusterKind.SUBWORKFLOW:  # driven by a nested pilot submit, as Pegasus runs a nested DAGMan
             command = [sys.executable, "-m", "pilot", "submit", subworkflow.nested_dir(c)]
         else:
             command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag)), ranks=e.ranks).command()
@@ -200,10 +200,10 @@ def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions]:
     submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans, static_bp = _SHARED  # type: ignore[misc]
     cluster = clusters[k]
     cdir = os.path.join(submit_dir, cluster.name)
-    if cluster.kind == subworkflow.KIND:
+    if cluster.kind is ClusterKind.SUBWORKFLOW:
         return k, subworkflow.write(cdir, cluster.name, subplans[cluster.jobs[0].index]), "", 0, None, BatchOptions()
     width, critical = width_and_path(cluster, runtime_of)
-    batch = batch_options(cluster, resolver, site.scheduler)
+    batch = batch_options(cluster, resolver, scheduler_for(site))
     e = write_cluster(submit_dir, cluster, lambda path: write_dag(path, cluster, resolver, pfn_of, runtime_of, cdir),
                       width, critical, site, planner_arguments, batch, static_bp)
     for job in cluster.jobs:
@@ -262,9 +262,9 @@ def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig,
         cdir = os.path.join(submit_dir, c.name)
         category, maxjobs = category_of(c, properties or {})
         sub = (subworkflow.spec_of(subplans[c.jobs[0].index], os.path.dirname(e.dag), submit_dir)
-               if c.kind == subworkflow.KIND and subplans else None)
+               if c.kind is ClusterKind.SUBWORKFLOW and subplans else None)
         specs.append(ClusterSpec(
-            name=c.name, kind=ClusterKind(c.kind), dir=cdir, dag=e.dag, tasks=len(c.jobs), ranks=e.ranks,
+            name=c.name, kind=c.kind, dir=cdir, dag=e.dag, tasks=len(c.jobs), ranks=e.ranks,
             parents=tuple(p.name for p in c.parents), retry=retries[k] if retries else None, runtime=c.runtime,
             critical_path=e.critical_path, category=category, maxjobs=maxjobs, roots=roots_of(c), queue=b.queue,
             account=b.account, directives=tuple(b.directives), subworkflow=sub, script=e.script or None,

@@ -35,7 +35,9 @@ from pilot.dag.parser import read_dag
 from pilot.errors import PilotError
 from pilot.jobrequest import pilot_wall_time, request_for
 from pilot.sites import SiteConfig
+from pilot.util.graphs import longest_paths
 from pilot.util.tables import table
+from providers import scheduler_for
 
 # Seconds a task costs beyond its own run time under pilot run: the master's
 # round trip and the worker's spawn (bench/latency.py measures about 4 ms per
@@ -63,7 +65,7 @@ class Layout:
 def layout_for(site: SiteConfig, ranks: int, min_cpus: int = 1) -> Layout:
     """The nodes and per-node resources ``pilot submit`` would request for ``ranks`` ranks on ``site``
     (given nodes enough: the "more ranks" fix may ask for more than the site config has)."""
-    if site.scheduler == "local":  # one machine: more ranks are more ranks per node
+    if scheduler_for(site).single_host:  # one machine: more ranks are more ranks per node
         grown = dataclasses.replace(site, nodes=1, ranks_per_node=max(site.ranks_per_node, ranks))
     else:
         grown = dataclasses.replace(site, nodes=max(site.nodes, -(-ranks // site.ranks_per_node)))
@@ -172,7 +174,7 @@ def _fix(dag: Dag, ranks: int, site: SiteConfig, limit: float, min_cpus: int) ->
                 else:
                     lo = mid + 1
             nodes = layout_for(site, hi, min_cpus).nodes
-            if site.scheduler == "local":
+            if scheduler_for(site).single_host:
                 how = f", e.g. --set ranks_per_node={hi}"
             else:
                 how = f", e.g. --set nodes={nodes}" if nodes > site.nodes else ""
@@ -221,7 +223,6 @@ def estimate_plan(emitted, site: SiteConfig, from_dag: bool = False) -> PlanEsti
     ``#pilot runtime=`` lines.
     """
     estimates = []
-    finish: dict[str, float | None] = {}
     for e in emitted:
         c = e.cluster
         if e.critical_path is None and not from_dag:
@@ -229,12 +230,9 @@ def estimate_plan(emitted, site: SiteConfig, from_dag: bool = False) -> PlanEsti
         else:
             est = estimate_cluster(c.name, e.dag, e.ranks, site)
         estimates.append(est)
-        parents = [finish.get(p.name) for p in c.parents]
-        if est.makespan is None or any(p is None for p in parents):
-            finish[c.name] = None
-        else:
-            finish[c.name] = est.makespan + max((p for p in parents if p is not None), default=0.0)
-    end = None
-    if finish and all(v is not None for v in finish.values()):
-        end = max(v for v in finish.values() if v is not None)
-    return PlanEstimate(site, estimates, end)
+    makespans = [est.makespan for est in estimates if est.makespan is not None]
+    if not estimates or len(makespans) < len(estimates):
+        return PlanEstimate(site, estimates, None)
+    at = {e.cluster.name: k for k, e in enumerate(emitted)}
+    chains = longest_paths(makespans, lambda k: [at[p.name] for p in emitted[k].cluster.parents])
+    return PlanEstimate(site, estimates, max(chains.finish))

@@ -12,12 +12,14 @@ uses), but the scheduler says which batch system the site has, and a site
 config that submits to another one contradicts the site catalog. So every
 gateway of a site a job runs on must name the site config's batch system:
 
-- slurm is pilot's slurm, pbs its pbspro or torque; fork (jobs run on the
+- each plug-in names its Pegasus scheduler (``pegasus_name``): slurm is
+  pilot's slurm, pbs its pbspro or torque; fork (jobs run on the
   gateway host, no batch system) is its ``local``, for compute jobs: a fork
   gateway for data jobs only is Pegasus' usual way to run them on the head
   node, and pilot's data jobs run in the cluster or as batch jobs of the same
   scheduler as the compute jobs, with the same result;
-- lsf, sge, flux and condor are batch systems pilot has no plug-in for;
+- a Pegasus scheduler no plug-in names is a batch system pilot has no
+  plug-in for;
 - unknown says nothing and is accepted.
 
 A contradiction is refused in one line naming the gateway, both schedulers
@@ -32,13 +34,13 @@ from pilot.errors import ConfigError
 from pilot.planner.model import Catalogs, Grid
 from pilot.planner.yamlvalues import fail, need_mapping, need_text
 from pilot.sites import SiteConfig
+from providers import SCHEDULERS as PLUGINS  # pilot's plug-ins, beside Pegasus' SCHEDULERS below
+from providers import scheduler_for
 
 # Pegasus' enums (GridGateway.java: TYPE, SCHEDULER_TYPE, JOB_TYPE); it refuses any other value.
 TYPES = ("gt5", "condor", "cream", "batch", "nordugrid", "unicore", "ec2", "deltacloud", "sfapi")
 SCHEDULERS = ("fork", "pbs", "lsf", "condor", "sge", "slurm", "flux", "unknown")
 JOB_TYPES = ("compute", "auxillary", "transfer", "register", "cleanup")
-# Pegasus' scheduler name for each of pilot's (providers.SCHEDULERS): the batch system a site config submits to.
-PEGASUS_NAME = {"slurm": "slurm", "pbspro": "pbs", "torque": "pbs", "local": "fork"}
 
 
 def read_grid(raw: Any, path: str, ypath: str) -> Grid:
@@ -63,7 +65,7 @@ def _one_of(raw: dict, key: str, allowed: tuple[str, ...], path: str, ypath: str
 def check(catalogs: Catalogs, site: SiteConfig, handles: set[str]) -> None:
     """Refuse a gateway of a site in ``handles`` (those jobs run on) whose batch system is not the site config's
     (see the module doc)."""
-    mine = PEGASUS_NAME.get(site.scheduler)
+    mine = scheduler_for(site).pegasus_name
     config = site.path or site.name
     for handle in sorted(handles):
         entry = catalogs.sites.get(handle)
@@ -84,4 +86,4 @@ def check(catalogs: Catalogs, site: SiteConfig, handles: set[str]) -> None:
 
 def _pilot_names(scheduler: str) -> str:
     """pilot's scheduler names for a Pegasus one ("" when pilot has none)."""
-    return " or ".join(name for name, pegasus in PEGASUS_NAME.items() if pegasus == scheduler)
+    return " or ".join(name for name, plugin in PLUGINS.items() if plugin.pegasus_name == scheduler)

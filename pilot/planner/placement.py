@@ -12,16 +12,16 @@ Pegasus adds its data jobs after clustering, to the clustered workflow:
 
 from __future__ import annotations
 
+from pilot.contracts.clusters import ClusterKind
 from pilot.planner.clustering import Cluster, check_acyclic, link, node_levels
 from pilot.planner.model import Job, Workflow
 from pilot.planner.staging import Unit
 from pilot.util import graphs
 
-DATA_KIND = "data"  # the kind of a cluster that is one data job (clusters.yml)
 
 
 def _whole(clusters: list[Cluster]) -> bool:
-    return len(clusters) == 1 and clusters[0].kind == "whole"
+    return len(clusters) == 1 and clusters[0].kind is ClusterKind.WHOLE
 
 
 def units_of(wf: Workflow, clusters: list[Cluster]) -> list[Unit]:
@@ -53,7 +53,7 @@ def attach(wf: Workflow, clusters: list[Cluster], made: list[Job], site: str) ->
         while name in names:
             name += "_data"
         names.add(name)
-        out.append(Cluster(name, [job], DATA_KIND, site))
+        out.append(Cluster(name, [job], ClusterKind.DATA, site))
     node_of: list[Cluster] = [None] * (len(wf.jobs) + len(made))  # type: ignore[list-item]
     for c in out:
         for j in c.jobs:

@@ -1,4 +1,4 @@
-"""``pilot plan``: read, resolve, cluster, emit. Library entry point for the CLI and submit."""
+"""``pilot plan``: read, resolve, cluster, emit, estimate. Library entry point for the CLI and submit."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pilot.dag.cycles import widest_level
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
+from pilot.contracts.clusters import ClusterKind
 from pilot.contracts.rootfiles import PROPERTIES
 from pilot.planner import (catalogs, cleanup, containers, datalayout, gateways, properties, reader, reduce, replicas,
                            subworkflow, sysinfo, yamlstream)
@@ -18,12 +19,14 @@ from pilot.planner.dagfile import requested
 from pilot.planner.emit import Emitted, emit
 from pilot.planner.placement import attach, units_of
 from pilot.planner.staging import DataJobs, Executable, executable_lfn, expected_runtime, required_executables
-from pilot.planner.estimate import PlanEstimate
+from pilot.planner.estimate import PlanEstimate, estimate_plan
 from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, Use, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.planner.yamlvalues import SAFE_ID
 from pilot.sites import SiteConfig
 from pilot.util.gcpause import gc_paused
+from pilot.util.tables import plural, table
+from providers import scheduler_for
 
 SITE_HINTS = ("selector.execution.site", "hints.execution.site")
 log = logging.getLogger("pilot.plan")
@@ -45,6 +48,7 @@ class PlanRequest:
     cleanup: str | None = None  # none | leaf | inplace (default) | constraint
     cache: list[str] = field(default_factory=list)  # more replica files, read last (pegasus-plan --cache)
     cluster_static_bp: bool = False  # each cluster's own static.bp too (pilot.planner.emit.cluster_static_bp)
+    estimate: bool = False  # also each cluster's makespan, its real schedule simulated (pilot.planner.estimate)
 
 
 @dataclass
@@ -52,9 +56,32 @@ class Plan:
     submit_dir: str
     workflow: str
     emitted: list[Emitted]
-    estimate: PlanEstimate | None = None  # set by callers that ask for it (pilot.planner.estimate)
+    estimate: PlanEstimate | None = None  # when the request asks for it
     pruned: int = 0  # jobs left out by data reuse
     data_jobs: int = 0  # create-dir, stage-in/out, registration, chmod and cleanup jobs added
+
+    def lines(self) -> list[str]:
+        """What ``pilot plan`` and ``pilot submit`` print of a plan: a row per cluster, the totals, the estimate."""
+        rows = [("cluster", "kind", "tasks", "ranks", "runtime", "critical path", "after")]
+        for e in self.emitted:
+            c = e.cluster
+            rows.append((
+                c.name, c.kind.value, str(len(c.jobs)), str(e.ranks),
+                "-" if c.runtime is None else f"{c.runtime:g} s",
+                "-" if e.critical_path is None else f"{e.critical_path:g} s",
+                ", ".join(p.name for p in c.parents[:3]) + (" ..." if len(c.parents) > 3 else "") or "-",
+            ))
+        out = table(rows[:60])
+        if len(rows) > 60:  # the header and 59 clusters shown
+            out.append(f"... and {plural(len(rows) - 60, 'more cluster')} (see clusters.yml)")
+        tasks = sum(len(e.cluster.jobs) for e in self.emitted)
+        data = f" ({self.data_jobs} of them data jobs)" if self.data_jobs else ""
+        out.append(f"{plural(tasks, 'task')}{data} in {plural(len(self.emitted), 'cluster')}, written to {self.submit_dir}")
+        if self.pruned:
+            out.append(f"{plural(self.pruned, 'job')} left out: their outputs are in the replica catalog (--force runs them)")
+        if self.estimate is not None:
+            out += self.estimate.lines()
+        return out
 
 
 def load(req: PlanRequest) -> Workflow:
@@ -106,13 +133,16 @@ def _from_pmc_dag(path: str) -> Workflow:
 
 def plan(req: PlanRequest) -> Plan:
     """Plan with the cyclic garbage collector paused: every object made lives to the end,
-    and for a million jobs the collector's rescans cost a fifth of the time."""
+    and for a million jobs the collector's rescans cost a fifth of the time. Then, if asked, the estimate."""
     try:
         with gc_paused():
-            return _plan(req)
+            result = _plan(req)
     except OSError as exc:  # inputs are read with their own messages: this is the submit directory
         where = exc.filename or req.submit_dir or "the submit directory"
         raise ConfigError(f"{where}: cannot write the plan: {exc.strerror or exc}; choose another --dir") from None
+    if req.estimate:
+        result.estimate = estimate_plan(result.emitted, req.site, from_dag=req.workflow.endswith(".dag"))
+    return result
 
 
 def _plan(req: PlanRequest) -> Plan:
@@ -206,7 +236,7 @@ def _plan(req: PlanRequest) -> Plan:
 
     clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
     if not clusters and "whole" in techniques:  # data reuse left no job: the data jobs are still one cluster
-        clusters = [Cluster(f"merge_{wf.name}", [], "whole", site.handle)]
+        clusters = [Cluster(f"merge_{wf.name}", [], ClusterKind.WHOLE, site.handle)]
     data = DataJobs(wf, lay, wf.catalogs, stageable, reused)
     data.add(units_of(wf, clusters))
     cleanup.add(wf, data, lay, mode)
@@ -218,7 +248,7 @@ def _plan(req: PlanRequest) -> Plan:
     for line in node_fit_warnings(emitted, site, resolver):
         log.warning("%s", line)
     asked = next((e for e in emitted if e.batch.asked), None)
-    if asked is not None and site.scheduler == "local":
+    if asked is not None and scheduler_for(site).single_host:
         log.warning("cluster %s: its jobs set %s, batch options that site %s, which has no batch system, does not use",
                     asked.cluster.name, ", ".join(asked.batch.asked), site.name)
     return Plan(submit_dir, wf.name, emitted, pruned=len(reused), data_jobs=len(data.made))
@@ -241,7 +271,7 @@ def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: Profil
     out: list[str] = []
     for e in emitted:
         c = e.cluster
-        if c.kind == subworkflow.KIND:
+        if c.kind is ClusterKind.SUBWORKFLOW:
             continue  # no batch job of its own
         rpn = request_for(site, c.name, "", [], ranks=e.ranks).ranks_per_node
         if cores and rpn > cores:
@@ -278,7 +308,7 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
         log.warning("%s", line)
     width = widest_level(dag)
     os.makedirs(submit_dir, exist_ok=True)
-    cluster = Cluster(wf.name, [], "whole", req.site.handle)
+    cluster = Cluster(wf.name, [], ClusterKind.WHOLE, req.site.handle)
     text = format_dag(dag)
 
     def write_text(path: str) -> None:

@@ -39,7 +39,6 @@ from pilot.planner.datalayout import DataLayout
 from pilot.planner.model import Job, JobType, SubJob, Workflow
 from pilot.planner.yamlvalues import fail
 
-KIND = "subworkflow"  # the cluster kind in clusters.yml
 CACHE_SUFFIX = ".cache.yml"
 
 # pegasus-plan options a sub-workflow job may pass, and the pilot plan option each becomes (None: dropped,

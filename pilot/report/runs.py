@@ -38,11 +38,14 @@ from pilot.dag.model import Dag
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError, PilotError
 from pilot.util.safeopen import open_regular_fd
+from providers import SCHEDULERS, script_suffixes
 
-# Files next to a DAG that never hold task records: pilot's logs, scripts, and stderr
-# (records go to a task's stdout).
-_NOT_OUTPUT = (".dag", RESCUE_SUFFIX, ".resource", RESULT_SUFFIX, ".bp", ".yml", ".yaml", ".dagman.out", ".slurm", ".pbs",
-               ".lock", ".notify", ".json", ".sh", ".submit", ".ec", ".png", ".err", ".stderr")
+# Files next to a DAG that never hold task records: pilot's logs, the batch scripts of every scheduler
+# plug-in, and stderr (records go to a task's stdout).
+_NOT_OUTPUT = (".dag", RESCUE_SUFFIX, ".resource", RESULT_SUFFIX, ".bp", ".yml", ".yaml", ".dagman.out", ".lock",
+               ".notify", ".json", ".ec", ".png", ".err", ".stderr", *script_suffixes())
+# Parsl's name of a submitted script: <job name>.<epoch><the plug-in's parsl_suffix>
+_PARSL_SCRIPT = "(?:" + "|".join(sorted({re.escape(s.parsl_suffix) for s in SCHEDULERS.values()})) + r")\Z"
 _STDERR = re.compile(r"\.(?:err\.\d+|e\d+)\Z")  # <task>.err.NNN, <dag>.err.<rank>, torque's <script>.e<job>
 MAX_SCAN_BYTES = 1 << 30  # a stdout file larger than this is not read (one line says so)
 
@@ -267,9 +270,9 @@ def _submissions(submit_dir: str, folders: dict[str, str]) -> dict[str, list[Sub
         folder = folders.get(name)
         if not job_name or folder is None or not os.path.isdir(folder):
             continue
-        # job names are pilot-<plan>-<cluster>-<attempt>; Parsl names the script <job name>.<epoch>.submit|.sh
+        # job names are pilot-<plan>-<cluster>-<attempt>; Parsl names the script <job name>.<epoch><suffix>
         stem = job_name.rsplit("-", 1)[0]
-        pattern = re.compile(re.escape(stem) + r"-(\d+)\.(\d+(?:\.\d+)?)\.(?:submit|sh)\Z")
+        pattern = re.compile(re.escape(stem) + r"-(\d+)\.(\d+(?:\.\d+)?)" + _PARSL_SCRIPT)
         found = []
         for entry in os.scandir(folder):
             m = pattern.search(entry.name)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from pilot.dag.cycles import topological_order
 from pilot.report.runs import Attempt, ClusterRun
+from pilot.util.graphs import longest_paths
 from pilot.util.tables import plural, table
 
 
@@ -61,40 +62,44 @@ def run_spans(c: ClusterRun) -> list[RunSpan]:
 
 
 def critical_path(clusters: list[ClusterRun]) -> tuple[list[str], float]:
-    """Longest chain of task durations; names are ``cluster/task`` when there are several clusters."""
+    """Longest chain of task durations; names are ``cluster/task`` when there are several clusters.
+
+    The graph it is found in has the tasks and, per cluster, an entry node after its parent clusters' end nodes
+    and an end node after its entry and all its tasks (both weightless): every task of a cluster precedes every
+    task of its child clusters. Ties go to a task's own parents, then its cluster's entry; a cluster's end to its
+    entry, then its tasks in order."""
     weight: dict[tuple[str, str], float] = {}
     for c in clusters:
         for a in c.attempts:
             key = (c.name, a.task)
             weight[key] = weight.get(key, 0.0) + a.duration
-    finish: dict[str, tuple[float, tuple[str, str] | None]] = {}  # cluster -> (its end, last task on the path)
-    best: dict[tuple[str, str], tuple[float, tuple[str, str] | None]] = {}
-    by_name = {c.name: c for c in clusters}
+    nodes: list[tuple[str, str] | None] = []  # (cluster, task) for a task; None for a cluster's entry or end
+    weights: list[float] = []
+    parents: list[list[int]] = []
+    ends: dict[str, int] = {}  # cluster -> its end node
     for c in clusters:  # clusters.yml lists parents first
-        entry = max((finish[p] for p in c.parents if p in finish), default=(0.0, None), key=lambda f: f[0])
-        end = entry
+        entry = len(nodes)
+        nodes.append(None)
+        weights.append(0.0)
+        parents.append([ends[p] for p in c.parents if p in ends])
+        at: dict[str, int] = {}
         for name in topological_order(c.dag):
-            task = c.dag[name]
-            prev = max(((best[(c.name, p.name)][0], (c.name, p.name)) for p in task.parents), default=None, key=lambda f: f[0])
-            if prev is None or prev[0] < entry[0]:
-                prev = entry
-            length = prev[0] + weight.get((c.name, name), 0.0)
-            best[(c.name, name)] = (length, prev[1])
-            if length > end[0]:
-                end = (length, (c.name, name))
-        finish[c.name] = end
-    if not best:
+            at[name] = len(nodes)
+            nodes.append((c.name, name))
+            weights.append(weight.get((c.name, name), 0.0))
+            parents.append([*(at[p.name] for p in c.dag[name].parents), entry])
+        ends[c.name] = len(nodes)
+        nodes.append(None)
+        weights.append(0.0)
+        parents.append([entry, *at.values()])
+    tasks = [k for k, node in enumerate(nodes) if node is not None]
+    if not tasks:
         return [], 0.0
-    last = max(best, key=lambda k: best[k][0])
-    length = best[last][0]
-    path = []
-    node: tuple[str, str] | None = last
-    while node is not None:
-        path.append(node)
-        node = best[node][1]
-    path.reverse()
-    several = len(by_name) > 1
-    return [f"{cl}/{t}" if several else t for cl, t in path if weight.get((cl, t))], length
+    paths = longest_paths(weights, parents.__getitem__)
+    last = max(tasks, key=paths.finish.__getitem__)
+    several = len({c.name for c in clusters}) > 1
+    chain = [node for node in map(nodes.__getitem__, paths.path(last)) if node is not None and weight.get(node)]
+    return [f"{cl}/{t}" if several else t for cl, t in chain], paths.finish[last]
 
 
 def summarize(clusters: list[ClusterRun]) -> dict:

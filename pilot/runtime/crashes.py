@@ -42,20 +42,25 @@ import re
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO, Callable
 
-from pilot.dag.model import Task
+from pilot.dag.model import Dag, Task
 from pilot.errors import DagError
 from pilot.runtime.watchdog import lost_path
-from pilot.util.safeopen import open_fd, open_file
+from pilot.util.safeopen import open_fd, open_file, read_at_most
 from pilot.util.tail import Tail
 
-if TYPE_CHECKING:
-    from pilot.runtime.master import Master
+if TYPE_CHECKING:  # the master's side only: every worker rank imports this module at start, for its Slot
+    from pilot.monitor.events import RunEvents
+    from pilot.runtime.engine import Engine
+    from pilot.runtime.options import RunOptions
+    from pilot.runtime.policy import Matcher
+    from pilot.runtime.slots import Slots
 
 log = logging.getLogger("pilot.master")
 
 SLOT_BYTES = 4096
+MAX_LOG_BYTES = 1 << 24  # of the crash record read back; a line cut there is dropped as a torn one
 _SLOT = re.compile(r"\.running\.(\d+)\Z")
 
 
@@ -126,8 +131,7 @@ def _read_slots(dag: str) -> list[str]:
         if not _SLOT.search(path):
             continue
         try:
-            with open(path, "rb") as fh:
-                data = fh.read(SLOT_BYTES).split(b"\0", 1)[0]
+            data = read_at_most(path, SLOT_BYTES).split(b"\0", 1)[0]
             os.unlink(path)
         except OSError:
             continue
@@ -177,8 +181,7 @@ class CrashLog:
     def __init__(self, dag: str, known: dict) -> None:
         self.path = log_path(dag)
         try:
-            with open(self.path, encoding="utf-8", errors="surrogateescape") as fh:
-                text = fh.read(1 << 24)
+            text = read_at_most(self.path, MAX_LOG_BYTES).decode("utf-8", "surrogateescape")
         except FileNotFoundError:
             text = ""
         except OSError as exc:
@@ -219,13 +222,30 @@ class CrashLog:
 
 # -- the master's side ---------------------------------------------------------
 
-class Isolation:
-    """This run's suspects, started one at a time with nothing else running, before any other work."""
+class Turn(enum.Enum):
+    """What ``Isolation.step`` lets the master's dispatch do."""
 
-    def __init__(self, suspects: list[Task]) -> None:
+    WAIT = "wait"  # a suspect runs alone, or the others must end first: nothing may start
+    ALONE = "alone"  # the next suspect is queued, to run alone
+    OVER = "over"  # every suspect ran: the tasks kept back are queued, and dispatch goes on as usual
+
+
+class Isolation:
+    """This run's suspects, started one at a time with nothing else running, before any other work.
+
+    The master keeps it while it lasts: ``defer`` for each task that becomes
+    ready, ``step`` before each dispatch, ``ended`` for each task that ends.
+    """
+
+    def __init__(self, suspects: list[Task], engine: Engine, matcher: Matcher, record: CrashLog,
+                 ready: Callable[[Task], None]) -> None:
         self.queue = collections.deque(suspects)
         self.alone: Task | None = None
         self.deferred: list[Task] = []  # tasks that became ready meanwhile: queued once every suspect ran
+        self.engine = engine
+        self.matcher = matcher
+        self.record = record
+        self.ready = ready  # the master's: number a ready task, log it queued, and queue it
 
     def defer(self, task: Task) -> bool:
         """Keep a ready task back while suspects are run alone (True); the suspect itself goes on."""
@@ -234,141 +254,137 @@ class Isolation:
         self.deferred.append(task)
         return True
 
+    def step(self) -> Turn:
+        """Before each dispatch: wait while a suspect runs alone or the others must end first; otherwise
+        queue the next suspect alone, or, with none left, every task kept back."""
+        engine = self.engine
+        if self.alone is not None or engine.running:
+            return Turn.WAIT
+        while self.queue:
+            task = self.queue.popleft()
+            if engine.is_ready(task) and not engine.stopped:
+                self.alone = task
+                self.record.write(Event.ALONE, task.name)
+                self.ready(task)
+                return Turn.ALONE
+        for task in self.deferred:
+            self.matcher.push(task)
+        return Turn.OVER
 
-def begin(master: Master, ready: list[Task]) -> None:
-    """Queue the tasks ready at start: a task with --max-crashes crashes fails at once, suspects wait to run
-    alone, the rest wait behind them."""
-    opts, engine = master.opts, master.engine
-    assert master.crash is not None and engine is not None
-    state = master.crash.state
-    by_name = {t.name: t for t in ready}
-    for name, count in state.crashes.items():
-        if count >= opts.max_crashes and name in by_name:
-            _fail_blamed(master, by_name.pop(name), count)
-    suspects = [by_name.pop(n) for n in state.suspects if n in by_name]
-    if suspects:
-        log.warning("%d task(s) were running when the job died (%s): each runs alone first, so that a task that "
-                    "kills its worker is known", len(suspects), ", ".join(t.name for t in suspects[:5]))
-        master.isolation = Isolation(suspects)
-    for task in ready:
-        if task.name in by_name:
-            master._ready(task)
+    def ended(self, task: Task) -> None:
+        """A task ended with its worker alive: if it was the one running alone, it is cleared."""
+        if self.alone is task:
+            self.record.write(Event.CLEAR, task.name)
+            self.alone = None
 
-
-def step(master: Master) -> bool:
-    """Before each dispatch: True while nothing may start (a suspect runs alone, or the others must end
-    first); otherwise the next suspect, if any, is queued alone, and dispatch goes on."""
-    iso, engine = master.isolation, master.engine
-    assert iso is not None and engine is not None and master.crash is not None
-    if iso.alone is not None:
-        return True
-    if engine.running:
-        return True
-    while iso.queue:
-        task = iso.queue.popleft()
-        if engine.is_ready(task) and not engine.stopped:
-            iso.alone = task
-            master.crash.write(Event.ALONE, task.name)
-            master._ready(task)
-            return False
-    master.isolation = None
-    for task in iso.deferred:
-        master.matcher.push(task)
-    return False
+    def lost(self, task: Task) -> None:
+        """The worker of ``task`` died (its crash is recorded by ``CrashGuard``): no suspect runs alone now."""
+        if self.alone is task:
+            self.alone = None
 
 
-def ended(master: Master, task: Task) -> None:
-    """A task ended with its worker alive: if it was the one running alone, it is cleared."""
-    iso = master.isolation
-    if iso is not None and iso.alone is task and master.crash is not None:
-        master.crash.write(Event.CLEAR, task.name)
-        iso.alone = None
+class CrashGuard:
+    """The master's use of the crash record: tasks at --max-crashes failed, suspects isolated, lost workers.
 
+    Made once the DAG is read (it reads ``DAG.crashes`` and the previous run's
+    slots); ``begin`` sorts the tasks ready at start, ``lost_ranks`` and
+    ``lose_worker`` take a dead worker out of the run.
+    """
 
-def _fail_blamed(master: Master, task: Task, count: int) -> None:
-    """Fail a task that crashed its worker ``count`` times without starting it: records, jobstate, one line."""
-    engine = master.engine
-    assert engine is not None
-    master.seq += 1
-    seq = master.seq
-    master.events.task_queued(task, seq)
-    engine.start(task)
-    master.events.task_dispatched(task, seq, 0, "-")
-    engine.failed(task, retry=False)
-    master.events.task_ended(task, seq, -signal.SIGKILL, False)
-    _stopped(master, task, count)
+    def __init__(self, opts: RunOptions, dag: Dag, engine: Engine, matcher: Matcher, slots: Slots, events: RunEvents,
+                 task_out: BinaryIO | None, ready: Callable[[Task], None], number: Callable[[Task], int]) -> None:
+        self.opts = opts
+        self.record = CrashLog(opts.dag, dag.tasks)
+        self._lost = Tail(lost_path(opts.dag), from_end=True)  # earlier runs' lines are not this run's
+        self.engine = engine
+        self.matcher = matcher
+        self.slots = slots
+        self.events = events
+        self.task_out = task_out  # where the records of a task failed for its crashes go (None: stdout)
+        self.ready = ready  # the master's: number a ready task, log it queued, and queue it
+        self.number = number  # the master's: number an attempt that is not queued, and log it queued
 
+    def begin(self, ready: list[Task]) -> tuple[Isolation | None, list[Task]]:
+        """Sort the tasks ready at start: a task with --max-crashes crashes fails at once, suspects are to run
+        alone (the Isolation returned, None if there are none), the rest (returned) are for the master to
+        queue, behind the suspects."""
+        state = self.record.state
+        by_name = {t.name: t for t in ready}
+        for name, count in state.crashes.items():
+            if count >= self.opts.max_crashes and name in by_name:
+                self._fail_blamed(by_name.pop(name), count)
+        suspects = [by_name.pop(n) for n in state.suspects if n in by_name]
+        isolation = None
+        if suspects:
+            log.warning("%d task(s) were running when the job died (%s): each runs alone first, so that a task that "
+                        "kills its worker is known", len(suspects), ", ".join(t.name for t in suspects[:5]))
+            isolation = Isolation(suspects, self.engine, self.matcher, self.record, self.ready)
+        return isolation, [task for task in ready if task.name in by_name]
 
-def _stopped(master: Master, task: Task, count: int) -> None:
-    """A task failed for its crashes: the one line that says so, and its [cluster-task] and invocation records
-    in the job output (where pegasus-monitord and pegasus-analyzer find it)."""
-    opts, now = master.opts, time.time()
-    why = f"task {task.name} was running when its worker died {count} times: not started again (--max-crashes {opts.max_crashes})"
-    log.error("%s%s", why, f"; its stderr is in {opts.stderr}" if opts.stderr else "")
-    if opts.per_task_stdio:
-        return  # no job output to put them in: jobstate.log and the log line say it
-    from pilot.contracts import taskrecord
-    from pilot.monitor import kickstart
-
-    host = os.uname().nodename
-    text = taskrecord.cluster_task(task.name, now, 0.0, -signal.SIGKILL, task.argv[0], host, 0, task.cpus, task.memory, task.pegasus_id)
-    if opts.invocation_records:
-        text = "\n" + kickstart.xml_invocation(task.transformation or task.name, task.dax_id or task.name, now, 0.0,
-                                               -signal.SIGKILL, task.argv, host, why + "\n", task.cwd) + text
-    out = master.task_out if master.task_out is not None else sys.stdout.buffer  # no -o: the master's stdout
-    out.write(text.encode("utf-8", "surrogateescape"))
-    out.flush()
-
-
-# -- lost workers ----------------------------------------------------------------
-
-class LostWatch:
-    """Ranks ``DAG.lost`` names since the run started (earlier runs' lines are not this run's)."""
-
-    def __init__(self, dag: str) -> None:
-        self._tail = Tail(lost_path(dag), from_end=True)
-
-    def new_ranks(self) -> list[int]:
-        _, lines = self._tail.lines()
+    def lost_ranks(self) -> list[int]:
+        """Ranks whose watchdog said, since the last look, that their worker died (``DAG.lost``)."""
+        _, lines = self._lost.lines()
         return [int(line) for line in lines if line.strip().isdigit()]
 
+    def lose_worker(self, rank: int, isolation: Isolation | None) -> None:
+        """Go on without ``rank``: its task's crash is counted and the task started elsewhere (or failed at
+        --max-crashes); what was queued on it goes back to the ready tasks; its slot stays taken."""
+        engine, opts, record = self.engine, self.opts, self.record
+        try:
+            os.unlink(slot_path(opts.dag, rank))  # its crash is counted here: the next run need not suspect it
+        except OSError:
+            pass
+        entry, held = self.slots.lose(rank)
+        log.error("worker %d died%s; the run goes on without it", rank, f" while running task {entry[0].name}" if entry else "")
+        for task in held:
+            engine.unstart(task)
+            if engine.is_ready(task) and not engine.stopped:
+                self.matcher.push(task)  # numbered and logged as ready already
+        if entry is None:
+            return
+        task, _alloc, seq = entry
+        if isolation is not None:
+            isolation.lost(task)
+        record.write(Event.CRASH, task.name)
+        count = record.state.crashes[task.name] = record.state.crashes.get(task.name, 0) + 1
+        again = count < opts.max_crashes and not engine.stopped
+        self.events.task_ended(task, seq, -signal.SIGKILL, again)
+        if again:
+            engine.unstart(task)  # a crash does not use up --tries
+            self.ready(task)
+            return
+        engine.failed(task, retry=False)
+        self._stopped(task, count)
 
-def check_lost(master: Master) -> None:
-    """At each look at the run's files: workers whose watchdog says they died are taken out of the run."""
-    if master.lost is not None:
-        for rank in master.lost.new_ranks():
-            if rank in master._alive:
-                lose_worker(master, rank)
+    def close(self) -> None:
+        self.record.close()
 
+    def _fail_blamed(self, task: Task, count: int) -> None:
+        """Fail a task that crashed its worker ``count`` times without starting it: records, jobstate, one line."""
+        seq = self.number(task)
+        self.engine.start(task)
+        self.events.task_dispatched(task, seq, 0, "-")
+        self.engine.failed(task, retry=False)
+        self.events.task_ended(task, seq, -signal.SIGKILL, False)
+        self._stopped(task, count)
 
-def lose_worker(master: Master, rank: int) -> None:
-    """Go on without ``rank``: its task's crash is counted and the task started elsewhere (or failed at
-    --max-crashes); what was queued on it goes back to the ready tasks; its slot stays taken."""
-    engine, opts, crash = master.engine, master.opts, master.crash
-    assert engine is not None and crash is not None
-    master._alive.discard(rank)
-    try:
-        os.unlink(slot_path(opts.dag, rank))  # its crash is counted here: the next run need not suspect it
-    except OSError:
-        pass
-    entry, held = master.slots.lose(rank)
-    log.error("worker %d died%s; the run goes on without it", rank, f" while running task {entry[0].name}" if entry else "")
-    for task in held:
-        engine.unstart(task)
-        if engine.is_ready(task) and not engine.stopped:
-            master.matcher.push(task)  # numbered and logged as ready already
-    if entry is None:
-        return
-    task, _alloc, seq = entry
-    if master.isolation is not None and master.isolation.alone is task:
-        master.isolation.alone = None
-    crash.write(Event.CRASH, task.name)
-    count = crash.state.crashes[task.name] = crash.state.crashes.get(task.name, 0) + 1
-    again = count < opts.max_crashes and not engine.stopped
-    master.events.task_ended(task, seq, -signal.SIGKILL, again)
-    if again:
-        engine.unstart(task)  # a crash does not use up --tries
-        master._ready(task)
-        return
-    engine.failed(task, retry=False)
-    _stopped(master, task, count)
+    def _stopped(self, task: Task, count: int) -> None:
+        """A task failed for its crashes: the one line that says so, and its [cluster-task] and invocation records
+        in the job output (where pegasus-monitord and pegasus-analyzer find it)."""
+        opts, now = self.opts, time.time()
+        why = f"task {task.name} was running when its worker died {count} times: not started again (--max-crashes {opts.max_crashes})"
+        log.error("%s%s", why, f"; its stderr is in {opts.stderr}" if opts.stderr else "")
+        if opts.per_task_stdio:
+            return  # no job output to put them in: jobstate.log and the log line say it
+        from pilot.contracts import taskrecord
+        from pilot.monitor import kickstart
+
+        host = os.uname().nodename
+        text = taskrecord.cluster_task(task.name, now, 0.0, -signal.SIGKILL, task.argv[0], host, 0, task.cpus, task.memory, task.pegasus_id)
+        if opts.invocation_records:
+            text = "\n" + kickstart.xml_invocation(task.transformation or task.name, task.dax_id or task.name, now, 0.0,
+                                                   -signal.SIGKILL, task.argv, host, why + "\n", task.cwd) + text
+        out = self.task_out if self.task_out is not None else sys.stdout.buffer  # no -o: the master's stdout
+        out.write(text.encode("utf-8", "surrogateescape"))
+        out.flush()
+

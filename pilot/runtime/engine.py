@@ -63,7 +63,6 @@ class Engine:
         self.done_count = 0
         self.failed_count = 0  # tasks failed permanently
         self.submitted = 0  # attempts started this run
-        self.failed_attempts = 0
         self.succeeded_this_run = 0
         self.stopped = False
         self.stop_reason: str | None = None
@@ -117,7 +116,7 @@ class Engine:
         return self._state[i] == WAITING and self._missing[i] == 1 and self._state[parent.order] == RUNNING
 
     def start_after(self, task: Task) -> int:
-        """Start an attempt sent ahead to run after its last parent succeeds (see Master._attach_child)."""
+        """Start an attempt sent ahead to run after its last parent succeeds (see ``Ahead.attach_child``)."""
         i = task.order
         if self._state[i] != WAITING:
             raise RuntimeError(f"task {task.name} sent ahead in state {State(self._state[i]).name}")
@@ -156,7 +155,6 @@ class Engine:
         """Record a failed attempt; True when the task goes back to READY for another try."""
         i = task.order
         self._finish(i)
-        self.failed_attempts += 1
         if retry and not self.stopped and self.attempts[i] < self.tries_of(task):
             self._state[i] = READY
             return True

@@ -1,4 +1,4 @@
-"""``pilot run``: decide this rank's role and run it."""
+"""A ``pilot run`` on one rank: its logging, its role (master or worker), MPI's start and end."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import importlib
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from pilot.errors import UsageError
-from pilot.runtime.options import RunOptions, parse_run_args
+from pilot.runtime.options import RunOptions
 
 if TYPE_CHECKING:
     from pilot.runtime.transport import MpiTransport
@@ -27,7 +27,8 @@ def env_rank() -> int:
     return 0
 
 
-def setup_logging(verbosity: int, rank: int) -> None:
+def _setup_logging(verbosity: int, rank: int) -> None:
+    """PMC's log lines on stderr: ``[level]``, and ``Worker N:`` on a worker's."""
     level = {2: TRACE, 1: logging.DEBUG, 0: logging.INFO, -1: logging.WARNING, -2: logging.ERROR}.get(
         max(-3, min(2, verbosity)), logging.CRITICAL
     )
@@ -49,36 +50,27 @@ def setup_logging(verbosity: int, rank: int) -> None:
     root.propagate = False
 
 
-def run(argv: Sequence[str], prog: str = "pilot run") -> int:
-    """Parse options, start MPI, run the master or a worker; return the exit code."""
+def run(opts: RunOptions, prog: str) -> int:
+    """Run this rank's side of a ``pilot run`` (rank 0 the master, the others workers); its exit code.
+
+    ``prog`` names the command in the messages of a run that cannot start.
+    """
     rank = env_rank()
-    if rank > 0 and any(a in ("-h", "--help", "-V", "--version") for a in argv):
-        return 0  # only rank 0 prints help and version
-    try:
-        opts = parse_run_args(argv, prog=prog)
-    except UsageError:
-        if rank > 0:
-            return 2  # rank 0 says it once
-        raise
-    setup_logging(opts.verbosity, rank)
-    return run_with(opts, prog)
-
-
-def run_with(opts: RunOptions, prog: str) -> int:
+    _setup_logging(opts.verbosity, rank)
     token = os.urandom(6).hex()  # marks this worker's task processes
     guard = None
-    if env_rank() != 0:
+    if rank != 0:
         from pilot.runtime import watchdog
 
         # Before MPI_Init (see pilot.runtime.watchdog), and before the rank loads its side:
         # the fewer pages the two processes share, the fewer the worker copies as it writes them.
         # With --keep-task-processes it only reports the worker's death, ending nothing.
-        guard = watchdog.start(token, watchdog.lost_path(opts.dag), env_rank(), end_tasks=not opts.keep_task_processes)
+        guard = watchdog.start(token, watchdog.lost_path(opts.dag), rank, end_tasks=not opts.keep_task_processes)
     from pilot.runtime.transport import MpiTransport
 
     # Import this rank's side before MPI starts: MPI_Init waits for every rank,
     # so the imports fill that wait instead of delaying the first task after it.
-    importlib.import_module("pilot.runtime.master" if env_rank() == 0 else "pilot.runtime.worker")
+    importlib.import_module("pilot.runtime.master" if rank == 0 else "pilot.runtime.worker")
     try:
         transport = MpiTransport(sleep_on_recv=opts.sleep_on_recv)
     except ImportError as exc:

@@ -3,9 +3,19 @@
 Sequence: lock the DAG, parse it, read the rescue log, wait for every worker
 to register, check that every task fits some host, run host scripts, then
 dispatch and collect until nothing is left. Every exit path (success,
-failures, -m, wall time, SIGTERM/SIGINT, errors) goes through ``_finish``:
-workers are told to stop, stdio merged, rescue log, jobstate.log and
-dagman.out flushed and closed.
+failures, -m, wall time, SIGTERM/SIGINT, errors) goes through ``_finish`` or
+``_fail``: workers are told to stop, stdio merged, rescue log, jobstate.log
+and dagman.out flushed and closed, ``DAG.result`` written.
+
+The master owns its helpers and calls them; none of them knows the master.
+``Limits`` (``timeleft``) watches the wall-time limit and signals,
+``Startup`` registers the workers and runs host scripts, ``Ahead`` sends
+work ahead of need, ``CrashGuard`` and ``Isolation`` deal with tasks that
+kill their worker (``crashes``), ``RunReport`` says how the run ended. Each
+gets the objects it works on (engine, matcher, slots, transport) and, where
+it must start or queue a task, the master's own method for that. Every
+message from a worker goes through one table, ``_handlers``, during the run
+and while the workers are stopped.
 """
 
 from __future__ import annotations
@@ -13,50 +23,44 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import signal
 import time
 from array import array
-from typing import BinaryIO, Callable
+from typing import Any, BinaryIO, Callable
 
 from pilot.contracts.rescue import RescueLog, read_rescue
 from pilot.contracts.result import RunOutcome
 from pilot.dag import read_dag
 from pilot.dag.model import Dag, Task
 from pilot.errors import LockError
-from pilot.monitor import stdio
 from pilot.monitor.events import Fanout, RunEvents
 from pilot.monitor.resource_log import ResourceLog
-from pilot.runtime import ahead, crashes, outputs, report, timeleft
-from pilot.runtime.crashes import CrashLog
+from pilot.runtime import outputs
+from pilot.runtime.ahead import Ahead
+from pilot.runtime.crashes import CrashGuard, Isolation, Turn
 from pilot.runtime.engine import Engine
 from pilot.runtime.forwarding import FdCache
 from pilot.runtime.lock import DagLock
 from pilot.runtime.options import RunOptions
 from pilot.runtime.policy import Allocation, Host, Matcher
-from pilot.runtime.slots import Slots
-from pilot.runtime.startup import Startup
 from pilot.runtime.protocol import (
     KILL_GRACE,
     Bye,
     KillTask,
-    Recall,
     Recalled,
     Resume,
     RunTask,
+    Shutdown,
     TaskResult,
     WorkerFailed,
 )
+from pilot.runtime.report import RunReport
+from pilot.runtime.slots import Slots
+from pilot.runtime.startup import Startup
+from pilot.runtime.timeleft import Limits
 from pilot.runtime.transport import Transport
 
 log = logging.getLogger("pilot.master")
 
-# Prefetch a task onto a busy slot only while recent tasks are this short:
-# that is where a round trip to the master costs a noticeable share.
-PREFETCH_BELOW = 0.25
-# How much work (in seconds of recent mean task time) to queue behind each
-# running task, and the most tasks that may wait on one worker.
-PREFETCH_SECONDS = 0.008
-PREFETCH_MAX = 8
 # While recent tasks are this short, the master waits for the next result
 # without sleeping for a few mean task times, when a worker is on another host
 # (ranks of one host wake each other; see MpiTransport.recv): the reaction to a
@@ -66,16 +70,17 @@ HOT_MAX = 0.005
 # Monitoring files are buffered; an idle master still flushes them this often,
 # so a live pegasus-monitord sees a finished task while long ones still run.
 FLUSH_EVERY = 0.5
+# How long the stopped workers have to say Bye.
+BYE_TIMEOUT = 10.0
 
 
 class Master:
     def __init__(self, opts: RunOptions, transport: Transport, events: list[RunEvents] | None = None, app: str = "pilot",
                  make_events: Callable[[], list[RunEvents]] | None = None, clock: Callable[[], float] | None = None) -> None:
         self.opts = opts
-        # Seconds for the wall-time limit; a simulation passes its virtual clock.
-        self.clock = clock or time.monotonic
+        # The wall-time limit and signals; a simulation passes its virtual clock.
+        self.limits = Limits(opts, clock or time.monotonic)
         self.t = transport
-        self.app = app
         self.workers = list(range(1, transport.size))
         self.matcher = Matcher()
         self.events = Fanout(list(events or []))
@@ -83,47 +88,38 @@ class Master:
         self.task_out: BinaryIO | None = None  # -o / -e, opened before any task runs
         self.task_err: BinaryIO | None = None
         self.slots = Slots()
-        self.mean_duration = float("inf")  # unknown until a task ends: no prefetch before
         self.seq = 0  # attempts numbered as they become ready (PMC's submit sequence)
         # Per task order: the number of its attempt waiting to start, 0 if none (machine ints: no int object a task).
         self.queued_seq = array("q")
         self.runtime_total = 0.0
-        self.signalled: str | None = None
         self.abort_reason: str | None = None
         self.engine: Engine | None = None
         self.dag: Dag | None = None
         self.rescue: RescueLog | None = None
-        self.crash: CrashLog | None = None
-        self.lost: crashes.LostWatch | None = None
-        self.isolation: crashes.Isolation | None = None
+        self.ahead: Ahead | None = None
+        self.crash: CrashGuard | None = None
+        self.isolation: Isolation | None = None  # while suspects run alone, before any other work
         self.resource_log: ResourceLog | None = None
         self.fdcache = FdCache(opts.maxfds)
         self.lock = DagLock(opts.dag)
-        self.start = time.time()
-        self.makespan_start = 0.0
-        self.makespan_end = 0.0
-        self.deadline: float | None = None
-        self._timed = False  # the time-left rule applies: a wall-time limit and tasks with runtimes
+        self.report = RunReport(opts, app, self.workers, self.matcher, self.events, self.fdcache)
         self._kill_deadline = 0.0
         self._alive = set(self.workers)
         self._started_events = False
         self._next_flush = 0.0
-        self._kept: dict[str, int] = {}  # per-worker files a failed earlier run left: their sizes at start
         # With -m a worker waits after a failed task before it goes on to a prefetched one.
         self._hold_on_failure = opts.max_failures > 0
         self.trace = log.isEnabledFor(5)
         self.run_id = f"{os.uname().nodename}-{os.getpid()}-{time.time_ns():x}"
+        # What to do with each message a registered worker sends, by its class: the one dispatch of the run and
+        # of its end. Results and give-backs join once the engine exists (see _prepare).
+        self._handlers: dict[type, Callable[[int, Any], None]] = {WorkerFailed: self._worker_failed, Bye: self._bye}
 
     # -- entry ----------------------------------------------------------------
     def run(self) -> int:
-        self.start = time.time()
-        self._kept = {} if self.opts.per_task_stdio else stdio.merged_offsets(self.opts.dag)
-        mono = self.clock()
-        if self.opts.max_wall_time:
-            self.deadline = mono + self.opts.max_wall_time * 60.0
-            log.info("Setting max walltime to %f minutes", self.opts.max_wall_time)
-        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-        try:
+        self.report.begin()
+        self.limits.start()
+        with self.limits.catching_signals():  # until the logs and result are written
             try:
                 self._prepare()
                 self._loop()
@@ -131,11 +127,6 @@ class Master:
                 self._fail(exc)
                 raise
             return self._finish()
-        finally:
-            # Only now: a second signal during the shutdown must not kill the master
-            # before its logs and result are written.
-            for s, h in old.items():
-                signal.signal(s, h)
 
     def _fail(self, exc: BaseException) -> None:
         """The run could not go on: stop workers, close the logs, record why."""
@@ -147,16 +138,13 @@ class Master:
             self.events.run_finished(False, {})
         self._close()
         if not isinstance(exc, LockError):  # another run holds the DAG: its result file is not ours
-            if self.signalled:
+            if self.limits.signalled:
                 outcome = RunOutcome.SIGNAL
-            elif self.deadline is not None and self.clock() >= self.deadline:
+            elif self.limits.out_of_time():
                 outcome = RunOutcome.WALLTIME  # out of time during start-up: a resubmission can finish it
             else:
                 outcome = RunOutcome.ERROR
-            report.write_outcome(self, outcome, getattr(exc, "exit_code", 1))
-
-    def _on_signal(self, signum, frame) -> None:  # noqa: ARG002
-        self.signalled = signal.Signals(signum).name
+            self.report.write_outcome(self.engine, outcome, getattr(exc, "exit_code", 1))
 
     # -- setup ----------------------------------------------------------------
     def _prepare(self) -> None:
@@ -178,111 +166,117 @@ class Master:
         if opts.resource_log:
             self.resource_log = outputs.opened(opts.dag + ".resource", "the resource log", "use --no-resource-log or fix the directory",
                                                lambda: ResourceLog(opts.dag + ".resource"))
-        self.engine = Engine(dag, opts.tries, opts.max_failures, done)
-        self.crash = CrashLog(opts.dag, dag.tasks)  # what killed earlier runs' workers (pilot.runtime.crashes)
-        self.lost = crashes.LostWatch(opts.dag)
+        self.engine = engine = Engine(dag, opts.tries, opts.max_failures, done)
+        self.ahead = ahead = Ahead(engine, self.matcher, self.slots, self.t, self.send_task, self.limits.time_left)
+        self._handlers.update({TaskResult: self._task_done, Recalled: ahead.recalled})
+        # What killed earlier runs' workers (pilot.runtime.crashes).
+        self.crash = CrashGuard(opts, dag, engine, self.matcher, self.slots, self.events, self.task_out, self._ready,
+                                self._number)
         log.info("Master starting with %d workers", len(self.workers))
-        startup = Startup(opts, self.t, self.matcher, lambda: self.signalled, self._interrupted, self.run_id)
+        startup = Startup(opts, self.t, self.matcher, self.limits, self.run_id)
         startup.register(self.workers)
         for host in self.matcher.hosts.values():
             self._log_resources(host)
         self.events.run_started(opts.dag, len(dag), len(self.workers))
         self._started_events = True
-        startup.check_feasible(dag, self.engine)
+        startup.check_feasible(dag, engine)
         startup.setup_hosts()
-        self._timed = timeleft.prepare(opts, dag, self.matcher, None if self.deadline is None else self.deadline - self.clock())
+        self.limits.prepare(dag, self.matcher)
         self.queued_seq = array("q", bytes(8 * len(dag)))
         self.matcher.reserve(len(dag))
-        crashes.begin(self, self.engine.initial_ready())
+        self.isolation, ready = self.crash.begin(engine.initial_ready())
+        for task in ready:
+            self._ready(task)
 
     # -- main loop ------------------------------------------------------------
-    def _interrupted(self) -> bool:
-        return self.signalled is not None or (self.deadline is not None and self.clock() >= self.deadline)
-
     def _loop(self) -> None:
-        engine = self.engine
-        assert engine is not None
-        self.makespan_start = time.time()
+        engine, ahead, slots, handlers, limits = self.engine, self.ahead, self.slots, self._handlers, self.limits
+        assert engine is not None and ahead is not None
+        clock, deadline = limits.clock, limits.deadline
+        self.report.dispatching()
         while True:
             if self.abort_reason is None:
-                self._check_limits()
+                why = limits.stop_reason()
+                if why is not None:
+                    self._abort(why)
             self._dispatch()  # once stopped, it only takes back prefetched work
             self.events.status(engine.done_count, engine.running, self.matcher.ready_count, engine.failed_count)
             if engine.running == 0 and (engine.stopped or self.matcher.ready_count == 0):
                 break
             if self.abort_reason is not None:
-                timeout: float | None = self._kill_deadline - self.clock()
+                timeout: float | None = self._kill_deadline - clock()
                 if timeout <= 0:
                     log.error("%d task(s) did not end after the kill; giving up on them", engine.running)
                     break
                 wake = None
             else:
-                timeout = None if self.deadline is None else max(0.0, self.deadline - self.clock())
-                wake = self._interrupted
-            now = self.clock()
+                timeout = None if deadline is None else max(0.0, deadline - clock())
+                wake = limits.interrupted
+            now = clock()
             if now >= self._next_flush:
-                crashes.check_lost(self)
+                self._drop_lost_workers()
                 self._flush_logs()
                 self._next_flush = now + FLUSH_EVERY
             timeout = FLUSH_EVERY if timeout is None else min(timeout, FLUSH_EVERY)
-            hot = min(HOT_MAX, 4 * self.mean_duration + 5e-4) if self.mean_duration < HOT_BELOW and self.slots.running else 0.0
-            got = self.t.recv(timeout=timeout, wake=wake, patience=ahead.patience(self), hot=hot)
+            mean = ahead.mean_duration
+            hot = min(HOT_MAX, 4 * mean + 5e-4) if mean < HOT_BELOW and slots.running else 0.0
+            got = self.t.recv(timeout=timeout, wake=wake, patience=ahead.patience(), hot=hot)
             if got is not None:
-                self._handle(*got)
-        self.makespan_end = time.time()
+                source, msg = got
+                handler = handlers.get(type(msg))
+                if handler is not None:
+                    handler(source, msg)
+                else:
+                    log.error("unexpected %s from worker %d", type(msg).__name__, source)
+        self.report.drained()
         self.events.drained()
         if self.matcher.held and self.abort_reason is None and not engine.stopped:
-            timeleft.report_held(self.matcher, self.deadline - self.clock())  # type: ignore[operator]
-
-    def time_left(self) -> float | None:
-        """Seconds a task started now may run (None: no time-left rule; see pilot.runtime.timeleft)."""
-        return self.deadline - self.clock() - timeleft.START_MARGIN if self._timed else None  # type: ignore[operator]
-
-    def _check_limits(self) -> None:
-        if self.signalled:
-            self._abort(f"{self.signalled} received")
-        elif self.deadline is not None and self.clock() >= self.deadline:
-            self._abort(f"max wall time of {self.opts.max_wall_time:g} minutes reached")
+            limits.report_held(self.matcher)
 
     def _abort(self, reason: str) -> None:
         assert self.engine is not None
         log.error("Aborting workflow: %s", reason)
         self.abort_reason = reason
         self.engine.stop(reason)
-        self._kill_deadline = self.clock() + KILL_GRACE + 5.0
+        self._kill_deadline = self.limits.clock() + KILL_GRACE + 5.0
         for rank in self.slots.running:
             self.t.send(rank, KillTask(reason))
 
     def _dispatch(self) -> None:
-        matcher = self.matcher
-        engine = self.engine
-        assert engine is not None
-        if self.isolation is not None and crashes.step(self):
-            return  # a task that was running when the job died runs alone
-        left = self.time_left()
+        matcher, engine, ahead, isolation = self.matcher, self.engine, self.ahead, self.isolation
+        assert engine is not None and ahead is not None
+        if isolation is not None:
+            turn = isolation.step()
+            if turn is Turn.WAIT:
+                return  # a task that was running when the job died runs alone
+            if turn is Turn.OVER:
+                self.isolation = isolation = None
+        left = self.limits.time_left()
         while not engine.stopped:
             pick = matcher.assign(left)
             if pick is None:
                 break
             task, alloc = pick
-            self._send_task(task, alloc)
+            self.send_task(task, alloc)
             self._started(task, alloc)
             self._log_resources(alloc.host)
-            self._attach_child(alloc.rank, task, alloc)
+            if isolation is None:  # a suspect runs alone: nothing follows it on its worker
+                ahead.attach_child(alloc.rank, task, alloc)
         if engine.stopped:
-            # -m reached: prefetched tasks must not start after all.
-            if not self.slots.queued_total:
-                return  # the common case while the run drains: no pass over every rank
-            for rank, task in self.slots.recall_all():
-                self.t.send(rank, Recall(task.name))
+            # -m reached: prefetched tasks must not start after all (the common case while the run drains:
+            # nothing queued, no pass over every rank).
+            if self.slots.queued_total:
+                ahead.recall_all()
             return
         if matcher.ready_count:
-            if self.mean_duration < PREFETCH_BELOW:
-                self._prefetch()
+            if ahead.short:
+                ahead.prefetch()
         elif self.slots.queued_total and matcher.has_idle_slot():
-            ahead.recall(self)
+            ahead.recall()
 
-    def _send_task(self, task: Task, alloc: Allocation, after: Task | None = None) -> None:
+    def send_task(self, task: Task, alloc: Allocation, after: Task | None = None) -> None:
+        """Start an attempt of ``task`` in the engine and send it to ``alloc``'s worker (after ``after``
+        succeeds there, for a follow-on child)."""
         engine = self.engine
         assert engine is not None
         if self.trace:
@@ -310,34 +304,22 @@ class Master:
         if self.isolation is None or not self.isolation.defer(task):
             self.matcher.push(task)
 
+    def _number(self, task: Task) -> int:
+        """Number an attempt that never waited in the ready queue, and log it queued."""
+        self.seq += 1
+        self.events.task_queued(task, self.seq)
+        return self.seq
+
     def _started(self, task: Task, alloc: Allocation) -> None:
         seq = self.queued_seq[task.order]
         if not seq:  # sent ahead to run after its parent: it became ready as it started
-            self.seq += 1
-            seq = self.seq
-            self.events.task_queued(task, seq)
+            seq = self._number(task)
         self.queued_seq[task.order] = 0
         self.slots.start(alloc.rank, task, alloc, seq)
         self.events.task_dispatched(task, seq, alloc.rank, alloc.host.name)
 
-    def _attach_child(self, rank: int, task: Task, alloc: Allocation) -> None:
-        if self.isolation is None:  # a suspect runs alone: nothing follows it on its worker
-            ahead.attach_child(self, rank, task, alloc)
-
-    def _prefetch(self) -> None:
-        ahead.prefetch(self)
-
-    def _handle(self, source: int, msg) -> None:
-        if isinstance(msg, TaskResult):
-            self._task_done(source, msg)
-        elif isinstance(msg, Recalled):
-            ahead.recalled(self, source, msg.name)
-        elif isinstance(msg, WorkerFailed):
-            self._worker_failed(source, msg)
-        elif isinstance(msg, Bye):
-            self._alive.discard(source)
-        else:
-            log.error("unexpected %s from worker %d", type(msg).__name__, source)
+    def _bye(self, source: int, msg: Bye) -> None:  # noqa: ARG002 - a handler of _handlers
+        self._alive.discard(source)
 
     def _worker_failed(self, source: int, msg: WorkerFailed) -> None:
         """A worker reports an error; a fatal one ends the run (its task counts as failed, nothing waits on it)."""
@@ -358,7 +340,7 @@ class Master:
         dropped = res.status != 0 and source in self.slots.conditional
         task, alloc, seq, nxt = self.slots.finish(source, went_on=not held and not dropped)
         if self.isolation is not None:
-            crashes.ended(self, task)
+            self.isolation.ended(task)
         self._record_result(task, seq, source, res)
         if held and not engine.stopped:  # go on: a worker holds after every failure under -m, queue or not
             self.t.send(source, Resume())
@@ -366,7 +348,8 @@ class Master:
                 nxt = self.slots.resume(source)  # dropped ones come back as Recalled instead
         if nxt is not None:
             self._started(nxt, alloc)  # the worker went straight on to its prefetched task
-            self._attach_child(source, nxt, alloc)
+            if self.isolation is None:
+                self.ahead.attach_child(source, nxt, alloc)  # type: ignore[union-attr]
         else:
             self.matcher.release(alloc)
             self._log_resources(alloc.host)
@@ -375,11 +358,7 @@ class Master:
         engine = self.engine
         assert engine is not None and self.rescue is not None
         self.runtime_total += res.duration
-        if self.mean_duration == float("inf"):
-            self.mean_duration = res.duration
-        else:
-            self.mean_duration += (res.duration - self.mean_duration) * 0.1
-        self.slots.depth = max(1, min(PREFETCH_MAX, int(PREFETCH_SECONDS / max(self.mean_duration, 1e-6))))
+        self.ahead.observe(res.duration)  # type: ignore[union-attr]
         status = res.status
         if status == 0 and res.forwards:
             try:
@@ -405,6 +384,15 @@ class Master:
         else:
             log.error("Task %s failed with %s%s", task.name, how, why)
 
+    def _drop_lost_workers(self) -> None:
+        """Workers whose watchdog says they died are taken out of the run (see pilot.runtime.crashes)."""
+        crash = self.crash
+        assert crash is not None
+        for rank in crash.lost_ranks():
+            if rank in self._alive:
+                self._alive.discard(rank)
+                crash.lose_worker(rank, self.isolation)
+
     def _flush_logs(self) -> None:
         self.events.flush()
         if self.resource_log is not None:
@@ -416,7 +404,28 @@ class Master:
 
     # -- the end --------------------------------------------------------------
     def _stop_workers(self) -> None:
-        report.stop_workers(self)
+        """Shutdown to every worker; take the results and give-backs still coming, until each says Bye.
+
+        They go through ``_handlers`` as during the run, except a result from a rank with nothing running
+        (the run failed part way) and what a registered worker never sends (start-up was cut short).
+        """
+        for rank in sorted(self._alive):
+            self.t.send(rank, Shutdown(self.abort_reason or ""))
+        if self.rescue is not None:
+            # While the workers clean up: the rescue log's fsync at close then finds little or nothing to do.
+            self.rescue.sync()
+        handlers = self._handlers
+        deadline = time.monotonic() + BYE_TIMEOUT
+        while self._alive and time.monotonic() < deadline:
+            got = self.t.recv(timeout=max(0.0, deadline - time.monotonic()))
+            if got is None:
+                break
+            source, msg = got
+            handler = handlers.get(type(msg))
+            if handler is not None and (type(msg) is not TaskResult or source in self.slots.running):
+                handler(source, msg)
+        if self._alive:
+            log.warning("worker(s) %s did not confirm shutdown", ", ".join(map(str, sorted(self._alive))))
 
     def _close(self) -> None:
         for closer in (self.rescue, self.crash, self.resource_log, self.fdcache, self.events, self.task_out, self.task_err):
@@ -432,17 +441,13 @@ class Master:
         assert engine is not None
         ok = engine.success and self.abort_reason is None
         try:
-            self._report(ok)
+            self._stop_workers()
+            self.report.summary(ok, engine, self.runtime_total, self.task_out, self.task_err)
         finally:
             self._close()
             # Tasks held for lack of time end the run as a wall-time cut: the resubmitted job runs them.
-            reason = (RunOutcome.DONE if ok else RunOutcome.SIGNAL if self.signalled else RunOutcome.WALLTIME
+            reason = (RunOutcome.DONE if ok else RunOutcome.SIGNAL if self.limits.signalled else RunOutcome.WALLTIME
                       if self.abort_reason or (self.matcher.held and not engine.stopped) else RunOutcome.FAILED)
-            report.write_outcome(self, reason, 0 if ok else 1)
-        report.outcome_line(self, ok)
+            self.report.write_outcome(engine, reason, 0 if ok else 1)
+        self.report.last_line(engine, ok, self.abort_reason)
         return 0 if ok else 1
-
-    def _report(self, ok: bool) -> None:
-        """Workers stopped, stdio merged, report and summary printed, monitoring closed."""
-        self._stop_workers()
-        report.final_report(self, ok)

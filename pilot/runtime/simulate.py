@@ -176,9 +176,6 @@ class SimCluster:
                 self._start_next(r)
             return
 
-    def order(self) -> list[str]:
-        return [name for _, name, _ in self.started]
-
 
 class _Handler:
     def __init__(self, cluster: SimCluster, r: SimRank) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Callable
 
 from pilot.dag.model import Dag
 from pilot.errors import InfeasibleTask, RunAborted
@@ -17,6 +16,7 @@ from pilot.runtime.engine import Engine, State
 from pilot.runtime.options import RunOptions
 from pilot.runtime.policy import Matcher
 from pilot.runtime.protocol import PROTOCOL_VERSION, Hello, HostReady, HostSetup, WorkerFailed
+from pilot.runtime.timeleft import Limits
 from pilot.runtime.transport import Transport
 
 log = logging.getLogger("pilot.master")
@@ -34,15 +34,13 @@ def dag_key(dag: str) -> str:
 
 
 class Startup:
-    def __init__(self, opts: RunOptions, transport: Transport, matcher: Matcher, signalled: Callable[[], str | None],
-                 interrupted: Callable[[], bool], run_id: str = "") -> None:
+    def __init__(self, opts: RunOptions, transport: Transport, matcher: Matcher, limits: Limits, run_id: str = "") -> None:
         self.run_id = run_id
         self.dag_key = dag_key(opts.dag)
         self.opts = opts
         self.t = transport
         self.matcher = matcher
-        self.signalled = signalled
-        self.interrupted = interrupted
+        self.limits = limits  # a signal or the wall-time limit cuts the waits short
 
     def register(self, workers: list[int]) -> None:
         """Wait for every worker's Hello; hosts get their resources (options override detection)."""
@@ -107,15 +105,15 @@ class Startup:
 
     def _recv(self, deadline: float | None, what: str):
         while True:
-            signalled = self.signalled()
+            signalled = self.limits.signalled
             if signalled:
                 raise RunAborted(f"{signalled} received during {what}")
             timeout = None if deadline is None else deadline - time.monotonic()
             if timeout is not None and timeout <= 0:
                 raise RunAborted(f"timed out waiting for {what}")
-            got = self.t.recv(timeout=min(timeout, 1.0) if timeout is not None else 1.0, wake=self.interrupted)
+            got = self.t.recv(timeout=min(timeout, 1.0) if timeout is not None else 1.0, wake=self.limits.interrupted)
             if got is None:
-                if self.interrupted() and not self.signalled():
+                if self.limits.interrupted() and not self.limits.signalled:
                     raise RunAborted(f"max wall time reached during {what}")
                 continue
             source, msg = got

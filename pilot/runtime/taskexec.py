@@ -24,6 +24,7 @@ import stat
 import time
 
 from pilot.runtime.protocol import KILL_GRACE
+from pilot.util.safeopen import read_at_most
 
 FILE_FORWARD_LIMIT = 1024 * 1024
 
@@ -301,8 +302,7 @@ def read_file_forward(src: str) -> bytes | None:
     if not stat.S_ISREG(st.st_mode):
         raise ValueError(f"{src} is not a file")
     try:
-        with open(src, "rb") as fh:
-            data = fh.read(FILE_FORWARD_LIMIT + 1)
+        data = read_at_most(src, FILE_FORWARD_LIMIT + 1)
     except OSError as exc:
         raise ValueError(f"Unable to read {src}: {exc.strerror or exc}") from None
     finally:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
+from pilot.contracts.queue import QueueStatus
 from pilot.jobrequest import JobRequest
 from pilot.sites import SiteConfig
-from providers.queue import QueueStatus
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,13 @@ not fit, and the driver does them instead:
   blocks (``add``/``end``);
 - restart: a new executor cannot take over a running block, so each block's
   batch job id is recorded (pilot.submit.pilots) and a restarted driver ends
-  the blocks it finds there.
+  the blocks it finds there;
+- sharing a node: the pool gives an app whole nodes, so a node of 32 cores
+  would run one cluster of 3 ranks. The driver places each cluster on slots
+  (cores) of named nodes of the block instead (``Block.fit``), the pool sees
+  each node once per slot (so its count of free "nodes" is the count of free
+  slots, and it never holds back an app the driver placed), and the app
+  starts its launch on the nodes the driver chose.
 
 Each executor is used directly (no DataFlowKernel): the driver polls, and an
 app is a plain function (pilot.submit.blockapp.run_cluster).
@@ -24,8 +30,10 @@ app is a plain function (pilot.submit.blockapp.run_cluster).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+import shlex
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -35,17 +43,22 @@ from pilot.jobrequest import JobRequest, environment_bin
 from pilot.sites import SiteConfig
 
 log = logging.getLogger("pilot.submit")
+SET_ASIDE = ("SLURM_NODELIST", "PBS_NODEFILE")  # the node lists Parsl's pool reads, Slurm's first
 HEARTBEAT = (5, 20)  # seconds: a pool silent this long is lost, and its apps are failed back
+
+
+Placement = tuple[tuple[int, ...], int]  # the block's nodes (indices) an app runs on, and the slots it takes on each
 
 
 @dataclass
 class Block:
-    """One pilot job: its executor, its batch job, its nodes and the clusters running in it."""
+    """One pilot job: its executor, its batch job, its nodes (each of ``slots`` cores) and the clusters in it."""
 
     label: str
     site: str
     nodes: int
     walltime_s: float
+    slots: int = 1  # per node: the ranks it can run at once
     executor: Any = None
     job_id: str = ""
     script_dir: str = ""
@@ -54,11 +67,33 @@ class Block:
     submitted: float = 0.0
     running_since: float | None = None  # when its worker pool was first seen connected
     idle_since: float = field(default_factory=time.monotonic)
-    apps: dict[str, int] = field(default_factory=dict)  # job id -> nodes it holds
+    apps: dict[str, Placement] = field(default_factory=dict)  # job id -> where it runs
+    used: list[int] = field(default_factory=list)  # slots taken on each node
+
+    def __post_init__(self) -> None:
+        self.used = self.used or [0] * self.nodes
 
     @property
-    def free(self) -> int:
-        return self.nodes - sum(self.apps.values())
+    def free_slots(self) -> int:
+        return self.nodes * self.slots - sum(self.used)
+
+    def fit(self, nodes: int, per_node: int) -> tuple[int, ...] | None:
+        """``nodes`` nodes with ``per_node`` free slots each, the fullest first (so whole nodes stay free for
+        clusters that need them); None when the block has no room for it now."""
+        room = sorted((i for i in range(self.nodes) if self.slots - self.used[i] >= per_node),
+                      key=lambda i: (self.slots - self.used[i], i))
+        return tuple(sorted(room[:nodes])) if len(room) >= nodes else None
+
+    def take(self, job_id: str, where: tuple[int, ...], per_node: int) -> None:
+        self.apps[job_id] = (where, per_node)
+        for i in where:
+            self.used[i] += per_node
+
+    def give(self, job_id: str) -> None:
+        """Free what an app held (nothing when it held nothing here)."""
+        where, per_node = self.apps.pop(job_id, ((), 0))
+        for i in where:
+            self.used[i] -= per_node
 
     def time_left(self, now: float) -> float:
         """Seconds of wall time left (the whole of it while it waits in the queue)."""
@@ -80,16 +115,46 @@ def mpi_launcher(site: SiteConfig) -> tuple[str, str]:
     raise ValueError(f"launcher {site.launcher!r}: pilot jobs start clusters with srun or mpiexec (hydra)")
 
 
-def block_request(site: SiteConfig, nodes: int, walltime_minutes: float, workdir: str) -> JobRequest:
-    """How the scheduler plug-in sizes a block's batch job (nodes, wall time, queue, account)."""
+def node_slots(site: SiteConfig) -> int:
+    """The ranks a block's node runs at once: its cores when the site says, else the site's ranks per node."""
+    return max(site.cores_per_node or 0, site.ranks_per_node or 1)
+
+
+def block_request(site: SiteConfig, nodes: int, slots: int, walltime_minutes: float, workdir: str) -> JobRequest:
+    """How the scheduler plug-in sizes a block's batch job: ``nodes`` nodes of ``slots`` tasks each (wall time,
+    queue and account from the site)."""
     from pilot.jobrequest import request_for
 
-    return request_for(site, "pilot-block", workdir, [], ranks=nodes * (site.ranks_per_node or 1),
-                       walltime_minutes=walltime_minutes)
+    req = request_for(site, "pilot-block", workdir, [], walltime_minutes=walltime_minutes)
+    return dataclasses.replace(req, nodes=nodes, ranks_per_node=slots)
 
 
-def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: float, run_dir: str) -> Block:
-    """A new executor with its interchange, and its one block submitted to the site's scheduler."""
+def node_lines(site: SiteConfig, block_dir: str, nodes: int, slots: int) -> list[str]:
+    """Shell lines of the block's script, before its worker pool starts: the block's hosts, once each, into
+    ``hosts`` (what the app names its nodes by, in ``PILOT_BLOCK_HOSTS``; the scheduler plug-in says how to
+    list them), and each host once per slot into the node file the pool counts (``PBS_NODEFILE``). The
+    scheduler's own node list is set aside (``PILOT_<name>``), as the pool would read Slurm's first; the app
+    puts it back for its launcher."""
+    from providers import scheduler_for
+
+    scheduler = scheduler_for(site)
+    hosts, units = (shlex.quote(os.path.join(block_dir, f)) for f in ("hosts", "units"))
+    if scheduler.single_host:  # the "nodes" of this machine
+        with open(os.path.join(block_dir, "hosts"), "w", encoding="utf-8") as fh:
+            fh.write("localhost\n" * nodes)
+        lines = []
+    else:
+        lines = [f"{scheduler.hosts_command} > {hosts}"]
+    for name in SET_ASIDE:
+        lines.append(f'[ -z "${{{name}+x}}" ] || export PILOT_{name}="${name}"')
+    return [*lines, "unset SLURM_NODELIST", f"awk '{{for (i = 0; i < {slots}; i++) print}}' {hosts} > {units}",
+            f"export PBS_NODEFILE={units} PILOT_BLOCK_HOSTS={hosts}"]
+
+
+def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: float, run_dir: str,
+                apps: int = 0) -> Block:
+    """A new executor with its interchange, and its one block submitted to the site's scheduler; ``apps``:
+    the most clusters it may run at once (its pool's workers; default one per node)."""
     from parsl.executors import MPIExecutor
     from parsl.executors.high_throughput.executor import DEFAULT_LAUNCH_CMD
 
@@ -98,28 +163,23 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
     bin_dir = environment_bin()
     block_dir = os.path.join(run_dir, label)
     os.makedirs(block_dir, exist_ok=True)
-    provider = provider_for(site)
-    scheduler_for(site).size(provider, block_request(site, nodes, walltime_minutes, block_dir))
+    slots = node_slots(site)
+    scheduler, provider = scheduler_for(site), provider_for(site)
+    scheduler.size(provider, block_request(site, nodes, slots, walltime_minutes, block_dir))
     provider.nodes_per_block = nodes
     provider.init_blocks, provider.min_blocks, provider.max_blocks = 0, 0, 1
     provider.script_dir = block_dir
-    provider.block_ranks = site.ranks_per_node or 1
-    init = list(site.worker_init)
-    if site.scheduler == "local":  # the pool reads its nodes from a node file: the "nodes" of this machine
-        nodefile = os.path.join(block_dir, "nodefile")
-        with open(nodefile, "w", encoding="utf-8") as fh:
-            fh.write("localhost\n" * nodes)
-        init.append(f"export PBS_NODEFILE={nodefile}")
-    provider.worker_init = "\n".join(init)
+    provider.block_ranks = slots
+    provider.worker_init = "\n".join([*site.worker_init, *node_lines(site, block_dir, nodes, slots)])
     launcher, _ = mpi_launcher(site)
     executor = MPIExecutor(
-        label=label, provider=provider, max_workers_per_block=nodes, mpi_launcher=launcher,
-        launch_cmd=os.path.join(bin_dir, DEFAULT_LAUNCH_CMD), address=None if site.scheduler != "local" else "127.0.0.1",
+        label=label, provider=provider, max_workers_per_block=max(apps, nodes), mpi_launcher=launcher,
+        launch_cmd=os.path.join(bin_dir, DEFAULT_LAUNCH_CMD), address="127.0.0.1" if scheduler.single_host else None,
         interchange_launch_cmd=os.path.join(bin_dir, "interchange.py"),  # type: ignore[arg-type] # a list in HTEX
         heartbeat_period=HEARTBEAT[0], heartbeat_threshold=HEARTBEAT[1], block_error_handler=False)
     executor.run_dir = block_dir
     executor.start()
-    block = Block(label, site.name, nodes, walltime_minutes * 60, executor, script_dir=block_dir,
+    block = Block(label, site.name, nodes, walltime_minutes * 60, slots, executor, script_dir=block_dir,
                   interchange_pid=executor.interchange_proc.pid, submitted=time.monotonic())
     try:
         executor.scale_out_facade(1)
@@ -129,8 +189,10 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
     block.job_id = str(next(iter(executor.blocks_to_job_id.values())))
     record = getattr(provider, "resources", {}).get(block.job_id, {})
     script = record.get("script_path") or ""
-    # Parsl names the job parsl.<label>.block-<n>.<time>: without the time, as a local job is looked up by name.
-    block.job_name = os.path.basename(script)[:-3].rsplit(".", 2)[0] if script.endswith(".sh") else ""
+    # Parsl names the job parsl.<label>.block-<n>.<time>: without the time, as a local job is looked up by name
+    # (only LocalProvider records its script).
+    suffix = scheduler.parsl_suffix
+    block.job_name = os.path.basename(script)[: -len(suffix)].rsplit(".", 2)[0] if script.endswith(suffix) else ""
     return block
 
 
@@ -142,12 +204,16 @@ def connected(block: Block) -> bool:
         return False
 
 
-def launch(block: Block, nodes: int, ranks_per_node: int, args: tuple) -> Future:
-    """Start one cluster's app in ``block`` on ``nodes`` of its nodes."""
+def launch(block: Block, job_id: str, where: tuple[int, ...], per_node: int, args: tuple) -> Future:
+    """Start one cluster's app in ``block`` on its nodes ``where``, ``per_node`` slots on each (the pool counts
+    slots as its nodes: the app asks for as many as it takes, which the driver made sure are free)."""
     from pilot.submit.blockapp import run_cluster
 
-    spec = {"num_nodes": nodes, "num_ranks": nodes * ranks_per_node, "ranks_per_node": ranks_per_node}
-    return block.executor.submit(run_cluster, spec, *args)
+    units = len(where) * per_node
+    spec = {"num_nodes": units, "num_ranks": units, "ranks_per_node": 1}
+    future = block.executor.submit(run_cluster, spec, *args, list(where), per_node < block.slots)
+    block.take(job_id, where, per_node)
+    return future
 
 
 def end_block(block: Block) -> None:

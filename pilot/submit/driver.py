@@ -20,12 +20,12 @@ happened in it. When a job has finished:
 - ``error`` (the pilot could not start: bad DAG, infeasible task, host
   script) or a result file that cannot be read: the cluster fails.
 
-A job pending for a reason waiting cannot cure (the scheduler plug-in says
-``never_starts``) is cancelled and its cluster fails. A failed cluster stops
-only its descendants: everything that does not depend on it is still released
-(DAGMan's semantics); the run ends when nothing more can run. A failed
-submission is retried with exponential back-off, after looking the job up by
-its unique name (it may have reached the queue all the same).
+A job pending for a reason waiting cannot cure (``never_starts`` by its plug-in's
+``pending_reasons``) is cancelled; its cluster fails, saying the reason and what it
+means. A failed cluster stops only its descendants: everything that does not depend
+on it is still released (DAGMan's semantics); the run ends when nothing more can
+run. A failed submission is retried with exponential back-off, after looking the
+job up by its unique name (it may have reached the queue all the same).
 
 The constructor does no I/O: ``Driver.load`` reads the submit directory and
 ``recover()`` is the explicit step that prepares a restart.
@@ -51,6 +51,7 @@ import uuid
 from typing import Callable
 
 from pilot.contracts.clusters import ClusterSpec, read_clusters
+from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.contracts.result import ResultError, RunOutcome, read_result, result_path
 from pilot.contracts.submitstate import ACTIVE, STATE_FILE, ClusterRecord, ClusterState, SubmitState, state_path
 from pilot.errors import ConfigError, SubmitError
@@ -59,7 +60,6 @@ from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef
 from pilot.submit.options import Clock, Options, SystemClock, retries_for
-from providers.queue import QueueState, QueueStatus
 
 log = logging.getLogger("pilot.submit")
 
@@ -120,7 +120,7 @@ class Driver:
                 log.info("cluster %s: %s before (%s); trying it again", c.name, c.state.value, c.reason)
                 c.state, c.reason = ClusterState.WAITING, ""
                 c.retries = c.resubmits = c.submit_errors = 0
-                c.queue = c.queue_reason = ""
+                c.queue, c.queue_reason = None, ""
             if c.state is ClusterState.WAITING and c.site is not None and c.site not in self.site_by_name:
                 c.site = None  # not in a queue: any site given now may take it
         self._save()
@@ -208,20 +208,20 @@ class Driver:
         if status.state is QueueState.PENDING and status.never_starts:
             self._cancel_job(site, c)
             self._log(lambda: self.monitor.aborted(c.name))  # removed from the queue, as condor_rm
-            self._fail(c, f"job {c.job_id} can never start on {site.name}: {status.reason or 'the scheduler says so'} "
+            self._fail(c, f"job {c.job_id} can never start on {site.name}: {status.explained or 'the scheduler says so'} "
                           f"(cancelled; ask for less, or use another site)")
             return True
         reason = "" if status.reason.upper() == status.state.name else status.reason  # no reason, only the state again
-        if (c.queue, c.queue_reason) == (status.state.value, reason):
+        if (c.queue, c.queue_reason) == (status.state, reason):
             return False
-        if status.state is QueueState.RUNNING and c.queue != QueueState.RUNNING.value:
+        if status.state is QueueState.RUNNING and c.queue is not QueueState.RUNNING:
             log.info("cluster %s: job %s running", c.name, c.job_id)
             self._log(lambda: self.monitor.running(c.name))
         elif status.state is QueueState.PENDING and reason:
-            log.info("cluster %s: job %s pending (%s)", c.name, c.job_id, reason)
+            log.info("cluster %s: job %s pending (%s)", c.name, c.job_id, status.explained)
         elif status.state is QueueState.HELD:
-            log.warning("cluster %s: job %s held%s", c.name, c.job_id, f" ({reason})" if reason else "")
-        c.queue, c.queue_reason = status.state.value, reason
+            log.warning("cluster %s: job %s held%s", c.name, c.job_id, f" ({status.explained})" if reason else "")
+        c.queue, c.queue_reason = status.state, reason
         self._dirty = True
         return True
 
@@ -234,7 +234,7 @@ class Driver:
 
     def _decide(self, c: ClusterRecord) -> None:
         spec = self.specs[c.name]
-        c.queue = c.queue_reason = ""
+        c.queue, c.queue_reason = None, ""
         try:
             result = read_result(spec.dag)
         except ResultError as exc:
@@ -272,7 +272,7 @@ class Driver:
 
     def _fail(self, c: ClusterRecord, reason: str) -> None:
         c.state, c.reason = ClusterState.FAILED, reason
-        c.queue = c.queue_reason = ""
+        c.queue, c.queue_reason = None, ""
         below = self.descendants(c.name)
         more = f"; {len(below)} cluster(s) below it will not run" if below else ""
         log.error("cluster %s failed: %s%s", c.name, reason, more)
@@ -329,7 +329,7 @@ class Driver:
         if found:
             log.info("cluster %s: job %s was submitted as %s", c.name, c.job_name, found)
             c.job_ids.append(found)
-            c.state, c.queue = ClusterState.QUEUED, QueueState.PENDING.value
+            c.state, c.queue = ClusterState.QUEUED, QueueState.PENDING
             self._log(lambda: self.monitor.submitted(c.name, found, site.name))
         elif c.submit_errors >= self.opts.submit_tries:
             self._log(lambda: self.monitor.refused(c.name))
@@ -400,7 +400,7 @@ class Driver:
         c.attempts += 1
         c.job_name = f"pilot-{self.state.plan_id}-{c.name}-{c.attempts}"
         c.state = ClusterState.SUBMITTING
-        c.queue = c.queue_reason = ""
+        c.queue, c.queue_reason = None, ""
 
     def _submit(self, c: ClusterRecord, site: SiteConfig) -> None:
         spec = self.specs[c.name]
@@ -425,7 +425,7 @@ class Driver:
         c.job_ids.append(job.job_id)
         c.job_stdout, c.job_stderr = job.stdout, job.stderr
         self._log(lambda: self.monitor.submitted(c.name, job.job_id, site.name))
-        c.state, c.queue = ClusterState.QUEUED, QueueState.PENDING.value
+        c.state, c.queue = ClusterState.QUEUED, QueueState.PENDING
         if c.submit_errors:  # the reason was the failed submission's
             c.reason, c.submit_errors = "", 0
         log.info("cluster %s submitted to %s as job %s (attempt %d)", c.name, site.name, job.job_id, c.attempts)
@@ -445,6 +445,6 @@ class Driver:
                 self._log(functools.partial(self.monitor.aborted, c.name))
             if c.state in ACTIVE or c.state is ClusterState.WAITING:
                 c.state, c.reason = ClusterState.CANCELLED, "pilot cancel"
-                c.queue = c.queue_reason = ""
+                c.queue, c.queue_reason = None, ""
         self._save()
         return cancelled

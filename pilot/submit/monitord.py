@@ -43,7 +43,7 @@ from pilot.errors import ConfigError
 from pilot.monitor.root import Phase, RootMonitor, root_braindump
 from pilot.submit.options import retries_for
 from pilot.util.procs import cmdline
-from pilot.util.safeopen import open_file
+from pilot.util.safeopen import open_file, read_at_most
 
 log = logging.getLogger("pilot.submit")
 
@@ -53,6 +53,7 @@ LOG_FILE = "monitord.out"
 JOBSTATE = "monitord-jobstate.log"
 FINISH_TIMEOUT = 60.0  # seconds: how long monitord may go without any CPU time before it counts as stuck
 INCOMPLETE = "monitord.incomplete"
+NOTE_BYTES = 4096  # of monitord.pid and monitord.incomplete: one line each
 
 
 def pegasus_cli(tool: str) -> list[str] | None:
@@ -67,8 +68,7 @@ def pegasus_cli(tool: str) -> list[str] | None:
 def _stop_earlier(submit_dir: str, deadline: float = 15.0) -> None:
     """SIGINT a monitord an earlier pilot submit left running on this directory; wait until it is gone."""
     try:
-        with open(os.path.join(submit_dir, PID_FILE), encoding="utf-8") as fh:
-            pid = int(fh.read().split()[1])
+        pid = int(read_at_most(os.path.join(submit_dir, PID_FILE), NOTE_BYTES).decode("ascii", "replace").split()[1])
     except (OSError, ValueError, IndexError):
         return
     if not any(b"pegasus-monitord" in arg for arg in cmdline(pid) or []):
@@ -187,8 +187,7 @@ def mark_incomplete(submit_dir: str, command: str | None) -> None:
 def incomplete_note(submit_dir: str) -> str | None:
     """The line pilot status shows when the monitoring DB is known to be incomplete, else None."""
     try:
-        with open(os.path.join(submit_dir, INCOMPLETE), encoding="utf-8") as fh:
-            command = fh.read(4096).strip()
+        command = read_at_most(os.path.join(submit_dir, INCOMPLETE), NOTE_BYTES).decode("utf-8", "replace").strip()
     except OSError:
         return None
     return f"the monitoring DB is incomplete (pegasus-monitord stopped early); complete it with: {command}"

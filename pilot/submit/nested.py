@@ -31,6 +31,7 @@ import sys
 from typing import Any, Sequence
 
 from pilot.contracts.clusters import ClusterSpec, SubworkflowSpec, plan_site_file, read_clusters
+from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.contracts.result import RunOutcome, RunResult, result_path, write_result
 from pilot.contracts.rootfiles import BRAINDUMP, read_braindump, set_environment
 from pilot.contracts.submitstate import ClusterState, SubmitState, state_path
@@ -41,7 +42,6 @@ from pilot.submit.backend import Backend, JobRef, Submitted
 from pilot.submit.lock import holder
 from pilot.submit.options import Options
 from pilot.util.procs import cmdline
-from providers.queue import QueueState, QueueStatus
 
 PREFIX = "nested:"
 PLAN_TIMEOUT = 3600.0  # seconds: planning a million jobs takes about a minute; a hung plan must not hang the run

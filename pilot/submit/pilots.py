@@ -10,7 +10,10 @@ block only when the cluster is ready and a block has room:
 - at each poll (``query``) blocks are asked about through the scheduler
   plug-in (a block that ended takes its clusters with it: they are FINISHED
   and the driver resumes them from their rescue logs, as after a node
-  failure), waiting clusters are started in blocks, best fit first: a block
+  failure; a block pending for a reason its plug-in says never clears is
+  ended, and the clusters waiting on that site fail, as a cluster's own job
+  would: every block there asks for the same), waiting clusters are started
+  in blocks, best fit first: a block
   with the wall time left for the cluster's estimated makespan (from the
   plan's runtimes) before one without, and blocks are added while clusters
   wait for nodes no block has or will have, and ended after ``pilot_idle_timeout``
@@ -40,54 +43,29 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pilot.contracts.clusters import ClusterSpec
+from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.contracts.result import ResultError, RunOutcome, read_result
 from pilot.errors import ConfigError, SubmitError
-from pilot.jobrequest import JobRequest, pilot_wall_time, request_for
-from pilot.sites import SiteConfig, parse_walltime
+from pilot.jobrequest import JobRequest, pilot_wall_time
+from pilot.sites import SiteConfig
 from pilot.submit import blocks
 from pilot.submit.backend import Backend, JobRef, Submitted
 from pilot.submit.blockapp import MARKER
 from pilot.submit.options import Options
+from pilot.submit.pilotsize import PilotSettings, makespan
 from pilot.util.atomic import write_atomic
 from pilot.util.boundedload import load_json
 from pilot.util.flock import held_elsewhere
 from pilot.util.procs import cmdline
-from providers.queue import QueueState, QueueStatus
+from pilot.util.safeopen import read_at_most
 
 log = logging.getLogger("pilot.submit")
 PREFIX = "pilot:"
 STATE = "pilots.json"
 MAX_STATE_BYTES = 1 << 20
+MARKER_BYTES = 4096  # a launch marker (blockapp.MARKER): "<block id> <host> <launcher pid>"
 GONE_WAIT = 60.0  # seconds a restart waits for ended blocks to leave the queue before it goes on
 SUBMIT_TRIES = 5  # pilot job submissions failing in a row (with back-off) before the clusters waiting for one fail
-
-
-@dataclass(frozen=True)
-class PilotSettings:
-    pilots: int  # at most this many blocks at once
-    nodes: int
-    walltime_minutes: float
-    min_blocks: int
-    idle_timeout: float  # seconds
-
-    @classmethod
-    def resolve(cls, site: SiteConfig, opts: Options) -> "PilotSettings":
-        """The options over the site's keys; a block larger than the site, or more blocks kept than allowed,
-        is one line naming the value and the fix."""
-        where = site.path or site.name
-        nodes = opts.pilot_nodes or site.pilot_nodes or site.nodes
-        if nodes > site.nodes:
-            raise ConfigError(f"{where}: pilot jobs of {nodes} nodes: the site has {site.nodes} (nodes); ask for at "
-                              f"most {site.nodes} (--pilot-nodes or pilot_nodes)")
-        walltime = opts.pilot_walltime or site.pilot_walltime or site.max_walltime or site.walltime
-        minutes = parse_walltime(walltime, f"{where}: pilot_walltime")
-        least = opts.pilot_min if opts.pilot_min is not None else site.pilot_min_blocks
-        cap = min(opts.pilots, site.max_queued)
-        if least > cap:
-            raise ConfigError(f"{where}: {least} pilot jobs kept (--pilot-min or pilot_min_blocks) but at most {cap} "
-                              f"at once (--pilots {opts.pilots}, max_queued {site.max_queued}): keep fewer")
-        idle = opts.pilot_idle if opts.pilot_idle is not None else site.pilot_idle_timeout
-        return cls(cap, nodes, minutes, least, float(idle))
 
 
 @dataclass
@@ -110,14 +88,6 @@ class Launch:
     @property
     def marker(self) -> str:
         return os.path.join(self.workdir, self.dag + MARKER)
-
-
-def makespan(spec: ClusterSpec | None) -> float:
-    """A cluster's estimated run: its longest chain of runtimes, or its summed runtime over its workers."""
-    if spec is None:
-        return 0.0
-    workers = max(1, spec.ranks - 1)
-    return max(spec.critical_path or 0.0, (spec.runtime or 0.0) / workers)
 
 
 def _still_running(dag: str) -> bool:
@@ -150,33 +120,16 @@ class PilotBackend:
         self.batch = batch
         self.clock = clock
         self.sites = {s.name: s for s in sites}
-        self.settings = {s.name: PilotSettings.resolve(s, opts) for s in sites} if opts.pilots else {}
+        self.settings = {s.name: PilotSettings.resolve(s, opts, specs) for s in sites} if opts.pilots else {}
         self.specs = {os.path.basename(s.dir): s for s in specs}
         self.blocks: list[blocks.Block] = []
         self.launches: dict[str, Launch] = {}
         self._count = 0
         self._failed: dict[str, tuple[int, float, str]] = {}  # site -> (failures in a row, next try, last error)
+        self._never: dict[str, str] = {}  # site -> why its pilot jobs never start (the scheduler's pending reason)
         # cluster directory -> the blocks whose end cut it short: its next attempt goes to another, with more time
         self._cut: dict[str, set[str]] = {}
         self.run_dir = os.path.join(submit_dir, "pilots")
-        for site in sites:
-            self._check_fit(site, specs)
-
-    def _check_fit(self, site: SiteConfig, specs: Sequence[ClusterSpec]) -> None:
-        """A cluster larger than a block could never start: one line before anything is submitted."""
-        settings = self.settings.get(site.name)
-        if settings is None:
-            return
-        try:
-            blocks.mpi_launcher(site)
-        except ValueError as exc:
-            raise ConfigError(f"{site.path or site.name}: {exc}; run without --pilots there") from None
-        for spec in specs:
-            if spec.subworkflow is None:
-                need = request_for(site, spec.name, spec.dir, [], ranks=spec.ranks).nodes
-                if need > settings.nodes:
-                    raise ConfigError(f"cluster {spec.name} needs {need} nodes ({spec.ranks} ranks), pilot jobs on "
-                                      f"{site.name} have {settings.nodes}: ask for larger ones (--pilot-nodes {need})")
 
     # -- the record of blocks ---------------------------------------------------------------
     def _state_path(self) -> str:
@@ -257,6 +210,8 @@ class PilotBackend:
         if launch is None:  # an attempt of an earlier driver: its block was ended when this one started
             return QueueStatus(QueueState.FINISHED, "its pilot job ended")
         if launch.block is None:
+            if launch.site in self._never:  # the driver cancels it and fails the cluster with this reason
+                return QueueStatus(QueueState.PENDING, self._never[launch.site], never_starts=True)
             failures, _, error = self._failed.get(launch.site, (0, 0.0, ""))
             if failures >= SUBMIT_TRIES:  # the driver cancels it and fails the cluster with this reason
                 return QueueStatus(QueueState.PENDING, f"no pilot job could be submitted ({failures} tries): {error}",
@@ -283,7 +238,7 @@ class PilotBackend:
     def _release(self, launch: Launch) -> None:
         self.launches.pop(launch.job_id, None)
         if launch.block is not None:
-            launch.block.apps.pop(launch.job_id, None)
+            launch.block.give(launch.job_id)
             if not launch.block.apps:
                 launch.block.idle_since = self.clock()
 
@@ -309,13 +264,13 @@ class PilotBackend:
         """Stop one cluster's launch: its app if it has not started, else its launcher's process group."""
         if launch.future is not None and not launch.future.cancel() and os.path.exists(launch.marker):
             try:
-                _, host, pid = open(launch.marker, encoding="utf-8").read().split()
+                _, host, pid = read_at_most(launch.marker, MARKER_BYTES).decode("utf-8").split()
                 if host == socket.gethostname():
                     os.kill(int(pid), signal.SIGTERM)  # the launcher, which passes it to the cluster's ranks
             except (OSError, ValueError):
                 pass  # gone already, or on another node: its block ends with the run
         if launch.block is not None:
-            launch.block.apps.pop(launch.job_id, None)
+            launch.block.give(launch.job_id)
 
     def shutdown(self) -> None:
         """End every block of this driver (as it stops: its clusters resume next time from their rescue logs)."""
@@ -337,9 +292,15 @@ class PilotBackend:
             states = None  # the queue does not answer: nothing is decided this time
         changed = False
         for block in mine:
-            state = None if states is None else states.get(block.job_id, QueueStatus(QueueState.FINISHED)).state
-            if state is QueueState.FINISHED:
+            status = None if states is None else states.get(block.job_id, QueueStatus(QueueState.FINISHED))
+            if status is not None and status.state is QueueState.FINISHED:
                 self._lost(block)
+                changed = True
+            elif status is not None and status.never_starts:
+                self._never[site.name] = f"its pilot job {block.job_id} never starts: {status.explained}"
+                log.warning("%s: pilot job %s never starts (%s): ending it", site.name, block.job_id, status.explained)
+                blocks.end_block(block)
+                self.blocks.remove(block)
                 changed = True
             elif block.running_since is None and blocks.connected(block):
                 block.running_since = now
@@ -363,12 +324,13 @@ class PilotBackend:
     def _place(self, launch: Launch, now: float) -> None:
         cut = self._cut.get(launch.workdir, ())
         running = [b for b in self.blocks if b.site == launch.site and b.running_since is not None
-                   and b.free >= launch.nodes and b.time_left(now) > _margin(b) and b.label not in cut]
+                   and b.fit(launch.nodes, launch.ranks_per_node) is not None and b.time_left(now) > _margin(b)
+                   and b.label not in cut]
         if not running:
             return
         fits = [b for b in running if b.time_left(now) >= launch.makespan + _margin(b)]
         if fits:
-            block = min(fits, key=lambda b: (b.free, -b.time_left(now)))  # pack, then the longest left
+            block = min(fits, key=lambda b: (b.free_slots, -b.time_left(now)))  # pack, then the longest left
         elif self._may_add(launch.site) or any(b.running_since is None for b in self.blocks if b.site == launch.site):
             return  # a new block will fit it better than what is left of these
         else:
@@ -378,10 +340,11 @@ class PilotBackend:
         minutes = pilot_wall_time(block.time_left(now) / 60.0)
         _, host_flag = blocks.mpi_launcher(self.sites[launch.site])
         pilot = [*launch.pilot, "run", "--max-wall-time", f"{minutes:g}", *launch.run_args]
-        launch.future = blocks.launch(block, launch.nodes, launch.ranks_per_node,
+        where = block.fit(launch.nodes, launch.ranks_per_node)
+        assert where is not None  # chosen among the blocks it fits
+        launch.future = blocks.launch(block, launch.job_id, where, launch.ranks_per_node,
                                       (launch.workdir, launch.dag, launch.launcher, host_flag, pilot))
         launch.block = block
-        block.apps[launch.job_id] = launch.nodes
         log.info("%s: started in pilot job %s (%.0f s of wall time left there)", launch.job_id, block.job_id,
                  block.time_left(now))
 
@@ -392,15 +355,17 @@ class PilotBackend:
     def _scale(self, site: SiteConfig, settings: PilotSettings, now: float) -> bool:
         mine = [b for b in self.blocks if b.site == site.name]
         waiting = [x for x in self.launches.values() if x.site == site.name and x.block is None]
-        coming = sum(b.nodes for b in mine if b.running_since is None)
-        wanted = sum(x.nodes for x in waiting)
+        coming = sum(b.nodes * b.slots for b in mine if b.running_since is None)  # in slots (cores)
+        wanted = sum(x.nodes * x.ranks_per_node for x in waiting)
         changed = False
         failures, next_try, _ = self._failed.get(site.name, (0, 0.0, ""))
-        while (wanted > coming or len(mine) < settings.min_blocks) and len(mine) < settings.pilots and now >= next_try:
+        while (wanted > coming or len(mine) < settings.min_blocks) and len(mine) < settings.pilots and now >= next_try \
+                and site.name not in self._never:
             self._count += 1
             label = f"block{self._count}-{os.getpid()}"
             try:
-                block = blocks.start_block(site, label, settings.nodes, settings.walltime_minutes, self.run_dir)
+                block = blocks.start_block(site, label, settings.nodes, settings.walltime_minutes, self.run_dir,
+                                           settings.apps)
             except Exception as exc:  # noqa: BLE001 - Parsl raises many kinds: the scheduler said no
                 error = " ".join(str(exc).split())[:300]
                 delay = min(300.0, 2.0 ** failures)
@@ -411,7 +376,7 @@ class PilotBackend:
             self.blocks.append(block)
             self._save()  # recorded before anything else: a crash from here on cannot lose it
             mine.append(block)
-            coming += block.nodes
+            coming += block.nodes * block.slots
             changed = True
             log.info("%s: pilot job %s submitted (%d nodes, %.0f min)", site.name, block.job_id, block.nodes,
                      settings.walltime_minutes)

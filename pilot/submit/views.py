@@ -22,9 +22,10 @@ import enum
 from dataclasses import dataclass
 
 from pilot.contracts.clusters import ClusterSpec
+from pilot.contracts.queue import QueueState
 from pilot.contracts.submitstate import ClusterRecord, ClusterState
 from pilot.submit.pilotfiles import PilotFiles, TaskProgress
-from providers.queue import QueueState
+from pilot.util.graphs import longest_paths
 
 
 class Shown(str, enum.Enum):
@@ -116,12 +117,12 @@ def _shown(spec: ClusterSpec, rec: ClusterRecord, culprit: str | None, records: 
     if s is ClusterState.SUBMITTING:
         return Shown.SUBMITTING, rec.reason
     if s is ClusterState.QUEUED:
-        if rec.queue == QueueState.RUNNING.value:
+        if rec.queue is QueueState.RUNNING:
             where = f" ({rec.queue_reason})" if rec.queue_reason else ""  # the pilot job a late-bound cluster runs in
             return Shown.RUNNING, f"{len(progress.running)} running now{where}"
-        if rec.queue == QueueState.HELD.value:
+        if rec.queue is QueueState.HELD:
             return Shown.HELD, rec.queue_reason
-        if rec.queue == QueueState.UNKNOWN.value:
+        if rec.queue is QueueState.UNKNOWN:
             return Shown.QUEUED, f"scheduler state unknown{': ' + rec.queue_reason if rec.queue_reason else ''}"
         return Shown.QUEUED, rec.queue_reason
     if culprit is not None:
@@ -187,16 +188,18 @@ def cluster_span(spec: ClusterSpec) -> float | None:
 def time_left(views: list[ClusterView]) -> float | None:
     """Estimated seconds until the run ends (see the module doc); None without runtimes, or with nothing left
     to estimate (every cluster ended or ending)."""
-    finish: dict[str, float] = {}
+    rests = []
     estimated = False
     for v in views:  # parents come first
         if v.shown in (Shown.DONE, Shown.FAILED, Shown.NOT_RUN, Shown.CANCELLED):
-            rest = 0.0  # done, or it will not run in this pilot submit
-        else:
-            span = cluster_span(v.spec)
-            if span is None:
-                return None
-            estimated = True
-            rest = span * (v.spec.tasks - v.done) / v.spec.tasks if v.spec.tasks else 0.0
-        finish[v.spec.name] = rest + max((finish.get(p, 0.0) for p in v.spec.parents), default=0.0)
-    return max(finish.values(), default=0.0) if estimated else None
+            rests.append(0.0)  # done, or it will not run in this pilot submit
+            continue
+        span = cluster_span(v.spec)
+        if span is None:
+            return None
+        estimated = True
+        rests.append(span * (v.spec.tasks - v.done) / v.spec.tasks if v.spec.tasks else 0.0)
+    if not estimated:
+        return None
+    at = {v.spec.name: k for k, v in enumerate(views)}
+    return max(longest_paths(rests, lambda k: [at[p] for p in views[k].spec.parents if p in at]).finish)

@@ -31,7 +31,7 @@ import yaml
 from pilot.errors import ConfigError
 from pilot.util import yamlstream
 from pilot.util.gcpause import gc_paused
-from pilot.util.safeopen import NotAFile, open_regular_fd
+from pilot.util.safeopen import NotAFile, open_regular_fd, read_at_most
 from pilot.util.yamlstream import MAX_DEPTH, Handler, Invalid
 from pilot.yamlerrors import yaml_error
 
@@ -44,6 +44,11 @@ def _line(where: str, what: str, hint: str) -> str:
     return f"{where}: {what}; {hint}" if hint else f"{where}: {what}"
 
 
+def _unreadable(path: str, exc: OSError, hint: str) -> ConfigError:
+    what = exc.strerror if isinstance(exc, NotAFile) else f"cannot read: {exc.strerror}"
+    return ConfigError(_line(path, what, hint))
+
+
 def open_regular(path: str, hint: str = "") -> int:
     """``open_regular_fd``, every error but FileNotFoundError a one-line ConfigError."""
     try:
@@ -51,17 +56,17 @@ def open_regular(path: str, hint: str = "") -> int:
     except FileNotFoundError:
         raise
     except OSError as exc:
-        what = exc.strerror if isinstance(exc, NotAFile) else f"cannot read: {exc.strerror}"
-        raise ConfigError(_line(path, what, hint)) from None
+        raise _unreadable(path, exc, hint) from None
 
 
 def read_bytes(path: str, max_bytes: int, hint: str = "") -> bytes:
     """All of a regular file of at most ``max_bytes``."""
-    with os.fdopen(open_regular(path, hint), "rb") as fh:
-        try:
-            data = fh.read(max_bytes + 1)
-        except OSError as exc:
-            raise ConfigError(_line(path, f"cannot read: {exc.strerror}", hint)) from None
+    try:
+        data = read_at_most(path, max_bytes + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise _unreadable(path, exc, hint) from None
     if len(data) > max_bytes:
         raise ConfigError(_line(path, f"larger than {max_bytes:,} bytes: is this the right file?", hint))
     return data

@@ -1,4 +1,4 @@
-"""Topological order and cycle naming for every graph in pilot: DAG tasks, workflow jobs, clusters.
+"""Topological order, cycle naming and longest paths for every graph in pilot: DAG tasks, workflow jobs, clusters.
 
 The order is Kahn's algorithm with a heap, so that among nodes ready at the
 same time the one listed first comes first (file order for a DAG, workflow
@@ -8,6 +8,12 @@ tasks inside a cluster's DAG). When nodes are
 left over there is a cycle; the standard library's ``graphlib`` names one,
 which is then turned to start at its earliest node so that the message is
 stable. Nodes are compared by identity, so unhashable ones (dataclasses) work.
+
+Longest paths (``longest_paths``) are over nodes numbered in a topological
+order, the form every caller already has its nodes in (a cluster's jobs,
+clusters.yml's clusters, a DAG's tasks once ordered): the levels and
+critical path of a planned cluster, the makespan of a chain of clusters, the
+time left of a run, the critical path of a finished one.
 """
 
 from __future__ import annotations
@@ -83,7 +89,44 @@ def _cycle(nodes: Sequence[N], left: list[int], parents: Callable[[N], Collectio
 def levels(nodes: Sequence[N], parents: Callable[[N], Collection[N]],
            children: Callable[[N], Iterable[N]]) -> dict[int, int]:
     """Level of each node (keyed by ``id``): the longest path from a root, roots at level 1."""
-    level: dict[int, int] = {}
-    for n in topological_order(nodes, parents, children):
-        level[id(n)] = 1 + max((level[id(p)] for p in parents(n)), default=0)
-    return level
+    order = topological_order(nodes, parents, children)
+    at = {id(n): k for k, n in enumerate(order)}
+    paths = longest_paths([1] * len(order), lambda k: [at[id(p)] for p in parents(order[k])])
+    return {id(n): int(paths.finish[k]) for k, n in enumerate(order)}
+
+
+class LongestPaths:
+    """The heaviest chain ending at each node: its weight (``finish``, the node's own included) and the parent it
+    comes through (``via``; -1 where it starts at the node). A plain class: a worker rank imports this module
+    (through the DAG parser) and keeps its start-up free of dataclasses."""
+
+    __slots__ = ("finish", "via")
+
+    def __init__(self, finish: list[float], via: list[int]) -> None:
+        self.finish = finish
+        self.via = via
+
+    def path(self, last: int) -> list[int]:
+        """The nodes of the heaviest chain ending at ``last``, first to last."""
+        out = []
+        while last >= 0:
+            out.append(last)
+            last = self.via[last]
+        out.reverse()
+        return out
+
+
+def longest_paths(weights: Sequence[float], parents: Callable[[int], Iterable[int]]) -> LongestPaths:
+    """Heaviest chains in a DAG of nodes ``0 .. len(weights) - 1`` numbered so that each comes after its
+    ``parents(k)``: node k finishes at ``weights[k]`` plus the latest finish among its parents (0 without any), by
+    way of the first parent listed of those that finish latest. A parent numbered after its child counts as
+    finishing at 0 (the caller's order was not topological: its answer is only as good as that order)."""
+    finish = [0.0] * len(weights)
+    via = [-1] * len(weights)
+    for k, weight in enumerate(weights):
+        start, by = 0.0, -1
+        for p in parents(k):
+            if by < 0 or finish[p] > start:
+                start, by = finish[p], p
+        finish[k], via[k] = start + weight, by
+    return LongestPaths(finish, via)

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+from pilot.util.safeopen import read_at_most
+
 
 def cmdline(pid: int | str) -> list[bytes] | None:
     """The argument vector of process ``pid`` (empty for a zombie); None when it does not exist or cannot be read."""
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            data = fh.read(1 << 16)
+        data = read_at_most(f"/proc/{pid}/cmdline", 1 << 16)
     except OSError:
         return None
     return data.split(b"\0")[:-1] if data else []

@@ -2,7 +2,9 @@
 
 Reading (``open_regular_fd``): a FIFO would block until a writer came, a device
 (``/dev/zero``) would fill memory, a directory says nothing; each is refused
-with an OSError (``NotAFile``) that says what is there.
+with an OSError (``NotAFile``) that says what is there. ``read_at_most`` is
+the one way pilot reads a file whose size it does not control (a user may
+have put anything under a name pilot reads): its first bytes up to a cap.
 
 Writing (``open_fd``, ``open_file``), for the files pilot names itself beside a DAG or in a submit directory:
 
@@ -41,6 +43,14 @@ def open_regular_fd(path: str) -> int:
     """A read-only descriptor of ``path``, which must be a regular file, else an OSError saying what it is; opened
     without blocking, so that a FIFO is refused at once rather than waited on."""
     return _regular(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC), path, "")
+
+
+def read_at_most(path: str, max_bytes: int) -> bytes:
+    """The first ``max_bytes`` of the regular file ``path`` (all of it when it is shorter); OSError as for
+    ``open_regular_fd`` or the read. Whether a longer file is an error is the caller's to say: ask for one byte
+    more than may be there."""
+    with os.fdopen(open_regular_fd(path), "rb") as fh:
+        return fh.read(max_bytes)
 
 
 def _regular(fd: int, path: str, fix: str) -> int:

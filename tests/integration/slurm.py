@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 
 import pytest
+
+from tests.waiting import wait_for
 
 
 def require_slurm() -> None:
@@ -23,11 +24,14 @@ def sbatch(script: str, *extra: str, cwd: str | None = None) -> str:
 
 
 def wait_gone(job_ids: list[str], timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Wait until Slurm no longer lists the jobs; those still there after ``timeout`` s are cancelled, and the test fails."""
+
+    def gone() -> bool:
         out = subprocess.run(["squeue", "-h", "-o", "%i", "-j", ",".join(job_ids)], capture_output=True, text=True).stdout
-        if not out.split():
-            return
-        time.sleep(0.5)
-    subprocess.run(["scancel", *job_ids])
-    raise AssertionError(f"Slurm jobs {job_ids} did not finish in {timeout} s")
+        return not out.split()
+
+    try:
+        wait_for(gone, timeout, f"Slurm jobs {job_ids} to finish", every=0.5)
+    except AssertionError:
+        subprocess.run(["scancel", *job_ids])
+        raise

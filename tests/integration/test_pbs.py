@@ -152,6 +152,9 @@ def test_pilot_jobs_run_every_cluster_in_one_pbs_job(tmp_path, pbs):
     assert all(c["state"] == "done" and c["job_ids"][0].startswith("pilot:") for c in st.values())
     blocks = [p for p in (sub / "pilots").iterdir() if p.is_dir()]
     assert len(blocks) == 1 and json.loads((sub / "pilots.json").read_text())["blocks"] == []
+    # PBS_NODEFILE names the node once per rank (mpiprocs): the block names it once, and counts its slots
+    assert len((blocks[0] / "hosts").read_text().split()) == 1
+    assert len((blocks[0] / "units").read_text().split()) == ncpus()
     said = [line for line in res.stderr.splitlines() if ": pilot job " in line and " submitted (" in line]
     assert len(said) == 1
     block_job = said[0].split(": pilot job ")[1].split()[0]

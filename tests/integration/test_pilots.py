@@ -170,9 +170,15 @@ def test_on_slurm_clusters_run_in_one_pilot_job_and_a_cancelled_one_costs_only_i
     assert not set(queue) & {b["job_id"] for b in json.loads((sub / "pilots.json").read_text())["blocks"]}
 
 
-def test_a_cluster_longer_than_a_pilot_job_resumes_in_fresh_ones_and_no_task_runs_twice(tmp_path):
+@pytest.mark.parametrize("site", ["local", pytest.param("container", marks=pytest.mark.slurm)])
+def test_a_cluster_longer_than_a_pilot_job_resumes_in_fresh_ones_and_no_task_runs_twice(tmp_path, site):
     """Pilot jobs of one minute, a cluster of three 20 s tasks in a chain: its pilot run gets the block's time
-    left as --max-wall-time, stops there, and resumes from its rescue log in a fresh block (the spent one ends)."""
+    left as --max-wall-time, stops there, and resumes from its rescue log in a fresh block (the spent one ends).
+    On the real Slurm the block's batch job has that time limit: the cluster stops before Slurm ends it."""
+    if site == "container":
+        from tests.integration.slurm import require_slurm
+
+        require_slurm()
     tc = api.TransformationCatalog().add_transformations(
         api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
     wf = api.Workflow("long").add_transformation_catalog(tc)
@@ -182,10 +188,37 @@ def test_a_cluster_longer_than_a_pilot_job_resumes_in_fresh_ones_and_no_task_run
     wf.add_jobs(*jobs).add_dependency(jobs[0], children=[jobs[1]]).add_dependency(jobs[1], children=[jobs[2]])
     wf.write(str(tmp_path / "long.yml"))
     sub = tmp_path / "sub"
-    res = submit("--no-monitord", "--site", "local", "--cluster", "label", "--pilots", "1", "--pilot-walltime",
+    keys = ["--set", VENV_PILOT, "--set", "pegasus_site=local"] if site == "container" else []
+    res = submit("--no-monitord", "--site", site, *keys, "--cluster", "label", "--pilots", "1", "--pilot-walltime",
                  "00:01:00", "--pilot-idle", "5", str(tmp_path / "long.yml"), "--dir", str(sub), timeout=400)
     assert res.returncode == 0, res.stderr
     c = state(sub)["merge_long"]
     assert c["state"] == "done" and c["attempts"] >= 2 and c["retries"] == 0 and c["resubmits"] == c["attempts"] - 1
     assert sorted(ran.read_text().split()) == ["s0", "s1", "s2"]  # each once: DONE tasks never ran again
     assert len(pilot_jobs(sub)) == c["attempts"]  # each attempt in a block of its own, with its whole time
+
+
+@pytest.mark.slurm
+def test_on_slurm_small_clusters_share_the_nodes_of_a_pilot_job(tmp_path):
+    """Four clusters of two ranks in one pilot job whose node has eight cores (cores_per_node): they run at once
+    there, each its own srun step on part of the node, where one cluster a node would run them one by one."""
+    from tests.integration.slurm import require_slurm
+
+    require_slurm()
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
+    spans = tmp_path / "spans.txt"  # outside the workflow's directory, which its cleanup removes
+    jobs = [api.Job("sh", _id=f"t{i}").add_args("-c", f"'s=$(date +%s.%N); sleep 6; echo $s $(date +%s.%N) >> {spans}'")
+            .add_profiles(api.Namespace.PEGASUS, key="label", value=f"L{i}") for i in range(4)]
+    wf = api.Workflow("fan").add_jobs(*jobs).add_transformation_catalog(tc)
+    wf.write(str(tmp_path / "fan.yml"))
+    sub = tmp_path / "sub"
+    res = submit("--site", "container", "--set", VENV_PILOT, "--set", "pegasus_site=local", "--set",
+                 "cores_per_node=8", "--cluster", "label", "--pilots", "1", "--no-monitord", str(tmp_path / "fan.yml"),
+                 "--dir", str(sub), timeout=400)
+    assert res.returncode == 0, res.stderr
+    assert len(pilot_jobs(sub)) == 1 and all(c["state"] == "done" for c in state(sub).values())
+    times = [tuple(map(float, line.split())) for line in spans.read_text().splitlines()]
+    assert len(times) == 4
+    at_once = max(sum(1 for s, e in times if s <= t < e) for t, _ in times)
+    assert at_once >= 3, times  # one at a time without sharing

@@ -8,13 +8,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.integration.slurm import require_slurm
 from tests.integration.test_submit_dagman import assert_files_as_documented
+from tests.waiting import wait_for
 
 api = pytest.importorskip("Pegasus.api")
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "diamond.yml")
@@ -120,11 +120,8 @@ def test_slurm_killed_driver_resumes_without_duplicates(tmp_path):
     assert plan.returncode == 0, plan.stderr
     driver = subprocess.Popen([*PILOT, "submit", "--site", "container", "--set", VENV_PILOT, "--poll", "0.3", str(sub)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if (sub / "submit.state.json").exists() and state(sub)["sleep_s0"]["state"] == "done" and state(sub)["sleep_s1"]["job_ids"]:
-            break
-        time.sleep(0.1)
+    wait_for(lambda: (sub / "submit.state.json").exists() and state(sub)["sleep_s0"]["state"] == "done"
+             and state(sub)["sleep_s1"]["job_ids"], 60, "sleep_s0 done and sleep_s1 submitted", every=0.1)
     driver.send_signal(signal.SIGKILL)
     driver.wait()
     res = pilot("submit", "--site", "container", "--set", VENV_PILOT, "--poll", "0.3", str(sub))
@@ -147,21 +144,16 @@ def test_slurm_cancel_leaves_no_job(tmp_path):
     res = pilot("submit", "--site", "container", "--cluster", "label", "--detach", "--poll", "0.3", "--set", VENV_PILOT, wf,
                 "--dir", str(sub))
     assert res.returncode == 0, res.stderr
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not ((sub / "submit.state.json").exists() and our_squeue(sub)):
-        time.sleep(0.2)
+    wait_for(lambda: (sub / "submit.state.json").exists() and our_squeue(sub), 60, "a job of the run in the queue", every=0.2)
     assert our_squeue(sub)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not re.search(r"^merge_chain +running", pilot("status", str(sub)).stdout, re.M):
-        time.sleep(0.2)
+    wait_for(lambda: re.search(r"^merge_chain +running", pilot("status", str(sub)).stdout, re.M), 60, "merge_chain running",
+             every=0.2)
     live = pilot("status", str(sub))
     assert live.returncode == 3 and re.search(r"^merge_chain +running +0/2 ", live.stdout, re.M), live.stdout
     assert "driven by pilot submit (pid" in live.stdout
     cancel = pilot("cancel", str(sub))
     assert cancel.returncode == 0, cancel.stderr
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and our_squeue(sub):
-        time.sleep(0.2)
+    wait_for(lambda: not our_squeue(sub), 30, "no job of the run left in the queue", every=0.2)
     assert our_squeue(sub) == []
     st = state(sub)  # create-dir had finished; the rest is cancelled, nothing left queued or running
     assert st["merge_chain"]["state"] == "cancelled" and st["create_dir_sleepers_0_container"]["state"] == "done"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.slurm import require_slurm
+from tests.waiting import wait_for
 
 api = pytest.importorskip("Pegasus.api")
 PILOT = [sys.executable, "-m", "pilot"]
@@ -186,8 +187,6 @@ def test_dagman_retry_profile_retries_a_cluster_from_its_rescue_log(tmp_path):
 @pytest.mark.slurm
 def test_slurm_held_job_is_shown_held_and_runs_once_released(tmp_path):
     require_slurm()
-    import time
-
     site = tmp_path / "held.yaml"
     site.write_text("description: the container site, every job submitted held\nscheduler: slurm\npegasus_site: container\n"
                     "launcher: srun\nlauncher_options: --mpi=pmi2\npartition: debug\nnodes: 1\nranks_per_node: 3\n"
@@ -198,13 +197,13 @@ def test_slurm_held_job_is_shown_held_and_runs_once_released(tmp_path):
     assert res.returncode == 0, res.stderr
 
     def wait(what: str, check) -> subprocess.CompletedProcess:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            now = pilot("status", str(sub))
-            if check(now):
-                return now
-            time.sleep(0.3)
-        raise AssertionError(f"{what}: {now.stdout} {(sub / 'submit.log').read_text()}")
+        seen: list[subprocess.CompletedProcess] = []
+
+        def status() -> subprocess.CompletedProcess | None:
+            seen[:] = [pilot("status", str(sub))]
+            return seen[0] if check(seen[0]) else None
+
+        return wait_for(status, 120, what, every=0.3, detail=lambda: f"{seen[0].stdout} {(sub / 'submit.log').read_text()}")
 
     try:
         held = wait("the job held", lambda r: "held (JobHeldUser)" in r.stdout)

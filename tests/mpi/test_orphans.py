@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 from tests.mpi.helpers import pilot_cmd, run_pilot
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.mpi
 
@@ -57,15 +57,6 @@ def _parent(pid: int) -> int:
         return 0
 
 
-def wait_for(condition, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
 # A task that leaves a background sleeper in its own session, then sleeps itself.
 STUBBORN = "/bin/sh -c 'setsid sleep 300 & sleep 300'"
 
@@ -81,7 +72,7 @@ def test_sigkill_leaves_no_task_behind(dagfile, victim):
     dag = dagfile(f"TASK a {STUBBORN}\nTASK b {STUBBORN}\n")
     proc = start(dag, tag)
     try:
-        assert wait_for(lambda: len(tasks_of(tag)) >= 6, 30), "tasks did not start"  # sh + 2 sleeps, twice
+        wait_for(lambda: len(tasks_of(tag)) >= 6, 30, "the tasks to start", every=0.05)  # sh + 2 sleeps, twice
         if victim == "mpiexec":
             pid = proc.pid
         else:
@@ -89,7 +80,7 @@ def test_sigkill_leaves_no_task_behind(dagfile, victim):
             assert len(pids) == 1
             pid = pids[0]
         os.kill(pid, signal.SIGKILL)
-        assert wait_for(lambda: not tasks_of(tag), 5.0), f"left behind: {tasks_of(tag)}"
+        wait_for(lambda: not tasks_of(tag), 5, "no task left behind", every=0.05, detail=lambda: f"left behind: {tasks_of(tag)}")
     finally:
         for pid in tasks_of(tag):
             os.kill(pid, signal.SIGKILL)
@@ -121,7 +112,7 @@ def test_rerun_ends_the_previous_copy_first(dagfile, tmp_path):
     first = subprocess.Popen(pilot_cmd(["--keep-task-processes", dag]), env=dict(os.environ, ORPHAN_TEST=tag),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        assert wait_for(lambda: len(tasks_of(tag)) == 1, 30)
+        wait_for(lambda: len(tasks_of(tag)) == 1, 30, "the task to start", every=0.05)
         old = tasks_of(tag)[0]
         os.kill(ranks_of(tag, 0)[0], signal.SIGKILL)
         first.wait(timeout=30)
@@ -129,7 +120,7 @@ def test_rerun_ends_the_previous_copy_first(dagfile, tmp_path):
         assert tasks_of(tag) == [old]
         second = subprocess.Popen(pilot_cmd([dag]), env=dict(os.environ, ORPHAN_TEST=tag),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        assert wait_for(lambda: log.read_text().count("start") == 2, 30)
+        wait_for(lambda: log.read_text().count("start") == 2, 30, "the second start", every=0.05)
         assert old not in tasks_of(tag)  # ended before the new copy started
         second.kill()
         second.wait(timeout=30)

@@ -7,7 +7,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -261,9 +260,7 @@ def test_rescue_after_master_sigkill(dagfile, tmp_path):
     dag = dagfile(text)
     proc = subprocess.Popen(pilot_cmd([dag]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     rescue = Path(dag + ".rescue")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (not rescue.exists() or rescue.read_text().count("DONE") < 15):
-        time.sleep(0.02)
+    wait_for(lambda: rescue.exists() and rescue.read_text().count("DONE") >= 15, 30, "15 tasks done", every=0.02)
     pid = _master_pid(dag)
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
@@ -331,9 +328,7 @@ def test_output_of_tasks_done_before_a_sigkill_of_the_whole_job_appears_once_aft
     dag = dagfile("".join(f"TASK {n} /bin/sh -c 'echo out-$PMC_TASK; sleep 0.05'\n" for n in names))
     proc = subprocess.Popen(pilot_cmd([dag]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     rescue = Path(dag + ".rescue")
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (not rescue.exists() or rescue.read_text().count("DONE") < 10):
-        time.sleep(0.02)
+    wait_for(lambda: rescue.exists() and rescue.read_text().count("DONE") >= 10, 30, "10 tasks done", every=0.02)
     for pid in _pilot_ranks(dag):
         os.kill(pid, signal.SIGKILL)
     os.killpg(proc.pid, signal.SIGKILL)

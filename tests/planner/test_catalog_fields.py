@@ -188,9 +188,14 @@ def test_a_fork_compute_grid_is_a_site_without_batch_system(tmp_path):
 
 
 def test_a_grid_of_a_batch_system_pilot_has_no_plug_in_for_is_refused(tmp_path):
-    site = site_entry(tmp_path).add_grids(grid(api.Scheduler.LSF))
-    with pytest.raises(ConfigError, match=r"grids\[0\]: site local runs jobs through lsf .* submits to local: pilot "
-                                          r"has no lsf plug-in: plan for a site whose batch system pilot submits to"):
+    from providers import SCHEDULERS
+
+    claimed = {plugin.pegasus_name for plugin in SCHEDULERS.values()}
+    other = next(s for s in (api.Scheduler.LSF, api.Scheduler.SGE, api.Scheduler.FLUX) if s.value not in claimed)
+    site = site_entry(tmp_path).add_grids(grid(other))
+    with pytest.raises(ConfigError, match=rf"grids\[0\]: site local runs jobs through {other.value} .* submits to local: "
+                                          rf"pilot has no {other.value} plug-in: plan for a site whose batch system pilot "
+                                          "submits to"):
         run_plan(tmp_path, write(tmp_path, [site], echo_at("local")))
 
 

@@ -104,13 +104,15 @@ def test_bad_runtime_profile_is_one_line(tmp_path, value):
 
 
 def test_pilot_submit_shows_the_estimate_before_submitting(tmp_path):
-    # pilot submit plans with plan_from_args and prints summary() before the first submission
-    from pilot.cli.plan import build_parser, plan_from_args, summary
+    # pilot submit plans with plan_request and prints the plan's lines before the first submission
+    from pilot.cli.plan import build_parser, plan_request
+    from pilot.planner.plan import plan
+    from pilot.sites import load_site
 
     paths = mixed(tmp_path)
     argv = [paths["workflow"], "--tc", paths["tc"], "--site", "local", "--cluster", "whole", "--dir", str(tmp_path / "s"),
             "--cleanup", "none"]
-    text = summary(plan_from_args(build_parser().parse_args(argv), argv))
+    text = "\n".join(plan(plan_request(build_parser().parse_args(argv), argv, load_site("local"))).lines())
     assert "merge_mix  3 ranks  9.5 s" in text and "workflow end to end: 9.5 s" in text
 
 

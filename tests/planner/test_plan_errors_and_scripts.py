@@ -11,7 +11,8 @@ import pytest
 
 from pilot.errors import ConfigError
 from pilot.jobrequest import JobRequest, pilot_wall_time
-from pilot.sites import load_site, parse_walltime
+from pilot.sites import load_site
+from pilot.siteschema import parse_walltime
 from providers import SCHEDULERS
 from providers.script import render
 from tests.planner.test_clustering import run_plan

@@ -29,7 +29,8 @@ def submitted(site, req) -> tuple[str, str]:
 
     def fake_execute_wait(cmd, timeout=None):
         seen["cmd"] = cmd
-        return 0, "Submitted batch job 4242\n4242.server", ""
+        # what sbatch, bsub and qsub print: each provider reads the id from its own line (qsub's: the last)
+        return 0, "Submitted batch job 4242\nJob <4242> is submitted to queue <normal>.\n4242.server", ""
 
     provider.execute_wait = fake_execute_wait
     assert submit(provider, site, req, JOB).startswith("4242")
@@ -88,11 +89,43 @@ def test_torque_provider(tmp_path):
     assert "#PBS -l nodes=1:ppn=3\n" in parsl_script
 
 
-def test_one_registry_names_every_scheduler_and_launcher():
-    assert set(SCHEDULERS) == {"slurm", "pbspro", "torque", "local"}
-    assert set(LAUNCHERS) == {"srun", "mpiexec", "aprun", "ibrun", "mpirun"}
-    for sched in SCHEDULERS.values():
-        assert (Path(__file__).parents[2] / "providers" / "templates" / sched.template).exists()
+def test_each_registered_plug_in_has_every_fact_pilot_asks_of_it():
+    """What the registries must hold, not which plug-ins there are (docs/new-scheduler.md adds one)."""
+    from pilot.planner.gateways import SCHEDULERS as PEGASUS_SCHEDULERS
+    from providers.base import PendingReason, Scheduler
+
+    for name, sched in SCHEDULERS.items():
+        assert isinstance(sched, Scheduler) and sched.name == name
+        assert (Path(__file__).parents[2] / "providers" / "templates" / sched.template).exists(), name
+        assert sched.suffix.startswith(".") and sched.parsl_suffix.startswith("."), name
+        assert sched.pegasus_name in PEGASUS_SCHEDULERS, name
+        assert sched.single_host or sched.hosts_command, name  # how a pilot job names its nodes
+        if sched.directive_prefix:  # a batch system's directive lines
+            assert sched.directive_prefix.startswith("#") and " " not in sched.directive_prefix, name
+        if sched.memory_directive is not None:  # the line a memory request becomes, one of its directives
+            assert sched.directive_prefix and sched.memory_directive.startswith(sched.directive_prefix + " "), name
+            assert sched.memory_directive.format(512) != sched.memory_directive, name
+        assert all(isinstance(r, PendingReason) and r.meaning for r in sched.pending_reasons.values()), name
+        assert sched.query_command(["7"]) and callable(sched.parse_query), name
+
+
+def test_every_scheduler_and_launcher_a_site_names_is_registered():
+    from pilot.sites import SiteConfig, read_site_file, shipped_sites
+    from providers.launchers import SITE_LAUNCHERS
+
+    named = [read_site_file(path)[0] for path in shipped_sites().values()]
+    assert {raw.get("scheduler", SiteConfig.scheduler) for raw in named} <= set(SCHEDULERS)
+    assert {raw.get("launcher", SiteConfig.launcher) for raw in named} | set(SITE_LAUNCHERS) <= set(LAUNCHERS)
+    for name, build in LAUNCHERS.items():
+        argv = build(f"/opt/{name}", ["--x"], 8, 4)
+        assert argv[:2] == [f"/opt/{name}", "--x"] and "8" in argv, name
+
+
+def test_a_site_and_its_request_are_what_the_plug_ins_read(tmp_path):
+    from providers.inputs import Request, Site
+
+    site, req = make(tmp_path, "polaris", account="proj42")
+    assert isinstance(site, Site) and isinstance(req, Request)
 
 
 def test_scheduler_commands_run_without_a_shell_in_the_cluster_directory(tmp_path):
@@ -102,3 +135,14 @@ def test_scheduler_commands_run_without_a_shell_in_the_cluster_directory(tmp_pat
     assert provider.execute_wait("pwd") == (0, f"{tmp_path}\n", "")
     assert provider.execute_wait("echo $HOME 'a;b'")[1] == "$HOME a;b\n"  # no shell expansion
     assert provider.execute_wait("no-such-command")[0] == 127
+
+
+def test_a_provider_calling_its_parents_command_runner_still_runs_without_a_shell(tmp_path):
+    """Parsl's LSFProvider submits through super().execute_wait, past a mixin in front."""
+    from parsl.providers import LSFProvider
+
+    from providers.parsl_script import OwnScript
+
+    provider = OwnScript.subclass(LSFProvider, SCHEDULERS["slurm"])()
+    provider.script_dir = str(tmp_path)
+    assert super(LSFProvider, provider).execute_wait("echo $HOME 'a;b'") == (0, "$HOME a;b\n", "")

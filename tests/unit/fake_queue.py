@@ -14,10 +14,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.contracts.result import RunOutcome, RunResult, result_path, write_result
 from pilot.errors import SubmitError
 from pilot.submit.backend import JobRef, Submitted
-from providers.queue import QueueState, QueueStatus
 
 
 class FakeClock:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pilot.contracts.clusters import read_clusters
+from pilot.contracts.queue import QueueState
 from pilot.contracts.result import ResultError, read_result
 from pilot.contracts.submitdir import load_braindump
 from pilot.contracts.submitstate import STATE_FILE, ClusterState, SubmitState
@@ -22,6 +23,7 @@ from pilot.errors import ConfigError
 from pilot.monitor.root import root_braindump
 from pilot.sites import load_site
 from pilot.util import boundedload
+from pilot.util.safeopen import NotAFile, read_at_most
 from tests.unit.fake_queue import make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +87,16 @@ def test_only_regular_files_of_bounded_size_are_read(tmp_path, make, says):
     with pytest.raises(ConfigError) as exc:
         boundedload.load_json(str(path), max_bytes=100)
     one_line(exc, says)
+
+
+def test_read_at_most_reads_the_start_of_a_regular_file_only(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"0123456789")
+    assert read_at_most(str(path), 4) == b"0123" and read_at_most(str(path), 100) == b"0123456789"
+    os.mkfifo(tmp_path / "fifo")  # opened without blocking: refused, never waited on
+    for name, says in (("fifo", "is a FIFO, not a file"), (".", "is a directory, not a file")):
+        with pytest.raises(NotAFile, match=says):
+            read_at_most(str(tmp_path / name), 4)
 
 
 def test_a_device_is_not_read(tmp_path):
@@ -170,6 +182,7 @@ def _state(tmp_path: Path, change) -> str:
     (lambda d: d.update(clusters={"a": 1}), "clusters: must be a list"),
     (lambda d: d.update(plan_id=["x"]), "plan_id: ['x'] is not a plan id"),
     (lambda d: d.update(sites=[1]), "sites: must be a mapping"),
+    (lambda d: d["clusters"][0].update(queue="busy"), "queue: 'busy' is not a queue state (pending, running, held,"),
 ])
 def test_state_fields_of_the_wrong_type(tmp_path, change, says):
     sub = _state(tmp_path, change)
@@ -183,6 +196,19 @@ def test_a_cluster_queued_without_a_job_id_is_in_doubt(tmp_path):
     sub = _state(tmp_path, lambda d: d["clusters"][0].update(job_ids=[]))
     state = SubmitState.load(sub)
     assert state is not None and state.clusters["a"].state is ClusterState.SUBMITTING
+
+
+def test_the_queue_state_is_kept_as_its_value(tmp_path):
+    sub = _state(tmp_path, lambda d: d["clusters"][0].update(queue="held", queue_reason="JobHeldUser"))
+    state = SubmitState.load(sub)
+    assert state is not None and state.clusters["a"].queue is QueueState.HELD
+    state.save()
+    assert json.loads(Path(sub, STATE_FILE).read_text())["clusters"][0]["queue"] == "held"
+    state.clusters["a"].queue = None
+    state.save()
+    assert json.loads(Path(sub, STATE_FILE).read_text())["clusters"][0]["queue"] == ""  # none yet, as before
+    again = SubmitState.load(sub)
+    assert again is not None and again.clusters["a"].queue is None
 
 
 @pytest.mark.parametrize("content", [b"\x00\xffgarbage", b"[" * 100_000, b'{"format": 1, "plan_id": NaN}'])

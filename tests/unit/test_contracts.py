@@ -12,6 +12,7 @@ from pilot.contracts.clusters import (ClusterKind, ClusterSpec, PlanInfo, Subwor
                                       write_clusters)
 from pilot.contracts.jobstate import (INTERNAL, Event, JobstateLine, JobstateTail, JobstateWriter, Marker, jobstate_path,
                                       read_jobstate)
+from pilot.contracts.queue import QueueState
 from pilot.contracts.rescue import RescueLog, RescueTail, read_rescue, rescue_path
 from pilot.contracts.rootfiles import RootJob, RootTask, read_root_dag, root_dag_name, write_root_files
 from pilot.contracts.submitstate import ClusterRecord, ClusterState, SubmitState, state_path
@@ -43,7 +44,7 @@ def test_submit_state(tmp_path):
     for record in (ClusterRecord("a", ClusterState.DONE, site="s", attempts=2, retries=1, job_ids=["41", "57"],
                                  job_name="pilot-1a2b-a-2", job_stdout="/o", job_stderr="/e", reason="why"),
                    ClusterRecord("b", ClusterState.QUEUED, site="s", attempts=1, job_ids=["58"], job_name="pilot-1a2b-b-1",
-                                 queue="pending", queue_reason="Priority"),
+                                 queue=QueueState.PENDING, queue_reason="Priority"),
                    ClusterRecord("c")):
         state.clusters[record.name] = record
     state.save()

@@ -10,7 +10,7 @@ from pilot.runtime.master import Master
 from pilot.runtime.options import RunOptions
 from pilot.runtime.protocol import RunTask
 from pilot.runtime.simulate import SimCluster, SimHost
-from tests.conftest import simulate
+from tests.conftest import simulate, start_order
 
 DIAMOND = "TASK A x\nTASK B x\nTASK C x\nTASK D x\nEDGE A B\nEDGE A C\nEDGE B D\nEDGE C D\n"
 
@@ -19,7 +19,7 @@ def test_diamond_runs_in_dependency_order(dagfile, capsys):
     dag = dagfile(DIAMOND)
     rc, cluster, _ = simulate(dag)
     assert rc == 0
-    order = cluster.order()
+    order = start_order(cluster)
     assert order[0] == "A" and order[-1] == "D" and sorted(order) == ["A", "B", "C", "D"]
     out = capsys.readouterr().out
     assert '[cluster-summary stat="ok", tasks=4, submitted=4, succeeded=4, failed=0, extra=0,' in out
@@ -30,7 +30,7 @@ def test_failure_blocks_children_and_fails_run(dagfile, capsys):
     dag = dagfile(DIAMOND)
     rc, cluster, _ = simulate(dag, status=lambda name, attempt: 3 if name == "B" else 0)
     assert rc == 1
-    assert "D" not in cluster.order()
+    assert "D" not in start_order(cluster)
     assert 'stat="failed", tasks=4, submitted=3, succeeded=2, failed=1' in capsys.readouterr().out
 
 
@@ -38,7 +38,7 @@ def test_retries_use_new_attempts(dagfile, capsys):
     dag = dagfile("TASK a x\nTASK b -t 3 x\n")
     rc, cluster, _ = simulate(dag, tries=2, status=lambda name, attempt: 0 if attempt == 3 else 1)
     assert rc == 1  # a fails twice; b succeeds on its third try
-    assert cluster.order().count("a") == 2 and cluster.order().count("b") == 3
+    assert start_order(cluster).count("a") == 2 and start_order(cluster).count("b") == 3
     # failed= counts tasks that failed for good, not the attempts that were retried
     assert "submitted=5, succeeded=1, failed=1" in capsys.readouterr().out
 
@@ -46,13 +46,13 @@ def test_retries_use_new_attempts(dagfile, capsys):
 def test_max_failures_stops_new_work(dagfile):
     dag = dagfile("".join(f"TASK t{i} x\n" for i in range(10)))
     rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], max_failures=2, status=lambda n, a: 1)
-    assert rc == 1 and len(cluster.order()) == 2
+    assert rc == 1 and len(start_order(cluster)) == 2
 
 
 def test_priorities_and_fifo_on_one_slot(dagfile):
     dag = dagfile("TASK a x\nTASK b -p 5 x\nTASK c x\nTASK d -p 5 x\nTASK e -p -3 x\n")
     rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)])
-    assert rc == 0 and cluster.order() == ["b", "d", "a", "c", "e"]
+    assert rc == 0 and start_order(cluster) == ["b", "d", "a", "c", "e"]
 
 
 def test_resources_never_oversubscribed(dagfile):
@@ -61,7 +61,7 @@ def test_resources_never_oversubscribed(dagfile):
     dag = dagfile(text)
     hosts = [SimHost("h1", cpus=4, memory=1500, slots=4), SimHost("h2", cpus=4, memory=1000, slots=3)]
     rc, cluster, _ = simulate(dag, hosts, duration=lambda n: 0.5 if n[0] == "s" else 2.0)
-    assert rc == 0 and len(cluster.order()) == 30
+    assert rc == 0 and len(start_order(cluster)) == 30
     for host in hosts:
         cpus, mem, _ = cluster.peak[host.name]
         assert cpus <= host.cpus and mem <= host.memory
@@ -89,9 +89,9 @@ def test_rescue_log_skips_done_tasks(dagfile):
     dag = dagfile(DIAMOND)
     Path(dag + ".rescue").write_text("DONE A\nDONE C\n")
     rc, cluster, _ = simulate(dag)
-    assert rc == 0 and cluster.order() == ["B", "D"]
+    assert rc == 0 and start_order(cluster) == ["B", "D"]
     rc, cluster, _ = simulate(dag, skip_rescue=True)
-    assert cluster.order()[0] == "A" and len(cluster.order()) == 4
+    assert start_order(cluster)[0] == "A" and len(start_order(cluster)) == 4
 
 
 def test_prefetched_task_is_recalled_from_behind_a_long_task(dagfile):
@@ -101,7 +101,7 @@ def test_prefetched_task_is_recalled_from_behind_a_long_task(dagfile):
     rc, cluster, master = simulate(
         dag, [SimHost("h", cpus=2, slots=2)], duration=lambda n: 100.0 if n == "long" else 0.001
     )
-    assert rc == 0 and sorted(cluster.order()) == sorted([f"s{i}" for i in range(3)] + ["after", "long"])
+    assert rc == 0 and sorted(start_order(cluster)) == sorted([f"s{i}" for i in range(3)] + ["after", "long"])
     assert cluster.recalled  # something queued behind a busy worker moved to the idle one
     start = {name: t for t, name, _ in cluster.started}
     assert start["after"] < 1.0 and start["long"] < 1.0  # neither waited 100 s behind "long"
@@ -158,7 +158,7 @@ def test_pmc_priority_dag_on_one_worker_with_two_cpus(dagfile):
     """PMC's own priority test: the 2-CPU task D (priority 8) runs right after I, not after all narrow tasks."""
     rc, cluster, _ = simulate(dagfile(PMC_PRIORITY_DAG), [SimHost("h", cpus=2, slots=1)], host_cpus=2,
                               duration=lambda name: 0.001)
-    assert rc == 0 and cluster.order() == ["G", "I", "D", "E", "O", "N"]
+    assert rc == 0 and start_order(cluster) == ["G", "I", "D", "E", "O", "N"]
 
 
 def test_max_failures_with_tries_starts_nothing_after_the_last_try(dagfile, capsys):
@@ -166,7 +166,7 @@ def test_max_failures_with_tries_starts_nothing_after_the_last_try(dagfile, caps
     dag = dagfile("TASK A /bin/false\nTASK B x\nTASK C x\nTASK D x\n")
     rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], max_failures=1, tries=2,
                               status=lambda name, attempt: 1 if name == "A" else 0, duration=lambda name: 0.001)
-    assert rc == 1 and cluster.order() == ["A", "A"]
+    assert rc == 1 and start_order(cluster) == ["A", "A"]
     assert "submitted=2, succeeded=0, failed=1" in capsys.readouterr().out
 
 
@@ -174,7 +174,7 @@ def test_a_failure_that_does_not_stop_the_run_lets_the_worker_go_on(dagfile, cap
     dag = dagfile("".join(f"TASK t{i} x\n" for i in range(6)))
     rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], max_failures=3,
                               status=lambda name, attempt: 1 if name in ("t1", "t2") else 0, duration=lambda name: 0.001)
-    assert rc == 1 and cluster.order() == [f"t{i}" for i in range(6)]
+    assert rc == 1 and start_order(cluster) == [f"t{i}" for i in range(6)]
     assert "submitted=6, succeeded=4, failed=2" in capsys.readouterr().out
 
 
@@ -183,7 +183,7 @@ def test_chain_children_follow_on_and_a_failed_parent_keeps_its_child_back(dagfi
     dag = dagfile("".join(f"TASK c{i} x\n" for i in range(6)) + "".join(f"EDGE c{i} c{i + 1}\n" for i in range(5)))
     rc, cluster, master = simulate(dag, [SimHost("h", cpus=1, slots=1)], tries=2, duration=lambda name: 0.001,
                                    status=lambda name, attempt: 1 if name == "c3" and attempt == 1 else 0)
-    assert rc == 0 and cluster.order() == ["c0", "c1", "c2", "c3", "c3", "c4", "c5"]
+    assert rc == 0 and start_order(cluster) == ["c0", "c1", "c2", "c3", "c3", "c4", "c5"]
     assert "submitted=7, succeeded=6, failed=0" in capsys.readouterr().out
 
 
@@ -191,7 +191,7 @@ def test_follow_on_child_is_never_run_after_a_final_failure(dagfile, capsys):
     dag = dagfile("TASK a x\nTASK b x\nTASK c x\nEDGE a b\nEDGE b c\n")
     rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], duration=lambda name: 0.001,
                               status=lambda name, attempt: 1 if name == "b" else 0)
-    assert rc == 1 and cluster.order() == ["a", "b"]
+    assert rc == 1 and start_order(cluster) == ["a", "b"]
     assert "submitted=2, succeeded=1, failed=1" in capsys.readouterr().out
 
 
@@ -211,7 +211,7 @@ def test_a_worker_that_cannot_go_on_ends_the_run_instead_of_hanging(dagfile, cap
     dag = dagfile("TASK long x\nTASK boom x\nTASK after x\nEDGE boom after\n")
     cluster = Breaking([SimHost("h", cpus=2, slots=2)], duration=lambda name: 5.0)
     rc = Master(RunOptions(dag=dag), cluster.transport).run()
-    assert rc == 1 and "boom" not in cluster.order() and "after" not in cluster.order()
+    assert rc == 1 and "boom" not in start_order(cluster) and "after" not in start_order(cluster)
     assert "Worker 2: OSError: disk gone" in caplog.text or "Worker 1: OSError: disk gone" in caplog.text
     assert "cannot go on" in caplog.text
 
@@ -220,7 +220,7 @@ def test_backfill_is_bounded_so_a_wide_task_is_not_starved(dagfile):
     """Two 1-CPU slots: narrow work may pass the 2-CPU task only as often as there are slots."""
     dag = dagfile(PMC_PRIORITY_DAG + "".join(f"TASK n{i} -p -9 /bin/echo {i}\n" for i in range(20)))
     rc, cluster, _ = simulate(dag, [SimHost("h", cpus=2, slots=2)], host_cpus=2, duration=lambda name: 1.0)
-    order = cluster.order()
+    order = start_order(cluster)
     assert rc == 0 and order[:2] == ["G", "I"]
     assert order.index("D") <= 4  # passed over twice at most (E, O), then its host is kept for it
 
@@ -293,7 +293,7 @@ def test_a_task_sent_ahead_behind_its_parent_is_queued_as_it_starts(dagfile):
     dag = dagfile("".join(f"TASK c{i} x\n" for i in range(6)) + "".join(f"EDGE c{i} c{i + 1}\n" for i in range(5)))
     rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], events=[rec], tries=2, duration=lambda n: 0.001,
                               status=lambda n, attempt: 1 if n == "c3" and attempt == 1 else 0)
-    assert rc == 0 and cluster.order() == ["c0", "c1", "c2", "c3", "c3", "c4", "c5"]
+    assert rc == 0 and start_order(cluster) == ["c0", "c1", "c2", "c3", "c3", "c4", "c5"]
     assert [e for e, _, _ in rec.seen] == ["queued", "started", "ended"] * 7
     assert [t for _, t, _ in rec.seen[::3]] == ["c0", "c1", "c2", "c3", "c3", "c4", "c5"]
     assert all(rec.seen[i][2] == rec.seen[i + 1][2] == rec.seen[i + 2][2] for i in range(0, 21, 3))

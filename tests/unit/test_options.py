@@ -1,7 +1,7 @@
 import pytest
 
 from pilot.errors import UsageError
-from pilot.runtime.options import parse_run_args
+from pilot.cli.run import parse_run_args
 
 
 def test_every_pmc_option():

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from pilot.contracts.clusters import ClusterKind, ClusterSpec
+from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.errors import ConfigError
 from pilot.jobrequest import request_for
 from pilot.sites import load_site
 from pilot.submit import blocks, pilots
 from pilot.submit.backend import JobRef
 from pilot.submit.options import Options
-from providers.queue import QueueState, QueueStatus
 
 
 class Clock:
@@ -37,18 +37,21 @@ class Engine:
         self.ended: list[str] = []
         self.fail_next = 0
 
-    def start_block(self, site, label, nodes, walltime_minutes, run_dir):
+    def start_block(self, site, label, nodes, walltime_minutes, run_dir, apps=0):
         if self.fail_next:
             self.fail_next -= 1
             raise RuntimeError("sbatch: error: Batch job submission failed")
-        block = blocks.Block(label, site.name, nodes, walltime_minutes * 60, executor=object(),
-                             job_id=str(100 + len(self.started)), idle_since=self.clock())
+        block = blocks.Block(label, site.name, nodes, walltime_minutes * 60, blocks.node_slots(site),
+                             executor=object(), job_id=str(100 + len(self.started)), idle_since=self.clock())
+        block.max_apps = apps  # type: ignore[attr-defined]
         self.started.append(block)
         return block
 
-    def launch(self, block, nodes, ranks_per_node, args):
+    def launch(self, block, job_id, where, per_node, args):
         future: Future = Future()
         future.args = args  # type: ignore[attr-defined]
+        future.where = where  # type: ignore[attr-defined]
+        block.take(job_id, where, per_node)
         return future
 
     def end_block(self, block):
@@ -197,6 +200,22 @@ def test_pilot_jobs_that_cannot_be_submitted_fail_the_waiting_clusters_after_bac
     assert status.never_starts and "Batch job submission failed" in status.reason
 
 
+def test_a_pilot_job_that_never_starts_is_ended_and_fails_the_clusters_waiting_for_one(env, monkeypatch):
+    root, clock, queue, engine = env
+    s = spec(root, "c")
+    b, site = backend(env, [s], pilots=1)
+    job = submit(b, site, s)
+    never = QueueStatus(QueueState.PENDING, "PartitionTimeLimit", True, "a walltime longer than the partition allows")
+    monkeypatch.setattr(queue, "query", lambda site, ids: {j: never for j in ids})
+    monkeypatch.setattr(blocks, "connected", lambda block: False)
+    assert b.query(site, [job])[job].state is QueueState.PENDING  # its pilot job submitted, in the queue
+    status = b.query(site, [job])[job]
+    assert status.never_starts and "pilot job 100 never starts: PartitionTimeLimit: a walltime longer" in status.reason
+    assert engine.ended == ["100"] and b.blocks == []
+    b.query(site, [job])
+    assert [x.job_id for x in engine.started] == ["100"]  # no other one asks for the same in vain
+
+
 def test_a_restart_ends_the_blocks_the_last_driver_recorded(env):
     root, clock, queue, engine = env
     s = spec(root, "c")
@@ -238,3 +257,61 @@ def test_a_cluster_its_block_ran_out_on_resumes_in_another_which_replaces_it_whe
     b.query(site, [again])
     # not back into the block that cut it: that one (idle, of no use) ends, and a fresh one takes the cluster
     assert engine.ended == ["100"] and b.launches[again].block.job_id == "101"
+
+
+def test_clusters_smaller_than_a_node_share_it_and_whole_node_ones_get_free_nodes(env):
+    """A node of 8 cores runs four clusters of 2 ranks at once (Parsl alone would give each a whole node); a
+    two-node cluster of 8 ranks a node waits for two nodes with nothing on them."""
+    root, clock, queue, engine = env
+    site = load_site("local", {"nodes": "2", "cores_per_node": "8", "ranks_per_node": "8"})
+    small = [spec(root, f"s{i}") for i in range(5)]
+    wide = spec(root, "wide", ranks=16)
+    b, _ = backend(env, [*small, wide], site=site, pilots=1, pilot_nodes=2)
+    ids = [submit(b, site, s) for s in small]
+    states(b, site, ids)
+    assert len(engine.started) == 1 and engine.started[0].max_apps == 2 * (8 // 2)  # the pool's workers
+    block = engine.started[0]
+    placed = [b.launches[j] for j in ids if b.launches[j].block is not None]
+    assert len(placed) == 5 and sorted(p.future.where for p in placed) == [(0,)] * 4 + [(1,)]
+    assert block.used == [8, 2] and block.free_slots == 6
+    whole = submit(b, site, wide)
+    states(b, site, [whole])
+    assert b.launches[whole].block is None  # node 1 holds a small cluster
+    next(p for p in placed if p.future.where == (1,)).future.set_result(0)
+    states(b, site, [*ids, whole])
+    assert b.launches[whole].block is None  # node 0 is still full
+    for p in placed:
+        if not p.future.done():
+            p.future.set_result(0)
+    states(b, site, [*ids, whole])
+    assert b.launches[whole].future.where == (0, 1) and block.used == [8, 8]
+
+
+def test_fit_packs_the_fullest_node_first_and_give_frees_only_what_was_taken():
+    block = blocks.Block("b", "s", 3, 600.0, slots=4)
+    block.take("a", (1,), 3)
+    assert block.fit(1, 1) == (1,)  # the fullest node with room
+    assert block.fit(1, 2) in {(0,), (2,)} and block.fit(3, 2) is None and block.fit(2, 4) == (0, 2)
+    block.give("a")
+    block.give("never-placed")
+    assert block.used == [0, 0, 0] and block.apps == {}
+
+
+def test_a_block_asks_its_scheduler_for_every_slot_and_names_its_hosts_for_the_app(tmp_path, monkeypatch):
+    from pilot.submit import blockapp
+
+    site = load_site("local", {"nodes": "4", "cores_per_node": "8", "ranks_per_node": "2"})
+    req = blocks.block_request(site, 2, blocks.node_slots(site), 30, str(tmp_path))
+    assert (req.nodes, req.ranks_per_node, req.walltime_minutes) == (2, 8, 30)
+    slurm = load_site("container", {})
+    lines = blocks.node_lines(slurm, str(tmp_path), 1, 3)
+    assert "unset SLURM_NODELIST" in lines and lines[-1].startswith("export PBS_NODEFILE=")
+    lines = blocks.node_lines(site, str(tmp_path), 2, 8)
+    assert (tmp_path / "hosts").read_text() == "localhost\nlocalhost\n"
+    (tmp_path / "hosts").write_text("n1\nn2\nn3\n")
+    monkeypatch.setenv("PILOT_BLOCK_HOSTS", str(tmp_path / "hosts"))
+    monkeypatch.setenv("PILOT_SLURM_NODELIST", "n[1-3]")
+    assert blockapp.hosts_of([0, 2]) == "n1,n3"
+    assert blockapp.launch_env()["SLURM_NODELIST"] == "n[1-3]" and "PILOT_SLURM_NODELIST" not in blockapp.launch_env()
+    assert blockapp.host_words("--nodelist", "n1", shared=True) == ["--nodes=1", "--nodelist=n1", "--exact"]
+    assert blockapp.host_words("-hosts", "n1,n3", shared=True) == ["-hosts", "n1,n3"]

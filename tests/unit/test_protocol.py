@@ -58,9 +58,9 @@ def test_a_rank_imports_its_side_without_costly_modules(side, absent):
     # fewer cores than ranks each of these costs the start 5 to 20 ms of CPU per rank.
     code = (
         "import sys\n"
-        "import pilot.cli.main, pilot.runtime.launch, pilot.runtime.transport, pilot.runtime.watchdog\n"
+        "import pilot.cli.main, pilot.cli.run, pilot.runtime.launch, pilot.runtime.transport, pilot.runtime.watchdog\n"
         f"import pilot.runtime.{side}\n"
-        "pilot.runtime.launch.parse_run_args(['-s', 'x.dag'])\n"
+        "pilot.cli.run.parse_run_args(['-s', 'x.dag'])\n"
         f"print(' '.join(m for m in {absent!r} if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

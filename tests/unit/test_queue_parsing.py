@@ -10,16 +10,17 @@ from pathlib import Path
 
 import pytest
 
+from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.errors import SubmitError
 from providers import SCHEDULERS
 from providers.commands import Output
-from providers.local import parse_ps
-from providers.pbspro import parse_qstat_json
-from providers.queue import QueueState, QueueStatus
-from providers.slurm import parse_squeue
-from providers.torque import parse_qstat
 
 DATA = Path(__file__).parent / "queue_output"
+# Each plug-in's parser of its queue command's output.
+parse_squeue = SCHEDULERS["slurm"].parse_query
+parse_qstat_json = SCHEDULERS["pbspro"].parse_query
+parse_qstat = SCHEDULERS["torque"].parse_query
+parse_ps = SCHEDULERS["local"].parse_query
 
 
 def out(argv: str, rc: int, stdout: str, stderr: str = "") -> Output:
@@ -104,9 +105,36 @@ def test_every_scheduler_asks_about_its_own_jobs_only():
 
 
 def test_never_starts_reasons_are_in_each_reason_map():
-    assert SCHEDULERS["slurm"].reason("PartitionTimeLimit").never_starts
-    assert not SCHEDULERS["slurm"].reason("Priority").never_starts
-    assert SCHEDULERS["pbspro"].reason("Can Never Run").never_starts
+    assert SCHEDULERS["slurm"].pending("PartitionTimeLimit").never_starts
+    assert not SCHEDULERS["slurm"].pending("Priority").never_starts
+    assert SCHEDULERS["pbspro"].pending("Can Never Run").never_starts
+
+
+def test_parsers_judge_by_the_plug_ins_pending_reasons_and_say_what_a_reason_means():
+    """The code is found in the reason as printed (details after it), and its entry decides and explains."""
+    slurm = parse_squeue(["4", "10", "12"], out("squeue", 0, (DATA / "slurm_squeue.txt").read_text() +
+                                                 "10|PENDING|ReqNodeNotAvail, UnavailableNodes:node2\n12|PENDING|JobHeldAdmin\n"))
+    assert slurm["4"].meaning == "more nodes than the partition allows"
+    assert slurm["4"].explained == "PartitionNodeLimit: more nodes than the partition allows"
+    assert slurm["10"].meaning.startswith("a node it needs is unavailable") and not slurm["10"].never_starts
+    assert slurm["12"].state is QueueState.HELD and slurm["12"].meaning == "held by an administrator"
+    pbs = parse_qstat_json(["1.vm", "2.vm", "3.vm"], out("qstat", 0, (DATA / "pbs_qstat_pending.json").read_text()))
+    assert pbs["2.vm"].meaning == SCHEDULERS["pbspro"].pending_reasons["Can Never Run"].meaning
+    assert pbs["1.vm"].meaning and pbs["3.vm"].reason == "Job held" and pbs["3.vm"].meaning
+    assert parse_squeue(["1"], out("squeue", 0, "1|PENDING|SomethingNew\n"))["1"] == QueueStatus(QueueState.PENDING,
+                                                                                                 "SomethingNew")
+
+
+def test_a_plug_ins_own_reason_table_is_what_its_parser_reads():
+    from providers.base import Outlook, PendingReason
+    from providers.slurm import Slurm
+
+    class Strict(Slurm):  # a site whose priority queue never moves
+        pending_reasons = {**Slurm.pending_reasons, "Priority": PendingReason("never your turn", Outlook.NEVER)}
+
+    got = Strict().parse_query(["9"], out("squeue", 0, "9|PENDING|Priority\n"))["9"]
+    assert got.never_starts and got.meaning == "never your turn"
+    assert not parse_squeue(["9"], out("squeue", 0, "9|PENDING|Priority\n"))["9"].never_starts
 
 
 def test_slurm_no_node_in_service_never_starts(monkeypatch):

@@ -13,6 +13,7 @@ from pilot.errors import DagError
 from pilot.runtime import outputs, reaper, startup, watchdog
 from pilot.runtime.doorbell import Doorbell
 from pilot.runtime.options import RunOptions
+from tests.waiting import wait_for
 
 
 def _marked_sleeper(value: str) -> subprocess.Popen:
@@ -21,20 +22,11 @@ def _marked_sleeper(value: str) -> subprocess.Popen:
     return subprocess.Popen(["/bin/sh", "-c", "setsid sleep 300 & exec sleep 300"], env=env)
 
 
-def _wait_for(condition, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
-
-
 def test_end_marked_finds_processes_outside_the_group():
     token = uuid.uuid4().hex
     proc = _marked_sleeper(f"k:run:{token}")
     try:
-        assert _wait_for(lambda: len(reaper.marked(lambda v: v.endswith(token))) == 2)
+        wait_for(lambda: len(reaper.marked(lambda v: v.endswith(token))) == 2, 10, "both marked processes", every=0.02)
         assert reaper.end_marked(lambda v: v.endswith(token), grace=0.2) == 2
         assert reaper.marked(lambda v: v.endswith(token)) == []
     finally:
@@ -48,9 +40,9 @@ def test_watchdog_ends_the_tasks_of_a_vanished_worker_and_leaves_those_of_a_clea
     assert guard is not None
     proc = _marked_sleeper(f"k:run:{token}")
     try:
-        assert _wait_for(lambda: len(reaper.marked(lambda v: v.endswith(token))) == 2)
+        wait_for(lambda: len(reaper.marked(lambda v: v.endswith(token))) == 2, 10, "both marked processes", every=0.02)
         os.close(guard._wfd)  # what the kernel does when the worker is killed
-        assert _wait_for(lambda: not reaper.marked(lambda v: v.endswith(token)), 5.0)
+        wait_for(lambda: not reaper.marked(lambda v: v.endswith(token)), 5, "no marked process left", every=0.02)
         os.waitpid(guard.pid, 0)
     finally:
         proc.kill()
@@ -86,7 +78,7 @@ def test_a_dag_path_that_is_not_utf8_reads_back_from_a_task_environment_as_its_k
     token = uuid.uuid4().hex
     proc = _marked_sleeper(f"{key}:run:{token}")
     try:
-        assert _wait_for(lambda: len(reaper.marked(lambda v: v.startswith(key + ":"))) == 2)
+        wait_for(lambda: len(reaper.marked(lambda v: v.startswith(key + ":"))) == 2, 10, "both marked processes", every=0.02)
     finally:
         reaper.end_marked(lambda v: v.endswith(token), grace=0.2)
         proc.wait(timeout=10)
@@ -137,7 +129,7 @@ def test_worker_takes_the_dag_key_from_the_master_and_ends_only_that_dags_stale_
     stale = _marked_sleeper(f"{key}:oldrun:{uuid.uuid4().hex}")
     foreign = _marked_sleeper(f"{other}:oldrun:{uuid.uuid4().hex}")
     try:
-        assert _wait_for(lambda: len(reaper.marked(lambda v: v.startswith(key + ":"))) == 2)
+        wait_for(lambda: len(reaper.marked(lambda v: v.startswith(key + ":"))) == 2, 10, "both marked processes", every=0.02)
         worker = Worker(RunOptions(dag=str(tmp_path / "wf.dag")), _Master(), token="t0")
         worker.setup_host(HostSetup(None, 0, "r0", True))  # no key: nothing can be told stale
         assert len(reaper.marked(lambda v: v.startswith(key + ":"))) == 2

@@ -25,7 +25,7 @@ def test_submit_help_states_defaults_and_accepts_a_submit_dir(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["submit", "wf.yml"], "--site is required to plan a workflow"),
-    (["submit", "--retry", "-1", "--site", "local", "wf.yml"], "argument --retry: '-1' must be 0 or more"),
+    (["submit", "--retry", "-1", "--site", "local", "wf.yml"], "argument --retry: '-1' must be at least 0"),
     (["submit", "--poll", "0", "--site", "local", "wf.yml"], "argument --poll: '0' must be more than 0"),
     (["status", "/nonexistent/sub"], "/nonexistent/sub: no clusters.yml"),
     (["cancel", "/nonexistent/sub"], "/nonexistent/sub: no clusters.yml"),

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.contracts.result import RunOutcome
 from pilot.contracts.submitstate import STATE_FILE, ClusterState, SubmitState
 from pilot.errors import ConfigError
@@ -15,7 +16,6 @@ from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.driver import Driver
 from pilot.submit.options import UNREACHABLE_LIMIT, Options
-from providers.queue import QueueState, QueueStatus
 from tests.unit.fake_queue import FakeClock, FakeQueue, make_plan
 
 W, F, S, V, E = RunOutcome.WALLTIME, RunOutcome.FAILED, RunOutcome.SIGNAL, None, RunOutcome.ERROR
@@ -123,14 +123,33 @@ def test_pending_reason_is_kept_and_a_never_starting_job_is_cancelled(tmp_path):
     queue.pin("b", QueueStatus(QueueState.PENDING, "PartitionConfig", never_starts=True))
     driver.step()
     a, b = driver.state.clusters["a"], driver.state.clusters["b"]
-    assert (a.state, a.queue, a.queue_reason) == (ClusterState.QUEUED, "pending", "Resources")
+    assert (a.state, a.queue, a.queue_reason) == (ClusterState.QUEUED, QueueState.PENDING, "Resources")
     assert b.state is ClusterState.FAILED and "can never start on a: PartitionConfig" in b.reason and "\n" not in b.reason
     assert queue.cancelled == [b.job_id]
     queue.pin("a", QueueStatus(QueueState.HELD, "JobHeldUser"))
     driver.step()
-    assert (a.queue, a.queue_reason) == ("held", "JobHeldUser")
+    assert (a.queue, a.queue_reason) == (QueueState.HELD, "JobHeldUser")
     queue.release("a")
     assert driver.run() is False and a.state is ClusterState.DONE
+
+
+def test_a_never_starting_job_fails_saying_what_its_reason_means(tmp_path, caplog):
+    """The plug-in's pending_reasons judge the job and explain it, in the failure and in the log."""
+    from providers import SCHEDULERS
+
+    slurm = SCHEDULERS["slurm"]
+    driver, queue, _ = setup(tmp_path, {"a": [], "b": []})
+    driver.recover()
+    driver.step()
+    queue.pin("a", slurm.status(QueueState.PENDING, "Priority"))
+    queue.pin("b", slurm.status(QueueState.PENDING, "PartitionTimeLimit"))
+    with caplog.at_level("INFO", logger="pilot.submit"):
+        driver.step()
+    a, b = driver.state.clusters["a"], driver.state.clusters["b"]
+    assert (a.state, a.queue_reason) == (ClusterState.QUEUED, "Priority")
+    assert "pending (Priority: jobs of higher priority are ahead)" in caplog.text
+    assert b.state is ClusterState.FAILED and queue.cancelled == [b.job_id]
+    assert "can never start on a: PartitionTimeLimit: a walltime longer than the partition allows" in b.reason
 
 
 def test_queue_outage_is_waited_out(tmp_path):

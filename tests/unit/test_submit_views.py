@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.contracts.result import RunOutcome
 from pilot.contracts.submitstate import ClusterState
 from pilot.submit.driver import Driver
@@ -13,7 +14,6 @@ from pilot.submit.pilotfiles import PilotFiles
 from pilot.submit.render import LiveProgress, failure_lines, progress_line, status_text
 from pilot.submit.session import StatusCode, status
 from pilot.submit.views import Shown, Watcher, totals
-from providers.queue import QueueState, QueueStatus
 from tests.unit.fake_queue import FakeClock, FakeQueue, make_plan
 from tests.unit.test_submit_driver import site
 

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from pilot.runtime import taskexec
+from tests.waiting import wait_for
 
 
 @pytest.fixture
@@ -83,10 +84,7 @@ def test_kill_ends_the_whole_group(waker, outs, tmp_path):
     r = run(["sh", "-c", f"sleep 30 & echo $! > {marker}; wait"], waker, outs, must_end=must_end)
     assert r.status == -signal.SIGTERM
     child = int(marker.read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and alive(child):
-        time.sleep(0.05)
-    assert not alive(child)
+    wait_for(lambda: not alive(child), 5, "the background child to end", every=0.05)
 
 
 def alive(pid: int) -> bool:

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from pilot.cli.submit import _non_negative, _positive_float
 from pilot.contracts.rescue import RescueLog, read_rescue
 from pilot.contracts.submitdir import _q
 from pilot.dag import format_dag, parse_dag, read_dag
 from pilot.errors import ConfigError, DagError
 from pilot.monitor.jobstate import JobstateLog
-from pilot.sites import parse_walltime
+from pilot.siteschema import parse_walltime
 from pilot.submit.lock import SubmitLock, holder
+from pilot.util.argtypes import positive_seconds, whole_number
 from pilot.util.atomic import write_atomic
 from pilot.util.safeopen import open_file
 from pilot.util.tail import Tail
@@ -72,14 +72,15 @@ def test_walltime_is_a_finite_time(text):
 @pytest.mark.parametrize("text", ["nan", "inf", "-inf", "1e400", "0", "-2", "100000"])
 def test_poll_is_a_finite_positive_time(text):
     with pytest.raises(argparse.ArgumentTypeError):
-        _positive_float(text)
-    assert _positive_float("0.5") == 0.5
+        positive_seconds(text)
+    assert positive_seconds("0.5") == 0.5
 
 
 def test_retry_counts_are_short_numbers():
+    count = whole_number(0, 999999)  # pilot submit's --retry
     with pytest.raises(argparse.ArgumentTypeError):
-        _non_negative("9" * 5000)  # int() would raise its own ValueError past 4,300 digits
-    assert _non_negative("3") == 3
+        count("9" * 5000)  # int() would raise its own ValueError past 4,300 digits
+    assert count("3") == 3
 
 
 @pytest.mark.parametrize("option, says", [

@@ -60,6 +60,27 @@ def test_levels_are_longest_paths_from_a_root():
     assert [level[id(n)] for n in nodes] == [1, 2, 3, 4]
 
 
+
+def test_longest_paths_weigh_each_chain_and_name_its_nodes():
+    # 0 -> 1 -> 3, 0 -> 2 -> 3, 4 alone; node 2 is heavier than node 1
+    parents = [[], [0], [0], [1, 2], []]
+    paths = graphs.longest_paths([1.0, 2.0, 5.0, 1.0, 7.5], parents.__getitem__)
+    assert paths.finish == [1.0, 3.0, 6.0, 7.0, 7.5]
+    assert paths.via == [-1, 0, 0, 2, -1]
+    assert paths.path(3) == [0, 2, 3] and paths.path(4) == [4]
+
+
+def test_longest_paths_break_ties_by_the_first_parent_listed():
+    paths = graphs.longest_paths([1.0, 1.0, 0.0], [[], [], [1, 0]].__getitem__)
+    assert paths.via[2] == 1 and paths.finish[2] == 1.0
+    weightless = graphs.longest_paths([0.0, 0.0], [[], [0]].__getitem__)
+    assert weightless.path(1) == [0, 1]  # a weightless parent is still the way the chain comes
+
+
+def test_longest_paths_count_a_parent_numbered_later_as_not_started():
+    paths = graphs.longest_paths([2.0, 3.0], [[1], []].__getitem__)
+    assert paths.finish == [2.0, 3.0]
+
 def test_atomic_file_replaces_whole_or_not_at_all(tmp_path):
     target = tmp_path / "state.json"
     write_atomic(str(target), "old\n")

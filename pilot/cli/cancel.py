@@ -1,0 +1,26 @@
+"""``pilot cancel``: stop the driver of a submit directory and cancel every batch job it submitted."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from pilot.cli.submit import site_choices
+from pilot.util.cmdline import Parser
+
+
+def main(argv: Sequence[str]) -> int:
+    from pilot.submit.session import cancel
+
+    p = Parser(prog="pilot cancel", description="Stop the pilot submit driving a submit directory and cancel every "
+                "batch job it submitted.")
+    p.add_argument("submit_dir", help="a submit directory written by pilot plan or pilot submit")
+    p.add_argument("--site", help="site config(s) the run used (default: those recorded in submit.state.json)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a site config key (repeatable)")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="show tracebacks of errors")
+    ns = p.parse_args(list(argv))
+    cancelled = cancel(ns.submit_dir, site_choices(ns.site, ns.set))
+    if cancelled is None:
+        print("pilot cancel: nothing was submitted from this directory")
+        return 0
+    print(f"pilot cancel: cancelled {len(cancelled)} batch job(s){': ' + ' '.join(cancelled) if cancelled else ''}")
+    return 0

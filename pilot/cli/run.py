@@ -1,0 +1,164 @@
+"""``pilot run`` / ``pilot-mpi-cluster``: PMC's command line, read on every rank; the runtime does the rest.
+
+Every option of the pegasus-mpi-cluster man page is accepted with its
+meaning; PMC_HOST_SCRIPT, PMC_HOST_MEMORY, PMC_HOST_CPUS and PMC_MAX_WALL_TIME
+supply defaults that the command line overrides, as do PMC_HOST_GPUS and
+PMC_MAX_CRASHES for two options of ours (docs/pmc-differences.md lists what
+pilot adds). Parsing errors are one line and exit status 2, said by rank 0
+only.
+
+Every MPI rank reads its options before MPI_Init, all ranks at once: this
+module imports the parser and ``pilot.runtime.launch``, which imports the
+rank's side only once the options are read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import resource
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
+
+from pilot import __version__
+from pilot.errors import UsageError
+from pilot.runtime import launch
+from pilot.runtime.options import DEFAULT_MAX_CRASHES, RunOptions
+from pilot.util.argtypes import leading_count, leading_float, leading_whole_number, whole_number
+from pilot.util.cmdline import Parser
+
+T = TypeVar("T")
+
+# PMC reads -m and -t with sscanf("%d"), --host-cpus/--host-memory with "%u", --max-wall-time with "%lf".
+_host_size = leading_count(" (0: detect the host's own)")
+_wall_minutes = leading_float("a number of minutes (0: no limit)")
+_HELP_OR_VERSION = ("-h", "--help", "-V", "--version")
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    p = Parser(
+        prog=prog,
+        description="Run a PMC-format DAG of tasks under MPI: rank 0 is the master, ranks 1..N-1 run tasks. "
+        "Start it as: mpiexec -n N %s [options] workflow.dag" % prog,
+    )
+    p.add_argument("dag", metavar="workflow.dag", help="the DAG file (PMC format)")
+    p.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (repeatable); also shows tracebacks")
+    p.add_argument("-q", "--quiet", action="count", default=0, help="less logging (repeatable)")
+    p.add_argument("-s", "--skip-rescue", action="store_true", help="ignore the rescue log (a new one is still written)")
+    p.add_argument("-o", "--stdout", metavar="path", help="file for task stdout (default: the master's stdout)")
+    p.add_argument("-e", "--stderr", metavar="path", help="file for task stderr (default: the master's stderr)")
+    p.add_argument("-m", "--max-failures", metavar="M", type=leading_whole_number(0), default=0,
+                   help="stop starting tasks after M tasks failed permanently (0: no limit)")
+    p.add_argument("--max-crashes", metavar="N", type=whole_number(1),
+                   help="fail a task that was running alone when its worker died N times, instead of starting it "
+                        f"again (PMC_MAX_CRASHES; default {DEFAULT_MAX_CRASHES})")
+    p.add_argument("-t", "--tries", metavar="T", type=leading_whole_number(1), default=1, help="tries per task (default 1)")
+    p.add_argument("-n", "--nolock", action="store_true", help="do not lock the DAG file")
+    p.add_argument("-r", "--rescue", metavar="path", help="rescue log path (default: DAG.rescue)")
+    p.add_argument("--host-script", metavar="path", help="script run once per host before any task (PMC_HOST_SCRIPT)")
+    p.add_argument("--host-memory", metavar="MB", type=_host_size, help="memory per host in MB (PMC_HOST_MEMORY; "
+                   "0: detect, the default)")
+    p.add_argument("--host-cpus", metavar="N", type=_host_size, help="CPUs per host (PMC_HOST_CPUS; 0: detect, the default)")
+    p.add_argument("--host-gpus", metavar="N", type=whole_number(0), help="GPUs per host (PMC_HOST_GPUS)")
+    p.add_argument("--strict-limits", action="store_true", help="enforce each task's memory request")
+    p.add_argument("--max-wall-time", metavar="minutes", type=_wall_minutes,
+                   help="abort the run after this many minutes (PMC_MAX_WALL_TIME; fractions allowed; 0 or less: no "
+                        "limit, as Pegasus writes for short clustered jobs)")
+    p.add_argument("--per-task-stdio", action="store_true", help="write TASK.out.NNN/TASK.err.NNN per attempt")
+    p.add_argument("--jobstate-log", action="store_true", help="append to jobstate.log next to the DAG")
+    p.add_argument("--monitord-hack", action="store_true", help="write DAG.dagman.out for pegasus-monitord (implies --per-task-stdio)")
+    p.add_argument("--invocation-records", action="store_true",
+                   help="after each task's [cluster-task] record, an invocation record (arguments, exit, stderr) "
+                        "for pegasus-monitord, in the task's stdout stream: no file per task")
+    p.add_argument("--no-resource-log", action="store_true", help="do not write DAG.resource")
+    p.add_argument("--no-sleep-on-recv", action="store_true", help="poll for messages without sleeping (for MPIs that block cheaply)")
+    p.add_argument("--maxfds", metavar="N", type=whole_number(1), help="open files kept by the master for I/O forwarding")
+    p.add_argument("--keep-affinity", action="store_true", help="keep the inherited CPU affinity instead of resetting it")
+    p.add_argument("--set-affinity", action="store_true",
+                   help="bind each multi-CPU task to the CPUs it was given (PMC_AFFINITY lists them either way)")
+    p.add_argument("--keep-task-processes", action="store_true",
+                   help="leave processes that tasks started in the background running when the run ends")
+    p.add_argument("--ignore-runtimes", action="store_true",
+                   help="schedule as if no task had a '#pilot runtime=' line: equal priorities in DAG order, and "
+                        "under --max-wall-time tasks start even when their runtime exceeds the time left")
+    return p
+
+
+def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, prog: str = "pilot run") -> RunOptions:
+    """The options of the command line, with PMC's environment variables for those it leaves out."""
+    env = os.environ if env is None else env
+    ns = build_parser(prog).parse_args(list(argv))
+    host_cpus = _detect_if_zero(_given(ns.host_cpus, env, "PMC_HOST_CPUS", _host_size))
+    if ns.set_affinity and host_cpus is not None:
+        # CPU numbers handed to tasks must be real CPUs of the host, as in PMC.
+        raise UsageError(f"{prog}: --host-cpus is not compatible with --set-affinity; drop one of them")
+    if ns.maxfds is not None:
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if limit != resource.RLIM_INFINITY and ns.maxfds > limit:
+            raise UsageError(f"{prog}: --maxfds {ns.maxfds} is more than RLIMIT_NOFILE ({limit}); use at most {limit}")
+    wall = _given(ns.max_wall_time, env, "PMC_MAX_WALL_TIME", _wall_minutes)
+    max_crashes = _given(ns.max_crashes, env, "PMC_MAX_CRASHES", whole_number(1))
+    return RunOptions(
+        dag=ns.dag,
+        verbosity=ns.verbose - ns.quiet,
+        skip_rescue=ns.skip_rescue,
+        stdout=None if ns.stdout == "stdout" else ns.stdout,  # PMC's names of its own streams
+        stderr=None if ns.stderr == "stderr" else ns.stderr,
+        max_failures=ns.max_failures,
+        tries=ns.tries,
+        nolock=ns.nolock,
+        rescue=ns.rescue,
+        host_script=ns.host_script if ns.host_script is not None else (env.get("PMC_HOST_SCRIPT") or None),
+        host_memory=_detect_if_zero(_given(ns.host_memory, env, "PMC_HOST_MEMORY", _host_size)),
+        host_cpus=host_cpus,
+        host_gpus=_given(ns.host_gpus, env, "PMC_HOST_GPUS", whole_number(0)),
+        strict_limits=ns.strict_limits,
+        # 0, less, or not a finite number: no limit (Pegasus writes --max-wall-time 0 for a clustered job of a few seconds)
+        max_wall_time=wall if wall is not None and math.isfinite(wall) and wall > 0 else None,
+        per_task_stdio=ns.per_task_stdio or ns.monitord_hack,
+        jobstate_log=ns.jobstate_log,
+        monitord_hack=ns.monitord_hack,
+        invocation_records=ns.invocation_records,
+        resource_log=not ns.no_resource_log,
+        sleep_on_recv=not ns.no_sleep_on_recv,
+        maxfds=ns.maxfds,
+        keep_affinity=ns.keep_affinity,
+        set_affinity=ns.set_affinity,
+        keep_task_processes=ns.keep_task_processes,
+        ignore_runtimes=ns.ignore_runtimes,
+        max_crashes=DEFAULT_MAX_CRASHES if max_crashes is None else max_crashes,
+    )
+
+
+def _given(value: T | None, env: Mapping[str, str], name: str, convert: Callable[[str], T]) -> T | None:
+    """The command line's value, else the environment's (an empty variable is not set), else None."""
+    if value is not None:
+        return value
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return convert(raw)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"invalid value for {name}: {exc}; unset it or fix the value") from None
+
+
+def _detect_if_zero(value: int | None) -> int | None:
+    """PMC's 0 CPUs or MB of a host, given or not: detect the host's own (None)."""
+    return value or None
+
+
+def main(argv: Sequence[str], prog: str = "pilot run") -> int:
+    """Read the options on every rank, then run this rank's side; its exit code."""
+    rank = launch.env_rank()
+    if rank > 0 and any(a in _HELP_OR_VERSION for a in argv):
+        return 0  # only rank 0 prints help and version
+    try:
+        opts = parse_run_args(argv, prog=prog)
+    except UsageError:
+        if rank > 0:
+            return 2  # rank 0 says it once
+        raise
+    return launch.run(opts, prog)
