@@ -8,8 +8,10 @@ Two workflows of short tasks (/bin/true), planned with --cluster label: a chain 
 of 20 independent ones. Each runs with ``pilot submit`` as it is (one batch job per cluster) and with
 ``--pilots N``. A cluster is ready when the driver submits it (its SUBMIT in the root jobstate.log); it starts
 at its first task's EXECUTE in its own jobstate.log. Target: pilot mode submits at most N batch jobs and waits at
-most 0.5 s per cluster. On a batch site (--site FILE of a Slurm or PBS site) the per-cluster gap includes the
-queue wait, which is what pilot jobs save.
+most 0.5 s per cluster. Beside the fan, its floor: its clusters started all at once with no scheduler at all
+(bare mpiexec), what starting that many MPI runs at once costs on this machine whatever runs them. On a batch
+site (--site FILE of a Slurm or PBS site) the per-cluster gap includes the queue wait, which is what pilot jobs
+save.
 """
 
 from __future__ import annotations
@@ -95,6 +97,29 @@ def run(site: str, sets: list[str], wf: str, sub: str, extra: list[str]) -> tupl
     return batch_jobs(sub), gap / max(1, len(names)), makespan, wall
 
 
+def floor(tmp: str, count: int, tasks: int, ranks: int) -> float:
+    """The wait from ready to first task with no scheduler and no pilot job at all: ``count`` clusters of
+    ``tasks`` /bin/true started at the same moment, each by its own ``mpiexec -n ranks pilot run`` on this
+    machine (seconds per cluster). What a fan pays here for its own start, in any mode."""
+    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    procs, launched = [], []
+    for c in range(count):
+        d = os.path.join(tmp, f"floor-{c}")
+        os.makedirs(d)
+        with open(os.path.join(d, "c.dag"), "w", encoding="utf-8") as fh:
+            fh.writelines(f"TASK t{t} /bin/true\n" for t in range(tasks))
+    for c in range(count):
+        launched.append(time.time())
+        procs.append(subprocess.Popen([mpiexec, "-n", str(ranks), sys.executable, "-m", "pilot", "run",
+                                       "--jobstate-log", "c.dag"], cwd=os.path.join(tmp, f"floor-{c}"),
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    if any(p.wait() for p in procs):
+        sys.exit("a pilot run of the floor failed")
+    gap = sum(min(times(os.path.join(tmp, f"floor-{c}", "jobstate.log"), "EXECUTE").values()) - launched[c]
+              for c in range(count))
+    return gap / count
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--site", default="local")
@@ -102,6 +127,7 @@ def main() -> None:
     p.add_argument("--pilots", type=int, default=2)
     p.add_argument("--pilot-nodes", type=int, default=1)
     p.add_argument("--tasks", type=int, default=2, help="tasks per cluster (default 2)")
+    p.add_argument("--ranks", type=int, default=3, help="ranks of a cluster in the floor (default 3)")
     ns = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="pilot-latebinding-") as tmp:
         for shape, count in (("chain", 10), ("fan", 20)):
@@ -117,6 +143,10 @@ def main() -> None:
                   f"{late[2] / base[2] if base[2] else float('nan'):.2f}; target: at most {ns.pilots} batch jobs "
                   f"({'met' if late[0] <= ns.pilots else 'NOT met'}), gap <= 0.5 s "
                   f"({'met' if late[1] <= 0.5 else 'NOT met'})")
+            if shape == "fan":
+                least = floor(tmp, count, ns.tasks, ns.ranks)
+                print(f"  floor: {count} clusters started at once by mpiexec here, no scheduler: gap {least:.2f} s per "
+                      f"cluster; pilots/floor {late[1] / least if least else float('nan'):.2f}")
 
 
 if __name__ == "__main__":
