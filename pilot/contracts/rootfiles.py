@@ -254,40 +254,40 @@ def read_root_dag(path: str) -> dict[str, list[str]]:
 
 def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dict[str, str]) -> None:
     ts = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    head = f"ts={ts} level=Info xwf.id={wf_uuid}"
     with open(path, "w", encoding="utf-8", buffering=1 << 20) as fh:
         w = fh.write
         for job in jobs:
             for t in job.tasks:
-                w(f'{head} event=task.info task.id={_q(t.id)} type="{t.kind[0]}" type_desc="{t.kind[1]}" '
-                  f"transformation={_q(t.transformation)} argv={_q(t.argv)}\n")
+                w(f'ts={ts} event=task.info xwf.id={wf_uuid} task.id={_q(t.id)} type="{t.kind[0]}" '
+                  f'type_desc="{t.kind[1]}" transformation={_q(t.transformation)} argv={_q(t.argv)}\n')
         for job in jobs:
             for t in job.tasks:
                 for c in t.children:
-                    w(f"{head} event=task.edge parent.task.id={_q(t.id)} child.task.id={_q(c)}\n")
+                    w(f"ts={ts} event=task.edge xwf.id={wf_uuid} parent.task.id={_q(t.id)} child.task.id={_q(c)}\n")
         for job in jobs:
-            w(f'{head} event=job.info job.id={_q(job.name)} submit_file={_q(job.name + "/" + job.name + ".sub")} '
-              f'type="{job.kind[0]}" type_desc="{job.kind[1]}" clustered="{1 if len(job.tasks) > 1 else 0}" max_retries="0" '
+            w(f'ts={ts} event=job.info xwf.id={wf_uuid} job.id={_q(job.name)} '
+              f'submit_file={_q(job.name + "/" + job.name + ".sub")} type="{job.kind[0]}" type_desc="{job.kind[1]}" '
+              f'clustered="{1 if len(job.tasks) > 1 else 0}" max_retries="0" '
               f"executable={_q(job.command[0])} argv={_q(' '.join(job.command[1:]))} "
               f'task_count="{len(job.tasks)}"\n')
         for job in jobs:
             for t in job.tasks:
-                w(f"{head} event=wf.map.task_job job.id={_q(job.name)} task.id={_q(t.id)}\n")
+                w(f"ts={ts} event=wf.map.task_job xwf.id={wf_uuid} job.id={_q(job.name)} task.id={_q(t.id)}\n")
         for job in jobs:
             for parent in job.parents:
-                w(f"{head} event=job.edge parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n")
+                w(f"ts={ts} event=job.edge xwf.id={wf_uuid} parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n")
         for key, value in metadata.items():  # after the tasks they name, as monitord looks them up
-            w(f"{head} event=xwf.meta key={_q(key)} value={_q(value)}\n")
+            w(f"ts={ts} event=xwf.meta xwf.id={wf_uuid} key={_q(key)} value={_q(value)}\n")
         for job in jobs:
             for t in job.tasks:
                 for key, value in t.metadata.items():
-                    w(f"{head} event=task.meta task.id={_q(t.id)} key={_q(key)} value={_q(value)}\n")
+                    w(f"ts={ts} event=task.meta xwf.id={wf_uuid} task.id={_q(t.id)} key={_q(key)} value={_q(value)}\n")
         for job in jobs:  # as Pegasus writes them: each file's metadata, then the file's map to its task
             for t in job.tasks:
                 for lfn, attributes in t.files:
                     for key, value in attributes.items():
-                        w(f"{head} event=rc.meta lfn.id={_q(lfn)} key={_q(key)} value={_q(value)}\n")
-                    w(f"{head} event=wf.map.file task.id={_q(t.id)} lfn.id={_q(lfn)}\n")
+                        w(f"ts={ts} event=rc.meta xwf.id={wf_uuid} lfn.id={_q(lfn)} key={_q(key)} value={_q(value)}\n")
+                    w(f"ts={ts} event=wf.map.file xwf.id={wf_uuid} task.id={_q(t.id)} lfn.id={_q(lfn)}\n")
 
 
 def read_braindump(submit_dir: str) -> dict[str, Any]:

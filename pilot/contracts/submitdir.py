@@ -58,7 +58,6 @@ def transformation(task: Task) -> str:
 
 def write_static_bp(dag: Dag, path: str, wf_uuid: str, now: float | None = None) -> None:
     ts = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(now or time.time()))
-    head = f"ts={ts} level=Info xwf.id={wf_uuid}"
     tasks = list(dag)
     ids = [_q(task_id(t)) for t in tasks]
     names = [_q(t.name) for t in tasks]
@@ -66,20 +65,22 @@ def write_static_bp(dag: Dag, path: str, wf_uuid: str, now: float | None = None)
     where = {t.name: k for k, t in enumerate(tasks)}
     out = []
     for k, t in enumerate(tasks):
-        out.append(f'{head} event=task.info task.id={ids[k]} type="1" type_desc="compute" '
+        out.append(f'ts={ts} event=task.info xwf.id={wf_uuid} task.id={ids[k]} type="1" type_desc="compute" '
                    f"transformation={_q(transformation(t))} argv={args[k]}\n")
     for k, t in enumerate(tasks):
         for c in t.children:
-            out.append(f"{head} event=task.edge parent.task.id={ids[k]} child.task.id={ids[where[c.name]]}\n")
+            out.append(f"ts={ts} event=task.edge xwf.id={wf_uuid} parent.task.id={ids[k]} "
+                       f"child.task.id={ids[where[c.name]]}\n")
     for k, t in enumerate(tasks):
-        out.append(f'{head} event=job.info job.id={names[k]} submit_file={_q(t.name + ".sub")} type="1" '
-                   f'type_desc="compute" clustered="0" max_retries={_q(str(t.tries or 1))} '
+        out.append(f'ts={ts} event=job.info xwf.id={wf_uuid} job.id={names[k]} submit_file={_q(t.name + ".sub")} '
+                   f'type="1" type_desc="compute" clustered="0" max_retries={_q(str(t.tries or 1))} '
                    f"executable={_q(t.argv[0])} argv={args[k]} task_count=\"1\"\n")
     for k, t in enumerate(tasks):
-        out.append(f"{head} event=wf.map.task_job job.id={names[k]} task.id={ids[k]}\n")
+        out.append(f"ts={ts} event=wf.map.task_job xwf.id={wf_uuid} job.id={names[k]} task.id={ids[k]}\n")
     for k, t in enumerate(tasks):
         for c in t.children:
-            out.append(f"{head} event=job.edge parent.job.id={names[k]} child.job.id={names[where[c.name]]}\n")
+            out.append(f"ts={ts} event=job.edge xwf.id={wf_uuid} parent.job.id={names[k]} "
+                       f"child.job.id={names[where[c.name]]}\n")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("".join(out))
 

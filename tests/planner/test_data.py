@@ -83,9 +83,9 @@ def test_label_clustering_makes_each_data_job_a_batch_job_of_its_own(tmp_path):
     assert len(res.emitted) == 12
     # the root static.bp: each data job a job of its Pegasus type, which pegasus-statistics counts jobs by
     bp = (tmp_path / "submit" / "data-0.static.bp").read_text()
-    assert re.search(r'event=job.info job.id="stage_in_local_local_0_0" \S+ type="2" type_desc="stage-in-tx"', bp)
-    assert re.search(r'event=job.info job.id="register_local_1_0" \S+ type="4" type_desc="registration"', bp)
-    assert re.search(r'event=job.info job.id="cp_j1" \S+ type="1" type_desc="compute"', bp)
+    assert re.search(r'event=job.info xwf.id=\S+ job.id="stage_in_local_local_0_0" \S+ type="2" type_desc="stage-in-tx"', bp)
+    assert re.search(r'event=job.info xwf.id=\S+ job.id="register_local_1_0" \S+ type="4" type_desc="registration"', bp)
+    assert re.search(r'event=job.info xwf.id=\S+ job.id="cp_j1" \S+ type="1" type_desc="compute"', bp)
     sub = (tmp_path / "submit" / "create_dir_data_0_local" / "create_dir_data_0_local.sub").read_text()
     assert '+pegasus_wf_xformation = "pegasus::dirmanager"' in sub and "+pegasus_job_class = 6" in sub
 

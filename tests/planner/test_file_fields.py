@@ -88,11 +88,11 @@ def test_a_replica_checksum_is_verified_by_the_stage_in_job_and_metadata_goes_wh
                                         "checksum.value": PAYLOAD}
     # static.bp: rc.meta per key, then wf.map.file, for the input with metadata and the registered output
     bp = next(Path(result.submit_dir).glob("*.static.bp")).read_text()
-    metas = re.findall(r'event=rc.meta lfn.id="([^"]+)" key="([^"]+)" value="([^"]+)"', bp)
+    metas = re.findall(r'event=rc.meta xwf.id=\S+ lfn.id="([^"]+)" key="([^"]+)" value="([^"]+)"', bp)
     assert sorted(metas) == sorted([("f.in", "kind", "raw"), ("f.in", "origin", "lab 7"), ("f.in", "checksum.type", "sha256"),
                                     ("f.in", "checksum.value", PAYLOAD), ("f.out", "kind", "result"),
                                     ("f.out", "run", "3")])
-    assert sorted(re.findall(r'event=wf.map.file task.id="(\w+)" lfn.id="([^"]+)"', bp)) == [("j", "f.in"), ("j", "f.out")]
+    assert sorted(re.findall(r'event=wf.map.file xwf.id=\S+ task.id="(\w+)" lfn.id="([^"]+)"', bp)) == [("j", "f.in"), ("j", "f.out")]
     # the registration map line: the file's metadata as key="value", as Pegasus' registration writes it
     reg = next(e.cluster.jobs[0] for e in result.emitted if e.cluster.jobs[0].id.startswith("register_"))
     assert reg.stdin_text == f'f.out file://{tmp_path}/output/f.out site="local" kind="result" run="3"\n'

@@ -41,10 +41,10 @@ def test_plan_time_files(tmp_path):
     assert re.search(r"^SCRIPT POST b \S+ -m pilot.monitor.joboutput \S+/b b$", dag, re.M)
     bp = (sub / "wf-0.static.bp").read_text()
     assert bp.count("event=task.info") == 4 and bp.count("event=wf.map.task_job") == 4
-    assert 'event=wf.map.task_job job.id="a" task.id="ID2"' in bp
-    assert 'event=task.edge parent.task.id="ID2" child.task.id="ID4"' in bp  # edges between clusters too
+    assert 'event=wf.map.task_job xwf.id=u-1 job.id="a" task.id="ID2"' in bp
+    assert 'event=task.edge xwf.id=u-1 parent.task.id="ID2" child.task.id="ID4"' in bp  # edges between clusters too
     assert 'job.id="a" submit_file="a/a.sub"' in bp and 'clustered="1"' in bp and 'task_count="2"' in bp
-    assert 'event=job.edge parent.job.id="a" child.job.id="c"' in bp
+    assert 'event=job.edge xwf.id=u-1 parent.job.id="a" child.job.id="c"' in bp
     assert 'argv="x \'y z\'"' in bp and 'transformation="ns::t:1"' in bp
     sub_b = (sub / "b" / "b.sub").read_text()
     assert f"output = {sub}/b/b.out\n" in sub_b and '+pegasus_site = "siteA"' in sub_b and "+pegasus_cores = 2\n" in sub_b
@@ -184,7 +184,8 @@ def test_a_pmc_dag_is_one_cluster_of_the_root_workflow(tmp_path):
         [["JOB", "wf"]]
     bp = (sub / "wf-0.static.bp").read_text()
     assert 'task.id="ID1" type="1" type_desc="compute" transformation="ns::a:1" argv="a"' in bp
-    assert 'task.id="B"' in bp and 'event=task.edge parent.task.id="ID1" child.task.id="B"' in bp
+    assert 'task.id="B"' in bp
+    assert re.search(r'event=task.edge xwf.id=\S+ parent.task.id="ID1" child.task.id="B"', bp)
     assert 'job.id="wf"' in bp and 'task_count="2"' in bp
     assert "--invocation-records -o wf.out -e wf.err" in (sub / "wf" / "wf.sub").read_text()
     monitor = RootMonitor(str(sub))  # reading the files writes nothing
