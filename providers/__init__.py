@@ -56,8 +56,9 @@ def script_for(site: Site, req: Request) -> tuple[str, str]:
 
 
 def script_suffixes() -> tuple[str, ...]:
-    """The suffixes of the batch scripts plug-ins and their Parsl providers write, each once."""
-    return tuple(dict.fromkeys(suffix for s in SCHEDULERS.values() for suffix in (s.suffix, s.parsl_suffix)))
+    """The suffixes of the batch scripts plug-ins and their Parsl providers write, each once (not the empty one
+    of a provider that writes none: every name ends with it)."""
+    return tuple(dict.fromkeys(x for s in SCHEDULERS.values() for x in (s.suffix, s.parsl_suffix) if x))
 
 
 def provider_for(site: Site) -> Any:

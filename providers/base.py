@@ -69,7 +69,8 @@ class Scheduler(abc.ABC):
     name: ClassVar[str]  # a site's ``scheduler:`` value
     template: ClassVar[str]  # file name in providers/templates/
     suffix: ClassVar[str]  # the planner's batch script in a cluster's directory: <cluster><suffix>
-    parsl_suffix: ClassVar[str] = ".submit"  # the script Parsl's provider writes there: <job name>.<time><suffix>
+    # the script Parsl's provider writes there: <job name>.<time><suffix> ("": Slurm's and PBSPro's have none)
+    parsl_suffix: ClassVar[str] = ".submit"
     directive_prefix: ClassVar[str] = ""  # "#SBATCH", "#PBS": lines the site's scheduler_options may add
     memory_directive: ClassVar[str | None] = None  # the line a job's memory request (MB) becomes: "#SBATCH --mem={}"
     single_host: ClassVar[bool] = False  # jobs run on this machine: one node, more ranks are more ranks per node

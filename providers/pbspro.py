@@ -48,6 +48,7 @@ class PBSPro(Scheduler):
     directive_prefix = "#PBS"
     memory_directive = "#PBS -l mem={}mb"
     pegasus_name = "pbs"
+    parsl_suffix = ""  # PBSProProvider names its script <job name>.<time>, no suffix
     hosts_command = "awk '!seen[$0]++' \"$PBS_NODEFILE\""  # the node file names a host once per rank (mpiprocs)
     pending_reasons = PENDING_REASONS
 

@@ -96,6 +96,7 @@ class Slurm(Scheduler):
     directive_prefix = "#SBATCH"
     memory_directive = "#SBATCH --mem={}"
     pegasus_name = "slurm"
+    parsl_suffix = ""  # SlurmProvider names its script <job name>.<time>, no suffix
     hosts_command = 'scontrol show hostnames "$SLURM_JOB_NODELIST"'
     pending_reasons = PENDING_REASONS
 

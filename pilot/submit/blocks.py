@@ -191,8 +191,8 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
     script = record.get("script_path") or ""
     # Parsl names the job parsl.<label>.block-<n>.<time>: without the time, as a local job is looked up by name
     # (only LocalProvider records its script).
-    suffix = scheduler.parsl_suffix
-    block.job_name = os.path.basename(script)[: -len(suffix)].rsplit(".", 2)[0] if script.endswith(suffix) else ""
+    name, suffix = os.path.basename(script), scheduler.parsl_suffix
+    block.job_name = name[: len(name) - len(suffix)].rsplit(".", 2)[0] if script and name.endswith(suffix) else ""
     return block
 
 

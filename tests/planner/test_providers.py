@@ -97,7 +97,7 @@ def test_each_registered_plug_in_has_every_fact_pilot_asks_of_it():
     for name, sched in SCHEDULERS.items():
         assert isinstance(sched, Scheduler) and sched.name == name
         assert (Path(__file__).parents[2] / "providers" / "templates" / sched.template).exists(), name
-        assert sched.suffix.startswith(".") and sched.parsl_suffix.startswith("."), name
+        assert sched.suffix.startswith(".") and (sched.parsl_suffix == "" or sched.parsl_suffix.startswith(".")), name
         assert sched.pegasus_name in PEGASUS_SCHEDULERS, name
         assert sched.single_host or sched.hosts_command, name  # how a pilot job names its nodes
         if sched.directive_prefix:  # a batch system's directive lines

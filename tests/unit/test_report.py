@@ -50,7 +50,7 @@ def submit_dir(tmp_path: Path) -> Path:
     task(first, "c", 0.5, 0.5, 0, 2, "h1", app="/bin/false", n=1)
     jobstate(first, (-1, 3.5, 0))
     (first / "first.dag.resource").write_text(f"{T - 1:.6f},2,4,1000,h1\n{T:.6f},0,2,1000,h1\n")
-    (first / f"parsl.pilot-abc-first-1.{T - 10}.submit").write_text("#!/bin/bash\n")
+    (first / f"pilot-abc-first-1.{T - 10}").write_text("#!/bin/bash\n")  # SlurmProvider's name: no suffix
     (second / "second.dag").write_text("TASK d /bin/sleep 5\nTASK e /bin/sleep 1\n")
     task(second, "d", 6, 2, -15, 1, "h2")  # killed at the wall-time abort of the first job
     task(second, "e", 6, 1, 0, 2, "h2")
