@@ -14,12 +14,14 @@ Every fact about its batch system lives there, and nowhere else in pilot:
   and the batch system Pegasus' site catalog calls it;
 - ``hosts_command``: the shell command, run inside a job, that prints the job's
   hosts once each (a pilot job names its nodes by it);
-- ``make_provider(site)``: the Parsl provider that submits that very script;
+- ``make_provider(site)`` and ``size(provider, req)``: the Parsl provider that submits
+  that very script, and one cluster's size and queue given to it;
 - ``query_command(ids)`` and ``parse_query(ids, output)``: asking the queue about
   our own job ids only, and a pure parser of its answer (tested on captured output);
-- ``pending_reasons``: what the scheduler's pending reasons mean, and whether
-  waiting cures each; the parser judges a job by them (``status``), and the driver
-  fails a job that never starts instead of waiting forever;
+- ``pending_reasons`` (with ``reason_code``, the key in a reason as the scheduler
+  prints it): what the scheduler's pending reasons mean, and whether waiting cures
+  each; the parser judges a job by them (``status``), and the driver fails a job
+  that never starts instead of waiting forever;
 - ``find`` and ``track``: finding a job after a restart.
 
 The MPI launcher line (ranks over all nodes of the job) belongs to the launcher a

@@ -42,7 +42,7 @@ from pilot.util.atomic import write_atomic
 from pilot.util.boundedload import read_text
 from pilot.util.safeopen import read_at_most
 
-NOTIFY_FILE = "monitord.notify"
+NOTIFY_FILE = "monitord.notify"  # one empty notifications file that every braindump names (pilot plan makes it)
 DAX_KIND = (10, "dax")  # Pegasus' type of a sub-workflow job
 BRAINDUMP = "braindump.yml"
 MAX_ROOT_DAG_BYTES = 1 << 30  # one JOB line per cluster

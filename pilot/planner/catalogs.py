@@ -126,8 +126,10 @@ def _directory(raw: Any, path: str, ypath: str, site: str) -> Directory:
     if dtype is None:
         raise fail(path, f"{ypath}.type", f"{kind!r}: use one of {', '.join(DIRECTORY_TYPES)}")
     where = f"{path}: {ypath}"
-    directory = Directory(dtype, need_text(raw["path"], path, f"{ypath}.path"), where=where,
-                          shared_file_system=flag(raw, "sharedFileSystem", False, path, ypath))
+    directory = Directory(dtype, need_text(raw["path"], path, f"{ypath}.path"), where=where)
+    # sharedFileSystem (worker nodes see the directory) is checked, not kept: only PegasusLite (nonsharedfs) reads
+    # it, and a sharedfs plan assumes it.
+    flag(raw, "sharedFileSystem", False, path, ypath)
     if not directory.path.startswith("/"):
         raise fail(path, f"{ypath}.path", f"{directory.path!r} is not an absolute path")
     for k, fs in enumerate(need_list(raw.get("fileServers"), path, f"{ypath}.fileServers", "of {url, operation}")):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from pilot.contracts.clusters import ClusterKind, ClusterSpec, PlanInfo, write_clusters
-from pilot.contracts.rootfiles import PROPERTIES, RootJob, RootTask, write_root_files
+from pilot.contracts.rootfiles import NOTIFY_FILE, PROPERTIES, RootJob, RootTask, write_root_files
 from pilot.contracts.submitdir import write_monitoring_files
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
@@ -34,7 +34,6 @@ from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
 from providers import scheduler_for, script_for
-NOTIFY_FILE = "monitord.notify"  # one empty notifications file that every cluster's braindump names
 
 
 @dataclass
@@ -237,7 +236,7 @@ def write_cluster(submit_dir: str, cluster: Cluster, write_dag_file: Callable[[s
 
 def category_of(cluster: Cluster, properties: dict[str, str]) -> tuple[str | None, int | None]:
     """A data job's DAGMan category and its MAXJOBS (``dagman.<category>.maxjobs``, else Pegasus' default)."""
-    if cluster.kind != "data" or not cluster.jobs:
+    if cluster.kind is not ClusterKind.DATA or not cluster.jobs:
         return None, None
     category = cluster.jobs[0].type.category
     if category is None:

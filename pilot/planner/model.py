@@ -6,8 +6,6 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
-from pilot.dag.lexer import split_args
-
 Profiles = dict[str, dict[str, str]]  # namespace -> key -> value
 
 
@@ -70,14 +68,6 @@ class JobType(enum.Enum):
     CLEANUP = (8, "cleanup")
     CHMOD = (9, "chmod")
     DAX = (10, "dax")  # a pegasusWorkflow job: a sub-workflow, planned and driven when it becomes ready
-
-    @property
-    def number(self) -> int:
-        return self.value[0]
-
-    @property
-    def desc(self) -> str:
-        return self.value[1]
 
     @property
     def category(self) -> str | None:
@@ -168,11 +158,6 @@ class Job:
     wrapper: list[str] | None = None  # its container runtime's words before its executable (planner.containers)
 
     @property
-    def arguments(self) -> list[str]:
-        """The job's arguments as words (split from ``args_line`` when asked: only a few callers need them)."""
-        return split_args(self.args_line)
-
-    @property
     def where(self) -> str:
         """``file: jobs[3] (id X)`` for error messages (built only when one is needed)."""
         if self.yaml_index < 0:
@@ -207,7 +192,7 @@ class TransformationSite:
     site: str
     pfn: str
     profiles: Profiles = field(default_factory=dict)
-    stageable: bool = False  # type: stageable: the pfn is copied to the job's directory first
+    stageable: bool = False  # the entry's type is stageable: its pfn is copied to the job's directory first
     container: str | None = None  # the container (of the catalog's containers) the job runs in on this site
     # The system its executable was built for (arch, os.*): usable only on a site of the same (planner.sysinfo).
     sysinfo: SysInfo = SysInfo()
@@ -247,8 +232,6 @@ class Directory:
     path: str
     servers: list[tuple[str, str]] = field(default_factory=list)  # (url, operation)
     where: str = ""  # file and YAML path, for errors
-    # sharedFileSystem: worker nodes see it. Only PegasusLite (nonsharedfs) reads it; a sharedfs plan assumes it.
-    shared_file_system: bool = False
 
     def url(self, operation: str) -> str:
         """The URL prefix for ``get`` or ``put``; a directory with no file server is reached as file://path."""

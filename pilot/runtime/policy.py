@@ -27,7 +27,7 @@ runs as soon as that host has room. Bounded backfill keeps a wide task from
 starving behind a stream of narrow ones.
 
 Cost: ready tasks are kept in one heap per resource signature (cpus, memory,
-gpus), each entry one int that sorts as the task should (``_entry``): a
+gpus), each entry one int that sorts as the task should (``PLACE_BITS``): a
 million ready tasks cost the master a million ints, not a million tuples,
 and the heap compares ints. Matching looks at the head of each signature only, and hosts are kept
 in an insertion-ordered index of hosts that have an idle slot and a free CPU,

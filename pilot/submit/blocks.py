@@ -4,16 +4,16 @@ Parsl's HighThroughputExecutor in MPI mode (``MPIExecutor``) is the engine: its
 provider submits the block through the site's scheduler, its worker pool runs
 inside the block, its interchange hands an app to the pool, and the pool gives
 the app nodes of the block (``PARSL_MPI_NODELIST``) and fails it back when the
-block is lost. Measured against what late binding needs, three things of it do
+block is lost. Measured against what late binding needs, four things of it do
 not fit, and the driver does them instead:
 
 - placement: one executor serves all its blocks and picks the block itself
   (two clusters can queue inside one busy block while another is idle), so
   each block gets an executor of its own, and the driver picks the block by
-  free nodes and time left;
+  free slots and time left;
 - scaling: Parsl's strategy counts apps, not nodes, and resubmits blocks that
   fail at start without end, so no strategy runs: the driver adds and ends
-  blocks (``add``/``end``);
+  blocks (``start_block``/``end_block``);
 - restart: a new executor cannot take over a running block, so each block's
   batch job id is recorded (pilot.submit.pilots) and a restarted driver ends
   the blocks it finds there;

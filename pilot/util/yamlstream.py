@@ -10,7 +10,7 @@ complete, so only one job is ever held as a dict.
 
 Two readers share the bounds. ``Reader`` (Pegasus files) keeps scalars as
 strings (Pegasus values are read as strings anyway), except that an empty,
-``~`` or ``null`` plain scalar is None. ``_TypedReader`` (pilot's own files and
+``~`` or ``null`` plain scalar is None. ``TypedReader`` (pilot's own files and
 site configs) types plain scalars as ``yaml.safe_load`` does (int, float, bool,
 None, str; a timestamp stays text) and refuses any other tag (``!!python/...``,
 ``!!binary``, ``!!set``) and a number that is infinite, NaN or too long. For
