@@ -2,9 +2,9 @@
 
 Parsl's HighThroughputExecutor in MPI mode (``MPIExecutor``) is the engine: its
 provider submits the block through the site's scheduler, its worker pool runs
-inside the block, its interchange hands an app to the pool, and the pool gives
-the app nodes of the block (``PARSL_MPI_NODELIST``) and fails it back when the
-block is lost. Measured against what late binding needs, four things of it do
+inside the block, its interchange hands an app to the pool, and the pool
+reserves room for the app in the block and fails it back when the block is
+lost. Measured against what late binding needs, four things of it do
 not fit, and the driver does them instead:
 
 - placement: one executor serves all its blocks and picks the block itself
