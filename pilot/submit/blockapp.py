@@ -22,6 +22,9 @@ import socket
 import subprocess
 
 MARKER = ".block"  # <dag>.block: "<block id> <host> <launcher pid>"
+# The node lists Parsl's pool reads, Slurm's first: the block's script sets them aside as PILOT_<name>
+# (pilot.submit.blocks.node_lines), and the launch gets them back.
+SET_ASIDE = ("SLURM_NODELIST", "PBS_NODEFILE")
 
 
 def host_words(flag: str, nodes: str, shared: bool = False) -> list[str]:
@@ -47,7 +50,7 @@ def hosts_of(where: list[int]) -> str:
 def launch_env() -> dict[str, str]:
     """The block's environment as its scheduler set it: the node list set aside for the pool put back."""
     env = dict(os.environ)
-    for name in ("SLURM_NODELIST", "PBS_NODEFILE"):
+    for name in SET_ASIDE:
         if f"PILOT_{name}" in env:
             env[name] = env.pop(f"PILOT_{name}")
     return env

@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pilot.jobrequest import JobRequest, environment_bin
+from pilot.submit.blockapp import SET_ASIDE
 from pilot.sites import SiteConfig
 
 log = logging.getLogger("pilot.submit")
-SET_ASIDE = ("SLURM_NODELIST", "PBS_NODEFILE")  # the node lists Parsl's pool reads, Slurm's first
 HEARTBEAT = (5, 20)  # seconds: a pool silent this long is lost, and its apps are failed back
 
 

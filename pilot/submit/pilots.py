@@ -323,9 +323,9 @@ class PilotBackend:
 
     def _place(self, launch: Launch, now: float) -> None:
         cut = self._cut.get(launch.workdir, ())
-        running = [b for b in self.blocks if b.site == launch.site and b.running_since is not None
-                   and b.fit(launch.nodes, launch.ranks_per_node) is not None and b.time_left(now) > _margin(b)
-                   and b.label not in cut]
+        room = {b.label: b.fit(launch.nodes, launch.ranks_per_node) for b in self.blocks if b.site == launch.site
+                and b.running_since is not None and b.time_left(now) > _margin(b) and b.label not in cut}
+        running = [b for b in self.blocks if room.get(b.label) is not None]
         if not running:
             return
         fits = [b for b in running if b.time_left(now) >= launch.makespan + _margin(b)]
@@ -340,8 +340,8 @@ class PilotBackend:
         minutes = pilot_wall_time(block.time_left(now) / 60.0)
         _, host_flag = blocks.mpi_launcher(self.sites[launch.site])
         pilot = [*launch.pilot, "run", "--max-wall-time", f"{minutes:g}", *launch.run_args]
-        where = block.fit(launch.nodes, launch.ranks_per_node)
-        assert where is not None  # chosen among the blocks it fits
+        where = room[block.label]
+        assert where is not None  # chosen among the blocks with room
         launch.future = blocks.launch(block, launch.job_id, where, launch.ranks_per_node,
                                       (launch.workdir, launch.dag, launch.launcher, host_flag, pilot))
         launch.block = block
