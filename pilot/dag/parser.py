@@ -113,7 +113,7 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
     """Parse an iterable of lines (a file object or a list of strings)."""
     dag = Dag(path)
     tasks = dag.tasks
-    edges: list[tuple[str, str, int]] = []
+    waiting: list[tuple[str, str, int]] = []  # EDGE records added at the end (see _edge)
     note: tuple[str, str, str] | None = None
     runtime: float | None = None
     cwd: str | None = None
@@ -124,6 +124,9 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
     specs: dict[tuple, Spec] = {}
     base = DEFAULT_SPEC.shared(specs)
     last_cmd = None  # the previous task's command: a task repeating it shares its string
+    # Annotation values that repeat from task to task: the first of each, which later tasks share (see _first).
+    transformations: dict[str, str] = {}
+    runtimes: dict[float, float] = {}
     special = SPECIAL.search
     for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
@@ -156,7 +159,11 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
             if args[0] == "EDGE":
                 if len(args) != 3:
                     raise DagError(path, lineno, "invalid EDGE record: expected 'EDGE <parent> <child>'")
-                edges.append((args[1], args[2], lineno))
+                parent, child = args[1], args[2]
+                if not waiting and parent != child and parent in tasks and child in tasks:  # _edge, inlined: the usual EDGE
+                    dag.add_edge(parent, child)
+                else:
+                    waiting.append((parent, child, lineno))
                 continue
         else:
             args = line.split(None, 1)
@@ -172,10 +179,14 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
                 else:
                     last_cmd = cmd
             if note is not None:
-                task.pegasus_id, task.transformation, task.dax_id = note
+                task.pegasus_id, transformation, dax_id = note
+                task.transformation = transformations.get(transformation) or _first(transformations, transformation)
+                # pilot plan names the task of an auxiliary job after its DAX id: one string for both.
+                task.dax_id = task.name if dax_id == task.name else dax_id
                 note = None
             if runtime is not None:
-                task.runtime = runtime
+                # Zero is not shared (nor found, being false): -0.0 equals 0.0 but is written back as "-0".
+                task.runtime = (runtimes.get(runtime) or _first(runtimes, runtime)) if runtime else runtime
                 runtime = None
             if stdio is not None:
                 task.stdio = stdio
@@ -188,10 +199,10 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
             args = split_args(line)
             if len(args) != 3:
                 raise DagError(path, lineno, "invalid EDGE record: expected 'EDGE <parent> <child>'")
-            edges.append((args[1], args[2], lineno))
+            _edge(dag, waiting, args[1], args[2], lineno)
         else:
             raise DagError(path, lineno, f"invalid record {split_args(line)[0]!r}: expected TASK or EDGE (comments must start the line with '#')")
-    for parent, child, lineno in edges:
+    for parent, child, lineno in waiting:
         for name in (parent, child):
             if name not in tasks:
                 raise DagError(path, lineno, f"EDGE names unknown task {name!r}; define it with a TASK record")
@@ -203,6 +214,35 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
         first_line = dag.tasks[cycle[0]].line
         raise DagError(path, first_line, "cycle: " + " -> ".join(cycle + [cycle[0]]) + "; remove one of these EDGE records")
     return dag
+
+
+def _edge(dag: Dag, waiting: list[tuple[str, str, int]], parent: str, child: str, lineno: int) -> None:
+    """An EDGE record: added now where both tasks are known (in the usual DAG every EDGE follows the TASKs),
+    else put in ``waiting``, which the end of the file adds or reports on. Once one edge waits, those after
+    it wait too: every task's parents and children stay in the order of the EDGE records. An edge added
+    at once leaves nothing behind; one that waits holds a tuple, two names and a line number until the
+    last line, about a third of the master's peak while it reads a DAG with as many edges as tasks."""
+    tasks = dag.tasks
+    if not waiting and parent != child and parent in tasks and child in tasks:
+        dag.add_edge(parent, child)
+    else:
+        waiting.append((parent, child, lineno))
+
+
+# The most distinct values _first keeps per kind and DAG.
+SHARED_MAX = 1024
+
+
+def _first(kept: dict, value):  # type: ignore[no-untyped-def] - a str or a float, returned as given
+    """``value``, not in ``kept`` yet, put there for the tasks that repeat it to share (``kept.get(value)``).
+
+    The master keeps every task of a run: a transformation's name or an expected runtime, repeated by
+    thousands of tasks, is then one object rather than one a task. At most SHARED_MAX values are kept, so a
+    DAG whose values never repeat pays a small table rather than an entry a task.
+    """
+    if len(kept) < SHARED_MAX:
+        kept[value] = value
+    return value
 
 
 PILOT_NOTE = "#pilot"

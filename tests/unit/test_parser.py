@@ -161,3 +161,40 @@ def test_env_notes_hold_until_the_next_and_are_written_back():
 ])
 def test_bad_pilot_notes_are_one_line(line, message):
     assert error_of(line + "\nTASK a /bin/true\n").startswith(message)
+
+
+def test_edges_keep_the_order_of_their_records_when_some_come_before_their_tasks():
+    # "EDGE a b" finds both tasks; "EDGE a d" comes before TASK d; "EDGE a c" follows it in the file,
+    # and so in a's children, though both of its tasks were known when it was read.
+    dag = parse("TASK a x\nTASK b x\nTASK c x\nEDGE a b\nEDGE a d\nEDGE a c\nTASK d x\nEDGE c d\n")
+    assert [c.name for c in dag["a"].children] == ["b", "d", "c"]
+    assert [p.name for p in dag["d"].parents] == ["a", "c"]
+
+
+def test_edge_errors_keep_their_order_behind_task_errors():
+    # A task's error is found while reading; an EDGE's, even one read before it, at the end.
+    assert error_of("TASK a x\nEDGE a a\nTASK\n").startswith("t.dag:3: invalid TASK record")
+    assert error_of("TASK a x\nEDGE a z\nTASK b x\nEDGE b b\n").startswith("t.dag:2: EDGE names unknown task 'z'")
+
+
+def test_tasks_repeating_an_annotation_value_share_one_object():
+    dag = parse("#@ 1 pegasus::transfer stage_in_1\n#pilot runtime=2.5\nTASK stage_in_1 x\n"
+                "#@ 2 pegasus::transfer ID2\n#pilot runtime=2.5\nTASK job_2 x\n"
+                "#@ 3 other ID3\n#pilot runtime=0\nTASK job_3 x\n#pilot runtime=-0\nTASK job_4 x\n")
+    one, two, three, four = dag["stage_in_1"], dag["job_2"], dag["job_3"], dag["job_4"]
+    assert two.transformation == "pegasus::transfer" and two.transformation is one.transformation
+    assert two.runtime == 2.5 and two.runtime is one.runtime
+    assert one.dax_id == "stage_in_1" and one.dax_id is one.name  # pilot plan's auxiliary jobs
+    assert (two.dax_id, three.transformation) == ("ID2", "other")
+    assert repr(three.runtime) == "0.0" and repr(four.runtime) == "-0.0"  # written back as given
+
+
+def test_values_first_seen_after_the_shared_table_is_full_are_read_as_written(monkeypatch):
+    from pilot.dag import parser
+
+    monkeypatch.setattr(parser, "SHARED_MAX", 2)
+    text = "".join(f"#@ {i} tx{i % 3} ID{i}\n#pilot runtime={i % 3 + 1}\nTASK t{i} x\n" for i in range(6))
+    dag = parse(text)
+    assert [t.transformation for t in dag] == [f"tx{i % 3}" for i in range(6)]
+    assert [t.runtime for t in dag] == [float(i % 3 + 1) for i in range(6)]
+    assert dag["t3"].transformation is dag["t0"].transformation and dag["t4"].runtime is dag["t1"].runtime
