@@ -6,7 +6,9 @@ values; for a workflow of a million jobs that is many gigabytes and minutes,
 most of it in the cyclic garbage collector. Here the C parser's events are
 turned straight into plain values, and the items of chosen top-level lists
 (``jobs``, ``jobDependencies``) are handed to a callback as soon as each is
-complete, so only one job is ever held as a dict.
+complete, so only one job is ever held as a dict. (The block YAML that
+Pegasus.api writes is read faster still by pilot.util.yamllines, line by line,
+into the same values; this reader reads every file that one gives up on.)
 
 Two readers share the bounds. ``Reader`` (Pegasus files) keeps scalars as
 strings (Pegasus values are read as strings anyway), except that an empty,
