@@ -196,6 +196,7 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
     indent: ``inline[n]`` holds the ``"  key"`` of lines ``  key: value`` (or _OUT), ``block[n]`` the lines
     ``  key:``, ``firsts[n]`` the ``"  - key"`` of list items ``  - key: value``."""
     nxt = source.__next__
+    flow_list = _FLOW_LIST.fullmatch
     pads = [" " * n for n in range(MAX_INDENT + 1)]
     dashes = [pad + "- " for pad in pads]
     inline: list[dict[str, Any]] = [{} for _ in pads]
@@ -267,8 +268,12 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
                     value = None if v in _NULLS else v
                     if len(seen) < CACHE:
                         seen[line] = (key, value)
-                elif v[:1] == "[":
-                    value = _flow_list(v)
+                elif v == "[]":
+                    value = []
+                elif v[:1] == "[" and flow_list(v) is not None:  # _flow_list, in line
+                    value = v[1:-1].split(", ")
+                    if not _NULLS.isdisjoint(value):
+                        value = [None if x in _NULLS else x for x in value]
                 else:
                     value = _scalar(v)
                 line = nxt()
