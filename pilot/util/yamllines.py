@@ -30,9 +30,9 @@ Handler = Callable[[Any, int], None]
 BLOCK = 1 << 20  # bytes read at a time: whole lines of it are checked and split at C speed
 MAX_LINE = 1 << 26  # a longer line is no Pegasus.api output
 MAX_DEPTH = 20  # deeper nesting is read by the event reader, which bounds it
-MAX_INDENT = 64
+MAX_INDENT = 64  # a line more indented is read by the event reader
 MAX_KEY = 1000  # libyaml looks for a key's ':' only within 1024 characters of its start
-CACHE = 4096  # keys remembered per indent: a workflow repeats a few dozen
+CACHE = 4096  # keys and lines remembered per indent: a workflow repeats a few dozen keys
 END = "\n"  # what comes after the last line: no line read holds a newline
 _OUT = object()  # in a key cache: a line that starts so is no entry of a mapping at that indent
 
@@ -41,7 +41,7 @@ class NotPlain(Exception):
     """The file holds a line outside what is read here: the event reader must read the file."""
 
 
-_NULLS = frozenset(("~", "null", "Null", "NULL"))  # and the empty plain scalar, which no line here holds
+_NULLS = frozenset(("~", "null", "Null", "NULL"))  # and an empty plain scalar: "key:" with nothing below
 # The ASCII characters a plain scalar may start with: YAML's indicators and a space start something else, and
 # "-", "?" and ":" are a plain scalar's first character only before a non-space (see _plain).
 _START = frozenset(map(chr, range(0x21, 0x7F))) - frozenset("-?:,[]{}#&*!|>'\"%@`")
@@ -115,7 +115,9 @@ def _plain(text: str) -> bool:
 
 
 def _plain_key(k: str) -> Any:
-    if len(k) > MAX_KEY or not _plain(k) or k.startswith("..."):
+    """A plain key's value; not one that starts with "-" (which a mapping at the key's indent takes for a list
+    item), "..." (at the start of a line, the end of a document) or is longer than libyaml looks for a key."""
+    if len(k) > MAX_KEY or not _plain(k) or k[0] == "-" or k.startswith("..."):
         raise NotPlain
     return None if k in _NULLS else k
 
@@ -333,8 +335,8 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
                 value, line = mapping(cut, key, sep, v, depth + 1)
             elif line.startswith(dash):
                 body = line[cut:]
-                if not sep and body[-1:] not in ": " and ((c := body[0]) in _START or c in "-?:" and body[1:2] not in " ") \
-                        and " #" not in body:  # a plain scalar ("-i" too), as item reads it, in line
+                if not sep and body[-1:] not in ": " and " #" not in body and \
+                        ((c := body[0]) in _START or c in "-?:" and body[1:2] not in " "):  # _plain, in line
                     value = None if body in _NULLS else body
                     line = nxt()
                 else:

@@ -185,7 +185,7 @@ def test_read_quickly_and_the_same(text):
     "a: b \n", "a:\n  \n  b: c\n",  # trailing spaces, a line of spaces
     "a: \"b\\tc\"\n", "a: {b: c}\n", "a: [b, 'c']\n", "a: [b,c]\n", "? a\n: b\n", "[a]: b\n",
     "a:\n  - - x\n", "a:\n-   b: c\n", "a: b\n- c\n", "a:\n    b: c\n  d: e\n", "a:\n  b\n", "a: b:\n",
-    "- a\n", "a\n", "", "\n\n", "-x: 1\n", "a: - b\n", "a: 'b' c\n", "a: 'b''\n",
+    "- a\n", "a\n", "", "\n\n", "-x: 1\n", "a:\n- -x: y\n", "a: - b\n", "a: 'b' c\n", "a: 'b''\n",
     "k" * 1100 + ": v\n", "a:\n" + "".join("  " * i + "- b:\n" for i in range(1, 30)),
 ], ids=repr)
 def test_left_to_the_event_reader(text):
