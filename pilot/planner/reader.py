@@ -2,7 +2,7 @@
 
 Input is what the real Pegasus.api writes (``pegasus: '5.0'``, ``jobs``,
 ``jobDependencies``, inline or separate ``transformationCatalog`` and
-``siteCatalog``), read through the bounded event reader of yamlstream. Every
+``siteCatalog``), read through pilot.planner.yamlstream (bounded). Every
 value is checked for its type where it is read, and an error names the file
 and the YAML path (``workflow.yml: jobDependencies[0].children: ...``): a
 string where a list belongs is never read letter by letter, and a list where
@@ -25,35 +25,49 @@ from pilot.planner.yamlvalues import (
 )
 
 
+class _Reading:
+    """What one pass over a workflow file builds, item by item, as its jobs and dependencies come."""
 
-def read_workflow(path: str) -> Workflow:
-    wf = Workflow(name="workflow", path=path)
-    by_id: dict[str, Job] = {}
-    deps: list[tuple[int, Any]] = []  # dependencies read before any job (kept until the jobs are known)
-    late: list[ConfigError] = []  # the first error of a dependency read as it came, raised where it would be
-    shared: dict[str, str] = {}  # one string per transformation name, namespace and version, not one per job
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.wf = Workflow(name="workflow", path=path)
+        self.by_id: dict[str, Job] = {}
+        self.deps: list[tuple[int, Any]] = []  # dependencies read before any job (kept until the jobs are known)
+        self.late: list[ConfigError] = []  # the first error of a dependency read as it came, raised where it would be
+        self.shared: dict[str, str] = {}  # one string per transformation name, namespace and version, not one per job
 
-    def on_job(raw: Any, i: int) -> None:
-        job = _read_job(raw, path, f"jobs[{i}]", i, shared)
-        if job.id in by_id:
-            raise fail(path, f"jobs[{i}].id", f"duplicate job id {job.id!r} (first at {by_id[job.id].where})")
-        by_id[job.id] = job
-        wf.jobs.append(job)
+    def on_job(self, raw: Any, i: int) -> None:
+        job = _read_job(raw, self.path, f"jobs[{i}]", i, self.shared)
+        if job.id in self.by_id:
+            raise fail(self.path, f"jobs[{i}].id", f"duplicate job id {job.id!r} (first at {self.by_id[job.id].where})")
+        self.by_id[job.id] = job
+        self.wf.jobs.append(job)
 
-    def on_dependency(raw: Any, i: int) -> None:
+    def on_dependency(self, raw: Any, i: int) -> None:
         """A dependency after the jobs (as Pegasus.api writes them) becomes edges at once, so the parsed mapping
         of each is never kept; its error waits until the checks of the whole file that come first have run."""
-        if late:
+        if self.late:
             return
-        if not wf.jobs or deps:
-            deps.append((i, raw))
+        if not self.wf.jobs or self.deps:
+            self.deps.append((i, raw))
             return
         try:
-            _add_dependency(raw, path, f"jobDependencies[{i}]", by_id)
+            _add_dependency(raw, self.path, f"jobDependencies[{i}]", self.by_id)
         except ConfigError as exc:
-            late.append(exc)
+            self.late.append(exc)
 
-    data = yamlstream.load_streaming(path, {"jobs": on_job, "jobDependencies": on_dependency})
+
+def read_workflow(path: str) -> Workflow:
+    readings: list[_Reading] = []
+
+    def start() -> dict[str, yamlstream.Handler]:
+        """Callbacks with fresh state: the reader starts again from the file's start when its quick pass gives up."""
+        readings[:] = [_Reading(path)]
+        return {"jobs": readings[0].on_job, "jobDependencies": readings[0].on_dependency}
+
+    data = yamlstream.load_streaming(path, start)
+    reading = readings[0]
+    wf, by_id, deps, late = reading.wf, reading.by_id, reading.deps, reading.late
     if "" in data and len(data) == 1:
         raise fail(path, "(top)", f"not a Pegasus 5 workflow: the file holds {kind_of(data[''])}, not a mapping")
     if "jobs" not in data:

@@ -2,7 +2,9 @@
 
 Pegasus files keep their scalars as text and have no size limit (a workflow
 of a million jobs is hundreds of megabytes); nesting and what aliases repeat
-are bounded as for every YAML file pilot reads.
+are bounded as for every YAML file pilot reads. The block YAML that Pegasus.api
+writes is read by a quick line reader (pilot.util.yamllines), anything else by
+libyaml's events, with the same values and the same errors.
 """
 
 from __future__ import annotations

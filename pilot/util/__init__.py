@@ -8,8 +8,9 @@
 - ``gcpause``: pause the cyclic garbage collector while millions of long-lived objects are built;
 - ``flock``: whole-file advisory locks held for a process's life;
 - ``graphs``: topological orders, levels and longest paths, and cycles (graphlib) with the cycle named;
-- ``boundedload`` (with its event reader ``yamlstream``): the one way a YAML or JSON file is parsed, bounded in
-  size, nesting, aliases and encoding, every problem one line;
+- ``boundedload`` (with its event reader ``yamlstream``, and ``yamllines``, the quick line reader of the block
+  YAML that Pegasus.api writes): the one way a YAML or JSON file is parsed, bounded in size, nesting, aliases
+  and encoding, every problem one line;
 - ``safeopen``: files opened only when they are regular files, and written never through a symbolic link;
   ``read_at_most``, the bounded read of any other file whose size pilot does not control;
 - ``tail``: the new lines of an append-only file;

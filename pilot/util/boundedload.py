@@ -11,7 +11,12 @@ bounded time and memory, never in a hang, a MemoryError or "internal error":
 - text is UTF-8 without NUL bytes ("is this the right file?" otherwise);
 - YAML goes through the event reader of pilot.util.yamlstream, which bounds
   nesting and what aliases repeat, and types scalars as ``yaml.safe_load``
-  does but refuses every other tag (``!!python/...``);
+  does but refuses every other tag (``!!python/...``). A Pegasus file (a
+  workflow, a catalog) is first read by the quick line reader of
+  pilot.util.yamllines, which gives the same values for the block YAML that
+  Pegasus.api writes; at the first line it does not read, or the first error
+  a callback raises, the event reader reads the whole file again from the
+  start, so errors are always the event reader's;
 - JSON refuses NaN, Infinity and numbers too large for a float, and nesting
   deeper than ``MAX_DEPTH``.
 
@@ -22,14 +27,15 @@ is a ConfigError whose line ends with the caller's ``hint``, what to do about it
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from typing import Any, Callable
 
 import yaml
 
-from pilot.errors import ConfigError
-from pilot.util import yamlstream
+from pilot.errors import ConfigError, PilotError
+from pilot.util import yamllines, yamlstream
 from pilot.util.gcpause import gc_paused
 from pilot.util.safeopen import NotAFile, open_regular_fd, read_at_most
 from pilot.util.yamlstream import MAX_DEPTH, Handler, Invalid
@@ -117,19 +123,34 @@ def load_yaml_lines(path: str, max_bytes: int = CONFIG_BYTES, hint: str = "") ->
 
 def load_pegasus(path: str) -> Any:
     """A Pegasus YAML file (catalog) as plain values: scalars stay text; any size, bounded otherwise."""
-    return _stream(path, yamlstream.whole)
+    return _pegasus(path, dict, lambda reader, _: yamlstream.whole(reader))
 
 
-def load_pegasus_streaming(path: str, stream: dict[str, Handler]) -> dict[str, Any]:
-    """Top-level mapping of a Pegasus workflow; list values of the keys in ``stream`` go item by item to their
-    callback (see yamlstream.document). A workflow has no size limit: a million jobs are hundreds of megabytes."""
-    return _stream(path, lambda reader: yamlstream.document(reader, stream))
+def load_pegasus_streaming(path: str, start: Callable[[], dict[str, Handler]]) -> dict[str, Any]:
+    """Top-level mapping of a Pegasus workflow; list values of the keys in the callbacks ``start()`` gives go
+    item by item to their callback (see yamlstream.document). ``start`` is called again, for callbacks with fresh
+    state, when the quick reader gives up part way and the event reader reads the file from its start. A workflow
+    has no size limit: a million jobs are hundreds of megabytes."""
+    return _pegasus(path, start, yamlstream.document)
 
 
-def _stream(path: str, body: Callable[[yamlstream.Reader], Any]) -> Any:
+def _pegasus(path: str, start: Callable[[], dict[str, Handler]],
+             body: Callable[[yamlstream.Reader, dict[str, Handler]], Any]) -> Any:
     with os.fdopen(open_regular(path), "rb") as fh:
+        try:
+            with gc_paused():
+                return yamllines.read(fh, start())
+        except (yamllines.NotPlain, PilotError, OSError):
+            pass  # the event reader reads it all again, and says what is wrong, if anything
+        stream = start()  # drops the callbacks of the quick read, and what they built
+        gc.collect()  # ... which may hold cycles (a job's parents and children), while the collector was paused
+        try:
+            fh.seek(0)
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
         budget = max(yamlstream.ALIAS_FLOOR, yamlstream.ALIAS_RATIO * os.fstat(fh.fileno()).st_size)
-        return _parse(path, fh, lambda next_event: body(yamlstream.Reader(next_event, budget, yamlstream.ALIAS_FLOOR)))
+        return _parse(path, fh, lambda next_event: body(
+            yamlstream.Reader(next_event, budget, yamlstream.ALIAS_FLOOR), stream))
 
 
 def _parse(path: str, source: Any, body: Callable[[Callable[[], Any]], Any], hint: str = "") -> Any:

@@ -6,11 +6,15 @@ values; for a workflow of a million jobs that is many gigabytes and minutes,
 most of it in the cyclic garbage collector. Here the C parser's events are
 turned straight into plain values, and the items of chosen top-level lists
 (``jobs``, ``jobDependencies``) are handed to a callback as soon as each is
-complete, so only one job is ever held as a dict.
+complete, so only one job is ever held as a dict. (The block YAML that
+Pegasus.api writes is read faster still by pilot.util.yamllines, line by line,
+into the same values; this reader reads every file that one gives up on.)
 
 Two readers share the bounds. ``Reader`` (Pegasus files) keeps scalars as
 strings (Pegasus values are read as strings anyway), except that an empty,
-``~`` or ``null`` plain scalar is None. ``TypedReader`` (pilot's own files and
+``~`` or ``null`` plain scalar is None: plain and untagged is what
+``implicit[0]`` says (libyaml's C parser marks a plain scalar's style '',
+PyYAML's own parser None). ``TypedReader`` (pilot's own files and
 site configs) types plain scalars as ``yaml.safe_load`` does (int, float, bool,
 None, str; a timestamp stays text) and refuses any other tag (``!!python/...``,
 ``!!binary``, ``!!set``) and a number that is infinite, NaN or too long. For
@@ -100,7 +104,7 @@ class Reader:
         kind = type(ev)
         if kind is ScalarEvent:
             v = ev.value
-            if len(v) < 5 and v in _NULLS and ev.implicit[0] and ev.style is None:
+            if len(v) < 5 and v in _NULLS and ev.implicit[0]:
                 v = None
             if ev.anchor:
                 self._anchor(ev.anchor, v)
@@ -123,7 +127,7 @@ class Reader:
                     break
                 if tk is ScalarEvent and not k.anchor:
                     key = k.value  # the common case, inline
-                    if len(key) < 5 and key in _NULLS and k.implicit[0] and k.style is None:
+                    if len(key) < 5 and key in _NULLS and k.implicit[0]:
                         key = None
                 else:
                     key = value(k)
@@ -134,7 +138,7 @@ class Reader:
                 item = nxt()
                 if type(item) is ScalarEvent and not item.anchor:
                     x = item.value  # the common case, inline
-                    if len(x) < 5 and x in _NULLS and item.implicit[0] and item.style is None:
+                    if len(x) < 5 and x in _NULLS and item.implicit[0]:
                         x = None
                     v[key] = x
                 else:
@@ -149,7 +153,7 @@ class Reader:
                     break
                 if ti is ScalarEvent and not item.anchor:
                     x = item.value  # the common case, inline
-                    if len(x) < 5 and x in _NULLS and item.implicit[0] and item.style is None:
+                    if len(x) < 5 and x in _NULLS and item.implicit[0]:
                         x = None
                     append(x)
                 else:
