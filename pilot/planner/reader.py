@@ -141,9 +141,16 @@ def _read_job(raw: Any, path: str, ypath: str, index: int, shared: dict[str, str
         raise fail(path, f"{ypath}.id", f"{job_id!r}: job ids may use letters, digits, '_', '.', '+', '-' only")
     if not SAFE_ID.match(name):
         raise fail(path, f"{ypath}.name", f"{name!r}: transformation names may use letters, digits, '_', '.', '+', '-' only")
-    args_line = _args_line(need_list(raw.get("arguments"), path, f"{ypath}.arguments", "of arguments"), path, ypath)
-    uses = tuple(_use(u, path, f"{ypath}.uses[{k}]")
-                 for k, u in enumerate(need_list(raw.get("uses"), path, f"{ypath}.uses", "of files")))
+    args = raw.get("arguments")
+    if type(args) is not list:
+        args = need_list(args, path, f"{ypath}.arguments", "of arguments")
+    args_line = _args_line(args, path, ypath)
+    uses_raw = raw.get("uses")
+    uses: tuple[Use, ...] = () if uses_raw is None or uses_raw == [] else tuple(
+        _use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(need_list(uses_raw, path, f"{ypath}.uses", "of files")))
+    if _OPTIONAL.isdisjoint(raw):  # most jobs of a big workflow: nothing more to read
+        return Job(id=job_id, name=shared.setdefault(name, name), args_line=args_line, source=path,
+                   index=index, yaml_index=index, uses=uses)
     stdio = tuple(_stdio_file(raw, key, path, ypath) for key in ("stdin", "stdout", "stderr"))
     optional_text(raw, "nodeLabel", path, ypath)  # a description: Pegasus only prints it in its debug dump of a job
     namespace, version = identifier(raw, "namespace", path, ypath), identifier(raw, "version", path, ypath)
@@ -162,6 +169,10 @@ def _read_job(raw: Any, path: str, ypath: str, index: int, shared: dict[str, str
         metadata=_or_none(raw, "metadata", read_metadata, path, ypath, NO_METADATA),
         hooks=_or_none(raw, "hooks", read_hooks, path, ypath, ()),
     )
+
+
+# The keys of a job that most jobs lack; a job with none of them has its defaults at once.
+_OPTIONAL = frozenset(("stdin", "stdout", "stderr", "nodeLabel", "namespace", "version", "profiles", "metadata", "hooks"))
 
 
 def _or_none(raw: dict, key: str, read: Any, path: str, ypath: str, empty: Any) -> Any:
