@@ -101,14 +101,20 @@ def read_workflow(path: str) -> Workflow:
 
 
 def _add_dependency(dep: Any, path: str, ypath: str, by_id: dict[str, Job]) -> None:
-    dep = need_mapping(dep, path, ypath, "{id: JOB, children: [JOB, ...]}")
+    # Each check's error path is built only when it fails: a workflow may list a million dependencies.
+    if type(dep) is not dict:
+        dep = need_mapping(dep, path, ypath, "{id: JOB, children: [JOB, ...]}")
     if "id" not in dep:
         raise fail(path, ypath, "missing 'id': expected {id: JOB, children: [JOB, ...]}")
-    parent_id = need_text(dep["id"], path, f"{ypath}.id")
+    parent_id = dep["id"]
+    if type(parent_id) is not str:
+        need_text(parent_id, path, f"{ypath}.id")
     parent = by_id.get(parent_id)
     if parent is None:
         raise fail(path, f"{ypath}.id", f"unknown job {parent_id!r}")
-    children = need_list(dep.get("children"), path, f"{ypath}.children", "of job ids")
+    children = dep.get("children")
+    if type(children) is not list:
+        children = need_list(children, path, f"{ypath}.children", "of job ids")
     for k, child_id in enumerate(children):
         child = by_id.get(child_id) if type(child_id) is str else None
         if child is None:
@@ -124,7 +130,8 @@ def _add_dependency(dep: Any, path: str, ypath: str, by_id: dict[str, Job]) -> N
 
 def _read_job(raw: Any, path: str, ypath: str, index: int, shared: dict[str, str]) -> Job:
     """One job; ``shared`` maps each transformation name, namespace and version to one string for all jobs."""
-    raw = need_mapping(raw, path, ypath, "a job: {type: job, id: ..., name: ...}")
+    if type(raw) is not dict:  # each check's error path is built only when it fails (a million jobs)
+        raw = need_mapping(raw, path, ypath, "a job: {type: job, id: ..., name: ...}")
     kind = raw.get("type", "job")
     if kind == "pegasusWorkflow":
         return _read_subworkflow(raw, path, ypath, index)
@@ -136,7 +143,11 @@ def _read_job(raw: Any, path: str, ypath: str, index: int, shared: dict[str, str
     for key in ("id", "name"):
         if key not in raw:
             raise fail(path, ypath, f"missing '{key}'")
-    job_id, name = need_text(raw["id"], path, f"{ypath}.id"), need_text(raw["name"], path, f"{ypath}.name")
+    job_id, name = raw["id"], raw["name"]
+    if type(job_id) is not str:
+        need_text(job_id, path, f"{ypath}.id")
+    if type(name) is not str:
+        need_text(name, path, f"{ypath}.name")
     if not SAFE_ID.match(job_id):
         raise fail(path, f"{ypath}.id", f"{job_id!r}: job ids may use letters, digits, '_', '.', '+', '-' only")
     if not SAFE_ID.match(name):
