@@ -34,7 +34,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from pilot.contracts.submitdir import REPLAN, _q, load_braindump, write_braindump
 from pilot.errors import ConfigError
@@ -253,41 +253,59 @@ def read_root_dag(path: str) -> dict[str, list[str]]:
 
 
 def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dict[str, str]) -> None:
+    """Its events in the order monitord reads them: tasks, task edges, jobs, the task-to-job map, job edges, then
+    the metadata. A cluster may hold a million tasks: each id is quoted once (edges and maps name tasks by id),
+    and lines are written a few thousand at a time."""
     ts = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    pre, wf = f"ts={ts} event=", f"xwf.id={wf_uuid}"
+    quoted: dict[str, str] = {}  # task id, or transformation -> as written
+    for job in jobs:
+        for t in job.tasks:
+            quoted[t.id] = _q(t.id)
+            if t.transformation not in quoted:
+                quoted[t.transformation] = _q(t.transformation)
     with open(path, "w", encoding="utf-8", buffering=1 << 20) as fh:
         w = fh.write
         for job in jobs:
-            for t in job.tasks:
-                w(f'ts={ts} event=task.info xwf.id={wf_uuid} task.id={_q(t.id)} type="{t.kind[0]}" '
-                  f'type_desc="{t.kind[1]}" transformation={_q(t.transformation)} argv={_q(t.argv)}\n')
+            for part in _parts(job.tasks):
+                w("".join([f'{pre}task.info {wf} task.id={quoted[t.id]} type="{t.kind[0]}" type_desc="{t.kind[1]}" '
+                           f'transformation={quoted[t.transformation]} argv={_q(t.argv)}\n' for t in part]))
         for job in jobs:
-            for t in job.tasks:
-                for c in t.children:
-                    w(f"ts={ts} event=task.edge xwf.id={wf_uuid} parent.task.id={_q(t.id)} child.task.id={_q(c)}\n")
+            for part in _parts(job.tasks):
+                w("".join([f"{pre}task.edge {wf} parent.task.id={quoted[t.id]} child.task.id={quoted.get(c) or _q(c)}\n"
+                           for t in part for c in t.children]))
         for job in jobs:
-            w(f'ts={ts} event=job.info xwf.id={wf_uuid} job.id={_q(job.name)} '
+            w(f'{pre}job.info {wf} job.id={_q(job.name)} '
               f'submit_file={_q(job.name + "/" + job.name + ".sub")} type="{job.kind[0]}" type_desc="{job.kind[1]}" '
               f'clustered="{1 if len(job.tasks) > 1 else 0}" max_retries="0" '
               f"executable={_q(job.command[0])} argv={_q(' '.join(job.command[1:]))} "
               f'task_count="{len(job.tasks)}"\n')
         for job in jobs:
-            for t in job.tasks:
-                w(f"ts={ts} event=wf.map.task_job xwf.id={wf_uuid} job.id={_q(job.name)} task.id={_q(t.id)}\n")
+            name = _q(job.name)
+            for part in _parts(job.tasks):
+                w("".join([f"{pre}wf.map.task_job {wf} job.id={name} task.id={quoted[t.id]}\n" for t in part]))
         for job in jobs:
             for parent in job.parents:
-                w(f"ts={ts} event=job.edge xwf.id={wf_uuid} parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n")
+                w(f"{pre}job.edge {wf} parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n")
         for key, value in metadata.items():  # after the tasks they name, as monitord looks them up
-            w(f"ts={ts} event=xwf.meta xwf.id={wf_uuid} key={_q(key)} value={_q(value)}\n")
+            w(f"{pre}xwf.meta {wf} key={_q(key)} value={_q(value)}\n")
         for job in jobs:
             for t in job.tasks:
-                for key, value in t.metadata.items():
-                    w(f"ts={ts} event=task.meta xwf.id={wf_uuid} task.id={_q(t.id)} key={_q(key)} value={_q(value)}\n")
+                if t.metadata:
+                    for key, value in t.metadata.items():
+                        w(f"{pre}task.meta {wf} task.id={quoted[t.id]} key={_q(key)} value={_q(value)}\n")
         for job in jobs:  # as Pegasus writes them: each file's metadata, then the file's map to its task
             for t in job.tasks:
                 for lfn, attributes in t.files:
                     for key, value in attributes.items():
-                        w(f"ts={ts} event=rc.meta xwf.id={wf_uuid} lfn.id={_q(lfn)} key={_q(key)} value={_q(value)}\n")
-                    w(f"ts={ts} event=wf.map.file xwf.id={wf_uuid} task.id={_q(t.id)} lfn.id={_q(lfn)}\n")
+                        w(f"{pre}rc.meta {wf} lfn.id={_q(lfn)} key={_q(key)} value={_q(value)}\n")
+                    w(f"{pre}wf.map.file {wf} task.id={quoted[t.id]} lfn.id={_q(lfn)}\n")
+
+
+def _parts(items: list, size: int = 4096) -> Iterator[list]:
+    """``items`` in slices of ``size``: lines joined a slice at a time, not one write each nor all in one string."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
 
 
 def read_braindump(submit_dir: str) -> dict[str, Any]:

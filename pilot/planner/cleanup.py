@@ -57,7 +57,7 @@ def add(wf: Workflow, data: DataJobs, lay: DataLayout, mode: str) -> list[Job]:
 
 
 def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) -> list[Job]:
-    levels = graphs.levels(jobs, lambda j: j.parents, lambda j: j.children)  # roots 1
+    levels = graphs.position_levels(jobs, _parents, _children, _index)  # by Job.index (its place in jobs), roots 1
     users: dict[str, list[Job]] = {}
     kept: set[str] = set()
     written = {u.lfn for j in wf.jobs for u in j.uses if u.writes}
@@ -75,11 +75,11 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) ->
     for lfn, who in users.items():
         if lfn in kept:
             continue
-        owner = max(who, key=lambda j: levels[id(j)])
+        owner = max(who, key=lambda j: levels[j.index])
         owned.setdefault(id(owner), (owner, []))[1].append(lfn)
     by_level: dict[int, list[tuple[Job, list[str]]]] = {}
     for owner, files in owned.values():
-        by_level.setdefault(levels[id(owner)], []).append((owner, files))
+        by_level.setdefault(levels[owner.index], []).append((owner, files))
     out: list[Job] = []
     num = _clusters_num(wf)
     for level in sorted(by_level):
@@ -98,6 +98,18 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) ->
                     data.edge(user, job)
             out.append(job)
     return out
+
+
+def _parents(job: Job) -> list[Job]:
+    return job.parents
+
+
+def _children(job: Job) -> list[Job]:
+    return job.children
+
+
+def _index(job: Job) -> int:
+    return job.index
 
 
 def _clusters_num(wf: Workflow) -> int | None:

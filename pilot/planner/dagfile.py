@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import collections
 import functools
+import itertools
 import os
 from typing import Callable, Iterator
 
 from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
-from pilot.dag.writer import ContextNotes, annotation, details, edge_record, task_record, task_text
+from pilot.dag.writer import (ContextNotes, annotation, details, edge_lines, plain_task_text, task_record,
+                              task_text)
 from pilot.errors import ConfigError, DagError
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
@@ -34,6 +36,7 @@ REQUESTS = (("-m", ("pmc_request_memory", "memory")), ("-c", ("pmc_request_cpus"
             ("-p", ("pmc_priority",)), ("-g", ("gpus",)))
 REQUEST_KEYS = tuple(k for _, keys in REQUESTS for k in keys)
 WRITE_BUFFER = 1 << 20
+CHUNK = 4096  # a job's lines are joined this many at a time: a write each costs more
 
 
 def requested(profiles: dict[str, str], keys: tuple[str, ...]) -> tuple[str, str] | None:
@@ -113,6 +116,7 @@ class _Checks:
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
+        self.notes: set[str] = set()
 
     def check(self, lines: list[str], job: Job) -> None:
         key = "\n".join(lines)
@@ -123,6 +127,12 @@ class _Checks:
         except DagError as exc:
             raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: {exc.message}") from None
         self.seen.add(key)
+
+    def note(self, note: str, job: Job) -> None:
+        """A ``#pilot`` note line, checked before a TASK line (most tasks repeat the last task's notes)."""
+        if note not in self.notes:
+            self.check([note, "TASK t x"], job)
+            self.notes.add(note)
 
 
 def _positions(cluster: Cluster) -> list[int] | None:
@@ -160,50 +170,136 @@ def write_dag(path: str, cluster: Cluster, resolver: ProfileResolver, pfn_of, ru
     where they change (PMC skips all three). A TASK that the DAG parser would refuse is a ConfigError naming
     the job it was made from."""
     with open(path, "w", encoding="utf-8", errors="surrogateescape", buffering=WRITE_BUFFER) as fh:  # bytes PMC passes
-        fh.writelines(dag_lines(cluster, resolver, pfn_of, runtime_of, cdir))
+        lines = dag_lines(cluster, resolver, pfn_of, runtime_of, cdir)
+        while chunk := list(itertools.islice(lines, CHUNK)):
+            fh.write("".join(chunk))
 
 
 def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=None, cdir: str = ".") -> Iterator[str]:
-    """The text of write_dag, a job's lines at a time, then the EDGE lines, spelled by pilot.dag.writer."""
+    """The text of write_dag, a job's lines at a time, then the EDGE lines, spelled by pilot.dag.writer.
+
+    A cluster may hold a million jobs, most of them alike: a job with no profiles of its own and no container
+    gets its environment and TASK head from its transformation's, looked up once (``_Heads``)."""
     checks = _Checks()
     ids: list[str] = []
     known: dict[str, int] = {}
     notes = ContextNotes()
-    heads: dict[tuple, str] = {}  # (options, wrapper, pfn) -> the TASK words between id and arguments
+    cwd_now: object = None  # the cwd and env the notes were last asked about (skip asking while they stay these)
+    env_now: object = None
+    heads = _Heads(resolver, cluster.site, pfn_of, checks)
+    runtime_notes: dict[float, list[str]] = {}
+    site = cluster.site
     for n, job in enumerate(cluster.jobs, 1):
-        job_env = None if job.command is not None else resolver.env(job, cluster.site)  # data jobs: the pilot's
-        before = notes.context(job.cwd, job_env)  # notes before the job's '#@' line, and between it and its TASK
-        after = details(runtime_of(job) if runtime_of is not None else None, job.stdio)
-        for note in before + after:
-            checks.check([note, "TASK t x"], job)
+        plain = None  # a job with no profiles of its own or container: its transformation's shared values
+        if job.command is not None:
+            job_env = None  # data jobs: the pilot's
+        elif not job.profiles and job.wrapper is None:
+            plain = heads.plain(job)
+            job_env = plain.env
+        else:
+            job_env = resolver.env(job, site)
+        before = ()
+        if job.cwd is not cwd_now or job_env is not env_now:
+            before = notes.context(job.cwd, job_env)  # notes before the job's '#@' line, and between it and its TASK
+            cwd_now, env_now = job.cwd, job_env
+        runtime = runtime_of(job) if runtime_of is not None else None
+        if job.stdio is not None:
+            after = details(runtime, job.stdio)
+        elif runtime is None:
+            after = ()
+        else:
+            after = runtime_notes.get(runtime)
+            if after is None:
+                after = runtime_notes[runtime] = details(runtime, None)
+        if before or after:
+            for note in (*before, *after):
+                checks.note(note, job)
         tid = job.task_id
         if tid in known:
             raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: duplicate task {tid!r} "
                               f"(the task of job {cluster.jobs[known[tid]].id} has that id too)")
         known[tid] = n - 1
-        ids.append(quote_arg(tid))
+        qid = quote_arg(tid)
+        ids.append(qid)
         if job.command is not None:
             line = data_task_line(job, cdir)
             checks.check([line], job)
-        else:
-            profiles = resolver.pegasus(job, cluster.site)
-            pfn = pfn_of(job, cluster.site)
-            key = (tuple(map(profiles.get, REQUEST_KEYS)), profiles.get("pmc_task_arguments"),
-                   tuple(job.wrapper) if job.wrapper else None, pfn)
-            head = heads.get(key)
+        elif plain is not None:
+            pfn = pfn_of(job, site)
+            head = plain.heads.get(pfn)
             if head is None:
-                head = " ".join(_head(job, pfn, profiles))
-                checks.check(["TASK t " + head], job)
-                heads[key] = head
-            line = task_record(ids[-1], f"{head} {job.args_line}" if job.args_line else head)
-        yield task_text(before, annotation(n, job.tx_label, job.id), after, line)
+                head = plain.heads[pfn] = heads.of(job, pfn)
+            line = task_record(qid, f"{head} {job.args_line}" if job.args_line else head)
+        else:
+            head = heads.of(job)
+            line = task_record(qid, f"{head} {job.args_line}" if job.args_line else head)
+        label = job.tx_label if plain is None else plain.label
+        if before or after:
+            yield task_text(list(before), annotation(n, label, job.id), list(after), line)
+        else:
+            yield plain_task_text(n, label, job.id, line)
     known.clear()
-    member = _member_of(cluster)
-    for k, job in enumerate(cluster.jobs):
-        for child in job.children:
-            c = member(child)
-            if c >= 0:
-                yield edge_record(ids[k], ids[c]) + "\n"
+    yield from _edge_lines(cluster, ids)
+
+
+def _edge_lines(cluster: Cluster, ids: list[str]) -> Iterator[str]:
+    """The cluster's EDGE lines, a job's at a time: each edge between two of its members, ``ids`` their task ids."""
+    jobs = cluster.jobs
+    where = _positions(cluster)
+    if where is None:
+        member = _member_of(cluster)
+        for k, job in enumerate(jobs):
+            inside = [ids[c] for c in map(member, job.children) if c >= 0]
+            if inside:
+                yield edge_lines(ids[k], inside)
+        return
+    size = len(where)
+    for k, job in enumerate(jobs):
+        inside = [ids[c] for child in job.children
+                  if child.index < size and (c := where[child.index]) >= 0 and jobs[c] is child]
+        if inside:
+            yield edge_lines(ids[k], inside)
+
+
+class _Plain:
+    """What the jobs of a transformation that have no profiles of their own or container share on a site:
+    their environment, the transformation's label, and their TASK head by executable path."""
+
+    __slots__ = ("env", "label", "heads")
+
+    def __init__(self, env: tuple[tuple[str, str], ...] | None, label: str) -> None:
+        self.env, self.label = env, label
+        self.heads: dict[str, str] = {}
+
+
+class _Heads:
+    """The TASK words between a job's id and its arguments (``_head``), each distinct one checked by the DAG
+    parser once; and a transformation's shared values (``_Plain``) on the cluster's site."""
+
+    def __init__(self, resolver: ProfileResolver, site: str, pfn_of, checks: _Checks) -> None:
+        self.resolver, self.site, self.pfn_of, self.checks = resolver, site, pfn_of, checks
+        self.heads: dict[tuple, str] = {}  # (options, wrapper, pfn) -> head
+        self.plains: dict[tuple, _Plain] = {}  # transformation -> its shared values
+
+    def plain(self, job: Job) -> _Plain:
+        key = job.tx_key
+        found = self.plains.get(key)
+        if found is None:
+            found = self.plains[key] = _Plain(self.resolver.env(job, self.site), job.tx_label)
+        return found
+
+    def of(self, job: Job, pfn: str | None = None) -> str:
+        profiles = self.resolver.pegasus(job, self.site)
+        if pfn is None:
+            pfn = self.pfn_of(job, self.site)
+        key = (tuple(map(profiles.get, REQUEST_KEYS)), profiles.get("pmc_task_arguments"),
+               tuple(job.wrapper) if job.wrapper else None, pfn)
+        head = self.heads.get(key)
+        if head is None:
+            head = " ".join(_head(job, pfn, profiles))
+            self.checks.check(["TASK t " + head], job)
+            self.heads[key] = head
+        return head
 
 
 def width_and_path(cluster: Cluster, runtime_of) -> tuple[int, float | None]:

@@ -75,10 +75,26 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
     memo: dict = {}
     write_cluster_dag(submit_dir, out, site, workflow_name, [cluster_retry(c, resolver, memo) for c in clusters],
                       resolver.catalogs.properties, subplans)
-    write_root_monitoring(submit_dir, out, site, workflow_name, planner_arguments,
-                          lambda job, handle: task_request(resolver.pegasus(job, handle)), resolver.catalogs.properties,
-                          resolver.catalogs.workflow_metadata, resolver.catalogs)
+    write_root_monitoring(submit_dir, out, site, workflow_name, planner_arguments, requests_of(resolver),
+                          resolver.catalogs.properties, resolver.catalogs.workflow_metadata, resolver.catalogs)
     return out
+
+
+def requests_of(resolver: ProfileResolver) -> Callable[[Job, str], tuple[int, int, int]]:
+    """job, site handle -> the (CPUs, memory MB, GPUs) of its task (task_request), looked up once per transformation
+    and site for the jobs without profiles of their own, which share their transformation's."""
+    shared: dict[tuple, tuple[int, int, int]] = {}
+
+    def request_of(job: Job, handle: str) -> tuple[int, int, int]:
+        if job.profiles:
+            return task_request(resolver.pegasus(job, handle))
+        key = (job.tx_key, handle)
+        found = shared.get(key)
+        if found is None:
+            found = shared[key] = task_request(resolver.pegasus(job, handle))
+        return found
+
+    return request_of
 
 
 def _retry_in(layer: dict[str, str]) -> str | None:
@@ -143,10 +159,7 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
         # output, which monitord counts as a task's. A data job alone (all clusterings but whole) is also a job
         # of its own type (create-dir, stage-in-tx, ...), which pegasus-statistics counts jobs by.
         alone = len(c.jobs) == 1 and c.jobs[0].type is not JobType.COMPUTE
-        tasks = [RootTask(j.id, j.tx_label, command_text(j), tuple([ch.id for ch in j.children]), *request_of(j, c.site),
-                          kind=j.type.value, metadata=j.metadata,
-                          files=tuple((u.lfn, u.metadata or {}) for u in j.uses if u.metadata or (u.writes and u.register)))
-                 for j in c.jobs]  # its files with metadata, and the outputs it registers, as Pegasus maps them
+        tasks = root_tasks(c, request_of)
         cdir = os.path.dirname(e.dag)
         if c.kind is ClusterKind.SUBWORKFLOW:  # driven by a nested pilot submit, as Pegasus runs a nested DAGMan
             command = [sys.executable, "-m", "pilot", "submit", subworkflow.nested_dir(c)]
@@ -159,6 +172,20 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
     write_root_files(submit_dir, workflow_name, jobs, planner_arguments, properties=properties, metadata=metadata,
                      workflow_hooks=catalogs.workflow_hooks if catalogs else None,
                      job_hooks=job_hooks(emitted, catalogs) if catalogs else None)
+
+
+def root_tasks(cluster: Cluster, request_of) -> list[RootTask]:
+    """The cluster's jobs as tasks of the root workflow: each with its files that have metadata, and the outputs it
+    registers, as Pegasus maps them. One positional RootTask per job: a cluster may hold a million."""
+    handle = cluster.site
+    return [RootTask(j.id, j.tx_label, j.args_line if j.command is None else command_text(j),
+                     tuple([ch.id for ch in j.children]), *request_of(j, handle), j.type.value, j.metadata,
+                     _mapped_files(j.uses) if j.uses else ())
+            for j in cluster.jobs]
+
+
+def _mapped_files(uses) -> tuple[tuple[str, dict[str, str]], ...]:
+    return tuple((u.lfn, u.metadata or {}) for u in uses if u.metadata or (u.writes and u.register))
 
 
 def job_hooks(emitted: list[Emitted], catalogs: Catalogs) -> dict[str, list[tuple[str, str]]]:

@@ -23,6 +23,13 @@ class _Empty(Mapping[str, Any]):
     def __len__(self) -> int:
         return 0
 
+    # Mapping's own get and `in` go through __getitem__ and its KeyError: a plan asks each of a million jobs.
+    def get(self, key: str, default: Any = None) -> Any:
+        return default
+
+    def __contains__(self, key: object) -> bool:
+        return False
+
     def __hash__(self) -> int:
         return 0
 

@@ -27,8 +27,10 @@ def _whole(clusters: list[Cluster]) -> bool:
 def units_of(wf: Workflow, clusters: list[Cluster]) -> list[Unit]:
     """The nodes transfers are grouped by, each with its level (roots 0)."""
     if _whole(clusters):
-        levels = graphs.levels(wf.jobs, _parents, _children)
-        units = [Unit([job], levels[id(job)] - 1) for job in wf.jobs]
+        levels = _levels_along(clusters[0].jobs, len(wf.jobs))
+        if levels is None:
+            levels = graphs.position_levels(wf.jobs, _parents, _children, _index)
+        units = [Unit((job,), levels[job.index] - 1) for job in wf.jobs]
     else:
         levels = node_levels(clusters)
         units = [Unit(c.jobs, levels[id(c)] - 1) for c in clusters]
@@ -36,6 +38,27 @@ def units_of(wf: Workflow, clusters: list[Cluster]) -> list[Unit]:
         for job in unit.jobs:
             job.level = unit.level
     return units
+
+
+def _levels_along(order: list[Job], count: int) -> list[int] | None:
+    """Each job's level by Job.index (roots 1) in one pass over ``order``, the whole cluster's jobs, which
+    clustering put in topological order; None when ``order`` is not all ``count`` jobs or a parent comes after
+    its child."""
+    if len(order) != count:
+        return None
+    level = [0] * count
+    for job in order:
+        if level[job.index]:
+            return None  # listed twice
+        top = 0
+        for parent in job.parents:
+            above = level[parent.index]
+            if not above:
+                return None  # not placed yet
+            if above > top:
+                top = above
+        level[job.index] = top + 1
+    return level
 
 
 def attach(wf: Workflow, clusters: list[Cluster], made: list[Job], site: str) -> list[Cluster]:
@@ -69,3 +92,7 @@ def _parents(job: Job) -> list[Job]:
 
 def _children(job: Job) -> list[Job]:
     return job.children
+
+
+def _index(job: Job) -> int:
+    return job.index

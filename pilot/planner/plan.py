@@ -20,7 +20,7 @@ from pilot.planner.emit import Emitted, emit
 from pilot.planner.placement import attach, units_of
 from pilot.planner.staging import DataJobs, Executable, executable_lfn, expected_runtime, required_executables
 from pilot.planner.estimate import PlanEstimate, estimate_plan
-from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, Use, Workflow
+from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, TransformationSite, Use, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.planner.yamlvalues import SAFE_ID
 from pilot.sites import SiteConfig
@@ -171,7 +171,7 @@ def _plan(req: PlanRequest) -> Plan:
                     return value
         return site.handle
 
-    sites = [hinted_site(job) for job in wf.jobs]
+    sites = [hinted_site(job) if job.profiles else site.handle for job in wf.jobs]
     gateways.check(wf.catalogs, site, {site.handle, *sites})  # the site catalog's batch system is the site config's
 
     def site_of(job: Job) -> str:
@@ -179,7 +179,17 @@ def _plan(req: PlanRequest) -> Plan:
 
     stageable: dict[int, list[Executable]] = {}  # job index -> the executables staged into its directory first
 
-    def catalog_entry(job: Job, handle: str):
+    entries: dict[tuple, TransformationSite] = {}  # (transformation, site) -> the entry its jobs there run
+
+    def catalog_entry(job: Job, handle: str) -> TransformationSite:
+        """The entry a job runs on its site: the same for every job of a transformation there (looked up once)."""
+        key = (job.tx_key, handle)
+        entry = entries.get(key)
+        if entry is None:
+            entry = entries[key] = find_entry(job, handle)
+        return entry
+
+    def find_entry(job: Job, handle: str) -> TransformationSite:
         tx = wf.catalogs.find_transformation(job.tx_key)
         if tx is None:
             raise ConfigError(f"{job.where}: unknown transformation {job.tx_label}: add it to the transformation catalog (--tc)")
@@ -197,7 +207,7 @@ def _plan(req: PlanRequest) -> Plan:
     def pfn_of(job: Job, handle: str) -> str:
         if job.index in stageable:
             return lay.workdir.file(executable_lfn(job))[0]
-        return catalog_entry(job, handle).pfn
+        return (entries.get((job.tx_key, handle)) or catalog_entry(job, handle)).pfn
 
     def in_container(job: Job, name: str, handle: str) -> None:
         """Wrap the job in its container's runtime, its image staged in as an input (planner.containers)."""
@@ -213,21 +223,32 @@ def _plan(req: PlanRequest) -> Plan:
             checksum = {"checksum.type": "sha256", "checksum.value": spec.sha256} if spec.sha256 else {}
             wf.catalogs.replicas.setdefault(image[0], [Replica(image[1], spec.image_site or "local", spec.where, checksum)])
 
+    def staged_executables(job: Job, entry: TransformationSite, handle: str) -> list[Executable]:
+        tx = wf.catalogs.find_transformation(job.tx_key)
+        assert tx is not None
+        return [Executable(executable_lfn(job), replicas.url_of(entry.pfn), entry.site, tx.sha256),
+                *required_executables(wf.catalogs, job, tx, handle)]
+
     runtimes: list[float | None] = []
+    # (transformation, site) -> (staged executables, runtime) of its jobs there that have no profiles of their own
+    plain: dict[tuple, tuple[list[Executable] | None, float | None]] = {}
     for job in wf.jobs:  # fail early on unknown transformations, sites and bad runtimes
         if job.type is JobType.DAX:
             runtimes.append(None)  # a sub-workflow: planned when it is ready (pilot.planner.subworkflow)
             continue
-        handle = site_of(job)
+        handle = sites[job.index]
         entry = catalog_entry(job, handle)
         if entry.container is not None:
             in_container(job, entry.container, handle)
-        if entry.stageable:
-            tx = wf.catalogs.find_transformation(job.tx_key)
-            assert tx is not None
-            stageable[job.index] = [Executable(executable_lfn(job), replicas.url_of(entry.pfn), entry.site, tx.sha256),
-                                    *required_executables(wf.catalogs, job, tx, handle)]
-        runtimes.append(float_profile(resolver.pegasus(job, handle), "runtime"))
+        known = None if job.profiles else plain.get((job.tx_key, handle))
+        if known is None:
+            known = (staged_executables(job, entry, handle) if entry.stageable else None,
+                     float_profile(resolver.pegasus(job, handle), "runtime"))
+            if not job.profiles:
+                plain[(job.tx_key, handle)] = known
+        if known[0] is not None:
+            stageable[job.index] = known[0]
+        runtimes.append(known[1])
 
     def runtime_of(job: Job) -> float | None:
         if job.type is JobType.DAX:

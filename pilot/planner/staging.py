@@ -33,6 +33,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from pilot.errors import ConfigError
 from pilot.planner import replicas, sysinfo
@@ -57,11 +58,11 @@ def expected_runtime(job: Job) -> float:
         else OTHER_SECONDS
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
-    """A node of the clustered workflow: the jobs of one cluster (one job under whole clustering)."""
+    """A node of the clustered workflow: the jobs of one cluster (one job under whole clustering: a million)."""
 
-    jobs: list[Job]
+    jobs: Sequence[Job]
     level: int  # 0 for roots
 
 

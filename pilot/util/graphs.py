@@ -88,11 +88,58 @@ def _cycle(nodes: Sequence[N], left: list[int], parents: Callable[[N], Collectio
 
 def levels(nodes: Sequence[N], parents: Callable[[N], Collection[N]],
            children: Callable[[N], Iterable[N]]) -> dict[int, int]:
-    """Level of each node (keyed by ``id``): the longest path from a root, roots at level 1."""
-    order = topological_order(nodes, parents, children)
-    at = {id(n): k for k, n in enumerate(order)}
-    paths = longest_paths([1] * len(order), lambda k: [at[id(p)] for p in parents(order[k])])
-    return {id(n): int(paths.finish[k]) for k, n in enumerate(order)}
+    """Level of each node (keyed by ``id``): the longest path from a root, roots at level 1. A cycle raises
+    ``graphlib.CycleError`` as ``topological_order`` does.
+
+    Levels do not depend on the order nodes are taken in, so this is Kahn's algorithm without the heap, each
+    node's level settled by its parents as they are taken (a plan asks for the levels of a million jobs)."""
+    index = {id(n): i for i, n in enumerate(nodes)}
+    indeg = [len(parents(n)) for n in nodes]
+    level = [1] * len(nodes)
+    ready = [i for i, d in enumerate(indeg) if d == 0]
+    taken = 0
+    while ready:
+        i = ready.pop()
+        taken += 1
+        below = level[i] + 1
+        for c in children(nodes[i]):
+            k = index[id(c)]
+            if level[k] < below:
+                level[k] = below
+            indeg[k] -= 1
+            if not indeg[k]:
+                ready.append(k)
+    if taken < len(nodes):
+        topological_order(nodes, parents, children)  # raises, naming the cycle
+    return {id(n): level[i] for i, n in enumerate(nodes)}
+
+
+def position_levels(nodes: Sequence[N], parents: Callable[[N], Collection[N]], children: Callable[[N], Iterable[N]],
+                    position: Callable[[N], int]) -> list[int]:
+    """``levels`` as a list in the order of ``nodes``, for nodes that know their own place there (``position(n)``,
+    as a job knows its Job.index): no table of identities to build, which for a million jobs is most of the cost.
+    A node whose position is not its place is a ValueError."""
+    size = len(nodes)
+    indeg = [len(parents(n)) for n in nodes]
+    level = [1] * size
+    ready = [i for i, d in enumerate(indeg) if d == 0]
+    taken = 0
+    while ready:
+        i = ready.pop()
+        taken += 1
+        below = level[i] + 1
+        for c in children(nodes[i]):
+            k = position(c)
+            if k >= size or nodes[k] is not c:
+                raise ValueError(f"node {c!r} says it is at {k}, where {nodes[k]!r} is")
+            if level[k] < below:
+                level[k] = below
+            indeg[k] -= 1
+            if not indeg[k]:
+                ready.append(k)
+    if taken < len(nodes):
+        topological_order(nodes, parents, children)  # raises, naming the cycle
+    return level
 
 
 class LongestPaths:
