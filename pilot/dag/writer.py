@@ -61,9 +61,9 @@ def edge_record(parent: str, child: str) -> str:
     return f"EDGE {parent} {child}"
 
 
-def edge_lines(parent: str, children: list[str]) -> str:
-    """The EDGE records from ``parent`` to each of ``children`` (task ids as written), each line ending in a newline."""
-    return "".join([f"EDGE {parent} {child}\n" for child in children])
+def edge_lines(edges: Iterable[tuple[str, str]]) -> str:
+    """The EDGE records of ``(parent, child)`` task ids as written, each line ending in a newline."""
+    return "".join([f"EDGE {parent} {child}\n" for parent, child in edges])
 
 
 def runtime_note(seconds: float) -> str:

@@ -16,7 +16,7 @@ import collections
 import functools
 import itertools
 import os
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
@@ -164,18 +164,20 @@ def _member_of(cluster: Cluster) -> Callable[[Job], int]:
     return member
 
 
-def write_dag(path: str, cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=None, cdir: str = ".") -> None:
+def write_dag(path: str, cluster: Cluster, resolver: ProfileResolver, pfn_of,
+              runtimes: Sequence[float | None] | None = None, cdir: str = ".") -> None:
     """Write the cluster's PMC DAG to ``path``; a job's known runtime goes on a ``#pilot runtime=`` line, and the
     directory its jobs run in and the variables of its env profiles on ``#pilot cwd=`` and ``#pilot env`` lines
     where they change (PMC skips all three). A TASK that the DAG parser would refuse is a ConfigError naming
     the job it was made from."""
     with open(path, "w", encoding="utf-8", errors="surrogateescape", buffering=WRITE_BUFFER) as fh:  # bytes PMC passes
-        lines = dag_lines(cluster, resolver, pfn_of, runtime_of, cdir)
+        lines = dag_lines(cluster, resolver, pfn_of, runtimes, cdir)
         while chunk := list(itertools.islice(lines, CHUNK)):
             fh.write("".join(chunk))
 
 
-def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=None, cdir: str = ".") -> Iterator[str]:
+def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Sequence[float | None] | None = None,
+              cdir: str = ".") -> Iterator[str]:
     """The text of write_dag, a job's lines at a time, then the EDGE lines, spelled by pilot.dag.writer.
 
     A cluster may hold a million jobs, most of them alike: a job with no profiles of its own and no container
@@ -202,7 +204,7 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=No
         if job.cwd is not cwd_now or job_env is not env_now:
             before = notes.context(job.cwd, job_env)  # notes before the job's '#@' line, and between it and its TASK
             cwd_now, env_now = job.cwd, job_env
-        runtime = runtime_of(job) if runtime_of is not None else None
+        runtime = runtimes[n - 1] if runtimes is not None else None
         if job.stdio is not None:
             after = details(runtime, job.stdio)
         elif runtime is None:
@@ -243,22 +245,20 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=No
 
 
 def _edge_lines(cluster: Cluster, ids: list[str]) -> Iterator[str]:
-    """The cluster's EDGE lines, a job's at a time: each edge between two of its members, ``ids`` their task ids."""
+    """The cluster's EDGE lines, CHUNK jobs' at a time: each edge between two of its members, ``ids`` their task
+    ids."""
     jobs = cluster.jobs
     where = _positions(cluster)
     if where is None:
         member = _member_of(cluster)
-        for k, job in enumerate(jobs):
-            inside = [ids[c] for c in map(member, job.children) if c >= 0]
-            if inside:
-                yield edge_lines(ids[k], inside)
+        pairs = [(ids[k], ids[c]) for k, job in enumerate(jobs) for c in map(member, job.children) if c >= 0]
+        yield edge_lines(pairs)
         return
     size = len(where)
-    for k, job in enumerate(jobs):
-        inside = [ids[c] for child in job.children
-                  if child.index < size and (c := where[child.index]) >= 0 and jobs[c] is child]
-        if inside:
-            yield edge_lines(ids[k], inside)
+    for start in range(0, len(jobs), CHUNK):
+        yield edge_lines([(ids[k], ids[c]) for k in range(start, min(start + CHUNK, len(jobs)))
+                          for child in jobs[k].children
+                          if child.index < size and (c := where[child.index]) >= 0 and jobs[c] is child])
 
 
 class _Plain:
@@ -302,24 +302,38 @@ class _Heads:
         return head
 
 
-def width_and_path(cluster: Cluster, runtime_of) -> tuple[int, float | None]:
-    """Most tasks of the cluster that can run at once (by level) and its critical path (None: a runtime unknown).
-    Its jobs are in topological order inside it (or independent)."""
-    member = _member_of(cluster)
-    jobs = cluster.jobs
+class Shape(NamedTuple):
+    """What the plan says of a cluster's DAG besides its tasks."""
 
-    def parents(k: int) -> list[int]:
-        return [m for p in jobs[k].parents if (m := member(p)) >= 0]
+    width: int  # most tasks that can run at once (by level)
+    critical_path: float | None  # None: a runtime unknown
+    roots: int  # tasks with no parent inside the cluster: those ready when it starts
 
-    levels = graphs.longest_paths([1] * len(jobs), parents).finish
+
+def shape(cluster: Cluster, runtimes: Sequence[float | None]) -> Shape:
+    """The cluster's Shape, ``runtimes`` its jobs' by their places. Its jobs are in topological order inside it
+    (or independent)."""
+    inner = list(_inner_parents(cluster))
+    levels = graphs.longest_paths([1] * len(inner), inner.__getitem__).finish
     width = max(collections.Counter(levels).values(), default=0)
-    runtimes = [rt for rt in map(runtime_of, jobs) if rt is not None]
-    if len(runtimes) < len(jobs):
-        return width, None
-    return width, max(graphs.longest_paths(runtimes, parents).finish, default=0.0)
+    critical = None if None in runtimes else max(graphs.longest_paths(runtimes, inner.__getitem__).finish, default=0.0)
+    return Shape(width, critical, inner.count([]))
 
 
 def roots_of(cluster: Cluster) -> int:
     """Tasks of the cluster with no parent inside it: those ready when it starts."""
-    member = _member_of(cluster)
-    return sum(1 for job in cluster.jobs if not any(member(p) >= 0 for p in job.parents))
+    return sum(1 for inner in _inner_parents(cluster) if not inner)
+
+
+def _inner_parents(cluster: Cluster) -> Iterator[list[int]]:
+    """Each job's parents inside the cluster, by their places there, job by job."""
+    jobs = cluster.jobs
+    where = _positions(cluster)
+    if where is None:
+        member = _member_of(cluster)
+        for job in jobs:
+            yield [m for p in job.parents if (m := member(p)) >= 0]
+        return
+    size = len(where)
+    for job in jobs:
+        yield [m for p in job.parents if p.index < size and (m := where[p.index]) >= 0 and jobs[m] is p]

@@ -29,7 +29,7 @@ from pilot.jobrequest import pilot_args, request_for
 from pilot.planner import subworkflow
 from pilot.planner.batchopts import BatchOptions, batch_options
 from pilot.planner.clustering import Cluster
-from pilot.planner.dagfile import command_text, input_file, roots_of, task_request, width_and_path, write_dag
+from pilot.planner.dagfile import command_text, input_file, roots_of, shape, task_request, write_dag
 from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
@@ -44,6 +44,7 @@ class Emitted:
     ranks: int
     critical_path: float | None
     batch: BatchOptions = BatchOptions()
+    roots: int | None = None  # its tasks with no parent in it (None: not counted yet)
 
 
 # Emitting is per cluster and independent: with many clusters, forked workers
@@ -71,7 +72,8 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
             rows = [_emit_one(k) for k in range(len(clusters))]
     finally:
         _SHARED = None
-    out = [Emitted(clusters[k], dag, script, ranks, critical, batch) for k, dag, script, ranks, critical, batch in rows]
+    out = [Emitted(clusters[k], dag, script, ranks, critical, batch, roots)
+           for k, dag, script, ranks, critical, batch, roots in rows]
     memo: dict = {}
     write_cluster_dag(submit_dir, out, site, workflow_name, [cluster_retry(c, resolver, memo) for c in clusters],
                       resolver.catalogs.properties, subplans)
@@ -139,9 +141,20 @@ def dagman_retry(job: Job, site: str, resolver: ProfileResolver, memo: dict | No
 
 
 def cluster_retry(cluster: Cluster, resolver: ProfileResolver, memo: dict | None = None) -> int | None:
-    """A cluster is retried as often as the most-retried of its jobs asks (None: no job says)."""
-    values = [r for r in (dagman_retry(job, cluster.site, resolver, memo) for job in cluster.jobs) if r is not None]
-    return max(values) if values else None
+    """A cluster is retried as often as the most-retried of its jobs asks (None: no job says). Jobs without
+    profiles of their own ask what their transformation's first such job asks: each is asked once."""
+    memo = {} if memo is None else memo
+    asked: set[tuple] = set()  # transformations whose jobs without profiles were asked
+    most = None
+    for job in cluster.jobs:
+        if not job.profiles:
+            if job.tx_key in asked:
+                continue
+            asked.add(job.tx_key)
+        retry = dagman_retry(job, cluster.site, resolver, memo)
+        if retry is not None and (most is None or retry > most):
+            most = retry
+    return most
 
 
 def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
@@ -222,21 +235,22 @@ def cluster_static_bp(site: SiteConfig, asked: bool) -> bool:
     return asked or "--monitord-hack" in pilot_args(site, "cluster.dag")
 
 
-def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions]:
+def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions, int | None]:
     submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans, static_bp = _SHARED  # type: ignore[misc]
     cluster = clusters[k]
     cdir = os.path.join(submit_dir, cluster.name)
     if cluster.kind is ClusterKind.SUBWORKFLOW:
-        return k, subworkflow.write(cdir, cluster.name, subplans[cluster.jobs[0].index]), "", 0, None, BatchOptions()
-    width, critical = width_and_path(cluster, runtime_of)
+        return k, subworkflow.write(cdir, cluster.name, subplans[cluster.jobs[0].index]), "", 0, None, BatchOptions(), None
+    runtimes = list(map(runtime_of, cluster.jobs))
+    width, critical, roots = shape(cluster, runtimes)
     batch = batch_options(cluster, resolver, scheduler_for(site))
-    e = write_cluster(submit_dir, cluster, lambda path: write_dag(path, cluster, resolver, pfn_of, runtime_of, cdir),
+    e = write_cluster(submit_dir, cluster, lambda path: write_dag(path, cluster, resolver, pfn_of, runtimes, cdir),
                       width, critical, site, planner_arguments, batch, static_bp)
     for job in cluster.jobs:
         if job.stdin_text is not None:
             with open(input_file(cdir, job), "w", encoding="utf-8") as fh:
                 fh.write(job.stdin_text)
-    return k, e.dag, e.script, e.ranks, e.critical_path, batch
+    return k, e.dag, e.script, e.ranks, e.critical_path, batch, roots
 
 
 def write_cluster(submit_dir: str, cluster: Cluster, write_dag_file: Callable[[str], None], width: int,
@@ -292,7 +306,7 @@ def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig,
         specs.append(ClusterSpec(
             name=c.name, kind=c.kind, dir=cdir, dag=e.dag, tasks=len(c.jobs), ranks=e.ranks,
             parents=tuple(p.name for p in c.parents), retry=retries[k] if retries else None, runtime=c.runtime,
-            critical_path=e.critical_path, category=category, maxjobs=maxjobs, roots=roots_of(c), queue=b.queue,
+            critical_path=e.critical_path, category=category, maxjobs=maxjobs, roots=roots_of(c) if e.roots is None else e.roots, queue=b.queue,
             account=b.account, directives=tuple(b.directives), subworkflow=sub, script=e.script or None,
         ))
     plan = PlanInfo(workflow=workflow_name, site=site.name, site_file=os.path.abspath(site.path), scheduler=site.scheduler)

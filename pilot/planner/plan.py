@@ -251,9 +251,9 @@ def _plan(req: PlanRequest) -> Plan:
         runtimes.append(known[1])
 
     def runtime_of(job: Job) -> float | None:
-        if job.type is JobType.DAX:
-            return None  # a sub-workflow's runtime is its own plan's
-        return runtimes[job.index] if job.type is JobType.COMPUTE else expected_runtime(job)
+        if job.type is JobType.COMPUTE:
+            return runtimes[job.index]
+        return None if job.type is JobType.DAX else expected_runtime(job)  # a sub-workflow's: its own plan's
 
     clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
     if not clusters and "whole" in techniques:  # data reuse left no job: the data jobs are still one cluster

@@ -242,15 +242,17 @@ class DataJobs:
             out.append((-1 - n, use, [{"site_label": exe.site, "url": exe.url, "priority": 1}]))
         return out
 
-    def _stage_in(self, units: list[Unit], made: dict[str, Job]) -> None:
+    def _stage_in(self, by_level: dict[int, list[Unit]], made: dict[str, Job]) -> None:
         """Stage-in jobs per level, files dealt round-robin; ``made`` maps each file name to the job that writes it."""
         staged: dict[str, Container] = {}
         chmods: dict[int, tuple[Job, Container]] = {}  # id(stage-in job) -> the chmod job after it, and the stage-in
         per_job: dict[str, int] = {}  # job id -> the number of its last chmod job
-        for level, on_level in _levels(units).items():
+        for level, on_level in by_level.items():
             count = self._count("pegasus.stagein.clusters", len(on_level))
             boxes: list[Container] = []
             for job in (j for unit in on_level for j in unit.jobs):
+                if not job.uses and job.index not in self.stageable:
+                    continue  # nothing to stage, as for most jobs of a big workflow
                 for k, use, sources in self._wanted(job, made):
                     executable = k < 0
                     box = staged.get(use.lfn)
@@ -324,11 +326,11 @@ class DataJobs:
         assert self.lay.storage_get is not None
         return self.lay.storage_get.file(lfn)[1]
 
-    def _stage_out(self, units: list[Unit]) -> None:
+    def _stage_out(self, levels: dict[int, list[Unit]]) -> None:
         """Stage-out jobs per level (files dealt round-robin), each with a registration job beside it."""
         if not self.lay.output_site:
             return  # as pegasus-plan without an output site: nothing staged out, nothing registered
-        by_level = _levels(units)
+        by_level = dict(levels)
         if self.reused:
             by_level[REUSED_LEVEL] = [Unit(self.reused, REUSED_LEVEL)]
         for level, on_level in by_level.items():
@@ -398,8 +400,9 @@ class DataJobs:
         made = producers(self.wf)
         for job in self.wf.jobs:
             job.cwd = self.lay.workdir.path
-        self._stage_in(units, made)
-        self._stage_out(units)
+        by_level = _levels(units)
+        self._stage_in(by_level, made)
+        self._stage_out(by_level)
         roots = [j for j in (*self.wf.jobs, *self.made) if not j.parents]
         mkdir = self.new_job(f"create_dir_{self.wf.name}_0_{self.lay.exec_site}", JobType.CREATE_DIR, "dirmanager")
         mkdir.stdin_text = json.dumps([{"id": 1, "type": "mkdir",
