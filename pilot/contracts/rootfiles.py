@@ -28,6 +28,7 @@ are written by ``pilot submit`` (pilot.monitor.root).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -254,26 +255,20 @@ def read_root_dag(path: str) -> dict[str, list[str]]:
 
 def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dict[str, str]) -> None:
     """Its events in the order monitord reads them: tasks, task edges, jobs, the task-to-job map, job edges, then
-    the metadata. A cluster may hold a million tasks: each id is quoted once (edges and maps name tasks by id),
-    and lines are written a few thousand at a time."""
+    the metadata. A cluster may hold a million tasks: lines are joined a few thousand at a time."""
     ts = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     pre, wf = f"ts={ts} event=", f"xwf.id={wf_uuid}"
-    quoted: dict[str, str] = {}  # task id, or transformation -> as written
-    for job in jobs:
-        for t in job.tasks:
-            quoted[t.id] = _q(t.id)
-            if t.transformation not in quoted:
-                quoted[t.transformation] = _q(t.transformation)
+    quoted = functools.lru_cache(maxsize=1024)(_q)  # for the few transformations every task names
     with open(path, "w", encoding="utf-8", buffering=1 << 20) as fh:
         w = fh.write
         for job in jobs:
             for part in _parts(job.tasks):
-                w("".join([f'{pre}task.info {wf} task.id={quoted[t.id]} type="{t.kind[0]}" type_desc="{t.kind[1]}" '
-                           f'transformation={quoted[t.transformation]} argv={_q(t.argv)}\n' for t in part]))
+                w("".join([f'{pre}task.info {wf} task.id={_q(t.id)} type="{t.kind[0]}" type_desc="{t.kind[1]}" '
+                           f'transformation={quoted(t.transformation)} argv={_q(t.argv)}\n' for t in part]))
         for job in jobs:
             for part in _parts(job.tasks):
-                w("".join([f"{pre}task.edge {wf} parent.task.id={quoted[t.id]} child.task.id={quoted.get(c) or _q(c)}\n"
-                           for t in part for c in t.children]))
+                w("".join([f"{pre}task.edge {wf} parent.task.id={parent} child.task.id={_q(c)}\n"
+                           for t in part if t.children for parent in (_q(t.id),) for c in t.children]))
         for job in jobs:
             w(f'{pre}job.info {wf} job.id={_q(job.name)} '
               f'submit_file={_q(job.name + "/" + job.name + ".sub")} type="{job.kind[0]}" type_desc="{job.kind[1]}" '
@@ -283,7 +278,7 @@ def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dic
         for job in jobs:
             name = _q(job.name)
             for part in _parts(job.tasks):
-                w("".join([f"{pre}wf.map.task_job {wf} job.id={name} task.id={quoted[t.id]}\n" for t in part]))
+                w("".join([f"{pre}wf.map.task_job {wf} job.id={name} task.id={_q(t.id)}\n" for t in part]))
         for job in jobs:
             for parent in job.parents:
                 w(f"{pre}job.edge {wf} parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n")
@@ -293,13 +288,13 @@ def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dic
             for t in job.tasks:
                 if t.metadata:
                     for key, value in t.metadata.items():
-                        w(f"{pre}task.meta {wf} task.id={quoted[t.id]} key={_q(key)} value={_q(value)}\n")
+                        w(f"{pre}task.meta {wf} task.id={_q(t.id)} key={_q(key)} value={_q(value)}\n")
         for job in jobs:  # as Pegasus writes them: each file's metadata, then the file's map to its task
             for t in job.tasks:
                 for lfn, attributes in t.files:
                     for key, value in attributes.items():
                         w(f"{pre}rc.meta {wf} lfn.id={_q(lfn)} key={_q(key)} value={_q(value)}\n")
-                    w(f"{pre}wf.map.file {wf} task.id={quoted[t.id]} lfn.id={_q(lfn)}\n")
+                    w(f"{pre}wf.map.file {wf} task.id={_q(t.id)} lfn.id={_q(lfn)}\n")
 
 
 def _parts(items: list, size: int = 4096) -> Iterator[list]:

@@ -57,7 +57,7 @@ def add(wf: Workflow, data: DataJobs, lay: DataLayout, mode: str) -> list[Job]:
 
 
 def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) -> list[Job]:
-    levels = graphs.position_levels(jobs, _parents, _children, _index)  # by Job.index (its place in jobs), roots 1
+    levels = graphs.index_levels(jobs)  # by Job.index (its place in jobs), roots 1
     users: dict[str, list[Job]] = {}
     kept: set[str] = set()
     written = {u.lfn for j in wf.jobs for u in j.uses if u.writes}
@@ -98,18 +98,6 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) ->
                     data.edge(user, job)
             out.append(job)
     return out
-
-
-def _parents(job: Job) -> list[Job]:
-    return job.parents
-
-
-def _children(job: Job) -> list[Job]:
-    return job.children
-
-
-def _index(job: Job) -> int:
-    return job.index
 
 
 def _clusters_num(wf: Workflow) -> int | None:

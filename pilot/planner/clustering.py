@@ -41,6 +41,7 @@ import heapq
 import logging
 import re
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from pilot.contracts.clusters import ClusterKind
 from pilot.errors import ConfigError
@@ -104,7 +105,7 @@ class Clusterer:
     # -- driver ---------------------------------------------------------------
     def run(self, techniques: list[str]) -> list[Cluster]:
         """Cluster with ``techniques`` (as parse_techniques gives them), in order."""
-        if techniques == ["whole"] and not any(j.type is JobType.DAX for j in self.wf.jobs):
+        if techniques == ["whole"] and JobType.DAX not in map(attrgetter("type"), self.wf.jobs):
             return self._whole_only()
         nodes = [Cluster(j.task_id, [j], ClusterKind.SUBWORKFLOW, self.site_of(j)) if j.type is JobType.DAX
                  else Cluster(f"{j.name}_{j.id}", [j], ClusterKind.SINGLE, self.site_of(j)) for j in self.wf.jobs]

@@ -189,10 +189,11 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
 
 def root_tasks(cluster: Cluster, request_of) -> list[RootTask]:
     """The cluster's jobs as tasks of the root workflow: each with its files that have metadata, and the outputs it
-    registers, as Pegasus maps them. One positional RootTask per job: a cluster may hold a million."""
+    registers, as Pegasus maps them. One positional RootTask per job: a cluster may hold a million (and an
+    enum's ``_value_`` is its value without the ``value`` property's call)."""
     handle = cluster.site
     return [RootTask(j.id, j.tx_label, j.args_line if j.command is None else command_text(j),
-                     tuple([ch.id for ch in j.children]), *request_of(j, handle), j.type.value, j.metadata,
+                     tuple([ch.id for ch in j.children]), *request_of(j, handle), j.type._value_, j.metadata,
                      _mapped_files(j.uses) if j.uses else ())
             for j in cluster.jobs]
 

@@ -84,6 +84,9 @@ class JobType(enum.Enum):
 
 CATEGORIES = {JobType.STAGE_IN: "stagein", JobType.STAGE_OUT: "stageout", JobType.CLEANUP: "cleanup",
               JobType.REGISTRATION: "registration"}
+# Members as module names: `JobType.X` is a lookup through the enum's metaclass each time (tens of nanoseconds),
+# which Job's properties would pay for each of a million jobs.
+_COMPUTE, _DAX = JobType.COMPUTE, JobType.DAX
 # Pegasus' default MAXJOBS per category (its condor code generator and cleanup strategy); registration has none.
 DEFAULT_MAXJOBS = {"stagein": 10, "stageout": 10, "cleanup": 4}
 
@@ -179,9 +182,12 @@ class Job:
     def task_id(self) -> str:
         """The job's task id in a PMC DAG: ``<transformation>_<job id>`` as Pegasus writes a compute
         job, an auxiliary job's own name (``stage_in_local_local_0_0``)."""
-        if self.type is JobType.DAX:
+        kind = self.type
+        if kind is _COMPUTE:
+            return f"{self.name}_{self.id}"
+        if kind is _DAX:
             return f"subdax_{self.name}_{self.id}"  # Pegasus' name for it, which pegasus-monitord looks for
-        return f"{self.name}_{self.id}" if self.type is JobType.COMPUTE else self.id
+        return self.id
 
     @property
     def tx_label(self) -> str:

@@ -29,7 +29,7 @@ def units_of(wf: Workflow, clusters: list[Cluster]) -> list[Unit]:
     if _whole(clusters):
         levels = _levels_along(clusters[0].jobs, len(wf.jobs))
         if levels is None:
-            levels = graphs.position_levels(wf.jobs, _parents, _children, _index)
+            levels = graphs.index_levels(wf.jobs)
         units = [Unit((job,), levels[job.index] - 1) for job in wf.jobs]
     else:
         levels = node_levels(clusters)
@@ -92,7 +92,3 @@ def _parents(job: Job) -> list[Job]:
 
 def _children(job: Job) -> list[Job]:
     return job.children
-
-
-def _index(job: Job) -> int:
-    return job.index

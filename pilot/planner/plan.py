@@ -229,11 +229,12 @@ def _plan(req: PlanRequest) -> Plan:
         return [Executable(executable_lfn(job), replicas.url_of(entry.pfn), entry.site, tx.sha256),
                 *required_executables(wf.catalogs, job, tx, handle)]
 
+    compute, dax = JobType.COMPUTE, JobType.DAX  # looked up once (an enum's members cost a lookup each time)
     runtimes: list[float | None] = []
     # (transformation, site) -> (staged executables, runtime) of its jobs there that have no profiles of their own
     plain: dict[tuple, tuple[list[Executable] | None, float | None]] = {}
     for job in wf.jobs:  # fail early on unknown transformations, sites and bad runtimes
-        if job.type is JobType.DAX:
+        if job.type is dax:
             runtimes.append(None)  # a sub-workflow: planned when it is ready (pilot.planner.subworkflow)
             continue
         handle = sites[job.index]
@@ -251,9 +252,9 @@ def _plan(req: PlanRequest) -> Plan:
         runtimes.append(known[1])
 
     def runtime_of(job: Job) -> float | None:
-        if job.type is JobType.COMPUTE:
+        if job.type is compute:
             return runtimes[job.index]
-        return None if job.type is JobType.DAX else expected_runtime(job)  # a sub-workflow's: its own plan's
+        return None if job.type is dax else expected_runtime(job)  # a sub-workflow's: its own plan's
 
     clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
     if not clusters and "whole" in techniques:  # data reuse left no job: the data jobs are still one cluster

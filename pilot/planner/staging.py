@@ -149,7 +149,6 @@ class DataJobs:
         self.copied_out: list[tuple[Job, list[str]]] = []  # stage-out jobs and the files they copy out of the directory
         self._turns: dict[tuple[str, int], int] = {}  # (in|out, level) -> files dealt to its transfer jobs so far
         self.known_sites = set(catalogs.sites) | {lay.exec_site, "local"}
-        self.protocols = replicas.transfer_protocols()
         self.transfer = [*lay.transfer, "--threads", self.props.get("pegasus.transfer.threads", DEFAULT_THREADS),
                          *self.props.get("pegasus.transfer.arguments", "").split()]
         self.side = "local" if lay.exec_site == "local" else "remote"
@@ -189,7 +188,7 @@ class DataJobs:
 
     def _check_url(self, src: str, dest: str, where: str) -> None:
         pair = f"{replicas.scheme(src)}->{replicas.scheme(dest)}"
-        if pair not in self.protocols:
+        if pair not in replicas.transfer_protocols():  # read from pegasus-transfer once, when a file moves
             raise ConfigError(f"{where}: pegasus-transfer cannot move {src} to {dest} ({pair} is not a protocol pair it "
                               "speaks): give the file a replica it can read, e.g. file://, http(s)://, scp://, s3://")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import graphlib
 import heapq
-from typing import Callable, Collection, Iterable, Sequence, TypeVar
+from typing import Callable, Collection, Iterable, Protocol, Sequence, TypeVar
 
 N = TypeVar("N")
 
@@ -114,13 +114,25 @@ def levels(nodes: Sequence[N], parents: Callable[[N], Collection[N]],
     return {id(n): level[i] for i, n in enumerate(nodes)}
 
 
-def position_levels(nodes: Sequence[N], parents: Callable[[N], Collection[N]], children: Callable[[N], Iterable[N]],
-                    position: Callable[[N], int]) -> list[int]:
-    """``levels`` as a list in the order of ``nodes``, for nodes that know their own place there (``position(n)``,
-    as a job knows its Job.index): no table of identities to build, which for a million jobs is most of the cost.
-    A node whose position is not its place is a ValueError."""
+class Indexed(Protocol):
+    """A node that lists its own parents and children and knows its place among the nodes (a planner's Job)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def parents(self) -> Sequence[Indexed]: ...
+
+    @property
+    def children(self) -> Sequence[Indexed]: ...
+
+
+def index_levels(nodes: Sequence[Indexed]) -> list[int]:
+    """``levels`` as a list in the order of ``nodes``, each of which is at its own ``index`` there: no table of
+    identities and no call per node or edge, which for a million jobs are most of the cost. A node that is not
+    at its index is a ValueError."""
     size = len(nodes)
-    indeg = [len(parents(n)) for n in nodes]
+    indeg = [len(n.parents) for n in nodes]
     level = [1] * size
     ready = [i for i, d in enumerate(indeg) if d == 0]
     taken = 0
@@ -128,18 +140,26 @@ def position_levels(nodes: Sequence[N], parents: Callable[[N], Collection[N]], c
         i = ready.pop()
         taken += 1
         below = level[i] + 1
-        for c in children(nodes[i]):
-            k = position(c)
+        for c in nodes[i].children:
+            k = c.index
             if k >= size or nodes[k] is not c:
-                raise ValueError(f"node {c!r} says it is at {k}, where {nodes[k]!r} is")
+                raise ValueError(f"node {c!r} says it is at {k}, where {nodes[k] if k < size else 'no node'!r} is")
             if level[k] < below:
                 level[k] = below
             indeg[k] -= 1
             if not indeg[k]:
                 ready.append(k)
-    if taken < len(nodes):
-        topological_order(nodes, parents, children)  # raises, naming the cycle
+    if taken < size:
+        topological_order(nodes, _parents, _children)  # raises, naming the cycle
     return level
+
+
+def _parents(node: Indexed) -> Sequence[Indexed]:
+    return node.parents
+
+
+def _children(node: Indexed) -> Sequence[Indexed]:
+    return node.children
 
 
 class LongestPaths:
