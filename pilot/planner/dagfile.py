@@ -112,27 +112,32 @@ def _request(values: tuple, extra) -> tuple[int, int, int]:
 
 
 class _Checks:
-    """What the DAG parser has accepted so far: note lines and TASK heads, each parsed once."""
+    """What the DAG parser has accepted: note lines and TASK heads, each parsed once (``_refusal``)."""
 
     def __init__(self) -> None:
-        self.seen: set[str] = set()
         self.notes: set[str] = set()
 
     def check(self, lines: list[str], job: Job) -> None:
-        key = "\n".join(lines)
-        if key in self.seen:
-            return
-        try:  # as the file's reader will see them: a newline inside a value starts another line
-            parse_dag([piece for line in lines for piece in line.splitlines(True)])
-        except DagError as exc:
-            raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: {exc.message}") from None
-        self.seen.add(key)
+        message = _refusal(tuple(lines))
+        if message is not None:
+            raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: {message}")
 
     def note(self, note: str, job: Job) -> None:
         """A ``#pilot`` note line, checked before a TASK line (most tasks repeat the last task's notes)."""
         if note not in self.notes:
             self.check([note, "TASK t x"], job)
             self.notes.add(note)
+
+
+@functools.lru_cache(maxsize=4096)
+def _refusal(lines: tuple[str, ...]) -> str | None:
+    """Why the DAG parser refuses ``lines`` (None: it accepts them). Kept across clusters: a plan of thousands
+    writes the same notes and TASK heads into each."""
+    try:  # as the file's reader will see them: a newline inside a value starts another line
+        parse_dag([piece for line in lines for piece in line.splitlines(True)])
+    except DagError as exc:
+        return exc.message
+    return None
 
 
 def _positions(cluster: Cluster) -> list[int] | None:

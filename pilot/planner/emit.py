@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import sys
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Callable
 
 from pilot.contracts.clusters import ClusterKind, ClusterSpec, PlanInfo, write_clusters
@@ -193,9 +194,12 @@ def root_tasks(cluster: Cluster, request_of) -> list[RootTask]:
     enum's ``_value_`` is its value without the ``value`` property's call)."""
     handle = cluster.site
     return [RootTask(j.id, j.tx_label, j.args_line if j.command is None else command_text(j),
-                     tuple([ch.id for ch in j.children]), *request_of(j, handle), j.type._value_, j.metadata,
+                     tuple(map(_id, j.children)), *request_of(j, handle), j.type._value_, j.metadata,
                      _mapped_files(j.uses) if j.uses else ())
             for j in cluster.jobs]
+
+
+_id = attrgetter("id")
 
 
 def _mapped_files(uses) -> tuple[tuple[str, dict[str, str]], ...]:

@@ -154,6 +154,37 @@ def index_levels(nodes: Sequence[Indexed]) -> list[int]:
     return level
 
 
+def index_order(nodes: Sequence[Indexed]) -> list:
+    """``topological_order`` of Indexed nodes whose indexes are 0 .. len(nodes) - 1 in any order (a plan's jobs,
+    its data jobs among them): the same order, ties by place in ``nodes``, from a table by index instead of one by
+    identity, which for a million jobs is a third of the time. Other nodes get ``topological_order`` itself."""
+    size = len(nodes)
+    place = [-1] * size
+    for k, n in enumerate(nodes):
+        i = n.index
+        if not 0 <= i < size or place[i] >= 0:
+            return topological_order(nodes, _parents, _children)
+        place[i] = k
+    indeg = [len(n.parents) for n in nodes]
+    ready = [i for i, d in enumerate(indeg) if d == 0]
+    pop, push = heapq.heappop, heapq.heappush
+    out: list = []
+    while ready:
+        node = nodes[pop(ready)]
+        out.append(node)
+        for c in node.children:
+            i = c.index
+            k = place[i] if 0 <= i < size else -1
+            if k < 0 or nodes[k] is not c:
+                raise ValueError(f"node {c!r} is a child of {node!r} but not one of the nodes")
+            indeg[k] -= 1
+            if not indeg[k]:
+                push(ready, k)
+    if len(out) < size:
+        topological_order(nodes, _parents, _children)  # raises, naming the cycle
+    return out
+
+
 def _parents(node: Indexed) -> Sequence[Indexed]:
     return node.parents
 
