@@ -57,7 +57,6 @@ def add(wf: Workflow, data: DataJobs, lay: DataLayout, mode: str) -> list[Job]:
 
 
 def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) -> list[Job]:
-    levels = graphs.index_levels(jobs)  # by Job.index (its place in jobs), roots 1
     users: dict[str, list[Job]] = {}
     kept: set[str] = set()
     written = {u.lfn for j in wf.jobs for u in j.uses if u.writes}
@@ -72,6 +71,8 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) ->
         for lfn in lfns:
             users.setdefault(lfn, []).append(job)
     owned: dict[int, tuple[Job, list[str]]] = {}
+    # By Job.index (its place in jobs), roots 1; only where a file is to be removed (a workflow may have none).
+    levels = graphs.index_levels(jobs) if users.keys() - kept else []
     for lfn, who in users.items():
         if lfn in kept:
             continue

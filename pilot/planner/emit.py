@@ -212,10 +212,11 @@ def job_hooks(emitted: list[Emitted], catalogs: Catalogs) -> dict[str, list[tupl
     only go by the order the tasks' records come in, which is the order they end, so that is refused."""
     out: dict[str, list[tuple[str, str]]] = {}
     tx_hooks: dict[tuple, list[tuple[str, str]]] = {}
+    any_tx_hooks = any(tx.hooks for tx in catalogs.transformations.values())
     for e in emitted:
         for job in e.cluster.jobs:
-            if job.command is not None:
-                continue  # a data job of the planner's own has none
+            if job.command is not None or not (job.hooks or any_tx_hooks):
+                continue  # a data job of the planner's own has none; most jobs have none
             mine = tx_hooks.get(job.tx_key)
             if mine is None:
                 tx = catalogs.find_transformation(job.tx_key)
