@@ -185,26 +185,23 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
               cdir: str = ".") -> Iterator[str]:
     """The text of write_dag, a job's lines at a time, then the EDGE lines, spelled by pilot.dag.writer.
 
-    A cluster may hold a million jobs, most of them alike: a job with no profiles of its own and no container
-    gets its environment and TASK head from its transformation's, looked up once (``_Heads``)."""
+    ``pfn_of(job, site)`` is the job's executable; ``runtimes`` the jobs' runtimes by their places. A cluster
+    may hold a million jobs, most of them alike: the jobs of a transformation that have no profiles of their
+    own or container share its environment, executable and TASK head, looked up once (``_Heads.plain``)."""
     checks = _Checks()
+    heads = _Heads(resolver, cluster.site, pfn_of, checks)
+    plains = heads.plains
     ids: list[str] = []
     known: dict[str, int] = {}
     notes = ContextNotes()
     cwd_now: object = None  # the cwd and env the notes were last asked about (skip asking while they stay these)
     env_now: object = None
-    heads = _Heads(resolver, cluster.site, pfn_of, checks)
     runtime_notes: dict[float, list[str]] = {}
     site = cluster.site
     for n, job in enumerate(cluster.jobs, 1):
-        plain = None  # a job with no profiles of its own or container: its transformation's shared values
-        if job.command is not None:
-            job_env = None  # data jobs: the pilot's
-        elif not job.profiles and job.wrapper is None:
-            plain = heads.plain(job)
-            job_env = plain.env
-        else:
-            job_env = resolver.env(job, site)
+        data = job.command is not None  # a data job: the pilot's environment, a command of the planner's
+        plain = None if data or job.profiles or job.wrapper is not None else plains.get(job.tx_key) or heads.plain(job)
+        job_env = None if data else plain.env if plain is not None else resolver.env(job, site)
         before = ()
         if job.cwd is not cwd_now or job_env is not env_now:
             before = notes.context(job.cwd, job_env)  # notes before the job's '#@' line, and between it and its TASK
@@ -214,10 +211,8 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
             after = details(runtime, job.stdio)
         elif runtime is None:
             after = ()
-        else:
-            after = runtime_notes.get(runtime)
-            if after is None:
-                after = runtime_notes[runtime] = details(runtime, None)
+        elif (after := runtime_notes.get(runtime)) is None:
+            after = runtime_notes[runtime] = details(runtime, None)
         if before or after:
             for note in (*before, *after):
                 checks.note(note, job)
@@ -228,17 +223,11 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
         known[tid] = n - 1
         qid = quote_arg(tid)
         ids.append(qid)
-        if job.command is not None:
+        if data:
             line = data_task_line(job, cdir)
             checks.check([line], job)
-        elif plain is not None:
-            pfn = pfn_of(job, site)
-            head = plain.heads.get(pfn)
-            if head is None:
-                head = plain.heads[pfn] = heads.of(job, pfn)
-            line = task_record(qid, f"{head} {job.args_line}" if job.args_line else head)
         else:
-            head = heads.of(job)
+            head = heads.of(job) if plain is None else plain.head or heads.plain_head(job, plain)
             line = task_record(qid, f"{head} {job.args_line}" if job.args_line else head)
         label = job.tx_label if plain is None else plain.label
         if before or after:
@@ -267,14 +256,14 @@ def _edge_lines(cluster: Cluster, ids: list[str]) -> Iterator[str]:
 
 
 class _Plain:
-    """What the jobs of a transformation that have no profiles of their own or container share on a site:
-    their environment, the transformation's label, and their TASK head by executable path."""
+    """What the jobs of a transformation that have no profiles of their own or container share on a site: their
+    environment, the transformation's label, and their TASK head (None until the first of them is written)."""
 
-    __slots__ = ("env", "label", "heads")
+    __slots__ = ("env", "label", "head")
 
     def __init__(self, env: tuple[tuple[str, str], ...] | None, label: str) -> None:
         self.env, self.label = env, label
-        self.heads: dict[str, str] = {}
+        self.head: str | None = None
 
 
 class _Heads:
@@ -287,16 +276,17 @@ class _Heads:
         self.plains: dict[tuple, _Plain] = {}  # transformation -> its shared values
 
     def plain(self, job: Job) -> _Plain:
-        key = job.tx_key
-        found = self.plains.get(key)
-        if found is None:
-            found = self.plains[key] = _Plain(self.resolver.env(job, self.site), job.tx_label)
-        return found
+        plain = self.plains[job.tx_key] = _Plain(self.resolver.env(job, self.site), job.tx_label)
+        return plain
 
-    def of(self, job: Job, pfn: str | None = None) -> str:
+    def plain_head(self, job: Job, plain: _Plain) -> str:
+        """The head of the first job of ``plain``'s transformation, which its others share."""
+        plain.head = self.of(job)
+        return plain.head
+
+    def of(self, job: Job) -> str:
         profiles = self.resolver.pegasus(job, self.site)
-        if pfn is None:
-            pfn = self.pfn_of(job, self.site)
+        pfn = self.pfn_of(job, self.site)
         key = (tuple(map(profiles.get, REQUEST_KEYS)), profiles.get("pmc_task_arguments"),
                tuple(job.wrapper) if job.wrapper else None, pfn)
         head = self.heads.get(key)

@@ -205,9 +205,11 @@ def _plan(req: PlanRequest) -> Plan:
         return entry
 
     def pfn_of(job: Job, handle: str) -> str:
+        """The executable the job runs: its transformation's entry, or the copy staged into its directory; the
+        same for the jobs of a transformation that have no profiles of their own (the DAG writer asks once)."""
         if job.index in stageable:
             return lay.workdir.file(executable_lfn(job))[0]
-        return (entries.get((job.tx_key, handle)) or catalog_entry(job, handle)).pfn
+        return catalog_entry(job, handle).pfn
 
     def in_container(job: Job, name: str, handle: str) -> None:
         """Wrap the job in its container's runtime, its image staged in as an input (planner.containers)."""
