@@ -29,6 +29,7 @@ are written by ``pilot submit`` (pilot.monitor.root).
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 import sys
@@ -47,6 +48,7 @@ NOTIFY_FILE = "monitord.notify"  # one empty notifications file that every brain
 DAX_KIND = (10, "dax")  # Pegasus' type of a sub-workflow job
 BRAINDUMP = "braindump.yml"
 MAX_ROOT_DAG_BYTES = 1 << 30  # one JOB line per cluster
+CHUNK = 4096  # static.bp lines joined per write: one write each costs more, all at once a string per task
 _DAG_JOB = re.compile(r"^JOB\s+(\S+)\s", re.I)
 _DAG_EDGE = re.compile(r"^PARENT\s+(.+?)\s+CHILD\s+(.+)$", re.I)
 
@@ -260,47 +262,38 @@ def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dic
     pre, wf = f"ts={ts} event=", f"xwf.id={wf_uuid}"
     quoted = functools.lru_cache(maxsize=1024)(_q)  # for the few transformations every task names
     with open(path, "w", encoding="utf-8", buffering=1 << 20) as fh:
-        w = fh.write
-        for job in jobs:
-            for part in _parts(job.tasks):
-                w("".join([f'{pre}task.info {wf} task.id={_q(t.id)} type="{t.kind[0]}" type_desc="{t.kind[1]}" '
-                           f'transformation={quoted(t.transformation)} argv={_q(t.argv)}\n' for t in part]))
-        for job in jobs:
-            for part in _parts(job.tasks):
-                w("".join([f"{pre}task.edge {wf} parent.task.id={parent} child.task.id={_q(c)}\n"
-                           for t in part if t.children for parent in (_q(t.id),) for c in t.children]))
-        for job in jobs:
-            w(f'{pre}job.info {wf} job.id={_q(job.name)} '
-              f'submit_file={_q(job.name + "/" + job.name + ".sub")} type="{job.kind[0]}" type_desc="{job.kind[1]}" '
-              f'clustered="{1 if len(job.tasks) > 1 else 0}" max_retries="0" '
-              f"executable={_q(job.command[0])} argv={_q(' '.join(job.command[1:]))} "
-              f'task_count="{len(job.tasks)}"\n')
-        for job in jobs:
-            name = _q(job.name)
-            for part in _parts(job.tasks):
-                w("".join([f"{pre}wf.map.task_job {wf} job.id={name} task.id={_q(t.id)}\n" for t in part]))
-        for job in jobs:
-            for parent in job.parents:
-                w(f"{pre}job.edge {wf} parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n")
-        for key, value in metadata.items():  # after the tasks they name, as monitord looks them up
-            w(f"{pre}xwf.meta {wf} key={_q(key)} value={_q(value)}\n")
-        for job in jobs:
-            for t in job.tasks:
-                if t.metadata:
-                    for key, value in t.metadata.items():
-                        w(f"{pre}task.meta {wf} task.id={_q(t.id)} key={_q(key)} value={_q(value)}\n")
-        for job in jobs:  # as Pegasus writes them: each file's metadata, then the file's map to its task
-            for t in job.tasks:
-                for lfn, attributes in t.files:
-                    for key, value in attributes.items():
-                        w(f"{pre}rc.meta {wf} lfn.id={_q(lfn)} key={_q(key)} value={_q(value)}\n")
-                    w(f"{pre}wf.map.file {wf} task.id={_q(t.id)} lfn.id={_q(lfn)}\n")
+        def out(lines: Iterator[str]) -> None:
+            while chunk := list(itertools.islice(lines, CHUNK)):
+                fh.write("".join(chunk))
+
+        out(f'{pre}task.info {wf} task.id={_q(t.id)} type="{t.kind[0]}" type_desc="{t.kind[1]}" '
+            f'transformation={quoted(t.transformation)} argv={_q(t.argv)}\n' for job in jobs for t in job.tasks)
+        out(f"{pre}task.edge {wf} parent.task.id={parent} child.task.id={_q(c)}\n"
+            for job in jobs for t in job.tasks if t.children for parent in (_q(t.id),) for c in t.children)
+        out(f'{pre}job.info {wf} job.id={_q(job.name)} '
+            f'submit_file={_q(job.name + "/" + job.name + ".sub")} type="{job.kind[0]}" type_desc="{job.kind[1]}" '
+            f'clustered="{1 if len(job.tasks) > 1 else 0}" max_retries="0" '
+            f"executable={_q(job.command[0])} argv={_q(' '.join(job.command[1:]))} "
+            f'task_count="{len(job.tasks)}"\n' for job in jobs)
+        out(f"{pre}wf.map.task_job {wf} job.id={name} task.id={_q(t.id)}\n"
+            for job in jobs for name in (_q(job.name),) for t in job.tasks)
+        out(f"{pre}job.edge {wf} parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n"
+            for job in jobs for parent in job.parents)
+        # metadata after the tasks it names, as monitord looks them up
+        out(f"{pre}xwf.meta {wf} key={_q(key)} value={_q(value)}\n" for key, value in metadata.items())
+        out(f"{pre}task.meta {wf} task.id={_q(t.id)} key={_q(key)} value={_q(value)}\n"
+            for job in jobs for t in job.tasks if t.metadata for key, value in t.metadata.items())
+        out(_file_lines(jobs, pre, wf))
 
 
-def _parts(items: list, size: int = 4096) -> Iterator[list]:
-    """``items`` in slices of ``size``: lines joined a slice at a time, not one write each nor all in one string."""
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
+def _file_lines(jobs: list[RootJob], pre: str, wf: str) -> Iterator[str]:
+    """As Pegasus writes them: each file's metadata, then the file's map to its task."""
+    for job in jobs:
+        for t in job.tasks:
+            for lfn, attributes in t.files:
+                for key, value in attributes.items():
+                    yield f"{pre}rc.meta {wf} lfn.id={_q(lfn)} key={_q(key)} value={_q(value)}\n"
+                yield f"{pre}wf.map.file {wf} task.id={_q(t.id)} lfn.id={_q(lfn)}\n"
 
 
 def read_braindump(submit_dir: str) -> dict[str, Any]:

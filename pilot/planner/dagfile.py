@@ -36,7 +36,7 @@ REQUESTS = (("-m", ("pmc_request_memory", "memory")), ("-c", ("pmc_request_cpus"
             ("-p", ("pmc_priority",)), ("-g", ("gpus",)))
 REQUEST_KEYS = tuple(k for _, keys in REQUESTS for k in keys)
 WRITE_BUFFER = 1 << 20
-CHUNK = 4096  # a job's lines are joined this many at a time: a write each costs more
+CHUNK = 4096  # jobs' lines, or EDGE lines, joined per write
 
 
 def requested(profiles: dict[str, str], keys: tuple[str, ...]) -> tuple[str, str] | None:
@@ -176,14 +176,12 @@ def write_dag(path: str, cluster: Cluster, resolver: ProfileResolver, pfn_of,
     where they change (PMC skips all three). A TASK that the DAG parser would refuse is a ConfigError naming
     the job it was made from."""
     with open(path, "w", encoding="utf-8", errors="surrogateescape", buffering=WRITE_BUFFER) as fh:  # bytes PMC passes
-        lines = dag_lines(cluster, resolver, pfn_of, runtimes, cdir)
-        while chunk := list(itertools.islice(lines, CHUNK)):
-            fh.write("".join(chunk))
+        fh.writelines(dag_lines(cluster, resolver, pfn_of, runtimes, cdir))
 
 
 def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Sequence[float | None] | None = None,
               cdir: str = ".") -> Iterator[str]:
-    """The text of write_dag, a job's lines at a time, then the EDGE lines, spelled by pilot.dag.writer.
+    """The text of write_dag, CHUNK jobs' lines at a time, then the EDGE lines, spelled by pilot.dag.writer.
 
     ``pfn_of(job, site)`` is the job's executable; ``runtimes`` the jobs' runtimes by their places. A cluster
     may hold a million jobs, most of them alike: the jobs of a transformation that have no profiles of their
@@ -198,6 +196,7 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
     env_now: object = None
     runtime_notes: dict[float, list[str]] = {}
     site = cluster.site
+    texts: list[str] = []  # jobs' lines, joined CHUNK jobs at a time: a write each would cost more
     for n, job in enumerate(cluster.jobs, 1):
         data = job.command is not None  # a data job: the pilot's environment, a command of the planner's
         plain = None if data or job.profiles or job.wrapper is not None else plains.get(job.tx_key) or heads.plain(job)
@@ -231,28 +230,31 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
             line = task_record(qid, f"{head} {job.args_line}" if job.args_line else head)
         label = job.tx_label if plain is None else plain.label
         if before or after:
-            yield task_text(list(before), annotation(n, label, job.id), list(after), line)
+            texts.append(task_text(list(before), annotation(n, label, job.id), list(after), line))
         else:
-            yield plain_task_text(n, label, job.id, line)
+            texts.append(plain_task_text(n, label, job.id, line))
+        if len(texts) == CHUNK:
+            yield "".join(texts)
+            texts.clear()
+    yield "".join(texts)
     known.clear()
     yield from _edge_lines(cluster, ids)
 
 
 def _edge_lines(cluster: Cluster, ids: list[str]) -> Iterator[str]:
-    """The cluster's EDGE lines, CHUNK jobs' at a time: each edge between two of its members, ``ids`` their task
-    ids."""
+    """The cluster's EDGE lines, CHUNK at a time (a job may have a child per root of the workflow): each edge
+    between two of its members, ``ids`` their task ids."""
     jobs = cluster.jobs
     where = _positions(cluster)
     if where is None:
         member = _member_of(cluster)
-        pairs = [(ids[k], ids[c]) for k, job in enumerate(jobs) for c in map(member, job.children) if c >= 0]
-        yield edge_lines(pairs)
-        return
-    size = len(where)
-    for start in range(0, len(jobs), CHUNK):
-        yield edge_lines([(ids[k], ids[c]) for k in range(start, min(start + CHUNK, len(jobs)))
-                          for child in jobs[k].children
-                          if child.index < size and (c := where[child.index]) >= 0 and jobs[c] is child])
+        edges = ((ids[k], ids[c]) for k, job in enumerate(jobs) for c in map(member, job.children) if c >= 0)
+    else:
+        size = len(where)
+        edges = ((ids[k], ids[c]) for k, job in enumerate(jobs) for child in job.children
+                 if child.index < size and (c := where[child.index]) >= 0 and jobs[c] is child)
+    while chunk := list(itertools.islice(edges, CHUNK)):
+        yield edge_lines(chunk)
 
 
 class _Plain:
