@@ -1,10 +1,10 @@
 """A cluster's PMC DAG: its TASK lines from the planner's jobs, streamed to the file, and its shape.
 
 A cluster may hold a million jobs, so nothing here builds the DAG's text or
-parses it back: lines go to the file as they are made, and what the planner
-cannot vouch for is checked by the DAG parser itself, once per distinct
-piece: the task options and executable a job gets from its profiles and
-catalog entry, and each ``#pilot`` note. A job's arguments were quoted word
+parses it back: lines go to the file as they are made, a few thousand at a
+time, and what the planner cannot vouch for is checked by the DAG parser
+itself, once per distinct piece: the task options and executable a job gets
+from its profiles and catalog entry, and each ``#pilot`` note. A job's arguments were quoted word
 by word when it was read (Job.args_line), so they always split back into
 those words; task ids are checked to be unique as they are written. Per-job
 tables are lists by Job.index (unique within a plan) rather than dicts.
@@ -309,12 +309,26 @@ class Shape(NamedTuple):
 
 def shape(cluster: Cluster, runtimes: Sequence[float | None]) -> Shape:
     """The cluster's Shape, ``runtimes`` its jobs' by their places. Its jobs are in topological order inside it
-    (or independent)."""
-    inner = list(_inner_parents(cluster))
-    levels = graphs.longest_paths([1] * len(inner), inner.__getitem__).finish
-    width = max(collections.Counter(levels).values(), default=0)
-    critical = None if None in runtimes else max(graphs.longest_paths(runtimes, inner.__getitem__).finish, default=0.0)
-    return Shape(width, critical, inner.count([]))
+    (or independent): a parent placed after its child counts as not started, as graphs.longest_paths has it
+    (whose sums this makes, in one pass without a list of parents per job)."""
+    timed = None not in runtimes
+    level = [0] * len(runtimes)
+    finish = [0.0] * len(runtimes)  # runtimes are never negative: a chain starts at 0 or its latest parent's end
+    roots = 0
+    for k, inner in enumerate(_inner_parents(cluster)):
+        top, start = 0, 0.0
+        for m in inner:
+            if level[m] > top:
+                top = level[m]
+            if finish[m] > start:
+                start = finish[m]
+        level[k] = top + 1
+        if not inner:
+            roots += 1
+        if timed:
+            finish[k] = start + runtimes[k]  # type: ignore[operator]
+    width = max(collections.Counter(level).values(), default=0)
+    return Shape(width, max(finish, default=0.0) if timed else None, roots)
 
 
 def roots_of(cluster: Cluster) -> int:

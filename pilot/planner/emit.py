@@ -48,6 +48,8 @@ class Emitted:
     roots: int | None = None  # its tasks with no parent in it (None: not counted yet)
 
 
+_id = attrgetter("id")  # a job's id, read by a C-level accessor (a task's children, for a million tasks)
+
 # Emitting is per cluster and independent: with many clusters, forked workers
 # (sharing the plan copy-on-write) write them in parallel.
 PARALLEL_FROM = 64
@@ -199,9 +201,6 @@ def root_tasks(cluster: Cluster, request_of) -> list[RootTask]:
             for j in cluster.jobs]
 
 
-_id = attrgetter("id")
-
-
 def _mapped_files(uses) -> tuple[tuple[str, dict[str, str]], ...]:
     return tuple((u.lfn, u.metadata or {}) for u in uses if u.metadata or (u.writes and u.register))
 
@@ -246,7 +245,8 @@ def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions, i
     cluster = clusters[k]
     cdir = os.path.join(submit_dir, cluster.name)
     if cluster.kind is ClusterKind.SUBWORKFLOW:
-        return k, subworkflow.write(cdir, cluster.name, subplans[cluster.jobs[0].index]), "", 0, None, BatchOptions(), None
+        dag = subworkflow.write(cdir, cluster.name, subplans[cluster.jobs[0].index])
+        return k, dag, "", 0, None, BatchOptions(), None
     runtimes = list(map(runtime_of, cluster.jobs))
     width, critical, roots = shape(cluster, runtimes)
     batch = batch_options(cluster, resolver, scheduler_for(site))
@@ -312,8 +312,9 @@ def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig,
         specs.append(ClusterSpec(
             name=c.name, kind=c.kind, dir=cdir, dag=e.dag, tasks=len(c.jobs), ranks=e.ranks,
             parents=tuple(p.name for p in c.parents), retry=retries[k] if retries else None, runtime=c.runtime,
-            critical_path=e.critical_path, category=category, maxjobs=maxjobs, roots=roots_of(c) if e.roots is None else e.roots, queue=b.queue,
-            account=b.account, directives=tuple(b.directives), subworkflow=sub, script=e.script or None,
+            critical_path=e.critical_path, category=category, maxjobs=maxjobs,
+            roots=roots_of(c) if e.roots is None else e.roots, queue=b.queue, account=b.account,
+            directives=tuple(b.directives), subworkflow=sub, script=e.script or None,
         ))
     plan = PlanInfo(workflow=workflow_name, site=site.name, site_file=os.path.abspath(site.path), scheduler=site.scheduler)
     write_clusters(submit_dir, plan, specs)

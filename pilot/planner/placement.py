@@ -49,17 +49,20 @@ def _levels_along(order: list[Job], count: int) -> list[int] | None:
     if len(order) != count:
         return None
     level = [0] * count
-    for job in order:
-        if level[job.index]:
-            return None  # listed twice
-        top = 0
-        for parent in job.parents:
-            above = level[parent.index]
-            if not above:
-                return None  # not placed yet
-            if above > top:
-                top = above
-        level[job.index] = top + 1
+    try:
+        for job in order:
+            if level[job.index]:
+                return None  # listed twice
+            top = 0
+            for parent in job.parents:
+                above = level[parent.index]
+                if not above:
+                    return None  # not placed yet
+                if above > top:
+                    top = above
+            level[job.index] = top + 1
+    except IndexError:  # a job of another plan
+        return None
     return level
 
 

@@ -243,15 +243,16 @@ def _plan(req: PlanRequest) -> Plan:
         entry = catalog_entry(job, handle)
         if entry.container is not None:
             in_container(job, entry.container, handle)
-        known = None if job.profiles else plain.get((job.tx_key, handle))
-        if known is None:
-            known = (staged_executables(job, entry, handle) if entry.stageable else None,
-                     float_profile(resolver.pegasus(job, handle), "runtime"))
+        shared = None if job.profiles else plain.get((job.tx_key, handle))
+        if shared is None:
+            shared = (staged_executables(job, entry, handle) if entry.stageable else None,
+                      float_profile(resolver.pegasus(job, handle), "runtime"))
             if not job.profiles:
-                plain[(job.tx_key, handle)] = known
-        if known[0] is not None:
-            stageable[job.index] = known[0]
-        runtimes.append(known[1])
+                plain[(job.tx_key, handle)] = shared
+        staged, runtime = shared
+        if staged is not None:
+            stageable[job.index] = staged
+        runtimes.append(runtime)
 
     def runtime_of(job: Job) -> float | None:
         if job.type is compute:

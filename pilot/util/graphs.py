@@ -9,6 +9,10 @@ left over there is a cycle; the standard library's ``graphlib`` names one,
 which is then turned to start at its earliest node so that the message is
 stable. Nodes are compared by identity, so unhashable ones (dataclasses) work.
 
+Nodes that know their own place (``Indexed``: a plan's jobs, by Job.index)
+have ``index_levels`` and ``index_order``: the same answers from tables by
+index rather than by identity, which for a million jobs is much of the cost.
+
 Longest paths (``longest_paths``) are over nodes numbered in a topological
 order, the form every caller already has its nodes in (a cluster's jobs,
 clusters.yml's clusters, a DAG's tasks once ordered): the levels and

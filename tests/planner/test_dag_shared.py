@@ -12,7 +12,8 @@ from tests.planner.wf import api, transformations, write
 def test_a_job_with_profiles_of_its_own_gets_its_own_task_head_and_environment(tmp_path):
     wf = api.Workflow("shared")
     plain_first = api.Job("tool", _id="a").add_args("a")
-    asks = api.Job("tool", _id="b").add_args("b").add_profiles(api.Namespace.PEGASUS, key="pmc_request_memory", value=64)
+    asks = api.Job("tool", _id="b").add_args("b")
+    asks.add_profiles(api.Namespace.PEGASUS, key="pmc_request_memory", value=64)
     env = api.Job("tool", _id="d").add_args("d").add_env(X="1")
     plain_after = api.Job("tool", _id="c").add_args("c")
     other = api.Job("other", _id="e").add_args("e")
