@@ -197,45 +197,51 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
     runtime_notes: dict[float, list[str]] = {}
     site = cluster.site
     texts: list[str] = []  # jobs' lines, joined CHUNK jobs at a time: a write each would cost more
-    for n, job in enumerate(cluster.jobs, 1):
-        data = job.command is not None  # a data job: the pilot's environment, a command of the planner's
-        plain = None if data or job.profiles or job.wrapper is not None else plains.get(job.tx_key) or heads.plain(job)
-        job_env = None if data else plain.env if plain is not None else resolver.env(job, site)
-        before = ()
-        if job.cwd is not cwd_now or job_env is not env_now:
-            before = notes.context(job.cwd, job_env)  # notes before the job's '#@' line, and between it and its TASK
-            cwd_now, env_now = job.cwd, job_env
-        runtime = runtimes[n - 1] if runtimes is not None else None
-        if job.stdio is not None:
-            after = details(runtime, job.stdio)
-        elif runtime is None:
-            after = ()
-        elif (after := runtime_notes.get(runtime)) is None:
-            after = runtime_notes[runtime] = details(runtime, None)
-        if before or after:
-            for note in (*before, *after):
-                checks.note(note, job)
-        tid = job.task_id
-        if tid in known:
-            raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: duplicate task {tid!r} "
-                              f"(the task of job {cluster.jobs[known[tid]].id} has that id too)")
-        known[tid] = n - 1
-        qid = quote_arg(tid)
-        ids.append(qid)
-        if data:
-            line = data_task_line(job, cdir)
-            checks.check([line], job)
-        else:
-            head = heads.of(job) if plain is None else plain.head or heads.plain_head(job, plain)
-            line = task_record(qid, f"{head} {job.args_line}" if job.args_line else head)
-        label = job.tx_label if plain is None else plain.label
-        if before or after:
-            texts.append(task_text(list(before), annotation(n, label, job.id), list(after), line))
-        else:
-            texts.append(plain_task_text(n, label, job.id, line))
-        if len(texts) == CHUNK:
-            yield "".join(texts)
-            texts.clear()
+    try:
+        for n, job in enumerate(cluster.jobs, 1):
+            data = job.command is not None  # a data job: the pilot's environment, a command of the planner's
+            plain = None  # or, for a job with no profiles of its own or container, its transformation's values
+            if not (data or job.profiles or job.wrapper is not None):
+                plain = plains.get(job.tx_key) or heads.plain(job)
+            job_env = None if data else plain.env if plain is not None else resolver.env(job, site)
+            before = ()
+            if job.cwd is not cwd_now or job_env is not env_now:  # notes before the job's '#@' line, if any
+                before = notes.context(job.cwd, job_env)
+                cwd_now, env_now = job.cwd, job_env
+            runtime = runtimes[n - 1] if runtimes is not None else None
+            if job.stdio is not None:
+                after = details(runtime, job.stdio)
+            elif runtime is None:
+                after = ()
+            elif (after := runtime_notes.get(runtime)) is None:
+                after = runtime_notes[runtime] = details(runtime, None)
+            if before or after:
+                for note in (*before, *after):
+                    checks.note(note, job)
+            tid = job.task_id
+            if tid in known:
+                raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: duplicate task {tid!r} "
+                                  f"(the task of job {cluster.jobs[known[tid]].id} has that id too)")
+            known[tid] = n - 1
+            qid = quote_arg(tid)
+            ids.append(qid)
+            if data:
+                line = data_task_line(job, cdir)
+                checks.check([line], job)
+            else:
+                head = heads.of(job) if plain is None else plain.head or heads.plain_head(job, plain)
+                line = task_record(qid, f"{head} {job.args_line}" if job.args_line else head)
+            label = job.tx_label if plain is None else plain.label
+            if before or after:
+                texts.append(task_text(list(before), annotation(n, label, job.id), list(after), line))
+            else:
+                texts.append(plain_task_text(n, label, job.id, line))
+            if len(texts) == CHUNK:
+                yield "".join(texts)
+                texts.clear()
+    except Exception:
+        yield "".join(texts)  # the jobs before the one refused, as a writer of a line at a time leaves the file
+        raise
     yield "".join(texts)
     known.clear()
     yield from _edge_lines(cluster, ids)
