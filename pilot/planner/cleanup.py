@@ -76,7 +76,7 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) ->
     for lfn, who in users.items():
         if lfn in kept:
             continue
-        owner = max(who, key=lambda j: levels[j.index])
+        owner = who[0] if len(who) == 1 else max(who, key=lambda j: levels[j.index])
         owned.setdefault(id(owner), (owner, []))[1].append(lfn)
     by_level: dict[int, list[tuple[Job, list[str]]]] = {}
     for owner, files in owned.values():

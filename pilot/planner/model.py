@@ -100,6 +100,11 @@ class Link(enum.Enum):
     CHECKPOINT = "checkpoint"
 
 
+# Looked up once: each member of an enum costs a lookup each time, and a plan asks each of millions of uses.
+_READING = (Link.INPUT, Link.INOUT, Link.CHECKPOINT)
+_WRITING = (Link.OUTPUT, Link.INOUT, Link.CHECKPOINT)
+
+
 @dataclass(slots=True)
 class Use:
     """One file a job reads or writes."""
@@ -115,11 +120,11 @@ class Use:
 
     @property
     def reads(self) -> bool:
-        return self.link in (Link.INPUT, Link.INOUT, Link.CHECKPOINT)
+        return self.link in _READING
 
     @property
     def writes(self) -> bool:
-        return self.link in (Link.OUTPUT, Link.INOUT, Link.CHECKPOINT)
+        return self.link in _WRITING
 
 
 @dataclass(frozen=True)
