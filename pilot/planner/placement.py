@@ -72,7 +72,7 @@ def attach(wf: Workflow, clusters: list[Cluster], made: list[Job], site: str) ->
         return clusters
     if _whole(clusters):
         whole = clusters[0]
-        whole.jobs = graphs.index_order([*whole.jobs, *made])
+        whole.jobs = graphs.index_order([*whole.jobs, *made], ordered=len(whole.jobs))
         return clusters
     names = {c.name for c in clusters}
     out = list(clusters)

@@ -42,9 +42,13 @@ def test_index_levels_and_order_agree_with_the_generic_ones(seed):
     jobs = random_jobs(seed)
     assert graphs.index_levels(jobs) == by_hand_levels(jobs)
     assert max(graphs.index_levels(jobs)) > 2  # the graph has depth: levels come from parents, not all 1
-    assert graphs.index_order(jobs) == order(jobs)
     rotated = jobs[7:] + jobs[:7]  # indexes are a permutation of the places, not the places
-    assert graphs.index_order(rotated) == order(rotated)
+    for ordered in (0, 7, 40, len(jobs), len(jobs) + 1):  # how many lead: the answer is the same for any
+        assert graphs.index_order(jobs, ordered) == order(jobs)
+        assert graphs.index_order(rotated, ordered) == order(rotated)
+    first = order(jobs)  # in topological order, then the rest in another order, as a cluster and its data jobs
+    ahead = first[:45] + first[45:][::-1]
+    assert graphs.index_order(ahead, 45) == order(ahead)
 
 
 def test_levels_are_the_longest_path_not_the_first_found():
