@@ -28,13 +28,15 @@ are written by ``pilot submit`` (pilot.monitor.root).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import re
 import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from pilot.contracts.submitdir import REPLAN, _q, load_braindump, write_braindump
 from pilot.errors import ConfigError
@@ -46,6 +48,7 @@ NOTIFY_FILE = "monitord.notify"  # one empty notifications file that every brain
 DAX_KIND = (10, "dax")  # Pegasus' type of a sub-workflow job
 BRAINDUMP = "braindump.yml"
 MAX_ROOT_DAG_BYTES = 1 << 30  # one JOB line per cluster
+CHUNK = 4096  # static.bp lines joined per write: one write each costs more, all at once a string per task
 _DAG_JOB = re.compile(r"^JOB\s+(\S+)\s", re.I)
 _DAG_EDGE = re.compile(r"^PARENT\s+(.+?)\s+CHILD\s+(.+)$", re.I)
 
@@ -253,41 +256,44 @@ def read_root_dag(path: str) -> dict[str, list[str]]:
 
 
 def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dict[str, str]) -> None:
+    """Its events in the order monitord reads them: tasks, task edges, jobs, the task-to-job map, job edges, then
+    the metadata. A cluster may hold a million tasks: lines are joined a few thousand at a time."""
     ts = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    pre, wf = f"ts={ts} event=", f"xwf.id={wf_uuid}"
+    quoted = functools.lru_cache(maxsize=1024)(_q)  # for the few transformations every task names
     with open(path, "w", encoding="utf-8", buffering=1 << 20) as fh:
-        w = fh.write
-        for job in jobs:
-            for t in job.tasks:
-                w(f'ts={ts} event=task.info xwf.id={wf_uuid} task.id={_q(t.id)} type="{t.kind[0]}" '
-                  f'type_desc="{t.kind[1]}" transformation={_q(t.transformation)} argv={_q(t.argv)}\n')
-        for job in jobs:
-            for t in job.tasks:
-                for c in t.children:
-                    w(f"ts={ts} event=task.edge xwf.id={wf_uuid} parent.task.id={_q(t.id)} child.task.id={_q(c)}\n")
-        for job in jobs:
-            w(f'ts={ts} event=job.info xwf.id={wf_uuid} job.id={_q(job.name)} '
-              f'submit_file={_q(job.name + "/" + job.name + ".sub")} type="{job.kind[0]}" type_desc="{job.kind[1]}" '
-              f'clustered="{1 if len(job.tasks) > 1 else 0}" max_retries="0" '
-              f"executable={_q(job.command[0])} argv={_q(' '.join(job.command[1:]))} "
-              f'task_count="{len(job.tasks)}"\n')
-        for job in jobs:
-            for t in job.tasks:
-                w(f"ts={ts} event=wf.map.task_job xwf.id={wf_uuid} job.id={_q(job.name)} task.id={_q(t.id)}\n")
-        for job in jobs:
-            for parent in job.parents:
-                w(f"ts={ts} event=job.edge xwf.id={wf_uuid} parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n")
-        for key, value in metadata.items():  # after the tasks they name, as monitord looks them up
-            w(f"ts={ts} event=xwf.meta xwf.id={wf_uuid} key={_q(key)} value={_q(value)}\n")
-        for job in jobs:
-            for t in job.tasks:
-                for key, value in t.metadata.items():
-                    w(f"ts={ts} event=task.meta xwf.id={wf_uuid} task.id={_q(t.id)} key={_q(key)} value={_q(value)}\n")
-        for job in jobs:  # as Pegasus writes them: each file's metadata, then the file's map to its task
-            for t in job.tasks:
-                for lfn, attributes in t.files:
-                    for key, value in attributes.items():
-                        w(f"ts={ts} event=rc.meta xwf.id={wf_uuid} lfn.id={_q(lfn)} key={_q(key)} value={_q(value)}\n")
-                    w(f"ts={ts} event=wf.map.file xwf.id={wf_uuid} task.id={_q(t.id)} lfn.id={_q(lfn)}\n")
+        def out(lines: Iterator[str]) -> None:
+            while chunk := list(itertools.islice(lines, CHUNK)):
+                fh.write("".join(chunk))
+
+        out(f'{pre}task.info {wf} task.id={_q(t.id)} type="{t.kind[0]}" type_desc="{t.kind[1]}" '
+            f'transformation={quoted(t.transformation)} argv={_q(t.argv)}\n' for job in jobs for t in job.tasks)
+        out(f"{pre}task.edge {wf} parent.task.id={parent} child.task.id={_q(c)}\n"
+            for job in jobs for t in job.tasks if t.children for parent in (_q(t.id),) for c in t.children)
+        out(f'{pre}job.info {wf} job.id={_q(job.name)} '
+            f'submit_file={_q(job.name + "/" + job.name + ".sub")} type="{job.kind[0]}" type_desc="{job.kind[1]}" '
+            f'clustered="{1 if len(job.tasks) > 1 else 0}" max_retries="0" '
+            f"executable={_q(job.command[0])} argv={_q(' '.join(job.command[1:]))} "
+            f'task_count="{len(job.tasks)}"\n' for job in jobs)
+        out(f"{pre}wf.map.task_job {wf} job.id={name} task.id={_q(t.id)}\n"
+            for job in jobs for name in (_q(job.name),) for t in job.tasks)
+        out(f"{pre}job.edge {wf} parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n"
+            for job in jobs for parent in job.parents)
+        # metadata after the tasks it names, as monitord looks them up
+        out(f"{pre}xwf.meta {wf} key={_q(key)} value={_q(value)}\n" for key, value in metadata.items())
+        out(f"{pre}task.meta {wf} task.id={_q(t.id)} key={_q(key)} value={_q(value)}\n"
+            for job in jobs for t in job.tasks if t.metadata for key, value in t.metadata.items())
+        out(_file_lines(jobs, pre, wf))
+
+
+def _file_lines(jobs: list[RootJob], pre: str, wf: str) -> Iterator[str]:
+    """As Pegasus writes them: each file's metadata, then the file's map to its task."""
+    for job in jobs:
+        for t in job.tasks:
+            for lfn, attributes in t.files:
+                for key, value in attributes.items():
+                    yield f"{pre}rc.meta {wf} lfn.id={_q(lfn)} key={_q(key)} value={_q(value)}\n"
+                yield f"{pre}wf.map.file {wf} task.id={_q(t.id)} lfn.id={_q(lfn)}\n"
 
 
 def read_braindump(submit_dir: str) -> dict[str, Any]:

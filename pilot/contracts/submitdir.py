@@ -35,7 +35,10 @@ def _q(value: str) -> str:
     """A quoted NetLogger value: only ``"`` is escaped (monitord does not unescape ``\\\\``). A byte that is not
     UTF-8 (a task argument read from a PMC .dag, which passes such bytes through) is shown as U+FFFD: monitord
     reads the file as UTF-8 text, and the value is for people to read, not to run."""
-    if not value.isascii():
+    if value.isascii():
+        if '"' not in value:
+            return f'"{value}"'  # most values: a plan quotes millions
+    else:
         value = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return '"' + value.replace('"', '\\"') + '"'
 

@@ -61,6 +61,11 @@ def edge_record(parent: str, child: str) -> str:
     return f"EDGE {parent} {child}"
 
 
+def edge_lines(edges: Iterable[tuple[str, str]]) -> str:
+    """The EDGE records of ``(parent, child)`` task ids as written, each line ending in a newline."""
+    return "".join([f"EDGE {parent} {child}\n" for parent, child in edges])
+
+
 def runtime_note(seconds: float) -> str:
     """The ``#pilot runtime=<s>`` line that gives the next TASK its expected run time."""
     text = f"{seconds:g}"
@@ -130,6 +135,12 @@ def task_text(context: list[str], note: str | None, more: list[str], record: str
     if note is None:
         return "\n".join([*context, *more, record]) + "\n"
     return "\n".join([*context, note, *more, record]) + "\n"
+
+
+def plain_task_text(pegasus_id: int | str, transformation: str, dax_id: str, record: str) -> str:
+    """task_text of a task without notes, its annotation given as ``annotation`` takes it: one format for the
+    million tasks of a planned cluster, most of which have none."""
+    return f"#@ {pegasus_id} {transformation} {dax_id}\n{record}\n"
 
 
 def iter_dag_text(tasks: Iterable[Task]) -> Iterator[str]:

@@ -57,7 +57,6 @@ def add(wf: Workflow, data: DataJobs, lay: DataLayout, mode: str) -> list[Job]:
 
 
 def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) -> list[Job]:
-    levels = graphs.levels(jobs, lambda j: j.parents, lambda j: j.children)  # roots 1
     users: dict[str, list[Job]] = {}
     kept: set[str] = set()
     written = {u.lfn for j in wf.jobs for u in j.uses if u.writes}
@@ -72,14 +71,16 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) ->
         for lfn in lfns:
             users.setdefault(lfn, []).append(job)
     owned: dict[int, tuple[Job, list[str]]] = {}
+    # By Job.index (its place in jobs), roots 1; only where a file is to be removed (a workflow may have none).
+    levels = graphs.index_levels(jobs) if users.keys() - kept else []
     for lfn, who in users.items():
         if lfn in kept:
             continue
-        owner = max(who, key=lambda j: levels[id(j)])
+        owner = who[0] if len(who) == 1 else max(who, key=lambda j: levels[j.index])
         owned.setdefault(id(owner), (owner, []))[1].append(lfn)
     by_level: dict[int, list[tuple[Job, list[str]]]] = {}
     for owner, files in owned.values():
-        by_level.setdefault(levels[id(owner)], []).append((owner, files))
+        by_level.setdefault(levels[owner.index], []).append((owner, files))
     out: list[Job] = []
     num = _clusters_num(wf)
     for level in sorted(by_level):

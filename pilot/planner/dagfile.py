@@ -1,10 +1,10 @@
 """A cluster's PMC DAG: its TASK lines from the planner's jobs, streamed to the file, and its shape.
 
 A cluster may hold a million jobs, so nothing here builds the DAG's text or
-parses it back: lines go to the file as they are made, and what the planner
-cannot vouch for is checked by the DAG parser itself, once per distinct
-piece: the task options and executable a job gets from its profiles and
-catalog entry, and each ``#pilot`` note. A job's arguments were quoted word
+parses it back: lines go to the file as they are made, a few thousand at a
+time, and what the planner cannot vouch for is checked by the DAG parser
+itself, once per distinct piece: the task options and executable a job gets
+from its profiles and catalog entry, and each ``#pilot`` note. A job's arguments were quoted word
 by word when it was read (Job.args_line), so they always split back into
 those words; task ids are checked to be unique as they are written. Per-job
 tables are lists by Job.index (unique within a plan) rather than dicts.
@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import collections
 import functools
+import itertools
 import os
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
-from pilot.dag.writer import ContextNotes, annotation, details, edge_record, task_record, task_text
+from pilot.dag.writer import (ContextNotes, annotation, details, edge_lines, plain_task_text, task_record,
+                              task_text)
 from pilot.errors import ConfigError, DagError
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
@@ -34,6 +36,7 @@ REQUESTS = (("-m", ("pmc_request_memory", "memory")), ("-c", ("pmc_request_cpus"
             ("-p", ("pmc_priority",)), ("-g", ("gpus",)))
 REQUEST_KEYS = tuple(k for _, keys in REQUESTS for k in keys)
 WRITE_BUFFER = 1 << 20
+CHUNK = 4096  # jobs' lines, or EDGE lines, joined per write
 
 
 def requested(profiles: dict[str, str], keys: tuple[str, ...]) -> tuple[str, str] | None:
@@ -109,20 +112,32 @@ def _request(values: tuple, extra) -> tuple[int, int, int]:
 
 
 class _Checks:
-    """What the DAG parser has accepted so far: note lines and TASK heads, each parsed once."""
+    """What the DAG parser has accepted: note lines and TASK heads, each parsed once (``_refusal``)."""
 
     def __init__(self) -> None:
-        self.seen: set[str] = set()
+        self.notes: set[str] = set()
 
     def check(self, lines: list[str], job: Job) -> None:
-        key = "\n".join(lines)
-        if key in self.seen:
-            return
-        try:  # as the file's reader will see them: a newline inside a value starts another line
-            parse_dag([piece for line in lines for piece in line.splitlines(True)])
-        except DagError as exc:
-            raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: {exc.message}") from None
-        self.seen.add(key)
+        message = _refusal(tuple(lines))
+        if message is not None:
+            raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: {message}")
+
+    def note(self, note: str, job: Job) -> None:
+        """A ``#pilot`` note line, checked before a TASK line (most tasks repeat the last task's notes)."""
+        if note not in self.notes:
+            self.check([note, "TASK t x"], job)
+            self.notes.add(note)
+
+
+@functools.lru_cache(maxsize=4096)
+def _refusal(lines: tuple[str, ...]) -> str | None:
+    """Why the DAG parser refuses ``lines`` (None: it accepts them). Kept across clusters: a plan of thousands
+    writes the same notes and TASK heads into each."""
+    try:  # as the file's reader will see them: a newline inside a value starts another line
+        parse_dag([piece for line in lines for piece in line.splitlines(True)])
+    except DagError as exc:
+        return exc.message
+    return None
 
 
 def _positions(cluster: Cluster) -> list[int] | None:
@@ -154,76 +169,188 @@ def _member_of(cluster: Cluster) -> Callable[[Job], int]:
     return member
 
 
-def write_dag(path: str, cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=None, cdir: str = ".") -> None:
+def write_dag(path: str, cluster: Cluster, resolver: ProfileResolver, pfn_of,
+              runtimes: Sequence[float | None] | None = None, cdir: str = ".") -> None:
     """Write the cluster's PMC DAG to ``path``; a job's known runtime goes on a ``#pilot runtime=`` line, and the
     directory its jobs run in and the variables of its env profiles on ``#pilot cwd=`` and ``#pilot env`` lines
     where they change (PMC skips all three). A TASK that the DAG parser would refuse is a ConfigError naming
     the job it was made from."""
     with open(path, "w", encoding="utf-8", errors="surrogateescape", buffering=WRITE_BUFFER) as fh:  # bytes PMC passes
-        fh.writelines(dag_lines(cluster, resolver, pfn_of, runtime_of, cdir))
+        fh.writelines(dag_lines(cluster, resolver, pfn_of, runtimes, cdir))
 
 
-def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtime_of=None, cdir: str = ".") -> Iterator[str]:
-    """The text of write_dag, a job's lines at a time, then the EDGE lines, spelled by pilot.dag.writer."""
+def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Sequence[float | None] | None = None,
+              cdir: str = ".") -> Iterator[str]:
+    """The text of write_dag, CHUNK jobs' lines at a time, then the EDGE lines, spelled by pilot.dag.writer.
+
+    ``pfn_of(job, site)`` is the job's executable; ``runtimes`` the jobs' runtimes by their places. A cluster
+    may hold a million jobs, most of them alike: the jobs of a transformation that have no profiles of their
+    own or container share its environment, executable and TASK head, looked up once (``_Heads.plain``)."""
     checks = _Checks()
+    heads = _Heads(resolver, cluster.site, pfn_of, checks)
+    plains = heads.plains
     ids: list[str] = []
     known: dict[str, int] = {}
     notes = ContextNotes()
-    heads: dict[tuple, str] = {}  # (options, wrapper, pfn) -> the TASK words between id and arguments
-    for n, job in enumerate(cluster.jobs, 1):
-        job_env = None if job.command is not None else resolver.env(job, cluster.site)  # data jobs: the pilot's
-        before = notes.context(job.cwd, job_env)  # notes before the job's '#@' line, and between it and its TASK
-        after = details(runtime_of(job) if runtime_of is not None else None, job.stdio)
-        for note in before + after:
-            checks.check([note, "TASK t x"], job)
-        tid = job.task_id
-        if tid in known:
-            raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: duplicate task {tid!r} "
-                              f"(the task of job {cluster.jobs[known[tid]].id} has that id too)")
-        known[tid] = n - 1
-        ids.append(quote_arg(tid))
-        if job.command is not None:
-            line = data_task_line(job, cdir)
-            checks.check([line], job)
-        else:
-            profiles = resolver.pegasus(job, cluster.site)
-            pfn = pfn_of(job, cluster.site)
-            key = (tuple(map(profiles.get, REQUEST_KEYS)), profiles.get("pmc_task_arguments"),
-                   tuple(job.wrapper) if job.wrapper else None, pfn)
-            head = heads.get(key)
-            if head is None:
-                head = " ".join(_head(job, pfn, profiles))
-                checks.check(["TASK t " + head], job)
-                heads[key] = head
-            line = task_record(ids[-1], f"{head} {job.args_line}" if job.args_line else head)
-        yield task_text(before, annotation(n, job.tx_label, job.id), after, line)
+    cwd_now: object = None  # the cwd and env the notes were last asked about (skip asking while they stay these)
+    env_now: object = None
+    runtime_notes: dict[float, list[str]] = {}
+    site = cluster.site
+    texts: list[str] = []  # jobs' lines, joined CHUNK jobs at a time: a write each would cost more
+    try:
+        for n, job in enumerate(cluster.jobs, 1):
+            data = job.command is not None  # a data job: the pilot's environment, a command of the planner's
+            plain = None  # or, for a job with no profiles of its own or container, its transformation's values
+            if not (data or job.profiles or job.wrapper is not None):
+                plain = plains.get(job.tx_key) or heads.plain(job)
+            job_env = None if data else plain.env if plain is not None else resolver.env(job, site)
+            before = ()
+            if job.cwd is not cwd_now or job_env is not env_now:  # notes before the job's '#@' line, if any
+                before = notes.context(job.cwd, job_env)
+                cwd_now, env_now = job.cwd, job_env
+            runtime = runtimes[n - 1] if runtimes is not None else None
+            if job.stdio is not None:
+                after = details(runtime, job.stdio)
+            elif runtime is None:
+                after = ()
+            elif (after := runtime_notes.get(runtime)) is None:
+                after = runtime_notes[runtime] = details(runtime, None)
+            if before or after:
+                for note in (*before, *after):
+                    checks.note(note, job)
+            tid = job.task_id
+            if tid in known:
+                raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: duplicate task {tid!r} "
+                                  f"(the task of job {cluster.jobs[known[tid]].id} has that id too)")
+            known[tid] = n - 1
+            qid = quote_arg(tid)
+            ids.append(qid)
+            if data:
+                line = data_task_line(job, cdir)
+                checks.check([line], job)
+            else:
+                head = heads.of(job) if plain is None else plain.head or heads.plain_head(job, plain)
+                line = task_record(qid, f"{head} {job.args_line}" if job.args_line else head)
+            label = job.tx_label if plain is None else plain.label
+            if before or after:
+                texts.append(task_text(list(before), annotation(n, label, job.id), list(after), line))
+            else:
+                texts.append(plain_task_text(n, label, job.id, line))
+            if len(texts) == CHUNK:
+                yield "".join(texts)
+                texts.clear()
+    except Exception:
+        yield "".join(texts)  # the jobs before the one refused, as a writer of a line at a time leaves the file
+        raise
+    yield "".join(texts)
     known.clear()
-    member = _member_of(cluster)
-    for k, job in enumerate(cluster.jobs):
-        for child in job.children:
-            c = member(child)
-            if c >= 0:
-                yield edge_record(ids[k], ids[c]) + "\n"
+    yield from _edge_lines(cluster, ids)
 
 
-def width_and_path(cluster: Cluster, runtime_of) -> tuple[int, float | None]:
-    """Most tasks of the cluster that can run at once (by level) and its critical path (None: a runtime unknown).
-    Its jobs are in topological order inside it (or independent)."""
-    member = _member_of(cluster)
+def _edge_lines(cluster: Cluster, ids: list[str]) -> Iterator[str]:
+    """The cluster's EDGE lines, CHUNK at a time (a job may have a child per root of the workflow): each edge
+    between two of its members, ``ids`` their task ids."""
     jobs = cluster.jobs
+    where = _positions(cluster)
+    if where is None:
+        member = _member_of(cluster)
+        edges = ((ids[k], ids[c]) for k, job in enumerate(jobs) for c in map(member, job.children) if c >= 0)
+    else:
+        size = len(where)
+        edges = ((ids[k], ids[c]) for k, job in enumerate(jobs) for child in job.children
+                 if child.index < size and (c := where[child.index]) >= 0 and jobs[c] is child)
+    while chunk := list(itertools.islice(edges, CHUNK)):
+        yield edge_lines(chunk)
 
-    def parents(k: int) -> list[int]:
-        return [m for p in jobs[k].parents if (m := member(p)) >= 0]
 
-    levels = graphs.longest_paths([1] * len(jobs), parents).finish
-    width = max(collections.Counter(levels).values(), default=0)
-    runtimes = [rt for rt in map(runtime_of, jobs) if rt is not None]
-    if len(runtimes) < len(jobs):
-        return width, None
-    return width, max(graphs.longest_paths(runtimes, parents).finish, default=0.0)
+class _Plain:
+    """What the jobs of a transformation that have no profiles of their own or container share on a site: their
+    environment, the transformation's label, and their TASK head (None until the first of them is written)."""
+
+    __slots__ = ("env", "label", "head")
+
+    def __init__(self, env: tuple[tuple[str, str], ...] | None, label: str) -> None:
+        self.env, self.label = env, label
+        self.head: str | None = None
+
+
+class _Heads:
+    """The TASK words between a job's id and its arguments (``_head``), each distinct one checked by the DAG
+    parser once; and a transformation's shared values (``_Plain``) on the cluster's site."""
+
+    def __init__(self, resolver: ProfileResolver, site: str, pfn_of, checks: _Checks) -> None:
+        self.resolver, self.site, self.pfn_of, self.checks = resolver, site, pfn_of, checks
+        self.heads: dict[tuple, str] = {}  # (options, wrapper, pfn) -> head
+        self.plains: dict[tuple, _Plain] = {}  # transformation -> its shared values
+
+    def plain(self, job: Job) -> _Plain:
+        plain = self.plains[job.tx_key] = _Plain(self.resolver.env(job, self.site), job.tx_label)
+        return plain
+
+    def plain_head(self, job: Job, plain: _Plain) -> str:
+        """The head of the first job of ``plain``'s transformation, which its others share."""
+        plain.head = self.of(job)
+        return plain.head
+
+    def of(self, job: Job) -> str:
+        profiles = self.resolver.pegasus(job, self.site)
+        pfn = self.pfn_of(job, self.site)
+        key = (tuple(map(profiles.get, REQUEST_KEYS)), profiles.get("pmc_task_arguments"),
+               tuple(job.wrapper) if job.wrapper else None, pfn)
+        head = self.heads.get(key)
+        if head is None:
+            head = " ".join(_head(job, pfn, profiles))
+            self.checks.check(["TASK t " + head], job)
+            self.heads[key] = head
+        return head
+
+
+class Shape(NamedTuple):
+    """What the plan says of a cluster's DAG besides its tasks."""
+
+    width: int  # most tasks that can run at once (by level)
+    critical_path: float | None  # None: a runtime unknown
+    roots: int  # tasks with no parent inside the cluster: those ready when it starts
+
+
+def shape(cluster: Cluster, runtimes: Sequence[float | None]) -> Shape:
+    """The cluster's Shape, ``runtimes`` its jobs' by their places. Its jobs are in topological order inside it
+    (or independent): a parent placed after its child counts as not started, as graphs.longest_paths has it
+    (whose sums this makes, in one pass without a list of parents per job)."""
+    timed = None not in runtimes
+    level = [0] * len(runtimes)
+    finish = [0.0] * len(runtimes)  # runtimes are never negative: a chain starts at 0 or its latest parent's end
+    roots = 0
+    for k, inner in enumerate(_inner_parents(cluster)):
+        top, start = 0, 0.0
+        for m in inner:
+            if level[m] > top:
+                top = level[m]
+            if finish[m] > start:
+                start = finish[m]
+        level[k] = top + 1
+        if not inner:
+            roots += 1
+        if timed:
+            finish[k] = start + runtimes[k]  # type: ignore[operator]
+    width = max(collections.Counter(level).values(), default=0)
+    return Shape(width, max(finish, default=0.0) if timed else None, roots)
 
 
 def roots_of(cluster: Cluster) -> int:
     """Tasks of the cluster with no parent inside it: those ready when it starts."""
-    member = _member_of(cluster)
-    return sum(1 for job in cluster.jobs if not any(member(p) >= 0 for p in job.parents))
+    return sum(1 for inner in _inner_parents(cluster) if not inner)
+
+
+def _inner_parents(cluster: Cluster) -> Iterator[list[int]]:
+    """Each job's parents inside the cluster, by their places there, job by job."""
+    jobs = cluster.jobs
+    where = _positions(cluster)
+    if where is None:
+        member = _member_of(cluster)
+        for job in jobs:
+            yield [m for p in job.parents if (m := member(p)) >= 0]
+        return
+    size = len(where)
+    for job in jobs:
+        yield [m for p in job.parents if p.index < size and (m := where[p.index]) >= 0 and jobs[m] is p]

@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import sys
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Callable
 
 from pilot.contracts.clusters import ClusterKind, ClusterSpec, PlanInfo, write_clusters
@@ -29,7 +30,7 @@ from pilot.jobrequest import pilot_args, request_for
 from pilot.planner import subworkflow
 from pilot.planner.batchopts import BatchOptions, batch_options
 from pilot.planner.clustering import Cluster
-from pilot.planner.dagfile import command_text, input_file, roots_of, task_request, width_and_path, write_dag
+from pilot.planner.dagfile import command_text, input_file, roots_of, shape, task_request, write_dag
 from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
@@ -44,7 +45,10 @@ class Emitted:
     ranks: int
     critical_path: float | None
     batch: BatchOptions = BatchOptions()
+    roots: int | None = None  # its tasks with no parent in it (None: not counted yet)
 
+
+_id = attrgetter("id")  # a job's id, read by a C-level accessor (a task's children, for a million tasks)
 
 # Emitting is per cluster and independent: with many clusters, forked workers
 # (sharing the plan copy-on-write) write them in parallel.
@@ -71,14 +75,31 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
             rows = [_emit_one(k) for k in range(len(clusters))]
     finally:
         _SHARED = None
-    out = [Emitted(clusters[k], dag, script, ranks, critical, batch) for k, dag, script, ranks, critical, batch in rows]
+    out = [Emitted(clusters[k], dag, script, ranks, critical, batch, roots)
+           for k, dag, script, ranks, critical, batch, roots in rows]
     memo: dict = {}
     write_cluster_dag(submit_dir, out, site, workflow_name, [cluster_retry(c, resolver, memo) for c in clusters],
                       resolver.catalogs.properties, subplans)
-    write_root_monitoring(submit_dir, out, site, workflow_name, planner_arguments,
-                          lambda job, handle: task_request(resolver.pegasus(job, handle)), resolver.catalogs.properties,
-                          resolver.catalogs.workflow_metadata, resolver.catalogs)
+    write_root_monitoring(submit_dir, out, site, workflow_name, planner_arguments, requests_of(resolver),
+                          resolver.catalogs.properties, resolver.catalogs.workflow_metadata, resolver.catalogs)
     return out
+
+
+def requests_of(resolver: ProfileResolver) -> Callable[[Job, str], tuple[int, int, int]]:
+    """job, site handle -> the (CPUs, memory MB, GPUs) of its task (task_request), looked up once per transformation
+    and site for the jobs without profiles of their own, which share their transformation's."""
+    shared: dict[tuple, tuple[int, int, int]] = {}
+
+    def request_of(job: Job, handle: str) -> tuple[int, int, int]:
+        if job.profiles:
+            return task_request(resolver.pegasus(job, handle))
+        key = (job.tx_key, handle)
+        found = shared.get(key)
+        if found is None:
+            found = shared[key] = task_request(resolver.pegasus(job, handle))
+        return found
+
+    return request_of
 
 
 def _retry_in(layer: dict[str, str]) -> str | None:
@@ -123,9 +144,20 @@ def dagman_retry(job: Job, site: str, resolver: ProfileResolver, memo: dict | No
 
 
 def cluster_retry(cluster: Cluster, resolver: ProfileResolver, memo: dict | None = None) -> int | None:
-    """A cluster is retried as often as the most-retried of its jobs asks (None: no job says)."""
-    values = [r for r in (dagman_retry(job, cluster.site, resolver, memo) for job in cluster.jobs) if r is not None]
-    return max(values) if values else None
+    """A cluster is retried as often as the most-retried of its jobs asks (None: no job says). Jobs without
+    profiles of their own ask what their transformation's first such job asks: each is asked once."""
+    memo = {} if memo is None else memo
+    asked: set[tuple] = set()  # transformations whose jobs without profiles were asked
+    most = None
+    for job in cluster.jobs:
+        if not job.profiles:
+            if job.tx_key in asked:
+                continue
+            asked.add(job.tx_key)
+        retry = dagman_retry(job, cluster.site, resolver, memo)
+        if retry is not None and (most is None or retry > most):
+            most = retry
+    return most
 
 
 def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
@@ -143,10 +175,7 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
         # output, which monitord counts as a task's. A data job alone (all clusterings but whole) is also a job
         # of its own type (create-dir, stage-in-tx, ...), which pegasus-statistics counts jobs by.
         alone = len(c.jobs) == 1 and c.jobs[0].type is not JobType.COMPUTE
-        tasks = [RootTask(j.id, j.tx_label, command_text(j), tuple([ch.id for ch in j.children]), *request_of(j, c.site),
-                          kind=j.type.value, metadata=j.metadata,
-                          files=tuple((u.lfn, u.metadata or {}) for u in j.uses if u.metadata or (u.writes and u.register)))
-                 for j in c.jobs]  # its files with metadata, and the outputs it registers, as Pegasus maps them
+        tasks = root_tasks(c, request_of)
         cdir = os.path.dirname(e.dag)
         if c.kind is ClusterKind.SUBWORKFLOW:  # driven by a nested pilot submit, as Pegasus runs a nested DAGMan
             command = [sys.executable, "-m", "pilot", "submit", subworkflow.nested_dir(c)]
@@ -161,16 +190,32 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
                      job_hooks=job_hooks(emitted, catalogs) if catalogs else None)
 
 
+def root_tasks(cluster: Cluster, request_of) -> list[RootTask]:
+    """The cluster's jobs as tasks of the root workflow: each with its files that have metadata, and the outputs it
+    registers, as Pegasus maps them. One positional RootTask per job: a cluster may hold a million (and an
+    enum's ``_value_`` is its value without the ``value`` property's call)."""
+    handle = cluster.site
+    return [RootTask(j.id, j.tx_label, j.args_line if j.command is None else command_text(j),
+                     tuple(map(_id, j.children)), *request_of(j, handle), j.type._value_, j.metadata,
+                     _mapped_files(j.uses) if j.uses else ())
+            for j in cluster.jobs]
+
+
+def _mapped_files(uses) -> tuple[tuple[str, dict[str, str]], ...]:
+    return tuple((u.lfn, u.metadata or {}) for u in uses if u.metadata or (u.writes and u.register))
+
+
 def job_hooks(emitted: list[Emitted], catalogs: Catalogs) -> dict[str, list[tuple[str, str]]]:
     """Each batch job's shell hooks: those of its one Pegasus job and that job's transformation. monitord runs
     a job's hooks when the job (here: its cluster) starts and ends; for a job clustered with others it could
     only go by the order the tasks' records come in, which is the order they end, so that is refused."""
     out: dict[str, list[tuple[str, str]]] = {}
     tx_hooks: dict[tuple, list[tuple[str, str]]] = {}
+    any_tx_hooks = any(tx.hooks for tx in catalogs.transformations.values())
     for e in emitted:
         for job in e.cluster.jobs:
-            if job.command is not None:
-                continue  # a data job of the planner's own has none
+            if job.command is not None or not (job.hooks or any_tx_hooks):
+                continue  # a data job of the planner's own has none; most jobs have none
             mine = tx_hooks.get(job.tx_key)
             if mine is None:
                 tx = catalogs.find_transformation(job.tx_key)
@@ -195,21 +240,23 @@ def cluster_static_bp(site: SiteConfig, asked: bool) -> bool:
     return asked or "--monitord-hack" in pilot_args(site, "cluster.dag")
 
 
-def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions]:
+def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions, int | None]:
     submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans, static_bp = _SHARED  # type: ignore[misc]
     cluster = clusters[k]
     cdir = os.path.join(submit_dir, cluster.name)
     if cluster.kind is ClusterKind.SUBWORKFLOW:
-        return k, subworkflow.write(cdir, cluster.name, subplans[cluster.jobs[0].index]), "", 0, None, BatchOptions()
-    width, critical = width_and_path(cluster, runtime_of)
+        dag = subworkflow.write(cdir, cluster.name, subplans[cluster.jobs[0].index])
+        return k, dag, "", 0, None, BatchOptions(), None
+    runtimes = list(map(runtime_of, cluster.jobs))
+    width, critical, roots = shape(cluster, runtimes)
     batch = batch_options(cluster, resolver, scheduler_for(site))
-    e = write_cluster(submit_dir, cluster, lambda path: write_dag(path, cluster, resolver, pfn_of, runtime_of, cdir),
+    e = write_cluster(submit_dir, cluster, lambda path: write_dag(path, cluster, resolver, pfn_of, runtimes, cdir),
                       width, critical, site, planner_arguments, batch, static_bp)
     for job in cluster.jobs:
         if job.stdin_text is not None:
             with open(input_file(cdir, job), "w", encoding="utf-8") as fh:
                 fh.write(job.stdin_text)
-    return k, e.dag, e.script, e.ranks, e.critical_path, batch
+    return k, e.dag, e.script, e.ranks, e.critical_path, batch, roots
 
 
 def write_cluster(submit_dir: str, cluster: Cluster, write_dag_file: Callable[[str], None], width: int,
@@ -265,8 +312,9 @@ def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig,
         specs.append(ClusterSpec(
             name=c.name, kind=c.kind, dir=cdir, dag=e.dag, tasks=len(c.jobs), ranks=e.ranks,
             parents=tuple(p.name for p in c.parents), retry=retries[k] if retries else None, runtime=c.runtime,
-            critical_path=e.critical_path, category=category, maxjobs=maxjobs, roots=roots_of(c), queue=b.queue,
-            account=b.account, directives=tuple(b.directives), subworkflow=sub, script=e.script or None,
+            critical_path=e.critical_path, category=category, maxjobs=maxjobs,
+            roots=roots_of(c) if e.roots is None else e.roots, queue=b.queue, account=b.account,
+            directives=tuple(b.directives), subworkflow=sub, script=e.script or None,
         ))
     plan = PlanInfo(workflow=workflow_name, site=site.name, site_file=os.path.abspath(site.path), scheduler=site.scheduler)
     write_clusters(submit_dir, plan, specs)

@@ -23,6 +23,13 @@ class _Empty(Mapping[str, Any]):
     def __len__(self) -> int:
         return 0
 
+    # Mapping's own get and `in` go through __getitem__ and its KeyError: a plan asks each of a million jobs.
+    def get(self, key: str, default: Any = None) -> Any:
+        return default
+
+    def __contains__(self, key: object) -> bool:
+        return False
+
     def __hash__(self) -> int:
         return 0
 
@@ -77,6 +84,9 @@ class JobType(enum.Enum):
 
 CATEGORIES = {JobType.STAGE_IN: "stagein", JobType.STAGE_OUT: "stageout", JobType.CLEANUP: "cleanup",
               JobType.REGISTRATION: "registration"}
+# Members as module names: `JobType.X` is a lookup through the enum's metaclass each time (tens of nanoseconds),
+# which Job's properties would pay for each of a million jobs.
+_COMPUTE, _DAX = JobType.COMPUTE, JobType.DAX
 # Pegasus' default MAXJOBS per category (its condor code generator and cleanup strategy); registration has none.
 DEFAULT_MAXJOBS = {"stagein": 10, "stageout": 10, "cleanup": 4}
 
@@ -88,6 +98,11 @@ class Link(enum.Enum):
     OUTPUT = "output"
     INOUT = "inout"
     CHECKPOINT = "checkpoint"
+
+
+# Looked up once: each member of an enum costs a lookup each time, and a plan asks each of millions of uses.
+_READING = (Link.INPUT, Link.INOUT, Link.CHECKPOINT)
+_WRITING = (Link.OUTPUT, Link.INOUT, Link.CHECKPOINT)
 
 
 @dataclass(slots=True)
@@ -105,11 +120,11 @@ class Use:
 
     @property
     def reads(self) -> bool:
-        return self.link in (Link.INPUT, Link.INOUT, Link.CHECKPOINT)
+        return self.link in _READING
 
     @property
     def writes(self) -> bool:
-        return self.link in (Link.OUTPUT, Link.INOUT, Link.CHECKPOINT)
+        return self.link in _WRITING
 
 
 @dataclass(frozen=True)
@@ -172,9 +187,12 @@ class Job:
     def task_id(self) -> str:
         """The job's task id in a PMC DAG: ``<transformation>_<job id>`` as Pegasus writes a compute
         job, an auxiliary job's own name (``stage_in_local_local_0_0``)."""
-        if self.type is JobType.DAX:
+        kind = self.type
+        if kind is _COMPUTE:
+            return f"{self.name}_{self.id}"
+        if kind is _DAX:
             return f"subdax_{self.name}_{self.id}"  # Pegasus' name for it, which pegasus-monitord looks for
-        return f"{self.name}_{self.id}" if self.type is JobType.COMPUTE else self.id
+        return self.id
 
     @property
     def tx_label(self) -> str:

@@ -12,6 +12,8 @@ Pegasus adds its data jobs after clustering, to the clustered workflow:
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from pilot.contracts.clusters import ClusterKind
 from pilot.planner.clustering import Cluster, check_acyclic, link, node_levels
 from pilot.planner.model import Job, Workflow
@@ -27,8 +29,10 @@ def _whole(clusters: list[Cluster]) -> bool:
 def units_of(wf: Workflow, clusters: list[Cluster]) -> list[Unit]:
     """The nodes transfers are grouped by, each with its level (roots 0)."""
     if _whole(clusters):
-        levels = graphs.levels(wf.jobs, _parents, _children)
-        units = [Unit([job], levels[id(job)] - 1) for job in wf.jobs]
+        levels = _levels_along(clusters[0].jobs, len(wf.jobs))
+        if levels is None:
+            levels = graphs.index_levels(wf.jobs)
+        units = [Unit((job,), levels[job.index] - 1) for job in wf.jobs]
     else:
         levels = node_levels(clusters)
         units = [Unit(c.jobs, levels[id(c)] - 1) for c in clusters]
@@ -38,13 +42,37 @@ def units_of(wf: Workflow, clusters: list[Cluster]) -> list[Unit]:
     return units
 
 
+def _levels_along(order: list[Job], count: int) -> list[int] | None:
+    """Each job's level by Job.index (roots 1) in one pass over ``order``, the whole cluster's jobs, which
+    clustering put in topological order; None when ``order`` is not all ``count`` jobs or a parent comes after
+    its child."""
+    if len(order) != count:
+        return None
+    level = [0] * count
+    try:
+        for job in order:
+            if level[job.index]:
+                return None  # listed twice
+            top = 0
+            for parent in job.parents:
+                above = level[parent.index]
+                if not above:
+                    return None  # not placed yet
+                if above > top:
+                    top = above
+            level[job.index] = top + 1
+    except IndexError:  # a job of another plan
+        return None
+    return level
+
+
 def attach(wf: Workflow, clusters: list[Cluster], made: list[Job], site: str) -> list[Cluster]:
     """``clusters`` with the data jobs ``made`` in them (see the module doc), linked and checked."""
     if not made:
         return clusters
     if _whole(clusters):
         whole = clusters[0]
-        whole.jobs = graphs.topological_order([*whole.jobs, *made], _parents, _children)
+        whole.jobs = graphs.index_order([*whole.jobs, *made], ordered=len(whole.jobs))
         return clusters
     names = {c.name for c in clusters}
     out = list(clusters)
@@ -63,9 +91,6 @@ def attach(wf: Workflow, clusters: list[Cluster], made: list[Job], site: str) ->
     return graphs.topological_order(out, _parents, _children)  # parents first, as clusters.yml lists them
 
 
-def _parents(job: Job) -> list[Job]:
-    return job.parents
-
-
-def _children(job: Job) -> list[Job]:
-    return job.children
+# A node's parents and children, read by C-level accessors: the graph functions call them per node of a million.
+_parents = attrgetter("parents")
+_children = attrgetter("children")

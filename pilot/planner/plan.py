@@ -20,7 +20,7 @@ from pilot.planner.emit import Emitted, emit
 from pilot.planner.placement import attach, units_of
 from pilot.planner.staging import DataJobs, Executable, executable_lfn, expected_runtime, required_executables
 from pilot.planner.estimate import PlanEstimate, estimate_plan
-from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, Use, Workflow
+from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, TransformationSite, Use, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.planner.yamlvalues import SAFE_ID
 from pilot.sites import SiteConfig
@@ -171,7 +171,7 @@ def _plan(req: PlanRequest) -> Plan:
                     return value
         return site.handle
 
-    sites = [hinted_site(job) for job in wf.jobs]
+    sites = [hinted_site(job) if job.profiles else site.handle for job in wf.jobs]
     gateways.check(wf.catalogs, site, {site.handle, *sites})  # the site catalog's batch system is the site config's
 
     def site_of(job: Job) -> str:
@@ -179,7 +179,17 @@ def _plan(req: PlanRequest) -> Plan:
 
     stageable: dict[int, list[Executable]] = {}  # job index -> the executables staged into its directory first
 
-    def catalog_entry(job: Job, handle: str):
+    entries: dict[tuple, TransformationSite] = {}  # (transformation, site) -> the entry its jobs there run
+
+    def catalog_entry(job: Job, handle: str) -> TransformationSite:
+        """The entry a job runs on its site: the same for every job of a transformation there (looked up once)."""
+        key = (job.tx_key, handle)
+        entry = entries.get(key)
+        if entry is None:
+            entry = entries[key] = find_entry(job, handle)
+        return entry
+
+    def find_entry(job: Job, handle: str) -> TransformationSite:
         tx = wf.catalogs.find_transformation(job.tx_key)
         if tx is None:
             raise ConfigError(f"{job.where}: unknown transformation {job.tx_label}: add it to the transformation catalog (--tc)")
@@ -195,6 +205,8 @@ def _plan(req: PlanRequest) -> Plan:
         return entry
 
     def pfn_of(job: Job, handle: str) -> str:
+        """The executable the job runs: its transformation's entry, or the copy staged into its directory; the
+        same for the jobs of a transformation that have no profiles of their own (the DAG writer asks once)."""
         if job.index in stageable:
             return lay.workdir.file(executable_lfn(job))[0]
         return catalog_entry(job, handle).pfn
@@ -213,26 +225,39 @@ def _plan(req: PlanRequest) -> Plan:
             checksum = {"checksum.type": "sha256", "checksum.value": spec.sha256} if spec.sha256 else {}
             wf.catalogs.replicas.setdefault(image[0], [Replica(image[1], spec.image_site or "local", spec.where, checksum)])
 
+    def staged_executables(job: Job, entry: TransformationSite, handle: str) -> list[Executable]:
+        tx = wf.catalogs.find_transformation(job.tx_key)
+        assert tx is not None
+        return [Executable(executable_lfn(job), replicas.url_of(entry.pfn), entry.site, tx.sha256),
+                *required_executables(wf.catalogs, job, tx, handle)]
+
+    compute, dax = JobType.COMPUTE, JobType.DAX  # looked up once (an enum's members cost a lookup each time)
     runtimes: list[float | None] = []
+    # (transformation, site) -> (staged executables, runtime) of its jobs there that have no profiles of their own
+    plain: dict[tuple, tuple[list[Executable] | None, float | None]] = {}
     for job in wf.jobs:  # fail early on unknown transformations, sites and bad runtimes
-        if job.type is JobType.DAX:
+        if job.type is dax:
             runtimes.append(None)  # a sub-workflow: planned when it is ready (pilot.planner.subworkflow)
             continue
-        handle = site_of(job)
+        handle = sites[job.index]
         entry = catalog_entry(job, handle)
         if entry.container is not None:
             in_container(job, entry.container, handle)
-        if entry.stageable:
-            tx = wf.catalogs.find_transformation(job.tx_key)
-            assert tx is not None
-            stageable[job.index] = [Executable(executable_lfn(job), replicas.url_of(entry.pfn), entry.site, tx.sha256),
-                                    *required_executables(wf.catalogs, job, tx, handle)]
-        runtimes.append(float_profile(resolver.pegasus(job, handle), "runtime"))
+        shared = None if job.profiles else plain.get((job.tx_key, handle))
+        if shared is None:
+            shared = (staged_executables(job, entry, handle) if entry.stageable else None,
+                      float_profile(resolver.pegasus(job, handle), "runtime"))
+            if not job.profiles:
+                plain[(job.tx_key, handle)] = shared
+        staged, runtime = shared
+        if staged is not None:
+            stageable[job.index] = staged
+        runtimes.append(runtime)
 
     def runtime_of(job: Job) -> float | None:
-        if job.type is JobType.DAX:
-            return None  # a sub-workflow's runtime is its own plan's
-        return runtimes[job.index] if job.type is JobType.COMPUTE else expected_runtime(job)
+        if job.type is compute:
+            return runtimes[job.index]
+        return None if job.type is dax else expected_runtime(job)  # a sub-workflow's: its own plan's
 
     clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
     if not clusters and "whole" in techniques:  # data reuse left no job: the data jobs are still one cluster

@@ -116,6 +116,7 @@ class ProfileResolver:
         self._from_properties.update(catalogs.workflow_profiles.get("pegasus", {}))
         self._below: dict[str, dict[str, str]] = {}  # per namespace: properties, then the workflow's profiles
         self._upper: dict[tuple, dict[str, str]] = {}
+        self._shared: dict[tuple, dict[str, str]] = {}  # (transformation, site) -> pegasus() of a job with none
         self._envs: dict[tuple, tuple[tuple[str, str], ...] | None] = {}
         self._tx_env: dict[tuple, tuple[tuple[str, str], ...] | None] = {}  # (transformation, site) -> its env
 
@@ -144,17 +145,24 @@ class ProfileResolver:
         profilekeys.check_unknown((profiles,), self.label_key)
 
     def pegasus(self, job: Job, site: str) -> dict[str, str]:
-        if job.profiles and profilekeys.UNKNOWN in job.profiles:
-            profilekeys.check_unknown((job.profiles,), self.label_key)
-        job_profiles = job.profiles.get("pegasus")
-        upper = self._catalog_layers(job, site)
-        if not job_profiles and not self._from_properties:
-            return upper
-        out = dict(self._from_properties)
-        if job_profiles:
-            out.update(job_profiles)
-        out.update(upper)
-        return out
+        """The job's pegasus profiles on ``site``. Jobs without pegasus profiles of their own share one dict per
+        (transformation, site), as a plan asks for each of a million jobs: callers read it, never change it."""
+        profiles = job.profiles
+        if profiles:
+            if profilekeys.UNKNOWN in profiles:
+                profilekeys.check_unknown((profiles,), self.label_key)
+            job_profiles = profiles.get("pegasus")
+            if job_profiles:
+                out = dict(self._from_properties)
+                out.update(job_profiles)
+                out.update(self._catalog_layers(job, site))
+                return out
+        key = (job.tx_key, site)
+        shared = self._shared.get(key)
+        if shared is None:
+            upper = self._catalog_layers(job, site)
+            shared = self._shared[key] = {**self._from_properties, **upper} if self._from_properties else upper
+        return shared
 
     def other(self, job: Job, site: str, ns: str) -> dict[str, str]:
         """The job's profiles of namespace ``ns`` (env, condor, globus, ...), in the order of the module doc."""

@@ -33,6 +33,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from pilot.errors import ConfigError
 from pilot.planner import replicas, sysinfo
@@ -57,11 +58,11 @@ def expected_runtime(job: Job) -> float:
         else OTHER_SECONDS
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
-    """A node of the clustered workflow: the jobs of one cluster (one job under whole clustering)."""
+    """A node of the clustered workflow: the jobs of one cluster (one job under whole clustering: a million)."""
 
-    jobs: list[Job]
+    jobs: Sequence[Job]
     level: int  # 0 for roots
 
 
@@ -148,7 +149,6 @@ class DataJobs:
         self.copied_out: list[tuple[Job, list[str]]] = []  # stage-out jobs and the files they copy out of the directory
         self._turns: dict[tuple[str, int], int] = {}  # (in|out, level) -> files dealt to its transfer jobs so far
         self.known_sites = set(catalogs.sites) | {lay.exec_site, "local"}
-        self.protocols = replicas.transfer_protocols()
         self.transfer = [*lay.transfer, "--threads", self.props.get("pegasus.transfer.threads", DEFAULT_THREADS),
                          *self.props.get("pegasus.transfer.arguments", "").split()]
         self.side = "local" if lay.exec_site == "local" else "remote"
@@ -188,7 +188,7 @@ class DataJobs:
 
     def _check_url(self, src: str, dest: str, where: str) -> None:
         pair = f"{replicas.scheme(src)}->{replicas.scheme(dest)}"
-        if pair not in self.protocols:
+        if pair not in replicas.transfer_protocols():  # read from pegasus-transfer once, when a file moves
             raise ConfigError(f"{where}: pegasus-transfer cannot move {src} to {dest} ({pair} is not a protocol pair it "
                               "speaks): give the file a replica it can read, e.g. file://, http(s)://, scp://, s3://")
 
@@ -241,15 +241,17 @@ class DataJobs:
             out.append((-1 - n, use, [{"site_label": exe.site, "url": exe.url, "priority": 1}]))
         return out
 
-    def _stage_in(self, units: list[Unit], made: dict[str, Job]) -> None:
+    def _stage_in(self, by_level: dict[int, list[Unit]], made: dict[str, Job]) -> None:
         """Stage-in jobs per level, files dealt round-robin; ``made`` maps each file name to the job that writes it."""
         staged: dict[str, Container] = {}
         chmods: dict[int, tuple[Job, Container]] = {}  # id(stage-in job) -> the chmod job after it, and the stage-in
         per_job: dict[str, int] = {}  # job id -> the number of its last chmod job
-        for level, on_level in _levels(units).items():
+        for level, on_level in by_level.items():
             count = self._count("pegasus.stagein.clusters", len(on_level))
             boxes: list[Container] = []
             for job in (j for unit in on_level for j in unit.jobs):
+                if not job.uses and job.index not in self.stageable:
+                    continue  # nothing to stage, as for most jobs of a big workflow
                 for k, use, sources in self._wanted(job, made):
                     executable = k < 0
                     box = staged.get(use.lfn)
@@ -323,11 +325,11 @@ class DataJobs:
         assert self.lay.storage_get is not None
         return self.lay.storage_get.file(lfn)[1]
 
-    def _stage_out(self, units: list[Unit]) -> None:
+    def _stage_out(self, levels: dict[int, list[Unit]]) -> None:
         """Stage-out jobs per level (files dealt round-robin), each with a registration job beside it."""
         if not self.lay.output_site:
             return  # as pegasus-plan without an output site: nothing staged out, nothing registered
-        by_level = _levels(units)
+        by_level = dict(levels)
         if self.reused:
             by_level[REUSED_LEVEL] = [Unit(self.reused, REUSED_LEVEL)]
         for level, on_level in by_level.items():
@@ -397,8 +399,9 @@ class DataJobs:
         made = producers(self.wf)
         for job in self.wf.jobs:
             job.cwd = self.lay.workdir.path
-        self._stage_in(units, made)
-        self._stage_out(units)
+        by_level = _levels(units)
+        self._stage_in(by_level, made)
+        self._stage_out(by_level)
         roots = [j for j in (*self.wf.jobs, *self.made) if not j.parents]
         mkdir = self.new_job(f"create_dir_{self.wf.name}_0_{self.lay.exec_site}", JobType.CREATE_DIR, "dirmanager")
         mkdir.stdin_text = json.dumps([{"id": 1, "type": "mkdir",

@@ -1,0 +1,94 @@
+"""The graph helpers for nodes that know their place (a plan's jobs) give what the generic ones give."""
+
+from __future__ import annotations
+
+import graphlib
+import random
+
+import pytest
+
+from pilot.planner.clustering import topological_positions
+from pilot.planner.model import Job, Workflow
+from pilot.planner.placement import _levels_along
+from pilot.util import graphs
+
+
+def random_jobs(seed: int, count: int = 60, parents_first: bool = False) -> list[Job]:
+    """``count`` jobs with random edges, listed in a random order unless ``parents_first``; Job.index = place."""
+    rng = random.Random(seed)
+    jobs = [Job(id=f"j{k}", name="t") for k in range(count)]
+    for k, job in enumerate(jobs):
+        for p in rng.sample(range(k), min(k, rng.randrange(4))):  # parents come earlier: acyclic
+            job.parents.append(jobs[p])
+            jobs[p].children.append(job)
+    if not parents_first:
+        rng.shuffle(jobs)
+    for k, job in enumerate(jobs):
+        job.index = k
+    return jobs
+
+
+def by_hand_levels(jobs: list[Job]) -> list[int]:
+    level = graphs.levels(jobs, lambda j: j.parents, lambda j: j.children)
+    return [level[id(j)] for j in jobs]
+
+
+def order(jobs: list[Job]) -> list[Job]:
+    return graphs.topological_order(jobs, lambda j: j.parents, lambda j: j.children)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_index_levels_and_order_agree_with_the_generic_ones(seed):
+    jobs = random_jobs(seed)
+    assert graphs.index_levels(jobs) == by_hand_levels(jobs)
+    assert max(graphs.index_levels(jobs)) > 2  # the graph has depth: levels come from parents, not all 1
+    rotated = jobs[7:] + jobs[:7]  # indexes are a permutation of the places, not the places
+    for ordered in (0, 7, 40, len(jobs), len(jobs) + 1):  # how many lead: the answer is the same for any
+        assert graphs.index_order(jobs, ordered) == order(jobs)
+        assert graphs.index_order(rotated, ordered) == order(rotated)
+    first = order(jobs)  # in topological order, then the rest in another order, as a cluster and its data jobs
+    ahead = first[:45] + first[45:][::-1]
+    assert graphs.index_order(ahead, 45) == order(ahead)
+
+
+def test_levels_are_the_longest_path_not_the_first_found():
+    a, b, c, d = (Job(id=x, name="t", index=k) for k, x in enumerate("abcd"))
+    for p, ch in ((a, b), (b, c), (a, d), (c, d)):  # a->d directly, and a->b->c->d
+        p.children.append(ch)
+        ch.parents.append(p)
+    jobs = [a, b, c, d]
+    assert graphs.index_levels(jobs) == [1, 2, 3, 4] == by_hand_levels(jobs)
+
+
+def test_index_order_falls_back_when_indexes_are_not_places_and_names_cycles():
+    jobs = random_jobs(3)
+    jobs[0].index = jobs[1].index  # two share an index: the generic order is used
+    assert graphs.index_order(jobs) == order(jobs)
+    a, b = Job(id="a", name="t", index=0), Job(id="b", name="t", index=1)
+    a.children, b.parents, b.children, a.parents = [b], [a], [a], [b]
+    with pytest.raises(graphlib.CycleError):
+        graphs.index_order([a, b])
+    with pytest.raises(graphlib.CycleError):
+        graphs.index_levels([a, b])
+    b.index = 5
+    with pytest.raises(ValueError):
+        graphs.index_levels([a, b])
+
+
+@pytest.mark.parametrize("parents_first", [True, False])
+def test_topological_positions_with_or_without_jobs_listed_parents_first(parents_first):
+    wf = Workflow(name="w", path="w.yml", jobs=random_jobs(5, parents_first=parents_first))
+    expected = [-1] * len(wf.jobs)
+    for k, job in enumerate(order(wf.jobs)):
+        expected[job.index] = k
+    assert topological_positions(wf) == expected
+    assert (expected == list(range(len(wf.jobs)))) == parents_first  # both paths are taken
+
+
+def test_levels_along_a_topological_order_or_none():
+    jobs = random_jobs(6)
+    ordered = order(jobs)
+    assert _levels_along(ordered, len(jobs)) == by_hand_levels(jobs)
+    assert _levels_along(ordered[::-1], len(jobs)) is None  # children before parents
+    assert _levels_along(ordered[:-1] + ordered[:1], len(jobs)) is None  # one job twice, another missing
+    assert _levels_along(ordered[:-1], len(jobs)) is None
