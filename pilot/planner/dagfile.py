@@ -27,7 +27,6 @@ from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
 from pilot.planner.staging import INPUT_FILE
-from pilot.util import graphs
 
 # The profiles each TASK option comes from, the first one set. As Pegasus' PMC code generator does (since
 # 4.6), -m and -c fall back to the job's memory (MB) and cores where the pmc_* keys are unset, so a task
