@@ -285,11 +285,14 @@ def _args_line(args: list, path: str, ypath: str) -> str:
     """A job's arguments as the one quoted command line the DAG writes (see _words): for plain words (most
     jobs) the items joined by single spaces, with no list of words made."""
     items = args
-    for k, a in enumerate(args):
-        if type(a) is not str or "\n" in a or "\r" in a or "\0" in a:
-            items = [_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)]
-            break
-    text = " ".join(items)
+    try:  # one join and three scans in C, not a test of each item
+        text = " ".join(args)
+        plain = "\n" not in text and "\r" not in text and "\0" not in text
+    except TypeError:  # an item is no string: a file ({lfn: ...}), a mapping, nothing
+        plain = False
+    if not plain:
+        items = [_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)]
+        text = " ".join(items)
     if SPECIAL.search(text) is None:
         return " ".join(text.split())
     return " ".join(quote_arg(w) for w in _words(items, path, ypath))
