@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import statistics
 import subprocess
@@ -31,16 +30,15 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from common import pilot, timed, write_dag  # noqa: E402
 
-from pilot.report.runs import RECORD  # noqa: E402
+from pilot.contracts.taskrecord import read_task_record  # noqa: E402
 
 
 def chain_once(dag: str, steps: int) -> tuple[float, float]:
     """(per-step cost, median end-to-start gap), both in ms."""
     out = subprocess.run(pilot(3, "-s", "-q", "--no-resource-log", dag), capture_output=True, text=True, check=True).stdout
     spans = {}
-    for m in RECORD.finditer(out):
-        t = datetime.datetime.fromisoformat(m["start"]).timestamp()
-        spans[int(m["name"][1:])] = (t, t + float(m["duration"]))
+    for rec in filter(None, map(read_task_record, out.splitlines())):
+        spans[int(rec.name[1:])] = (rec.start, rec.start + rec.duration)
     per_step = (spans[steps - 1][0] - spans[0][0]) / (steps - 1) * 1000
     gaps = sorted((spans[i + 1][0] - spans[i][1]) * 1000 for i in range(steps - 1))
     return per_step, gaps[len(gaps) // 2]

@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from common import pilot, write_dag  # noqa: E402
 
-from pilot.report.runs import RECORD  # noqa: E402
+from pilot.contracts.taskrecord import read_task_record  # noqa: E402
 
 # Runtimes in DAG order: short and long tasks mixed, as a level of a real workflow.
 RUNTIMES = [1, 3, 2, 5, 1, 2, 4, 1, 3, 2, 5, 1, 2, 4, 1, 3]
@@ -61,7 +61,7 @@ def to_completion(dag: str, workers: int, limit: float, extra: list[str]) -> tup
         out = subprocess.run(pilot(workers + 1, "-q", "--no-resource-log", "--max-wall-time", str(limit), *extra, dag),
                              capture_output=True, text=True).stdout
         total += time.perf_counter() - start
-        killed += sum(float(m["duration"]) for m in RECORD.finditer(out) if int(m["status"]) < 0)
+        killed += sum(rec.duration for rec in filter(None, map(read_task_record, out.splitlines())) if rec.status < 0)
         if '[cluster-summary stat="ok"' in out:
             return runs, killed, total
         if runs >= 10:
