@@ -296,3 +296,44 @@ def test_two_jobs_lists_in_one_workflow(tmp_path, capsys):
     Path(paths["workflow"]).write_text(text + "jobs:\n- {type: job, name: T, id: third}\n")
     code, err = run_cli(capsys, paths, tmp_path)
     assert code == 2 and re.search(r"workflow.yml:\d+: 'jobs' appears twice in one mapping", one_line(err)), err
+
+
+QUICK_CASES = [
+    {"type": "job", "name": "step", "id": "ID1", "arguments": ["-i", "f.a", "-o", "f.b"], "uses": []},
+    {"name": "step", "id": "ID1", "arguments": []},
+    {"type": "job", "name": "step", "id": "ID1", "arguments": ["a  b", " c", "d\te"], "extra": 1},
+    {"type": "job", "name": "step", "id": "ID1", "arguments": ["it's", "x"]},
+    {"type": "job", "name": "step", "id": "ID1", "arguments": ["a\nb"]},
+    {"type": "job", "name": "step", "id": "ID1", "arguments": [{"lfn": "f.a"}]},
+    {"type": "job", "name": "step", "id": "ID1", "arguments": ["x", None]},
+    {"type": "job", "name": "step", "id": "ID1", "arguments": "-i f.a"},
+    {"type": "job", "name": "step", "id": "ID 1", "arguments": []},
+    {"type": "job", "name": "st ep", "id": "ID1", "arguments": []},
+    {"type": "job", "name": ["step"], "id": "ID1", "arguments": []},
+    {"type": "job", "name": "step", "id": "ID1", "arguments": [], "uses": [{"lfn": "f.a", "type": "input"}]},
+    {"type": "job", "name": "step", "id": "ID1", "arguments": [], "namespace": "ns", "version": "1"},
+    {"type": "job", "name": "step", "id": "ID1", "arguments": [], "profiles": {"env": {"A": "1"}}},
+    {"type": "pegasusWorkflow", "file": "w.yml", "id": "ID1", "arguments": []},
+    {"type": "job", "name": "step", "id": "ID1"},
+    ["not", "a", "job"],
+]
+
+
+@pytest.mark.parametrize("raw", QUICK_CASES)
+def test_quick_job_reads_a_job_as_the_full_reader(raw):
+    """The quick path of a million plain jobs gives exactly the job the checked reader gives, or leaves the job
+    to it (which then reads it or names what is wrong)."""
+    import dataclasses
+
+    from pilot.planner.reader import _quick_job, _read_job
+
+    quick = _quick_job(raw, "wf.yml", 3, {}, {})
+    try:
+        full = _read_job(raw, "wf.yml", "jobs[3]", 3, {})
+    except ConfigError:
+        assert quick is None
+        return
+    if quick is not None:
+        for f in dataclasses.fields(full):
+            assert getattr(quick, f.name) == getattr(full, f.name), f.name
+    assert (quick is not None) == (raw in QUICK_CASES[:4]), "the quick path takes the plain jobs, and only those"
