@@ -48,7 +48,7 @@ def add(wf: Workflow, data: DataJobs, lay: DataLayout, mode: str) -> list[Job]:
     if mode != "leaf":
         out += _in_place(wf, jobs, lay, data)
     sinks = [j for j in (*jobs, *out) if not j.children]
-    leaf = data.new_job(f"cleanup_{wf.name}_0_{lay.exec_site}", JobType.CLEANUP, "cleanup", None, 0)
+    leaf = data.new_job(f"cleanup_{wf.name}_0_{lay.exec_site}", JobType.CLEANUP, "cleanup")
     leaf.stdin_text = json.dumps([{"id": 1, "type": "remove", "target": {
         "site_label": lay.exec_site, "url": lay.workdir.url, "recursive": "True"}}])
     for sink in sinks:
@@ -90,7 +90,7 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) ->
         for k in range(min(count, len(owners))):
             group = owners[k::count]
             files = [f for _, fs in group for f in fs]
-            job = data.new_job(f"clean_up_{lay.exec_site}_level_{level}_{k}", JobType.CLEANUP, "cleanup", None, level)
+            job = data.new_job(f"clean_up_{lay.exec_site}_level_{level}_{k}", JobType.CLEANUP, "cleanup")
             job.stdin_text = json.dumps([{"id": n, "type": "remove", "target": {
                 "site_label": lay.exec_site, "url": lay.workdir.file(f)[1], "recursive": "False"}}
                 for n, f in enumerate(files, 1)])

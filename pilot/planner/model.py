@@ -165,7 +165,6 @@ class Job:
     cwd: str | None = None  # the directory the job runs in (the workflow's directory on shared scratch)
     # An auxiliary job's input file (pegasus-transfer's JSON list, registration's map), written by emit.
     stdin_text: str | None = None
-    level: int = 0  # a compute job's depth (roots 0), which names the data jobs made for it
     stdio: tuple[str, str, str] | None = None  # stdin, stdout, stderr file names ("": none); None: none at all
     metadata: Mapping[str, str] = NO_METADATA  # the job's metadata, for the monitoring DB
     hooks: "tuple[tuple[str, str], ...] | list[tuple[str, str]]" = ()  # (monitord condition, command) of its shell hooks

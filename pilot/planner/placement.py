@@ -36,9 +36,6 @@ def units_of(wf: Workflow, clusters: list[Cluster]) -> list[Unit]:
     else:
         levels = node_levels(clusters)
         units = [Unit(c.jobs, levels[id(c)] - 1) for c in clusters]
-    for unit in units:
-        for job in unit.jobs:
-            job.level = unit.level
     return units
 
 

@@ -31,6 +31,7 @@ class _Reading:
     def __init__(self, path: str) -> None:
         self.path = path
         self.wf = Workflow(name="workflow", path=path)
+        self.add_job = self.wf.jobs.append
         self.by_id: dict[str, Job] = {}
         self.deps: list[tuple[int, Any]] = []  # dependencies read before any job (kept until the jobs are known)
         self.late: list[ConfigError] = []  # the first error of a dependency read as it came, raised where it would be
@@ -41,10 +42,10 @@ class _Reading:
         job = _quick_job(raw, self.path, i, self.names, self.shared)
         if job is None:
             job = _read_job(raw, self.path, f"jobs[{i}]", i, self.shared)
-        if job.id in self.by_id:
-            raise fail(self.path, f"jobs[{i}].id", f"duplicate job id {job.id!r} (first at {self.by_id[job.id].where})")
-        self.by_id[job.id] = job
-        self.wf.jobs.append(job)
+        first = self.by_id.setdefault(job.id, job)
+        if first is not job:
+            raise fail(self.path, f"jobs[{i}].id", f"duplicate job id {job.id!r} (first at {first.where})")
+        self.add_job(job)
 
     def on_dependency(self, raw: Any, i: int) -> None:
         """A dependency after the jobs (as Pegasus.api writes them) becomes edges at once, so the parsed mapping

@@ -154,17 +154,17 @@ class DataJobs:
         self.side = "local" if lay.exec_site == "local" else "remote"
 
     # -- helpers ------------------------------------------------------------------------------
-    def new_job(self, name: str, kind: JobType, tx: str, command: list[str] | None = None, level: int = 0) -> Job:
+    def new_job(self, name: str, kind: JobType, tx: str, command: list[str] | None = None) -> Job:
         """A data job running ``command``, by default pegasus-transfer on its input file (``pegasus::<tx>``)."""
         if command is None:
             command = [*self.transfer, "-f", INPUT_FILE]
-        job = Job(id=name, name=tx, namespace="pegasus", source=self.wf.path, type=kind, command=command, level=level,
+        job = Job(id=name, name=tx, namespace="pegasus", source=self.wf.path, type=kind, command=command,
                   index=len(self.wf.jobs) + len(self.made))
         self.made.append(job)
         return job
 
-    def _transfer_job(self, name: str, kind: JobType, level: int) -> Container:
-        return Container(self.new_job(name, kind, "transfer", None, level))
+    def _transfer_job(self, name: str, kind: JobType) -> Container:
+        return Container(self.new_job(name, kind, "transfer"))
 
     def edge(self, parent: Job, child: Job) -> None:
         """A dependency, once: every edge added here has a data job at one end, so only these need remembering
@@ -264,7 +264,7 @@ class DataJobs:
                     if box is None:
                         if len(boxes) < count:
                             name = f"stage_in_{self.side}_{self.lay.exec_site}_{level}_{len(boxes)}"
-                            boxes.append(self._transfer_job(name, JobType.STAGE_IN, level))
+                            boxes.append(self._transfer_job(name, JobType.STAGE_IN))
                         box = boxes[self._turn(("in", level)) % count]
                         self._add_input(box, job, k, use, sources, executable)
                         staged[use.lfn] = box
@@ -273,7 +273,7 @@ class DataJobs:
                         continue
                     if id(box.job) not in chmods:
                         n = per_job[job.id] = per_job.get(job.id, -1) + 1  # >0: its requires' are in another
-                        chmod = self.new_job(f"chmod_{job.id}_{n}", JobType.CHMOD, "chmod", None, level)
+                        chmod = self.new_job(f"chmod_{job.id}_{n}", JobType.CHMOD, "chmod")
                         chmods[id(box.job)] = (chmod, box)
                         self.edge(box.job, chmod)
                     self.edge(chmods[id(box.job)][0], job)
@@ -369,7 +369,7 @@ class DataJobs:
             self._check_url(src["url"], dest, f"{job.where}: uses[{k}]")
         if len(boxes) < count:
             side, site = ("local", "local") if reused else (self.side, self.lay.exec_site)
-            boxes.append(self._transfer_job(f"stage_out_{side}_{site}_{level}_{len(boxes)}", JobType.STAGE_OUT, level))
+            boxes.append(self._transfer_job(f"stage_out_{side}_{site}_{level}_{len(boxes)}", JobType.STAGE_OUT))
         slot = self._turn(("out", level)) % count
         box = boxes[slot]
         entry = {"type": "transfer", "linkage": "output", "lfn": use.lfn, "id": len(box.entries) + 1,
@@ -390,7 +390,7 @@ class DataJobs:
         if reg is None:
             command = [sys.executable, "-m", "pilot.data.register", "--db", self.lay.replica_db, "--insert", INPUT_FILE]
             reg = Container(self.new_job(f"register_{self.lay.exec_site}_{level}_{slot}", JobType.REGISTRATION,
-                                      "rc-client", command, level))
+                                      "rc-client", command))
             registers[slot] = reg
         return reg
 

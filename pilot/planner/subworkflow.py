@@ -102,12 +102,15 @@ class SubPlan:
 def prepare(wf: Workflow, lay: DataLayout, exec_handle: str, defaults: list[str]) -> dict[int, SubPlan]:
     """Each sub-workflow job's SubPlan (by job index): its file found, its options checked.
     ``defaults``: the parent's pilot plan options the job's own override (see the module doc)."""
+    dax = JobType.DAX
+    subjobs = [job for job in wf.jobs if job.type is dax and job.subworkflow is not None]
+    if not subjobs:
+        return {}  # most workflows: no pass over a million jobs' files
     writers = {u.lfn: job for job in wf.jobs for u in job.uses if u.writes}
     out: dict[int, SubPlan] = {}
-    for job in wf.jobs:
-        if job.type is not JobType.DAX or job.subworkflow is None:
-            continue
+    for job in subjobs:
         sub = job.subworkflow
+        assert sub is not None
         other = [s for s in sub.sites if s != exec_handle]
         if other:
             raise ConfigError(f"{job.where}: --sites {','.join(sub.sites)}: a sub-workflow runs on its parent's site "
