@@ -317,12 +317,23 @@ def shape(cluster: Cluster, runtimes: Sequence[float | None]) -> Shape:
     (or independent): a parent placed after its child counts as not started, as graphs.longest_paths has it
     (whose sums this makes, in one pass without a list of parents per job)."""
     timed = None not in runtimes
-    level = [0] * len(runtimes)
-    finish = [0.0] * len(runtimes)  # runtimes are never negative: a chain starts at 0 or its latest parent's end
+    jobs = cluster.jobs
+    level = [0] * len(jobs)
+    finish = [0.0] * len(jobs)  # runtimes are never negative: a chain starts at 0 or its latest parent's end
     roots = 0
-    for k, inner in enumerate(_inner_parents(cluster)):
-        top, start = 0, 0.0
-        for m in inner:
+    where = _positions(cluster)
+    member = _member_of(cluster) if where is None else None
+    size = 0 if where is None else len(where)
+    for k, job in enumerate(jobs):
+        top, start, inner = 0, 0.0, False
+        for p in job.parents:  # its parents inside the cluster (as _inner_parents, without a list each)
+            if member is not None:
+                m = member(p)
+            elif p.index >= size or (m := where[p.index]) < 0 or jobs[m] is not p:  # type: ignore[index]
+                m = -1
+            if m < 0:
+                continue
+            inner = True
             if level[m] > top:
                 top = level[m]
             if finish[m] > start:

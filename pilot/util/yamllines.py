@@ -35,6 +35,7 @@ MAX_KEY = 1000  # libyaml looks for a key's ':' only within 1024 characters of i
 CACHE = 4096  # keys and lines remembered per indent: a workflow repeats a few dozen keys
 END = "\n"  # what comes after the last line: no line read holds a newline
 _OUT = object()  # in a key cache: a line that starts so is no entry of a mapping at that indent
+_EMPTY = object()  # in a line cache: the value is an empty list (``key: []``), a new one each time
 
 
 class NotPlain(Exception):
@@ -272,6 +273,8 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
                         seen[line] = (key, value)
                 elif v == "[]":
                     value = []
+                    if len(seen) < CACHE:
+                        seen[line] = (key, _EMPTY)  # each hit makes a list of its own
                 elif v[:1] == "[" and flow_list(v) is not None:  # _flow_list, in line
                     value = v[1:-1].split(", ")
                     if not _NULLS.isdisjoint(value):
@@ -293,7 +296,7 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
                 key, value = got
                 if key in out:
                     raise NotPlain
-                out[key] = value
+                out[key] = [] if value is _EMPTY else value
                 line = nxt()
                 got = seen.get(line)
             k, sep, v = line.partition(": ")

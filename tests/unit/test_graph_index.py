@@ -92,3 +92,31 @@ def test_levels_along_a_topological_order_or_none():
     assert _levels_along(ordered[::-1], len(jobs)) is None  # children before parents
     assert _levels_along(ordered[:-1] + ordered[:1], len(jobs)) is None  # one job twice, another missing
     assert _levels_along(ordered[:-1], len(jobs)) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_clusters_shape_is_its_longest_paths(seed):
+    """A cluster's width, critical path and roots, from its jobs' parents inside it, whether its members' indexes
+    are distinct (a table by index) or not (a table by job), with parents outside it and out of order."""
+    from pilot.contracts.clusters import ClusterKind
+    from pilot.planner.clustering import Cluster
+    from pilot.planner.dagfile import shape
+
+    jobs = random_jobs(seed, parents_first=seed % 2 == 0)
+    rng = random.Random(seed)
+    members = [j for j in jobs if rng.random() < 0.7]
+    runtimes = [float(rng.randrange(1, 9)) for _ in members]
+    place = {id(j): k for k, j in enumerate(members)}
+    level, finish = [0] * len(members), [0.0] * len(members)
+    for k, job in enumerate(members):  # by hand: a parent outside the cluster, or after the job, is not waited for
+        inner = [place[id(p)] for p in job.parents if id(p) in place]
+        level[k] = 1 + max((level[m] for m in inner), default=0)
+        finish[k] = runtimes[k] + max((finish[m] for m in inner), default=0.0)
+    width = max(level.count(x) for x in set(level))
+    roots = sum(1 for job in members if not any(id(p) in place for p in job.parents))
+    for dup in (False, True):
+        if dup:
+            members[-1].index = members[0].index  # two members share an index
+        c = Cluster("c", members, ClusterKind.WHOLE, "local")
+        assert shape(c, runtimes) == (width, max(finish), roots)
+        assert shape(c, [None] * len(members)) == (width, None, roots)

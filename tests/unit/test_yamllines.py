@@ -237,3 +237,13 @@ def test_nulls_are_none_for_both_readers(tmp_path):
     expected = {"a": None, "b": None, "c": None, "d": "null", "e": ["x", None], "f": [None]}
     assert read(text.encode(), False)[0] == expected
     assert read(text.encode(), True)[0] == expected
+
+
+def test_each_empty_list_is_a_list_of_its_own():
+    """A line read again is taken from a cache of lines; an empty list in it is made anew each time, as the event
+    reader makes it, so that a caller filling one list fills no other."""
+    text = "jobs:\n" + "".join(f"- id: j{k}\n  uses: []\n  args: []\n" for k in range(4)) + "top: []\nother: []\n"
+    assert same(text)
+    data, items = read(text.encode(), True)
+    lists = [item["uses"] for _, _, item in items] + [item["args"] for _, _, item in items] + [data["top"], data["other"]]
+    assert all(x == [] for x in lists) and len({id(x) for x in lists}) == len(lists)
