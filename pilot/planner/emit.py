@@ -195,10 +195,14 @@ def root_tasks(cluster: Cluster, request_of) -> list[RootTask]:
     registers, as Pegasus maps them. One positional RootTask per job: a cluster may hold a million (and an
     enum's ``_value_`` is its value without the ``value`` property's call)."""
     handle = cluster.site
-    return [RootTask(j.id, j.tx_label, j.args_line if j.command is None else command_text(j),
-                     tuple(map(_id, j.children)), *request_of(j, handle), j.type._value_, j.metadata,
-                     _mapped_files(j.uses) if j.uses else ())
-            for j in cluster.jobs]
+    out: list[RootTask] = []
+    append = out.append
+    for j in cluster.jobs:
+        cpus, memory, gpus = request_of(j, handle)
+        append(RootTask(j.id, j.tx_label, j.args_line if j.command is None else command_text(j),
+                        tuple(map(_id, j.children)), cpus, memory, gpus, j.type._value_, j.metadata,
+                        _mapped_files(j.uses) if j.uses else ()))
+    return out
 
 
 def _mapped_files(uses) -> tuple[tuple[str, dict[str, str]], ...]:

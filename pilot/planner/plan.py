@@ -240,15 +240,16 @@ def _plan(req: PlanRequest) -> Plan:
             runtimes.append(None)  # a sub-workflow: planned when it is ready (pilot.planner.subworkflow)
             continue
         handle = sites[job.index]
-        entry = catalog_entry(job, handle)
+        key = (job.tx_key, handle)
+        entry = entries.get(key) or catalog_entry(job, handle)
         if entry.container is not None:
             in_container(job, entry.container, handle)
-        shared = None if job.profiles else plain.get((job.tx_key, handle))
+        shared = None if job.profiles else plain.get(key)
         if shared is None:
             shared = (staged_executables(job, entry, handle) if entry.stageable else None,
                       float_profile(resolver.pegasus(job, handle), "runtime"))
             if not job.profiles:
-                plain[(job.tx_key, handle)] = shared
+                plain[key] = shared
         staged, runtime = shared
         if staged is not None:
             stageable[job.index] = staged
