@@ -87,6 +87,7 @@ class Cluster:
     parents: list["Cluster"] = field(default_factory=list)
     children: list["Cluster"] = field(default_factory=list)
     runtime: float | None = None  # sum of known job runtimes
+    in_order: bool = False  # its jobs are in topological order (as --cluster whole lists them)
 
     def __repr__(self) -> str:
         return f"Cluster({self.name}, {len(self.jobs)} jobs)"
@@ -141,7 +142,7 @@ class Clusterer:
         base = f"merge_{self.wf.name}"
         near = {n for n in {j.name for j in jobs} if base.startswith(n) or n.startswith(base)}
         self._names = {f"{j.name}_{j.id}" for j in jobs if j.name in near}  # the single nodes' names it could meet
-        cluster = Cluster(self._unique(base), ordered, ClusterKind.WHOLE, self.site_of(jobs[0]))
+        cluster = Cluster(self._unique(base), ordered, ClusterKind.WHOLE, self.site_of(jobs[0]), in_order=True)
         known = [r for r in map(self.runtime_of, ordered) if r is not None]
         cluster.runtime = sum(known) if known else None
         return [cluster]

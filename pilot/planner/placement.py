@@ -69,7 +69,8 @@ def attach(wf: Workflow, clusters: list[Cluster], made: list[Job], site: str) ->
         return clusters
     if _whole(clusters):
         whole = clusters[0]
-        whole.jobs = graphs.index_order([*whole.jobs, *made], ordered=len(whole.jobs))
+        around = _around(whole.jobs, made) if whole.in_order else None
+        whole.jobs = around if around is not None else graphs.index_order([*whole.jobs, *made], ordered=len(whole.jobs))
         return clusters
     names = {c.name for c in clusters}
     out = list(clusters)
@@ -86,6 +87,20 @@ def attach(wf: Workflow, clusters: list[Cluster], made: list[Job], site: str) ->
     link(out, node_of)
     check_acyclic(out)
     return graphs.topological_order(out, _parents, _children)  # parents first, as clusters.yml lists them
+
+
+def _around(jobs: list[Job], made: list[Job]) -> list[Job] | None:
+    """What graphs.index_order gives for ``jobs``, in topological order, and the data jobs ``made`` after them,
+    in the plan of a workflow with no files to stage: one data job before them all (create-dir, the only one
+    with children, and every job without a parent of its own its child), the others after them (cleanup, with
+    parents, without children). Then each job is ready when the one before it is taken, before any data job
+    after it, so the order is that one, those jobs, the others; None for any other plan, without a pass over
+    the jobs' edges (where a million jobs cost a third of a second)."""
+    heads = [m for m in made if m.children]
+    tails = [m for m in made if not m.children]
+    if len(heads) != 1 or heads[0].parents or not all(map(_parents, tails)) or not all(map(_parents, jobs)):
+        return None
+    return [heads[0], *jobs, *tails]
 
 
 # A node's parents and children, read by C-level accessors: the graph functions call them per node of a million.

@@ -120,3 +120,39 @@ def test_a_clusters_shape_is_its_longest_paths(seed):
         c = Cluster("c", members, ClusterKind.WHOLE, "local")
         assert shape(c, runtimes) == (width, max(finish), roots)
         assert shape(c, [None] * len(members)) == (width, None, roots)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_whole_cluster_without_staging_is_ordered_as_the_index_order(seed):
+    """A whole cluster's jobs with create-dir before them and cleanup after them are placed as the general order
+    places them, without it; any other data jobs (a stage-in between, a second first job, a job with no edges)
+    go to the general order."""
+    from pilot.planner.placement import _around
+
+    def plan(extra: str) -> tuple[list[Job], list[Job]]:
+        jobs = random_jobs(seed, parents_first=True)
+        made = [Job(id=f"d{k}", name="d", index=len(jobs) + k) for k in range(3)]
+        mkdir, cleanup, other = made
+
+        def edge(p: Job, c: Job) -> None:
+            p.children.append(c)
+            c.parents.append(p)
+        for j in [j for j in jobs if not j.parents]:
+            edge(mkdir, j)
+        for j in [j for j in jobs if not j.children]:
+            edge(j, cleanup)
+        if extra == "stage-in":
+            edge(mkdir, other)
+            edge(other, jobs[-1])
+        elif extra == "source":
+            edge(other, jobs[3])
+        elif extra == "tail":
+            edge(jobs[5], other)
+        return jobs, (made if extra else made[:2])
+
+    for extra in ("", "tail", "stage-in", "source", "isolated"):
+        jobs, made = plan(extra)
+        fast = _around(jobs, made)
+        assert (fast is not None) == (extra in ("", "tail")), extra
+        if fast is not None:
+            assert fast == graphs.index_order([*jobs, *made], ordered=len(jobs))
