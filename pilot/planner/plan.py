@@ -264,7 +264,7 @@ def _plan(req: PlanRequest) -> Plan:
     if not clusters and "whole" in techniques:  # data reuse left no job: the data jobs are still one cluster
         clusters = [Cluster(f"merge_{wf.name}", [], ClusterKind.WHOLE, site.handle)]
     data = DataJobs(wf, lay, wf.catalogs, stageable, reused)
-    data.add(units_of(wf, clusters))
+    data.add(lambda: units_of(wf, clusters))
     cleanup.add(wf, data, lay, mode)
     clusters = attach(wf, clusters, data.made, lay.exec_site)
 

@@ -134,6 +134,8 @@ def test_wrong_types_in_the_catalogs(tmp_path, capsys, fault):
     ("pegasus.clusterer.preference = Runtim", r"pegasus.properties:\d+: pegasus.clusterer.preference = 'Runtim' is not a preference: use Runtime"),
     ("pegasus.runtime = -5", r"pegasus.properties:\d+: pegasus.runtime = '-5' must not be negative"),
     ("pegasus.pmc_priority = high", r"pegasus.pmc_priority = 'high' is not an integer"),
+    # checked though the workflow has no file to stage, as when it has
+    ("pegasus.stagein.clusters = two", r"pegasus.stagein.clusters = 'two' is not a whole number"),
 ])
 def test_wrong_values_in_the_properties(tmp_path, capsys, line, expected):
     paths = diamondish(tmp_path, **{"pegasus.mode": "development"})
