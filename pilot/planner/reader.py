@@ -136,8 +136,8 @@ def _quick_job(raw: Any, path: str, index: int, names: dict[str, str], shared: d
     job of type job, with a valid id and name, arguments that are plain words, no files and none of the
     optional keys; None for any other, which _read_job then reads with its checks and messages. ``names``:
     the names found valid, each as its string in ``shared`` (see _read_job)."""
-    if type(raw) is not dict or not _OPTIONAL.isdisjoint(raw) or raw.get("type", "job") != "job":
-        return None
+    if type(raw) is not dict or raw.get("uses") or not _OPTIONAL.isdisjoint(raw) or raw.get("type", "job") != "job":
+        return None  # files first: a job with files is left at once
     job_id, name, args, uses = raw.get("id"), raw.get("name"), raw.get("arguments"), raw.get("uses")
     if type(job_id) is not str or type(name) is not str or type(args) is not list or not (uses is None or uses == []):
         return None
