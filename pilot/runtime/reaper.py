@@ -71,12 +71,13 @@ def end_marked(match: Callable[[str], bool], grace: float = 1.0, limit: float = 
     """SIGTERM the matching processes, SIGKILL what is left after ``grace`` s; return how many there were.
 
     Scans again until none is left (a process may start another meanwhile),
-    for at most ``limit`` s.
+    for at most ``limit`` s. Each process found in any scan counts: one in the
+    middle of an exec can show no environment to the first scan.
     """
     pids = marked(match)
     if not pids:
         return 0
-    count = len(pids)
+    seen = set(pids)
     deadline = time.monotonic() + limit
     kill_at = time.monotonic() + grace
     signum = signal.SIGTERM if grace > 0 else signal.SIGKILL
@@ -89,7 +90,8 @@ def end_marked(match: Callable[[str], bool], grace: float = 1.0, limit: float = 
         if time.monotonic() >= kill_at:
             signum = signal.SIGKILL
         pids = marked(match)
-    return count
+        seen.update(pids)
+    return len(seen)
 
 
 def _reap_children() -> None:

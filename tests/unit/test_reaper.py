@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 import uuid
 
@@ -28,6 +29,26 @@ def test_end_marked_finds_processes_outside_the_group():
     try:
         wait_for(lambda: len(reaper.marked(lambda v: v.endswith(token))) == 2, 10, "both marked processes", every=0.02)
         assert reaper.end_marked(lambda v: v.endswith(token), grace=0.2) == 2
+        assert reaper.marked(lambda v: v.endswith(token)) == []
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_process_found_after_the_first_scan_is_counted(tmp_path):
+    """The count of ended processes is of all those found, not of the first scan's: here the one found first
+    starts another when asked to end (as a process caught in an exec shows up only in a later scan)."""
+    token = uuid.uuid4().hex
+    ready = tmp_path / "ready"
+    script = ("import signal, subprocess, sys, time\n"
+              "started = []\n"  # once: the reaper asks again until the grace is over
+              "signal.signal(signal.SIGTERM, lambda *_: started or started.append(subprocess.Popen(['sleep', '300'])))\n"
+              f"open({str(ready)!r}, 'w').close()\n"
+              "while True: time.sleep(1)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], env=dict(os.environ, **{reaper.MARK_VAR: f"k:run:{token}"}))
+    try:
+        wait_for(ready.exists, 10, "the process to be ready", every=0.02)
+        assert reaper.end_marked(lambda v: v.endswith(token), grace=0.3) == 2
         assert reaper.marked(lambda v: v.endswith(token)) == []
     finally:
         proc.kill()
