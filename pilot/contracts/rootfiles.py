@@ -28,7 +28,6 @@ are written by ``pilot submit`` (pilot.monitor.root).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import os
 import re
@@ -36,7 +35,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 from pilot.contracts.submitdir import REPLAN, _q, load_braindump, write_braindump
 from pilot.errors import ConfigError
@@ -55,7 +54,7 @@ _DAG_EDGE = re.compile(r"^PARENT\s+(.+?)\s+CHILD\s+(.+)$", re.I)
 
 @dataclass(slots=True)
 class RootTask:
-    """One Pegasus job, a task of its cluster (slotted: a plan may make a million)."""
+    """One Pegasus job, a task of its cluster, as a caller with a few of them gives it (TaskTable.of)."""
 
     id: str
     transformation: str
@@ -70,6 +69,51 @@ class RootTask:
     files: tuple[tuple[str, dict[str, str]], ...] = ()
 
 
+Files = tuple[tuple[str, Mapping[str, str]], ...]
+
+
+@dataclass(slots=True, eq=False)
+class TaskTable:
+    """A cluster's tasks as columns: a list per field, the task edges as two flat lists, and what only some
+    tasks have by their places. A cluster may hold a million tasks: an object and a tuple of children each
+    cost more to build than the static.bp lines written from them, and a column is written at C speed."""
+
+    ids: list[str] = field(default_factory=list)
+    transformations: list[str] = field(default_factory=list)  # ``ns::name:version`` as Pegasus prints one
+    argvs: list[str] = field(default_factory=list)
+    kinds: list[tuple[int, str]] = field(default_factory=list)  # Pegasus' type of each (number, description)
+    # Every Pegasus edge from a task, in task order: edge_parents[k] (a task's id) -> edge_children[k]
+    edge_parents: list[str] = field(default_factory=list)
+    edge_children: list[str] = field(default_factory=list)
+    requests: set[tuple[int, int, int]] = field(default_factory=set)  # the (CPUs, memory MB, GPUs) its tasks ask
+    metadata: dict[int, Mapping[str, str]] = field(default_factory=dict)  # place -> the task's metadata, if any
+    files: dict[int, Files] = field(default_factory=dict)  # place -> its files as RootTask.files has them, if any
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, task: RootTask) -> None:
+        place = len(self.ids)
+        self.ids.append(task.id)
+        self.transformations.append(task.transformation)
+        self.argvs.append(task.argv)
+        self.kinds.append(task.kind)
+        self.edge_parents += [task.id] * len(task.children)
+        self.edge_children += task.children
+        self.requests.add((task.cpus, task.memory, task.gpus))
+        if task.metadata:
+            self.metadata[place] = task.metadata
+        if task.files:
+            self.files[place] = task.files
+
+    @classmethod
+    def of(cls, tasks: Iterable[RootTask]) -> TaskTable:
+        table = cls()
+        for task in tasks:
+            table.add(task)
+        return table
+
+
 def _agreed(values: set[int], default: int) -> int:
     """The one value all tasks share, else ``default``."""
     return values.pop() if len(values) == 1 else default
@@ -81,7 +125,7 @@ class RootJob:
 
     name: str
     site: str
-    tasks: list[RootTask]
+    tasks: TaskTable  # a list of RootTask is made one
     parents: list[str]
     command: list[str]
 
@@ -89,6 +133,10 @@ class RootJob:
     # stage-in-tx, ...) is a job with no tasks, as in a Pegasus plan, where tasks are the workflow's own jobs.
     kind: tuple[int, str] = (1, "compute")
     transformation: str = "pegasus::pilot"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tasks, TaskTable):
+            self.tasks = TaskTable.of(self.tasks)
 
     @property
     def cpus(self) -> int:
@@ -98,7 +146,7 @@ class RootJob:
         job's Mult and multiplies every task's runtime by: the batch job's
         total CPUs there would inflate each task's runtime in breakdown.txt.
         """
-        return _agreed({t.cpus for t in self.tasks}, 1)
+        return _agreed({cpus for cpus, _, _ in self.tasks.requests}, 1)
 
     @property
     def memory_mb(self) -> int:
@@ -111,12 +159,12 @@ class RootJob:
         amounts the largest would be more than the others asked for and the
         sum more than any task asked for, so the cluster gets none.
         """
-        return _agreed({t.memory for t in self.tasks}, 0)
+        return _agreed({memory for _, memory, _ in self.tasks.requests}, 0)
 
     @property
     def gpus(self) -> int:
         """The GPUs each task asks for, when its tasks agree (else 0), as ``+pegasus_gpus`` (see memory_mb)."""
-        return _agreed({t.gpus for t in self.tasks}, 0)
+        return _agreed({gpus for _, _, gpus in self.tasks.requests}, 0)
 
 
 def root_dag_name(workflow: str) -> str:
@@ -257,43 +305,60 @@ def read_root_dag(path: str) -> dict[str, list[str]]:
 
 def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dict[str, str]) -> None:
     """Its events in the order monitord reads them: tasks, task edges, jobs, the task-to-job map, job edges, then
-    the metadata. A cluster may hold a million tasks: lines are joined a few thousand at a time."""
+    the metadata. A cluster may hold a million tasks: lines are made from its columns and joined a few thousand
+    at a time, each column escaped once (most need nothing: ids and names are plain words)."""
     ts = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     pre, wf = f"ts={ts} event=", f"xwf.id={wf_uuid}"
-    quoted = functools.lru_cache(maxsize=1024)(_q)  # for the few transformations every task names
+    ids = [_escaped(job.tasks.ids) for job in jobs]
     with open(path, "w", encoding="utf-8", buffering=1 << 20) as fh:
         def out(lines: Iterator[str]) -> None:
             while chunk := list(itertools.islice(lines, CHUNK)):
                 fh.write("".join(chunk))
 
-        out(f'{pre}task.info {wf} task.id={_q(t.id)} type="{t.kind[0]}" type_desc="{t.kind[1]}" '
-            f'transformation={quoted(t.transformation)} argv={_q(t.argv)}\n' for job in jobs for t in job.tasks)
-        out(f"{pre}task.edge {wf} parent.task.id={parent} child.task.id={_q(c)}\n"
-            for job in jobs for t in job.tasks if t.children for parent in (_q(t.id),) for c in t.children)
+        for job, tids in zip(jobs, ids):
+            t = job.tasks
+            out(f'{pre}task.info {wf} task.id="{i}" type="{kind[0]}" type_desc="{kind[1]}" transformation="{x}" '
+                f'argv="{a}"\n' for i, kind, x, a in zip(tids, t.kinds, _escaped(t.transformations), _escaped(t.argvs)))
+        head = f'{pre}task.edge {wf} parent.task.id="'
+        for job in jobs:
+            t = job.tasks
+            out(f'{head}{p}" child.task.id="{c}"\n' for p, c in zip(_escaped(t.edge_parents), _escaped(t.edge_children)))
         out(f'{pre}job.info {wf} job.id={_q(job.name)} '
             f'submit_file={_q(job.name + "/" + job.name + ".sub")} type="{job.kind[0]}" type_desc="{job.kind[1]}" '
             f'clustered="{1 if len(job.tasks) > 1 else 0}" max_retries="0" '
             f"executable={_q(job.command[0])} argv={_q(' '.join(job.command[1:]))} "
             f'task_count="{len(job.tasks)}"\n' for job in jobs)
-        out(f"{pre}wf.map.task_job {wf} job.id={name} task.id={_q(t.id)}\n"
-            for job in jobs for name in (_q(job.name),) for t in job.tasks)
+        for job, tids in zip(jobs, ids):
+            head = f"{pre}wf.map.task_job {wf} job.id={_q(job.name)} task.id=\""
+            out(f'{head}{i}"\n' for i in tids)
         out(f"{pre}job.edge {wf} parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n"
             for job in jobs for parent in job.parents)
         # metadata after the tasks it names, as monitord looks them up
         out(f"{pre}xwf.meta {wf} key={_q(key)} value={_q(value)}\n" for key, value in metadata.items())
-        out(f"{pre}task.meta {wf} task.id={_q(t.id)} key={_q(key)} value={_q(value)}\n"
-            for job in jobs for t in job.tasks if t.metadata for key, value in t.metadata.items())
-        out(_file_lines(jobs, pre, wf))
+        out(f'{pre}task.meta {wf} task.id="{tids[place]}" key={_q(key)} value={_q(value)}\n'
+            for job, tids in zip(jobs, ids) for place, meta in job.tasks.metadata.items() for key, value in meta.items())
+        out(_file_lines(jobs, ids, pre, wf))
 
 
-def _file_lines(jobs: list[RootJob], pre: str, wf: str) -> Iterator[str]:
-    """As Pegasus writes them: each file's metadata, then the file's map to its task."""
-    for job in jobs:
-        for t in job.tasks:
-            for lfn, attributes in t.files:
+def _escaped(values: list[str]) -> list[str]:
+    """``values`` as they stand between a NetLogger value's quotes (``_q`` less its quotes): the list itself when
+    none needs escaping, which is tested a few thousand values at a time at C speed."""
+    for k in range(0, len(values), CHUNK):
+        text = "".join(values[k:k + CHUNK])
+        if not text.isascii() or '"' in text:
+            return [v if v.isascii() and '"' not in v else _q(v)[1:-1] for v in values]
+    return values
+
+
+def _file_lines(jobs: list[RootJob], ids: list[list[str]], pre: str, wf: str) -> Iterator[str]:
+    """As Pegasus writes them: each file's metadata, then the file's map to its task (``ids``: each job's task ids,
+    escaped)."""
+    for job, tids in zip(jobs, ids):
+        for place, files in job.tasks.files.items():
+            for lfn, attributes in files:
                 for key, value in attributes.items():
                     yield f"{pre}rc.meta {wf} lfn.id={_q(lfn)} key={_q(key)} value={_q(value)}\n"
-                yield f"{pre}wf.map.file {wf} task.id={_q(t.id)} lfn.id={_q(lfn)}\n"
+                yield f'{pre}wf.map.file {wf} task.id="{tids[place]}" lfn.id={_q(lfn)}\n'
 
 
 def read_braindump(submit_dir: str) -> dict[str, Any]:

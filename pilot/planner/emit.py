@@ -14,6 +14,7 @@ per-task output next to its DAG, and clusters of one workflow may run at once.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import sys
@@ -22,7 +23,7 @@ from operator import attrgetter
 from typing import Callable
 
 from pilot.contracts.clusters import ClusterKind, ClusterSpec, PlanInfo, write_clusters
-from pilot.contracts.rootfiles import NOTIFY_FILE, PROPERTIES, RootJob, RootTask, write_root_files
+from pilot.contracts.rootfiles import NOTIFY_FILE, PROPERTIES, RootJob, TaskTable, write_root_files
 from pilot.contracts.submitdir import write_monitoring_files
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
@@ -48,7 +49,11 @@ class Emitted:
     roots: int | None = None  # its tasks with no parent in it (None: not counted yet)
 
 
-_id = attrgetter("id")  # a job's id, read by a C-level accessor (a task's children, for a million tasks)
+# A job's fields read by C-level accessors: a cluster's task table is built a column at a time (a million jobs).
+_id, _args_line, _command, _children = attrgetter("id"), attrgetter("args_line"), attrgetter("command"), attrgetter("children")
+_metadata, _uses, _kind = attrgetter("metadata"), attrgetter("uses"), attrgetter("type._value_")
+_tx_fields = attrgetter("namespace", "name", "version")  # Job.tx_key, without its call
+_tx_label = Job.tx_label.fget
 
 # Emitting is per cluster and independent: with many clusters, forked workers
 # (sharing the plan copy-on-write) write them in parallel.
@@ -175,7 +180,7 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
         # output, which monitord counts as a task's. A data job alone (all clusterings but whole) is also a job
         # of its own type (create-dir, stage-in-tx, ...), which pegasus-statistics counts jobs by.
         alone = len(c.jobs) == 1 and c.jobs[0].type is not JobType.COMPUTE
-        tasks = root_tasks(c, request_of)
+        tasks = task_table(c, request_of)
         cdir = os.path.dirname(e.dag)
         if c.kind is ClusterKind.SUBWORKFLOW:  # driven by a nested pilot submit, as Pegasus runs a nested DAGMan
             command = [sys.executable, "-m", "pilot", "submit", subworkflow.nested_dir(c)]
@@ -190,19 +195,32 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
                      job_hooks=job_hooks(emitted, catalogs) if catalogs else None)
 
 
-def root_tasks(cluster: Cluster, request_of) -> list[RootTask]:
+def task_table(cluster: Cluster, request_of) -> TaskTable:
     """The cluster's jobs as tasks of the root workflow: each with its files that have metadata, and the outputs it
-    registers, as Pegasus maps them. One positional RootTask per job: a cluster may hold a million (and an
-    enum's ``_value_`` is its value without the ``value`` property's call)."""
+    registers, as Pegasus maps them. Built a column at a time, most columns at C speed (a cluster may hold a
+    million jobs): a job without profiles of its own asks what the others of its transformation ask, which is
+    asked of one of them."""
+    jobs = cluster.jobs
     handle = cluster.site
-    out: list[RootTask] = []
-    append = out.append
-    for j in cluster.jobs:
-        cpus, memory, gpus = request_of(j, handle)
-        append(RootTask(j.id, j.tx_label, j.args_line if j.command is None else command_text(j),
-                        tuple(map(_id, j.children)), cpus, memory, gpus, j.type._value_, j.metadata,
-                        _mapped_files(j.uses) if j.uses else ()))
-    return out
+    ids = list(map(_id, jobs))
+    argvs = list(map(_args_line, jobs))
+    for k, command in enumerate(map(_command, jobs)):
+        if command is not None:  # a data job: its whole command
+            argvs[k] = command_text(jobs[k])
+    children = list(map(_children, jobs))
+    own = [job for job in jobs if job.profiles]
+    others = [job for job in jobs if not job.profiles] if own else jobs
+    one_each = dict(zip(map(_tx_fields, others), others)).values()  # a job of each transformation among them
+    requests = {request_of(job, handle) for job in (*own, *one_each)}
+    metadata = {k: m for k, m in enumerate(map(_metadata, jobs)) if m}
+    files = {}
+    for k in itertools.compress(range(len(jobs)), map(_uses, jobs)):
+        mapped = _mapped_files(jobs[k].uses)
+        if mapped:
+            files[k] = mapped
+    return TaskTable(ids, list(map(_tx_label, jobs)), argvs, list(map(_kind, jobs)),
+                     list(itertools.chain.from_iterable(map(itertools.repeat, ids, map(len, children)))),
+                     list(map(_id, itertools.chain.from_iterable(children))), requests, metadata, files)
 
 
 def _mapped_files(uses) -> tuple[tuple[str, dict[str, str]], ...]:

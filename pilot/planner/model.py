@@ -4,37 +4,24 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 Profiles = dict[str, dict[str, str]]  # namespace -> key -> value
 
 
-class _Empty(Mapping[str, Any]):
-    """A read-only empty mapping, hashable so that a dataclass field may default to it."""
+class _Empty(dict):  # type: ignore[type-arg]
+    """A read-only empty mapping, hashable so that a dataclass field may default to it. A dict underneath: its
+    truth, ``in`` and ``get`` are C calls, and a plan asks them of each of a million jobs several times."""
 
     __slots__ = ()
 
-    def __getitem__(self, key: str) -> Any:
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
+    def __hash__(self) -> int:  # type: ignore[override]
         return 0
 
-    # Mapping's own get and `in` go through __getitem__ and its KeyError: a plan asks each of a million jobs.
-    def get(self, key: str, default: Any = None) -> Any:
-        return default
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a shared empty mapping is read-only: give the job a dict of its own")
 
-    def __contains__(self, key: object) -> bool:
-        return False
-
-    def __hash__(self) -> int:
-        return 0
-
-    def __repr__(self) -> str:
-        return "{}"
+    __setitem__ = __delitem__ = __ior__ = setdefault = update = pop = popitem = clear = _read_only  # type: ignore[assignment]
 
 
 # What a job without profiles or metadata holds: one shared read-only mapping, not an empty dict per job

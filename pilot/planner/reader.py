@@ -118,17 +118,24 @@ def _add_dependency(dep: Any, path: str, i: int, by_id: dict[str, Job]) -> None:
     children = dep.get("children")
     if type(children) is not list:
         children = need_list(children, path, f"jobDependencies[{i}].children", "of job ids")
-    for k, child_id in enumerate(children):
+    below = parent.children
+    for child_id in children:
         child = by_id.get(child_id) if type(child_id) is str else None
-        if child is None:
-            need_text(child_id, path, f"jobDependencies[{i}].children[{k}]")
-            raise fail(path, f"jobDependencies[{i}].children[{k}]", f"unknown job {child_id!r}")
-        if child is parent:
-            raise fail(path, f"jobDependencies[{i}].children[{k}]", f"job {child.id} depends on itself")
-        known = (child in parent.children) if len(parent.children) < len(child.parents) else (parent in child.parents)
-        if not known:  # a repeated dependency is one edge
-            parent.children.append(child)
-            child.parents.append(parent)
+        if child is None or child is parent:
+            _bad_child(children, child_id, child, path, i)
+        above = child.parents
+        if not ((child in below) if len(below) < len(above) else (parent in above)):  # a repeated one is one edge
+            below.append(child)
+            above.append(parent)
+
+
+def _bad_child(children: list, child_id: Any, child: Job | None, path: str, i: int) -> None:
+    """The error of ``jobDependencies[i]``'s child ``child_id``: no job, or the parent itself."""
+    k = next(k for k, c in enumerate(children) if c is child_id)
+    if child is None:
+        need_text(child_id, path, f"jobDependencies[{i}].children[{k}]")
+        raise fail(path, f"jobDependencies[{i}].children[{k}]", f"unknown job {child_id!r}")
+    raise fail(path, f"jobDependencies[{i}].children[{k}]", f"job {child.id} depends on itself")
 
 
 def _quick_job(raw: Any, path: str, index: int, names: dict[str, str], shared: dict[str, str]) -> Job | None:
@@ -136,27 +143,36 @@ def _quick_job(raw: Any, path: str, index: int, names: dict[str, str], shared: d
     job of type job, with a valid id and name, arguments that are plain words, no files and none of the
     optional keys; None for any other, which _read_job then reads with its checks and messages. ``names``:
     the names found valid, each as its string in ``shared`` (see _read_job)."""
-    if type(raw) is not dict or raw.get("uses") or not _OPTIONAL.isdisjoint(raw) or raw.get("type", "job") != "job":
+    if type(raw) is not dict:
+        return None
+    uses = raw.get("uses")
+    if uses is not None and uses != []:
         return None  # files first: a job with files is left at once
-    job_id, name, args, uses = raw.get("id"), raw.get("name"), raw.get("arguments"), raw.get("uses")
-    if type(job_id) is not str or type(name) is not str or type(args) is not list or not (uses is None or uses == []):
+    job_id, name, args, kind = raw.get("id"), raw.get("name"), raw.get("arguments"), raw.get("type")
+    if len(raw) != 2 + (uses is not None) + (args is not None) + (kind is not None):  # most jobs: only these keys
+        if not _OPTIONAL.isdisjoint(raw) or (kind is None and "type" in raw):
+            return None
+    if type(job_id) is not str or type(name) is not str or type(args) is not list or (kind != "job" and kind is not None):
         return None
     one = names.get(name)
     if one is None:
         if not SAFE_ID.match(name):
             return None
         one = names[name] = shared.setdefault(name, name)
-    if not SAFE_ID.match(job_id):
+    if not (job_id.isalnum() and job_id.isascii()) and not SAFE_ID.match(job_id):  # most ids: letters and digits
         return None
     try:
         text = " ".join(args)
     except TypeError:  # an item is no string: a file, a mapping, nothing
         return None
-    if "\n" in text or "\r" in text or "\0" in text or SPECIAL.search(text) is not None:
+    if "\n" in text or "\r" in text or "\0" in text or "'" in text or '"' in text or "\\" in text:
         return None
+    # In printable text " " is the only space split() splits at: most arguments are already as it joins them
+    if not text.isprintable() or "  " in text or text[:1] == " " or text[-1:] == " ":
+        text = " ".join(text.split())
     # Positional, in Job's field order (0.3 µs against 0.5 by keyword, a million times): id, name, namespace,
     # version, args_line, profiles, source, index, yaml_index, parents, children, uses.
-    return Job(job_id, one, None, None, " ".join(text.split()), NO_PROFILES, path, index, index, [], [], ())
+    return Job(job_id, one, None, None, text, NO_PROFILES, path, index, index, [], [], ())
 
 
 def _read_job(raw: Any, path: str, ypath: str, index: int, shared: dict[str, str]) -> Job:
