@@ -54,6 +54,8 @@ _NEEDS_QUOTING = re.compile(r"[\s'\"\\]")
 
 def quote_arg(arg: str) -> str:
     """Quote one argument so that split_args gives it back unchanged."""
+    if arg.isidentifier():  # letters, digits and "_": most task ids, a test quicker than the search below
+        return arg
     if not _NEEDS_QUOTING.search(arg):
         return arg if arg else "''"
     if SPECIAL.search(arg) is None:

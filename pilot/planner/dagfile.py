@@ -16,17 +16,20 @@ import collections
 import functools
 import itertools
 import os
+from operator import attrgetter
 from typing import Callable, Iterator, NamedTuple, Sequence
 
 from pilot.dag.lexer import quote_arg
 from pilot.dag.parser import parse_dag
-from pilot.dag.writer import (ContextNotes, annotation, details, edge_lines, plain_task_text, task_record,
+from pilot.dag.writer import (ContextNotes, annotation, details, edge_lines, plain_task, plain_task_text, task_record,
                               task_text)
 from pilot.errors import ConfigError, DagError
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
 from pilot.planner.staging import INPUT_FILE
+
+_tx_fields = attrgetter("namespace", "name", "version")  # Job.tx_key, read without a call (a million jobs)
 
 # The profiles each TASK option comes from, the first one set. As Pegasus' PMC code generator does (since
 # 4.6), -m and -c fall back to the job's memory (MB) and cores where the pmc_* keys are unset, so a task
@@ -189,7 +192,7 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
     heads = _Heads(resolver, cluster.site, pfn_of, checks)
     plains = heads.plains
     ids: list[str] = []
-    known: dict[str, int] = {}
+    known: set[str] = set()  # the task ids written (a set grows by one each, or the id is a duplicate)
     notes = ContextNotes()
     cwd_now: object = None  # the cwd and env the notes were last asked about (skip asking while they stay these)
     env_now: object = None
@@ -198,10 +201,13 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
     texts: list[str] = []  # jobs' lines, joined CHUNK jobs at a time: a write each would cost more
     try:
         for n, job in enumerate(cluster.jobs, 1):
+            if len(texts) == CHUNK:
+                yield "".join(texts)
+                texts.clear()
             data = job.command is not None  # a data job: the pilot's environment, a command of the planner's
             plain = None  # or, for a job with no profiles of its own or container, its transformation's values
             if not (data or job.profiles or job.wrapper is not None):
-                plain = plains.get(job.tx_key) or heads.plain(job)
+                plain = plains.get(_tx_fields(job)) or heads.plain(job)
             job_env = None if data else plain.env if plain is not None else resolver.env(job, site)
             before = ()
             if job.cwd is not cwd_now or job_env is not env_now:  # notes before the job's '#@' line, if any
@@ -218,32 +224,37 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
                 for note in (*before, *after):
                     checks.note(note, job)
             tid = job.task_id
-            if tid in known:
-                raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: duplicate task {tid!r} "
-                                  f"(the task of job {cluster.jobs[known[tid]].id} has that id too)")
-            known[tid] = n - 1
+            known.add(tid)
+            if len(known) < n:
+                raise _duplicate(cluster, job, tid)
             qid = quote_arg(tid)
             ids.append(qid)
+            label = job.tx_label if plain is None else plain.label
             if data:
                 line = data_task_line(job, cdir)
                 checks.check([line], job)
             else:
                 head = heads.of(job) if plain is None else plain.head or heads.plain_head(job, plain)
+                if not (before or after):  # most jobs
+                    texts.append(plain_task(n, label, job.id, qid, head, job.args_line))
+                    continue
                 line = task_record(qid, f"{head} {job.args_line}" if job.args_line else head)
-            label = job.tx_label if plain is None else plain.label
             if before or after:
                 texts.append(task_text(list(before), annotation(n, label, job.id), list(after), line))
             else:
                 texts.append(plain_task_text(n, label, job.id, line))
-            if len(texts) == CHUNK:
-                yield "".join(texts)
-                texts.clear()
     except Exception:
         yield "".join(texts)  # the jobs before the one refused, as a writer of a line at a time leaves the file
         raise
     yield "".join(texts)
     known.clear()
     yield from _edge_lines(cluster, ids)
+
+
+def _duplicate(cluster: Cluster, job: Job, tid: str) -> ConfigError:
+    first = next(other for other in cluster.jobs if other.task_id == tid)
+    return ConfigError(f"{job.where}: the PMC task made from this job is invalid: duplicate task {tid!r} "
+                       f"(the task of job {first.id} has that id too)")
 
 
 def _edge_lines(cluster: Cluster, ids: list[str]) -> Iterator[str]:

@@ -43,6 +43,16 @@ def test_workflow_cycle_names_jobs(tmp_path):
         run_plan(tmp_path, paths, "whole")
 
 
+def test_two_jobs_whose_task_ids_collide_are_named(tmp_path):
+    """Transformation a_b with job c and transformation a with job b_c both make the PMC task a_b_c."""
+    wf = api.Workflow("er", infer_dependencies=False)
+    wf.add_jobs(api.Job("a_b", _id="c"), api.Job("a", _id="b_c"))
+    paths = write(tmp_path, wf, transformations("local", {"a_b": "/bin/echo", "a": "/bin/echo"}))
+    with pytest.raises(ConfigError, match=r"workflow.yml: jobs\[1\] \(id b_c\): the PMC task made from this job is "
+                                          r"invalid: duplicate task 'a_b_c' \(the task of job c has that id too\)"):
+        run_plan(tmp_path, paths, "whole")
+
+
 def test_unknown_transformation(tmp_path):
     paths = simple(tmp_path, tc_names=("Other",))
     with pytest.raises(ConfigError, match=r"workflow.yml: jobs\[0\] \(id a\): unknown transformation T"):
