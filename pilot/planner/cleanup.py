@@ -51,8 +51,7 @@ def add(wf: Workflow, data: DataJobs, lay: DataLayout, mode: str) -> list[Job]:
     leaf = data.new_job(f"cleanup_{wf.name}_0_{lay.exec_site}", JobType.CLEANUP, "cleanup")
     leaf.stdin_text = json.dumps([{"id": 1, "type": "remove", "target": {
         "site_label": lay.exec_site, "url": lay.workdir.url, "recursive": "True"}}])
-    for sink in sinks:
-        data.edge(sink, leaf)
+    data.edges_of_new(leaf, sinks, below=False)
     return [*out, leaf]
 
 

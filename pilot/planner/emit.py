@@ -50,10 +50,13 @@ class Emitted:
 
 
 # A job's fields read by C-level accessors: a cluster's task table is built a column at a time (a million jobs).
-_id, _args_line, _command, _children = attrgetter("id"), attrgetter("args_line"), attrgetter("command"), attrgetter("children")
-_metadata, _uses, _kind = attrgetter("metadata"), attrgetter("uses"), attrgetter("type._value_")
+_id, _name, _namespace, _version = attrgetter("id"), attrgetter("name"), attrgetter("namespace"), attrgetter("version")
+_args_line, _command, _children = attrgetter("args_line"), attrgetter("command"), attrgetter("children")
+_profiles, _metadata, _uses = attrgetter("profiles"), attrgetter("metadata"), attrgetter("uses")
+_kind = attrgetter("type._value_")
 _tx_fields = attrgetter("namespace", "name", "version")  # Job.tx_key, without its call
-_tx_label = Job.tx_label.fget
+
+CHUNK = 4096  # jobs whose columns are read at a time: they stay in the processor's cache across the columns
 
 # Emitting is per cluster and independent: with many clusters, forked workers
 # (sharing the plan copy-on-write) write them in parallel.
@@ -197,30 +200,41 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
 
 def task_table(cluster: Cluster, request_of) -> TaskTable:
     """The cluster's jobs as tasks of the root workflow: each with its files that have metadata, and the outputs it
-    registers, as Pegasus maps them. Built a column at a time, most columns at C speed (a cluster may hold a
-    million jobs): a job without profiles of its own asks what the others of its transformation ask, which is
-    asked of one of them."""
-    jobs = cluster.jobs
-    handle = cluster.site
-    ids = list(map(_id, jobs))
-    argvs = list(map(_args_line, jobs))
-    for k, command in enumerate(map(_command, jobs)):
-        if command is not None:  # a data job: its whole command
+    registers, as Pegasus maps them. Built a column at a time with C-level accessors, CHUNK jobs at a time (the
+    columns of a chunk are read while its jobs are in the processor's cache): a cluster may hold a million. A
+    job without profiles of its own asks what the others of its transformation ask, which is asked of one."""
+    table = TaskTable()
+    requests, metadata, files = table.requests, table.metadata, table.files
+    for start in range(0, len(cluster.jobs), CHUNK):
+        jobs = cluster.jobs[start:start + CHUNK]
+        places = range(start, start + len(jobs))
+        ids = list(map(_id, jobs))
+        argvs = list(map(_args_line, jobs))
+        for k in itertools.compress(range(len(jobs)), map(_command, jobs)):  # a data job: its whole command
             argvs[k] = command_text(jobs[k])
-    children = list(map(_children, jobs))
-    own = [job for job in jobs if job.profiles]
-    others = [job for job in jobs if not job.profiles] if own else jobs
-    one_each = dict(zip(map(_tx_fields, others), others)).values()  # a job of each transformation among them
-    requests = {request_of(job, handle) for job in (*own, *one_each)}
-    metadata = {k: m for k, m in enumerate(map(_metadata, jobs)) if m}
-    files = {}
-    for k in itertools.compress(range(len(jobs)), map(_uses, jobs)):
-        mapped = _mapped_files(jobs[k].uses)
-        if mapped:
-            files[k] = mapped
-    return TaskTable(ids, list(map(_tx_label, jobs)), argvs, list(map(_kind, jobs)),
-                     list(itertools.chain.from_iterable(map(itertools.repeat, ids, map(len, children)))),
-                     list(map(_id, itertools.chain.from_iterable(children))), requests, metadata, files)
+        labels = list(map(_name, jobs))  # tx_label: the name, unless a namespace or version is set
+        qualified = {*itertools.compress(range(len(jobs)), map(_namespace, jobs)),
+                     *itertools.compress(range(len(jobs)), map(_version, jobs))}
+        for k in qualified:
+            labels[k] = jobs[k].tx_label
+        children = list(map(_children, jobs))
+        table.ids += ids
+        table.transformations += labels
+        table.argvs += argvs
+        table.kinds += map(_kind, jobs)
+        table.edge_parents += itertools.chain.from_iterable(map(itertools.repeat, ids, map(len, children)))
+        table.edge_children += map(_id, itertools.chain.from_iterable(children))
+        own = list(itertools.compress(jobs, map(_profiles, jobs)))
+        others = list(itertools.filterfalse(_profiles, jobs)) if own else jobs
+        # a job of each transformation among them (by its name alone where no job has a namespace or version)
+        one_each = dict(zip(map(_tx_fields if qualified else _name, others), others)).values()
+        requests.update(request_of(job, cluster.site) for job in (*own, *one_each))
+        metadata.update((k, cluster.jobs[k].metadata) for k in itertools.compress(places, map(_metadata, jobs)))
+        for k in itertools.compress(places, map(_uses, jobs)):
+            mapped = _mapped_files(cluster.jobs[k].uses)
+            if mapped:
+                files[k] = mapped
+    return table
 
 
 def _mapped_files(uses) -> tuple[tuple[str, dict[str, str]], ...]:

@@ -179,6 +179,14 @@ class DataJobs:
             parent.children.append(child)
             child.parents.append(parent)
 
+    def edges_of_new(self, new: Job, others: list[Job], below: bool = True) -> None:
+        """Edges between ``new``, a job made just now with none yet, and each of ``others`` (its children, or its
+        parents when not ``below``): none can be there already, so none is remembered (the create-dir job has an
+        edge to each root of the workflow, the cleanup job one from each leaf: a million-job workflow's half)."""
+        (new.children if below else new.parents).extend(others)
+        for job in others:
+            (job.parents if below else job.children).append(new)
+
     def _count(self, key: str, nodes: int) -> int:
         raw = self.props.get(key)
         if raw:
@@ -418,8 +426,7 @@ class DataJobs:
         mkdir = self.new_job(f"create_dir_{self.wf.name}_0_{self.lay.exec_site}", JobType.CREATE_DIR, "dirmanager")
         mkdir.stdin_text = json.dumps([{"id": 1, "type": "mkdir",
                                         "target": {"site_label": self.lay.exec_site, "url": self.lay.workdir.url}}])
-        for root in roots:
-            self.edge(mkdir, root)
+        self.edges_of_new(mkdir, roots)
         return self.made
 
 

@@ -281,7 +281,7 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
                         seen[line] = (key, _EMPTY)  # each hit makes a list of its own
                 elif v[:1] == "[" and flow_list(v) is not None:  # _flow_list, in line
                     value = v[1:-1].split(", ")
-                    if not _NULLS.isdisjoint(value):
+                    if ("~" in v or "ull" in v or "ULL" in v) and not _NULLS.isdisjoint(value):  # _NULLS' texts
                         value = [None if x in _NULLS else x for x in value]
                 else:
                     value = _scalar(v)
