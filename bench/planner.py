@@ -1,6 +1,6 @@
 """Planner scale: ``pilot plan`` of synthetic Pegasus workflows of 10^4..10^6 jobs, each against baselines.
 
-    python bench/planner.py [--max 1000000] [--base /path/to/other/checkout]
+    python bench/planner.py [--max 1000000] [--base /path/to/other/checkout] [--repeat N]
 
 Workflow shape (issue 25): four levels of n/4 jobs, each job below the first
 with two parents on the level above, as Pegasus.api writes it (jobs, then
@@ -9,9 +9,12 @@ jobDependencies, an inline transformation catalog): about 125 bytes a job,
 free, as a PMC user plans a big workflow.
 
 Each size is planned in a fresh process, which reports its peak RSS
-(getrusage) and the wall time of plan(); then, in the same process, libyaml
-reads the same file as a bare event stream (``yaml.parse`` with CSafeLoader,
-nothing built), the floor any reader of the file pays. Printed per size:
+(getrusage), the wall time of plan() and the part of it spent in the kernel
+(writing the files, faulting memory in); around the plan, in the same process,
+libyaml reads the same file as a bare event stream (``yaml.parse`` with
+CSafeLoader, nothing built), the floor any reader of the file pays: once
+before the plan and once after, and the plan is set against their mean (a
+shared machine's speed drifts by a tenth within a minute). Printed per size:
 
 - plan time, and its ratio to that event stream (target: at most 1.0);
 - peak RSS (target: at most 1.5 GB at 10^6);
@@ -20,13 +23,16 @@ nothing built), the floor any reader of the file pays. Printed per size:
 
 ``--base DIR`` plans each workflow with the pilot of another checkout too (a
 ``git worktree`` of an older commit) in the same run, and prints its figures
-on the line below. Sizes share one scratch directory, removed at the end.
+on the line below. ``--repeat N`` plans each N times (fresh processes, each
+into its own directory) and ends with each size's median ratio. Sizes share
+one scratch directory, removed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,52 +61,69 @@ import os, resource, sys, time, yaml
 sys.path.insert(0, sys.argv[3])
 from pilot.planner.plan import PlanRequest, plan
 from pilot.sites import load_site
+
+
+def events():
+    t = time.perf_counter()
+    with open(sys.argv[1], "rb") as fh:  # the floor: libyaml's events for the file, nothing kept
+        for _ in yaml.parse(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            pass
+    return time.perf_counter() - t
+
+
 site = load_site("local")
 start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # the interpreter and pilot's modules
+before = events()
+kernel = resource.getrusage(resource.RUSAGE_SELF).ru_stime
 t = time.perf_counter()
 plan(PlanRequest(workflow=sys.argv[1], site=site, cluster=["whole"], submit_dir=sys.argv[2]))
 took = time.perf_counter() - t
+kernel = resource.getrusage(resource.RUSAGE_SELF).ru_stime - kernel
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-t = time.perf_counter()
-with open(sys.argv[1], "rb") as fh:  # the floor: libyaml's events for the file, nothing kept
-    for _ in yaml.parse(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-        pass
-events = time.perf_counter() - t
+after = events()
 written = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(sys.argv[2]) for f in files)
-print(took, events, rss, written, start)
+print(took, (before + after) / 2, rss, written, start, kernel)
 """
 
 
-def run(repo: str, workflow: str, submit: str) -> tuple[float, float, int, int, int]:
-    """(plan seconds, event stream seconds, peak RSS bytes, bytes written, RSS bytes before planning) of one plan
-    in a fresh process."""
+def run(repo: str, workflow: str, submit: str) -> tuple[float, float, int, int, int, float]:
+    """(plan seconds, event stream seconds, peak RSS bytes, bytes written, RSS bytes before planning, the plan's
+    kernel seconds) of one plan in a fresh process."""
     env = {**os.environ, "PYTHONPATH": repo}
     out = subprocess.run([sys.executable, "-c", CHILD, workflow, submit, repo], capture_output=True, text=True,
                          check=True, env=env, cwd=os.path.dirname(submit)).stdout.split()
-    return float(out[0]), float(out[1]), int(out[2]), int(out[3]), int(out[4])
+    return float(out[0]), float(out[1]), int(out[2]), int(out[3]), int(out[4]), float(out[5])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max", type=int, default=1_000_000)
     ap.add_argument("--base", help="another checkout of pilot to plan the same workflows with, for comparison")
+    ap.add_argument("--repeat", type=int, default=1, help="plans of each workflow by each checkout (median printed)")
     args = ap.parse_args()
     repo = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     sizes = [n for n in (10_000, 100_000, 1_000_000) if n <= args.max]
     runs = [("this", repo)] + ([("base", os.path.abspath(args.base))] if args.base else [])
     first: dict[str, tuple[float, float]] = {}
+    ratios: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             wf = os.path.join(tmp, f"wf{n}.yml")
             write_workflow(wf, n)
             size = os.path.getsize(wf)
-            for label, checkout in runs:
-                took, events, rss, written, start = run(checkout, wf, os.path.join(tmp, f"submit{n}-{label}"))
-                per_job = first.setdefault(label, (took / n, (rss - start) / n))
-                print(f"{label:>4} {n:>8} jobs ({size / 1e6:6.1f} MB): plan {took:6.1f} s = {took / events:4.2f}x "
-                      f"libyaml's events ({events:.1f} s); peak {rss / 1e6:6.0f} MB; wrote {written / 1e6:7.1f} MB = "
-                      f"{written / size:5.2f}x the workflow; per job vs {sizes[0]}: time {took / n / per_job[0]:.2f}x, "
-                      f"RSS above the start {(rss - start) / n / per_job[1]:.2f}x", flush=True)
+            for k in range(args.repeat):
+                for label, checkout in runs:
+                    took, events, rss, written, start, kernel = run(checkout, wf, os.path.join(tmp, f"submit{n}-{label}-{k}"))
+                    per_job = first.setdefault(label, (took / n, (rss - start) / n))
+                    ratios.setdefault((label, n), []).append(took / events)
+                    print(f"{label:>4} {n:>8} jobs ({size / 1e6:6.1f} MB): plan {took:6.1f} s ({kernel:4.1f} s in the kernel) = "
+                          f"{took / events:4.2f}x libyaml's events ({events:.1f} s); peak {rss / 1e6:6.0f} MB; wrote "
+                          f"{written / 1e6:7.1f} MB = {written / size:5.2f}x the workflow; per job vs {sizes[0]}: time "
+                          f"{took / n / per_job[0]:.2f}x, RSS above the start {(rss - start) / n / per_job[1]:.2f}x", flush=True)
+    if args.repeat > 1:
+        for (label, n), values in ratios.items():
+            print(f"{label:>4} {n:>8} jobs: median {statistics.median(values):.2f}x libyaml's events over {len(values)} plans "
+                  f"({min(values):.2f}x-{max(values):.2f}x)")
 
 
 if __name__ == "__main__":

@@ -159,9 +159,10 @@ def cluster_retry(cluster: Cluster, resolver: ProfileResolver, memo: dict | None
     most = None
     for job in cluster.jobs:
         if not job.profiles:
-            if job.tx_key in asked:
+            key = _tx_fields(job)
+            if key in asked:
                 continue
-            asked.add(job.tx_key)
+            asked.add(key)
         retry = dagman_retry(job, cluster.site, resolver, memo)
         if retry is not None and (most is None or retry > most):
             most = retry
