@@ -1,0 +1,55 @@
+"""The root workflow's task table: built a column at a time for a million jobs, it holds what each task's own
+record would (RootTask, one at a time), whatever the jobs carry and wherever a chunk of columns ends."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from pilot.contracts.clusters import ClusterKind
+from pilot.contracts.rootfiles import RootTask, TaskTable
+from pilot.planner import emit
+from pilot.planner.clustering import Cluster
+from pilot.planner.dagfile import command_text
+from pilot.planner.model import Job, JobType, Link, Use
+
+
+def jobs() -> list[Job]:
+    plain = [Job(f"ID{k}", "a", args_line=f"-i f.{k}", index=k) for k in range(5)]
+    qualified = Job("Q1", "a", namespace="ns", version="1", args_line="x", metadata={"k": "v"}, index=5)
+    versioned = Job("Q2", "a", version="2", index=6)
+    profiled = Job("P1", "b", profiles={"pegasus": {"pmc_request_memory": "100"}}, index=7)
+    data = Job("create_dir_w_0_local", "dirmanager", namespace="pegasus", type=JobType.CREATE_DIR,
+               command=["pegasus-transfer", "-f", "a b"], index=8)
+    files = Job("F1", "c", uses=[Use("f.out", Link.OUTPUT), Use("f.in", Link.INPUT, metadata={"size": "3"}),
+                                 Use("f.tmp", Link.OUTPUT, register=False)], index=9)
+    out = [data, *plain, qualified, versioned, profiled, files]
+    for child in out[1:]:
+        data.children.append(child)
+        child.parents.append(data)
+    for parent, child in ((plain[0], plain[1]), (plain[0], qualified), (plain[1], files), (profiled, files)):
+        parent.children.append(child)
+        child.parents.append(parent)
+    return out
+
+
+def request_of(job: Job, handle: str) -> tuple[int, int, int]:
+    """As emit.requests_of: a job without profiles asks what its transformation asks."""
+    return (2 if job.name == "a" else 1, int(job.profiles.get("pegasus", {}).get("pmc_request_memory", 0)), 0)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 4096])
+def test_the_columns_hold_each_tasks_record(monkeypatch, chunk):
+    monkeypatch.setattr(emit, "CHUNK", chunk)
+    members = jobs()
+    table = emit.task_table(Cluster("merge_w", members, ClusterKind.WHOLE, "local"), request_of)
+    one_by_one = TaskTable.of(
+        RootTask(j.id, j.tx_label, command_text(j), tuple(c.id for c in j.children), *request_of(j, "local"),
+                 j.type.value, j.metadata, emit._mapped_files(j.uses)) for j in members)
+    for column in (f.name for f in dataclasses.fields(TaskTable)):
+        assert getattr(table, column) == getattr(one_by_one, column), column
+    assert table.transformations[6:8] == ["ns::a:1", "a:2"] and table.argvs[0] == 'pegasus-transfer -f "a b"'
+    assert table.requests == {(2, 0, 0), (1, 100, 0), (1, 0, 0)}
+    assert table.files == {9: (("f.out", {}), ("f.in", {"size": "3"}))} and table.metadata == {6: {"k": "v"}}
+    assert len(table.edge_parents) == len(table.edge_children) == 9 + 4
