@@ -61,6 +61,23 @@ def test_root_dag(tmp_path):
     assert read_root_dag(str(tmp_path / root_dag_name("wf"))) == {job.name: job.parents for job in jobs}
 
 
+def test_static_bp_escapes_only_the_values_that_need_it(tmp_path):
+    """A column whose values need no escaping is written as it is; one with a quote or a byte that is not
+    UTF-8 (a task read from a PMC .dag) is escaped value by value, the others in it left alone."""
+    tasks = [RootTask("ID1", "t", 'say "hi"', ["ID2"], metadata={"k": 'a "b"'}), RootTask("ID2", "ns::t:1", "plain"),
+             RootTask("ID\udcff", "t", "caf\u00e9 \udcff", ["ID1"])]
+    (tmp_path / "a").mkdir()
+    write_root_files(str(tmp_path), "wf", [RootJob("a", "s", tasks, [], ["pilot", "run", "a.dag"])], "", wf_uuid="u")
+    bp = (tmp_path / "wf-0.static.bp").read_text(encoding="utf-8")
+    assert 'task.id="ID1" type="1" type_desc="compute" transformation="t" argv="say \\"hi\\""\n' in bp
+    assert 'task.id="ID2" type="1" type_desc="compute" transformation="ns::t:1" argv="plain"\n' in bp
+    assert 'task.id="ID\ufffd" type="1" type_desc="compute" transformation="t" argv="caf\u00e9 \ufffd"\n' in bp
+    assert 'event=task.edge xwf.id=u parent.task.id="ID\ufffd" child.task.id="ID1"\n' in bp
+    assert 'event=task.edge xwf.id=u parent.task.id="ID1" child.task.id="ID2"\n' in bp
+    assert 'event=wf.map.task_job xwf.id=u job.id="a" task.id="ID\ufffd"\n' in bp
+    assert 'event=task.meta xwf.id=u task.id="ID1" key="k" value="a \\"b\\""\n' in bp
+
+
 def test_rescue_log_read_whole_and_followed(tmp_path):
     dag = str(tmp_path / "wf.dag")
     tail = RescueTail(dag)
