@@ -16,7 +16,6 @@ import collections
 import functools
 import itertools
 import os
-from operator import attrgetter
 from typing import Callable, Iterator, NamedTuple, Sequence
 
 from pilot.dag.lexer import quote_arg
@@ -25,11 +24,9 @@ from pilot.dag.writer import (ContextNotes, annotation, details, edge_lines, pla
                               task_text)
 from pilot.errors import ConfigError, DagError
 from pilot.planner.clustering import Cluster
-from pilot.planner.model import Job
+from pilot.planner.model import Job, tx_key_of
 from pilot.planner.profiles import ProfileResolver
 from pilot.planner.staging import INPUT_FILE
-
-_tx_fields = attrgetter("namespace", "name", "version")  # Job.tx_key, read without a call (a million jobs)
 
 # The profiles each TASK option comes from, the first one set. As Pegasus' PMC code generator does (since
 # 4.6), -m and -c fall back to the job's memory (MB) and cores where the pmc_* keys are unset, so a task
@@ -207,7 +204,7 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
             data = job.command is not None  # a data job: the pilot's environment, a command of the planner's
             plain = None  # or, for a job with no profiles of its own or container, its transformation's values
             if not (data or job.profiles or job.wrapper is not None):
-                plain = plains.get(_tx_fields(job)) or heads.plain(job)
+                plain = plains.get(tx_key_of(job)) or heads.plain(job)
             job_env = None if data else plain.env if plain is not None else resolver.env(job, site)
             before = ()
             if job.cwd is not cwd_now or job_env is not env_now:  # notes before the job's '#@' line, if any

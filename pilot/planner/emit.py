@@ -32,7 +32,7 @@ from pilot.planner import subworkflow
 from pilot.planner.batchopts import BatchOptions, batch_options
 from pilot.planner.clustering import Cluster
 from pilot.planner.dagfile import command_text, input_file, roots_of, shape, task_request, write_dag
-from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType
+from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType, tx_key_of
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
 from providers import scheduler_for, script_for
@@ -54,7 +54,6 @@ _id, _name, _namespace, _version = attrgetter("id"), attrgetter("name"), attrget
 _args_line, _command, _children = attrgetter("args_line"), attrgetter("command"), attrgetter("children")
 _profiles, _metadata, _uses = attrgetter("profiles"), attrgetter("metadata"), attrgetter("uses")
 _kind = attrgetter("type._value_")
-_tx_fields = attrgetter("namespace", "name", "version")  # Job.tx_key, without its call
 
 CHUNK = 4096  # jobs whose columns are read at a time: they stay in the processor's cache across the columns
 
@@ -159,7 +158,7 @@ def cluster_retry(cluster: Cluster, resolver: ProfileResolver, memo: dict | None
     most = None
     for job in cluster.jobs:
         if not job.profiles:
-            key = _tx_fields(job)
+            key = tx_key_of(job)
             if key in asked:
                 continue
             asked.add(key)
@@ -228,7 +227,7 @@ def task_table(cluster: Cluster, request_of) -> TaskTable:
         own = list(itertools.compress(jobs, map(_profiles, jobs)))
         others = list(itertools.filterfalse(_profiles, jobs)) if own else jobs
         # a job of each transformation among them (by its name alone where no job has a namespace or version)
-        one_each = dict(zip(map(_tx_fields if qualified else _name, others), others)).values()
+        one_each = dict(zip(map(tx_key_of if qualified else _name, others), others)).values()
         requests.update(request_of(job, cluster.site) for job in (*own, *one_each))
         metadata.update((k, cluster.jobs[k].metadata) for k in itertools.compress(places, map(_metadata, jobs)))
         for k in itertools.compress(places, map(_uses, jobs)):
