@@ -40,9 +40,13 @@ def test_a_process_found_after_the_first_scan_is_counted(tmp_path):
     starts another when asked to end (as a process caught in an exec shows up only in a later scan)."""
     token = uuid.uuid4().hex
     ready = tmp_path / "ready"
+    # Once: the reaper asks again until the grace is over, and may ask while the first answer is still starting
+    # its process (so the handler ignores SIGTERM before it starts one, not after).
     script = ("import signal, subprocess, sys, time\n"
-              "started = []\n"  # once: the reaper asks again until the grace is over
-              "signal.signal(signal.SIGTERM, lambda *_: started or started.append(subprocess.Popen(['sleep', '300'])))\n"
+              "def on_term(*_):\n"
+              "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+              "    subprocess.Popen(['sleep', '300'])\n"
+              "signal.signal(signal.SIGTERM, on_term)\n"
               f"open({str(ready)!r}, 'w').close()\n"
               "while True: time.sleep(1)\n")
     proc = subprocess.Popen([sys.executable, "-c", script], env=dict(os.environ, **{reaper.MARK_VAR: f"k:run:{token}"}))
