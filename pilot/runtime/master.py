@@ -335,6 +335,10 @@ class Master:
     def _task_done(self, source: int, res: TaskResult, held: bool | None = None) -> None:
         engine = self.engine
         assert engine is not None and self.rescue is not None
+        if source not in self.slots.running:
+            # The protocol gives a worker no way to send this: say so rather than end the run over it.
+            log.error("worker %d reported a result for %s, which it was not running; ignored", source, res.name)
+            return
         held = self._hold_on_failure and res.status != 0 if held is None else held
         # A task sent to run only after this one is given back unstarted when this one failed.
         dropped = res.status != 0 and source in self.slots.conditional

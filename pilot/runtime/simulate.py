@@ -3,9 +3,18 @@
 ``SimCluster`` plays every worker rank behind an ``InProcTransport``: it
 registers hosts, answers host setup, and runs tasks the way a real worker
 does (one at a time per rank, prefetched tasks queued behind the running one,
-recalls honoured, kills obeyed) but finishes them on a virtual clock instead
-of spawning processes. Tests inspect the start order and the resources in
-use at every start.
+recalls honoured, kills obeyed; what may run is decided by the real worker's
+``WorkQueue``) but finishes them on a virtual clock instead of spawning
+processes. Tests inspect the start order and the resources in use at every
+start.
+
+Messages normally reach a simulated worker the moment the master sends them.
+Given ``choose``, they travel instead, as over MPI: each direction between the
+master and a rank is a FIFO wire, and whenever the master waits, ``choose(n)``
+picks the next of the n things that can happen (a message arrives at a worker,
+a worker's message arrives at the master, a running task ends, in any order
+across ranks). A property-based test draws those choices to try the
+interleavings a real run can meet.
 
 A master given ``clock=cluster.now`` reads the virtual clock for its
 wall-time limit. By default a waiting master jumps straight to the next task's
@@ -20,7 +29,7 @@ import collections
 import heapq
 import itertools
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from pilot.runtime.protocol import (
     PROTOCOL_VERSION,
@@ -38,6 +47,7 @@ from pilot.runtime.protocol import (
     TaskResult,
 )
 from pilot.runtime.transport import InProcTransport
+from pilot.runtime.workqueue import WorkQueue
 
 
 @dataclass
@@ -53,9 +63,11 @@ class SimHost:
 class SimRank:
     rank: int
     host: SimHost
+    queue: WorkQueue
     running: tuple[RunTask, float] | None = None  # task, virtual start
-    queue: collections.deque = field(default_factory=collections.deque)
-    holding: bool = False  # after a failed task under -m, until Resume
+    end: float = 0.0  # when the running task ends (with ``choose``)
+    to_worker: collections.deque = field(default_factory=collections.deque)  # sent by the master, not yet arrived
+    to_master: collections.deque = field(default_factory=collections.deque)  # sent by the worker, not yet arrived
 
 
 class SimCluster:
@@ -69,13 +81,15 @@ class SimCluster:
         hello_cpus: int | None = None,
         hold_on_failure: bool = False,
         timeouts: bool = False,
+        choose: Callable[[int], int] | None = None,
     ) -> None:
         self.hold_on_failure = hold_on_failure
         self.timeouts = timeouts
+        self.choose = choose
         self.ranks: list[SimRank] = []
         for host in hosts:
             for _ in range(host.slots):
-                self.ranks.append(SimRank(len(self.ranks) + 1, host))
+                self.ranks.append(SimRank(len(self.ranks) + 1, host, WorkQueue(hold_on_failure)))
         self.duration = duration
         self.status = status
         self.clock = 0.0
@@ -87,7 +101,7 @@ class SimCluster:
         self.recalled: list[str] = []
         self.used: dict[str, tuple[int, int, int]] = {}
         self.transport = InProcTransport([_Handler(self, r) for r in self.ranks])
-        self.transport.on_idle = self._advance
+        self.transport.on_idle = self._advance if choose is None else self._interleave
         for r in self.ranks:
             self.transport.deliver(
                 r.rank,
@@ -96,26 +110,29 @@ class SimCluster:
 
     # -- worker behaviour ----------------------------------------------------
     def handle(self, r: SimRank, msg: Message, reply: Callable[[Message], None]) -> None:
+        if self.choose is not None and not isinstance(msg, _Arrived):
+            r.to_worker.append(msg)  # on its way (see _interleave)
+            return
+        msg = msg.msg if isinstance(msg, _Arrived) else msg
         if isinstance(msg, HostSetup):
             if msg.script:
                 reply(HostReady(r.host.name))
         elif isinstance(msg, RunTask):
-            r.queue.append(msg)
-            if r.running is None and not r.holding:
+            if not r.queue.take(msg):
+                reply(Recalled(msg.name))
+            elif r.running is None:
                 self._start_next(r)
         elif isinstance(msg, Resume):
-            r.holding = False
-            self._start_next(r)
+            r.queue.resume()
+            if r.running is None:
+                self._start_next(r)
         elif isinstance(msg, Recall):
-            for queued in r.queue:
-                if queued.name == msg.name:
-                    r.queue.remove(queued)
-                    self.recalled.append(msg.name)
-                    reply(Recalled(msg.name))
-                    break
+            if r.queue.recall(msg.name):
+                self.recalled.append(msg.name)
+                reply(Recalled(msg.name))
         elif isinstance(msg, KillTask):
-            while r.queue:
-                reply(Recalled(r.queue.popleft().name))
+            for task in r.queue.drop_all():
+                reply(Recalled(task.name))
             if r.running is not None:
                 task, start = r.running
                 r.running = None
@@ -123,17 +140,19 @@ class SimCluster:
                 self.killed.append((task.name, self.clock - start))
                 reply(TaskResult(task.name, -15, start, self.clock - start))
         elif isinstance(msg, Shutdown):
-            while r.queue:
-                reply(Recalled(r.queue.popleft().name))
+            for task in r.queue.drop_all():
+                reply(Recalled(task.name))
             reply(Bye(r.rank))
 
     def _start_next(self, r: SimRank) -> None:
-        if not r.queue:
+        task = r.queue.next()
+        if task is None:
             return
-        task = r.queue.popleft()
         r.running = (task, self.clock)
         self.started.append((self.clock, task.name, r.rank))
-        heapq.heappush(self.events, (self.clock + self.duration(task.name), next(self._tie), r.rank))
+        r.end = self.clock + self.duration(task.name)
+        if self.choose is None:
+            heapq.heappush(self.events, (r.end, next(self._tie), r.rank))
         self._use(r.host, task, +1)
 
     def _use(self, host: SimHost, task: RunTask, sign: int) -> None:
@@ -162,19 +181,52 @@ class SimCluster:
                 self.clock += timeout
                 return
             self.clock = end
-            r.running = None
-            self._use(r.host, task, -1)
-            status = self.status(task.name, task.attempt)
-            self.transport.deliver(rank, TaskResult(task.name, status, start, end - start))
-            last = task.name
-            while status != 0 and r.queue and r.queue[0].after == last:
-                last = r.queue[0].name
-                self.transport.deliver(rank, Recalled(r.queue.popleft().name))
-            if status != 0 and self.hold_on_failure:
-                r.holding = True  # as a worker does, queue or not (see Worker._serve)
-            else:
-                self._start_next(r)
+            self._end_task(r, lambda msg, _rank=rank: self.transport.deliver(_rank, msg))
             return
+
+    def _end_task(self, r: SimRank, reply: Callable[[Message], None]) -> None:
+        """The running task of ``r`` ends: its result, the follow-ons that go back, the next task (as Worker._serve)."""
+        assert r.running is not None
+        task, start = r.running
+        r.running = None
+        self._use(r.host, task, -1)
+        status = self.status(task.name, task.attempt)
+        dropped = r.queue.ended(task, status)
+        reply(TaskResult(task.name, status, start, self.clock - start))
+        for gone in dropped:
+            reply(Recalled(gone.name))
+        self._start_next(r)
+
+    def _interleave(self, timeout: float | None) -> None:
+        """The master waits (with ``choose``): let chosen things happen until a message reaches it."""
+        inbox = self.transport.inbox
+        while not inbox:
+            moves: list[tuple[int, SimRank]] = []
+            for r in self.ranks:
+                if r.to_worker:
+                    moves.append((0, r))
+                if r.to_master:
+                    moves.append((1, r))
+                if r.running is not None:
+                    moves.append((2, r))
+            if not moves:
+                if timeout is not None:
+                    self.clock += timeout  # nothing can happen: the master's wait runs out
+                return
+            kind, r = moves[self.choose(len(moves)) if len(moves) > 1 else 0]
+            if kind == 0:
+                self.handle(r, _Arrived(r.to_worker.popleft()), r.to_master.append)
+            elif kind == 1:
+                self.transport.deliver(r.rank, r.to_master.popleft())
+            else:
+                self.clock = max(self.clock, r.end)
+                self._end_task(r, r.to_master.append)
+
+
+class _Arrived(NamedTuple):
+    """A message from the master that has reached its worker (with ``choose``)."""
+
+    msg: Message
 
 
 class _Handler:

@@ -15,7 +15,6 @@ unless --keep-task-processes.
 
 from __future__ import annotations
 
-import collections
 import logging
 import os
 import signal
@@ -43,6 +42,7 @@ from pilot.runtime.protocol import (
 )
 from pilot.runtime.transport import Transport
 from pilot.runtime.watchdog import Watchdog
+from pilot.runtime.workqueue import WorkQueue
 
 log = logging.getLogger("pilot.worker")
 
@@ -61,8 +61,6 @@ class Worker:
         self.watchdog = watchdog
         self.dag_key = ""  # the master's HostSetup brings it; no task runs before that
         self.mark = reaper.mark(self.dag_key, "", self.token)
-        self.holding = False  # a failed task under -m: wait for Resume before the next queued one
-        self.broken = False  # a fatal error was reported: run nothing more, answer until Shutdown
         self._pending: tuple[TaskResult, bool] | None = None  # a result (and RunTask.urgent) to send once the next task started
         self.t = transport
         self.rank = transport.rank
@@ -72,7 +70,8 @@ class Worker:
         self.terminating = False
         self.kill_requested = False
         self.shutdown_pending = False
-        self.queue: collections.deque[RunTask] = collections.deque()
+        # What the master sent and the worker has not started; it also decides which may still run.
+        self.queue = WorkQueue(hold_on_failure=opts.max_failures > 0)
         self._out_fd = -1
         self._err_fd = -1
         self._env = dict(os.environ)
@@ -118,7 +117,7 @@ class Worker:
                 self._serve()
             except Exception as exc:  # noqa: BLE001 - the master must hear of it, not wait forever
                 log.error("cannot go on: %s: %s", type(exc).__name__, exc, exc_info=log.isEnabledFor(logging.DEBUG))
-                self.broken = True
+                self.queue.broken = True
                 self._send_pending()
                 self._drop_queue()
                 self.t.send(MASTER, WorkerFailed(self.rank, f"{type(exc).__name__}: {exc}", fatal=True))
@@ -127,24 +126,16 @@ class Worker:
         """Run queued tasks and take messages until Shutdown."""
         hot = 0.0
         while not self.shutdown_pending:
-            if self.queue and not self.holding and not self.broken:
-                task = self.queue.popleft()
+            task = self.queue.next()
+            if task is not None:
                 result = self.run_task(task)
                 if result.status == 0 and self.queue and not self.kill_requested:
                     # The next task starts at once; this result goes out right after its
                     # spawn, so the master's work on it overlaps the next task.
                     self._pending = (result, task.urgent)
                     continue
-                dropped = []
-                last = result.name
-                while result.status != 0 and self.queue and self.queue[0].after == last:
-                    last = self.queue[0].name  # it was to run only if the one before succeeded
-                    dropped.append(self.queue.popleft())
-                if result.status != 0 and self.opts.max_failures > 0:
-                    # This failure may be the one that stops the run: wait for the master's
-                    # Resume (or its recalls), also when nothing is queued yet, since tasks
-                    # it prefetched before it saw the failure may still be on their way.
-                    self.holding = True
+                # Follow-ons of a failed task go back unstarted; under -m the worker then holds (WorkQueue.ended).
+                dropped = self.queue.ended(task, result.status)
                 self.t.send(MASTER, result)
                 for gone in dropped:
                     self.t.send(MASTER, Recalled(gone.name))
@@ -159,18 +150,13 @@ class Worker:
     def _on_message(self, msg, running: bool) -> None:
         """Handle one message from the master; ``running`` says a task is under way."""
         if isinstance(msg, RunTask):
-            if self.broken:
+            if not self.queue.take(msg):
                 self.t.send(MASTER, Recalled(msg.name))
-            else:
-                self.queue.append(msg)
         elif isinstance(msg, Resume):
-            self.holding = False
+            self.queue.resume()
         elif isinstance(msg, Recall):
-            for queued in self.queue:
-                if queued.name == msg.name:
-                    self.queue.remove(queued)
-                    self.t.send(MASTER, Recalled(msg.name))
-                    break
+            if self.queue.recall(msg.name):
+                self.t.send(MASTER, Recalled(msg.name))
             # else: it already started; its result will tell the master
         elif isinstance(msg, (KillTask, Shutdown)):
             self._drop_queue()
@@ -186,8 +172,8 @@ class Worker:
             log.error("worker %d: unexpected message %s", self.rank, type(msg).__name__)
 
     def _drop_queue(self) -> None:
-        while self.queue:
-            self.t.send(MASTER, Recalled(self.queue.popleft().name))
+        for task in self.queue.drop_all():
+            self.t.send(MASTER, Recalled(task.name))
 
     def cleanup(self) -> None:
         if self.host_script is not None:

@@ -202,8 +202,8 @@ def test_a_worker_that_cannot_go_on_ends_the_run_instead_of_hanging(dagfile, cap
 
     class Breaking(SimCluster):
         def _start_next(self, r):
-            if r.queue and r.queue[0].name == "boom":
-                r.queue.popleft()
+            if r.queue and r.queue.tasks[0].name == "boom":
+                r.queue.tasks.popleft()
                 self.transport.deliver(r.rank, WorkerFailed(r.rank, "OSError: disk gone", fatal=True))
                 return
             super()._start_next(r)
