@@ -92,6 +92,24 @@ def test_failure_exit_status_and_kept_worker_files(dagfile, tmp_path):
     assert "status=3" in "".join((tmp_path / k).read_text() for k in kept if ".out." in k)
 
 
+@pytest.mark.parametrize("pairs, ranks", [(2, 2), (3, 3), (6, 2)])
+def test_failed_tasks_with_children_end_the_run_as_failed(dagfile, tmp_path, pairs, ranks):
+    """Once tasks are short the master sends a child ahead with its parent; a parent that fails before the child
+    reaches its worker must not take the master down, and the child must not run."""
+    marker = tmp_path / "child-ran"
+    text = "".join(f"TASK P{i} /bin/false\nTASK C{i} /bin/touch {marker}{i}\nEDGE P{i} C{i}\n" for i in range(pairs))
+    dag = dagfile(text)
+    for _ in range(3):  # the race is between messages: try it more than once
+        for leftover in tmp_path.glob("wf.dag.*"):
+            leftover.unlink()
+        res = run_pilot([dag], n=ranks)
+        assert res.returncode == 1, res.stderr
+        assert "internal error" not in res.stderr and "not running" not in res.stderr
+        assert f'stat="failed", tasks={2 * pairs}, submitted={pairs}, succeeded=0, failed={pairs}' in res.stdout
+        assert not list(tmp_path.glob("child-ran*")), "a child ran although its parent failed"
+        assert Path(dag + ".rescue").read_text() == ""
+
+
 def test_tries_and_per_task_stdio_numbering(dagfile, tmp_path):
     counter = tmp_path / "count"
     script = f"n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}; echo try $n; [ $n -ge 3 ]"
