@@ -1,0 +1,89 @@
+"""What a value a user wrote may hold for each reader it goes to: one function per reader.
+
+pilot writes user values into files that other programs read line by line or
+hand to a shell: a PMC DAG (TASK/EDGE records, ``#pilot`` notes), a ``.sub``
+file, a batch script, pegasus-transfer's JSON input. Each reader has its own
+rule, and a value that breaks it is refused at plan time with a reason that
+names the character (``problem_*``), or quoted so that the reader gets it back
+whole (``shell_word`` here; a DAG word is pilot.dag.lexer.quote_arg's, after
+``problem_line``). Callers put the field's place in front
+(``file: path: ...``) and raise ConfigError: one line, exit 2.
+
+Everywhere: a newline or carriage return would start a record of its own, a
+NUL ends a C string (and cannot be an argument of exec at all), and text
+that is not UTF-8 (read with ``surrogateescape``) cannot be written to a
+UTF-8 file. ``problem_line`` is that rule; the others add to it.
+
+pegasus-transfer (``problem_transfer_url``) builds shell commands from the
+URLs of its input: its file:// and symlink:// handlers (cp, ln, mkdir, rm) and
+most others wrap a path in single quotes, which a ``'`` in the path ends, so
+whatever follows it runs. Its scp:// mkdir and rm put the path unquoted into the
+remote shell's command line, so there no shell character is safe.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+_LINE_BREAKERS = re.compile(r"[\n\r\0\ud800-\udfff]")
+# Characters a POSIX shell gives a meaning to (and whitespace, which splits words).
+_SHELL_SPECIAL = re.compile(r"""[\s'"\\`$;&|<>(){}*?\[\]!#~]""")
+# Schemes whose paths pegasus-transfer hands to a remote shell without quotes (ScpHandler's mkdir and rm).
+REMOTE_SHELL_SCHEMES = frozenset({"scp", "gsiscp", "sshftp"})
+
+
+def describe(char: str) -> str:
+    """A character as an error names it: ``a newline``, ``"'"``, ``a byte that is not UTF-8``."""
+    names = {"\n": "a newline", "\r": "a carriage return", "\0": "a NUL", "\t": "a tab", " ": "a space"}
+    if char in names:
+        return names[char]
+    if "\ud800" <= char <= "\udfff":
+        return "a byte that is not UTF-8"
+    return repr(char)
+
+
+def problem_line(text: str) -> str | None:
+    """Why ``text`` cannot be one value of a line-based file (a DAG record, a .sub line, a script line); None: it
+    can."""
+    m = _LINE_BREAKERS.search(text)
+    return None if m is None else f"holds {describe(m.group())}, which no line of a generated file can hold"
+
+
+def problem_word(text: str) -> str | None:
+    """Why ``text`` cannot be one plain word everywhere (a site name, a cluster name): nothing a shell, a DAG or a
+    .sub file reads, no blank; None: it can."""
+    why = problem_line(text)
+    if why:
+        return why
+    if not text:
+        return "is empty"
+    m = _SHELL_SPECIAL.search(text)
+    return None if m is None else f"holds {describe(m.group())}: use letters, digits and _.+- only"
+
+
+def problem_transfer_url(url: str) -> str | None:
+    """Why pegasus-transfer cannot be given ``url`` safely (see the module's notes); None: it can."""
+    why = problem_line(url)
+    if why:
+        return why
+    if "'" in url:
+        return ("holds \"'\", which pegasus-transfer's commands (cp, ln, mkdir, rm) would read as the end of a "
+                "quoted path: rename it without \"'\"")
+    scheme = url.split(":", 1)[0] if ":" in url else "file"
+    if scheme in REMOTE_SHELL_SCHEMES:
+        path = url.split("://", 1)[-1]
+        m = _SHELL_SPECIAL.search(path)
+        if m:
+            return (f"holds {describe(m.group())}, which pegasus-transfer passes unquoted to the remote shell of an "
+                    f"{scheme}:// URL: use letters, digits and _.+-/ only")
+    return None
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one word of a POSIX shell command line (a batch script); ValueError if no line can hold it."""
+    why = problem_line(text)
+    if why:
+        raise ValueError(f"{text[:80]!r} {why}")
+    return shlex.quote(text)
+
