@@ -130,12 +130,12 @@ def _place(site: str, directory: Directory, operation: str, tail: str = "") -> P
     path = directory.path.rstrip("/") or "/"
     url = directory.url(operation)
     for what, text in (("directory", path), ("file server URL", url)):
-        why = safetext.problem_transfer_url(text)
+        why = safetext.problem_staged_path(text) if url.startswith("file:") else safetext.problem_transfer_url(text)
         if why:  # every job runs there, and pegasus-transfer makes, fills and removes it
             raise ConfigError(f"{directory.where or site}: the {what} {text[:120]!r} {why}")
     if tail:
         path, url = f"{path.rstrip('/')}/{tail}", f"{url}/{tail}"
-        why = safetext.problem_transfer_url(url)
+        why = safetext.problem_staged_path(url)
         if why:
             raise ConfigError(f"pilot plan: the workflow's directory {path[:160]!r} (from the submit directory's "
                               f"name and the user name) {why}")

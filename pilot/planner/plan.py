@@ -24,6 +24,7 @@ from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, Transform
 from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.planner.yamlvalues import SAFE_ID
 from pilot.sites import SiteConfig
+from pilot.util import safetext
 from pilot.util.gcpause import gc_paused
 from pilot.util.tables import plural, table
 from providers import scheduler_for
@@ -168,6 +169,9 @@ def _plan(req: PlanRequest) -> Plan:
             for key in SITE_HINTS:
                 value = job.profiles.get("pegasus", {}).get(key) or job.profiles.get("selector", {}).get("execution.site")
                 if value:
+                    why = safetext.problem_word(value)
+                    if why:  # a site names the cluster's .sub file lines, directories and batch job
+                        raise ConfigError(f"{job.where}: profile selector execution.site {value[:80]!r} {why}")
                     return value
         return site.handle
 

@@ -291,7 +291,7 @@ def _name_problem(lfn: str) -> str | None:
     pegasus-transfer (which stages and removes it, see pilot.util.safetext); None: it is one."""
     if not lfn or lfn.startswith("/") or ".." in lfn.split("/"):
         return "is a relative path inside the job's directory (no leading '/', no '..')"
-    return safetext.problem_line(lfn) or safetext.problem_transfer_url(lfn)
+    return safetext.problem_staged_path(lfn)
 
 
 def _relative_name(lfn: str) -> bool:

@@ -80,6 +80,23 @@ def problem_transfer_url(url: str) -> str | None:
     return None
 
 
+# What pegasus-transfer replaces in a file:// or symlink:// path by an environment variable's value
+# (transfer.py expand_env_vars): ``$NAME`` or ``${NAME}``, NAME two characters or more.
+_ENV_REFERENCE = re.compile(r"\$\{?[a-zA-Z][a-zA-Z0-9_]+")
+
+
+def problem_staged_path(text: str) -> str | None:
+    """Why ``text`` cannot be a path that pilot's jobs use as written and pegasus-transfer also writes (an lfn, the
+    workflow's directory): what problem_transfer_url says, and a ``$NAME`` that pegasus-transfer alone would
+    replace by the variable's value, so that the file went where no job looks; None: it can be."""
+    why = problem_transfer_url(text)
+    if why:
+        return why
+    m = _ENV_REFERENCE.search(text)
+    return None if m is None else (f"holds {m.group()!r}, which pegasus-transfer replaces by an environment "
+                                   "variable's value (the job would not find the file): rename it without '$'")
+
+
 def shell_word(text: str) -> str:
     """``text`` as one word of a POSIX shell command line (a batch script); ValueError if no line can hold it."""
     why = problem_line(text)
