@@ -135,8 +135,8 @@ def _place(site: str, directory: Directory, operation: str, tail: str = "") -> P
             raise ConfigError(f"{directory.where or site}: the {what} {text[:120]!r} {why}")
     if tail:
         path, url = f"{path.rstrip('/')}/{tail}", f"{url}/{tail}"
-        why = safetext.problem_staged_path(url)
-        if why:
+        why = safetext.problem_staged_path(url) or safetext.problem_line_value(path)
+        if why:  # the path is every task's "#pilot cwd=" line
             raise ConfigError(f"pilot plan: the workflow's directory {path[:160]!r} (from the submit directory's "
                               f"name and the user name) {why}")
     return Place(site, path, url)

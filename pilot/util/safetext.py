@@ -9,10 +9,12 @@ whole (``shell_word`` here; a DAG word is pilot.dag.lexer.quote_arg's, after
 ``problem_line``). Callers put the field's place in front
 (``file: path: ...``) and raise ConfigError: one line, exit 2.
 
-Everywhere: a newline or carriage return would start a record of its own, a
-NUL ends a C string (and cannot be an argument of exec at all), and text
-that is not UTF-8 (read with ``surrogateescape``) cannot be written to a
-UTF-8 file. ``problem_line`` is that rule; the others add to it.
+Everywhere: a newline or carriage return would start a record of its own, and
+a NUL ends a C string (and cannot be an argument of exec at all):
+``problem_record``, the rule of a PMC DAG, which carries any other byte as
+it came. Elsewhere text that is not UTF-8 (read with ``surrogateescape``)
+cannot be written to a UTF-8 file either: ``problem_line``. The others add to
+it.
 
 pegasus-transfer (``problem_transfer_url``) builds shell commands from the
 URLs of its input: its file:// and symlink:// handlers (cp, ln, mkdir, rm) and
@@ -26,6 +28,7 @@ from __future__ import annotations
 import re
 import shlex
 
+_RECORD_BREAKERS = re.compile(r"[\n\r\0]")
 _LINE_BREAKERS = re.compile(r"[\n\r\0\ud800-\udfff]")
 # Characters a POSIX shell gives a meaning to (and whitespace, which splits words).
 _SHELL_SPECIAL = re.compile(r"""[\s'"\\`$;&|<>(){}*?\[\]!#~]""")
@@ -43,11 +46,27 @@ def describe(char: str) -> str:
     return repr(char)
 
 
+def problem_record(text: str) -> str | None:
+    """Why ``text`` cannot be one value of a PMC DAG record or note; None: it can. A DAG is written with
+    ``surrogateescape``, so bytes that are not UTF-8 reach the task as they came (PMC passes any byte on)."""
+    m = _RECORD_BREAKERS.search(text)
+    return None if m is None else f"holds {describe(m.group())}, which no line of a DAG can hold"
+
+
 def problem_line(text: str) -> str | None:
     """Why ``text`` cannot be one value of a line-based file (a DAG record, a .sub line, a script line); None: it
     can."""
     m = _LINE_BREAKERS.search(text)
     return None if m is None else f"holds {describe(m.group())}, which no line of a generated file can hold"
+
+
+def problem_line_value(text: str) -> str | None:
+    """Why ``text`` cannot be the rest of a DAG line after a key (``#pilot cwd=<dir>``): what problem_record
+    says, or a blank at either end, which the line's reader strips; None: it can."""
+    why = problem_record(text)
+    if why:
+        return why
+    return None if text == text.strip() else "starts or ends with a blank, which a reader of its line would drop"
 
 
 def problem_word(text: str) -> str | None:

@@ -183,3 +183,24 @@ def test_a_submit_directory_with_a_quote_is_refused(tmp_path):
     assert "workflow's directory" in res.stderr
     assert not list(tmp_path.rglob("PWNED"))
     assert os.path.exists(tmp_path / "uv.yml")
+
+
+def test_a_submit_directory_ending_in_a_blank_is_refused(tmp_path):
+    """Every task's ``#pilot cwd=`` line names the workflow's directory, and a line's reader strips its end: the
+    tasks would run in another directory."""
+    wf, conf = write_inputs(tmp_path, PLAIN)
+    res = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", str(wf), "--conf", str(conf),
+                          "--dir", str(tmp_path / "sd ")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "ends with a blank" in res.stderr
+
+
+@pytest.mark.parametrize("task_id", ["'A '", "' A'", "''"])
+def test_a_pmc_task_id_with_blanks_at_its_ends_is_refused_where_the_dag_is_read(tmp_path, task_id):
+    """The rescue log's ``DONE <task>`` line would not give such an id back, and the rerun would fail."""
+    dag = tmp_path / "blank.dag"
+    dag.write_text(f"TASK {task_id} /bin/true\n")
+    res = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", str(dag),
+                          "--dir", str(tmp_path / "sub")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert res.stderr.startswith(f"{dag}:1: task id")
