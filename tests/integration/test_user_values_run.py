@@ -91,3 +91,23 @@ def test_a_quote_that_would_end_pegasus_transfers_quoting_is_refused_before_anyt
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert "\"'\"" in res.stderr
     assert not list(tmp_path.rglob("PWNED"))
+
+
+def test_jobs_whose_names_and_ids_join_alike_both_run(tmp_path):
+    """Jobs a_b + c and a + b_c both make the name a_b_c: two clusters, two directories, and both jobs run."""
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    out = tmp_path / "ran"
+    out.mkdir()
+    tx = [{"name": name, "sites": [{"name": "local", "pfn": "/usr/bin/touch", "type": "installed"}]} for name in ("a_b", "a")]
+    data = {"pegasus": "5.0.4", "name": "coll", "transformationCatalog": {"transformations": tx},
+            "jobs": [{"type": "job", "name": "a_b", "id": "c", "arguments": [str(out / "first")], "uses": []},
+                     {"type": "job", "name": "a", "id": "b_c", "arguments": [str(out / "second")], "uses": []}],
+            "jobDependencies": []}
+    wf = tmp_path / "coll.yml"
+    wf.write_text(yaml.safe_dump(data))
+    res = subprocess.run([sys.executable, "-m", "pilot", "submit", "--poll", "0.2", "--site", "local", "--cluster",
+                          "none", "--output-sites", "none", str(wf), "--dir", str(tmp_path / "sub")],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == ["first", "second"]
