@@ -26,6 +26,7 @@ from pilot.planner.yamlvalues import SAFE_ID
 from pilot.sites import SiteConfig
 from pilot.util import safetext
 from pilot.util.gcpause import gc_paused
+from pilot.util.safeopen import open_file
 from pilot.util.tables import plural, table
 from providers import scheduler_for
 
@@ -342,7 +343,7 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
     text = format_dag(dag)
 
     def write_text(path: str) -> None:
-        with open(path, "w", encoding="utf-8", errors="surrogateescape") as fh:  # bytes PMC passes through
+        with open_file(path, "w", encoding="utf-8", errors="surrogateescape") as fh:  # bytes PMC passes through
             fh.write(text)
 
     emitted = write_cluster(submit_dir, cluster, write_text, width, None, req.site, planner_arguments,
