@@ -39,6 +39,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from pilot.contracts.submitdir import REPLAN, _q, load_braindump, write_braindump
 from pilot.errors import ConfigError
+from pilot.util import safetext
 from pilot.util.atomic import write_atomic
 from pilot.util.boundedload import read_text
 from pilot.util.safeopen import open_file, read_at_most
@@ -233,6 +234,10 @@ def _write_subs(submit_dir: str, jobs: list[RootJob]) -> None:
         base = output_base(submit_dir, job.name)
         args = " ".join(job.command[1:]).replace('"', "'")
         memory, gpus = job.memory_mb, job.gpus
+        for what, value in (("command", " ".join(job.command)), ("site", job.site), ("directory", base)):
+            why = safetext.problem_line(value) or (safetext.problem_word(value) if what == "site" else None)
+            if why:  # each is one line of the .sub file, which pegasus-monitord reads line by line
+                raise ConfigError(f"{sub_path(submit_dir, job.name)}: cluster {job.name}'s {what} {value[:120]!r} {why}")
         how = ("as a nested pilot submit of its workflow" if job.kind == DAX_KIND
                else "through the site's batch system")
         text = (

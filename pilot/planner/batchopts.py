@@ -22,8 +22,8 @@ from pilot.errors import ConfigError
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
+from pilot.util.safetext import is_plain
 from providers import Scheduler
-from providers.script import is_plain
 
 
 @dataclass(frozen=True)

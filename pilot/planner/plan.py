@@ -376,6 +376,9 @@ def _dag_fit(dag, site: SiteConfig) -> list[str]:
 def _submit_dir(req: PlanRequest, name: str) -> str:
     if req.submit_dir:
         path = os.path.abspath(req.submit_dir)
+        why = safetext.problem_line(path)
+        if why:  # it is written into every cluster's .sub, batch script and clusters.yml
+            raise ConfigError(f"pilot plan: --dir {path[:160]!r} {why}; choose another --dir")
         if os.path.exists(path) and not os.path.isdir(path):
             raise ConfigError(f"{req.submit_dir}: not a directory; choose another --dir")
         if os.path.isdir(path) and os.listdir(path) and not req.force:
@@ -383,6 +386,9 @@ def _submit_dir(req: PlanRequest, name: str) -> str:
         return path
     for n in range(1, 10000):
         path = os.path.abspath(f"{name}.run{n:04d}")
+        why = safetext.problem_line(path)
+        if why:
+            raise ConfigError(f"pilot plan: the submit directory {path[:160]!r} {why}; pass --dir")
         if not os.path.exists(path):
             return path
     raise ConfigError("no free submit directory name; pass --dir")

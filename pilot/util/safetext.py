@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import re
 import shlex
+from typing import Iterable
+
+from pilot.errors import ConfigError
 
 _RECORD_BREAKERS = re.compile(r"[\n\r\0]")
 _LINE_BREAKERS = re.compile(r"[\n\r\0\ud800-\udfff]")
@@ -116,10 +119,25 @@ def problem_staged_path(text: str) -> str | None:
                                    "variable's value (the job would not find the file): rename it without '$'")
 
 
-def shell_word(text: str) -> str:
-    """``text`` as one word of a POSIX shell command line (a batch script); ValueError if no line can hold it."""
+_PLAIN = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
+
+
+def is_plain(value: str) -> bool:
+    """A value that needs no quoting anywhere (shell words and batch directive lines, ``#SBATCH``/``#PBS``, which
+    schedulers parse themselves, not a shell): the only kind a directive line may hold."""
+    return bool(_PLAIN.match(value))
+
+
+def shell_word(text: str, what: str = "a value") -> str:
+    """``text`` as one word of a POSIX shell command line (a batch script), ``shlex.quote``'s; ConfigError naming
+    ``what`` if no line can hold it."""
     why = problem_line(text)
     if why:
-        raise ValueError(f"{text[:80]!r} {why}")
+        raise ConfigError(f"{what} {text[:80]!r} {why}")
     return shlex.quote(text)
+
+
+def shell_line(words: Iterable[str], what: str = "a command") -> str:
+    """``words`` as one POSIX shell command line, each quoted by shell_word."""
+    return " ".join(shell_word(w, f"a word of {what}") for w in words)
 

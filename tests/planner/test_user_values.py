@@ -204,3 +204,14 @@ def test_a_pmc_task_id_with_blanks_at_its_ends_is_refused_where_the_dag_is_read(
                           "--dir", str(tmp_path / "sub")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert res.stderr.startswith(f"{dag}:1: task id")
+
+
+@pytest.mark.parametrize("name", ["sub\nx", "sub\udcff"])
+def test_a_submit_directory_no_line_can_hold_is_refused(tmp_path, name):
+    """Its path is a line of every .sub file and batch script (a PMC .dag plan has no workflow directory)."""
+    dag = tmp_path / "ok.dag"
+    dag.write_text("TASK a /bin/true\n")
+    res = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", str(dag),
+                          "--dir", os.fsencode(str(tmp_path / name))], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert res.stderr.startswith("pilot plan: --dir ")
