@@ -18,12 +18,12 @@ and ``ibrun`` are always the batch system's own.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from dataclasses import dataclass, field
 
 from pilot.sites import SiteConfig
 from pilot.siteschema import format_walltime
+from pilot.util import safetext
 from providers.launchers import SITE_LAUNCHERS, launch_line, split
 
 # Below 10 minutes Pegasus' 5-minute margin would leave nothing: keep 10%, at
@@ -96,11 +96,12 @@ class JobRequest:
         return [*self.launch_prefix(), *self.pilot_command, "run", *self.pilot_args]
 
     def command_line(self) -> str:
-        return shlex.join(self.command())
+        return safetext.shell_line(self.command(), "the pilot's command")
 
     def body(self) -> str:
         """What the job runs: worker_init, then the pilot in its directory."""
-        return "\n".join([*self.worker_init, f"cd {shlex.quote(self.workdir)} || exit 1", self.command_line()]) + "\n"
+        cd = f"cd {safetext.shell_word(self.workdir, 'the cluster directory')} || exit 1"
+        return "\n".join([*self.worker_init, cd, self.command_line()]) + "\n"
 
 
 def environment_bin() -> str:

@@ -5,7 +5,7 @@ Every key of ``SiteConfig`` declares its kind in its field metadata
 from ``--set`` (text) and returns it normalised, or raises one ConfigError
 line ``where: key: what is wrong``. Lists from ``--set`` are comma-separated.
 A duration is what ``parse_walltime`` reads; a single word what a batch
-directive can hold (``providers.script.is_plain``).
+directive can hold (``pilot.util.safetext.is_plain``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pilot.errors import ConfigError, shown
-from providers.script import is_plain
+from pilot.util.safetext import is_plain
 
 MAX_INTEGER = 2**31 - 1  # nodes, cores, memory in MB, queue sizes: a scheduler reads no more
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")

@@ -1,7 +1,7 @@
 """Scheduler plug-ins: one module per batch system, one registry, one interface (``providers.base.Scheduler``).
 
 The rest of pilot reaches the plug-ins through the names here (besides the launchers' registry,
-``providers.launchers``, and the check of a directive's words, ``providers.script.is_plain``):
+``providers.launchers``, and the check of a directive's words, ``pilot.util.safetext.is_plain``):
 
 - ``SCHEDULERS``: the one registry, a site's ``scheduler:`` value -> its plug-in;
 - ``scheduler_for(site)``: the site's ``Scheduler``, which holds every fact about its

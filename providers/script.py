@@ -3,7 +3,8 @@
 Templates use ``${name}`` placeholders. A line naming a value the request
 does not have (None: no account, not exclusive, ...) is left out, so a
 template lists every directive a scheduler can get. Every value is passed
-through ``shlex.quote``; values in directive lines (``#SBATCH``/``#PBS``,
+through ``shlex.quote`` (pilot.util.safetext.shell_word, which refuses a
+newline); values in directive lines (``#SBATCH``/``#PBS``,
 which schedulers parse themselves, not a shell) must come out of it
 unchanged, i.e. be plain words: the site config loader checks that, and
 ``render`` refuses anything else. Multi-line parts (the site's extra
@@ -15,24 +16,18 @@ from __future__ import annotations
 
 import functools
 import re
-import shlex
 from importlib import resources
 from typing import TYPE_CHECKING
 
 from pilot.errors import ConfigError
+from pilot.util.safetext import is_plain, shell_word
 from providers.inputs import Request
 
 if TYPE_CHECKING:
     from providers.base import Scheduler
 
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
-_PLAIN = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
 
-
-def is_plain(value: str) -> bool:
-    """A value that needs no quoting anywhere (shell words and batch directive lines alike): the only kind a
-    directive line may hold. The site layer's single words and the planner's batch options are checked by it."""
-    return bool(_PLAIN.match(value))
 
 
 @functools.lru_cache(maxsize=None)
@@ -95,7 +90,7 @@ def _value(key: str, line: str, words: dict[str, str | None], blocks: dict[str, 
     if key not in words:
         raise KeyError(f"template placeholder ${{{key}}} has no value")
     value = str(words[key])
-    quoted = shlex.quote(value) if value else ""
+    quoted = shell_word(value, key) if value else ""
     if line.startswith("#") and quoted != value:
         raise ConfigError(f"{key} {value!r} cannot go into a batch directive: use letters, digits and _.,:=@+/%- only")
     return quoted

@@ -39,9 +39,10 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from pilot.contracts.submitdir import REPLAN, _q, load_braindump, write_braindump
 from pilot.errors import ConfigError
+from pilot.util import safetext
 from pilot.util.atomic import write_atomic
 from pilot.util.boundedload import read_text
-from pilot.util.safeopen import read_at_most
+from pilot.util.safeopen import open_file, read_at_most
 
 NOTIFY_FILE = "monitord.notify"  # one empty notifications file that every braindump names (pilot plan makes it)
 DAX_KIND = (10, "dax")  # Pegasus' type of a sub-workflow job
@@ -195,7 +196,7 @@ def write_properties(submit_dir: str, properties: dict[str, str] | None) -> str:
     path = os.path.join(os.path.abspath(submit_dir), PROPERTIES)
     lines = ["# The properties this workflow was planned with (pegasus-monitord and pegasus-analyzer read them)"]
     lines += [f"{key} = {value}" for key, value in sorted((properties or {}).items())]
-    with open(path, "w", encoding="utf-8") as fh:
+    with open_file(path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
     return path
 
@@ -224,7 +225,7 @@ def _write_notifications(path: str, wf_uuid: str, workflow_hooks: list[tuple[str
     <command>`` and ``JOB <job> <condition> <command>`` lines; monitord runs each command at its event."""
     lines = [f"WORKFLOW {wf_uuid} {cond} {cmd}\n" for cond, cmd in workflow_hooks]
     lines += [f"JOB {job} {cond} {cmd}\n" for job, hooks in job_hooks.items() for cond, cmd in hooks]
-    with open(path, "w", encoding="utf-8") as fh:
+    with open_file(path, "w", encoding="utf-8") as fh:
         fh.writelines(lines)
 
 
@@ -233,6 +234,10 @@ def _write_subs(submit_dir: str, jobs: list[RootJob]) -> None:
         base = output_base(submit_dir, job.name)
         args = " ".join(job.command[1:]).replace('"', "'")
         memory, gpus = job.memory_mb, job.gpus
+        for what, value in (("command", " ".join(job.command)), ("site", job.site), ("directory", base)):
+            why = safetext.problem_line(value) or (safetext.problem_word(value) if what == "site" else None)
+            if why:  # each is one line of the .sub file, which pegasus-monitord reads line by line
+                raise ConfigError(f"{sub_path(submit_dir, job.name)}: cluster {job.name}'s {what} {value[:120]!r} {why}")
         how = ("as a nested pilot submit of its workflow" if job.kind == DAX_KIND
                else "through the site's batch system")
         text = (
@@ -252,7 +257,7 @@ def _write_subs(submit_dir: str, jobs: list[RootJob]) -> None:
             + f"+pegasus_cluster_size = {len(job.tasks)}\n"
             "queue\n"
         )
-        with open(sub_path(submit_dir, job.name), "w", encoding="utf-8") as fh:
+        with open_file(sub_path(submit_dir, job.name), "w", encoding="utf-8") as fh:
             fh.write(text)
 
 
@@ -280,7 +285,7 @@ def _write_dag(path: str, submit_dir: str, jobs: list[RootJob]) -> None:
     for job in jobs:
         for parent in job.parents:
             out.append(f"PARENT {parent} CHILD {job.name}\n")
-    with open(path, "w", encoding="utf-8") as fh:
+    with open_file(path, "w", encoding="utf-8") as fh:
         fh.write("".join(out))
 
 
@@ -310,7 +315,7 @@ def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dic
     ts = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     pre, wf = f"ts={ts} event=", f"xwf.id={wf_uuid}"
     ids = [_escaped(job.tasks.ids) for job in jobs]
-    with open(path, "w", encoding="utf-8", buffering=1 << 20) as fh:
+    with open_file(path, "w", encoding="utf-8", buffering=1 << 20) as fh:
         def out(lines: Iterator[str]) -> None:
             while chunk := list(itertools.islice(lines, CHUNK)):
                 fh.write("".join(chunk))

@@ -27,6 +27,7 @@ from pilot.dag.lexer import quote_arg
 from pilot.dag.model import Dag, Task
 from pilot.errors import ConfigError
 from pilot.util.boundedload import CONFIG_BYTES, load_yaml
+from pilot.util.safeopen import open_file
 
 REPLAN = "plan the workflow again into a new --dir"
 
@@ -84,7 +85,7 @@ def write_static_bp(dag: Dag, path: str, wf_uuid: str, now: float | None = None)
         for c in t.children:
             out.append(f"ts={ts} event=job.edge xwf.id={wf_uuid} parent.job.id={names[k]} "
                        f"child.job.id={names[where[c.name]]}\n")
-    with open(path, "w", encoding="utf-8") as fh:
+    with open_file(path, "w", encoding="utf-8") as fh:
         fh.write("".join(out))
 
 
@@ -121,7 +122,7 @@ def write_braindump(path: str, dag_file: str, submit_dir: str, wf_uuid: str, lab
     # JSON scalars are YAML; yaml.safe_dump costs a millisecond a file, and a
     # big plan writes one braindump per cluster.
     lines = [f"{k}: {'null' if v is None else json.dumps(v)}" for k, v in data.items()]
-    with open(path, "w", encoding="utf-8") as fh:
+    with open_file(path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
 
 
@@ -151,7 +152,7 @@ def write_monitoring_files(dag: Dag | None, dag_file: str, wf_uuid: str | None =
     if notify is None:
         notify = os.path.join(submit_dir, base + ".notify")
         if not os.path.exists(notify):
-            open(notify, "w").close()
+            open_file(notify, "w").close()
     write_braindump(os.path.join(submit_dir, "braindump.yml"), os.path.abspath(dag_file), submit_dir, wf_uuid, base,
                     planner_arguments, notify, properties)
     return wf_uuid

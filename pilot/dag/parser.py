@@ -371,6 +371,9 @@ def _parse_task_tokens(args: list[str], path: str, lineno: int, base: Spec = DEF
     if len(args) < 2:
         raise DagError(path, lineno, "invalid TASK record: expected 'TASK <id> [options] <executable> [arguments]'")
     name = args[1]
+    if not name or name != name.strip():  # the rescue log's "DONE <task>" line could not give it back
+        raise DagError(path, lineno, f"task id {name!r} is empty or starts or ends with a blank: give the task "
+                       "an id without blanks at its ends")
     fields: dict[str, Any] = {}
     i = 2
     n = len(args)

@@ -17,6 +17,7 @@ from typing import Iterable, Iterator
 from pilot.dag.lexer import quote_arg
 from pilot.dag.model import Dag, Task
 from pilot.errors import DagError
+from pilot.util import safetext
 
 Env = tuple[tuple[str, str], ...]
 
@@ -30,8 +31,9 @@ def task_record(name: str, command: str) -> str:
 def task_line(task: Task) -> str:
     """One TASK record; options are written only when they differ from defaults."""
     for arg in (task.name, *task.argv):
-        if "\n" in arg or "\r" in arg:
-            raise ValueError(f"task {task.name!r}: arguments cannot contain a newline in a PMC DAG")
+        why = safetext.problem_record(arg)
+        if why:
+            raise ValueError(f"task {task.name!r}: an argument {why}")
     parts = []
     if task.memory:
         parts += ["-m", str(task.memory)]
@@ -78,15 +80,17 @@ def stdio_note(stdin: str, stdout: str, stderr: str) -> str:
     """The ``#pilot stdin=.. stdout=.. stderr=..`` line naming the next TASK's stdio files."""
     words = [f"{k}={v}" for k, v in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr)) if v]
     for word in words:
-        if "\n" in word or "\r" in word:
-            raise ValueError(f"stdio file {word!r}: a newline cannot be written in a PMC DAG")
+        why = safetext.problem_record(word)
+        if why:
+            raise ValueError(f"stdio file {word!r} {why}")
     return "#pilot " + " ".join(quote_arg(w) for w in words)
 
 
 def cwd_note(cwd: str | None) -> str:
     """The ``#pilot cwd=<dir>`` line that sets the working directory of the TASKs after it."""
-    if cwd is not None and ("\n" in cwd or "\r" in cwd):
-        raise ValueError(f"working directory {cwd!r}: a newline cannot be written in a PMC DAG")
+    why = None if cwd is None else safetext.problem_line_value(cwd)
+    if why:
+        raise ValueError(f"working directory {cwd!r} {why}")
     return f"#pilot cwd={cwd or ''}"
 
 
@@ -94,8 +98,9 @@ def env_note(env: Env | None) -> str:
     """The ``#pilot env NAME=VALUE ...`` line that sets the environment of the TASKs after it."""
     words = [f"{k}={v}" for k, v in env or ()]
     for word in words:
-        if "\n" in word or "\r" in word or "\0" in word:
-            raise ValueError(f"environment variable {word!r}: a newline or NUL cannot be written in a PMC DAG")
+        why = safetext.problem_record(word)
+        if why:
+            raise ValueError(f"environment variable {word!r} {why}")
     return " ".join(["#pilot env", *(quote_arg(w) for w in words)])
 
 

@@ -15,14 +15,15 @@ site's walltime, and the tasks ask the pilot for their cores and memory.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pilot.errors import ConfigError
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
+from pilot.util.safetext import is_plain
 from providers import Scheduler
-from providers.script import is_plain
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,18 @@ def _job_values(job: Job, resolver: ProfileResolver, site: str) -> tuple:
                               "digits and _.,:=@+/%- only")
     raw = _first("glite.arguments", pegasus)
     mem = _first("request_memory", condor)
+    return queue, project, None if raw is None else _plain_words(raw, job, "glite.arguments"), \
+        None if mem is None else _megabytes(mem, job)
+
+
+def _megabytes(mem: str, job: Job) -> int:
+    """condor request_memory as whole MB for a memory directive: a finite number, not negative (``inf`` or
+    ``1e400`` would be no number at all, ``-5`` a directive the batch system refuses only when it is submitted)."""
     try:
-        memory = None if mem is None else int(float(mem))
+        value = float(mem)
     except ValueError:
-        raise ConfigError(f"{job.where}: condor request_memory {mem!r} is not a number of MB") from None
-    return queue, project, None if raw is None else _plain_words(raw, job, "glite.arguments"), memory
+        value = None
+    if value is None or not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{job.where}: condor request_memory {mem[:80]!r} is not a number of MB: give a whole "
+                          "number of MB, 0 or more (e.g. 2048)")
+    return int(value)

@@ -18,6 +18,7 @@ from pilot.planner.model import (
     Catalogs, Directory, DirectoryType, Replica, Site, Transformation, TransformationSite,
 )
 from pilot.planner.yamlvalues import fail, flag, identifier, need_list, need_mapping, need_text, optional_text
+from pilot.util import safetext
 
 
 def _under(ypath: str, key: str) -> str:
@@ -102,6 +103,9 @@ def _pfn(raw: Any, path: str, ypath: str) -> str:
 def read_site_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
     for spath, raw in _catalog_entries(data, path, ypath, "sites", "site", "name"):
         name = need_text(raw["name"], path, f"{spath}.name")
+        why = safetext.problem_word(name)
+        if why:  # a site names a cluster's .sub lines, directories and batch job
+            raise fail(path, f"{spath}.name", f"{name[:80]!r} {why}")
         site = Site(name, read_profiles(raw.get("profiles"), path, f"{spath}.profiles"),
                     sysinfo=sysinfo.read(raw, path, spath))
         for k, d in enumerate(need_list(raw.get("directories"), path, f"{spath}.directories", "of {type: ..., path: ...}")):

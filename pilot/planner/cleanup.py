@@ -18,12 +18,12 @@ Each is pegasus-transfer on a JSON list of ``remove`` entries.
 
 from __future__ import annotations
 
-import json
 import math
 
 from pilot.errors import ConfigError
 from pilot.planner.datalayout import DataLayout
 from pilot.planner.model import Job, JobType, Workflow
+from pilot.planner.datainputs import transfer_input
 from pilot.planner.staging import DataJobs
 from pilot.util import graphs
 
@@ -49,7 +49,7 @@ def add(wf: Workflow, data: DataJobs, lay: DataLayout, mode: str) -> list[Job]:
         out += _in_place(wf, jobs, lay, data)
     sinks = [j for j in (*jobs, *out) if not j.children]
     leaf = data.new_job(f"cleanup_{wf.name}_0_{lay.exec_site}", JobType.CLEANUP, "cleanup")
-    leaf.stdin_text = json.dumps([{"id": 1, "type": "remove", "target": {
+    leaf.stdin_text = transfer_input([{"id": 1, "type": "remove", "target": {
         "site_label": lay.exec_site, "url": lay.workdir.url, "recursive": "True"}}])
     data.edges_of_new(leaf, sinks, below=False)
     return [*out, leaf]
@@ -90,7 +90,7 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) ->
             group = owners[k::count]
             files = [f for _, fs in group for f in fs]
             job = data.new_job(f"clean_up_{lay.exec_site}_level_{level}_{k}", JobType.CLEANUP, "cleanup")
-            job.stdin_text = json.dumps([{"id": n, "type": "remove", "target": {
+            job.stdin_text = transfer_input([{"id": n, "type": "remove", "target": {
                 "site_label": lay.exec_site, "url": lay.workdir.file(f)[1], "recursive": "False"}}
                 for n, f in enumerate(files, 1)])
             for f in files:

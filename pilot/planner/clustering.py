@@ -111,6 +111,10 @@ class Clusterer:
         nodes = [Cluster(j.task_id, [j], ClusterKind.SUBWORKFLOW, self.site_of(j)) if j.type is JobType.DAX
                  else Cluster(f"{j.name}_{j.id}", [j], ClusterKind.SINGLE, self.site_of(j)) for j in self.wf.jobs]
         self._names = {n.name for n in nodes}
+        if len(self._names) < len(nodes):  # jobs a_b + c and a + b_c: one directory, one DAG for two clusters
+            self._names = set()
+            for n in nodes:
+                n.name = self._unique(n.name)  # the second a_b_c becomes a_b_c_2, as merge_ clusters are counted
         for technique in techniques:
             node_of = self._index(nodes)
             link(nodes, node_of)

@@ -27,6 +27,7 @@ from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job, tx_key_of
 from pilot.planner.profiles import ProfileResolver
 from pilot.planner.staging import INPUT_FILE
+from pilot.util.safeopen import open_file
 
 # The profiles each TASK option comes from, the first one set. As Pegasus' PMC code generator does (since
 # 4.6), -m and -c fall back to the job's memory (MB) and cores where the pmc_* keys are unset, so a task
@@ -174,7 +175,7 @@ def write_dag(path: str, cluster: Cluster, resolver: ProfileResolver, pfn_of,
     directory its jobs run in and the variables of its env profiles on ``#pilot cwd=`` and ``#pilot env`` lines
     where they change (PMC skips all three). A TASK that the DAG parser would refuse is a ConfigError naming
     the job it was made from."""
-    with open(path, "w", encoding="utf-8", errors="surrogateescape", buffering=WRITE_BUFFER) as fh:  # bytes PMC passes
+    with open_file(path, "w", encoding="utf-8", errors="surrogateescape", buffering=WRITE_BUFFER) as fh:  # bytes PMC passes
         fh.writelines(dag_lines(cluster, resolver, pfn_of, runtimes, cdir))
 
 

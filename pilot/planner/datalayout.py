@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pilot.errors import ConfigError
 from pilot.planner.model import Catalogs, Directory, DirectoryType, Site
 from pilot.sites import SiteConfig
+from pilot.util import safetext
 
 log = logging.getLogger("pilot.planner")
 
@@ -128,8 +129,16 @@ def relative_dir(submit_dir: str, workflow: str) -> str:
 def _place(site: str, directory: Directory, operation: str, tail: str = "") -> Place:
     path = directory.path.rstrip("/") or "/"
     url = directory.url(operation)
+    for what, text in (("directory", path), ("file server URL", url)):
+        why = safetext.problem_staged_path(text) if url.startswith("file:") else safetext.problem_transfer_url(text)
+        if why:  # every job runs there, and pegasus-transfer makes, fills and removes it
+            raise ConfigError(f"{directory.where or site}: the {what} {text[:120]!r} {why}")
     if tail:
         path, url = f"{path.rstrip('/')}/{tail}", f"{url}/{tail}"
+        why = safetext.problem_staged_path(url) or safetext.problem_line_value(path)
+        if why:  # the path is every task's "#pilot cwd=" line
+            raise ConfigError(f"pilot plan: the workflow's directory {path[:160]!r} (from the submit directory's "
+                              f"name and the user name) {why}")
     return Place(site, path, url)
 
 

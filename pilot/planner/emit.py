@@ -35,6 +35,7 @@ from pilot.planner.dagfile import command_text, input_file, roots_of, shape, tas
 from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType, tx_key_of
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
+from pilot.util.safeopen import make_dir, open_file
 from providers import scheduler_for, script_for
 
 
@@ -70,7 +71,7 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
     ``static_bp``: the user asked for each cluster's own static.bp (see cluster_static_bp)."""
     global _SHARED
     os.makedirs(submit_dir, exist_ok=True)
-    open(os.path.join(submit_dir, NOTIFY_FILE), "a").close()
+    open_file(os.path.join(submit_dir, NOTIFY_FILE), "a").close()
     _SHARED = (submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans or {},
                cluster_static_bp(site, static_bp))
     try:
@@ -290,7 +291,7 @@ def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions, i
                       width, critical, site, planner_arguments, batch, static_bp)
     for job in cluster.jobs:
         if job.stdin_text is not None:
-            with open(input_file(cdir, job), "w", encoding="utf-8") as fh:
+            with open_file(input_file(cdir, job), "w", encoding="utf-8") as fh:
                 fh.write(job.stdin_text)
     return k, e.dag, e.script, e.ranks, e.critical_path, batch, roots
 
@@ -301,14 +302,14 @@ def write_cluster(submit_dir: str, cluster: Cluster, write_dag_file: Callable[[s
     """The cluster's directory: its PMC DAG (``write_dag_file(path)`` writes it), batch script and monitoring
     files (its static.bp only where ``static_bp`` asks, see cluster_static_bp)."""
     cdir = os.path.join(submit_dir, cluster.name)
-    os.makedirs(cdir, exist_ok=True)
+    make_dir(cdir)
     dag_file = os.path.join(cdir, cluster.name + ".dag")
     write_dag_file(dag_file)
     req = request_for(site, cluster.name, cdir, pilot_args(site, cluster.name + ".dag"), ranks=width + 1,
                       queue=batch.queue, account=batch.account, directives=batch.directives)
     suffix, script = script_for(site, req)
     script_file = os.path.join(cdir, cluster.name + suffix)
-    with open(script_file, "w", encoding="utf-8") as fh:
+    with open_file(script_file, "w", encoding="utf-8") as fh:
         fh.write(script)
     os.chmod(script_file, 0o755)
     write_monitoring_files(read_dag(dag_file) if static_bp else None, dag_file, planner_arguments=planner_arguments,

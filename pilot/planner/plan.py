@@ -24,7 +24,9 @@ from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, Transform
 from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.planner.yamlvalues import SAFE_ID
 from pilot.sites import SiteConfig
+from pilot.util import safetext
 from pilot.util.gcpause import gc_paused
+from pilot.util.safeopen import open_file
 from pilot.util.tables import plural, table
 from providers import scheduler_for
 
@@ -168,6 +170,9 @@ def _plan(req: PlanRequest) -> Plan:
             for key in SITE_HINTS:
                 value = job.profiles.get("pegasus", {}).get(key) or job.profiles.get("selector", {}).get("execution.site")
                 if value:
+                    why = safetext.problem_word(value)
+                    if why:  # a site names the cluster's .sub file lines, directories and batch job
+                        raise ConfigError(f"{job.where}: profile selector execution.site {value[:80]!r} {why}")
                     return value
         return site.handle
 
@@ -338,7 +343,7 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
     text = format_dag(dag)
 
     def write_text(path: str) -> None:
-        with open(path, "w", encoding="utf-8", errors="surrogateescape") as fh:  # bytes PMC passes through
+        with open_file(path, "w", encoding="utf-8", errors="surrogateescape") as fh:  # bytes PMC passes through
             fh.write(text)
 
     emitted = write_cluster(submit_dir, cluster, write_text, width, None, req.site, planner_arguments,
@@ -371,6 +376,9 @@ def _dag_fit(dag, site: SiteConfig) -> list[str]:
 def _submit_dir(req: PlanRequest, name: str) -> str:
     if req.submit_dir:
         path = os.path.abspath(req.submit_dir)
+        why = safetext.problem_line(path)
+        if why:  # it is written into every cluster's .sub, batch script and clusters.yml
+            raise ConfigError(f"pilot plan: --dir {path[:160]!r} {why}; choose another --dir")
         if os.path.exists(path) and not os.path.isdir(path):
             raise ConfigError(f"{req.submit_dir}: not a directory; choose another --dir")
         if os.path.isdir(path) and os.listdir(path) and not req.force:
@@ -378,6 +386,9 @@ def _submit_dir(req: PlanRequest, name: str) -> str:
         return path
     for n in range(1, 10000):
         path = os.path.abspath(f"{name}.run{n:04d}")
+        why = safetext.problem_line(path)
+        if why:
+            raise ConfigError(f"pilot plan: the submit directory {path[:160]!r} {why}; pass --dir")
         if not os.path.exists(path):
             return path
     raise ConfigError("no free submit directory name; pass --dir")

@@ -23,6 +23,7 @@ from pilot.planner.model import NO_METADATA, NO_PROFILES, Job, JobType, Link, Us
 from pilot.planner.yamlvalues import (
     SAFE_ID, fail, flag, identifier, kind_of, need_list, need_mapping, need_text, optional_text,
 )
+from pilot.util import safetext
 
 
 class _Reading:
@@ -279,16 +280,23 @@ def _stdio_file(raw: dict, key: str, path: str, ypath: str) -> str:
     if isinstance(value, dict) and "lfn" in value:
         value = value["lfn"]
     name = need_text(value, path, f"{ypath}.{key}")
-    if name and not _relative_name(name):
-        raise fail(path, f"{ypath}.{key}", f"{name!r}: a job's {key} is a file in the job's directory (no leading '/', "
-                   "no '..', no newline)")
+    why = _name_problem(name) if name else None
+    if why:
+        raise fail(path, f"{ypath}.{key}", f"{name[:80]!r}: a job's {key} is a file in the job's directory: it {why}")
     return name
 
 
+def _name_problem(lfn: str) -> str | None:
+    """Why ``lfn`` is no file name that stays inside the directory it is placed in, or cannot be handed to
+    pegasus-transfer (which stages and removes it, see pilot.util.safetext); None: it is one."""
+    if not lfn or lfn.startswith("/") or ".." in lfn.split("/"):
+        return "is a relative path inside the job's directory (no leading '/', no '..')"
+    return safetext.problem_staged_path(lfn)
+
+
 def _relative_name(lfn: str) -> bool:
-    """A file name that stays inside the directory it is placed in."""
-    parts = lfn.split("/")
-    return bool(lfn) and not lfn.startswith("/") and ".." not in parts and not any(c in lfn for c in "\n\r\0")
+    """A file name that stays inside the directory it is placed in (and that pegasus-transfer can be given)."""
+    return _name_problem(lfn) is None
 
 
 def _use(raw: Any, path: str, ypath: str) -> Use:
@@ -298,9 +306,9 @@ def _use(raw: Any, path: str, ypath: str) -> Use:
     if "lfn" not in raw:
         raise fail(path, ypath, "a file needs an lfn (its logical name)")
     lfn = need_text(raw["lfn"], path, f"{ypath}.lfn")
-    if not _relative_name(lfn):
-        raise fail(path, f"{ypath}.lfn", f"{lfn!r}: a logical file name is a relative path inside the job's directory "
-                   "(no leading '/', no '..', no newline)")
+    why = _name_problem(lfn)
+    if why:
+        raise fail(path, f"{ypath}.lfn", f"{lfn[:80]!r}: a logical file name {why}")
     kind = need_text(raw.get("type", "input"), path, f"{ypath}.type")
     link = LINKS.get(kind)
     if link is None:

@@ -29,7 +29,6 @@ file (the ``INPUT_FILE`` word of its command).
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from dataclasses import dataclass, field
@@ -39,8 +38,10 @@ from typing import Callable, Sequence
 from pilot.errors import ConfigError
 from pilot.planner import replicas, sysinfo
 from pilot.planner.catalogs import split_requirement
+from pilot.planner.datainputs import map_line, transfer_input
 from pilot.planner.datalayout import DataLayout
 from pilot.planner.model import Catalogs, Job, JobType, Link, Transformation, Use, Workflow
+from pilot.util import safetext
 
 INPUT_FILE = "@INPUT_FILE@"  # replaced by emit with the path of the job's input file
 JOBS_PER_TRANSFER = 10  # Pegasus' NUM_COMPUTE_JOBS_PER_TRANSFER_JOB
@@ -226,7 +227,11 @@ class DataJobs:
                 raise ConfigError(f"{copy.where}: replica of {use.lfn!r} is on site {copy.site!r}, which no catalog "
                                   f"knows (sites: {', '.join(sorted(self.known_sites))}): add the site to the site "
                                   "catalog or correct the replica's site")
-            out.append({"site_label": copy.site, "url": replicas.url_of(copy.pfn), "priority": len(ordered) - n})
+            url = replicas.url_of(copy.pfn)
+            why = safetext.problem_transfer_url(url)
+            if why:
+                raise ConfigError(f"{copy.where}: replica {url[:120]!r} of {use.lfn!r} {why}")
+            out.append({"site_label": copy.site, "url": url, "priority": len(ordered) - n})
         return out
 
     def _dest(self, lfn: str, src: dict, executable: bool) -> dict:
@@ -248,6 +253,9 @@ class DataJobs:
             if use.reads and use.lfn not in made:
                 out.append((k, use, None))
         for n, exe in enumerate(self.stageable.get(job.index, ())):
+            why = safetext.problem_transfer_url(exe.url)
+            if why:
+                raise ConfigError(f"{job.where}: the executable {exe.url[:120]!r} of transformation {exe.lfn} {why}")
             use = Use(exe.lfn, Link.INPUT, metadata={"checksum.type": "sha256", "checksum.value": exe.sha256}
                       if exe.sha256 else None)
             out.append((-1 - n, use, [{"site_label": exe.site, "url": exe.url, "priority": 1}]))
@@ -290,7 +298,7 @@ class DataJobs:
                         self.edge(box.job, chmod)
                     self.edge(chmods[id(box.job)][0], job)
             for box in boxes:
-                box.job.stdin_text = json.dumps(box.entries)
+                box.job.stdin_text = transfer_input(box.entries)
                 if box.verify:
                     assert box.job.command is not None
                     box.job.command = [sys.executable, "-m", "pilot.data.integrity",
@@ -361,7 +369,7 @@ class DataJobs:
             for reg in registers.values():
                 reg.job.stdin_text = "".join(map_line(*entry) for entry in reg.register)
             for box in boxes:
-                box.job.stdin_text = json.dumps(box.entries)
+                box.job.stdin_text = transfer_input(box.entries)
                 if not reused:
                     self.copied_out.append((box.job, [e["lfn"] for e in box.entries]))
 
@@ -424,21 +432,10 @@ class DataJobs:
                 self._count("pegasus.stageout.clusters", 1)
         roots = [j for j in (*self.wf.jobs, *self.made) if not j.parents]
         mkdir = self.new_job(f"create_dir_{self.wf.name}_0_{self.lay.exec_site}", JobType.CREATE_DIR, "dirmanager")
-        mkdir.stdin_text = json.dumps([{"id": 1, "type": "mkdir",
+        mkdir.stdin_text = transfer_input([{"id": 1, "type": "mkdir",
                                         "target": {"site_label": self.lay.exec_site, "url": self.lay.workdir.url}}])
         self.edges_of_new(mkdir, roots)
         return self.made
-
-
-def map_line(lfn: str, url: str, site: str, attributes: dict[str, str] | None) -> str:
-    """A pegasus-rc-client map line, ``LFN PFN site="SITE"`` and the file's metadata as ``key="value"``, as
-    Pegasus' registration writes it (a value's quote and backslash escaped, for the shell-like reader)."""
-    words = [f'{key}="{_escaped(value)}"' for key, value in (("site", site), *(attributes or {}).items())]
-    return " ".join([lfn, url, *words]) + "\n"
-
-
-def _escaped(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _levels(units: list[Unit]) -> dict[int, list[Unit]]:

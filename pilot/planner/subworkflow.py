@@ -38,6 +38,7 @@ from pilot.planner import replicas
 from pilot.planner.datalayout import DataLayout
 from pilot.planner.model import Job, JobType, SubJob, Workflow
 from pilot.planner.yamlvalues import fail
+from pilot.util.safeopen import make_dir, open_file
 
 CACHE_SUFFIX = ".cache.yml"
 
@@ -165,12 +166,12 @@ def _replica_path(wf: Workflow, job: Job, lfn: str) -> str:
 def write(cdir: str, name: str, plan: SubPlan) -> str:
     """The job's directory and its cache file; returns the nominal DAG path (``<dag>.result`` is where the nested
     pilot submit says how it ended)."""
-    os.makedirs(cdir, exist_ok=True)
+    make_dir(cdir)
     if plan.cache:
         lines = ["pegasus: '5.0'", "replicas:"]
         for lfn, path in plan.cache:
             lines += [f"- lfn: {json.dumps(lfn)}", f"  pfns: [{{site: {json.dumps(plan.site)}, pfn: {json.dumps(path)}}}]"]
-        with open(os.path.join(cdir, name + CACHE_SUFFIX), "w", encoding="utf-8") as fh:
+        with open_file(os.path.join(cdir, name + CACHE_SUFFIX), "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
     return os.path.join(cdir, name + ".dag")
 

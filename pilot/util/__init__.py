@@ -14,5 +14,7 @@
 - ``safeopen``: files opened only when they are regular files, and written never through a symbolic link;
   ``read_at_most``, the bounded read of any other file whose size pilot does not control;
 - ``tail``: the new lines of an append-only file;
-- ``procs``: what a process runs (before a pid is signalled).
+- ``procs``: what a process runs (before a pid is signalled);
+- ``safetext``: what a user's value may hold for each reader it is written for (a DAG, a .sub file, a
+  shell, pegasus-transfer), and its quoting for a shell.
 """

@@ -16,7 +16,7 @@ import os
 import stat
 from typing import Iterator
 
-from pilot.util.safeopen import file_kind
+from pilot.util.safeopen import LINK, file_kind
 
 
 class FileLock:
@@ -29,9 +29,16 @@ class FileLock:
 
     def open(self) -> None:
         """Open the file (created when ``create``); OSError when it cannot be, or is not a regular file (opened
-        without blocking: a FIFO there would otherwise wait for a writer forever)."""
-        flags = os.O_RDWR | os.O_CREAT if self.create else os.O_RDONLY
-        fd = os.open(self.path, flags | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
+        without blocking: a FIFO there would otherwise wait for a writer forever). A file opened to be written
+        (``create``) is never a symbolic link: the holder writes its pid there, which would rewrite the file the
+        link points to."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW if self.create else os.O_RDONLY
+        try:
+            fd = os.open(self.path, flags | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP and self.create and os.path.islink(self.path):
+                raise OSError(errno.ELOOP, LINK, self.path) from None
+            raise
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             os.close(fd)

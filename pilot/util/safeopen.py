@@ -90,3 +90,11 @@ def open_file(path: str, mode: str = "a", **kwargs: Any) -> IO[Any]:
     except BaseException:
         os.close(fd)
         raise
+
+
+def make_dir(path: str) -> None:
+    """``os.makedirs(path, exist_ok=True)``, refusing a symbolic link at ``path``: the files pilot writes into a
+    directory it names itself would land wherever the link points."""
+    os.makedirs(path, exist_ok=True)
+    if os.path.islink(path):
+        raise OSError(errno.ELOOP, LINK, path)

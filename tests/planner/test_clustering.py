@@ -397,3 +397,18 @@ def test_a_batch_option_that_cannot_be_a_directive_is_refused(tmp_path):
     wf.add_jobs(api.Job("T", _id="a").add_pegasus_profile(glite_arguments="--comment=$(reboot)"))
     with pytest.raises(ConfigError, match=r"jobs\[0\].*glite.arguments .* cannot go into a batch directive"):
         run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/bin/true"})), "whole", site="local")
+
+
+@pytest.mark.parametrize("cluster", ["none", "horizontal"])
+def test_jobs_whose_names_and_ids_join_alike_get_two_clusters(tmp_path, cluster):
+    """Jobs a_b + c and a + b_c both make a_b_c: the second cluster is counted (a_b_c_2), as merge_ clusters
+    are, and each has its own directory and DAG with its own job (one shared directory ran one of them)."""
+    wf = api.Workflow("coll", infer_dependencies=False)
+    wf.add_jobs(api.Job("a_b", _id="c").add_args("first"), api.Job("a", _id="b_c").add_args("second"))
+    paths = write(tmp_path, wf, transformations(SITE, {"a_b": "/bin/echo", "a": "/bin/echo"}))
+    res = run_plan(tmp_path, paths, cluster, output_site=None)
+    clusters = {e.cluster.name: e for e in compute(res)}
+    assert sorted(clusters) == ["a_b_c", "a_b_c_2"]
+    argv = {name: [t.argv[1:] for t in read_dag(e.dag).tasks.values()] for name, e in clusters.items()}
+    assert argv == {"a_b_c": [["first"]], "a_b_c_2": [["second"]]}
+    assert clusters["a_b_c"].dag != clusters["a_b_c_2"].dag
