@@ -9,14 +9,19 @@ is skipped, saying so, where no tmpfs can be mounted).
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import DIAMOND_DAG
-from tests.mpi.helpers import run_pilot
+from tests.mpi.helpers import pilot_cmd, run_pilot
+from tests.mpi.test_run import _master_pid as master_pid
 from tests.smalldisk import fill, small_disk
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.mpi
 
@@ -46,6 +51,49 @@ def test_task_stdout_to_a_full_disk_is_said_kept_and_merged_by_the_rerun(dagfile
     assert all(out.count(f"I am {t}\n") == 1 for t in "ABCD"), out
     assert json.loads(Path(dag + ".result").read_text())["reason"] == "done"
     assert not list(tmp_path.glob("wf.dag.out.*"))
+
+
+CHAIN = "TASK A /bin/echo a\nTASK B {b}\nTASK C /bin/echo c\nEDGE A B\nEDGE B C\n"
+
+
+@pytest.mark.parametrize("how, b, args, reason, why", [
+    ("-m", "/bin/false", ["-m", "1"], "error", "Max failures reached"),
+    ("wall time", "/bin/sleep 30", ["--max-wall-time", "0.05"], "walltime", "max wall time of 0.05 minutes reached"),
+])
+def test_every_end_of_a_run_says_what_it_could_not_write(dagfile, how, b, args, reason, why):
+    dag = dagfile(CHAIN.format(b=b))
+    res = run_pilot([*args, "-o", "/dev/full", dag], n=2)
+    assert res.returncode == 1, res.stderr
+    assert why in res.stderr and "Workflow failed: 2 of 3 tasks not done (B, C)" in res.stderr
+    assert last_error(res.stderr) == (f"[error] The run could not write task stdout (/dev/full; kept in {dag}.out.<rank> "
+                                      f"for the next run): {FREE_AND_RERUN}")
+    assert res.stdout.startswith('[cluster-summary stat="failed", tasks=3')
+    assert json.loads(Path(dag + ".result").read_text())["reason"] == reason  # a wall-time cut stays one
+    assert Path(dag + ".rescue").read_text() == "DONE A\n"
+    assert "a\n" in Path(dag + ".out.1").read_text()
+
+
+def test_a_sigterm_end_says_what_it_could_not_write(dagfile):
+    dag = dagfile(CHAIN.format(b="/bin/sleep 30"))
+    proc = subprocess.Popen(pilot_cmd(["-o", "/dev/full", dag], n=2), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        rescue = Path(dag + ".rescue")
+        wait_for(lambda: rescue.exists() and "DONE A" in rescue.read_text(), 60, "task A done")
+        master = master_pid(dag)
+        assert master is not None
+        os.kill(master, signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err
+    assert "SIGTERM received" in err
+    assert last_error(err) == (f"[error] The run could not write task stdout (/dev/full; kept in {dag}.out.<rank> "
+                               f"for the next run): {FREE_AND_RERUN}")
+    assert out.startswith('[cluster-summary stat="failed"')
+    assert json.loads(Path(dag + ".result").read_text())["reason"] == "signal"
 
 
 @pytest.fixture
