@@ -3,25 +3,31 @@
 The merge of per-worker task stdio deletes a per-worker file only once its
 target has taken it all, so a rerun merges what a full -o file could not take;
 a monitoring writer that fails (jobstate.log, DAG.resource) is said once and
-left out while the run goes on. ``/dev/full`` is the full target, a real
-writer on a regular file whose writes fail stands for a disk that fills.
+left out while the run goes on; a master whose own stdout is full ends saying
+the summary record was not written. ``/dev/full`` is the full target: a file
+opened on it under a real writer stands for a disk that fills.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
+import logging
+import sys
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
 import pytest
 
 from pilot.contracts.jobstate import Event
+from pilot.contracts.result import result_path
 from pilot.dag import read_dag
 from pilot.monitor import stdio
 from pilot.monitor.events import Fanout
 from pilot.monitor.jobstate import JobstateLog
 from pilot.monitor.resource_log import ResourceLog
+from tests.conftest import simulate
 
 
 @contextlib.contextmanager
@@ -120,3 +126,22 @@ def test_a_resource_log_that_cannot_be_written_is_said_once(tmp_path):
     log.flush()
     log.close()
     assert said == [str(tmp_path / "w.dag.resource")]
+
+
+def test_a_master_whose_stdout_is_full_says_the_summary_was_not_written(dagfile, monkeypatch, caplog):
+    """``pilot run > FILE`` on a full disk: every task done, the summary record lost, exit 1, result 'error'."""
+    dag = dagfile("TASK A x\nTASK B x\nEDGE A B\n")
+    full = open("/dev/full", "w")  # noqa: SIM115 - the run points it at /dev/null once its write failed
+    monkeypatch.setattr(sys, "stdout", full)
+    with caplog.at_level(logging.INFO, logger="pilot"):
+        code, _, _ = simulate(dag)
+    monkeypatch.undo()
+    full.close()  # the run pointed it at /dev/null: nothing fails any more
+    assert code == 1
+    assert caplog.records[-1].getMessage() == (
+        "All 2 tasks done, but the run could not write the [cluster-summary] record (standard output): free space "
+        "and rerun: the rescue log keeps what is done")
+    assert json.loads(Path(result_path(dag)).read_text())["reason"] == "error"
+    assert Path(dag + ".rescue").read_text() == "DONE A\nDONE B\n"
+    code, _, _ = simulate(dag)  # the rerun, with room: nothing to run again, the summary written
+    assert code == 0 and json.loads(Path(result_path(dag)).read_text())["reason"] == "done"
