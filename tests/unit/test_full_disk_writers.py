@@ -21,13 +21,16 @@ from typing import BinaryIO, Iterator
 import pytest
 
 from pilot.contracts.jobstate import Event
+from pilot.contracts.rescue import RescueLog
 from pilot.contracts.result import result_path
 from pilot.dag import read_dag
+from pilot.errors import OutOfSpace
 from pilot.monitor import stdio
 from pilot.monitor.events import Fanout
 from pilot.monitor.jobstate import JobstateLog
 from pilot.monitor.resource_log import ResourceLog
 from tests.conftest import simulate
+from tests.smalldisk import fill, small_disk
 
 
 @contextlib.contextmanager
@@ -145,3 +148,16 @@ def test_a_master_whose_stdout_is_full_says_the_summary_was_not_written(dagfile,
     assert Path(dag + ".rescue").read_text() == "DONE A\nDONE B\n"
     code, _, _ = simulate(dag)  # the rerun, with room: nothing to run again, the summary written
     assert code == 0 and json.loads(Path(result_path(dag)).read_text())["reason"] == "done"
+
+
+def test_a_rescue_log_that_cannot_be_rewritten_at_the_start_is_exit_1_and_stays_whole(tmp_path):
+    with small_disk(tmp_path / "disk", 64) as disk:
+        log = disk / "w.dag.rescue"
+        log.write_text("DONE a\nDONE b\n")
+        fill(disk, 0)
+        with pytest.raises(OutOfSpace) as caught:
+            RescueLog(str(log), ["a", "b"])
+        assert caught.value.exit_code == 1
+        assert str(caught.value) == (f"{log}: cannot write the rescue log: No space left on device; free space and "
+                                     "rerun: the log keeps what is done")
+        assert log.read_text() == "DONE a\nDONE b\n" and sorted(p.name for p in disk.iterdir()) == ["filler", "w.dag.rescue"]
