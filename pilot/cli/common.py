@@ -28,8 +28,8 @@ def guarded(func: Callable[[], int], argv: Sequence[str], prog: str) -> int:
     """Run ``func``; a PilotError becomes one line on stderr and its exit code.
 
     Output that cannot be written is the user's situation too: a reader that closed the pipe (``| head``) ends
-    the command quietly, as SIGPIPE ends other Unix tools; a full disk is one line that says what could not be
-    written, exit status 1. stdout is flushed here so that its last buffered lines fail here, not in the
+    the command quietly, as SIGPIPE ends other Unix tools; a full disk, or a stdout that fails otherwise (a
+    terminal gone: EIO), is one line that says what could not be written, exit status 1. stdout is flushed here so that its last buffered lines fail here, not in the
     interpreter's exit, which would report them as a traceback and exit 120.
     """
     stdout = sys.stdout = stdstreams.Watched(sys.stdout)
@@ -50,13 +50,14 @@ def guarded(func: Callable[[], int], argv: Sequence[str], prog: str) -> int:
             stdstreams.discard(stdout.stream)
             if err.errno == errno.EPIPE:
                 return EXIT_CLOSED_PIPE  # the reader has what it wanted: nothing to say
-        if stdstreams.is_no_space(err):
-            if wants_traceback(argv):
-                _print_traceback()
-            what = "its output (standard output)" if err is stdout.error else err.filename or "a file"
-            _say(f"{prog}: cannot write {what}: {err.strerror}; free space (or write elsewhere) and rerun the command")
-            return 1
-        return _internal(err, argv, prog)
+        elif not stdstreams.is_no_space(err):
+            return _internal(err, argv, prog)
+        if wants_traceback(argv):
+            _print_traceback()
+        what = "its output (standard output)" if err is stdout.error else err.filename or "a file"
+        how = "free space (or write elsewhere)" if stdstreams.is_no_space(err) else "send the output elsewhere"
+        _say(f"{prog}: cannot write {what}: {err.strerror}; {how} and rerun the command")
+        return 1
     except Exception as err:  # a bug: say so plainly, details on request
         return _internal(err, argv, prog)
     finally:
