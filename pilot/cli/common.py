@@ -34,7 +34,11 @@ def guarded(func: Callable[[], int], argv: Sequence[str], prog: str) -> int:
     """
     stdout = sys.stdout = stdstreams.Watched(sys.stdout)
     try:
-        code = func()
+        try:
+            code = func()
+        except SystemExit:  # argparse's --help and --version: their text is flushed here too
+            stdout.flush()
+            raise
         stdout.flush()
         return code
     except PilotError as err:

@@ -48,6 +48,8 @@ def commands(planned: Path, where: Path) -> dict[str, list[str]]:
         "sites show": ["sites", "show", "local"],
         "version": ["version"],
         "help": ["--help"],
+        "plan --help": ["plan", "--help"],  # argparse's own help text
+        "run --version": ["run", "--version"],  # and its version line
         "plan": ["plan", "--site", "local", bundled_workflow(), "--dir", str(where / "plan")],
         "report": report_args(where),
         "report --json": [*report_args(where), "--json"],
@@ -56,19 +58,29 @@ def commands(planned: Path, where: Path) -> dict[str, list[str]]:
     }
 
 
-NAMES = ["status", "sites", "sites show", "version", "help", "plan", "report", "report --json", "demo"]
+NAMES = ["status", "sites", "sites show", "version", "help", "plan --help", "run --version", "plan", "report", "report --json", "demo"]
 
 
-def run_with_stdout(argv: list[str], stdout: int, cwd: Path) -> subprocess.CompletedProcess:
+@pytest.fixture(params=["buffered", "unbuffered"])
+def buffering(request) -> dict[str, str]:
+    """The environment: stdout buffered as Python has it by default (the last lines are written at exit), or
+    written at once (PYTHONUNBUFFERED)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if request.param == "unbuffered":
+        env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_with_stdout(argv: list[str], stdout: int, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pilot", *argv], stdout=stdout, stderr=subprocess.PIPE, text=True,
-                          cwd=cwd, timeout=TIMEOUT)
+                          cwd=cwd, timeout=TIMEOUT, env=env)
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_output_to_a_full_disk_is_one_line_and_exit_1(name, planned, tmp_path):
+def test_output_to_a_full_disk_is_one_line_and_exit_1(name, planned, tmp_path, buffering):
     argv = commands(planned, tmp_path)[name]
     with open("/dev/full", "wb") as full:
-        done = run_with_stdout(argv, full.fileno(), tmp_path)
+        done = run_with_stdout(argv, full.fileno(), tmp_path, buffering)
     assert done.returncode == 1, done.stderr
     lines = done.stderr.splitlines()
     assert lines[-1].endswith(": cannot write its output (standard output): No space left on device; "
@@ -77,12 +89,12 @@ def test_output_to_a_full_disk_is_one_line_and_exit_1(name, planned, tmp_path):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_a_reader_that_closed_the_pipe_ends_the_command_quietly(name, planned, tmp_path):
+def test_a_reader_that_closed_the_pipe_ends_the_command_quietly(name, planned, tmp_path, buffering):
     argv = commands(planned, tmp_path)[name]
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the first line (| head -1 on a status longer than a pipe holds)
     try:
-        done = run_with_stdout(argv, write_end, tmp_path)
+        done = run_with_stdout(argv, write_end, tmp_path, buffering)
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (141, "")
