@@ -27,10 +27,11 @@ def _print_traceback() -> None:
 def guarded(func: Callable[[], int], argv: Sequence[str], prog: str) -> int:
     """Run ``func``; a PilotError becomes one line on stderr and its exit code.
 
-    Output that cannot be written is the user's situation too: a reader that closed the pipe (``| head``) ends
-    the command quietly, as SIGPIPE ends other Unix tools; a full disk, or a stdout that fails otherwise (a
-    terminal gone: EIO), is one line that says what could not be written, exit status 1. stdout is flushed here so that its last buffered lines fail here, not in the
-    interpreter's exit, which would report them as a traceback and exit 120.
+    Output that cannot be written is the user's situation too: a reader that closed the pipe (``| head``)
+    ends the command quietly, as SIGPIPE ends other Unix tools; a full disk, or a stdout that fails
+    otherwise (a terminal gone: EIO), is one line that says what could not be written, exit status 1.
+    stdout is flushed here so that its last buffered lines fail here, not in the interpreter's exit,
+    which would report them as "Exception ignored" and exit 120.
     """
     stdout = sys.stdout = stdstreams.Watched(sys.stdout)
     try:

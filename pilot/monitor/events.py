@@ -122,6 +122,6 @@ class Fanout(RunEvents):
                 pass
 
 
-def written_to(sink: object) -> str:
-    """The file a writer writes, for a message."""
-    return str(getattr(sink, "path", None) or type(sink).__name__)
+def written_to(writer: object) -> str:
+    """The file a writer (a monitoring writer, an open file) writes, for a message."""
+    return str(getattr(writer, "path", None) or getattr(writer, "name", None) or type(writer).__name__)

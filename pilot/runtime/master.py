@@ -32,7 +32,7 @@ from pilot.contracts.result import RunOutcome
 from pilot.dag import read_dag
 from pilot.dag.model import Dag, Task
 from pilot.errors import LockError
-from pilot.monitor.events import Fanout, RunEvents
+from pilot.monitor.events import Fanout, RunEvents, written_to
 from pilot.monitor.resource_log import ResourceLog
 from pilot.runtime import outputs
 from pilot.runtime.ahead import Ahead
@@ -434,7 +434,7 @@ class Master:
                 try:
                     closer.close()
                 except OSError as exc:  # a full disk at exit: the last line names the file, the exit status is 1
-                    self.report.lost(str(getattr(closer, "path", None) or getattr(closer, "name", type(closer).__name__)), exc)
+                    self.report.lost(written_to(closer), exc)
         if self.rescue is not None and self.rescue.write_failed:
             self.report.unwritten.append(f"the rescue log {self.rescue.path} (tasks that ended after it failed run again)")
         self.lock.release()

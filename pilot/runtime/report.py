@@ -116,12 +116,13 @@ class RunReport:
         try:
             kept = stdio.merge_worker_files(opts.dag, self.workers, task_out, task_err, delete=ok, offsets=self._kept)
         except stdio.MergeError as exc:
-            target = opts.stdout if exc.stream == "stdout" else opts.stderr
+            out = exc.stream == "stdout"
+            target = opts.stdout if out else opts.stderr
             if target is None:
-                stdstreams.discard(sys.stdout if exc.stream == "stdout" else sys.stderr)
-            self.lost(f"task {exc.stream} ({target or 'standard ' + ('output' if exc.stream == 'stdout' else 'error')}; "
-                      f"kept in {opts.dag}.{'out' if exc.stream == 'stdout' else 'err'}.<rank> for the next run)", exc.error,
-                      target)
+                stdstreams.discard(sys.stdout if out else sys.stderr)
+            shown = target or ("standard output" if out else "standard error")
+            kept = f"{opts.dag}.{'out' if out else 'err'}.<rank>"
+            self.lost(f"task {exc.stream} ({shown}; kept in {kept} for the next run)", exc.error, target)
             return
         except OSError as exc:
             self.lost(stdio.merged_path(opts.dag), exc)
