@@ -65,6 +65,12 @@ class RunAborted(PilotError):
     exit_code = 1
 
 
+class OutOfSpace(PilotError):
+    """A disk (or quota) is full: the message says what could not be written and what to run once there is room."""
+
+    exit_code = 1
+
+
 class SubmitError(PilotError):
     """A batch submission failed; ``transient`` says whether a retry may help."""
 

@@ -38,20 +38,24 @@ def usage() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv else ""
+    if command in COMMANDS:
+        entry = importlib.import_module(f"pilot.cli.{command}").main
+        return guarded(lambda: entry(argv[1:]), argv[1:], f"pilot {command}")
+    return guarded(lambda: _top(argv), argv, "pilot")  # help and version go through the same guard: | head, > /dev/full
+
+
+def _top(argv: list[str]) -> int:
+    """``pilot``, ``pilot --help``, ``pilot version`` and an unknown command."""
     if not argv or argv[0] in HELP:
         print(usage())
         return 0 if argv else 2
-    command, rest = argv[0], argv[1:]
-    if command in VERSION:
+    if argv[0] in VERSION:
         print(f"pilot {__version__}")
         return 0
-    if command not in COMMANDS:
-        print(f"pilot: unknown command {command!r}; commands: {', '.join([*COMMANDS, 'version'])} (see pilot --help)",
-              file=sys.stderr)
-        return 2
-    entry = importlib.import_module(f"pilot.cli.{command}").main
-    return guarded(lambda: entry(rest), rest, f"pilot {command}")
-
+    print(f"pilot: unknown command {argv[0]!r}; commands: {', '.join([*COMMANDS, 'version'])} (see pilot --help)",
+          file=sys.stderr)
+    return 2
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

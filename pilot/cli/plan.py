@@ -8,14 +8,16 @@ import sys
 from typing import TYPE_CHECKING, Sequence
 
 from pilot.contracts.clusters import clusters_path
-from pilot.errors import UsageError
+from pilot.errors import ConfigError, OutOfSpace, UsageError
 from pilot.planner.cleanup import MODES
 from pilot.planner.clustering import DEFAULT_CLUSTER
 from pilot.planner.datalayout import DEFAULT_OUTPUT_SITE
 from pilot.util.cmdline import Parser
 
+from pilot.util import stdstreams
+
 if TYPE_CHECKING:  # the planner's modules are imported when a plan is made, not to read the options
-    from pilot.planner.plan import PlanRequest
+    from pilot.planner.plan import Plan, PlanRequest
     from pilot.sites import SiteConfig
 
 CLUSTER_HELP = (
@@ -96,15 +98,35 @@ def plan_request(ns: argparse.Namespace, argv: Sequence[str], site: SiteConfig) 
     )
 
 
-def main(argv: Sequence[str]) -> int:
+def planned(req: PlanRequest, prog: str = "pilot plan") -> Plan:
+    """The plan; one cut short by a full disk is exit 1, saying what to run once there is room.
+
+    The planner says "cannot write the plan" for any OSError in the submit directory, with the OSError as the
+    error's context: a full disk is not the wrong directory it suggests, and the partial plan it leaves makes
+    the directory non-empty, so planning again into it needs --force.
+    """
     from pilot.planner.plan import plan
+
+    try:
+        return plan(req)
+    except ConfigError as exc:
+        cause = exc.__context__
+        if not isinstance(cause, OSError) or not stdstreams.is_no_space(cause):
+            raise
+        where = req.submit_dir or "the submit directory"
+        again = f"--dir {req.submit_dir} --force" if req.submit_dir else "--force and the same --dir"
+        raise OutOfSpace(f"{prog}: cannot write the plan in {where}: {cause.strerror}; free space and plan again "
+                         f"with {again} (over the partial plan)") from None
+
+
+def main(argv: Sequence[str]) -> int:
     from pilot.sites import load_site
 
     ns = build_parser().parse_args(list(argv))
     # The planner's warnings (and with -v its reasons) as "pilot plan: ..." lines on stderr.
     logging.basicConfig(level=logging.INFO if ns.verbose else logging.WARNING, stream=sys.stderr,
                         format="pilot plan: %(message)s")
-    result = plan(plan_request(ns, argv, load_site(ns.site, site_overrides(ns.set))))
+    result = planned(plan_request(ns, argv, load_site(ns.site, site_overrides(ns.set))))
     print("\n".join([*result.lines(), f"cluster DAG: {clusters_path(result.submit_dir)}; submit with: "
                      f"pilot submit --site SITE {result.submit_dir}"]))
     return 0

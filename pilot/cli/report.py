@@ -41,18 +41,13 @@ def main(argv: Sequence[str]) -> int:
             numbers["png"] = os.path.abspath(png)
         else:
             hint = "pilot report: no timeline: matplotlib is not installed (pip install 'pilot-hpc[plot]')"
-    try:
-        if ns.json:
-            json.dump(numbers, sys.stdout, indent=1)
-            sys.stdout.write("\n")
-        else:
-            print("\n".join(stats.text(numbers)))
-            if png:
-                print(f"timeline: {png}")
-        sys.stdout.flush()
-    except BrokenPipeError:  # piped into head: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    if ns.json:  # a reader that closes the pipe early (| head) ends the command quietly: pilot.cli.common
+        json.dump(numbers, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print("\n".join(stats.text(numbers)))
+        if png:
+            print(f"timeline: {png}")
     if hint:
         print(hint, file=sys.stderr)
     return 0

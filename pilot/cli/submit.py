@@ -8,7 +8,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Sequence
 
-from pilot.errors import UsageError
+from pilot.errors import OutOfSpace, UsageError
+from pilot.util import stdstreams
 from pilot.util.argtypes import positive_seconds, whole_number
 from pilot.util.cmdline import Parser
 
@@ -127,10 +128,9 @@ def _submit(ns: argparse.Namespace, argv: Sequence[str]) -> int:
 def _plan(ns: argparse.Namespace, argv: Sequence[str], site: SiteChoice) -> str:
     """Plan the workflow on the first site (task paths come from its catalog entries); print what pilot plan
     prints, less its hint to submit the plan: here the submission follows at once."""
-    from pilot.cli.plan import plan_request
-    from pilot.planner.plan import plan
+    from pilot.cli.plan import plan_request, planned
 
-    result = plan(plan_request(ns, argv, site.load()))
+    result = planned(plan_request(ns, argv, site.load()), "pilot submit")
     print("\n".join(result.lines()))
     return result.submit_dir
 
@@ -140,7 +140,14 @@ def _drive(submit_dir: str, choices, opts, monitord: bool) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
     logging.getLogger("parsl").setLevel(logging.WARNING)
-    outcome = drive(submit_dir, choices, opts, monitord=monitord)
+    try:
+        outcome = drive(submit_dir, choices, opts, monitord=monitord)
+    except OSError as exc:
+        if not stdstreams.is_no_space(exc):
+            raise
+        # The state on disk is the last one saved: resuming submits nothing twice (pilot.submit.driver).
+        raise OutOfSpace(f"pilot submit: cannot write {exc.filename or 'in ' + submit_dir}: {exc.strerror}; free space "
+                         f"and resume with: pilot submit {submit_dir}") from None
     if outcome.cancelled:
         print(f"pilot submit: stopped by pilot cancel, which cancels its batch jobs. Run it again with: "
               f"pilot submit {submit_dir}", file=sys.stderr)

@@ -34,9 +34,10 @@ import os
 import time
 from typing import Iterable
 
-from pilot.errors import DagError
+from pilot.errors import DagError, OutOfSpace
 from pilot.util.atomic import atomic_file
 from pilot.util.safeopen import open_fd, open_regular_fd
+from pilot.util.stdstreams import is_no_space
 from pilot.util.tail import Tail
 
 log = logging.getLogger("pilot.master")
@@ -107,6 +108,9 @@ class RescueLog:
                 # split, and the log's first fsync makes it durable. Never through a link (pilot.util.safeopen).
                 self._fd = open_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o666)
         except OSError as exc:
+            if is_no_space(exc):  # the old log is intact (an atomic rewrite): room is all a rerun needs
+                raise OutOfSpace(f"{path}: cannot write the rescue log: {exc.strerror}; free space and rerun: the log "
+                                 "keeps what is done") from exc
             raise DagError(path, None, f"cannot write the rescue log: {exc.strerror or exc}; {_FIX}") from exc
         self._dirty = not carried  # an emptied log is synced like a new record
         self._last_sync = time.monotonic()

@@ -10,7 +10,8 @@ Written by ``pilot run`` (and, for a sub-workflow's cluster, by its nested
 failed after their tries, or -m was reached), ``walltime`` (--max-wall-time, also
 when it strikes during start-up), ``signal`` (SIGTERM or SIGINT: the batch system's
 time limit, a preemption or a cancel) or ``error`` (the run could not start: bad
-DAG, infeasible task, host script). A batch queue reports a vanished job as
+DAG, infeasible task, host script; or it could not write what it must, a full disk:
+a rerun completes it from the rescue log). A batch queue reports a vanished job as
 completed whatever happened in it; this file says what really did.
 
 Reading distinguishes "no file" (the pilot never got to write one: the job

@@ -6,6 +6,8 @@ the master calls one ``Fanout`` and never knows which files are written.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from pilot.dag.model import Task
 
 
@@ -35,41 +37,91 @@ class RunEvents:
 
 
 class Fanout(RunEvents):
-    def __init__(self, sinks: list[RunEvents]) -> None:
+    """Every hook to every writer. A writer that cannot write (a full disk) is reported to ``on_error`` once,
+    with what it writes, and left out from then on: the tasks go on, and the run ends saying which file is
+    incomplete instead of losing its rescue log, result and task output to a monitoring file."""
+
+    def __init__(self, sinks: list[RunEvents], on_error: Callable[[str, OSError], None] | None = None) -> None:
         self.sinks = sinks
+        self.on_error = on_error
+        self._broken: list[RunEvents] = []  # left out after an error; still closed at the end
+
+    def _failed(self, sink: RunEvents, exc: OSError) -> None:
+        self.sinks = [s for s in self.sinks if s is not sink]  # a new list: the loop that failed goes on over the old
+        self._broken.append(sink)
+        if self.on_error is None:
+            raise exc
+        self.on_error(written_to(sink), exc)
 
     def run_started(self, dag_path: str, total: int, workers: int) -> None:
         for s in self.sinks:
-            s.run_started(dag_path, total, workers)
+            try:
+                s.run_started(dag_path, total, workers)
+            except OSError as exc:
+                self._failed(s, exc)
 
     def task_queued(self, task: Task, seq: int) -> None:
         for s in self.sinks:
-            s.task_queued(task, seq)
+            try:
+                s.task_queued(task, seq)
+            except OSError as exc:
+                self._failed(s, exc)
 
     def task_dispatched(self, task: Task, seq: int, rank: int, hostname: str) -> None:
         for s in self.sinks:
-            s.task_dispatched(task, seq, rank, hostname)
+            try:
+                s.task_dispatched(task, seq, rank, hostname)
+            except OSError as exc:
+                self._failed(s, exc)
 
     def task_ended(self, task: Task, seq: int, status: int, will_retry: bool) -> None:
         for s in self.sinks:
-            s.task_ended(task, seq, status, will_retry)
+            try:
+                s.task_ended(task, seq, status, will_retry)
+            except OSError as exc:
+                self._failed(s, exc)
 
     def status(self, done: int, queued: int, ready: int, failed: int) -> None:
         for s in self.sinks:
-            s.status(done, queued, ready, failed)
+            try:
+                s.status(done, queued, ready, failed)
+            except OSError as exc:
+                self._failed(s, exc)
 
     def drained(self) -> None:
         for s in self.sinks:
-            s.drained()
+            try:
+                s.drained()
+            except OSError as exc:
+                self._failed(s, exc)
 
     def run_finished(self, ok: bool, counts: dict[str, int]) -> None:
         for s in self.sinks:
-            s.run_finished(ok, counts)
+            try:
+                s.run_finished(ok, counts)
+            except OSError as exc:
+                self._failed(s, exc)
 
     def flush(self) -> None:
         for s in self.sinks:
-            s.flush()
+            try:
+                s.flush()
+            except OSError as exc:
+                self._failed(s, exc)
 
     def close(self) -> None:
         for s in self.sinks:
-            s.close()
+            try:
+                s.close()
+            except OSError as exc:
+                self._failed(s, exc)
+        for s in self._broken:  # its descriptor, whatever it still buffers
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+def written_to(writer: object) -> str:
+    """The file a writer (a monitoring writer, an open file) writes, for a message."""
+    return str(getattr(writer, "path", None) or getattr(writer, "name", None) or type(writer).__name__)

@@ -110,6 +110,16 @@ def _ranks_on_disk(dag: str) -> set[int]:
     return out
 
 
+class MergeError(Exception):
+    """A target of the merge could not be written (a full disk): its per-worker files are kept, none deleted."""
+
+    def __init__(self, stream: str, error: OSError, kept: list[str]) -> None:
+        super().__init__(f"task {stream}: {error.strerror or error}")
+        self.stream = stream  # "stdout" or "stderr"
+        self.error = error
+        self.kept = kept
+
+
 def merge_worker_files(dag: str, ranks: list[int], stdout: BinaryIO | None, stderr: BinaryIO | None, delete: bool,
                        offsets: dict[str, int] | None = None) -> list[str]:
     """Append per-worker files to the targets (open files, None for our own stdout/stderr); return the files left on disk.
@@ -118,39 +128,63 @@ def merge_worker_files(dag: str, ranks: list[int], stdout: BinaryIO | None, stde
     path is found at the start, not after the work is done; they are not closed here.
     ``offsets`` (``merged_offsets`` at the start of the run): the part of a kept file an earlier run merged;
     the rest is merged now. Kept files (``delete`` False) are recorded in ``DAG.merged`` as merged up to here.
+    A per-worker file is deleted only once its target has taken all of it (flushed). A target that cannot be
+    written (a full disk) keeps every file of its stream with the record an earlier run left, so the next run
+    merges them again; the other stream is merged all the same, then MergeError says what was not.
     """
+    offsets = offsets or {}
     kept: list[str] = []
     merged: list[tuple[int, str]] = []
+    failed: MergeError | None = None
     ranks = sorted(set(ranks) | _ranks_on_disk(dag))
     for which, target in ((0, stdout), (1, stderr)):
-        sink: BinaryIO
-        if target is None:
-            stream = sys.stdout if which == 0 else sys.stderr
-            stream.flush()
-            sink = stream.buffer
-        else:
-            sink = target
-        for rank in ranks:
-            path = worker_paths(dag, rank)[which]
-            try:
-                with open(path, "rb") as src:
-                    src.seek((offsets or {}).get(os.path.abspath(path), 0))
-                    # shutil.copyfileobj's loop, without importing shutil (and with it bz2 and
-                    # lzma) at the end of every run, where the job waits on it: some 8 ms. 64 KiB at a
-                    # time: a 1 MiB buffer was a third of a 20,000-task master's growth at its peak.
-                    while chunk := src.read(1 << 16):
-                        sink.write(chunk)
-                    end = src.tell()
-            except FileNotFoundError:
-                continue
+        copied: list[tuple[int, str]] = []
+        try:
+            sink = _sink(which, target)
+            for rank in ranks:
+                path = worker_paths(dag, rank)[which]
+                try:
+                    with open(path, "rb") as src:
+                        src.seek(offsets.get(os.path.abspath(path), 0))
+                        # shutil.copyfileobj's loop, without importing shutil (and with it bz2 and
+                        # lzma) at the end of every run, where the job waits on it: some 8 ms. 64 KiB at a
+                        # time: a 1 MiB buffer was a third of a 20,000-task master's growth at its peak.
+                        while chunk := src.read(1 << 16):
+                            sink.write(chunk)
+                        copied.append((src.tell(), path))
+                except FileNotFoundError:
+                    continue
+            sink.flush()
+        except OSError as exc:
+            lost = [path for rank in ranks if os.path.exists(path := worker_paths(dag, rank)[which])]
+            kept.extend(lost)
+            merged.extend((offsets[os.path.abspath(path)], os.path.abspath(path)) for path in lost
+                          if os.path.abspath(path) in offsets)
+            failed = failed or MergeError("stdout" if which == 0 else "stderr", exc, lost)
+            continue
+        for end, path in copied:
             if delete:
                 os.unlink(path)
             else:
                 kept.append(path)
                 merged.append((end, os.path.abspath(path)))
-        sink.flush()
-    _record_merged(dag, merged)
+    try:
+        _record_merged(dag, merged)
+    except OSError:
+        if failed is None:
+            raise
+    if failed is not None:  # the target's error comes first: the record is lost to the same full disk
+        raise failed
     return kept
+
+
+def _sink(which: int, target: BinaryIO | None) -> BinaryIO:
+    """Where stream ``which`` (0 stdout, 1 stderr) is merged: its -o/-e file, else the master's own stream."""
+    if target is not None:
+        return target
+    stream = sys.stdout if which == 0 else sys.stderr
+    stream.flush()
+    return stream.buffer
 
 
 def _record_merged(dag: str, merged: list[tuple[int, str]]) -> None:

@@ -32,7 +32,7 @@ from pilot.contracts.result import RunOutcome
 from pilot.dag import read_dag
 from pilot.dag.model import Dag, Task
 from pilot.errors import LockError
-from pilot.monitor.events import Fanout, RunEvents
+from pilot.monitor.events import Fanout, RunEvents, written_to
 from pilot.monitor.resource_log import ResourceLog
 from pilot.runtime import outputs
 from pilot.runtime.ahead import Ahead
@@ -103,6 +103,7 @@ class Master:
         self.fdcache = FdCache(opts.maxfds)
         self.lock = DagLock(opts.dag)
         self.report = RunReport(opts, app, self.workers, self.matcher, self.events, self.fdcache)
+        self.events.on_error = self.report.lost  # a monitoring file on a full disk: said, and the run goes on
         self._kill_deadline = 0.0
         self._alive = set(self.workers)
         self._started_events = False
@@ -165,7 +166,7 @@ class Master:
         self.rescue = RescueLog(opts.rescue_path, sorted(done))
         if opts.resource_log:
             self.resource_log = outputs.opened(opts.dag + ".resource", "the resource log", "use --no-resource-log or fix the directory",
-                                               lambda: ResourceLog(opts.dag + ".resource"))
+                                               lambda: ResourceLog(opts.dag + ".resource", on_error=self.report.lost))
         self.engine = engine = Engine(dag, opts.tries, opts.max_failures, done)
         self.ahead = ahead = Ahead(engine, self.matcher, self.slots, self.t, self.send_task, self.limits.time_left)
         self._handlers.update({TaskResult: self._task_done, Recalled: ahead.recalled})
@@ -436,8 +437,10 @@ class Master:
             if closer is not None:
                 try:
                     closer.close()
-                except OSError as exc:  # pragma: no cover - disk full at exit
-                    log.error("closing logs: %s", exc)
+                except OSError as exc:  # a full disk at exit: the last line names the file, the exit status is 1
+                    self.report.lost(written_to(closer), exc)
+        if self.rescue is not None and self.rescue.write_failed:
+            self.report.unwritten.append(f"the rescue log {self.rescue.path} (tasks that ended after it failed run again)")
         self.lock.release()
 
     def _finish(self) -> int:
@@ -452,6 +455,8 @@ class Master:
             # Tasks held for lack of time end the run as a wall-time cut: the resubmitted job runs them.
             reason = (RunOutcome.DONE if ok else RunOutcome.SIGNAL if self.limits.signalled else RunOutcome.WALLTIME
                       if self.abort_reason or (self.matcher.held and not engine.stopped) else RunOutcome.FAILED)
-            self.report.write_outcome(engine, reason, 0 if ok else 1)
+            if self.report.unwritten and reason in (RunOutcome.DONE, RunOutcome.FAILED):
+                reason = RunOutcome.ERROR  # output lost to a full disk: a rerun (from the rescue log) completes it
+            self.report.write_outcome(engine, reason, 0 if ok and not self.report.unwritten else 1)
         self.report.last_line(engine, ok, self.abort_reason)
-        return 0 if ok else 1
+        return 0 if ok and not self.report.unwritten else 1

@@ -6,6 +6,12 @@ the per-worker stdio files a failed earlier run left. The master calls
 ``summary`` once the workers have said Bye (their stdio files are closed);
 the ``[cluster-summary]`` record goes to the master's stdout, where
 pegasus-monitord and pegasus-exitcode look for it.
+
+Whatever the run could not write (a full disk: task stdio, a monitoring file,
+the summary record, the rescue log, the result) is said once as it happens
+(``lost``), kept in ``unwritten``, and named again in the run's last line with
+what to do: the run exits 1 and its result says ``error``, so that a rerun,
+which skips what the rescue log holds, completes it.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pilot.runtime.engine import Engine
 from pilot.runtime.forwarding import FdCache
 from pilot.runtime.options import RunOptions
 from pilot.runtime.policy import Matcher
+from pilot.util import stdstreams
 
 log = logging.getLogger("pilot.master")
 
@@ -42,6 +49,17 @@ class RunReport:
         self.makespan_start = 0.0
         self.makespan_end = 0.0
         self._kept: dict[str, int] = {}  # per-worker files a failed earlier run left: their sizes at start
+        self.unwritten: list[str] = []  # what the run could not write, each named once
+        self._lost_files: set[str] = set()
+
+    def lost(self, what: str, exc: OSError, path: str | None = None) -> None:
+        """``what`` (the file ``path``, by default ``what`` itself) could not be written: said now, and named
+        again in the last line; a file said once is not said again (its close fails as its writes did)."""
+        key = path or what
+        if key not in self._lost_files:
+            self._lost_files.add(key)
+            self.unwritten.append(what)
+            log.error("cannot write %s: %s", what, exc.strerror or exc)
 
     def begin(self) -> None:
         """The run starts: before any worker can write to the per-worker stdio files."""
@@ -64,9 +82,7 @@ class RunReport:
             log.info("%s", line)
         log.info("File descriptor cache hit rate: %f", self.fdcache.hit_rate)
         if not opts.per_task_stdio:
-            kept = stdio.merge_worker_files(opts.dag, self.workers, task_out, task_err, delete=ok, offsets=self._kept)
-            if kept:
-                log.info("Task stdio of this run kept in %s.out.<rank> / .err.<rank>", opts.dag)
+            self._merge(ok, task_out, task_err)
         # failed= counts tasks that failed for good; attempts that were retried are in submitted= only.
         counts = {
             "tasks": engine.total,
@@ -80,12 +96,39 @@ class RunReport:
             ok, engine.total, engine.submitted, engine.succeeded_this_run, engine.failed_count,
             self.start, wall, os.getpid(), self.app, runtime_total, len(self.workers), self.matcher.total_cpus,
         )
-        sys.stdout.write(summary)
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(summary)
+            sys.stdout.flush()
+        except OSError as exc:
+            stdstreams.discard(sys.stdout)  # the interpreter's exit must not fail on it again
+            self.lost("the [cluster-summary] record (standard output)", exc)
         if task_out is not None and opts.invocation_records:
             # The -o file is then the job output monitord reads: the summary belongs with its task records.
-            task_out.write(summary.encode())
-            task_out.flush()
+            try:
+                task_out.write(summary.encode())
+                task_out.flush()
+            except OSError as exc:
+                self.lost(f"the [cluster-summary] record ({opts.stdout})", exc, opts.stdout)
+
+    def _merge(self, ok: bool, task_out: BinaryIO | None, task_err: BinaryIO | None) -> None:
+        """Task stdio of the per-worker files into -o/-e or the master's streams (kept on disk unless all is well)."""
+        opts = self.opts
+        try:
+            kept = stdio.merge_worker_files(opts.dag, self.workers, task_out, task_err, delete=ok, offsets=self._kept)
+        except stdio.MergeError as exc:
+            out = exc.stream == "stdout"
+            target = opts.stdout if out else opts.stderr
+            if target is None:
+                stdstreams.discard(sys.stdout if out else sys.stderr)
+            shown = target or ("standard output" if out else "standard error")
+            kept = f"{opts.dag}.{'out' if out else 'err'}.<rank>"
+            self.lost(f"task {exc.stream} ({shown}; kept in {kept} for the next run)", exc.error, target)
+            return
+        except OSError as exc:
+            self.lost(stdio.merged_path(opts.dag), exc)
+            return
+        if kept:
+            log.info("Task stdio of this run kept in %s.out.<rank> / .err.<rank>", opts.dag)
 
     def write_outcome(self, engine: Engine | None, reason: RunOutcome, exit_code: int) -> None:
         """DAG.result: how the run ended, for pilot submit (a run that could not write it is logged, not raised).
@@ -96,14 +139,24 @@ class RunReport:
             write_result(path, RunResult(reason, engine.total if engine else 0, engine.done_count if engine else 0,
                                          engine.unfinished() if engine else [], exit_code))
         except OSError as exc:
-            # After an error the run's one line already says what is wrong (often this very directory).
-            log.log(logging.DEBUG if reason == RunOutcome.ERROR else logging.ERROR, "cannot write %s: %s", path, exc.strerror)
+            if reason != RunOutcome.ERROR or stdstreams.is_no_space(exc):
+                self.lost(path, exc)
+            else:  # after an error the run's one line already says what is wrong (often this very directory)
+                log.debug("cannot write %s: %s", path, exc.strerror)
 
     def last_line(self, engine: Engine, ok: bool, abort_reason: str | None) -> None:
-        """The run's last log line: success, or which tasks are not done and why."""
-        if ok:
+        """The run's last log line: success, or which tasks are not done and why; then what could not be written."""
+        if not ok:
+            self._failed_line(engine, abort_reason)
+        if self.unwritten:
+            done = f"All {engine.total} tasks done, but the run" if ok else "The run"
+            log.error("%s could not write %s: free space and rerun: the rescue log keeps what is done", done,
+                      "; ".join(self.unwritten))
+        elif ok:
             log.info("Workflow succeeded")
-            return
+
+    def _failed_line(self, engine: Engine, abort_reason: str | None) -> None:
+        """Which tasks are not done, and why."""
         if engine.stop_reason and abort_reason is None:
             log.error("Max failures reached: DAG prematurely aborted")
         unfinished = engine.unfinished()

@@ -56,3 +56,9 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+    def _print_message(self, message: str, file=None) -> None:  # noqa: ANN001 - argparse's signature
+        """Help and version text, whose write errors argparse drops (``--help > /dev/full`` said nothing, exit 0):
+        here they reach the CLI wrapper, which says a full disk in one line and ends quietly on a closed pipe."""
+        if message:
+            (file or sys.stderr).write(message)
