@@ -274,11 +274,15 @@ class Worker:
             return TaskResult(msg.name, 1, time.time(), 0.0, error=error)
         if self._slot is not None:
             self._slot.running(msg.name)
+        out_start = _size(out_fd)
         try:
             return self._execute(msg, out_fd, err_fd, out_path, err_path)
         except OSError as exc:  # a full or failing disk under the stdio files: report, do not vanish
             error = f"task {msg.name}: writing its output failed: {exc.strerror or exc}"
             log.error("worker %d: %s", self.rank, error)
+            # What the attempt wrote before the disk filled goes, record and all: a torn piece would run into
+            # the next task's output when the files are merged, and the attempt counts as failed anyway.
+            _truncate(out_fd, out_start)
             return TaskResult(msg.name, 1, time.time(), 0.0, error=error)
         finally:
             if self._slot is not None:
@@ -381,7 +385,10 @@ class Worker:
                 text += kickstart.invocation(
                     msg.transformation or msg.name, msg.dax_id or msg.name, start, duration, status, msg.argv[0], self.hostname
                 )
-        os.write(out_fd, text.encode("utf-8", "surrogateescape"))
+        data = text.encode("utf-8", "surrogateescape")
+        written = os.write(out_fd, data)
+        while written < len(data):  # a short write: the disk filled in the middle (the next one raises ENOSPC)
+            written += os.write(out_fd, data[written:])
 
     def _must_end(self) -> bool:
         """Pump the master's messages while a task runs; True once it must be ended."""
@@ -400,6 +407,13 @@ def _size(fd: int) -> int:
         return os.fstat(fd).st_size
     except OSError:
         return 0
+
+
+def _truncate(fd: int, size: int) -> None:
+    try:
+        os.ftruncate(fd, size)
+    except OSError:
+        pass
 
 
 def _remove(path: str) -> None:
