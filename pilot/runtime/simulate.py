@@ -49,6 +49,10 @@ from pilot.runtime.protocol import (
 from pilot.runtime.transport import InProcTransport
 from pilot.runtime.workqueue import WorkQueue
 
+# With ``choose``: a master that waits this many times in a row with nothing in flight waits forever (virtual
+# time runs on; its longest legitimate wait, the grace after killing tasks, is a few of them).
+STALL_LIMIT = 1000
+
 
 @dataclass
 class SimHost:
@@ -86,6 +90,7 @@ class SimCluster:
         self.hold_on_failure = hold_on_failure
         self.timeouts = timeouts
         self.choose = choose
+        self._stalled = 0  # the master's waits in a row in which nothing could happen (with ``choose``)
         self.ranks: list[SimRank] = []
         for host in hosts:
             for _ in range(host.slots):
@@ -212,7 +217,12 @@ class SimCluster:
             if not moves:
                 if timeout is not None:
                     self.clock += timeout  # nothing can happen: the master's wait runs out
+                    self._stalled += 1
+                    if self._stalled > STALL_LIMIT:
+                        raise RuntimeError("in-process pilot deadlocked: the master keeps waiting with no message in "
+                                           "flight and no task running")
                 return
+            self._stalled = 0
             kind, r = moves[self.choose(len(moves)) if len(moves) > 1 else 0]
             if kind == 0:
                 self.handle(r, _Arrived(r.to_worker.popleft()), r.to_master.append)
