@@ -1,7 +1,9 @@
-"""``pilot cancel``: stop the driver of a submit directory and cancel every batch job it submitted."""
+"""``pilot cancel``: stop the driver of a submit directory, cancel every batch job it submitted and end any
+pilot run of its clusters that outlived its job; exit 1, with one line per thing, when something still runs."""
 
 from __future__ import annotations
 
+import sys
 from typing import Sequence
 
 from pilot.cli.submit import site_choices
@@ -22,5 +24,10 @@ def main(argv: Sequence[str]) -> int:
     if cancelled is None:
         print("pilot cancel: nothing was submitted from this directory")
         return 0
-    print(f"pilot cancel: cancelled {len(cancelled)} batch job(s){': ' + ' '.join(cancelled) if cancelled else ''}")
-    return 0
+    ids = cancelled.job_ids
+    print(f"pilot cancel: cancelled {len(ids)} batch job(s){': ' + ' '.join(ids) if ids else ''}")
+    for line in cancelled.ended:
+        print(f"pilot cancel: {line}")
+    for line in cancelled.left:
+        print(f"pilot cancel: {line}", file=sys.stderr)
+    return 1 if cancelled.left else 0

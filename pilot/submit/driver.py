@@ -48,7 +48,7 @@ import functools
 import logging
 import os
 import uuid
-from typing import Callable
+from typing import Callable, Collection
 
 from pilot.contracts.clusters import ClusterSpec, read_clusters
 from pilot.contracts.queue import QueueState, QueueStatus
@@ -57,6 +57,7 @@ from pilot.contracts.submitstate import ACTIVE, STATE_FILE, ClusterRecord, Clust
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import pilot_args, request_for
 from pilot.monitor.root import RootEvents
+from pilot.runtime.lock import running
 from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef
 from pilot.submit.options import Clock, Options, SystemClock, retries_for
@@ -84,6 +85,7 @@ class Driver:
         # cluster -> (looks in a row that its site's queue did not answer, when the first of them was)
         self._unanswered: dict[str, tuple[int, float]] = {}
         self._query_failing: set[str] = set()
+        self._held_elsewhere: set[str] = set()  # clusters waiting for a run they did not start to let go of the DAG
         self._dirty = False  # changes not yet in the state file (written at the end of each step)
         self.monitor: RootEvents = RootEvents()  # DAGMan's log of the clusters (see the module doc)
         self._events: list[Callable[[], None]] = []  # monitor calls waiting for the next state write
@@ -226,7 +228,21 @@ class Driver:
         return True
 
     def _settle(self, c: ClusterRecord) -> None:
-        """The cluster's job has ended: its pilot's result decides what comes next (and DAGMan's log says so)."""
+        """The cluster's job has ended: its pilot's result decides what comes next (and DAGMan's log says so).
+        A job the queue shows ended while its pilot run still holds the DAG lock (the batch job's shell ended
+        but not what it started, or the queue lost sight of it) has not ended: it stays running, and is
+        never taken for a job that vanished."""
+        spec = self.specs[c.name]
+        run = None if os.path.exists(result_path(spec.dag)) else running(spec.dag)
+        if run is not None:
+            note = f"pilot run {run.where()} still holds the DAG lock"
+            if (c.queue, c.queue_reason) != (QueueState.RUNNING, note):
+                log.warning("cluster %s: job %s left the queue, but its %s; waiting for it", c.name, c.job_id, note)
+                if c.queue is not QueueState.RUNNING:
+                    self._log(lambda: self.monitor.running(c.name))
+                c.queue, c.queue_reason = QueueState.RUNNING, note
+                self._dirty = True
+            return
         self._decide(c)
         limit = retries_for(self.opts, self.specs[c.name].retry) + self.opts.max_resubmits
         again = c.state is ClusterState.WAITING  # now: the cluster may be resubmitted before the log is written
@@ -363,6 +379,8 @@ class Driver:
             spec = self.specs[c.name]
             if spec.category and spec.maxjobs and in_category[spec.category] >= spec.maxjobs:
                 continue  # as many of its category run as Pegasus' MAXJOBS allows
+            if self._run_elsewhere(c):
+                continue
             site = self._pick_site(c, active)
             if site is None:
                 continue  # its site is full; another cluster may fit elsewhere
@@ -376,6 +394,26 @@ class Driver:
         for c, site in batch:
             self._submit(c, site)
             self._save()  # and its job id as soon as it has one
+        return True
+
+    def _run_elsewhere(self, c: ClusterRecord) -> bool:
+        """Whether a pilot run of ``c`` that this driver does not follow (an earlier driver's, one pilot cancel
+        could not end) still holds its DAG lock. A run submitted now would find the DAG locked and end at once
+        without a result; the cluster waits for that run instead, saying so once."""
+        run = running(self.specs[c.name].dag)
+        if run is None:
+            if c.name in self._held_elsewhere:
+                self._held_elsewhere.discard(c.name)
+                c.reason = ""
+                self._dirty = True
+            return False
+        reason = (f"a pilot run of this cluster still runs ({run.where()}): waiting for it to end "
+                  f"(pilot cancel {self.submit_dir} ends it)")
+        if c.reason != reason:
+            log.warning("cluster %s: %s", c.name, reason)
+            c.reason = reason
+            self._held_elsewhere.add(c.name)
+            self._dirty = True
         return True
 
     def _pick_site(self, c: ClusterRecord, active: dict[str, int]) -> SiteConfig | None:
@@ -432,19 +470,46 @@ class Driver:
 
     # -- cancel -------------------------------------------------------------------
     def cancel_all(self) -> list[str]:
-        """Cancel every batch job this submit directory has in a queue (those in doubt found by name)."""
+        """Cancel every batch job this submit directory has in a queue and mark what was stopped cancelled."""
+        cancelled, failed = self.cancel_jobs()
+        self.mark_cancelled(failed)
+        return cancelled
+
+    def cancel_jobs(self) -> tuple[list[str], dict[str, str]]:
+        """Cancel every batch job this submit directory has in a queue (those in doubt found by name).
+
+        Returns the ids cancelled and, per cluster, one line on why its job could not be: a site whose
+        cancel fails is asked again job by job, so that each line names exactly what is left."""
         cancelled: list[str] = []
+        failed: dict[str, str] = {}
         for site in self.sites:
-            refs = [JobRef(c.job_id if c.state is ClusterState.QUEUED else None, os.path.join(self.submit_dir, c.name),
-                           c.job_name or "")
+            mine = [(c, JobRef(c.job_id if c.state is ClusterState.QUEUED else None,
+                               os.path.join(self.submit_dir, c.name), c.job_name or ""))
                     for c in [*self.state.clusters.values(), *self.orphans] if c.site == site.name and c.state in ACTIVE]
-            if refs:
-                cancelled += self.backend.cancel(site, refs)
+            if not mine:
+                continue
+            try:
+                cancelled += self.backend.cancel(site, [ref for _, ref in mine])
+                continue
+            except SubmitError as exc:
+                log.warning("%s: cancelling %d job(s) failed (%s); cancelling them one by one", site.name, len(mine), exc)
+            for c, ref in mine:
+                try:
+                    cancelled += self.backend.cancel(site, [ref])
+                except SubmitError as exc:
+                    failed[c.name] = (f"cluster {c.name}: job {ref.job_id or c.job_name} on {site.name} could not be "
+                                      f"cancelled: {' '.join(str(exc).split())}")
+        return cancelled, failed
+
+    def mark_cancelled(self, running: Collection[str] = ()) -> None:
+        """Record every cluster that was in a queue or waiting as cancelled, except those in ``running``
+        (something of theirs could not be ended: they keep the state they had, which is the truth)."""
         for c in self.state.clusters.values():
+            if c.name in running:
+                continue
             if c.state in ACTIVE:
                 self._log(functools.partial(self.monitor.aborted, c.name))
             if c.state in ACTIVE or c.state is ClusterState.WAITING:
                 c.state, c.reason = ClusterState.CANCELLED, "pilot cancel"
                 c.queue, c.queue_reason = None, ""
         self._save()
-        return cancelled

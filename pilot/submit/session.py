@@ -15,12 +15,13 @@ from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 from pilot.contracts.clusters import plan_site_file, read_clusters
-from pilot.contracts.submitstate import SubmitState
+from pilot.contracts.submitstate import ClusterState, SubmitState
 from pilot.errors import ConfigError
 from pilot.siteschema import MAX_INTEGER
 from pilot.sites import SiteConfig, load_site
 from pilot.submit.backend import SchedulerBackend
 from pilot.submit.driver import Driver
+from pilot.submit.endruns import end_runs
 from pilot.submit.lock import CANCEL_SIGNAL, SubmitLock, holder, stop_holder
 from pilot.submit.nested import routed
 from pilot.submit.monitord import cancel_monitoring, incomplete_note, require_root_files, root_monitoring
@@ -152,9 +153,21 @@ def status_code(views: list[ClusterView], driving: bool) -> StatusCode:
     return StatusCode.NOT_FINISHED
 
 
-def cancel(submit_dir: str, choices: list[SiteChoice] | None) -> list[str] | None:
-    """Stop the driver, then cancel every batch job of the run; None when nothing was ever submitted.
-    No recovery runs: cancelling only reads the state and asks the queues."""
+@dataclass
+class Cancelled:
+    """What pilot cancel did: the batch jobs cancelled, the runs it ended itself, and what still runs."""
+
+    job_ids: list[str]
+    ended: list[str]  # one line per pilot run that outlived its job and was ended here
+    left: list[str]  # one line per thing that could not be ended (its cluster keeps its state)
+
+
+def cancel(submit_dir: str, choices: list[SiteChoice] | None) -> Cancelled | None:
+    """Stop the driver, cancel every batch job of the run, then end any pilot run of its clusters that still
+    holds its DAG lock (pilot.submit.endruns); None when nothing was ever submitted. Only clusters of which
+    nothing runs any more are recorded as cancelled. No recovery runs: cancelling only reads the state, asks
+    the queues and looks at the DAG locks."""
+    submit_dir = os.path.abspath(submit_dir)  # local jobs and their scripts are known by absolute paths
     specs = read_clusters(submit_dir)
     stop_holder(submit_dir)
     state = SubmitState.load(submit_dir)
@@ -166,4 +179,9 @@ def cancel(submit_dir: str, choices: list[SiteChoice] | None) -> list[str] | Non
     batch = PilotBackend(submit_dir, sites, specs, Options(), SchedulerBackend())  # ends the run's pilot jobs too
     driver = Driver(submit_dir, specs, state, sites, routed(batch, submit_dir, specs, state.sites, Options()))
     with cancel_monitoring(driver):  # the removed jobs logged as aborted, as DAGMan logs a removal
-        return driver.cancel_all()
+        job_ids, failed = driver.cancel_jobs()
+        runs = end_runs({s.name: s.dag for s in specs
+                         if s.name not in failed and driver.state.clusters[s.name].state is not ClusterState.DONE})
+        left = {**failed, **runs.left}
+        driver.mark_cancelled(left)
+    return Cancelled(job_ids, runs.ended, [left[name] for name in sorted(left)])

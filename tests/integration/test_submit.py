@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import sqlite3
@@ -77,6 +78,43 @@ def our_squeue(sub: Path) -> list[str]:
     ids = {j for c in state(sub).values() for j in c["job_ids"]}
     out = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split()
     return [j for j in out if j in ids]
+
+
+def processes_of(sub: Path) -> list[str]:
+    """What still runs of a submit directory on this host: its job scripts, mpiexec, pilot runs (named by their
+    command lines) and their tasks (by the mark pilot run gives them)."""
+    from pilot.runtime.reaper import _mark_of
+    from pilot.util.procs import cmdline
+
+    root = str(sub.resolve())
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        args = b" ".join(cmdline(pid) or []).decode(errors="replace")
+        mark = _mark_of(pid) or ""
+        if root in args or mark.startswith(root) or (" run " in f" {args} " and "merge_chain.dag" in args):
+            found.append(f"{pid} {args or mark}")
+    return found
+
+
+@pytest.mark.mpi
+def test_cancel_after_the_driver_was_killed_ends_the_local_run(tmp_path):
+    sub = tmp_path / "sub"
+    wf = sleeper_workflow(tmp_path, 2, 300, label_each=False)
+    plan = pilot("plan", wf, "--site", "local", "--set", "pegasus_site=container", "--cluster", "label", "--dir", str(sub))
+    assert plan.returncode == 0, plan.stderr
+    driver = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", str(sub)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: any(p.endswith("/bin/sleep 300") for p in processes_of(sub)), 120, "merge_chain's first task running",
+             every=0.2)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    assert processes_of(sub)  # the run goes on without its driver
+    cancel = pilot("cancel", "sub", cwd=tmp_path)  # as a user types it: relative to where they stand
+    assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+    assert re.match(r"pilot cancel: cancelled 1 batch job\(s\): \d+$", cancel.stdout.splitlines()[0]), cancel.stdout
+    wait_for(lambda: not processes_of(sub), 30, "nothing of the run left", detail=lambda: processes_of(sub))
+    status = pilot("status", str(sub))
+    assert re.search(r"^merge_chain +cancelled ", status.stdout, re.M), status.stdout
 
 
 @pytest.mark.slurm

@@ -56,6 +56,7 @@ class FakeQueue:
         self.find_outages = 0
         self.submits: list[tuple[float, str, str]] = []  # (time, site, cluster) of every submit call
         self.cancelled: list[str] = []
+        self.cancel_fails: set[str] = set()  # clusters whose job the cancel command fails for
         self.max_active: dict[str, int] = {}
 
     # -- the Backend interface -------------------------------------------------
@@ -94,6 +95,10 @@ class FakeQueue:
 
     def cancel(self, site, refs: list[JobRef]):
         done = []
+        failing = [r.job_id for r in refs if r.job_id and self.jobs[r.job_id].cluster in self.cancel_fails]
+        if failing:
+            raise SubmitError(f"scancel: error: Kill job error on job id {failing[0]}: Unable to contact slurm controller",
+                              transient=True)
         for ref in refs:
             job_id = ref.job_id or self.find(site, ref.workdir, ref.job_name)
             if job_id:

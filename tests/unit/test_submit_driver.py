@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from pilot.contracts.result import RunOutcome
 from pilot.contracts.submitstate import STATE_FILE, ClusterState, SubmitState
 from pilot.errors import ConfigError
 from pilot.monitor.root import RootEvents
+from pilot.runtime.lock import DagLock
 from pilot.sites import SiteConfig
 from pilot.submit.driver import Driver
 from pilot.submit.options import UNREACHABLE_LIMIT, Options
@@ -239,6 +242,61 @@ def test_constructor_and_load_write_nothing_and_cancel_needs_no_recovery(tmp_pat
     fresh = Driver.load(driver.submit_dir, [site()], queue, Options(), FakeClock())
     assert fresh.cancel_all() == [queue.latest("a").job_id]
     assert set(states(fresh).values()) == {"cancelled"}
+
+
+def test_a_job_that_could_not_be_cancelled_is_named_and_its_cluster_not_called_cancelled(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": [], "b": [], "c": ["a"]})
+    driver.recover()
+    driver.step()
+    queue.cancel_fails = {"a"}
+    fresh = Driver.load(driver.submit_dir, [site()], queue, Options(), FakeClock())
+    cancelled, failed = fresh.cancel_jobs()
+    a = queue.latest("a").job_id
+    assert cancelled == [queue.latest("b").job_id]  # asked again one by one: b's cancel is not lost with a's
+    assert failed == {"a": f"cluster a: job {a} on a could not be cancelled: scancel: error: Kill job error on job id {a}: "
+                           "Unable to contact slurm controller"}
+    fresh.mark_cancelled(failed)
+    assert states(Driver.load(driver.submit_dir, [site()], queue)) == {"a": "queued", "b": "cancelled", "c": "cancelled"}
+
+
+def test_a_cluster_whose_dag_another_run_holds_waits_for_it_instead_of_vanishing(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": []})
+    stray = DagLock(driver.specs["a"].dag)  # a run of a, started by an earlier driver, that nothing ended
+    stray.acquire()
+    try:
+        driver.recover()
+        for _ in range(5):
+            driver.step()
+        c = driver.state.clusters["a"]
+        assert queue.submits == [] and c.state is ClusterState.WAITING
+        assert c.reason == (f"a pilot run of this cluster still runs (pid {os.getpid()} on {socket.gethostname()}): "
+                            f"waiting for it to end (pilot cancel {driver.submit_dir} ends it)")
+    finally:
+        stray.release()
+    assert driver.run() is True and len(queue.submits) == 1 and driver.state.clusters["a"].reason == ""
+
+
+def test_a_job_that_left_the_queue_while_its_run_holds_the_dag_is_still_running(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": []})
+    queue.outcomes["a"] = [V]  # the job's shell ends without a result...
+    driver.recover()
+    driver.step()  # submitted
+    driver.step()  # pending
+    driver.step()  # running
+    run = DagLock(driver.specs["a"].dag)  # ...while the pilot run it started goes on
+    run.acquire()
+    try:
+        for _ in range(3):
+            driver.step()
+        c = driver.state.clusters["a"]
+        assert c.state is ClusterState.QUEUED and c.resubmits == 0 and "vanished" not in c.reason
+        assert c.queue is QueueState.RUNNING and c.queue_reason == f"pilot run pid {os.getpid()} on " \
+            f"{socket.gethostname()} still holds the DAG lock"
+        assert len(queue.submits) == 1
+    finally:
+        run.release()
+    driver.step()  # it let go without a result: only now is the job taken for vanished
+    assert driver.state.clusters["a"].resubmits == 1
 
 
 def test_restart_needs_every_site_with_jobs(tmp_path):
