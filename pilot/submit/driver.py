@@ -65,6 +65,17 @@ from pilot.submit.options import Clock, Options, SystemClock, retries_for
 log = logging.getLogger("pilot.submit")
 
 
+def crash_text(crashed: dict[str, int]) -> str:
+    """What a run's tasks stopped at --max-crashes did, in a few words: 'task t crashed its worker 2 times
+    (--max-crashes)', more than one task named together."""
+    names = sorted(crashed)
+    counts = sorted(set(crashed.values()))
+    times = f"{counts[0]} times" if len(counts) == 1 else f"{counts[0]}-{counts[-1]} times"
+    who = f"task {names[0]} crashed its worker" if len(names) == 1 else \
+        f"tasks {', '.join(names[:5])}{' ...' if len(names) > 5 else ''} crashed their workers"
+    return f"{who} {times} (--max-crashes)"
+
+
 class Driver:
     def __init__(self, submit_dir: str, specs: list[ClusterSpec], state: SubmitState, sites: list[SiteConfig],
                  backend: Backend, opts: Options | None = None, clock: Clock | None = None) -> None:
@@ -260,6 +271,10 @@ class Driver:
             c.state, c.reason = ClusterState.DONE, ""
             log.info("cluster %s done (job %s)", c.name, c.job_id)
             self._dirty = True
+            return
+        if result is not None and result.outcome is RunOutcome.FAILED and result.only_crashes:
+            self._fail(c, f"{crash_text(result.crashed or {})}; not retried: a task that crashes its worker does so "
+                          f"again ({result.done}/{result.tasks} done)")
             return
         if result is not None and result.outcome is RunOutcome.FAILED:
             limit = retries_for(self.opts, spec.retry)

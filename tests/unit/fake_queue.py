@@ -57,6 +57,7 @@ class FakeQueue:
         self.submits: list[tuple[float, str, str]] = []  # (time, site, cluster) of every submit call
         self.cancelled: list[str] = []
         self.cancel_fails: set[str] = set()  # clusters whose job the cancel command fails for
+        self.crash_stopped: set[str] = set()  # clusters whose failed task was stopped at --max-crashes (2 crashes)
         self.max_active: dict[str, int] = {}
 
     # -- the Backend interface -------------------------------------------------
@@ -154,7 +155,7 @@ class FakeQueue:
                 fail = job.outcome is RunOutcome.FAILED and n == 0
                 log.write(f"1.0 {task} SUBMIT {n}.0 - - {n}\n1.0 {task} EXECUTE {n}.0 - - {n}\n1.0 {task} JOB_TERMINATED {n}.0 - - {n}\n")
                 if fail:
-                    log.write(f"1.0 {task} JOB_FAILURE 3 - - {n}\n")
+                    log.write(f"1.0 {task} JOB_FAILURE {-9 if job.cluster in self.crash_stopped else 3} - - {n}\n")
                     if self.per_task_stdio:
                         k = len(list(Path(job.workdir).glob(f"{task}.err.*")))
                         Path(job.workdir, f"{task}.err.{k:03d}").write_text("boom\n")
@@ -166,7 +167,10 @@ class FakeQueue:
                     rescue.write(f"DONE {task}\n")
             log.write("1.0 INTERNAL *** PMC_FINISHED 1 ***\n")
         done = len(tasks) - (1 if job.outcome is RunOutcome.FAILED else 0) if job.outcome in (RunOutcome.DONE, RunOutcome.FAILED) else 0
-        write_result(result_path(dag), RunResult(job.outcome, len(tasks), done, [], 0 if job.outcome is RunOutcome.DONE else 1))
+        failed = 1 if job.outcome is RunOutcome.FAILED else 0
+        crashed = {tasks[0]: 2} if failed and job.cluster in self.crash_stopped else {}
+        write_result(result_path(dag), RunResult(job.outcome, len(tasks), done, [], 0 if job.outcome is RunOutcome.DONE else 1,
+                                                 failed=failed, crashed=crashed))
 
 
 def make_plan(root: Path, clusters: dict[str, list[str]], tasks: int = 2, retry: dict[str, int] | None = None,

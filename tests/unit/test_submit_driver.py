@@ -82,6 +82,19 @@ def test_default_retry_is_pegasus_one_and_dagman_retry_wins(tmp_path):
     assert (b.state, b.attempts, b.retries) == (ClusterState.DONE, 4, 3)
 
 
+def test_a_task_stopped_at_max_crashes_costs_no_retry(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": [], "b": []}, retry={"a": 3, "b": 1})
+    queue.outcomes["a"] = [F, F]
+    queue.outcomes["b"] = [F]
+    queue.crash_stopped = {"a"}  # a's failed task crashed its worker: a rerun fails it again at once
+    assert run(driver) is False
+    a, b = driver.state.clusters["a"], driver.state.clusters["b"]
+    assert (a.state, a.attempts, a.retries) == (ClusterState.FAILED, 1, 0)
+    assert a.reason == ("task a_t0 crashed its worker 2 times (--max-crashes); not retried: a task that crashes its "
+                        "worker does so again (1/2 done)")
+    assert (b.state, b.attempts, b.retries) == (ClusterState.DONE, 2, 1)  # an ordinary failure still gets its retry
+
+
 def test_resubmissions_have_their_own_counter(tmp_path):
     driver, queue, _ = setup(tmp_path, {"a": []}, retry={"a": 1}, max_resubmits=3)
     queue.outcomes["a"] = [W, F, S, V]

@@ -112,6 +112,23 @@ def test_failed_run_report_names_tasks_stderr_batch_output_and_not_run(tmp_path)
     assert "not run (a failed)" in text and text.splitlines()[-1].split() == ["4", "0", "0", "3", "1", "37.5", "Failure"]
 
 
+def test_a_task_stopped_at_max_crashes_is_named_for_its_crashes_not_a_signal(tmp_path):
+    clock = FakeClock()
+    queue = FakeQueue(clock)
+    queue.outcomes["a"] = [RunOutcome.FAILED]
+    queue.crash_stopped = {"a"}  # its worker died with it each time: jobstate.log says -9
+    driver = Driver.load(make_plan(tmp_path / "sub", {"a": []}), [site()], queue, Options(poll=1.0), clock)
+    driver.recover()
+    assert driver.run() is False
+    watcher = Watcher(list(driver.specs.values()))
+    lines = failure_lines(watcher.views(driver.state.clusters), watcher, driver.submit_dir)
+    assert lines[:2] == [
+        "a: failed: task a_t0 crashed its worker 2 times (--max-crashes); not retried: a task that crashes its worker "
+        "does so again (1/2 done)",
+        "a: task a_t0 crashed its worker 2 times: not started again (--max-crashes) (stderr: a/a_t0.err.000)",
+    ]
+
+
 def test_failed_task_without_per_task_files_points_at_the_job_output(tmp_path):
     """A planned cluster's pilot writes task stderr to <cluster>.err, renamed per attempt: the report names it."""
     from pilot.monitor.joboutput import rotate
