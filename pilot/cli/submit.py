@@ -139,16 +139,48 @@ def _drive(submit_dir: str, choices, opts, monitord: bool) -> int:
     from pilot.submit.session import drive
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
-    logging.getLogger("parsl").setLevel(logging.WARNING)
+    _parsl_to_log(submit_dir)
     outcome = drive(submit_dir, choices, opts, monitord=monitord)
     if outcome.cancelled:
         print(f"pilot submit: stopped by pilot cancel, which cancels its batch jobs. Run it again with: "
               f"pilot submit {submit_dir}", file=sys.stderr)
         return 130
     if outcome.stopped:
-        print(f"pilot submit: stopped; batch jobs keep running. Resume with: pilot submit {submit_dir}", file=sys.stderr)
+        print(f"pilot submit: stopped; {_left_text(outcome.queued, outcome.in_doubt, submit_dir)}. "
+              f"Resume with: pilot submit {submit_dir}", file=sys.stderr)
         return 130
     print(outcome.status)
     for line in outcome.problems:
         print(line, file=sys.stderr)
     return 0 if outcome.ok else 1
+
+
+def _left_text(queued: list[str], in_doubt: list[str], submit_dir: str) -> str:
+    """What a stopped pilot submit leaves in the queues, as it is: the jobs it knows, those it cannot be sure of."""
+    said = [f"{len(queued)} batch job(s) keep running ({' '.join(queued[:10])}{' ...' if len(queued) > 10 else ''})"] \
+        if queued else []
+    if in_doubt:
+        said.append(f"{len(in_doubt)} submission(s) the scheduler did not confirm (e.g. {in_doubt[0]}): a restart or "
+                    f"pilot cancel looks for them by name")
+    if not said:
+        return "no batch job of this run is in a queue"
+    return "; ".join(said) + f" (pilot cancel {submit_dir} ends them)"
+
+
+def _parsl_to_log(submit_dir: str) -> None:
+    """Parsl's own log lines (a failed sbatch's "Submit command failed", "Retcode:1 STDOUT: STDERR:...") go to the
+    submit directory's log, not the terminal: the driver says what matters in its own lines."""
+    from pilot.submit.daemon import LOG_FILE
+    from pilot.util.safeopen import open_fd
+
+    parsl = logging.getLogger("parsl")
+    parsl.setLevel(logging.WARNING)
+    parsl.propagate = False
+    try:
+        fh = os.fdopen(open_fd(os.path.join(submit_dir, LOG_FILE), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a")
+    except OSError:
+        parsl.addHandler(logging.NullHandler())  # a directory that cannot be written fails with its own line later
+        return
+    handler = logging.StreamHandler(fh)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    parsl.addHandler(handler)

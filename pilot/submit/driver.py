@@ -60,6 +60,7 @@ from pilot.monitor.root import RootEvents
 from pilot.runtime.lock import running
 from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef
+from pilot.submit.outages import Outages
 from pilot.submit.options import Clock, Options, SystemClock, retries_for
 
 log = logging.getLogger("pilot.submit")
@@ -93,9 +94,8 @@ class Driver:
         self.clock = clock or SystemClock()
         self.stopping = False
         self._next_try: dict[str, float] = {}
-        # cluster -> (looks in a row that its site's queue did not answer, when the first of them was)
-        self._unanswered: dict[str, tuple[int, float]] = {}
-        self._query_failing: set[str] = set()
+        self._unanswered: dict[str, int] = {}  # cluster -> looks in a row that its site's queue did not answer
+        self.outages = Outages(self.clock.monotonic, self.opts.outage_every)  # sites whose scheduler does not answer
         self._held_elsewhere: set[str] = set()  # clusters waiting for a run they did not start to let go of the DAG
         self._dirty = False  # changes not yet in the state file (written at the end of each step)
         self.monitor: RootEvents = RootEvents()  # DAGMan's log of the clusters (see the module doc)
@@ -173,6 +173,7 @@ class Driver:
         changed |= self._poll()
         if not self.stopping:
             changed |= self._release()
+        self.outages.remind(self._waiting_on)
         if self._dirty:
             self._save()
         return changed
@@ -200,15 +201,13 @@ class Driver:
             try:
                 statuses = self.backend.query(site, [c.job_id for c in queued if c.job_id])
             except SubmitError as exc:
-                if site.name not in self._query_failing:
-                    log.warning("%s: cannot ask the queue (%s); will ask again", site.name, exc)
-                    self._query_failing.add(site.name)
+                self.outages.failed(site.name, site.unreachable_limit, str(exc))
                 for c in queued:  # a pilot that wrote its result has ended: its own word is enough
                     if os.path.exists(result_path(self.specs[c.name].dag)):
                         self._settle(c)
                         changed = True
                 continue
-            self._query_failing.discard(site.name)
+            self.outages.answered(site.name)
             for c in queued:
                 status = statuses.get(c.job_id or "", QueueStatus(QueueState.FINISHED))
                 changed |= self._observe(c, site, status)
@@ -340,22 +339,23 @@ class Driver:
         found = self.backend.find(site, spec.dir, c.job_name or "")
         if found is None:
             now = self.clock.monotonic()
-            unanswered, since = self._unanswered.get(c.name, (0, now))
-            unanswered += 1
-            self._unanswered[c.name] = (unanswered, since)
-            if unanswered >= self.opts.submit_tries and now - since >= self.opts.unreachable_limit:
+            outage = self.outages.failed(site.name, site.unreachable_limit, c.reason or "the queue could not be asked")
+            unanswered = self._unanswered[c.name] = self._unanswered.get(c.name, 0) + 1
+            if now >= outage.until:  # the time said when the outage began (pilot.submit.outages) is up
                 # The scheduler is out of reach: fail rather than wait forever (a rerun looks for the job again).
                 self._log(lambda: self.monitor.refused(c.name))
-                self._fail(c, f"{site.name}'s scheduler could not be reached for {now - since:.0f} s "
+                self._fail(c, f"{site.name}'s scheduler could not be reached for {now - outage.since:.0f} s "
                               f"({c.submit_errors} failed submission(s), {unanswered} looks for job {c.job_name} "
                               f"unanswered): {c.reason}")
                 return True
             delay = min(self.opts.max_backoff, self.opts.backoff * 2 ** (unanswered - 1))
-            if unanswered == 1:
-                log.warning("cluster %s: cannot ask %s's queue whether job %s exists; asking again with back-off",
-                            c.name, site.name, c.job_name)
-            self._next_try[c.name] = self.clock.monotonic() + delay
+            if now < outage.until:  # the look that may fail it comes when the time said is up, not a back-off later
+                delay = min(delay, outage.until - now)
+            log.debug("cluster %s: cannot ask %s's queue whether job %s exists; asking again in %.0f s",
+                      c.name, site.name, c.job_name, delay)
+            self._next_try[c.name] = now + delay
             return False
+        self.outages.answered(site.name)
         self._unanswered.pop(c.name, None)
         if found:
             log.info("cluster %s: job %s was submitted as %s", c.name, c.job_name, found)
@@ -410,6 +410,15 @@ class Driver:
             self._submit(c, site)
             self._save()  # and its job id as soon as it has one
         return True
+
+    def _waiting_on(self, site: str) -> str:
+        """What of the run waits for ``site``'s scheduler, in a few words (for the lines of an outage); "" for nothing."""
+        mine = [c for c in self.state.clusters.values() if c.site == site]
+        doubt = sum(c.state is ClusterState.SUBMITTING for c in mine)
+        queued = sum(c.state is ClusterState.QUEUED for c in mine)
+        said = [f"{doubt} cluster(s) waiting to be submitted"] if doubt else []
+        said += [f"{queued} job(s) in its queue not seen meanwhile"] if queued else []
+        return ", ".join(said)
 
     def _run_elsewhere(self, c: ClusterRecord) -> bool:
         """Whether a pilot run of ``c`` that this driver does not follow (an earlier driver's, one pilot cancel
@@ -473,8 +482,10 @@ class Driver:
             # and let _resolve look for it before anything is submitted again.
             delay = min(self.opts.max_backoff, self.opts.backoff * 2 ** (c.submit_errors - 1))
             self._next_try[c.name] = self.clock.monotonic() + delay
-            log.warning("cluster %s: %s; checking the queue and retrying in %.0f s", c.name, c.reason, delay)
+            self.outages.failed(site.name, site.unreachable_limit, c.reason)  # says it once for the site
+            log.debug("cluster %s: %s; checking the queue and retrying in %.0f s", c.name, c.reason, delay)
             return
+        self.outages.answered(site.name)
         c.job_ids.append(job.job_id)
         c.job_stdout, c.job_stderr = job.stdout, job.stderr
         self._log(lambda: self.monitor.submitted(c.name, job.job_id, site.name))

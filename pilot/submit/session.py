@@ -26,6 +26,7 @@ from pilot.submit.lock import CANCEL_SIGNAL, SubmitLock, holder, stop_holder
 from pilot.submit.nested import routed
 from pilot.submit.monitord import cancel_monitoring, incomplete_note, require_root_files, root_monitoring
 from pilot.submit.options import Options
+from pilot.submit.pilots import PREFIX as LAUNCH_PREFIX
 from pilot.submit.pilots import PilotBackend
 from pilot.submit.render import LiveProgress, failure_lines, status_text
 from pilot.submit.views import ClusterView, Shown, Watcher
@@ -57,6 +58,8 @@ class Outcome:
     status: str  # the final table and total line
     problems: list[str]  # one line per failed task, batch output, not-run cluster
     cancelled: bool = False  # stopped by pilot cancel, which then cancels the batch jobs
+    queued: list[str] = field(default_factory=list)  # ids of the batch jobs this run has in a queue at the end
+    in_doubt: list[str] = field(default_factory=list)  # names of jobs whose submission is in doubt at the end
 
 
 def recorded_sites(submit_dir: str) -> list[SiteChoice]:
@@ -117,7 +120,22 @@ def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: Tex
     views = watcher.views(driver.state.clusters)
     stopped = stop["flag"] and not driver.all_done()
     problems = [] if stopped else failure_lines(views, watcher, submit_dir)
-    return Outcome(ok, stopped, status_text(views, driving=False), problems, cancelled=stopped and stop["cancel"])
+    queued, in_doubt = left_in_queues(driver)
+    return Outcome(ok, stopped, status_text(views, driving=False), problems, cancelled=stopped and stop["cancel"],
+                   queued=queued, in_doubt=in_doubt)
+
+
+def left_in_queues(driver: Driver) -> tuple[list[str], list[str]]:
+    """The batch jobs a stopped driver leaves in queues: the ids it knows, and the names of submissions in doubt
+    (the scheduler did not answer whether it took them). Clusters in this driver's pilot jobs are not among
+    them: those pilot jobs ended with it."""
+    queued, in_doubt = [], []
+    for c in driver.state.clusters.values():
+        if c.state is ClusterState.QUEUED and c.job_id and not c.job_id.startswith(LAUNCH_PREFIX):
+            queued.append(c.job_id)
+        elif c.state is ClusterState.SUBMITTING and c.job_name:
+            in_doubt.append(c.job_name)
+    return queued, in_doubt
 
 
 @dataclass
