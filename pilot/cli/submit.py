@@ -136,10 +136,11 @@ def _plan(ns: argparse.Namespace, argv: Sequence[str], site: SiteChoice) -> str:
 
 
 def _drive(submit_dir: str, choices, opts, monitord: bool) -> int:
+    from pilot.submit.daemon import parsl_to_log
     from pilot.submit.session import drive
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
-    _parsl_to_log(submit_dir)
+    parsl_to_log(submit_dir)
     outcome = drive(submit_dir, choices, opts, monitord=monitord)
     if outcome.cancelled:
         print(f"pilot submit: stopped by pilot cancel, which cancels its batch jobs. Run it again with: "
@@ -165,22 +166,3 @@ def _left_text(queued: list[str], in_doubt: list[str], submit_dir: str) -> str:
     if not said:
         return "no batch job of this run is in a queue"
     return "; ".join(said) + f" (pilot cancel {submit_dir} ends them)"
-
-
-def _parsl_to_log(submit_dir: str) -> None:
-    """Parsl's own log lines (a failed sbatch's "Submit command failed", "Retcode:1 STDOUT: STDERR:...") go to the
-    submit directory's log, not the terminal: the driver says what matters in its own lines."""
-    from pilot.submit.daemon import LOG_FILE
-    from pilot.util.safeopen import open_fd
-
-    parsl = logging.getLogger("parsl")
-    parsl.setLevel(logging.WARNING)
-    parsl.propagate = False
-    try:
-        fh = os.fdopen(open_fd(os.path.join(submit_dir, LOG_FILE), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a")
-    except OSError:
-        parsl.addHandler(logging.NullHandler())  # a directory that cannot be written fails with its own line later
-        return
-    handler = logging.StreamHandler(fh)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-    parsl.addHandler(handler)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-from pilot.contracts.queue import QueueStatus
+from pilot.contracts.queue import QueueState, QueueStatus
+from pilot.errors import SubmitError
 from pilot.jobrequest import JobRequest
 from pilot.sites import SiteConfig
 
@@ -102,6 +103,12 @@ class SchedulerBackend:
         except Exception as exc:  # noqa: BLE001 - Parsl raises SubmitException, OSError, a timeout, ...
             raise SubmitError(f"{site.name}: cancelling job(s) {' '.join(ids)} failed: {exc}", transient=True) from exc
         refused = [j for j, ok in zip(ids, done or [True] * len(ids)) if not ok]
+        if refused:  # scancel/qdel also fail for a job that has just ended: only one still in the queue is left
+            try:
+                statuses = self.query(site, refused)
+                refused = [j for j in refused if statuses[j].state is not QueueState.FINISHED]
+            except SubmitError:
+                pass
         if unknown or refused:
             said = [f"the queue could not be asked for job(s) {' '.join(unknown)}"] if unknown else []
             said += [f"the cancel command failed for job(s) {' '.join(refused)}"] if refused else []

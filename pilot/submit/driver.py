@@ -518,7 +518,7 @@ class Driver:
                 cancelled += self.backend.cancel(site, [ref for _, ref in mine])
                 continue
             except SubmitError as exc:
-                log.warning("%s: cancelling %d job(s) failed (%s); cancelling them one by one", site.name, len(mine), exc)
+                log.debug("%s: cancelling %d job(s) failed (%s); cancelling them one by one", site.name, len(mine), exc)
             for c, ref in mine:
                 try:
                     cancelled += self.backend.cancel(site, [ref])

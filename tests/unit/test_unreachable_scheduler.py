@@ -113,3 +113,34 @@ def test_ctrl_c_during_an_outage_says_that_no_job_is_known_to_be_in_a_queue(tmp_
     assert "batch jobs keep running" not in rest and "keep running" not in last
     assert re.match(r"pilot submit: stopped; 1 submission\(s\) the scheduler did not confirm \(e\.g\. pilot-\w+-"
                     r"create_dir_diamond_0_local-1\): a restart or pilot cancel looks for them by name", last), last
+
+
+def test_cancel_names_the_job_it_could_not_cancel_and_leaves_its_cluster_as_it_is(tmp_path):
+    pytest.importorskip("Pegasus.api")
+    from pilot.contracts.clusters import read_clusters
+    from pilot.contracts.queue import QueueState
+    from pilot.contracts.submitstate import ClusterRecord, ClusterState, SubmitState, state_path
+
+    sub = tmp_path / "sub"
+    plan = subprocess.run([*PILOT, "plan", "--site", "container", "--set", "pegasus_site=local", "--cluster", "label",
+                           EXAMPLE, "--dir", str(sub)], capture_output=True, text=True, timeout=120)
+    assert plan.returncode == 0, plan.stderr
+    names = [s.name for s in read_clusters(str(sub))]
+    state = SubmitState(state_path(str(sub)), plan_id="0badcafe",
+                        sites={"container": {"file": "container", "set": {"pegasus_site": "local", "cmd_timeout": "1"}}})
+    state.clusters = {n: ClusterRecord(n) for n in names}
+    running = state.clusters[names[0]]  # its job runs in a queue whose controller cannot be reached now
+    running.state, running.site, running.attempts, running.job_ids = ClusterState.QUEUED, "container", 1, ["4242"]
+    running.job_name, running.queue = f"pilot-0badcafe-{names[0]}-1", QueueState.RUNNING
+    state.save()
+    res = subprocess.run([*PILOT, "cancel", str(sub)], env=stub_scheduler(tmp_path, "fails"), capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert res.stdout == "pilot cancel: cancelled 0 batch job(s)\n"
+    assert res.stderr == (f"pilot cancel: cluster {names[0]}: job 4242 on container could not be cancelled: container: "
+                          "the cancel command failed for job(s) 4242\n")
+    after = SubmitState.load(str(sub)).clusters
+    assert after[names[0]].state is ClusterState.QUEUED  # not called cancelled: it may well run on
+    assert {after[n].state for n in names[1:]} == {ClusterState.CANCELLED}
+    status = subprocess.run([*PILOT, "status", str(sub)], capture_output=True, text=True, timeout=60).stdout
+    assert re.search(rf"^{names[0]} +running ", status, re.M), status
