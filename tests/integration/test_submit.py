@@ -117,6 +117,30 @@ def test_cancel_after_the_driver_was_killed_ends_the_local_run(tmp_path):
     assert re.search(r"^merge_chain +cancelled ", status.stdout, re.M), status.stdout
 
 
+@pytest.mark.mpi
+def test_a_restarted_driver_waits_for_the_run_that_outlived_its_job(tmp_path):
+    """The driver and the job's shell are killed, the pilot run goes on: a restart neither calls the job vanished
+    nor submits into the locked DAG; it waits for that run and takes its result."""
+    sub = tmp_path / "sub"
+    wf = sleeper_workflow(tmp_path, 2, 4, label_each=False)
+    plan = pilot("plan", wf, "--site", "local", "--set", "pegasus_site=container", "--cluster", "label", "--dir", str(sub))
+    assert plan.returncode == 0, plan.stderr
+    driver = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", str(sub)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: any(p.endswith("/bin/sleep 4") for p in processes_of(sub)), 120, "merge_chain's first task running",
+             every=0.2)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    job = state(sub)["merge_chain"]["job_ids"][-1]  # the pid of the job's shell, whose child shell runs mpiexec
+    shells = [int(job), *map(int, Path(f"/proc/{job}/task/{job}/children").read_text().split())]
+    for pid in shells:
+        os.kill(pid, signal.SIGKILL)
+    res = pilot("submit", "--poll", "0.3", "--no-monitord", str(sub), timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "vanished" not in res.stderr and "still holds the DAG lock; waiting for it" in res.stderr, res.stderr
+    assert state(sub)["merge_chain"]["job_ids"] == [job] and state(sub)["merge_chain"]["state"] == "done"
+
+
 @pytest.mark.slurm
 def test_slurm_label_workflow(tmp_path):
     require_slurm()
