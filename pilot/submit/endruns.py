@@ -23,6 +23,7 @@ from typing import Callable
 from pilot.runtime import reaper
 from pilot.runtime.lock import DagRun, running
 from pilot.runtime.startup import dag_key
+from pilot.util.procs import cmdline
 
 # Seconds a run gets to let go of its DAG lock after its job was cancelled, then after SIGTERM, then after SIGKILL.
 # The first covers the master's own stop: its tasks get protocol.KILL_GRACE (3 s) between SIGTERM and SIGKILL.
@@ -44,9 +45,10 @@ def end_runs(dags: dict[str, str], waits: tuple[float, float, float] = (CANCEL_W
     held = {name: run for name, dag in dags.items() if (run := running(dag)) is not None}
     held = _wait_released(held, dags, waits[0], clock, pause)
     signalled: dict[str, DagRun] = {}
+    strangers = {name for name, run in held.items() if run.pid is not None and not _is_pilot(run.pid)}
     for signum, wait in ((signal.SIGTERM, waits[1]), (signal.SIGKILL, waits[2])):
         for name, run in held.items():
-            if run.pid is not None and _signal(run.pid, signum):
+            if run.pid is not None and name not in strangers and _signal(run.pid, signum):
                 signalled.setdefault(name, run)
         held = _wait_released(held, dags, wait, clock, pause)
     for name, run in signalled.items():
@@ -56,7 +58,10 @@ def end_runs(dags: dict[str, str], waits: tuple[float, float, float] = (CANCEL_W
             out.ended.append(f"cluster {name}: ended its pilot run ({run.where()})"
                              + (f" and {tasks} task process(es)" if tasks else ""))
     for name, run in held.items():
-        if run.pid is not None:
+        if name in strangers:
+            out.left[name] = (f"cluster {name}: {run.where()} holds {dags[name]} and is not a pilot run: not signalled; "
+                              f"see what it is (ps -p {run.pid} -o args)")
+        elif run.pid is not None:
             out.left[name] = (f"cluster {name}: its pilot run ({run.where()}) still holds {dags[name]} after SIGKILL; "
                               f"end it by hand (kill -9 {run.pid})")
         else:
@@ -75,6 +80,13 @@ def _wait_released(held: dict[str, DagRun], dags: dict[str, str], seconds: float
             break
         pause(0.1)
     return held
+
+
+def _is_pilot(pid: int) -> bool:
+    """Whether process ``pid`` runs pilot (``pilot run``, ``python -m pilot run``, ``pilot-mpi-cluster``): only
+    the DAG lock's own holder is signalled, never whatever else has taken a lock on the file."""
+    args = cmdline(pid)
+    return args is None or any(b"pilot" in os.path.basename(arg) for arg in args[:3])  # None: gone already
 
 
 def _signal(pid: int, signum: int) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -34,11 +35,18 @@ def alive(pid: int) -> bool:
         return False
 
 
+def start_holder(tmp_path, dag, name: str) -> subprocess.Popen:
+    """The stand-in run, as a script called ``name`` (what pilot cancel sees of a process is its command line)."""
+    script = tmp_path / name
+    script.write_text(HOLDER)
+    return subprocess.Popen([sys.executable, str(script), str(dag), MARK_VAR, f"{dag_key(str(dag))}:run:0"],
+                            stdout=subprocess.PIPE, text=True)
+
+
 def test_a_run_holding_the_dag_lock_is_ended_with_its_tasks(tmp_path):
     dag = tmp_path / "c.dag"
     dag.write_text("TASK a /bin/true\n")
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(dag), MARK_VAR, f"{dag_key(str(dag))}:run:0"],
-                              stdout=subprocess.PIPE, text=True)
+    holder = start_holder(tmp_path, dag, "pilot")
     try:
         task = int(holder.stdout.readline())
         run = wait_for(lambda: running(str(dag)), timeout=30, what="the stand-in run holds the DAG lock")
@@ -51,6 +59,25 @@ def test_a_run_holding_the_dag_lock_is_ended_with_its_tasks(tmp_path):
         holder.kill()
         holder.wait()
         holder.stdout.close()
+
+
+def test_a_process_that_is_no_pilot_run_is_named_not_signalled(tmp_path):
+    dag = tmp_path / "c.dag"
+    dag.write_text("TASK a /bin/true\n")
+    holder = start_holder(tmp_path, dag, "editor")
+    try:
+        task = int(holder.stdout.readline())
+        wait_for(lambda: running(str(dag)), timeout=30, what="the process holds the DAG lock")
+        out = end_runs({"c": str(dag)}, waits=(0.1, 0.1, 0.1))
+        assert out.ended == [] and out.left == {"c": f"cluster c: pid {holder.pid} on {socket.gethostname()} holds "
+                                                     f"{dag} and is not a pilot run: not signalled; see what it is "
+                                                     f"(ps -p {holder.pid} -o args)"}
+        assert alive(holder.pid) and alive(task)
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+        os.kill(task, 9)
 
 
 def test_a_free_dag_lock_ends_nothing_and_is_not_taken(tmp_path):
