@@ -12,11 +12,16 @@ happened in it. When a job has finished:
 - ``done``: the cluster is done;
 - ``failed`` (tasks failed after their tries): retried, resuming from the
   rescue log, up to the cluster's retry count (the largest Pegasus
-  ``dagman.retry`` among its jobs, else ``--retry``);
+  ``dagman.retry`` among its jobs, else ``--retry``); but when its only
+  failures are tasks stopped at ``--max-crashes`` (they crashed their worker),
+  a rerun would fail them again at once: the cluster fails, saying so;
 - ``walltime``, ``signal`` (preemption, node failure, the batch time limit) or
   no result at all (the job vanished before the pilot could write one):
   resubmitted, resuming from the rescue log, up to ``--max-resubmits``; these
   never consume the retries;
+- no result while a pilot run still holds the cluster's DAG lock (the job's
+  shell ended, not what it started): not ended; the cluster stays running
+  until that run lets go, and is never taken for a vanished job;
 - ``error`` (the pilot could not start: bad DAG, infeasible task, host
   script) or a result file that cannot be read: the cluster fails.
 
@@ -25,7 +30,12 @@ A job pending for a reason waiting cannot cure (``never_starts`` by its plug-in'
 means. A failed cluster stops only its descendants: everything that does not depend
 on it is still released (DAGMan's semantics); the run ends when nothing more can
 run. A failed submission is retried with exponential back-off, after looking the
-job up by its unique name (it may have reached the queue all the same).
+job up by its unique name (it may have reached the queue all the same); a site
+whose scheduler does not answer is said so at once, with the time its clusters
+waiting to be submitted fail (its ``unreachable_limit``), and again at least
+every minute (pilot.submit.outages). A ready cluster whose DAG lock a run this
+driver did not start still holds (an earlier driver's) waits for it: submitted
+now, it would find its DAG locked and end at once without a result.
 
 The constructor does no I/O: ``Driver.load`` reads the submit directory and
 ``recover()`` is the explicit step that prepares a restart.
