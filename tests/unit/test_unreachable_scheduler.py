@@ -1,5 +1,6 @@
-"""A scheduler out of reach: said at once with the time retrying ends, a line at least every minute, Parsl's own
-lines in the submit directory's log, and at the end the truth about what reached a queue."""
+"""A scheduler out of reach (stub scheduler commands on PATH): said at once with the time retrying ends, a line at
+least every minute, Parsl's own lines in the submit directory's log, and at the end the truth about what reached a
+queue; pilot cancel names a job it could not cancel, and only one still in the queue."""
 
 from __future__ import annotations
 
@@ -144,3 +145,29 @@ def test_cancel_names_the_job_it_could_not_cancel_and_leaves_its_cluster_as_it_i
     assert {after[n].state for n in names[1:]} == {ClusterState.CANCELLED}
     status = subprocess.run([*PILOT, "status", str(sub)], capture_output=True, text=True, timeout=60).stdout
     assert re.search(rf"^{names[0]} +running ", status, re.M), status
+
+
+@pytest.mark.parametrize("scancel, squeue, left", [
+    ("exit 0", "exit 0", []),  # cancelled
+    ('echo "scancel: error: Kill job error on job id 4242: Job/step already completing or completed" >&2; exit 1',
+     'echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1', []),  # it had just ended: nothing is left
+    ('echo "scancel: error: Unable to contact slurm controller" >&2; exit 1', "echo '4242|RUNNING|None'", ["4242"]),
+])
+def test_a_slurm_cancel_is_reported_failed_only_for_a_job_still_in_the_queue(tmp_path, monkeypatch, scancel, squeue,
+                                                                             left):
+    from pilot.errors import SubmitError
+    from pilot.submit.backend import JobRef, SchedulerBackend
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in (("scancel", scancel), ("squeue", squeue), ("sacct", "exit 1")):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    site = SiteConfig(name="s", scheduler="slurm", partition="debug", cmd_timeout=5)
+    job = JobRef("4242", str(tmp_path), "pilot-x-a-1")
+    if not left:
+        assert SchedulerBackend().cancel(site, [job]) == ["4242"]
+        return
+    with pytest.raises(SubmitError, match=r"^s: the cancel command failed for job\(s\) 4242$"):
+        SchedulerBackend().cancel(site, [job])
