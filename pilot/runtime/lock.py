@@ -50,17 +50,20 @@ class DagRun:
         return f"pid {self.pid} on {self.host}" if self.pid is not None else "on another host"
 
 
-def running(path: str) -> DagRun | None:
+def running(path: str, try_lock: bool = True) -> DagRun | None:
     """The pilot run that holds the DAG lock of ``path``, or None when none does.
 
     /proc/locks names a holder on this host without touching the lock; only
-    when it names none is a shared lock tried without waiting and dropped at
-    once (a holder on another node shows only so). That try could make a
-    ``pilot run`` starting in the same instant find the DAG locked: ask
-    before starting a run of the DAG, not while one may be starting.
+    when it names none, and ``try_lock``, is a shared lock tried without
+    waiting and dropped at once (a holder on another node shows only so).
+    That try could make a ``pilot run`` starting in the same instant find the
+    DAG locked: try it only before starting a run of the DAG, or once nothing
+    starts one (pilot cancel), never beside a driver at work (pilot status).
     """
     pid = lock_owner(path)
     if pid is not None:
         return DagRun(pid, socket.gethostname())
+    if not try_lock:
+        return None
     with held_elsewhere(path) as fd:
         return None if fd is None else DagRun(None, None)

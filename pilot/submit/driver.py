@@ -257,7 +257,8 @@ class Driver:
         if run is not None:
             note = f"pilot run {run.where()} still holds the DAG lock"
             if (c.queue, c.queue_reason) != (QueueState.RUNNING, note):
-                log.warning("cluster %s: job %s left the queue, but its %s; waiting for it", c.name, c.job_id, note)
+                log.warning("cluster %s: job %s left the queue, but its %s; waiting for it (pilot cancel %s ends it)",
+                            c.name, c.job_id, note, self.submit_dir)
                 if c.queue is not QueueState.RUNNING:
                     self._log(lambda: self.monitor.running(c.name))
                 c.queue, c.queue_reason = QueueState.RUNNING, note

@@ -17,6 +17,7 @@ from typing import TextIO
 from pilot.contracts.clusters import plan_site_file, read_clusters
 from pilot.contracts.submitstate import ClusterState, SubmitState
 from pilot.errors import ConfigError
+from pilot.runtime.lock import running
 from pilot.siteschema import MAX_INTEGER
 from pilot.sites import SiteConfig, load_site
 from pilot.submit.backend import SchedulerBackend
@@ -151,6 +152,8 @@ def status(submit_dir: str) -> Status:
     pid = holder(submit_dir)
     watcher = Watcher(specs)
     views = watcher.views(records)
+    if pid is None:
+        views = [unsupervised(v, submit_dir) for v in views]
     failed = pid is None and any(v.shown is Shown.FAILED for v in views)  # as pilot submit said it at the end
     text = status_text(views, driving=pid is not None, failures=failure_lines(views, watcher, submit_dir) if failed else None)
     if pid is not None:
@@ -159,6 +162,19 @@ def status(submit_dir: str) -> Status:
     if note and pid is None:
         text += f"\n{note}"
     return Status(text, status_code(views, pid is not None))
+
+
+def unsupervised(v: ClusterView, submit_dir: str) -> ClusterView:
+    """A cluster the state calls ended or waiting whose pilot run still holds its DAG lock on this host, with no
+    driver at work: it runs, and pilot status says so (and how to end it) instead of what the state says. The lock
+    is only looked at (/proc/locks), never tried: a driver may start a run of the DAG at any moment."""
+    if v.shown in (Shown.DONE, Shown.SUBMITTING, Shown.QUEUED, Shown.HELD, Shown.RUNNING):
+        return v
+    run = running(v.spec.dag, try_lock=False)
+    if run is None:
+        return v
+    return replace(v, shown=Shown.RUNNING, detail=f"its pilot run ({run.where()}) runs with no pilot submit: "
+                                                  f"pilot cancel {submit_dir} ends it")
 
 
 def status_code(views: list[ClusterView], driving: bool) -> StatusCode:

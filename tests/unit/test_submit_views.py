@@ -229,6 +229,27 @@ def test_status_exit_codes(tmp_path):
     assert status(running.submit_dir).code is StatusCode.NOT_FINISHED == 3
 
 
+def test_status_never_calls_a_cluster_cancelled_while_its_run_holds_the_dag(tmp_path):
+    import os
+    import re
+    import socket
+
+    from pilot.runtime.lock import DagLock
+
+    driver, _ = drive_until(tmp_path, {"a": [], "b": ["a"]}, {}, steps=2)
+    driver.cancel_all()  # recorded cancelled...
+    run = DagLock(driver.specs["a"].dag)  # ...while a pilot run of a goes on
+    run.acquire()
+    try:
+        res = status(driver.submit_dir)
+    finally:
+        run.release()
+    assert re.search(rf"^a +running .* its pilot run \(pid {os.getpid()} on {socket.gethostname()}\) runs with no "
+                     rf"pilot submit: pilot cancel {driver.submit_dir} ends it$", res.text, re.M), res.text
+    assert res.code is StatusCode.NOT_FINISHED and "Running" in res.text.splitlines()[-1]
+    assert re.search(r"^a +cancelled ", status(driver.submit_dir).text, re.M)  # once it has ended
+
+
 def test_live_progress_on_a_terminal_redraws_in_place(tmp_path):
     driver, queue = drive_until(tmp_path, {"a": [], "b": ["a"]}, {}, steps=2)
     out = io.StringIO()
