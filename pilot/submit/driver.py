@@ -54,6 +54,7 @@ of the two limits.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import logging
 import os
@@ -107,6 +108,7 @@ class Driver:
         self._unanswered: dict[str, int] = {}  # cluster -> looks in a row that its site's queue did not answer
         self.outages = Outages(self.clock.monotonic, self.opts.outage_every)  # sites whose scheduler does not answer
         self._held_elsewhere: set[str] = set()  # clusters waiting for a run they did not start to let go of the DAG
+        self._silent: set[str] = set()  # sites whose scheduler failed to answer in the current pass
         self._dirty = False  # changes not yet in the state file (written at the end of each step)
         self.monitor: RootEvents = RootEvents()  # DAGMan's log of the clusters (see the module doc)
         self._events: list[Callable[[], None]] = []  # monitor calls waiting for the next state write
@@ -176,6 +178,7 @@ class Driver:
 
     def step(self) -> bool:
         changed = False
+        self._silent = set()  # sites whose scheduler failed to answer in this pass
         now = self.clock.monotonic()
         for c in [c for c in self.state.clusters.values() if c.state is ClusterState.SUBMITTING]:
             if self._next_try.get(c.name, 0.0) <= now:
@@ -347,8 +350,11 @@ class Driver:
         if os.path.exists(result_path(spec.dag)):  # results of earlier attempts are removed before each submission
             self._settle(c)
             return True
-        found = self.backend.find(site, spec.dir, c.job_name or "")
+        # A scheduler that did not answer in this pass is not asked again in it: each question may hang for its
+        # cmd_timeout, and the answer would be the same.
+        found = None if site.name in self._silent else self.backend.find(site, spec.dir, c.job_name or "")
         if found is None:
+            self._silent.add(site.name)
             now = self.clock.monotonic()
             outage = self.outages.failed(site.name, site.unreachable_limit, c.reason or "the queue could not be asked")
             unanswered = self._unanswered[c.name] = self._unanswered.get(c.name, 0) + 1
@@ -396,7 +402,7 @@ class Driver:
                                      if c.state in ACTIVE and self.specs[c.name].subworkflow is None)
         in_category = collections.Counter(self.specs[c.name].category for c in self.state.clusters.values()
                                           if c.state in ACTIVE)  # DAGMan categories: active data jobs of each kind
-        batch: list[tuple[ClusterRecord, SiteConfig]] = []
+        batch: list[tuple[ClusterRecord, SiteConfig, ClusterRecord]] = []  # (record, site, the record before)
         for c in self.state.clusters.values():
             if all(active[s.name] >= s.max_queued for s in self.sites):
                 break  # every site is full
@@ -412,13 +418,17 @@ class Driver:
                 continue  # its site is full; another cluster may fit elsewhere
             active[site.name] += spec.subworkflow is None
             in_category[spec.category] += 1
+            before = dataclasses.replace(c, job_ids=list(c.job_ids))
             self._prepare(c, site)
-            batch.append((c, site))
+            batch.append((c, site, before))
         if not batch:
             return False
         self._save()
-        for c, site in batch:
-            self._submit(c, site)
+        for c, site, before in batch:
+            if site.name in self._silent:
+                self._put_back(c, before, site)
+            else:
+                self._submit(c, site)
             self._save()  # and its job id as soon as it has one
         return True
 
@@ -464,6 +474,16 @@ class Driver:
                 best, best_rank = site, rank
         return best
 
+    def _put_back(self, c: ClusterRecord, before: ClusterRecord, site: SiteConfig) -> None:
+        """Undo ``_prepare`` for a cluster whose site's scheduler has just failed to answer in this pass: it is
+        not submitted now (a hung sbatch per cluster would hold the driver, and Ctrl-C, for minutes), and
+        nothing of it reached a queue. It waits for the next try of the one that was."""
+        for f in dataclasses.fields(ClusterRecord):
+            setattr(c, f.name, getattr(before, f.name))
+        c.reason = f"waiting for {site.name}'s scheduler to answer"
+        self._next_try[c.name] = self.clock.monotonic() + self.opts.backoff
+        self._dirty = True
+
     def _prepare(self, c: ClusterRecord, site: SiteConfig) -> None:
         try:
             os.unlink(result_path(self.specs[c.name].dag))  # the next result must be this attempt's
@@ -494,6 +514,7 @@ class Driver:
             delay = min(self.opts.max_backoff, self.opts.backoff * 2 ** (c.submit_errors - 1))
             self._next_try[c.name] = self.clock.monotonic() + delay
             self.outages.failed(site.name, site.unreachable_limit, c.reason)  # says it once for the site
+            self._silent.add(site.name)
             log.debug("cluster %s: %s; checking the queue and retrying in %.0f s", c.name, c.reason, delay)
             return
         self.outages.answered(site.name)

@@ -186,6 +186,31 @@ def test_failed_submissions_back_off_and_give_up(tmp_path):
     assert c.state is ClusterState.FAILED and "failed 3 times" in c.reason and "timed out" in c.reason and c.job_ids == []
 
 
+def test_a_scheduler_that_does_not_answer_is_asked_once_a_pass_not_once_per_cluster(tmp_path):
+    """Each sbatch or squeue may hang for the site's cmd_timeout: five ready clusters must not hold a pass (and
+    Ctrl-C) for five of them; the clusters not tried were never submitted and wait, as they were, for the next."""
+    driver, queue, clock = setup(tmp_path, dict.fromkeys("abcde", []))
+    for name in "abcde":
+        queue.submit_errors[name] = [False] * 3
+    queue.find_outages = 1000
+    driver.recover()
+    driver.step()
+    assert len(queue.submits) == 1
+    tried = queue.submits[0][2]
+    others = [c for n, c in driver.state.clusters.items() if n != tried]
+    assert all(c.state is ClusterState.WAITING and c.attempts == 0 and c.job_name is None and c.site is None
+               and c.reason == "waiting for a's scheduler to answer" for c in others)
+    assert driver.state.clusters[tried].state is ClusterState.SUBMITTING
+    finds = queue.find_outages
+    for _ in range(20):
+        before = len(queue.submits)
+        clock.sleep(1.0)
+        driver.step()
+        assert len(queue.submits) - before <= 1
+    assert 1000 - queue.find_outages <= 20  # one look a pass at most, however many clusters are in doubt
+    assert queue.find_outages < finds
+
+
 def test_submission_in_doubt_is_found_not_duplicated(tmp_path):
     driver, queue, _ = setup(tmp_path, {"a": []})
     queue.submit_errors["a"] = [True]  # the submit command failed, but the job reached the queue
@@ -439,6 +464,8 @@ def test_monitor_hears_jobs_found_in_doubt_refused_never_starting_and_cancelled(
     queue.submit_errors["a"] = [True]  # in doubt, found in the queue
     queue.refuse["b"] = "sbatch: error: Invalid partition name specified"
     driver.recover()
+    driver.step()  # a's submission fails: b, c and d wait for the next pass, not tried against that scheduler now
+    clock.sleep(3)  # past the back-off
     driver.step()
     queue.pin("c", QueueStatus(QueueState.PENDING, "PartitionConfig", never_starts=True))
     clock.sleep(3)  # past the back-off
