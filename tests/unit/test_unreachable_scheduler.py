@@ -171,3 +171,21 @@ def test_a_slurm_cancel_is_reported_failed_only_for_a_job_still_in_the_queue(tmp
         return
     with pytest.raises(SubmitError, match=r"^s: the cancel command failed for job\(s\) 4242$"):
         SchedulerBackend().cancel(site, [job])
+
+
+def test_a_stopped_driver_names_what_it_leaves_in_queues(tmp_path):
+    from pilot.cli.submit import _left_text
+    from pilot.contracts.submitstate import ClusterState
+    from pilot.submit.session import left_in_queues
+
+    driver, queue, _ = setup(tmp_path, {"a": [], "b": [], "c": ["a"]})
+    queue.submit_errors["b"] = [False]
+    driver.recover()
+    driver.step()  # a queued; b's submission failed: in doubt; c waits for a
+    assert driver.state.clusters["b"].state is ClusterState.SUBMITTING
+    queued, in_doubt = left_in_queues(driver)
+    assert queued == [queue.latest("a").job_id] and in_doubt == [driver.state.clusters["b"].job_name]
+    assert _left_text(queued, in_doubt, "/s") == (
+        f"1 batch job(s) keep running ({queued[0]}); 1 submission(s) the scheduler did not confirm (e.g. {in_doubt[0]}): "
+        "a restart or pilot cancel looks for them by name (pilot cancel /s ends them)")
+    assert _left_text([], [], "/s") == "no batch job of this run is in a queue"
