@@ -71,6 +71,17 @@ class RunResult(NamedTuple):
     aborted: bool = False  # -m stopped the run before everything that could run had run
     crashed: dict[str, int] | None = None  # failed tasks stopped at --max-crashes -> their crashes
 
+    def crash_text(self) -> str:
+        """What the tasks stopped at --max-crashes did, in a few words: 'task t crashed its worker 2 times
+        (--max-crashes)', more than one task named together."""
+        crashed = self.crashed or {}
+        names = sorted(crashed)
+        counts = sorted(set(crashed.values()))
+        times = f"{counts[0]} times" if len(counts) == 1 else f"{counts[0]}-{counts[-1]} times"
+        who = f"task {names[0]} crashed its worker" if len(names) == 1 else \
+            f"tasks {', '.join(names[:5])}{' ...' if len(names) > 5 else ''} crashed their workers"
+        return f"{who} {times} (--max-crashes)" if names else ""
+
     @property
     def only_crashes(self) -> bool:
         """Whether every failure of the run is a task stopped at --max-crashes, and nothing else was left for a
@@ -95,7 +106,8 @@ def write_result(path: str, result: RunResult) -> None:
         "host": os.uname().nodename, "end": time.time() if result.end is None else result.end,
     }
     if result.failed is not None:
-        data.update(failed=result.failed, aborted=result.aborted, crashed=dict(list((result.crashed or {}).items())[:MAX_UNFINISHED]))
+        crashed = dict(list((result.crashed or {}).items())[:MAX_UNFINISHED])
+        data.update(failed=result.failed, aborted=result.aborted, crashed=crashed)
     with atomic_file(path) as fh:
         json.dump(data, fh)
         fh.write("\n")

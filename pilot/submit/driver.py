@@ -62,30 +62,19 @@ import uuid
 from typing import Callable, Collection
 
 from pilot.contracts.clusters import ClusterSpec, read_clusters
+from pilot.contracts.daglock import running
 from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.contracts.result import ResultError, RunOutcome, read_result, result_path
 from pilot.contracts.submitstate import ACTIVE, STATE_FILE, ClusterRecord, ClusterState, SubmitState, state_path
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import pilot_args, request_for
 from pilot.monitor.root import RootEvents
-from pilot.runtime.lock import running
 from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef
 from pilot.submit.outages import Outages
 from pilot.submit.options import Clock, Options, SystemClock, retries_for
 
 log = logging.getLogger("pilot.submit")
-
-
-def crash_text(crashed: dict[str, int]) -> str:
-    """What a run's tasks stopped at --max-crashes did, in a few words: 'task t crashed its worker 2 times
-    (--max-crashes)', more than one task named together."""
-    names = sorted(crashed)
-    counts = sorted(set(crashed.values()))
-    times = f"{counts[0]} times" if len(counts) == 1 else f"{counts[0]}-{counts[-1]} times"
-    who = f"task {names[0]} crashed its worker" if len(names) == 1 else \
-        f"tasks {', '.join(names[:5])}{' ...' if len(names) > 5 else ''} crashed their workers"
-    return f"{who} {times} (--max-crashes)"
 
 
 class Driver:
@@ -286,7 +275,7 @@ class Driver:
             self._dirty = True
             return
         if result is not None and result.outcome is RunOutcome.FAILED and result.only_crashes:
-            self._fail(c, f"{crash_text(result.crashed or {})}; not retried: a task that crashes its worker does so "
+            self._fail(c, f"{result.crash_text()}; not retried: a task that crashes its worker does so "
                           f"again ({result.done}/{result.tasks} done)")
             return
         if result is not None and result.outcome is RunOutcome.FAILED:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from pilot.runtime import reaper
-from pilot.runtime.lock import DagRun, running
+from pilot.contracts.daglock import DagRun, running
 from pilot.runtime.startup import dag_key
 from pilot.util.procs import cmdline
 

@@ -44,7 +44,8 @@ class Outages:
         if outage is None:
             outage = self.by_site[site] = Outage(now, now + limit, now, what)
             log.warning("%s: the scheduler does not answer (%s); retrying with back-off until %s, when the clusters "
-                        "waiting to be submitted there fail (Ctrl-C stops pilot submit)", site, what, clock_time(outage.until, now))
+                        "waiting to be submitted there fail (Ctrl-C stops pilot submit)", site, what,
+                        clock_time(outage.until, now))
         outage.what = what
         return outage
 
@@ -52,10 +53,6 @@ class Outages:
         outage = self.by_site.pop(site, None)
         if outage is not None:
             log.info("%s: the scheduler answers again (after %.0f s)", site, self.monotonic() - outage.since)
-
-    def since(self, site: str) -> float | None:
-        outage = self.by_site.get(site)
-        return None if outage is None else outage.since
 
     def remind(self, waiting: Callable[[str], str]) -> None:
         """The line for every outage not spoken of for a while: how long, what it said, what waits, until when.

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 from pilot.contracts.clusters import plan_site_file, read_clusters
+from pilot.contracts.daglock import running
 from pilot.contracts.submitstate import ClusterState, SubmitState
 from pilot.errors import ConfigError
-from pilot.runtime.lock import running
 from pilot.siteschema import MAX_INTEGER
 from pilot.sites import SiteConfig, load_site
 from pilot.submit.backend import SchedulerBackend

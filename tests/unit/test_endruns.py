@@ -8,7 +8,8 @@ import subprocess
 import sys
 import textwrap
 
-from pilot.runtime.lock import DagLock, running
+from pilot.contracts.daglock import running
+from pilot.runtime.lock import DagLock
 from pilot.runtime.reaper import MARK_VAR
 from pilot.runtime.startup import dag_key
 from pilot.submit.endruns import end_runs
