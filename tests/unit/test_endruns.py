@@ -16,7 +16,7 @@ from pilot.submit.endruns import end_runs
 from tests.waiting import wait_for
 
 # A stand-in for a pilot run that ignores SIGTERM: it holds the DAG lock as DagLock takes it, and its task, in a
-# session of its own (out of reach of a signal to the run's group), carries the DAG's mark as a real task does.
+# process group of its own (out of reach of a signal to the run's group), carries the DAG's mark as a real task does.
 HOLDER = textwrap.dedent("""
     import os, signal, subprocess, sys, time
     from pilot.runtime.lock import DagLock

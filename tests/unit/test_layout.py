@@ -232,7 +232,7 @@ LONG_MODULES = {
     "(ahead, crashes, report, startup, timeleft)",
     "pilot/submit/driver.py": "DAGMan's job for the cluster DAG: one state machine over submit.state.json that "
     "releases, submits, watches, settles and cancels clusters, each step a transition of the same records and the "
-    "same DAGMan log events; the parts with state of their own are its helpers (backend, outages, endruns)",
+    "same DAGMan log events; the parts with state of their own are modules apart (backend, outages, endruns)",
 }
 
 
