@@ -81,8 +81,8 @@ def our_squeue(sub: Path) -> list[str]:
 
 
 def processes_of(sub: Path) -> list[str]:
-    """What still runs of a submit directory on this host: its job scripts, mpiexec, pilot runs (named by their
-    command lines) and their tasks (by the mark pilot run gives them)."""
+    """What still runs of a submit directory on this host: its job scripts, mpiexec, pilot runs (by their command
+    lines or working directories) and their tasks (by the mark pilot run gives them); zombies are not counted."""
     from pilot.runtime.reaper import _mark_of
     from pilot.util.procs import cmdline
 
@@ -91,8 +91,12 @@ def processes_of(sub: Path) -> list[str]:
     for pid in filter(str.isdigit, os.listdir("/proc")):
         args = b" ".join(cmdline(pid) or []).decode(errors="replace")
         mark = _mark_of(pid) or ""
-        if root in args or mark.startswith(root) or (" run " in f" {args} " and "merge_chain.dag" in args):
-            found.append(f"{pid} {args or mark}")
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")  # pilot run and mpiexec name their DAG relative to it
+        except OSError:
+            cwd = ""
+        if args and (root in args or mark.startswith(root) or cwd == root or cwd.startswith(root + os.sep)):
+            found.append(f"{pid} {args}")
     return found
 
 
@@ -220,6 +224,27 @@ def test_slurm_cancel_leaves_no_job(tmp_path):
     st = state(sub)  # create-dir had finished; the rest is cancelled, nothing left queued or running
     assert st["merge_chain"]["state"] == "cancelled" and st["create_dir_sleepers_0_container"]["state"] == "done"
     assert all(c["state"] in ("cancelled", "done") for c in st.values())
+
+
+@pytest.mark.slurm
+def test_slurm_cancel_after_the_driver_was_killed_leaves_nothing_running(tmp_path):
+    require_slurm()
+    sub = tmp_path / "sub"
+    wf = sleeper_workflow(tmp_path, 2, 60, label_each=False)
+    plan = pilot("plan", wf, "--site", "container", "--cluster", "label", "--dir", str(sub), "--set", VENV_PILOT)
+    assert plan.returncode == 0, plan.stderr
+    driver = subprocess.Popen([*PILOT, "submit", "--site", "container", "--set", VENV_PILOT, "--poll", "0.3",
+                               "--no-monitord", str(sub)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: any(p.endswith("/bin/sleep 60") for p in processes_of(sub)), 120, "merge_chain's first task running",
+             every=0.2)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    cancel = pilot("cancel", str(sub))
+    assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+    assert re.match(r"pilot cancel: cancelled 1 batch job\(s\): \d+$", cancel.stdout.splitlines()[0]), cancel.stdout
+    wait_for(lambda: not our_squeue(sub), 30, "no job of the run left in the queue", every=0.2)
+    wait_for(lambda: not processes_of(sub), 30, "nothing of the run left", detail=lambda: processes_of(sub))
+    assert state(sub)["merge_chain"]["state"] == "cancelled"
 
 
 @pytest.mark.slurm
