@@ -28,6 +28,8 @@ from pilot.util.boundedload import CONFIG_BYTES, load_yaml_lines, read_text
 from providers import SCHEDULERS  # the one registry of scheduler plug-ins
 from providers.launchers import LAUNCHERS  # the one registry of launcher lines
 
+DEFAULT_UNREACHABLE_LIMIT = 1800  # seconds (site key unreachable_limit)
+
 
 def _launcher(value: str) -> str | None:
     if os.path.basename(value) in LAUNCHERS and (os.sep not in value or os.path.isabs(value)):
@@ -78,6 +80,10 @@ class SiteConfig:
     pilot_min_blocks: int = field(default=0, metadata=spec(integer(0)))
     pilot_idle_timeout: int = field(default=120, metadata=spec(integer(0)))
     cmd_timeout: int = field(default=60, metadata=spec(integer(1)))
+    # Seconds pilot submit keeps trying a scheduler that answers neither a submission nor a look for the job
+    # before the clusters waiting to be submitted there fail (a controller restarted or failed over is back
+    # well within the default).
+    unreachable_limit: int = field(default=DEFAULT_UNREACHABLE_LIMIT, metadata=spec(integer(1)))
     pegasus_site: str | None = field(default=None, metadata=spec(WORD))
     # The site's shared scratch (a directory every node sees) where the site catalog gives none:
     # the workflow's directory is made under it and every job runs there. $VARS are expanded at plan time.

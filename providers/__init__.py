@@ -117,5 +117,9 @@ def track(site: Site, provider: Any, jobs: list[tuple[str, str, str]]) -> None:
 
 def find(site: Site, workdir: str, job_name: str) -> str | None:
     """The id of a job submitted under ``job_name`` (Parsl appends a timestamp): "" when the queue
-    has none, None when the queue could not be asked."""
-    return scheduler_for(site).find(site, workdir, job_name)
+    has none, None when the queue could not be asked (its command failed, hung or is missing: a plug-in that
+    lets that SubmitError out would end pilot submit where it is to look again later)."""
+    try:
+        return scheduler_for(site).find(site, workdir, job_name)
+    except SubmitError:
+        return None

@@ -9,11 +9,18 @@ instead of guessing.
 
 from __future__ import annotations
 
+import logging
 import subprocess
 from dataclasses import dataclass
 from typing import Sequence
 
 from pilot.errors import SubmitError
+
+log = logging.getLogger("pilot.submit")
+
+# Seconds a scheduler command may take before the driver says that it waits for it (a hung controller makes
+# sbatch or squeue wait up to the site's cmd_timeout, which is a minute by default: no silence that long).
+SLOW_COMMAND = 10.0
 
 
 @dataclass(frozen=True)
@@ -34,7 +41,7 @@ class Output:
 def run_command(argv: Sequence[str], timeout: float) -> Output:
     """Run ``argv`` and return its output whatever its exit status; raise only if it could not run."""
     try:
-        res = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        res = run_saying_waits(argv, timeout)
     except FileNotFoundError:
         raise SubmitError(f"{argv[0]}: command not found (is the scheduler's client on PATH?)", transient=True) from None
     except OSError as exc:
@@ -42,3 +49,24 @@ def run_command(argv: Sequence[str], timeout: float) -> Output:
     except subprocess.TimeoutExpired:
         raise SubmitError(f"{argv[0]}: no answer within {timeout:g} s", transient=True) from None
     return Output(tuple(argv), res.returncode, res.stdout, res.stderr)
+
+
+def run_saying_waits(argv: Sequence[str], timeout: float | None, cwd: str | None = None) -> subprocess.CompletedProcess:
+    """``subprocess.run(argv, capture_output=True, text=True, timeout=timeout)`` without stdin, which logs one
+    line when the command has not answered within SLOW_COMMAND seconds (and how long it is given)."""
+    with subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                          text=True, cwd=cwd) as proc:
+        try:
+            try:
+                out, err = proc.communicate(timeout=SLOW_COMMAND if timeout is None else min(SLOW_COMMAND, timeout))
+            except subprocess.TimeoutExpired:
+                if timeout is not None and timeout <= SLOW_COMMAND:
+                    raise
+                log.warning("%s has not answered for %g s; waiting%s (site key cmd_timeout)", argv[0], SLOW_COMMAND,
+                            "" if timeout is None else f" up to {timeout:g} s")
+                out, err = proc.communicate(timeout=None if timeout is None else timeout - SLOW_COMMAND)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)

@@ -86,5 +86,8 @@ def _runs(pid: str, script: str) -> bool:
 
 
 def _script(workdir: str, job_name: str) -> str | None:
+    """The script LocalProvider wrote for ``job_name``, by its absolute path: the one its process was started
+    with, whatever directory ``pilot cancel`` was given relative to."""
+    workdir = os.path.abspath(workdir)
     found = sorted(glob.glob(os.path.join(glob.escape(workdir), glob.escape(job_name) + ".[0-9]*" + Local.parsl_suffix)))
     return found[-1] if found else None

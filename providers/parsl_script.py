@@ -17,6 +17,7 @@ import shlex
 import subprocess
 from typing import TYPE_CHECKING, Any
 
+from providers.commands import run_saying_waits
 from providers.inputs import Request
 
 if TYPE_CHECKING:
@@ -59,12 +60,13 @@ class OwnScript:
     def execute_wait(self, cmd: str, timeout: float | None = None) -> tuple[int, str, str]:
         """Parsl's command runner without a shell, in ``script_dir`` (its commands are plain words)."""
         argv = shlex.split(cmd)
+        limit = timeout if timeout is not None else getattr(self, "cmd_timeout", None)
         try:
-            res = subprocess.run(argv, capture_output=True, text=True, cwd=getattr(self, "script_dir", None) or None,
-                                 timeout=timeout if timeout is not None else getattr(self, "cmd_timeout", None),
-                                 stdin=subprocess.DEVNULL)
+            res = run_saying_waits(argv, limit, cwd=getattr(self, "script_dir", None) or None)
         except OSError as exc:  # as a shell would say it (SlurmProvider probes for sacct when it starts)
             return 127, "", f"{argv[0]}: {exc.strerror}"
+        except subprocess.TimeoutExpired:  # as timeout(1) says it: a hung controller is a failed command, not a crash
+            return 124, "", f"{argv[0]}: no answer within {limit:g} s (site key cmd_timeout)"
         return res.returncode, res.stdout, res.stderr
 
     @staticmethod

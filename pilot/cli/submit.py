@@ -136,10 +136,11 @@ def _plan(ns: argparse.Namespace, argv: Sequence[str], site: SiteChoice) -> str:
 
 
 def _drive(submit_dir: str, choices, opts, monitord: bool) -> int:
+    from pilot.submit.daemon import parsl_to_log
     from pilot.submit.session import drive
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
-    logging.getLogger("parsl").setLevel(logging.WARNING)
+    parsl_to_log(submit_dir)
     try:
         outcome = drive(submit_dir, choices, opts, monitord=monitord)
     except OSError as exc:
@@ -153,9 +154,22 @@ def _drive(submit_dir: str, choices, opts, monitord: bool) -> int:
               f"pilot submit {submit_dir}", file=sys.stderr)
         return 130
     if outcome.stopped:
-        print(f"pilot submit: stopped; batch jobs keep running. Resume with: pilot submit {submit_dir}", file=sys.stderr)
+        print(f"pilot submit: stopped; {_left_text(outcome.queued, outcome.in_doubt, submit_dir)}. "
+              f"Resume with: pilot submit {submit_dir}", file=sys.stderr)
         return 130
     print(outcome.status)
     for line in outcome.problems:
         print(line, file=sys.stderr)
     return 0 if outcome.ok else 1
+
+
+def _left_text(queued: list[str], in_doubt: list[str], submit_dir: str) -> str:
+    """What a stopped pilot submit leaves in the queues, as it is: the jobs it knows, those it cannot be sure of."""
+    said = [f"{len(queued)} batch job(s) keep running ({' '.join(queued[:10])}{' ...' if len(queued) > 10 else ''})"] \
+        if queued else []
+    if in_doubt:
+        said.append(f"{len(in_doubt)} submission(s) the scheduler did not confirm (e.g. {in_doubt[0]}): a restart or "
+                    f"pilot cancel looks for them by name")
+    if not said:
+        return "no batch job of this run is in a queue"
+    return "; ".join(said) + f" (pilot cancel {submit_dir} ends them)"

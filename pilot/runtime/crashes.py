@@ -140,6 +140,21 @@ def _read_slots(dag: str) -> list[str]:
     return names
 
 
+def recorded_crashes(dag: str) -> dict[str, int]:
+    """The crashes per task that ``DAG.crashes`` records, for the run's report at its end: read only (the slot
+    files and the record are the start's to bring up to date), lines that are not records skipped."""
+    try:
+        text = read_at_most(log_path(dag), MAX_LOG_BYTES).decode("utf-8", "surrogateescape")
+    except OSError:
+        return {}
+    counts: dict[str, int] = {}
+    for line in text.splitlines(keepends=True):
+        event, _, name = line.rstrip("\n").partition(" ")
+        if line.endswith("\n") and event == Event.CRASH.value and name:
+            counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
 class CrashState:
     """What the record says at the start of a run (a plain class: ranks start without dataclasses)."""
 

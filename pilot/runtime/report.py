@@ -25,7 +25,8 @@ from typing import BinaryIO
 from pilot.contracts.result import RunOutcome, RunResult, result_path, write_result
 from pilot.monitor import records, stdio
 from pilot.monitor.events import RunEvents
-from pilot.runtime.engine import Engine
+from pilot.runtime.crashes import recorded_crashes
+from pilot.runtime.engine import Engine, State
 from pilot.runtime.forwarding import FdCache
 from pilot.runtime.options import RunOptions
 from pilot.runtime.policy import Matcher
@@ -137,12 +138,23 @@ class RunReport:
         path = result_path(self.opts.dag)
         try:
             write_result(path, RunResult(reason, engine.total if engine else 0, engine.done_count if engine else 0,
-                                         engine.unfinished() if engine else [], exit_code))
+                                         engine.unfinished() if engine else [], exit_code, None,
+                                         engine.failed_count if engine else 0, bool(engine and engine.stop_reason),
+                                         self._crashed(engine)))
         except OSError as exc:
             if reason != RunOutcome.ERROR or stdstreams.is_no_space(exc):
                 self.lost(path, exc)
             else:  # after an error the run's one line already says what is wrong (often this very directory)
                 log.debug("cannot write %s: %s", path, exc.strerror)
+
+    def _crashed(self, engine: Engine | None) -> dict[str, int]:
+        """The failed tasks that were not started again for their crashes (--max-crashes), with their counts."""
+        if engine is None or not engine.failed_count:
+            return {}
+        counts = recorded_crashes(self.opts.dag)
+        state = engine.state
+        return {t.name: counts[t.name] for t in engine.dag.tasks.values()
+                if counts.get(t.name, 0) >= self.opts.max_crashes and state[t.order] is State.FAILED}
 
     def last_line(self, engine: Engine, ok: bool, abort_reason: str | None) -> None:
         """The run's last log line: success, or which tasks are not done and why; then what could not be written."""

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-from pilot.contracts.queue import QueueStatus
+from pilot.contracts.queue import QueueState, QueueStatus
+from pilot.errors import SubmitError
 from pilot.jobrequest import JobRequest
 from pilot.sites import SiteConfig
 
@@ -43,7 +44,8 @@ class Backend(Protocol):
         """The id of the job submitted as ``job_name``: "" when the queue has none, None when it cannot be asked."""
 
     def cancel(self, site: SiteConfig, jobs: Sequence[JobRef]) -> list[str]:
-        """Cancel these jobs (finding those in doubt by name); return the ids cancelled."""
+        """Cancel these jobs (finding those in doubt by name); return the ids cancelled. SubmitError when one
+        could not be cancelled, or the queue could not be asked whether it exists."""
 
 
 class SchedulerBackend:
@@ -77,24 +79,41 @@ class SchedulerBackend:
         return find(site, workdir, job_name)
 
     def cancel(self, site: SiteConfig, jobs: Sequence[JobRef]) -> list[str]:
+        """Cancel what the queue has of ``jobs``; SubmitError(transient=True) naming what could not be cancelled
+        (the queue could not be asked for a job in doubt, or the cancel command failed): a cancel that
+        said nothing of a job it left running would let pilot cancel report a run ended that is not."""
         from providers import track
 
         provider = self.provider(site)
         known: list[tuple[str, str, str]] = []
+        unknown: list[str] = []
         for job in jobs:
             job_id = job.job_id or self.find(site, job.workdir, job.job_name)
             if job_id:
                 known.append((job_id, job.workdir, job.job_name))
-        if not known:
-            return []
+            elif job_id is None:
+                unknown.append(job.job_name)
         track(site, provider, known)  # a fresh provider cancels only jobs it knows
         resources = getattr(provider, "resources", None)
         if resources is not None:  # a job it could not take over (a local job whose script is gone) is not running
             known = [k for k in known if k[0] in resources]
-        if not known:
-            return []
-        provider.cancel([j for j, _, _ in known])
-        return [j for j, _, _ in known]
+        ids = [j for j, _, _ in known]
+        try:
+            done = provider.cancel(ids) if ids else []
+        except Exception as exc:  # noqa: BLE001 - Parsl raises SubmitException, OSError, a timeout, ...
+            raise SubmitError(f"{site.name}: cancelling job(s) {' '.join(ids)} failed: {exc}", transient=True) from exc
+        refused = [j for j, ok in zip(ids, done or [True] * len(ids)) if not ok]
+        if refused:  # scancel/qdel also fail for a job that has just ended: only one still in the queue is left
+            try:
+                statuses = self.query(site, refused)
+                refused = [j for j in refused if statuses[j].state is not QueueState.FINISHED]
+            except SubmitError:
+                pass
+        if unknown or refused:
+            said = [f"the queue could not be asked for job(s) {' '.join(unknown)}"] if unknown else []
+            said += [f"the cancel command failed for job(s) {' '.join(refused)}"] if refused else []
+            raise SubmitError(f"{site.name}: {'; '.join(said)}", transient=True)
+        return ids
 
 
 def _stdio(provider: Any, job_id: str) -> tuple[str | None, str | None]:

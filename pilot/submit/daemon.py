@@ -1,7 +1,9 @@
-"""``pilot submit --detach``: drive in the background, logging to ``SUBMIT_DIR/submit.log``."""
+"""``SUBMIT_DIR/submit.log``: the log of ``pilot submit --detach``, which drives in the background, and where
+Parsl's own log lines go whatever the mode."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import Callable
@@ -48,3 +50,34 @@ def detach(submit_dir: str, work: Callable[[], int]) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def parsl_to_log(submit_dir: str) -> None:
+    """Parsl's own log lines (a failed sbatch's "Submit command failed", "Retcode:1 STDOUT: STDERR:...") go to
+    the submit directory's log, not the terminal: pilot submit and pilot cancel say what matters in their own lines."""
+    parsl = logging.getLogger("parsl")
+    parsl.setLevel(logging.WARNING)
+    parsl.propagate = False
+    for earlier in [h for h in parsl.handlers if getattr(h, "submit_log", False)]:  # an earlier call's, in this process
+        parsl.removeHandler(earlier)
+        earlier.close()
+    try:
+        fh = os.fdopen(open_fd(os.path.join(submit_dir, LOG_FILE), os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a")
+    except OSError:
+        parsl.addHandler(logging.NullHandler())  # a directory that cannot be written fails with its own line later
+        return
+    handler = _LogFile(fh)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    parsl.addHandler(handler)
+
+
+class _LogFile(logging.StreamHandler):
+    """A handler on submit.log that closes the file it was given when it is closed."""
+
+    submit_log = True
+
+    def close(self) -> None:
+        try:
+            self.stream.close()
+        finally:
+            super().close()

@@ -12,11 +12,16 @@ happened in it. When a job has finished:
 - ``done``: the cluster is done;
 - ``failed`` (tasks failed after their tries): retried, resuming from the
   rescue log, up to the cluster's retry count (the largest Pegasus
-  ``dagman.retry`` among its jobs, else ``--retry``);
+  ``dagman.retry`` among its jobs, else ``--retry``); but when its only
+  failures are tasks stopped at ``--max-crashes`` (they crashed their worker),
+  a rerun would fail them again at once: the cluster fails, saying so;
 - ``walltime``, ``signal`` (preemption, node failure, the batch time limit) or
   no result at all (the job vanished before the pilot could write one):
   resubmitted, resuming from the rescue log, up to ``--max-resubmits``; these
   never consume the retries;
+- no result while a pilot run still holds the cluster's DAG lock (the job's
+  shell ended, not what it started): not ended; the cluster stays running
+  until that run lets go, and is never taken for a vanished job;
 - ``error`` (the pilot could not start: bad DAG, infeasible task, host
   script) or a result file that cannot be read: the cluster fails.
 
@@ -25,7 +30,12 @@ A job pending for a reason waiting cannot cure (``never_starts`` by its plug-in'
 means. A failed cluster stops only its descendants: everything that does not depend
 on it is still released (DAGMan's semantics); the run ends when nothing more can
 run. A failed submission is retried with exponential back-off, after looking the
-job up by its unique name (it may have reached the queue all the same).
+job up by its unique name (it may have reached the queue all the same); a site
+whose scheduler does not answer is said so at once, with the time its clusters
+waiting to be submitted fail (its ``unreachable_limit``), and again at least
+every minute (pilot.submit.outages). A ready cluster whose DAG lock a run this
+driver did not start still holds (an earlier driver's) waits for it: submitted
+now, it would find its DAG locked and end at once without a result.
 
 The constructor does no I/O: ``Driver.load`` reads the submit directory and
 ``recover()`` is the explicit step that prepares a restart.
@@ -44,13 +54,15 @@ of the two limits.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import logging
 import os
 import uuid
-from typing import Callable
+from typing import Callable, Collection
 
 from pilot.contracts.clusters import ClusterSpec, read_clusters
+from pilot.contracts.daglock import running
 from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.contracts.result import ResultError, RunOutcome, read_result, result_path
 from pilot.contracts.submitstate import ACTIVE, STATE_FILE, ClusterRecord, ClusterState, SubmitState, state_path
@@ -59,6 +71,7 @@ from pilot.jobrequest import pilot_args, request_for
 from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef
+from pilot.submit.outages import Outages
 from pilot.submit.options import Clock, Options, SystemClock, retries_for
 
 log = logging.getLogger("pilot.submit")
@@ -81,9 +94,10 @@ class Driver:
         self.clock = clock or SystemClock()
         self.stopping = False
         self._next_try: dict[str, float] = {}
-        # cluster -> (looks in a row that its site's queue did not answer, when the first of them was)
-        self._unanswered: dict[str, tuple[int, float]] = {}
-        self._query_failing: set[str] = set()
+        self._unanswered: dict[str, int] = {}  # cluster -> looks in a row that its site's queue did not answer
+        self.outages = Outages(self.clock.monotonic, self.opts.outage_every)  # sites whose scheduler does not answer
+        self._held_elsewhere: set[str] = set()  # clusters waiting for a run they did not start to let go of the DAG
+        self._silent: set[str] = set()  # sites whose scheduler failed to answer in the current pass
         self._dirty = False  # changes not yet in the state file (written at the end of each step)
         self.monitor: RootEvents = RootEvents()  # DAGMan's log of the clusters (see the module doc)
         self._events: list[Callable[[], None]] = []  # monitor calls waiting for the next state write
@@ -153,6 +167,7 @@ class Driver:
 
     def step(self) -> bool:
         changed = False
+        self._silent = set()  # sites whose scheduler failed to answer in this pass
         now = self.clock.monotonic()
         for c in [c for c in self.state.clusters.values() if c.state is ClusterState.SUBMITTING]:
             if self._next_try.get(c.name, 0.0) <= now:
@@ -160,6 +175,7 @@ class Driver:
         changed |= self._poll()
         if not self.stopping:
             changed |= self._release()
+        self.outages.remind(self._waiting_on)
         if self._dirty:
             self._save()
         return changed
@@ -187,15 +203,13 @@ class Driver:
             try:
                 statuses = self.backend.query(site, [c.job_id for c in queued if c.job_id])
             except SubmitError as exc:
-                if site.name not in self._query_failing:
-                    log.warning("%s: cannot ask the queue (%s); will ask again", site.name, exc)
-                    self._query_failing.add(site.name)
+                self.outages.failed(site.name, site.unreachable_limit, str(exc))
                 for c in queued:  # a pilot that wrote its result has ended: its own word is enough
                     if os.path.exists(result_path(self.specs[c.name].dag)):
                         self._settle(c)
                         changed = True
                 continue
-            self._query_failing.discard(site.name)
+            self.outages.answered(site.name)
             for c in queued:
                 status = statuses.get(c.job_id or "", QueueStatus(QueueState.FINISHED))
                 changed |= self._observe(c, site, status)
@@ -226,7 +240,22 @@ class Driver:
         return True
 
     def _settle(self, c: ClusterRecord) -> None:
-        """The cluster's job has ended: its pilot's result decides what comes next (and DAGMan's log says so)."""
+        """The cluster's job has ended: its pilot's result decides what comes next (and DAGMan's log says so).
+        A job the queue shows ended while its pilot run still holds the DAG lock (the batch job's shell ended
+        but not what it started, or the queue lost sight of it) has not ended: it stays running, and is
+        never taken for a job that vanished."""
+        spec = self.specs[c.name]
+        run = None if os.path.exists(result_path(spec.dag)) else running(spec.dag)
+        if run is not None:
+            note = f"pilot run {run.where()} still holds the DAG lock"
+            if (c.queue, c.queue_reason) != (QueueState.RUNNING, note):
+                log.warning("cluster %s: job %s left the queue, but its %s; waiting for it (pilot cancel %s ends it)",
+                            c.name, c.job_id, note, self.submit_dir)
+                if c.queue is not QueueState.RUNNING:
+                    self._log(lambda: self.monitor.running(c.name))
+                c.queue, c.queue_reason = QueueState.RUNNING, note
+                self._dirty = True
+            return
         self._decide(c)
         limit = retries_for(self.opts, self.specs[c.name].retry) + self.opts.max_resubmits
         again = c.state is ClusterState.WAITING  # now: the cluster may be resubmitted before the log is written
@@ -244,6 +273,10 @@ class Driver:
             c.state, c.reason = ClusterState.DONE, ""
             log.info("cluster %s done (job %s)", c.name, c.job_id)
             self._dirty = True
+            return
+        if result is not None and result.outcome is RunOutcome.FAILED and result.only_crashes:
+            self._fail(c, f"{result.crash_text()}; not retried: a task that crashes its worker does so "
+                          f"again ({result.done}/{result.tasks} done)")
             return
         if result is not None and result.outcome is RunOutcome.FAILED:
             limit = retries_for(self.opts, spec.retry)
@@ -306,25 +339,29 @@ class Driver:
         if os.path.exists(result_path(spec.dag)):  # results of earlier attempts are removed before each submission
             self._settle(c)
             return True
-        found = self.backend.find(site, spec.dir, c.job_name or "")
+        # A scheduler that did not answer in this pass is not asked again in it: each question may hang for its
+        # cmd_timeout, and the answer would be the same.
+        found = None if site.name in self._silent else self.backend.find(site, spec.dir, c.job_name or "")
         if found is None:
+            self._silent.add(site.name)
             now = self.clock.monotonic()
-            unanswered, since = self._unanswered.get(c.name, (0, now))
-            unanswered += 1
-            self._unanswered[c.name] = (unanswered, since)
-            if unanswered >= self.opts.submit_tries and now - since >= self.opts.unreachable_limit:
+            outage = self.outages.failed(site.name, site.unreachable_limit, c.reason or "the queue could not be asked")
+            unanswered = self._unanswered[c.name] = self._unanswered.get(c.name, 0) + 1
+            if now >= outage.until:  # the time said when the outage began (pilot.submit.outages) is up
                 # The scheduler is out of reach: fail rather than wait forever (a rerun looks for the job again).
                 self._log(lambda: self.monitor.refused(c.name))
-                self._fail(c, f"{site.name}'s scheduler could not be reached for {now - since:.0f} s "
+                self._fail(c, f"{site.name}'s scheduler could not be reached for {now - outage.since:.0f} s "
                               f"({c.submit_errors} failed submission(s), {unanswered} looks for job {c.job_name} "
                               f"unanswered): {c.reason}")
                 return True
             delay = min(self.opts.max_backoff, self.opts.backoff * 2 ** (unanswered - 1))
-            if unanswered == 1:
-                log.warning("cluster %s: cannot ask %s's queue whether job %s exists; asking again with back-off",
-                            c.name, site.name, c.job_name)
-            self._next_try[c.name] = self.clock.monotonic() + delay
+            if now < outage.until:  # the look that may fail it comes when the time said is up, not a back-off later
+                delay = min(delay, outage.until - now)
+            log.debug("cluster %s: cannot ask %s's queue whether job %s exists; asking again in %.0f s",
+                      c.name, site.name, c.job_name, delay)
+            self._next_try[c.name] = now + delay
             return False
+        self.outages.answered(site.name)
         self._unanswered.pop(c.name, None)
         if found:
             log.info("cluster %s: job %s was submitted as %s", c.name, c.job_name, found)
@@ -354,7 +391,7 @@ class Driver:
                                      if c.state in ACTIVE and self.specs[c.name].subworkflow is None)
         in_category = collections.Counter(self.specs[c.name].category for c in self.state.clusters.values()
                                           if c.state in ACTIVE)  # DAGMan categories: active data jobs of each kind
-        batch: list[tuple[ClusterRecord, SiteConfig]] = []
+        batch: list[tuple[ClusterRecord, SiteConfig, ClusterRecord]] = []  # (record, site, the record before)
         for c in self.state.clusters.values():
             if all(active[s.name] >= s.max_queued for s in self.sites):
                 break  # every site is full
@@ -363,19 +400,54 @@ class Driver:
             spec = self.specs[c.name]
             if spec.category and spec.maxjobs and in_category[spec.category] >= spec.maxjobs:
                 continue  # as many of its category run as Pegasus' MAXJOBS allows
+            if self._run_elsewhere(c):
+                continue
             site = self._pick_site(c, active)
             if site is None:
                 continue  # its site is full; another cluster may fit elsewhere
             active[site.name] += spec.subworkflow is None
             in_category[spec.category] += 1
+            before = dataclasses.replace(c, job_ids=list(c.job_ids))
             self._prepare(c, site)
-            batch.append((c, site))
+            batch.append((c, site, before))
         if not batch:
             return False
         self._save()
-        for c, site in batch:
-            self._submit(c, site)
+        for c, site, before in batch:
+            if site.name in self._silent:
+                self._put_back(c, before, site)
+            else:
+                self._submit(c, site)
             self._save()  # and its job id as soon as it has one
+        return True
+
+    def _waiting_on(self, site: str) -> str:
+        """What of the run waits for ``site``'s scheduler, in a few words (for the lines of an outage); "" for nothing."""
+        mine = [c for c in self.state.clusters.values() if c.site == site]
+        doubt = sum(c.state is ClusterState.SUBMITTING for c in mine)
+        queued = sum(c.state is ClusterState.QUEUED for c in mine)
+        said = [f"{doubt} cluster(s) waiting to be submitted"] if doubt else []
+        said += [f"{queued} job(s) in its queue not seen meanwhile"] if queued else []
+        return ", ".join(said)
+
+    def _run_elsewhere(self, c: ClusterRecord) -> bool:
+        """Whether a pilot run of ``c`` that this driver does not follow (an earlier driver's, one pilot cancel
+        could not end) still holds its DAG lock. A run submitted now would find the DAG locked and end at once
+        without a result; the cluster waits for that run instead, saying so once."""
+        run = running(self.specs[c.name].dag)
+        if run is None:
+            if c.name in self._held_elsewhere:
+                self._held_elsewhere.discard(c.name)
+                c.reason = ""
+                self._dirty = True
+            return False
+        reason = (f"a pilot run of this cluster still runs ({run.where()}): waiting for it to end "
+                  f"(pilot cancel {self.submit_dir} ends it)")
+        if c.reason != reason:
+            log.warning("cluster %s: %s", c.name, reason)
+            c.reason = reason
+            self._held_elsewhere.add(c.name)
+            self._dirty = True
         return True
 
     def _pick_site(self, c: ClusterRecord, active: dict[str, int]) -> SiteConfig | None:
@@ -390,6 +462,16 @@ class Driver:
             if best_rank is None or rank > best_rank:
                 best, best_rank = site, rank
         return best
+
+    def _put_back(self, c: ClusterRecord, before: ClusterRecord, site: SiteConfig) -> None:
+        """Undo ``_prepare`` for a cluster whose site's scheduler has just failed to answer in this pass: it is
+        not submitted now (a hung sbatch per cluster would hold the driver, and Ctrl-C, for minutes), and
+        nothing of it reached a queue. It waits for the next try of the one that was."""
+        for f in dataclasses.fields(ClusterRecord):
+            setattr(c, f.name, getattr(before, f.name))
+        c.reason = f"waiting for {site.name}'s scheduler to answer"
+        self._next_try[c.name] = self.clock.monotonic() + self.opts.backoff
+        self._dirty = True
 
     def _prepare(self, c: ClusterRecord, site: SiteConfig) -> None:
         try:
@@ -420,8 +502,11 @@ class Driver:
             # and let _resolve look for it before anything is submitted again.
             delay = min(self.opts.max_backoff, self.opts.backoff * 2 ** (c.submit_errors - 1))
             self._next_try[c.name] = self.clock.monotonic() + delay
-            log.warning("cluster %s: %s; checking the queue and retrying in %.0f s", c.name, c.reason, delay)
+            self.outages.failed(site.name, site.unreachable_limit, c.reason)  # says it once for the site
+            self._silent.add(site.name)
+            log.debug("cluster %s: %s; checking the queue and retrying in %.0f s", c.name, c.reason, delay)
             return
+        self.outages.answered(site.name)
         c.job_ids.append(job.job_id)
         c.job_stdout, c.job_stderr = job.stdout, job.stderr
         self._log(lambda: self.monitor.submitted(c.name, job.job_id, site.name))
@@ -432,19 +517,46 @@ class Driver:
 
     # -- cancel -------------------------------------------------------------------
     def cancel_all(self) -> list[str]:
-        """Cancel every batch job this submit directory has in a queue (those in doubt found by name)."""
+        """Cancel every batch job this submit directory has in a queue and mark what was stopped cancelled."""
+        cancelled, failed = self.cancel_jobs()
+        self.mark_cancelled(failed)
+        return cancelled
+
+    def cancel_jobs(self) -> tuple[list[str], dict[str, str]]:
+        """Cancel every batch job this submit directory has in a queue (those in doubt found by name).
+
+        Returns the ids cancelled and, per cluster, one line on why its job could not be: a site whose
+        cancel fails is asked again job by job, so that each line names exactly what is left."""
         cancelled: list[str] = []
+        failed: dict[str, str] = {}
         for site in self.sites:
-            refs = [JobRef(c.job_id if c.state is ClusterState.QUEUED else None, os.path.join(self.submit_dir, c.name),
-                           c.job_name or "")
+            mine = [(c, JobRef(c.job_id if c.state is ClusterState.QUEUED else None,
+                               os.path.join(self.submit_dir, c.name), c.job_name or ""))
                     for c in [*self.state.clusters.values(), *self.orphans] if c.site == site.name and c.state in ACTIVE]
-            if refs:
-                cancelled += self.backend.cancel(site, refs)
+            if not mine:
+                continue
+            try:
+                cancelled += self.backend.cancel(site, [ref for _, ref in mine])
+                continue
+            except SubmitError as exc:
+                log.debug("%s: cancelling %d job(s) failed (%s); cancelling them one by one", site.name, len(mine), exc)
+            for c, ref in mine:
+                try:
+                    cancelled += self.backend.cancel(site, [ref])
+                except SubmitError as exc:
+                    failed[c.name] = (f"cluster {c.name}: job {ref.job_id or c.job_name} on {site.name} could not be "
+                                      f"cancelled: {' '.join(str(exc).split())}")
+        return cancelled, failed
+
+    def mark_cancelled(self, running: Collection[str] = ()) -> None:
+        """Record every cluster that was in a queue or waiting as cancelled, except those in ``running``
+        (something of theirs could not be ended: they keep the state they had, which is the truth)."""
         for c in self.state.clusters.values():
+            if c.name in running:
+                continue
             if c.state in ACTIVE:
                 self._log(functools.partial(self.monitor.aborted, c.name))
             if c.state in ACTIVE or c.state is ClusterState.WAITING:
                 c.state, c.reason = ClusterState.CANCELLED, "pilot cancel"
                 c.queue, c.queue_reason = None, ""
         self._save()
-        return cancelled

@@ -9,11 +9,15 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from pilot.sites import DEFAULT_UNREACHABLE_LIMIT
+
 # Pegasus' default for the dagman.retry profile ("Default : 1" in its profile reference, dagman namespace).
 DEFAULT_RETRY = 1
 DEFAULT_MAX_RESUBMITS = 3
 DEFAULT_SUBMIT_TRIES = 5
-UNREACHABLE_LIMIT = 1800.0  # seconds: a scheduler's controller restarted or failed over is back well within it
+UNREACHABLE_LIMIT = float(DEFAULT_UNREACHABLE_LIMIT)  # a site's own is its unreachable_limit key
+# Seconds between the lines that say a site's scheduler is still out of reach (at most: sooner for a short limit).
+OUTAGE_EVERY = 60.0
 
 
 @dataclass
@@ -24,9 +28,7 @@ class Options:
     poll: float = 2.0
     backoff: float = 2.0
     max_backoff: float = 300.0
-    # A submission in doubt whose site's queue does not answer for this long (and at least submit_tries
-    # looks) fails its cluster: the scheduler is out of reach.
-    unreachable_limit: float = UNREACHABLE_LIMIT
+    outage_every: float = OUTAGE_EVERY
     # Late binding (pilot.submit.pilots): at most this many pilot jobs at once (0: a batch job per cluster),
     # and what the site's pilot_* keys say, when given here.
     pilots: int = 0

@@ -8,6 +8,7 @@ import sys
 from typing import TextIO
 
 from pilot.contracts.jobstate import jobstate_path
+from pilot.contracts.result import ResultError, read_result
 from pilot.submit.views import ClusterView, Shown, Totals, Watcher, run_state, time_left, totals
 from pilot.util.tables import table
 
@@ -78,8 +79,12 @@ def failure_lines(views: list[ClusterView], watcher: Watcher, submit_dir: str) -
             failed = sorted(files.update().failed.items())
             out.append(f"{name}: failed: {v.detail}")
             job_out, job_err = files.job_output()
+            crashed = _crashed(v.spec.dag)
             for task, status in failed[:MAX_FAILED_TASKS]:
-                how = f"was killed by signal {-status}" if status < 0 else f"failed with exit {status}"
+                if task in crashed:  # its worker died with it, hence the SIGKILL status: the cause is the task
+                    how = f"crashed its worker {crashed[task]} times: not started again (--max-crashes)"
+                else:
+                    how = f"was killed by signal {-status}" if status < 0 else f"failed with exit {status}"
                 own = files.stderr_of(task)
                 if own is None and job_err is not None:
                     where = f"stderr: {rel(job_err)}" + (f", invocation record in {rel(job_out)}" if job_out else "")
@@ -97,6 +102,15 @@ def failure_lines(views: list[ClusterView], watcher: Watcher, submit_dir: str) -
         elif v.shown is Shown.CANCELLED:
             out.append(f"{name}: cancelled ({v.detail})")
     return out
+
+
+def _crashed(dag: str) -> dict[str, int]:
+    """The cluster's tasks its last run stopped at --max-crashes (none when its result cannot say)."""
+    try:
+        result = read_result(dag)
+    except ResultError:
+        return {}
+    return (result.crashed or {}) if result is not None else {}
 
 
 def duration_text(seconds: float) -> str:

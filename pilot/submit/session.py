@@ -15,16 +15,19 @@ from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 from pilot.contracts.clusters import plan_site_file, read_clusters
-from pilot.contracts.submitstate import SubmitState
+from pilot.contracts.daglock import running
+from pilot.contracts.submitstate import ClusterState, SubmitState
 from pilot.errors import ConfigError
 from pilot.siteschema import MAX_INTEGER
 from pilot.sites import SiteConfig, load_site
 from pilot.submit.backend import SchedulerBackend
 from pilot.submit.driver import Driver
+from pilot.submit.endruns import end_runs
 from pilot.submit.lock import CANCEL_SIGNAL, SubmitLock, holder, stop_holder
 from pilot.submit.nested import routed
 from pilot.submit.monitord import cancel_monitoring, incomplete_note, require_root_files, root_monitoring
 from pilot.submit.options import Options
+from pilot.submit.pilots import PREFIX as LAUNCH_PREFIX
 from pilot.submit.pilots import PilotBackend
 from pilot.submit.render import LiveProgress, failure_lines, status_text
 from pilot.submit.views import ClusterView, Shown, Watcher
@@ -56,6 +59,8 @@ class Outcome:
     status: str  # the final table and total line
     problems: list[str]  # one line per failed task, batch output, not-run cluster
     cancelled: bool = False  # stopped by pilot cancel, which then cancels the batch jobs
+    queued: list[str] = field(default_factory=list)  # ids of the batch jobs this run has in a queue at the end
+    in_doubt: list[str] = field(default_factory=list)  # names of jobs whose submission is in doubt at the end
 
 
 def recorded_sites(submit_dir: str) -> list[SiteChoice]:
@@ -116,7 +121,22 @@ def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: Tex
     views = watcher.views(driver.state.clusters)
     stopped = stop["flag"] and not driver.all_done()
     problems = [] if stopped else failure_lines(views, watcher, submit_dir)
-    return Outcome(ok, stopped, status_text(views, driving=False), problems, cancelled=stopped and stop["cancel"])
+    queued, in_doubt = left_in_queues(driver)
+    return Outcome(ok, stopped, status_text(views, driving=False), problems, cancelled=stopped and stop["cancel"],
+                   queued=queued, in_doubt=in_doubt)
+
+
+def left_in_queues(driver: Driver) -> tuple[list[str], list[str]]:
+    """The batch jobs a stopped driver leaves in queues: the ids it knows, and the names of submissions in doubt
+    (the scheduler did not answer whether it took them). Clusters in this driver's pilot jobs are not among
+    them: those pilot jobs ended with it."""
+    queued, in_doubt = [], []
+    for c in driver.state.clusters.values():
+        if c.state is ClusterState.QUEUED and c.job_id and not c.job_id.startswith(LAUNCH_PREFIX):
+            queued.append(c.job_id)
+        elif c.state is ClusterState.SUBMITTING and c.job_name:
+            in_doubt.append(c.job_name)
+    return queued, in_doubt
 
 
 @dataclass
@@ -132,6 +152,8 @@ def status(submit_dir: str) -> Status:
     pid = holder(submit_dir)
     watcher = Watcher(specs)
     views = watcher.views(records)
+    if pid is None:
+        views = [unsupervised(v, submit_dir) for v in views]
     failed = pid is None and any(v.shown is Shown.FAILED for v in views)  # as pilot submit said it at the end
     text = status_text(views, driving=pid is not None, failures=failure_lines(views, watcher, submit_dir) if failed else None)
     if pid is not None:
@@ -140,6 +162,19 @@ def status(submit_dir: str) -> Status:
     if note and pid is None:
         text += f"\n{note}"
     return Status(text, status_code(views, pid is not None))
+
+
+def unsupervised(v: ClusterView, submit_dir: str) -> ClusterView:
+    """A cluster the state calls ended or waiting whose pilot run still holds its DAG lock on this host, with no
+    driver at work: it runs, and pilot status says so (and how to end it) instead of what the state says. The lock
+    is only looked at (/proc/locks), never tried: a driver may start a run of the DAG at any moment."""
+    if v.shown in (Shown.DONE, Shown.SUBMITTING, Shown.QUEUED, Shown.HELD, Shown.RUNNING):
+        return v
+    run = running(v.spec.dag, try_lock=False)
+    if run is None:
+        return v
+    return replace(v, shown=Shown.RUNNING, detail=f"its pilot run ({run.where()}) runs with no pilot submit: "
+                                                  f"pilot cancel {submit_dir} ends it")
 
 
 def status_code(views: list[ClusterView], driving: bool) -> StatusCode:
@@ -152,9 +187,21 @@ def status_code(views: list[ClusterView], driving: bool) -> StatusCode:
     return StatusCode.NOT_FINISHED
 
 
-def cancel(submit_dir: str, choices: list[SiteChoice] | None) -> list[str] | None:
-    """Stop the driver, then cancel every batch job of the run; None when nothing was ever submitted.
-    No recovery runs: cancelling only reads the state and asks the queues."""
+@dataclass
+class Cancelled:
+    """What pilot cancel did: the batch jobs cancelled, the runs it ended itself, and what still runs."""
+
+    job_ids: list[str]
+    ended: list[str]  # one line per pilot run that outlived its job and was ended here
+    left: list[str]  # one line per thing that could not be ended (its cluster keeps its state)
+
+
+def cancel(submit_dir: str, choices: list[SiteChoice] | None) -> Cancelled | None:
+    """Stop the driver, cancel every batch job of the run, then end any pilot run of its clusters that still
+    holds its DAG lock (pilot.submit.endruns); None when nothing was ever submitted. Only clusters of which
+    nothing runs any more are recorded as cancelled. No recovery runs: cancelling only reads the state, asks
+    the queues and looks at the DAG locks."""
+    submit_dir = os.path.abspath(submit_dir)  # local jobs and their scripts are known by absolute paths
     specs = read_clusters(submit_dir)
     stop_holder(submit_dir)
     state = SubmitState.load(submit_dir)
@@ -166,4 +213,9 @@ def cancel(submit_dir: str, choices: list[SiteChoice] | None) -> list[str] | Non
     batch = PilotBackend(submit_dir, sites, specs, Options(), SchedulerBackend())  # ends the run's pilot jobs too
     driver = Driver(submit_dir, specs, state, sites, routed(batch, submit_dir, specs, state.sites, Options()))
     with cancel_monitoring(driver):  # the removed jobs logged as aborted, as DAGMan logs a removal
-        return driver.cancel_all()
+        job_ids, failed = driver.cancel_jobs()
+        runs = end_runs({s.name: s.dag for s in specs
+                         if s.name not in failed and driver.state.clusters[s.name].state is not ClusterState.DONE})
+        left = {**failed, **runs.left}
+        driver.mark_cancelled(left)
+    return Cancelled(job_ids, runs.ended, [left[name] for name in sorted(left)])

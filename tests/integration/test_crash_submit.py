@@ -29,7 +29,7 @@ def test_pilot_submit_stops_the_task_that_kills_its_worker_and_runs_the_rest(tmp
     wf.write(str(tmp_path / "crash.yml"))
     sub = tmp_path / "sub"
     res = subprocess.run([*PILOT, "submit", "--site", "local", "--cluster", "whole", "--poll", "0.2", "--no-monitord",
-                          "--retry", "0", str(tmp_path / "crash.yml"), "--dir", str(sub)],
+                          "--retry", "1", str(tmp_path / "crash.yml"), "--dir", str(sub)],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 1, res.stderr
     # The pilot's own line in its batch job's stderr, and the invocation record monitord reads in the job output
@@ -37,7 +37,12 @@ def test_pilot_submit_stops_the_task_that_kills_its_worker_and_runs_the_rest(tmp
                for p in (sub / "merge_crash").glob("pilot-*.sh.err"))
     assert "its worker died 2 times" in (sub / "merge_crash" / "merge_crash.out.003").read_text()
     status = subprocess.run([*PILOT, "status", str(sub)], capture_output=True, text=True, timeout=60).stdout
-    assert "merge_crash: task sh_bad was killed by signal 9" in status, status  # named, as pilot submit named it
+    # Named for what it did, as pilot submit named it; the retry was not spent on it: it would crash again
+    assert "merge_crash: task sh_bad crashed its worker 2 times: not started again (--max-crashes)" in status, status
+    assert "merge_crash: task sh_bad crashed its worker 2 times: not started again (--max-crashes)" in res.stderr
+    assert ("merge_crash: failed: task sh_bad crashed its worker 2 times (--max-crashes); not retried: a task that "
+            "crashes its worker does so again (4/6 done)") in res.stderr, res.stderr
+    assert not (sub / "merge_crash" / "merge_crash.out.004").exists()  # no fourth run of the cluster
     lines = status.splitlines()
     totals = lines[next(i for i, line in enumerate(lines) if line.startswith("UNREADY")) + 1].split()
     assert totals[3:5] == ["4", "1"]  # a, c, d and create-dir done; bad FAILED; cleanup never became ready

@@ -29,6 +29,8 @@ def test_one_run_ends_with_the_killer_failed_and_the_rest_done(tmp_path):
     err = (tmp_path / "job.err").read_text()
     result = json.loads(Path(f"{dag}.result").read_text())
     assert (result["reason"], result["done"], result["unfinished"]) == ("failed", 3, ["bad"]), err
+    # its only failure is the task its crashes stopped: pilot submit spends no retry on the cluster
+    assert (result["failed"], result["aborted"], result["crashed"]) == (1, False, {"bad": 2}), result
     assert err.count("died while running task bad; the run goes on without it") == 2
     assert "task bad was running when its worker died 2 times: not started again" in err
     assert Path(f"{dag}.crashes").read_text() == "CRASH bad\nCRASH bad\n"

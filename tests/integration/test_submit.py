@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import sqlite3
@@ -77,6 +78,71 @@ def our_squeue(sub: Path) -> list[str]:
     ids = {j for c in state(sub).values() for j in c["job_ids"]}
     out = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True).stdout.split()
     return [j for j in out if j in ids]
+
+
+def processes_of(sub: Path) -> list[str]:
+    """What still runs of a submit directory on this host: its job scripts, mpiexec, pilot runs (by their command
+    lines or working directories) and their tasks (by the mark pilot run gives them); zombies are not counted."""
+    from pilot.runtime.reaper import _mark_of
+    from pilot.util.procs import cmdline
+
+    root = str(sub.resolve())
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        args = b" ".join(cmdline(pid) or []).decode(errors="replace")
+        mark = _mark_of(pid) or ""
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")  # pilot run and mpiexec name their DAG relative to it
+        except OSError:
+            cwd = ""
+        if args and (root in args or mark.startswith(root) or cwd == root or cwd.startswith(root + os.sep)):
+            found.append(f"{pid} {args}")
+    return found
+
+
+@pytest.mark.mpi
+def test_cancel_after_the_driver_was_killed_ends_the_local_run(tmp_path):
+    sub = tmp_path / "sub"
+    wf = sleeper_workflow(tmp_path, 2, 300, label_each=False)
+    plan = pilot("plan", wf, "--site", "local", "--set", "pegasus_site=container", "--cluster", "label", "--dir", str(sub))
+    assert plan.returncode == 0, plan.stderr
+    driver = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", str(sub)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: any(p.endswith("/bin/sleep 300") for p in processes_of(sub)), 120, "merge_chain's first task running",
+             every=0.2)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    assert processes_of(sub)  # the run goes on without its driver
+    cancel = pilot("cancel", "sub", cwd=tmp_path)  # as a user types it: relative to where they stand
+    assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+    assert re.match(r"pilot cancel: cancelled 1 batch job\(s\): \d+$", cancel.stdout.splitlines()[0]), cancel.stdout
+    wait_for(lambda: not processes_of(sub), 30, "nothing of the run left", detail=lambda: processes_of(sub))
+    status = pilot("status", str(sub))
+    assert re.search(r"^merge_chain +cancelled ", status.stdout, re.M), status.stdout
+
+
+@pytest.mark.mpi
+def test_a_restarted_driver_waits_for_the_run_that_outlived_its_job(tmp_path):
+    """The driver and the job's shell are killed, the pilot run goes on: a restart neither calls the job vanished
+    nor submits into the locked DAG; it waits for that run and takes its result."""
+    sub = tmp_path / "sub"
+    wf = sleeper_workflow(tmp_path, 2, 4, label_each=False)
+    plan = pilot("plan", wf, "--site", "local", "--set", "pegasus_site=container", "--cluster", "label", "--dir", str(sub))
+    assert plan.returncode == 0, plan.stderr
+    driver = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", str(sub)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: any(p.endswith("/bin/sleep 4") for p in processes_of(sub)), 120, "merge_chain's first task running",
+             every=0.2)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    job = state(sub)["merge_chain"]["job_ids"][-1]  # the pid of the job's shell, whose child shell runs mpiexec
+    shells = [int(job), *map(int, Path(f"/proc/{job}/task/{job}/children").read_text().split())]
+    for pid in shells:
+        os.kill(pid, signal.SIGKILL)
+    res = pilot("submit", "--poll", "0.3", "--no-monitord", str(sub), timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "vanished" not in res.stderr and "still holds the DAG lock; waiting for it" in res.stderr, res.stderr
+    assert state(sub)["merge_chain"]["job_ids"] == [job] and state(sub)["merge_chain"]["state"] == "done"
 
 
 @pytest.mark.slurm
@@ -158,6 +224,27 @@ def test_slurm_cancel_leaves_no_job(tmp_path):
     st = state(sub)  # create-dir had finished; the rest is cancelled, nothing left queued or running
     assert st["merge_chain"]["state"] == "cancelled" and st["create_dir_sleepers_0_container"]["state"] == "done"
     assert all(c["state"] in ("cancelled", "done") for c in st.values())
+
+
+@pytest.mark.slurm
+def test_slurm_cancel_after_the_driver_was_killed_leaves_nothing_running(tmp_path):
+    require_slurm()
+    sub = tmp_path / "sub"
+    wf = sleeper_workflow(tmp_path, 2, 60, label_each=False)
+    plan = pilot("plan", wf, "--site", "container", "--cluster", "label", "--dir", str(sub), "--set", VENV_PILOT)
+    assert plan.returncode == 0, plan.stderr
+    driver = subprocess.Popen([*PILOT, "submit", "--site", "container", "--set", VENV_PILOT, "--poll", "0.3",
+                               "--no-monitord", str(sub)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: any(p.endswith("/bin/sleep 60") for p in processes_of(sub)), 120, "merge_chain's first task running",
+             every=0.2)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    cancel = pilot("cancel", str(sub))
+    assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+    assert re.match(r"pilot cancel: cancelled 1 batch job\(s\): \d+$", cancel.stdout.splitlines()[0]), cancel.stdout
+    wait_for(lambda: not our_squeue(sub), 30, "no job of the run left in the queue", every=0.2)
+    wait_for(lambda: not processes_of(sub), 30, "nothing of the run left", detail=lambda: processes_of(sub))
+    assert state(sub)["merge_chain"]["state"] == "cancelled"
 
 
 @pytest.mark.slurm

@@ -56,6 +56,8 @@ class FakeQueue:
         self.find_outages = 0
         self.submits: list[tuple[float, str, str]] = []  # (time, site, cluster) of every submit call
         self.cancelled: list[str] = []
+        self.cancel_fails: set[str] = set()  # clusters whose job the cancel command fails for
+        self.crash_stopped: set[str] = set()  # clusters whose failed task was stopped at --max-crashes (2 crashes)
         self.max_active: dict[str, int] = {}
 
     # -- the Backend interface -------------------------------------------------
@@ -94,6 +96,10 @@ class FakeQueue:
 
     def cancel(self, site, refs: list[JobRef]):
         done = []
+        failing = [r.job_id for r in refs if r.job_id and self.jobs[r.job_id].cluster in self.cancel_fails]
+        if failing:
+            raise SubmitError(f"scancel: error: Kill job error on job id {failing[0]}: Unable to contact slurm controller",
+                              transient=True)
         for ref in refs:
             job_id = ref.job_id or self.find(site, ref.workdir, ref.job_name)
             if job_id:
@@ -149,7 +155,7 @@ class FakeQueue:
                 fail = job.outcome is RunOutcome.FAILED and n == 0
                 log.write(f"1.0 {task} SUBMIT {n}.0 - - {n}\n1.0 {task} EXECUTE {n}.0 - - {n}\n1.0 {task} JOB_TERMINATED {n}.0 - - {n}\n")
                 if fail:
-                    log.write(f"1.0 {task} JOB_FAILURE 3 - - {n}\n")
+                    log.write(f"1.0 {task} JOB_FAILURE {-9 if job.cluster in self.crash_stopped else 3} - - {n}\n")
                     if self.per_task_stdio:
                         k = len(list(Path(job.workdir).glob(f"{task}.err.*")))
                         Path(job.workdir, f"{task}.err.{k:03d}").write_text("boom\n")
@@ -161,7 +167,10 @@ class FakeQueue:
                     rescue.write(f"DONE {task}\n")
             log.write("1.0 INTERNAL *** PMC_FINISHED 1 ***\n")
         done = len(tasks) - (1 if job.outcome is RunOutcome.FAILED else 0) if job.outcome in (RunOutcome.DONE, RunOutcome.FAILED) else 0
-        write_result(result_path(dag), RunResult(job.outcome, len(tasks), done, [], 0 if job.outcome is RunOutcome.DONE else 1))
+        failed = 1 if job.outcome is RunOutcome.FAILED else 0
+        crashed = {tasks[0]: 2} if failed and job.cluster in self.crash_stopped else {}
+        write_result(result_path(dag), RunResult(job.outcome, len(tasks), done, [], 0 if job.outcome is RunOutcome.DONE else 1,
+                                                 failed=failed, crashed=crashed))
 
 
 def make_plan(root: Path, clusters: dict[str, list[str]], tasks: int = 2, retry: dict[str, int] | None = None,

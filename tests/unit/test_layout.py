@@ -50,9 +50,11 @@ ALLOWED = {
     "cli": {"base", "util", "dag", "contracts", "monitor", "runtime", "site", "providers", "planner", "submit",
             "report"},
 }
-# The one crossing: the planner's makespan estimate runs the real master on simulated workers
-# (pilot.runtime.simulate), so that the estimate and a run schedule alike.
-EXCEPTIONS = {("pilot/planner/estimate.py", "runtime")}
+# The crossings: the planner's makespan estimate runs the real master on simulated workers
+# (pilot.runtime.simulate), so that the estimate and a run schedule alike; pilot cancel ends the task processes
+# a killed run left behind by the marks the runtime gives them (pilot.runtime.reaper, startup.dag_key), read as
+# the runtime reads them, never by a second copy that could drift from the one it writes.
+EXCEPTIONS = {("pilot/planner/estimate.py", "runtime"), ("pilot/submit/endruns.py", "runtime")}
 
 
 class Imported(NamedTuple):
@@ -228,6 +230,9 @@ LONG_MODULES = {
     "pilot/runtime/master.py": "the master's run: its dispatch, result handling and end share the per-task state "
     "of the hot path (engine, matcher, slots, attempt numbers); the parts with state of their own are its helpers "
     "(ahead, crashes, report, startup, timeleft)",
+    "pilot/submit/driver.py": "DAGMan's job for the cluster DAG: one state machine over submit.state.json that "
+    "releases, submits, watches, settles and cancels clusters, each step a transition of the same records and the "
+    "same DAGMan log events; the parts with state of their own are modules apart (backend, outages, endruns)",
 }
 
 

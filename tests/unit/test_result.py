@@ -24,10 +24,45 @@ def test_round_trip_and_missing(tmp_path):
     assert r == written and not r.ok
 
 
+def test_tasks_stopped_at_max_crashes_round_trip_and_decide_whether_a_retry_helps(tmp_path):
+    dag = str(tmp_path / "x.dag")
+    written = RunResult(RunOutcome.FAILED, 4, 2, ["B", "D"], 1, end=1_790_000_000.5, failed=1, crashed={"B": 2})
+    write_result(result_path(dag), written)
+    r = read_result(dag)
+    assert r == written and r.only_crashes  # D is under B: a rerun would fail B at once and leave D again
+    assert not r._replace(failed=2).only_crashes  # another task failed on its own: a rerun may do better
+    assert not r._replace(aborted=True).only_crashes  # -m stopped it: a rerun runs what it had not started
+    assert not RunResult(RunOutcome.FAILED, 4, 2, ["B", "D"], 1).only_crashes  # a result that does not say
+
+
+def test_the_run_reports_the_failed_tasks_its_crash_record_stopped(tmp_path):
+    from pilot.dag import parse_dag
+    from pilot.runtime.crashes import log_path
+    from pilot.runtime.engine import Engine
+    from pilot.runtime.report import RunReport
+
+    dag = str(tmp_path / "x.dag")
+    engine = Engine(parse_dag(["TASK A /bin/true", "TASK B /bin/true", "TASK C /bin/true", "EDGE A C"], dag))
+    a, b = engine.dag.tasks["A"], engine.dag.tasks["B"]
+    for task in (a, b):
+        engine.start(task)
+        engine.failed(task, retry=False)
+    # A crashed its worker twice (a torn last line says nothing); B crashed once and then failed on its own
+    with open(log_path(dag), "w") as fh:
+        fh.write("SUSPECT A\nALONE A\nCRASH A\nALONE A\nCRASH A\nCRASH B\nCRASH")
+    report = RunReport(RunOptions(dag=dag, max_crashes=2), "app", [1], None, None, None)
+    report.write_outcome(engine, RunOutcome.FAILED, 1)
+    r = read_result(dag)
+    assert (r.failed, r.aborted, r.crashed, r.only_crashes) == (2, False, {"A": 2}, False)
+
+
 @pytest.mark.parametrize("text", ["{", '{"reason": "eaten", "tasks": 1, "done": 0}', '{"reason": "done"}', "[]", "",
                                   '{"reason": "done", "tasks": Infinity, "done": 1}', '{"reason": "done", "tasks": 1e400, "done": 1}',
                                   '{"reason": "done", "tasks": 2.5, "done": 1}', '{"reason": "done", "tasks": "4", "done": 1}',
                                   '{"reason": "done", "tasks": 1, "done": 1, "unfinished": 7}', "[" * 100_000,
+                                  '{"reason": "failed", "tasks": 1, "done": 0, "crashed": {"A": -1}}',
+                                  '{"reason": "failed", "tasks": 1, "done": 0, "crashed": ["A"]}',
+                                  '{"reason": "failed", "tasks": 1, "done": 0, "aborted": 1}',
                                   "\udcff garbage"])
 def test_an_unreadable_result_is_an_error(tmp_path, text):
     dag = str(tmp_path / "x.dag")

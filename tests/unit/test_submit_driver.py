@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from pilot.contracts.result import RunOutcome
 from pilot.contracts.submitstate import STATE_FILE, ClusterState, SubmitState
 from pilot.errors import ConfigError
 from pilot.monitor.root import RootEvents
+from pilot.runtime.lock import DagLock
 from pilot.sites import SiteConfig
 from pilot.submit.driver import Driver
 from pilot.submit.options import UNREACHABLE_LIMIT, Options
@@ -77,6 +80,19 @@ def test_default_retry_is_pegasus_one_and_dagman_retry_wins(tmp_path):
     a, b = driver.state.clusters["a"], driver.state.clusters["b"]
     assert (a.state, a.attempts, a.retries) == (ClusterState.FAILED, 2, 1)  # --retry default: 1
     assert (b.state, b.attempts, b.retries) == (ClusterState.DONE, 4, 3)
+
+
+def test_a_task_stopped_at_max_crashes_costs_no_retry(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": [], "b": []}, retry={"a": 3, "b": 1})
+    queue.outcomes["a"] = [F, F]
+    queue.outcomes["b"] = [F]
+    queue.crash_stopped = {"a"}  # a's failed task crashed its worker: a rerun fails it again at once
+    assert run(driver) is False
+    a, b = driver.state.clusters["a"], driver.state.clusters["b"]
+    assert (a.state, a.attempts, a.retries) == (ClusterState.FAILED, 1, 0)
+    assert a.reason == ("task a_t0 crashed its worker 2 times (--max-crashes); not retried: a task that crashes its "
+                        "worker does so again (1/2 done)")
+    assert (b.state, b.attempts, b.retries) == (ClusterState.DONE, 2, 1)  # an ordinary failure still gets its retry
 
 
 def test_resubmissions_have_their_own_counter(tmp_path):
@@ -170,6 +186,31 @@ def test_failed_submissions_back_off_and_give_up(tmp_path):
     assert c.state is ClusterState.FAILED and "failed 3 times" in c.reason and "timed out" in c.reason and c.job_ids == []
 
 
+def test_a_scheduler_that_does_not_answer_is_asked_once_a_pass_not_once_per_cluster(tmp_path):
+    """Each sbatch or squeue may hang for the site's cmd_timeout: five ready clusters must not hold a pass (and
+    Ctrl-C) for five of them; the clusters not tried were never submitted and wait, as they were, for the next."""
+    driver, queue, clock = setup(tmp_path, dict.fromkeys("abcde", []))
+    for name in "abcde":
+        queue.submit_errors[name] = [False] * 3
+    queue.find_outages = 1000
+    driver.recover()
+    driver.step()
+    assert len(queue.submits) == 1
+    tried = queue.submits[0][2]
+    others = [c for n, c in driver.state.clusters.items() if n != tried]
+    assert all(c.state is ClusterState.WAITING and c.attempts == 0 and c.job_name is None and c.site is None
+               and c.reason == "waiting for a's scheduler to answer" for c in others)
+    assert driver.state.clusters[tried].state is ClusterState.SUBMITTING
+    finds = queue.find_outages
+    for _ in range(20):
+        before = len(queue.submits)
+        clock.sleep(1.0)
+        driver.step()
+        assert len(queue.submits) - before <= 1
+    assert 1000 - queue.find_outages <= 20  # one look a pass at most, however many clusters are in doubt
+    assert queue.find_outages < finds
+
+
 def test_submission_in_doubt_is_found_not_duplicated(tmp_path):
     driver, queue, _ = setup(tmp_path, {"a": []})
     queue.submit_errors["a"] = [True]  # the submit command failed, but the job reached the queue
@@ -239,6 +280,61 @@ def test_constructor_and_load_write_nothing_and_cancel_needs_no_recovery(tmp_pat
     fresh = Driver.load(driver.submit_dir, [site()], queue, Options(), FakeClock())
     assert fresh.cancel_all() == [queue.latest("a").job_id]
     assert set(states(fresh).values()) == {"cancelled"}
+
+
+def test_a_job_that_could_not_be_cancelled_is_named_and_its_cluster_not_called_cancelled(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": [], "b": [], "c": ["a"]})
+    driver.recover()
+    driver.step()
+    queue.cancel_fails = {"a"}
+    fresh = Driver.load(driver.submit_dir, [site()], queue, Options(), FakeClock())
+    cancelled, failed = fresh.cancel_jobs()
+    a = queue.latest("a").job_id
+    assert cancelled == [queue.latest("b").job_id]  # asked again one by one: b's cancel is not lost with a's
+    assert failed == {"a": f"cluster a: job {a} on a could not be cancelled: scancel: error: Kill job error on job id {a}: "
+                           "Unable to contact slurm controller"}
+    fresh.mark_cancelled(failed)
+    assert states(Driver.load(driver.submit_dir, [site()], queue)) == {"a": "queued", "b": "cancelled", "c": "cancelled"}
+
+
+def test_a_cluster_whose_dag_another_run_holds_waits_for_it_instead_of_vanishing(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": []})
+    stray = DagLock(driver.specs["a"].dag)  # a run of a, started by an earlier driver, that nothing ended
+    stray.acquire()
+    try:
+        driver.recover()
+        for _ in range(5):
+            driver.step()
+        c = driver.state.clusters["a"]
+        assert queue.submits == [] and c.state is ClusterState.WAITING
+        assert c.reason == (f"a pilot run of this cluster still runs (pid {os.getpid()} on {socket.gethostname()}): "
+                            f"waiting for it to end (pilot cancel {driver.submit_dir} ends it)")
+    finally:
+        stray.release()
+    assert driver.run() is True and len(queue.submits) == 1 and driver.state.clusters["a"].reason == ""
+
+
+def test_a_job_that_left_the_queue_while_its_run_holds_the_dag_is_still_running(tmp_path):
+    driver, queue, _ = setup(tmp_path, {"a": []})
+    queue.outcomes["a"] = [V]  # the job's shell ends without a result...
+    driver.recover()
+    driver.step()  # submitted
+    driver.step()  # pending
+    driver.step()  # running
+    run = DagLock(driver.specs["a"].dag)  # ...while the pilot run it started goes on
+    run.acquire()
+    try:
+        for _ in range(3):
+            driver.step()
+        c = driver.state.clusters["a"]
+        assert c.state is ClusterState.QUEUED and c.resubmits == 0 and "vanished" not in c.reason
+        assert c.queue is QueueState.RUNNING and c.queue_reason == f"pilot run pid {os.getpid()} on " \
+            f"{socket.gethostname()} still holds the DAG lock"
+        assert len(queue.submits) == 1
+    finally:
+        run.release()
+    driver.step()  # it let go without a result: only now is the job taken for vanished
+    assert driver.state.clusters["a"].resubmits == 1
 
 
 def test_restart_needs_every_site_with_jobs(tmp_path):
@@ -368,6 +464,8 @@ def test_monitor_hears_jobs_found_in_doubt_refused_never_starting_and_cancelled(
     queue.submit_errors["a"] = [True]  # in doubt, found in the queue
     queue.refuse["b"] = "sbatch: error: Invalid partition name specified"
     driver.recover()
+    driver.step()  # a's submission fails: b, c and d wait for the next pass, not tried against that scheduler now
+    clock.sleep(3)  # past the back-off
     driver.step()
     queue.pin("c", QueueStatus(QueueState.PENDING, "PartitionConfig", never_starts=True))
     clock.sleep(3)  # past the back-off

@@ -112,6 +112,23 @@ def test_failed_run_report_names_tasks_stderr_batch_output_and_not_run(tmp_path)
     assert "not run (a failed)" in text and text.splitlines()[-1].split() == ["4", "0", "0", "3", "1", "37.5", "Failure"]
 
 
+def test_a_task_stopped_at_max_crashes_is_named_for_its_crashes_not_a_signal(tmp_path):
+    clock = FakeClock()
+    queue = FakeQueue(clock)
+    queue.outcomes["a"] = [RunOutcome.FAILED]
+    queue.crash_stopped = {"a"}  # its worker died with it each time: jobstate.log says -9
+    driver = Driver.load(make_plan(tmp_path / "sub", {"a": []}), [site()], queue, Options(poll=1.0), clock)
+    driver.recover()
+    assert driver.run() is False
+    watcher = Watcher(list(driver.specs.values()))
+    lines = failure_lines(watcher.views(driver.state.clusters), watcher, driver.submit_dir)
+    assert lines[:2] == [
+        "a: failed: task a_t0 crashed its worker 2 times (--max-crashes); not retried: a task that crashes its worker "
+        "does so again (1/2 done)",
+        "a: task a_t0 crashed its worker 2 times: not started again (--max-crashes) (stderr: a/a_t0.err.000)",
+    ]
+
+
 def test_failed_task_without_per_task_files_points_at_the_job_output(tmp_path):
     """A planned cluster's pilot writes task stderr to <cluster>.err, renamed per attempt: the report names it."""
     from pilot.monitor.joboutput import rotate
@@ -210,6 +227,27 @@ def test_status_exit_codes(tmp_path):
     assert res.code is StatusCode.FAILED == 1 and "not run (a failed)" in res.text
     running, _ = drive_until(tmp_path / "3", {"a": []}, {}, steps=2)
     assert status(running.submit_dir).code is StatusCode.NOT_FINISHED == 3
+
+
+def test_status_never_calls_a_cluster_cancelled_while_its_run_holds_the_dag(tmp_path):
+    import os
+    import re
+    import socket
+
+    from pilot.runtime.lock import DagLock
+
+    driver, _ = drive_until(tmp_path, {"a": [], "b": ["a"]}, {}, steps=2)
+    driver.cancel_all()  # recorded cancelled...
+    run = DagLock(driver.specs["a"].dag)  # ...while a pilot run of a goes on
+    run.acquire()
+    try:
+        res = status(driver.submit_dir)
+    finally:
+        run.release()
+    assert re.search(rf"^a +running .* its pilot run \(pid {os.getpid()} on {socket.gethostname()}\) runs with no "
+                     rf"pilot submit: pilot cancel {driver.submit_dir} ends it$", res.text, re.M), res.text
+    assert res.code is StatusCode.NOT_FINISHED and "Running" in res.text.splitlines()[-1]
+    assert re.search(r"^a +cancelled ", status(driver.submit_dir).text, re.M)  # once it has ended
 
 
 def test_live_progress_on_a_terminal_redraws_in_place(tmp_path):

@@ -1,0 +1,92 @@
+"""pilot cancel's last step: a pilot run that outlived its cancelled job is found by its DAG lock and ended."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+from pilot.contracts.daglock import running
+from pilot.runtime.lock import DagLock
+from pilot.runtime.reaper import MARK_VAR
+from pilot.runtime.startup import dag_key
+from pilot.submit.endruns import end_runs
+from tests.waiting import wait_for
+
+# A stand-in for a pilot run that ignores SIGTERM: it holds the DAG lock as DagLock takes it, and its task, in a
+# process group of its own (out of reach of a signal to the run's group), carries the DAG's mark as a real task does.
+HOLDER = textwrap.dedent("""
+    import os, signal, subprocess, sys, time
+    from pilot.runtime.lock import DagLock
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    DagLock(sys.argv[1]).acquire()
+    task = subprocess.Popen(["sleep", "300"], start_new_session=True, env={**os.environ, sys.argv[2]: sys.argv[3]})
+    print(task.pid, flush=True)
+    time.sleep(300)
+""")
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def start_holder(tmp_path, dag, name: str) -> subprocess.Popen:
+    """The stand-in run, as a script called ``name`` (what pilot cancel sees of a process is its command line)."""
+    script = tmp_path / name
+    script.write_text(HOLDER)
+    return subprocess.Popen([sys.executable, str(script), str(dag), MARK_VAR, f"{dag_key(str(dag))}:run:0"],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def test_a_run_holding_the_dag_lock_is_ended_with_its_tasks(tmp_path):
+    dag = tmp_path / "c.dag"
+    dag.write_text("TASK a /bin/true\n")
+    holder = start_holder(tmp_path, dag, "pilot")
+    try:
+        task = int(holder.stdout.readline())
+        run = wait_for(lambda: running(str(dag)), timeout=30, what="the stand-in run holds the DAG lock")
+        assert run.pid == holder.pid  # found in /proc/locks, without taking the lock
+        out = end_runs({"c": str(dag)}, waits=(0.2, 0.5, 5.0))
+        assert out.left == {} and out.ended == [f"cluster c: ended its pilot run ({run.where()}) and 1 task process(es)"]
+        assert not alive(holder.pid) and not alive(task)  # (the sweep of marked tasks reaps our own children too)
+        assert running(str(dag)) is None
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+
+
+def test_a_process_that_is_no_pilot_run_is_named_not_signalled(tmp_path):
+    dag = tmp_path / "c.dag"
+    dag.write_text("TASK a /bin/true\n")
+    holder = start_holder(tmp_path, dag, "editor")
+    try:
+        task = int(holder.stdout.readline())
+        wait_for(lambda: running(str(dag)), timeout=30, what="the process holds the DAG lock")
+        out = end_runs({"c": str(dag)}, waits=(0.1, 0.1, 0.1))
+        assert out.ended == [] and out.left == {"c": f"cluster c: pid {holder.pid} on {socket.gethostname()} holds "
+                                                     f"{dag} and is not a pilot run: not signalled; see what it is "
+                                                     f"(ps -p {holder.pid} -o args)"}
+        assert alive(holder.pid) and alive(task)
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+        os.kill(task, 9)
+
+
+def test_a_free_dag_lock_ends_nothing_and_is_not_taken(tmp_path):
+    dag = tmp_path / "c.dag"
+    dag.write_text("TASK a /bin/true\n")
+    assert running(str(dag)) is None
+    assert end_runs({"c": str(dag)}, waits=(0.1, 0.1, 0.1)).ended == []
+    lock = DagLock(str(dag))
+    lock.acquire()  # nothing of the look was left holding it
+    lock.release()
+    assert not os.path.exists(str(dag) + ".lock")
