@@ -154,9 +154,19 @@ class DataJobs:
         self.copied_out: list[tuple[Job, list[str]]] = []  # stage-out jobs and the files they copy out of the directory
         self._turns: dict[tuple[str, int], int] = {}  # (in|out, level) -> files dealt to its transfer jobs so far
         self.known_sites = set(catalogs.sites) | {lay.exec_site, "local"}
-        self.transfer = [*lay.transfer, "--threads", self.props.get("pegasus.transfer.threads", DEFAULT_THREADS),
-                         *self.props.get("pegasus.transfer.arguments", "").split()]
+        self.transfer = [*lay.transfer, "--threads", self._transfer_setting("transfer.threads") or DEFAULT_THREADS,
+                         *(self._transfer_setting("transfer.arguments") or "").split()]
         self.side = "local" if lay.exec_site == "local" else "remote"
+
+    def _transfer_setting(self, key: str) -> str | None:
+        """pegasus::``key`` of the data jobs, which run on the execution site: that site's entry, else the
+        workflow's profiles, else the property pegasus.``key`` (Pegasus' order for a transfer job's profiles)."""
+        site = self.cat.sites.get(self.lay.exec_site)
+        for profiles in (site.profiles if site is not None else {}, self.cat.workflow_profiles):
+            value = profiles.get("pegasus", {}).get(key)
+            if value:
+                return value
+        return self.props.get(f"pegasus.{key}")
 
     # -- helpers ------------------------------------------------------------------------------
     def new_job(self, name: str, kind: JobType, tx: str, command: list[str] | None = None) -> Job:

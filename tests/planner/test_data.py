@@ -270,16 +270,6 @@ def test_bad_data_is_one_line_before_anything_is_written(tmp_path, name, change,
     assert not (tmp_path / "s").exists()  # nothing half written
 
 
-@pytest.mark.parametrize("value", ["condorio", "nonsharedfs"])
-def test_data_configurations_that_need_condor_are_refused_in_one_line(tmp_path, value):
-    paths = data_workflow(tmp_path, props={"pegasus.data.configuration": value})
-    out = subprocess.run([sys.executable, "-m", "pilot", "plan", paths["workflow"], "--conf", paths["conf"], "--site",
-                          "local", "--dir", str(tmp_path / "s")], capture_output=True, text=True)
-    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
-    assert "pegasus.properties:" in out.stderr and f"pegasus.data.configuration = '{value}' is not supported" in out.stderr
-    assert "use sharedfs" in out.stderr
-
-
 def test_sharedfs_said_outright_is_fine(tmp_path):
     assert run_plan(tmp_path, data_workflow(tmp_path, props={"pegasus.data.configuration": "sharedfs"}))
 
