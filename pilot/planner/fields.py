@@ -13,6 +13,7 @@ from typing import Any
 
 from pilot.dag.parser import ENV_NAME
 from pilot.planner import profilekeys, replaced
+from pilot.planner.expand import expand
 from pilot.planner.model import Profiles
 from pilot.planner.profiles import canonical, check_value
 from pilot.planner.yamlvalues import fail, need_list, need_mapping, need_text
@@ -44,6 +45,8 @@ def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
             key = str(key)
             kpath = f"{npath}.{key}"
             text = need_text("" if value is None else value, path, kpath)
+            if "${" in text:
+                text = expand(text, f"{path}: {kpath}")
             if ns == "env":
                 check_env(key, text, path, kpath)
             name, why = profilekeys.problem(ns, key, text, where)

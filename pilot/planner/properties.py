@@ -11,6 +11,7 @@ import re
 from pilot.dag.parser import ENV_NAME
 from pilot.errors import ConfigError
 from pilot.planner import profilekeys, replaced
+from pilot.planner.expand import expand
 from pilot.planner.profiles import canonical, check_value
 from pilot.util.safeopen import open_regular_fd
 
@@ -41,7 +42,7 @@ def read_properties(path: str) -> dict[str, str]:
         m = re.match(r"([^\s=:]+)\s*[=:\s]\s*(.*)$", line)
         if not m:
             raise ConfigError(f"{path}:{lineno}: expected 'key = value'")
-        key, value = m.group(1), m.group(2).strip()
+        key, value = m.group(1), expand(m.group(2).strip(), f"{path}:{lineno}")
         why = _property_problem(key, value)
         if why:
             raise ConfigError(f"{path}:{lineno}: {key} = {value!r} {why}")
