@@ -46,6 +46,7 @@ from pilot.util import safetext
 INPUT_FILE = "@INPUT_FILE@"  # replaced by emit with the path of the job's input file
 JOBS_PER_TRANSFER = 10  # Pegasus' NUM_COMPUTE_JOBS_PER_TRANSFER_JOB
 REUSED_LEVEL = 1000  # the level Pegasus names stage-outs of jobs removed by data reuse
+LOCAL_SCHEMES = ("file", "symlink")  # a replica's URL that names a path on its site's file system
 DEFAULT_THREADS = "2"  # pegasus::transfer.threads
 # What a data job is expected to take, for the plan's makespan estimate: pegasus-transfer starts its first
 # worker thread 2 s after it starts (its "slow start"), which is most of a local transfer; chmod and
@@ -233,11 +234,15 @@ class DataJobs:
             self.replica_metadata[use.lfn] = attributes
         out = []
         for n, copy in enumerate(ordered):
-            if copy.site not in self.known_sites:
-                raise ConfigError(f"{copy.where}: replica of {use.lfn!r} is on site {copy.site!r}, which no catalog "
-                                  f"knows (sites: {', '.join(sorted(self.known_sites))}): add the site to the site "
-                                  "catalog or correct the replica's site")
             url = replicas.url_of(copy.pfn)
+            if copy.site not in self.known_sites and replicas.scheme(url) in LOCAL_SCHEMES:
+                # A URL names a source pegasus-transfer reads by itself (montage's inputs on ipac over http, an image
+                # on docker_hub), as in Pegasus, where the site is a label; a path is on that site's file system,
+                # which only a site of the catalog says pilot's jobs see.
+                raise ConfigError(f"{copy.where}: replica {url[:120]!r} of {use.lfn!r} is a path on site "
+                                  f"{copy.site!r}, which no catalog knows (sites: {', '.join(sorted(self.known_sites))}): "
+                                  "add the site to the site catalog, correct the replica's site, or give a URL "
+                                  "pegasus-transfer can read (http://, https://, scp://, s3://, ...)")
             why = safetext.problem_transfer_url(url)
             if why:
                 raise ConfigError(f"{copy.where}: replica {url[:120]!r} of {use.lfn!r} {why}")

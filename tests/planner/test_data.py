@@ -242,7 +242,8 @@ BAD = [
      r"data.yml: jobs\[0\] \(id j1\): uses\[\d\]: input 'f.a' has no replica in the replica catalog and no job of the "
      r"workflow writes it"),
     ("unknown site", lambda d: d["replicaCatalog"]["replicas"][0]["pfns"][0].update(site="mars"),
-     r"data.yml: replicaCatalog.replicas\[0\].pfns\[0\]: replica of 'f.a' is on site 'mars', which no catalog knows"),
+     r"data.yml: replicaCatalog.replicas\[0\].pfns\[0\]: replica 'file://.*/f.a' of 'f.a' is a path on site 'mars', "
+     r"which no catalog knows"),
     ("scheme", lambda d: d["replicaCatalog"]["replicas"][0]["pfns"][0].update(pfn="gopher://x/f.a"),
      r"data.yml: jobs\[0\] \(id j1\): uses\[\d\]: pegasus-transfer cannot move gopher://x/f.a to file://.* \(gopher->file"),
     ("no storage", lambda d: d["siteCatalog"]["sites"][0]["directories"].pop(1),
