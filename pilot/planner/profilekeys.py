@@ -3,9 +3,12 @@
 Pegasus knows a fixed set of keys per namespace (edu/isi/pegasus/planner/namespace/{Pegasus,Globus,Condor,
 Dagman,Hints,Selector,ENV}.java, their ``checkKey``). pilot plans what Pegasus plans in its glite style (jobs
 reach Slurm or PBS) with the sharedfs data configuration and PMC clustering, so each key gets the meaning
-Pegasus gives it there, or is refused at plan time in one line naming ``namespace::key``, the entry it is
-written on, why and the fix; a key Pegasus itself ignores in such a plan is accepted without effect (NO_EFFECT,
-naming the Pegasus source that ignores it). A key Pegasus does not know is refused with the nearest known one,
+Pegasus gives it there (HONOURED); or it says how HTCondor, glideins, DAGMan, PegasusLite or kickstart would
+have done what pilot does its own way, and is accepted with one warning line per plan saying what pilot does
+instead (REPLACED, planner.replaced); or running without it would give a wrong result or lose data, and it is
+refused at plan time in one line naming ``namespace::key``, the entry it is written on, why and the fix
+(REFUSED); a key Pegasus itself ignores in such a plan is accepted without effect, and said as a replaced one is
+(NO_EFFECT, naming the Pegasus source that ignores it). A key Pegasus does not know is refused with the nearest known one,
 so a typo is never dropped in silence. docs/pegasus-fields.md ("Profile keys") is the table for users;
 tests/planner/test_profile_keys.py holds the key lists read from Pegasus' source and fails on a key this table
 does not rule on.
@@ -104,12 +107,12 @@ PEGASUS: dict[str, Key] = {
     "container.arguments": _h("the container runtime's options (planner.containers)"),
     "container.launcher": _p("pilot runs the container runtime itself: ignored"),
     "container.launcher.arguments": _p("pilot runs the container runtime itself: ignored"),
-    "data.configuration": _h("sharedfs is what pilot plans (datalayout); condorio and nonsharedfs are planned as "
-                             "sharedfs; any other value is not a data configuration: use sharedfs",
+    "data.configuration": _h("sharedfs is what pilot plans (datalayout); a value that is no data configuration "
+                             "is refused: use sharedfs",
                              values=("sharedfs",), replaced=("condorio", "nonsharedfs"), instead=_SHAREDFS),
     "enable_for_data_reuse": _h("partial data reuse (planner.reduce)"),
-    "style": _h("pilot reaches the site's batch system as Pegasus' glite (and ssh) style does; other styles are "
-                "planned so; this value is no style of Pegasus': use glite (or condor, glidein, condorc, creamce)",
+    "style": _h("pilot reaches the site's batch system as Pegasus' glite (and ssh) style does; a value that is "
+                "no style of Pegasus' is refused: use glite (or condor, glidein, condorc, creamce, planned as glite)",
                 values=("glite", "ssh"), replaced=("condor", "condorc", "glidein", "glideinwms", "creamce"),
                 instead=_STYLE),
     "auxillary.local": _h("it says the site's file system is visible where auxiliary jobs run; pilot runs on the "

@@ -1,6 +1,7 @@
-"""Every profile key of Pegasus' namespaces is honoured by pilot (with a test of its effect), refused at plan time
-in one line naming namespace::key and the entry, or, where Pegasus itself ignores it in a glite/sharedfs/PMC plan,
-accepted without changing the plan (pilot.planner.profilekeys; docs/pegasus-fields.md, "Profile keys").
+"""Every profile key of Pegasus' namespaces is honoured by pilot (with a test of its effect), replaced (pilot
+reaches its result its own way: accepted, the plan unchanged, one warning line), refused at plan time in one line
+naming namespace::key and the entry, or, where Pegasus itself ignores it in a glite/sharedfs/PMC plan, accepted
+without changing the plan (pilot.planner.profilekeys; docs/pegasus-fields.md, "Profile keys").
 
 The key lists below are read from Pegasus' source (the checkKey method of each namespace class): a key a new
 Pegasus adds fails test_the_table_rules_on_every_key_pegasus_knows until pilot rules on it.

@@ -82,7 +82,7 @@ def test_a_style_pegasus_does_not_know_is_refused(tmp_path):
     paths = data_workflow(tmp_path)
     with_site_profiles(paths, {"pegasus": {"style": "slurmish"}})
     out = pilot_plan(tmp_path, paths)
-    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "no style of Pegasus'" in out.stderr, out.stderr
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "is no style of Pegasus'" in out.stderr, out.stderr
 
 
 def test_replaced_keys_on_every_job_give_one_line_each_and_the_plan_of_the_workflow_without_them(tmp_path):
