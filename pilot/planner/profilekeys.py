@@ -159,6 +159,15 @@ PEGASUS: dict[str, Key] = {
         "x509_user_proxy")},
     "s3cfg": _r(_CRED),
 }
+# Keys that act on the data jobs only: on a compute job they act on nothing, as in Pegasus (said once).
+DATA_JOB_KEYS = {
+    **{key: (f"no effect on a compute job: the data jobs' pegasus-transfer takes it from the transformation "
+             f"pegasus::transfer, the execution site's entry, the workflow's profiles or pegasus.{key}")
+       for key in ("transfer.threads", "transfer.arguments")},
+    **{key: ("no effect on a compute job: the data jobs get a credential from a site's entry, for that site's "
+             "URLs") for key in ("boto_config", "google_pkcs12", "irods_environment_file", "pegasus_credentials",
+                                 "ssh_private_key", "x509_user_proxy")},
+}
 # The credential keys, and the variable pegasus-transfer reads (NAME_<site label>, NAME; Pegasus' credential
 # handlers set the same for transfer jobs: common/credential/impl/*.java).
 CREDENTIALS = {"boto_config": "BOTO_CONFIG", "google_pkcs12": "GOOGLE_PKCS12",
@@ -334,9 +343,11 @@ def replacement(ns: str, key: str, value: str, where: str = "job") -> str | None
     its warning (planner.replaced); None: pilot honours it."""
     if ns == "env" or key.startswith("x-"):
         return None
-    entry = lookup(ns, key, where)[1]
+    name, entry = lookup(ns, key, where)
     if entry is None:
         return None
+    if where == "job" and ns == "pegasus" and name in DATA_JOB_KEYS:
+        return DATA_JOB_KEYS[name]
     if entry.verdict == REPLACED:
         return entry.why
     if entry.verdict == NO_EFFECT:

@@ -160,10 +160,17 @@ class DataJobs:
         self.side = "local" if lay.exec_site == "local" else "remote"
 
     def _transfer_setting(self, key: str) -> str | None:
-        """pegasus::``key`` of the data jobs, which run on the execution site: that site's entry, else the
-        workflow's profiles, else the property pegasus.``key`` (Pegasus' order for a transfer job's profiles)."""
+        """pegasus::``key`` of the data jobs, which run pegasus-transfer on the execution site, in Pegasus' order
+        for a transfer job's profiles: the transformation catalog's pegasus::transfer (its entry for the site,
+        then itself), the site's entry, the workflow's profiles, the property pegasus.``key``."""
+        layers: list[dict[str, dict[str, str]]] = []
+        tx = self.cat.find_transformation(("pegasus", "transfer", None))
+        if tx is not None:
+            entry = tx.sites.get(self.lay.exec_site)
+            layers += [entry.profiles] if entry is not None else []
+            layers.append(tx.profiles)
         site = self.cat.sites.get(self.lay.exec_site)
-        for profiles in (site.profiles if site is not None else {}, self.cat.workflow_profiles):
+        for profiles in (*layers, site.profiles if site is not None else {}, self.cat.workflow_profiles):
             value = profiles.get("pegasus", {}).get(key)
             if value:
                 return value

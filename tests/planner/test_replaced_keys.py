@@ -142,6 +142,35 @@ def test_transfer_threads_profile_sets_the_data_jobs_threads(tmp_path, site, wor
     assert f"--threads {threads} " in command, command
 
 
+def test_transfer_threads_of_the_pegasus_transfer_transformation_comes_first(tmp_path):
+    """1000genome's site catalog for cori gives pegasus::transfer a transformation entry with transfer.threads 8:
+    Pegasus gives a transformation's profiles to the jobs that run it, the transfer jobs."""
+    paths = data_workflow(tmp_path, props={"pegasus.transfer.threads": "3"})
+
+    def change(doc):
+        doc["siteCatalog"]["sites"][0]["profiles"] = {"pegasus": {"transfer.threads": "5"}}
+        doc["transformationCatalog"]["transformations"].append({
+            "namespace": "pegasus", "name": "transfer", "sites": [{"name": "local", "pfn": "/opt/pegasus-transfer"}],
+            "profiles": {"pegasus": {"transfer.threads": "8"}}})
+    edit(paths["workflow"], change)
+    command = " ".join(stage_in(run_plan(tmp_path, paths)).cluster.jobs[0].command)
+    assert "--threads 8 " in command, command
+
+
+def test_keys_of_the_data_jobs_on_a_compute_job_are_said_to_act_on_nothing(tmp_path):
+    paths = data_workflow(tmp_path)
+
+    def change(doc):
+        for job in doc["jobs"]:
+            job["profiles"] = {"pegasus": {"transfer.threads": "9", "ssh_private_key": "/k"}}
+    edit(paths["workflow"], change)
+    result = run_plan(tmp_path, paths)
+    assert "--threads 2 " in " ".join(stage_in(result).cluster.jobs[0].command)
+    assert sorted(w.split(" (")[0] for w in result.warnings) == ["warning: pegasus::ssh_private_key",
+                                                                 "warning: pegasus::transfer.threads"]
+    assert all("no effect on a compute job" in w for w in result.warnings)
+
+
 def test_transfer_threads_that_is_no_count_is_refused(tmp_path):
     paths = data_workflow(tmp_path)
     with_site_profiles(paths, {"pegasus": {"transfer.threads": "many"}})
