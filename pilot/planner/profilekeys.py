@@ -289,8 +289,9 @@ def lookup(ns: str, key: str, where: str = "job") -> tuple[str, Key | None]:
             return name, PROPERTIES[name]
     if ns == "condor" and name.startswith("+"):  # a ClassAd attribute for HTCondor's matchmaking or accounting
         if any(word in name for word in ("singularity", "docker", "container", "apptainer")):
-            return name, _r("pilot runs a job in a container its transformation names: give the image as a "
-                            "container of the transformation catalog, and drop the attribute")
+            return name, _p("pilot runs the job on the site's nodes, not in the image an HTCondor pool's glidein "
+                            "starts it in: where the job needs that image, name it as the transformation's "
+                            "container in the transformation catalog")
         return name, _p(_BATCH)
     if ns == "hints" and name == "executionpool":
         name = "execution.site"

@@ -176,7 +176,6 @@ def test_a_refused_key_fails_pilot_plan_in_one_line_naming_it_and_the_job(tmp_pa
 @pytest.mark.parametrize("ns, key, value, message", [
     ("pegasus", "style", "condorr", r"pegasus::style = 'condorr': .*no style of Pegasus'"),
     ("pegasus", "data.configuration", "shared", r"pegasus::data.configuration = 'shared': .*use sharedfs"),
-    ("condor", "+SingularityImage", "x.sif", r"give the image as a container of the transformation catalog"),
     ("pegasus", "nodes", "4", r"a task runs on one node"),
     ("pegasus", "job.aggregator", "seqexec", r"set mpiexec or drop the key"),
     ("pegasus", "clusters.szie", "2", r"pegasus::clusters.szie is not a key of Pegasus' pegasus namespace: did you "

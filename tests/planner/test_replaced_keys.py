@@ -67,12 +67,14 @@ def with_site_profiles(paths: dict, profiles: dict) -> None:
 def test_an_htcondor_style_on_the_site_is_its_batch_system_said_once(tmp_path, style):
     paths = data_workflow(tmp_path)
     with_site_profiles(paths, {"pegasus": {"style": style, "data.configuration": "condorio"},
-                               "condor": {"requirements": "OpSys == \"LINUX\"", "+ProjectName": "\"wf\""}})
+                               "condor": {"requirements": "OpSys == \"LINUX\"", "+ProjectName": "\"wf\"",
+                                          "+SingularityImage": "\"/cvmfs/singularity.opensciencegrid.org/x:latest\""}})
     out = pilot_plan(tmp_path, paths)
     assert out.returncode == 0, out.stderr
     lines = out.stderr.splitlines()
     assert sorted(line.split(" (")[0] for line in lines) == [
-        "pilot plan: warning: condor::+ProjectName", "pilot plan: warning: condor::requirements",
+        "pilot plan: warning: condor::+ProjectName", "pilot plan: warning: condor::+SingularityImage",
+        "pilot plan: warning: condor::requirements",
         "pilot plan: warning: pegasus::data.configuration", "pilot plan: warning: pegasus::style"], lines
     assert any("siteCatalog.sites[0].profiles.pegasus.style): pilot submits the site's jobs to its batch system" in l
                for l in lines), lines
