@@ -208,7 +208,10 @@ for _key in ("accounting_group", "concurrency_limits", "copy_to_spool", "cream_a
              "transfer_output", "use_x509userproxy", "when_to_transfer_output", "x509userproxy"):
     CONDOR.setdefault(_key, _p(_BATCH))
 # What HTCondor would have done to the job itself: without it the job would run differently or lack files.
-for _key in ("container_image", "noop_job", "noop_job_exit_code", "noop_job_exit_signal", "preserve_relative_paths",
+CONDOR["container_image"] = _p("pilot runs the job on the site's nodes, not in the image HTCondor (or an OSG "
+                                "glidein) starts it in: where the job needs that image, name it as the "
+                                "transformation's container in the transformation catalog")
+for _key in ("noop_job", "noop_job_exit_code", "noop_job_exit_signal", "preserve_relative_paths",
              "transfer_input_files", "transfer_output_remaps"):
     CONDOR.setdefault(_key, _r(_CONDOR))
 
@@ -289,9 +292,7 @@ def lookup(ns: str, key: str, where: str = "job") -> tuple[str, Key | None]:
             return name, PROPERTIES[name]
     if ns == "condor" and name.startswith("+"):  # a ClassAd attribute for HTCondor's matchmaking or accounting
         if any(word in name for word in ("singularity", "docker", "container", "apptainer")):
-            return name, _p("pilot runs the job on the site's nodes, not in the image an HTCondor pool's glidein "
-                            "starts it in: where the job needs that image, name it as the transformation's "
-                            "container in the transformation catalog")
+            return name, CONDOR["container_image"]
         return name, _p(_BATCH)
     if ns == "hints" and name == "executionpool":
         name = "execution.site"
