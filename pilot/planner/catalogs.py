@@ -150,7 +150,8 @@ def _directory(raw: Any, path: str, ypath: str, site: str) -> Directory:
         operation = need_text(fs.get("operation", "all"), path, f"{fpath}.operation").lower()
         if operation not in OPERATIONS:
             raise fail(path, f"{fpath}.operation", f"{operation!r}: use all, get or put")
-        directory.servers.append((expand(need_text(fs["url"], path, f"{fpath}.url"), f"{path}: {fpath}.url"), operation))
+        url = expand(need_text(fs["url"], path, f"{fpath}.url"), f"{path}: {fpath}.url")
+        directory.servers.append((url, operation))
     return directory
 
 

@@ -1,15 +1,15 @@
-"""Every profile key of Pegasus' namespaces, and what pilot does with it: honoured, refused, or without effect.
+"""Every profile key of Pegasus' namespaces, and what pilot does with it: honoured, replaced, refused, or no effect.
 
 Pegasus knows a fixed set of keys per namespace (edu/isi/pegasus/planner/namespace/{Pegasus,Globus,Condor,
 Dagman,Hints,Selector,ENV}.java, their ``checkKey``). pilot plans what Pegasus plans in its glite style (jobs
-reach Slurm or PBS) with the sharedfs data configuration and PMC clustering, so each key gets the meaning
-Pegasus gives it there (HONOURED); or it says how HTCondor, glideins, DAGMan, PegasusLite or kickstart would
-have done what pilot does its own way, and is accepted with one warning line per plan saying what pilot does
-instead (REPLACED, planner.replaced); or running without it would give a wrong result or lose data, and it is
-refused at plan time in one line naming ``namespace::key``, the entry it is written on, why and the fix
-(REFUSED); a key Pegasus itself ignores in such a plan is accepted without effect, and said as a replaced one is
-(NO_EFFECT, naming the Pegasus source that ignores it). A key Pegasus does not know is refused with the nearest known one,
-so a typo is never dropped in silence. docs/pegasus-fields.md ("Profile keys") is the table for users;
+reach Slurm or PBS) with the sharedfs data configuration and PMC clustering, so each key gets the meaning Pegasus
+gives it there (HONOURED); or it says how HTCondor, glideins, DAGMan, PegasusLite or kickstart would have done
+what pilot does its own way, and is accepted with one warning line per plan saying what pilot does instead
+(REPLACED, planner.replaced); or running without it would give a wrong result or lose data, and it is refused at
+plan time in one line naming ``namespace::key``, the entry it is written on, why and the fix (REFUSED); a key
+Pegasus itself ignores in such a plan is accepted without effect, and said as a replaced one is (NO_EFFECT, naming
+the Pegasus source that ignores it). A key Pegasus does not know is refused with the nearest known one, so a typo
+is never dropped in silence. docs/pegasus-fields.md ("Profile keys") is the table for users;
 tests/planner/test_profile_keys.py holds the key lists read from Pegasus' source and fails on a key this table
 does not rule on.
 """

@@ -246,8 +246,9 @@ class DataJobs:
                 # A URL names a source pegasus-transfer reads by itself (montage's inputs on ipac over http, an image
                 # on docker_hub), as in Pegasus, where the site is a label; a path is on that site's file system,
                 # which only a site of the catalog says pilot's jobs see.
+                known = ", ".join(sorted(self.known_sites))
                 raise ConfigError(f"{copy.where}: replica {url[:120]!r} of {use.lfn!r} is a path on site "
-                                  f"{copy.site!r}, which no catalog knows (sites: {', '.join(sorted(self.known_sites))}): "
+                                  f"{copy.site!r}, which no catalog knows (sites: {known}): "
                                   "add the site to the site catalog, correct the replica's site, or give a URL "
                                   "pegasus-transfer can read (http://, https://, scp://, s3://, ...)")
             why = safetext.problem_transfer_url(url)

@@ -63,7 +63,8 @@ def test_an_image_on_docker_hub_is_staged_from_docker(tmp_path):
         api.Transformation("echo", site="local", pfn="/bin/echo", is_stageable=False, container=box))
     wf = api.Workflow("box").add_transformation_catalog(tc).add_jobs(api.Job("echo", _id="j").add_args("hi"))
     wf.write(str(tmp_path / "box.yml"))
-    result = plan(PlanRequest(workflow=str(tmp_path / "box.yml"), site=load_site("local", {"container_runtimes": "apptainer"}),
-                              cluster=["whole"], submit_dir=str(tmp_path / "s")))
+    site = load_site("local", {"container_runtimes": "apptainer"})
+    result = plan(PlanRequest(workflow=str(tmp_path / "box.yml"), site=site, cluster=["whole"],
+                              submit_dir=str(tmp_path / "s")))
     image = entry(Path(result.submit_dir), "box.simg")
     assert image["src_urls"][0]["site_label"] == "docker_hub" and image["src_urls"][0]["url"] == "docker://alpine:3.18"
