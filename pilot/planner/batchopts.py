@@ -16,6 +16,7 @@ site's walltime, and the tasks ask the pilot for their cores and memory.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from pilot.errors import ConfigError
@@ -100,14 +101,35 @@ def _job_values(job: Job, resolver: ProfileResolver, site: str) -> tuple:
         None if mem is None else _megabytes(mem, job)
 
 
-def _megabytes(mem: str, job: Job) -> int:
-    """condor request_memory as whole MB for a memory directive: a finite number, not negative (``inf`` or
-    ``1e400`` would be no number at all, ``-5`` a directive the batch system refuses only when it is submitted)."""
+# HTCondor's units for a request (condor_submit: request_memory, request_disk): K/KB, M/MB, G/GB, T/TB, any case,
+# powers of 1024, a space allowed before them; Ki/Mi/Gi/Ti(B) are read as the same binary units.
+_QUANTITY = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?\s*(?:([kmgt])i?b?)?\s*\Z",
+                       re.IGNORECASE)
+_POWER = {"k": 1, "m": 2, "g": 3, "t": 4}
+
+
+def htcondor_quantity(text: str, unit: str = "m") -> float | None:
+    """``text`` as HTCondor reads a request_memory (``unit`` m: a bare number is MB) or request_disk (``unit``
+    k: KB) value, in that unit: ``2048``, ``2048 MB``, ``1.5G``, ``512m``, ``1 GiB``. None: no finite number of
+    0 or more (an expression, ``inf``, ``1e400``, ``-5``)."""
+    m = _QUANTITY.match(text)
+    if m is None:
+        return None
     try:
-        value = float(mem)
+        value = float(m.group(1) + (f"e{m.group(2)}" if m.group(2) else ""))
     except ValueError:
-        value = None
-    if value is None or not math.isfinite(value) or value < 0:
-        raise ConfigError(f"{job.where}: condor request_memory {mem[:80]!r} is not a number of MB: give a whole "
-                          "number of MB, 0 or more (e.g. 2048)")
-    return int(value)
+        return None
+    value *= 1024.0 ** (_POWER[(m.group(3) or unit).lower()] - _POWER[unit])
+    return value if math.isfinite(value) else None
+
+
+def _megabytes(mem: str, job: Job) -> int:
+    """condor request_memory as whole MB for a memory directive (rounded up, so the job gets what it asked for),
+    read as HTCondor reads it: a number of MB, or with a unit (``htcondor_quantity``). A finite number, not
+    negative (``inf`` or ``1e400`` would be no number at all, ``-5`` a directive the batch system refuses only
+    when it is submitted)."""
+    value = htcondor_quantity(mem)
+    if value is None:
+        raise ConfigError(f"{job.where}: condor request_memory {mem[:80]!r} is not an amount of memory: give a "
+                          "number of MB, 0 or more, or one with HTCondor's unit (e.g. 2048, 2 GB, 512M)")
+    return math.ceil(value)

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any, Iterator
 
 from pilot.planner import containers, gateways, sysinfo
+from pilot.planner.expand import expand
 from pilot.planner.fields import read_checksum, read_file_metadata, read_hooks, read_metadata, read_profiles
 from pilot.planner.model import (
     Catalogs, Directory, DirectoryType, Replica, Site, Transformation, TransformationSite,
@@ -94,7 +95,7 @@ def split_requirement(text: str) -> tuple[str | None, str, str | None]:
 
 
 def _pfn(raw: Any, path: str, ypath: str) -> str:
-    pfn = need_text(raw, path, ypath)
+    pfn = expand(need_text(raw, path, ypath), f"{path}: {ypath}")
     if not pfn.strip():
         raise fail(path, ypath, "an empty pfn: name the executable's path on the site")
     return pfn
@@ -130,7 +131,8 @@ def _directory(raw: Any, path: str, ypath: str, site: str) -> Directory:
     if dtype is None:
         raise fail(path, f"{ypath}.type", f"{kind!r}: use one of {', '.join(DIRECTORY_TYPES)}")
     where = f"{path}: {ypath}"
-    directory = Directory(dtype, need_text(raw["path"], path, f"{ypath}.path"), where=where)
+    directory = Directory(dtype, expand(need_text(raw["path"], path, f"{ypath}.path"), f"{path}: {ypath}.path"),
+                          where=where)
     # sharedFileSystem (worker nodes see the directory) is checked, not kept: only PegasusLite (nonsharedfs) reads
     # it, and a sharedfs plan assumes it.
     flag(raw, "sharedFileSystem", False, path, ypath)
@@ -148,7 +150,8 @@ def _directory(raw: Any, path: str, ypath: str, site: str) -> Directory:
         operation = need_text(fs.get("operation", "all"), path, f"{fpath}.operation").lower()
         if operation not in OPERATIONS:
             raise fail(path, f"{fpath}.operation", f"{operation!r}: use all, get or put")
-        directory.servers.append((need_text(fs["url"], path, f"{fpath}.url"), operation))
+        url = expand(need_text(fs["url"], path, f"{fpath}.url"), f"{path}: {fpath}.url")
+        directory.servers.append((url, operation))
     return directory
 
 
@@ -175,7 +178,8 @@ def read_replica_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -
             if "pfn" not in p:
                 raise fail(path, ppath, "a replica needs a pfn (its URL or path)")
             site = "local" if p.get("site") is None else need_text(p["site"], path, f"{ppath}.site")
-            copies.append(Replica(need_text(p["pfn"], path, f"{ppath}.pfn"), site, f"{path}: {ppath}", attributes))
+            pfn = expand(need_text(p["pfn"], path, f"{ppath}.pfn"), f"{path}: {ppath}.pfn")
+            copies.append(Replica(pfn, site, f"{path}: {ppath}", attributes))
         if not copies:
             raise fail(path, f"{rpath}.pfns", f"replica {lfn!r} names no pfn: give at least one {{site, pfn}}")
         if flag(raw, "regex", False, path, rpath):

@@ -35,6 +35,7 @@ import shlex
 from typing import Any
 
 from pilot.errors import ConfigError
+from pilot.planner.expand import expand
 from pilot.planner.model import ContainerSpec, Job
 from pilot.planner.yamlvalues import fail, flag, need_list, need_text, optional_text
 from pilot.siteschema import CONTAINER_RUNTIMES
@@ -51,8 +52,8 @@ def read(name: str, raw: dict, env: dict[str, str], path: str, cpath: str) -> Co
         raise fail(path, f"{cpath}.type", f"{kind!r}: use singularity, docker or shifter")
     if "image" not in raw:
         raise fail(path, cpath, "missing 'image' (the container's image URL)")
-    image = need_text(raw["image"], path, f"{cpath}.image")
-    mounts = tuple(need_text(m, path, f"{cpath}.mounts[{k}]")
+    image = expand(need_text(raw["image"], path, f"{cpath}.image"), f"{path}: {cpath}.image")
+    mounts = tuple(expand(need_text(m, path, f"{cpath}.mounts[{k}]"), f"{path}: {cpath}.mounts[{k}]")
                    for k, m in enumerate(need_list(raw.get("mounts"), path, f"{cpath}.mounts", "of HOST:CONTAINER")))
     for key, value in (("image", image), *((f"mounts[{k}]", m) for k, m in enumerate(mounts)), *env.items()):
         if not value or any(c.isspace() or c in "\0'\";" for c in value):

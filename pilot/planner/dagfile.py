@@ -194,6 +194,7 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
     notes = ContextNotes()
     cwd_now: object = None  # the cwd and env the notes were last asked about (skip asking while they stay these)
     env_now: object = None
+    data_env = resolver.data_env  # the data jobs' variables (pegasus-transfer's credentials), or None
     runtime_notes: dict[float, list[str]] = {}
     site = cluster.site
     texts: list[str] = []  # jobs' lines, joined CHUNK jobs at a time: a write each would cost more
@@ -206,7 +207,7 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
             plain = None  # or, for a job with no profiles of its own or container, its transformation's values
             if not (data or job.profiles or job.wrapper is not None):
                 plain = plains.get(tx_key_of(job)) or heads.plain(job)
-            job_env = None if data else plain.env if plain is not None else resolver.env(job, site)
+            job_env = data_env if data else plain.env if plain is not None else resolver.env(job, site)
             before = ()
             if job.cwd is not cwd_now or job_env is not env_now:  # notes before the job's '#@' line, if any
                 before = notes.context(job.cwd, job_env)

@@ -5,8 +5,9 @@ job of the workflow runs in one directory on the execution site's shared
 scratch (``<scratch>/<user>/pegasus/<workflow>/runNNNN``), inputs are staged
 into it, outputs staged out of it to the output site's storage. Pegasus'
 own default, condorio, moves files through HTCondor, and nonsharedfs through
-PegasusLite and a staging site: neither exists without Condor, so an explicit
-request for them is refused in one line.
+PegasusLite and a staging site: neither exists without Condor, so pilot plans
+them as sharedfs, which gives each job the files it declares where it runs and
+its outputs at the output site, and says so once (planner.replaced).
 
 Defaults as pegasus-plan sets them (CPlanner, PegasusConfiguration):
 
@@ -81,7 +82,8 @@ class DataLayout:
 
 
 def data_configuration(catalogs: Catalogs, handle: str) -> None:
-    """Refuse a data configuration other than sharedfs, from the properties or the site's profile."""
+    """Refuse a value that is no data configuration, from the properties or the site's profile; condorio and
+    nonsharedfs are planned as sharedfs (said once, where the value was read: planner.replaced)."""
     value = catalogs.properties.get("pegasus.data.configuration")
     where = "pegasus.properties: pegasus.data.configuration"
     site = catalogs.sites.get(handle)
@@ -89,18 +91,19 @@ def data_configuration(catalogs: Catalogs, handle: str) -> None:
         profile = site.profiles.get("pegasus", {}).get("data.configuration")
         if profile:
             value, where = profile, f"site {handle}: profile pegasus data.configuration"
-    if value is None or value.lower() == SHAREDFS:
-        return
-    raise ConfigError(f"{where} = {value}: {unsupported_configuration(value)}")
+    why = None if value is None else unsupported_configuration(value)
+    if why:
+        raise ConfigError(f"{where} = {value}: {why}")
 
 
-def unsupported_configuration(value: str) -> str:
-    """Why a data configuration other than sharedfs is refused (also read for a properties file's line)."""
-    if value.lower() not in CONFIGURATIONS:
-        return "is not a data configuration: use sharedfs (condorio and nonsharedfs are Pegasus' others)"
-    return (f"is not supported: {value} moves files through HTCondor and PegasusLite, which pilot runs without; "
-            "use sharedfs (or leave it unset): jobs share the site's shared scratch, as in pegasus-mpi-cluster's "
-            "PMC-only mode")
+def unsupported_configuration(value: str) -> str | None:
+    """Why a value is no data configuration (also read for a properties file's line); None: it is one. condorio
+    (Pegasus 5's default) and nonsharedfs move files through HTCondor and PegasusLite, which pilot runs without:
+    it plans them as sharedfs, where each job finds the files it declares in the directory it runs in and its
+    outputs reach the output site, the result the other two give."""
+    if value.strip().lower() in ("", *CONFIGURATIONS):
+        return None
+    return "is not a data configuration: use sharedfs (or condorio or nonsharedfs, which pilot plans as sharedfs)"
 
 
 def default_local_site(base: str) -> Site:

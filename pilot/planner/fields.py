@@ -12,7 +12,8 @@ import re
 from typing import Any
 
 from pilot.dag.parser import ENV_NAME
-from pilot.planner import profilekeys
+from pilot.planner import profilekeys, replaced
+from pilot.planner.expand import expand
 from pilot.planner.model import Profiles
 from pilot.planner.profiles import canonical, check_value
 from pilot.planner.yamlvalues import fail, need_list, need_mapping, need_text
@@ -44,6 +45,8 @@ def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
             key = str(key)
             kpath = f"{npath}.{key}"
             text = need_text("" if value is None else value, path, kpath)
+            if "${" in text:
+                text = expand(text, f"{path}: {kpath}")
             if ns == "env":
                 check_env(key, text, path, kpath)
             name, why = profilekeys.problem(ns, key, text, where)
@@ -55,6 +58,15 @@ def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
                 continue
             elif why:
                 raise fail(path, kpath, why)
+            else:
+                instead = profilekeys.replacement(ns, key, text, where)
+                if instead is not None:
+                    said = f"{ns}::{key}"
+                    if per_site:  # said when a job runs on the site (profilekeys.check_deferred)
+                        out.setdefault(profilekeys.DEFERRED_NOTES, {}).setdefault(
+                            said, replaced.line(said, f"{path}: {kpath}", instead))
+                    else:
+                        replaced.note(said, f"{path}: {kpath}", instead)
             if ns == "pegasus":
                 why = check_value(canonical(name), text)
                 if why:

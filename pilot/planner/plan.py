@@ -12,8 +12,8 @@ from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
 from pilot.contracts.clusters import ClusterKind
 from pilot.contracts.rootfiles import PROPERTIES
-from pilot.planner import (catalogs, cleanup, containers, datalayout, gateways, properties, reader, reduce, replicas,
-                           subworkflow, sysinfo, yamlstream)
+from pilot.planner import (catalogs, cleanup, containers, datalayout, gateways, properties, reader, reduce, replaced,
+                           replicas, subworkflow, sysinfo, yamlstream)
 from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
 from pilot.planner.dagfile import requested
 from pilot.planner.emit import Emitted, emit
@@ -61,6 +61,7 @@ class Plan:
     estimate: PlanEstimate | None = None  # when the request asks for it
     pruned: int = 0  # jobs left out by data reuse
     data_jobs: int = 0  # create-dir, stage-in/out, registration, chmod and cleanup jobs added
+    warnings: list[str] = field(default_factory=list)  # keys pilot replaces, a line each (planner.replaced)
 
     def lines(self) -> list[str]:
         """What ``pilot plan`` and ``pilot submit`` print of a plan: a row per cluster, the totals, the estimate."""
@@ -137,8 +138,9 @@ def plan(req: PlanRequest) -> Plan:
     """Plan with the cyclic garbage collector paused: every object made lives to the end,
     and for a million jobs the collector's rescans cost a fifth of the time. Then, if asked, the estimate."""
     try:
-        with gc_paused():
+        with gc_paused(), replaced.collecting() as said:
             result = _plan(req)
+            result.warnings = replaced.report(said)
     except OSError as exc:  # inputs are read with their own messages: this is the submit directory
         where = exc.filename or req.submit_dir or "the submit directory"
         raise ConfigError(f"{where}: cannot write the plan: {exc.strerror or exc}; choose another --dir") from None

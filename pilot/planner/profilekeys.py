@@ -1,12 +1,15 @@
-"""Every profile key of Pegasus' namespaces, and what pilot does with it: honoured, refused, or without effect.
+"""Every profile key of Pegasus' namespaces, and what pilot does with it: honoured, replaced, refused, or no effect.
 
 Pegasus knows a fixed set of keys per namespace (edu/isi/pegasus/planner/namespace/{Pegasus,Globus,Condor,
 Dagman,Hints,Selector,ENV}.java, their ``checkKey``). pilot plans what Pegasus plans in its glite style (jobs
-reach Slurm or PBS) with the sharedfs data configuration and PMC clustering, so each key gets the meaning
-Pegasus gives it there, or is refused at plan time in one line naming ``namespace::key``, the entry it is
-written on, why and the fix; a key Pegasus itself ignores in such a plan is accepted without effect (NO_EFFECT,
-naming the Pegasus source that ignores it). A key Pegasus does not know is refused with the nearest known one,
-so a typo is never dropped in silence. docs/pegasus-fields.md ("Profile keys") is the table for users;
+reach Slurm or PBS) with the sharedfs data configuration and PMC clustering, so each key gets the meaning Pegasus
+gives it there (HONOURED); or it says how HTCondor, glideins, DAGMan, PegasusLite or kickstart would have done
+what pilot does its own way, and is accepted with one warning line per plan saying what pilot does instead
+(REPLACED, planner.replaced); or running without it would give a wrong result or lose data, and it is refused at
+plan time in one line naming ``namespace::key``, the entry it is written on, why and the fix (REFUSED); a key
+Pegasus itself ignores in such a plan is accepted without effect, and said as a replaced one is (NO_EFFECT, naming
+the Pegasus source that ignores it). A key Pegasus does not know is refused with the nearest known one, so a typo
+is never dropped in silence. docs/pegasus-fields.md ("Profile keys") is the table for users;
 tests/planner/test_profile_keys.py holds the key lists read from Pegasus' source and fails on a key this table
 does not rule on.
 """
@@ -14,12 +17,14 @@ does not rule on.
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass
 from typing import Iterable
 
 from pilot.errors import ConfigError
+from pilot.planner import replaced
 
-HONOURED, REFUSED, NO_EFFECT = "honoured", "refused", "no effect"
+HONOURED, REPLACED, REFUSED, NO_EFFECT = "honoured", "replaced", "refused", "no effect"
 NAMESPACES = ("pegasus", "condor", "globus", "dagman", "env", "hints", "selector")
 
 
@@ -29,10 +34,18 @@ class Key:
     why: str  # honoured: where it acts; refused: why and the fix; no effect: why, with the Pegasus source
     values: tuple[str, ...] = ()  # honoured for these values only (lower case); any other is refused with `why`
     jobs_only: bool = False  # honoured on jobs only; on any other entry refused with `why`
+    replaced: tuple[str, ...] = ()  # values (lower case) accepted as pilot does their work its own way: `instead`
+    instead: str = ""  # what pilot does instead of a replaced value
 
 
-def _h(why: str, values: tuple[str, ...] = (), jobs_only: bool = False) -> Key:
-    return Key(HONOURED, why, values, jobs_only)
+def _h(why: str, values: tuple[str, ...] = (), jobs_only: bool = False, replaced: tuple[str, ...] = (),
+       instead: str = "") -> Key:
+    return Key(HONOURED, why, values, jobs_only, replaced, instead)
+
+
+def _p(instead: str) -> Key:
+    """A key pilot accepts, reaching its result its own way (``instead``), said once per plan (planner.replaced)."""
+    return Key(REPLACED, instead)
 
 
 def _r(why: str) -> Key:
@@ -44,12 +57,23 @@ def _n(why: str) -> Key:
 
 
 _CONDOR = "pilot submits through the site's batch system, not HTCondor: drop it"
+_BATCH = "pilot submits to the site's batch system (its site config), not through HTCondor: ignored"
 _GRAM = "pilot submits no Globus GRAM jobs: drop it"
-_DAGMAN = "pilot's driver is not DAGMan and has no such setting: drop it"
+_DAGMAN = "pilot submit drives the workflow itself, not DAGMan, and has no such setting: ignored"
+_MAXQUEUED = ("pilot submit keeps at most the site config's max_queued batch jobs queued or running at a site "
+              "(and dagman.<category>.maxjobs data jobs): set max_queued there")
+_KICKSTART = "pilot's workers launch each task and write its kickstart record themselves: ignored"
+_SHAREDFS = ("planned as sharedfs: each job's declared inputs are staged into the workflow's directory on the "
+             "site's shared scratch, where it runs, and its outputs staged from there to the output site")
+_STYLE = ("pilot submits the site's jobs to its batch system (the site config's scheduler), as Pegasus' glite "
+          "style does, instead of through HTCondor, a CE or glideins")
+_THREADS = ("pegasus-transfer's {option} in the data jobs: the execution site's entry, else the workflow's "
+            "profiles, else the property pegasus.{key} (planner.staging)")
+_CREDENTIAL = ("on a site's entry: the data jobs' {var}_<site> variable, which pegasus-transfer reads for that "
+               "site's URLs (planner.staging)")
 _LITE = "NO_EFFECT: PegasusLite only (PegasusLite.java), which a sharedfs plan does not use"
 _CRED = ("pegasus-transfer reads credentials from ~/.pegasus/credentials.conf (or the file PEGASUS_CREDENTIALS "
          "names in pilot's environment): put them there and drop the key")
-_TRANSFER = "pilot's data jobs read it from the properties: set pegasus.{key} there and drop the profile"
 _EXPR = "pilot evaluates no HTCondor expressions: give the value itself under {base}"
 _WHERE = "picks the site of a job: set it on the job, or plan with --site"
 
@@ -59,8 +83,8 @@ PEGASUS: dict[str, Key] = {
     "clusters.maxruntime": _h("runtime clustering: the most seconds of work per cluster"),
     "job.aggregator": _h("pilot runs every cluster as pegasus-mpi-cluster does (mpiexec); seqexec or another "
                          "aggregator is not available: set mpiexec or drop the key", values=("mpiexec",)),
-    "job.aggregator.arguments": _r("pilot's options come from its site config and pilot submit, not from "
-                                   "pegasus-mpi-cluster's command line: drop it"),
+    "job.aggregator.arguments": _p("pilot's options come from its site config and pilot submit, not from "
+                                   "pegasus-mpi-cluster's command line: ignored"),
     "label": _h("label clustering (and the key pegasus.clusterer.label.key names)"),
     "runtime": _h("runtime clustering and the makespan estimate (seconds)"),
     "job.runtime": _h("the old name of runtime, read as runtime"),
@@ -81,23 +105,24 @@ PEGASUS: dict[str, Key] = {
     "project": _h("the batch job's account"),
     "glite.arguments": _h("an extra directive line of the batch script"),
     "container.arguments": _h("the container runtime's options (planner.containers)"),
-    "container.launcher": _r("pilot runs the container runtime itself: drop it"),
-    "container.launcher.arguments": _r("pilot runs the container runtime itself: drop it"),
-    "data.configuration": _h("sharedfs is what pilot plans; condorio and nonsharedfs are refused (datalayout)"),
+    "container.launcher": _p("pilot runs the container runtime itself: ignored"),
+    "container.launcher.arguments": _p("pilot runs the container runtime itself: ignored"),
+    "data.configuration": _h("sharedfs is what pilot plans (datalayout); a value that is no data configuration "
+                             "is refused: use sharedfs",
+                             values=("sharedfs",), replaced=("condorio", "nonsharedfs"), instead=_SHAREDFS),
     "enable_for_data_reuse": _h("partial data reuse (planner.reduce)"),
-    "style": _h("pilot reaches the site's batch system as Pegasus' glite (and ssh) style does; it cannot submit "
-                "to an HTCondor pool, a CE or glideins: set style glite or drop it", values=("glite", "ssh")),
+    "style": _h("pilot reaches the site's batch system as Pegasus' glite (and ssh) style does; a value that is "
+                "no style of Pegasus' is refused: use glite (or condor, glidein, condorc, creamce, planned as glite)",
+                values=("glite", "ssh"), replaced=("condor", "condorc", "glidein", "glideinwms", "creamce"),
+                instead=_STYLE),
     "auxillary.local": _h("it says the site's file system is visible where auxiliary jobs run; pilot runs on the "
                           "site, so its data jobs always see it", values=("true", "false")),
     "change.dir": _n("NO_EFFECT: Pegasus' PMC code generator sets change.dir=true on every job (PMC.java); "
                      "tasks run in the workflow's directory"),
     "change_dir": _n("NO_EFFECT: the old name of change.dir, which the PMC code generator sets (PMC.java)"),
-    "create.dir": _r("pilot's create-dir job makes the workflow's directory, where every task runs: drop it"),
-    "gridstart": _r("pilot's workers launch each task and write its kickstart record themselves: drop it"),
-    "gridstart.path": _r("pilot's workers launch each task themselves: drop it"),
-    "gridstart.arguments": _r("pilot's workers launch each task themselves: drop it"),
-    "gridstart.launcher": _r("pilot's workers launch each task themselves: drop it"),
-    "gridstart.launcher.arguments": _r("pilot's workers launch each task themselves: drop it"),
+    "create.dir": _p("pilot's create-dir job makes the workflow's directory, where every task runs: ignored"),
+    "gridstart": _p(_KICKSTART), "gridstart.path": _p(_KICKSTART), "gridstart.arguments": _p(_KICKSTART),
+    "gridstart.launcher": _p(_KICKSTART), "gridstart.launcher.arguments": _p(_KICKSTART),
     "exitcode.failuremsg": _r("pilot decides a task's success by its exit status alone: make the program exit "
                               "non-zero, and drop the key"),
     "exitcode.successmsg": _r("pilot decides a task's success by its exit status alone: drop it"),
@@ -112,27 +137,42 @@ PEGASUS: dict[str, Key] = {
     "stageout.local.clusters": _n("NO_EFFECT as a profile: properties only (BalancedCluster.java)"),
     "stageout.remote.clusters": _n("NO_EFFECT as a profile: properties only (BalancedCluster.java)"),
     "bundle.stagein": _n("NO_EFFECT as a profile: the old name of stagein.clusters (BalancedCluster.java)"),
-    "chain.stagein": _r("pilot makes no chains of stage-in jobs: drop it"),
-    "transfer.arguments": _r(_TRANSFER.format(key="transfer.arguments")),
-    "transfer.threads": _r(_TRANSFER.format(key="transfer.threads")),
+    "chain.stagein": _p("pilot counts its stage-in jobs with pegasus.stagein.clusters, not chains: ignored"),
+    "transfer.arguments": _h(_THREADS.format(option="options", key="transfer.arguments")),
+    "transfer.threads": _h(_THREADS.format(option="--threads", key="transfer.threads")),
     "transfer.lite.arguments": _n(_LITE),
     "transfer.lite.threads": _n(_LITE),
     "pegasus_lite_env_source": _n(_LITE),
     "wntmp": _n(_LITE),
-    "transfer.proxy": _r("pilot submits no grid jobs that need a proxy sent along: drop it"),
+    "transfer.proxy": _p("pilot submits no grid jobs that need a proxy sent along: ignored"),
     "nosymlink": _r("pilot symlinks inputs only when pegasus.transfer.links is true: set that property, and drop "
                     "the key"),
     "workdir": _r("every job runs in the workflow's directory on the site's sharedScratch: set the directory "
                   "there and drop the key"),
-    "relative.submit.dir": _r("pilot names the submit directory with --dir/--relative-dir options: drop it"),
+    "relative.submit.dir": _p("pilot names the submit directory with pilot plan --dir: ignored"),
     "group": _r("pilot clusters by label: use the label profile"),
     "collapser": _r("Pegasus has no replacement for this old key either: use job.aggregator"),
     "type": _r("a sub-workflow is a job of type pegasusWorkflow in the workflow: drop it"),
     "tag": _r("pilot keeps no job tags: record it as the job's metadata"),
-    "boto_config": _r(_CRED), "google_pkcs12": _r(_CRED), "irods_environment_file": _r(_CRED),
-    "pegasus_credentials": _r(_CRED), "s3cfg": _r(_CRED), "ssh_private_key": _r(_CRED),
-    "x509_user_proxy": _r(_CRED),
+    **{key: _h(_CREDENTIAL.format(var=key.upper())) for key in (
+        "boto_config", "google_pkcs12", "irods_environment_file", "pegasus_credentials", "ssh_private_key",
+        "x509_user_proxy")},
+    "s3cfg": _r(_CRED),
 }
+# Keys that act on the data jobs only: on a compute job they act on nothing, as in Pegasus (said once).
+DATA_JOB_KEYS = {
+    **{key: (f"no effect on a compute job: the data jobs' pegasus-transfer takes it from the transformation "
+             f"pegasus::transfer, the execution site's entry, the workflow's profiles or pegasus.{key}")
+       for key in ("transfer.threads", "transfer.arguments")},
+    **{key: ("no effect on a compute job: the data jobs get a credential from a site's entry, for that site's "
+             "URLs") for key in ("boto_config", "google_pkcs12", "irods_environment_file", "pegasus_credentials",
+                                 "ssh_private_key", "x509_user_proxy")},
+}
+# The credential keys, and the variable pegasus-transfer reads (NAME_<site label>, NAME; Pegasus' credential
+# handlers set the same for transfer jobs: common/credential/impl/*.java).
+CREDENTIALS = {"boto_config": "BOTO_CONFIG", "google_pkcs12": "GOOGLE_PKCS12",
+               "irods_environment_file": "IRODS_ENVIRONMENT_FILE", "pegasus_credentials": "PEGASUS_CREDENTIALS",
+               "ssh_private_key": "SSH_PRIVATE_KEY", "x509_user_proxy": "X509_USER_PROXY"}
 # Names pilot reads besides Pegasus' (Pegasus.api keyword spellings and old pilot names), stored as the key.
 ALIASES = {
     "clusters_size": "clusters.size", "clusters_num": "clusters.num", "clusters_maxruntime": "clusters.maxruntime",
@@ -150,21 +190,29 @@ CONDOR: dict[str, Key] = {
     "request_cpus": _n(_GLITE_NO), "request_gpus": _n(_GLITE_NO), "require_gpus": _n(_GLITE_NO),
     "request_disk": _n(_GLITE_NO),
     "universe": _n("NO_EFFECT: Pegasus' glite style gives every job universe grid (GLite.java apply)"),
-    "priority": _r("pilot has no HTCondor queue priority: order tasks in a cluster with pegasus::pmc_priority"),
+    "priority": _p("pilot has no HTCondor queue priority: ignored (order tasks in a cluster with "
+                   "pegasus::pmc_priority)"),
     "queue": _r("the batch queue is the pegasus (or globus) profile queue: write it there"),
     "arguments": _r("a job's arguments are its arguments in the workflow: write them there"),
     "environment": _r("a job's environment is its env profiles: write them there"),
     "executable": _r("a job's executable is its transformation's pfn: write it there"),
     "remote_initialdir": _r("every job runs in the workflow's directory on the site's sharedScratch: drop it"),
 }
-for _key in ("accounting_group", "concurrency_limits", "container_image", "copy_to_spool", "cream_attributes",
-             "condor_collector", "encrypt_execute_directory", "encrypt_input_files", "encrypt_op_files",
-             "filesystemdomain", "getenv", "globusrsl", "globusscheduler", "grid_resource", "grid_type",
-             "jobmanager_type", "log", "noop_job", "noop_job_exit_code", "noop_job_exit_signal", "notification",
-             "periodic_hold", "periodic_release", "periodic_remove", "preserve_relative_paths", "rank",
-             "remote_universe", "requirements", "should_transfer_files", "stream_error", "stream_output",
-             "transfer_error", "transfer_executable", "transfer_input_files", "transfer_output",
-             "transfer_output_remaps", "use_x509userproxy", "when_to_transfer_output", "x509userproxy"):
+# HTCondor's knobs for its own scheduling and file transfer: the site's batch system schedules, and the files a
+# job declares are where it runs (sharedfs), so these are replaced.
+for _key in ("accounting_group", "concurrency_limits", "copy_to_spool", "cream_attributes", "condor_collector",
+             "encrypt_execute_directory", "encrypt_input_files", "encrypt_op_files", "filesystemdomain", "getenv",
+             "globusrsl", "globusscheduler", "grid_resource", "grid_type", "jobmanager_type", "log", "notification",
+             "periodic_hold", "periodic_release", "periodic_remove", "rank", "remote_universe", "requirements",
+             "should_transfer_files", "stream_error", "stream_output", "transfer_error", "transfer_executable",
+             "transfer_output", "use_x509userproxy", "when_to_transfer_output", "x509userproxy"):
+    CONDOR.setdefault(_key, _p(_BATCH))
+# What HTCondor would have done to the job itself: without it the job would run differently or lack files.
+CONDOR["container_image"] = _p("pilot runs the job on the site's nodes, not in the image HTCondor (or an OSG "
+                                "glidein) starts it in: where the job needs that image, name it as the "
+                                "transformation's container in the transformation catalog")
+for _key in ("noop_job", "noop_job_exit_code", "noop_job_exit_signal", "preserve_relative_paths",
+             "transfer_input_files", "transfer_output_remaps"):
     CONDOR.setdefault(_key, _r(_CONDOR))
 
 GLOBUS: dict[str, Key] = {
@@ -190,15 +238,19 @@ DAGMAN: dict[str, Key] = {
     "RETRY": _h("the job's tries: the largest of a cluster's jobs (pilot submit)"),
     "PRE": _r("pilot runs no PRE scripts: make the step a job of the workflow"),
     "PRE.ARGUMENTS": _r("pilot runs no PRE scripts: drop it"),
-    "POST": _r("pilot checks a job's tasks itself, as pegasus-exitcode: drop it"),
-    "POST.ARGUMENTS": _r("pilot runs no POST scripts: drop it"),
-    "POST.SCOPE": _r("pilot runs no POST scripts: drop it"),
-    "POST.PATH.*": _r("pilot runs no POST scripts: drop it"),
-    "PRIORITY": _r("pilot submits every ready cluster at once: order tasks in a cluster with pegasus::pmc_priority"),
-    "CATEGORY": _r("pilot throttles its data jobs' categories only: drop it"),
+    "POST": _p("pilot checks a job's exit status itself, as pegasus-exitcode does in Pegasus' POST script: "
+               "ignored"),
+    "POST.ARGUMENTS": _p("pilot checks a job's exit status itself: no POST script runs"),
+    "POST.SCOPE": _p("pilot checks a job's exit status itself: no POST script runs"),
+    "POST.PATH.*": _p("pilot checks a job's exit status itself: no POST script runs"),
+    "PRIORITY": _p("pilot submits every ready cluster at once: ignored (order tasks in a cluster with "
+                   "pegasus::pmc_priority)"),
+    "CATEGORY": _p("pilot throttles its data jobs' categories only: ignored"),
+    "NOOP*": _r("pilot runs every job of the workflow; a job DAGMan would skip would run: drop the job instead"),
+    "MAX*": _p(_MAXQUEUED),
 }
-for _key in ("ABORT-DAG-ON", "DIR", "JOB", "MAX*", "NOOP*", "OUTPUT", "SUBDAG EXTERNAL", "VARS"):
-    DAGMAN[_key] = _r(_DAGMAN)
+for _key in ("ABORT-DAG-ON", "DIR", "JOB", "OUTPUT", "SUBDAG EXTERNAL", "VARS"):
+    DAGMAN[_key] = _p(_DAGMAN)
 # dagman.<category>.maxjobs (pegasus.properties): the categories pilot throttles (pilot.planner.model).
 DAGMAN_CATEGORIES = ("stagein", "stageout", "cleanup", "registration")
 
@@ -223,9 +275,10 @@ PROPERTIES: dict[str, Key] = {
 _EXPRESSIONS = ("glite.arguments", "runtime", "cores", "gpus", "memory", "diskspace", "queue", "project")
 
 
+@functools.lru_cache(maxsize=4096)
 def lookup(ns: str, key: str, where: str = "job") -> tuple[str, Key | None]:
     """(the stored name, its entry) of ``key`` in namespace ``ns`` written on ``where`` (job, entry or
-    properties); None: Pegasus does not know the key."""
+    properties); None: Pegasus does not know the key. Remembered: a million jobs repeat a few keys."""
     if ns == "dagman":
         return _dagman(key.upper(), where)
     name = key.lower()
@@ -237,8 +290,10 @@ def lookup(ns: str, key: str, where: str = "job") -> tuple[str, Key | None]:
             return name, SELECTOR["execution.site"]
         if where == "properties" and name in PROPERTIES:
             return name, PROPERTIES[name]
-    if ns == "condor" and name.startswith("+"):
-        return name, _r(_CONDOR)  # a ClassAd attribute for HTCondor
+    if ns == "condor" and name.startswith("+"):  # a ClassAd attribute for HTCondor's matchmaking or accounting
+        if any(word in name for word in ("singularity", "docker", "container", "apptainer")):
+            return name, CONDOR["container_image"]
+        return name, _p(_BATCH)
     if ns == "hints" and name == "executionpool":
         name = "execution.site"
     return name, TABLE[ns].get(name)
@@ -247,6 +302,8 @@ def lookup(ns: str, key: str, where: str = "job") -> tuple[str, Key | None]:
 def _dagman(name: str, where: str) -> tuple[str, Key | None]:
     if name.startswith("POST.PATH."):
         return name, DAGMAN["POST.PATH.*"]
+    if name in ("MAXPRE", "MAXPOST"):
+        return name, _p("pilot runs no PRE or POST scripts to throttle: ignored")
     for prefix in ("MAX", "NOOP"):
         if name.startswith(prefix):
             return name, DAGMAN[prefix + "*"]
@@ -256,7 +313,8 @@ def _dagman(name: str, where: str) -> tuple[str, Key | None]:
             return name, _n("NO_EFFECT on a job: Pegasus ignores category keys there (Dagman.java checkKeyInNS)")
         if rest == "MAXJOBS" and category.lower() in DAGMAN_CATEGORIES:
             return name, _h("the most data jobs of the category active at once (pilot submit)")
-        return name, _r(f"pilot throttles the categories {', '.join(DAGMAN_CATEGORIES)} only: drop it")
+        return name, _p(f"pilot throttles the categories {', '.join(DAGMAN_CATEGORIES)} only; other jobs run as "
+                        "the site config's max_queued allows")
     return name, DAGMAN.get(name)
 
 
@@ -276,9 +334,29 @@ def problem(ns: str, key: str, value: str, where: str = "job", label_key: str = 
         return name, f"{ns}::{key}: {entry.why}"
     if entry.jobs_only and where != "job":
         return name, f"{ns}::{key} {_WHERE}"
-    if entry.values and value.strip().lower() not in entry.values:
+    if entry.values and value.strip().lower() not in entry.values + entry.replaced:
         return name, f"{ns}::{key} = {value[:40]!r}: {entry.why}"
     return name, None
+
+
+def replacement(ns: str, key: str, value: str, where: str = "job") -> str | None:
+    """What pilot does instead of ``ns::key = value``, a key ``problem`` accepts, where pilot reaches its result
+    its own way (REPLACED, or a replaced value) or Pegasus itself gives it no effect (NO_EFFECT): the text of
+    its warning (planner.replaced); None: pilot honours it."""
+    if ns == "env" or key.startswith("x-"):
+        return None
+    name, entry = lookup(ns, key, where)
+    if entry is None:
+        return None
+    if where == "job" and ns == "pegasus" and name in DATA_JOB_KEYS:
+        return DATA_JOB_KEYS[name]
+    if entry.verdict == REPLACED:
+        return entry.why
+    if entry.verdict == NO_EFFECT:
+        return entry.why.replace("NO_EFFECT", "no effect", 1)
+    if entry.replaced and value.strip().lower() in entry.replaced:
+        return entry.instead
+    return None
 
 
 def namespace_problem(ns: str) -> str | None:
@@ -323,10 +401,16 @@ UNKNOWN = "x-pilot-unknown"
 DEFERRED = "x-pilot-refused"
 
 
+# The replaced keys of a site's entry, "namespace::key" -> its warning line: said only when a job runs there.
+DEFERRED_NOTES = "x-pilot-replaced"
+
+
 def check_deferred(profiles: dict[str, dict[str, str]] | None) -> None:
-    """Raise the first refusal a site entry's profiles carry (the entry is in use)."""
+    """Raise the first refusal a site entry's profiles carry (the entry is in use), else say its replaced keys."""
     for line in (profiles or {}).get(DEFERRED, {}).values():
         raise ConfigError(line)
+    for key, line in (profiles or {}).get(DEFERRED_NOTES, {}).items():
+        replaced.note_line(key, line)
 
 
 def check_unknown(profiles: Iterable[dict[str, dict[str, str]]], label_key: str) -> None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 from typing import Callable, Iterator
 
-from pilot.dag.parser import MAX_RUNTIME
+from pilot.dag.parser import ENV_NAME, MAX_RUNTIME
+from pilot.errors import ConfigError
 from pilot.planner import profilekeys
 from pilot.planner.model import Catalogs, Job
 
@@ -87,6 +88,7 @@ CHECKS: dict[str, Callable[[str], str | None]] = {
     "memory": _amount("MB"),
     "cores": _amount("CPUs", positive=True),
     "gpus": _whole(0),
+    "transfer.threads": _whole(1),
 }
 
 
@@ -119,6 +121,8 @@ class ProfileResolver:
         self._shared: dict[tuple, dict[str, str]] = {}  # (transformation, site) -> pegasus() of a job with none
         self._envs: dict[tuple, tuple[tuple[str, str], ...] | None] = {}
         self._tx_env: dict[tuple, tuple[tuple[str, str], ...] | None] = {}  # (transformation, site) -> its env
+        self.data_env = credentials_env(catalogs)
+
 
     def _catalog_layers(self, job: Job, site: str, ns: str = "pegasus") -> dict[str, str]:
         key = (job.tx_key, site, ns)
@@ -195,6 +199,25 @@ class ProfileResolver:
         if shared:
             self._tx_env[(job.tx_key, site)] = value
         return value
+
+
+def credentials_env(catalogs: Catalogs) -> tuple[tuple[str, str], ...] | None:
+    """The data jobs' variables: a site's credential (``pegasus::ssh_private_key``, ..., or the variable itself
+    among its env profiles) as ``NAME_<site>``, which pegasus-transfer reads for that site's URLs (its
+    site_label, '-' as '_'), as Pegasus' credential handlers set it for transfer jobs. None: no site has one."""
+    out: dict[str, str] = {}
+    for handle, site in catalogs.sites.items():
+        for key, var in profilekeys.CREDENTIALS.items():
+            value = site.profiles.get("pegasus", {}).get(key) or site.profiles.get("env", {}).get(var)
+            if value:
+                name = f"{var}_{handle.replace('-', '_')}"
+                if not ENV_NAME.match(name):
+                    raise ConfigError(f"site {handle}: its {var} would reach pegasus-transfer as {name!r}, which is "
+                                      "no environment variable name: name the site with letters, digits, '_' and '-'")
+                if any(c in value for c in "\n\r\0"):
+                    raise ConfigError(f"site {handle}: its {key} holds a newline or NUL: give the file's path")
+                out[name] = value
+    return tuple(sorted(out.items())) or None
 
 
 # The pegasus keys pilot reads, which the properties may carry as pegasus.<key> (Pegasus assimilates them all).

@@ -10,7 +10,8 @@ import re
 
 from pilot.dag.parser import ENV_NAME
 from pilot.errors import ConfigError
-from pilot.planner import profilekeys
+from pilot.planner import profilekeys, replaced
+from pilot.planner.expand import expand
 from pilot.planner.profiles import canonical, check_value
 from pilot.util.safeopen import open_regular_fd
 
@@ -41,10 +42,11 @@ def read_properties(path: str) -> dict[str, str]:
         m = re.match(r"([^\s=:]+)\s*[=:\s]\s*(.*)$", line)
         if not m:
             raise ConfigError(f"{path}:{lineno}: expected 'key = value'")
-        key, value = m.group(1), m.group(2).strip()
+        key, value = m.group(1), expand(m.group(2).strip(), f"{path}:{lineno}")
         why = _property_problem(key, value)
         if why:
             raise ConfigError(f"{path}:{lineno}: {key} = {value!r} {why}")
+        _note_replaced(key, value, f"{path}:{lineno}")
         props[key] = value
     return props
 
@@ -55,9 +57,9 @@ def _property_problem(key: str, value: str) -> str | None:
             return "is not a preference: use Runtime, or leave it out to cluster by clusters.size and clusters.num"
         return None
     if key == "pegasus.data.configuration":
-        from pilot.planner.datalayout import SHAREDFS, unsupported_configuration
+        from pilot.planner.datalayout import unsupported_configuration
 
-        return None if value.lower() in ("", SHAREDFS) else unsupported_configuration(value)
+        return unsupported_configuration(value)
     if key == "pegasus.clusterer.label.key":
         return None if value else "is empty: name the profile key that holds the label, e.g. label"
     ns, _, name = key.partition(".")
@@ -70,6 +72,18 @@ def _property_problem(key: str, value: str) -> str | None:
     if key.startswith("env.") and not ENV_NAME.match(key[len("env."):]):
         return "names no environment variable: env.NAME, NAME made of letters, digits and '_', not starting with a digit"
     return None
+
+
+def _note_replaced(key: str, value: str, where: str) -> None:
+    """Say (once per plan) a property that carries a profile pilot replaces (planner.replaced)."""
+    ns, _, name = key.partition(".")
+    if ns not in profilekeys.TABLE or not name:
+        return
+    if ns == "pegasus" and profilekeys.lookup(ns, name, "properties")[1] is None:
+        return
+    instead = profilekeys.replacement(ns, name, value, "properties")
+    if instead is not None:
+        replaced.note(key, where, instead)
 
 
 def _profile_problem(ns: str, name: str, value: str) -> str | None:

@@ -21,6 +21,7 @@ import shlex
 
 from pilot.errors import ConfigError
 from pilot.planner import catalogs as catalog_readers, properties, yamlstream
+from pilot.planner.expand import expand
 from pilot.planner.fields import SHA256
 from pilot.planner.model import Catalogs, Replica
 
@@ -71,7 +72,7 @@ def _load_text(path: str, catalogs: Catalogs) -> None:
             raise ConfigError(f"{path}:{lineno}: checksum.type/checksum.value: pilot checks sha256 checksums (64 hex "
                               "digits, as sha256sum prints them), as Pegasus does: give the file's sha256, or leave "
                               "the checksum out")
-        copy = Replica(words[1], attrs.get("site") or attrs.get("pool") or "local", f"{path}:{lineno}", metadata)
+        copy = Replica(expand(words[1], f"{path}:{lineno}"), attrs.get("site") or attrs.get("pool") or "local", f"{path}:{lineno}", metadata)
         if attrs.get("regex", "").lower() == "true":
             try:
                 catalogs.regex_replicas.append((re.compile(words[0]), [copy]))

@@ -46,6 +46,7 @@ from pilot.util import safetext
 INPUT_FILE = "@INPUT_FILE@"  # replaced by emit with the path of the job's input file
 JOBS_PER_TRANSFER = 10  # Pegasus' NUM_COMPUTE_JOBS_PER_TRANSFER_JOB
 REUSED_LEVEL = 1000  # the level Pegasus names stage-outs of jobs removed by data reuse
+LOCAL_SCHEMES = ("file", "symlink")  # a replica's URL that names a path on its site's file system
 DEFAULT_THREADS = "2"  # pegasus::transfer.threads
 # What a data job is expected to take, for the plan's makespan estimate: pegasus-transfer starts its first
 # worker thread 2 s after it starts (its "slow start"), which is most of a local transfer; chmod and
@@ -154,9 +155,26 @@ class DataJobs:
         self.copied_out: list[tuple[Job, list[str]]] = []  # stage-out jobs and the files they copy out of the directory
         self._turns: dict[tuple[str, int], int] = {}  # (in|out, level) -> files dealt to its transfer jobs so far
         self.known_sites = set(catalogs.sites) | {lay.exec_site, "local"}
-        self.transfer = [*lay.transfer, "--threads", self.props.get("pegasus.transfer.threads", DEFAULT_THREADS),
-                         *self.props.get("pegasus.transfer.arguments", "").split()]
+        self.transfer = [*lay.transfer, "--threads", self._transfer_setting("transfer.threads") or DEFAULT_THREADS,
+                         *(self._transfer_setting("transfer.arguments") or "").split()]
         self.side = "local" if lay.exec_site == "local" else "remote"
+
+    def _transfer_setting(self, key: str) -> str | None:
+        """pegasus::``key`` of the data jobs, which run pegasus-transfer on the execution site, in Pegasus' order
+        for a transfer job's profiles: the transformation catalog's pegasus::transfer (its entry for the site,
+        then itself), the site's entry, the workflow's profiles, the property pegasus.``key``."""
+        layers: list[dict[str, dict[str, str]]] = []
+        tx = self.cat.find_transformation(("pegasus", "transfer", None))
+        if tx is not None:
+            entry = tx.sites.get(self.lay.exec_site)
+            layers += [entry.profiles] if entry is not None else []
+            layers.append(tx.profiles)
+        site = self.cat.sites.get(self.lay.exec_site)
+        for profiles in (*layers, site.profiles if site is not None else {}, self.cat.workflow_profiles):
+            value = profiles.get("pegasus", {}).get(key)
+            if value:
+                return value
+        return self.props.get(f"pegasus.{key}")
 
     # -- helpers ------------------------------------------------------------------------------
     def new_job(self, name: str, kind: JobType, tx: str, command: list[str] | None = None) -> Job:
@@ -223,11 +241,16 @@ class DataJobs:
             self.replica_metadata[use.lfn] = attributes
         out = []
         for n, copy in enumerate(ordered):
-            if copy.site not in self.known_sites:
-                raise ConfigError(f"{copy.where}: replica of {use.lfn!r} is on site {copy.site!r}, which no catalog "
-                                  f"knows (sites: {', '.join(sorted(self.known_sites))}): add the site to the site "
-                                  "catalog or correct the replica's site")
             url = replicas.url_of(copy.pfn)
+            if copy.site not in self.known_sites and replicas.scheme(url) in LOCAL_SCHEMES:
+                # A URL names a source pegasus-transfer reads by itself (montage's inputs on ipac over http, an image
+                # on docker_hub), as in Pegasus, where the site is a label; a path is on that site's file system,
+                # which only a site of the catalog says pilot's jobs see.
+                known = ", ".join(sorted(self.known_sites))
+                raise ConfigError(f"{copy.where}: replica {url[:120]!r} of {use.lfn!r} is a path on site "
+                                  f"{copy.site!r}, which no catalog knows (sites: {known}): "
+                                  "add the site to the site catalog, correct the replica's site, or give a URL "
+                                  "pegasus-transfer can read (http://, https://, scp://, s3://, ...)")
             why = safetext.problem_transfer_url(url)
             if why:
                 raise ConfigError(f"{copy.where}: replica {url[:120]!r} of {use.lfn!r} {why}")

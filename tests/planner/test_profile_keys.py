@@ -1,6 +1,7 @@
-"""Every profile key of Pegasus' namespaces is honoured by pilot (with a test of its effect), refused at plan time
-in one line naming namespace::key and the entry, or, where Pegasus itself ignores it in a glite/sharedfs/PMC plan,
-accepted without changing the plan (pilot.planner.profilekeys; docs/pegasus-fields.md, "Profile keys").
+"""Every profile key of Pegasus' namespaces is honoured by pilot (with a test of its effect), replaced (pilot
+reaches its result its own way: accepted, the plan unchanged, one warning line), refused at plan time in one line
+naming namespace::key and the entry, or, where Pegasus itself ignores it in a glite/sharedfs/PMC plan, accepted
+without changing the plan (pilot.planner.profilekeys; docs/pegasus-fields.md, "Profile keys").
 
 The key lists below are read from Pegasus' source (the checkKey method of each namespace class): a key a new
 Pegasus adds fails test_the_table_rules_on_every_key_pegasus_knows until pilot rules on it.
@@ -65,6 +66,7 @@ JAVA = {"pegasus": PEGASUS_JAVA + PEGASUS_API_EXPR, "globus": GLOBUS_JAVA, "cond
 CL = "tests/planner/test_clustering.py"
 DATA = "tests/planner/test_data.py"
 HERE = "tests/planner/test_profile_keys.py"
+REPLACED = "tests/planner/test_replaced_keys.py"
 BATCH = f"{CL}::test_queue_project_glite_arguments_and_request_memory_reach_the_batch_script"
 REQUEST = f"{CL}::test_cores_memory_and_gpus_profiles_become_the_task_request_unless_pmc_keys_say_otherwise"
 ACCEPTED = f"{HERE}::test_keys_pegasus_ignores_here_or_pilot_does_already_leave_the_plan_unchanged"
@@ -89,9 +91,14 @@ HONOURED = {
     ("pegasus", "queue"): BATCH, ("pegasus", "project"): BATCH, ("pegasus", "glite.arguments"): BATCH,
     ("pegasus", "container.arguments"):
         "tests/planner/test_containers.py::test_a_singularity_job_runs_in_apptainer_as_pegasus_wrapper_runs_it_its_image_staged",
-    ("pegasus", "data.configuration"): f"{DATA}::test_data_configurations_that_need_condor_are_refused_in_one_line",
+    ("pegasus", "data.configuration"): f"{REPLACED}::test_condorio_and_nonsharedfs_plan_as_sharedfs_with_one_warning",
     ("pegasus", "enable_for_data_reuse"): f"{HERE}::test_partial_data_reuse_considers_only_jobs_enabled_for_it",
-    ("pegasus", "style"): ACCEPTED, ("pegasus", "auxillary.local"): ACCEPTED,
+    ("pegasus", "style"): f"{REPLACED}::test_an_htcondor_style_on_the_site_is_its_batch_system_said_once",
+    ("pegasus", "auxillary.local"): ACCEPTED,
+    ("pegasus", "transfer.threads"): f"{REPLACED}::test_transfer_threads_profile_sets_the_data_jobs_threads",
+    ("pegasus", "transfer.arguments"): f"{HERE}::test_transfer_arguments_profile_reaches_pegasus_transfer",
+    **{("pegasus", key): f"{REPLACED}::test_a_sites_ssh_key_reaches_the_data_jobs_as_pegasus_transfer_reads_it"
+       for key in profilekeys.CREDENTIALS},
     ("condor", "request_memory"): BATCH, ("condor", "batch_queue"): QUEUES,
     ("globus", "queue"): QUEUES, ("globus", "project"): QUEUES, ("globus", "maxwalltime"): GLOBUS,
     ("globus", "count"): GLOBUS, ("globus", "totalmemory"): GLOBUS, ("globus", "hostcount"): ACCEPTED,
@@ -124,7 +131,7 @@ def test_the_table_rules_on_every_key_pegasus_knows(ns):
 def test_every_honoured_key_names_a_test_of_its_effect_and_the_docs_list_every_key():
     docs = (ROOT / "docs" / "pegasus-fields.md").read_text()
     for ns, key, entry in entries():
-        assert entry.verdict in (profilekeys.HONOURED, profilekeys.REFUSED, profilekeys.NO_EFFECT)
+        assert entry.verdict in (profilekeys.HONOURED, profilekeys.REPLACED, profilekeys.REFUSED, profilekeys.NO_EFFECT)
         if entry.verdict == profilekeys.NO_EFFECT:
             assert "NO_EFFECT" in entry.why and ".java" in entry.why, f"{ns}::{key} names no Pegasus source"
         if entry.verdict == profilekeys.HONOURED:
@@ -167,7 +174,8 @@ def test_a_refused_key_fails_pilot_plan_in_one_line_naming_it_and_the_job(tmp_pa
 
 
 @pytest.mark.parametrize("ns, key, value, message", [
-    ("pegasus", "style", "condor", r"pegasus::style = 'condor': .*set style glite"),
+    ("pegasus", "style", "condorr", r"pegasus::style = 'condorr': .*no style of Pegasus'"),
+    ("pegasus", "data.configuration", "shared", r"pegasus::data.configuration = 'shared': .*use sharedfs"),
     ("pegasus", "nodes", "4", r"a task runs on one node"),
     ("pegasus", "job.aggregator", "seqexec", r"set mpiexec or drop the key"),
     ("pegasus", "clusters.szie", "2", r"pegasus::clusters.szie is not a key of Pegasus' pegasus namespace: did you "
@@ -193,10 +201,9 @@ def test_a_job_selector_on_a_transformation_and_an_unknown_namespace_are_refused
 
 
 @pytest.mark.parametrize("prop, message", [
-    ("dagman.maxjobs", r":\d+: dagman.maxjobs = '1' is refused: dagman::maxjobs: pilot's driver is not DAGMan"),
-    ("pegasus.gridstart", r":\d+: pegasus.gridstart = '1' is refused: pegasus::gridstart: pilot's workers launch"),
-    ("dagman.compute.maxjobs", r"pilot throttles the categories stagein, stageout, cleanup, registration only"),
-    ("condor.periodic_remove", r"condor::periodic_remove: pilot submits through the site's batch system"),
+    ("dagman.pre", r":\d+: dagman.pre = '1' is refused: dagman::pre: pilot runs no PRE scripts"),
+    ("pegasus.exitcode.successmsg", r":\d+: pegasus.exitcode.successmsg = '1' is refused: .*exit status alone"),
+    ("condor.transfer_input_files", r"condor::transfer_input_files: pilot submits through the site's batch system"),
 ])
 def test_properties_that_carry_refused_profiles_are_refused_naming_the_line(tmp_path, prop, message):
     with pytest.raises(ConfigError, match=message):
@@ -216,7 +223,8 @@ def planned(tmp_path: Path, name: str, paths: dict, **kw) -> list[str]:
     return [t.replace(str(tmp_path / name), "DIR").replace(f"/{name}", "/NAME") for t in texts]
 
 
-ACCEPT = [(ns, concrete(key), "1") for ns, key, e in entries() if e.verdict == profilekeys.NO_EFFECT]
+ACCEPT = [(ns, concrete(key), "1") for ns, key, e in entries()
+          if e.verdict in (profilekeys.NO_EFFECT, profilekeys.REPLACED) and ns != "properties"]
 ACCEPT += [("pegasus", "style", "glite"), ("pegasus", "style", "ssh"), ("pegasus", "auxillary.local", "true"),
            ("pegasus", "nodes", "1"), ("globus", "hostcount", "1"), ("pegasus", "job.aggregator", "mpiexec"),
            ("dagman", "stagein.maxjobs", "3")]
@@ -224,13 +232,20 @@ ACCEPT += [("pegasus", "style", "glite"), ("pegasus", "style", "ssh"), ("pegasus
 
 @pytest.mark.parametrize("ns, key, value", ACCEPT)
 def test_keys_pegasus_ignores_here_or_pilot_does_already_leave_the_plan_unchanged(tmp_path, ns, key, value):
-    """NO_EFFECT keys (the Pegasus source that ignores them is named in the table), and the values of honoured keys
-    that ask for what pilot does anyway: style glite or ssh (the site's batch system), auxillary.local (pilot runs
-    on the site), one node, the mpiexec aggregator."""
+    """NO_EFFECT keys (the Pegasus source that ignores them is named in the table), REPLACED keys (pilot reaches
+    their result its own way), and the values of honoured keys that ask for what pilot does anyway: style glite
+    or ssh (the site's batch system), auxillary.local (pilot runs on the site), one node, the mpiexec aggregator.
+    The first two give the plan one warning line naming the key; the last none."""
     plain = planned(tmp_path, "plain", one_job(tmp_path / "a", "", "", ""), site="container",
                     sets={"pegasus_site": "local"})
     assert planned(tmp_path, "keyed", one_job(tmp_path / "b", ns, key, value), site="container",
                    sets={"pegasus_site": "local"}) == plain
+    said = plan_of(tmp_path, one_job(tmp_path / "c", ns, key, value), "said").warnings
+    entry = profilekeys.lookup(ns, key)[1]
+    if entry is not None and entry.verdict in (profilekeys.NO_EFFECT, profilekeys.REPLACED):
+        assert len(said) == 1 and said[0].startswith(f"warning: {ns}::{key} (") and "jobs[0].profiles" in said[0], said
+    else:
+        assert said == []
 
 
 def test_globus_and_walltime_keys_stand_for_the_pegasus_keys_as_pegasus_maps_them(tmp_path):
@@ -298,6 +313,18 @@ def test_transfer_properties_reach_pegasus_transfer(tmp_path):
     assert "--threads 3" in words and "--debug" in words
 
 
+def test_transfer_arguments_profile_reaches_pegasus_transfer(tmp_path):
+    """On the execution site's entry it comes before the property, as pegasus::transfer.threads does."""
+    paths = data_workflow(tmp_path, transfer_args="--debug")
+    doc = yaml.safe_load(Path(paths["workflow"]).read_text())
+    doc["siteCatalog"]["sites"][0]["profiles"] = {"pegasus": {"transfer.arguments": "--symlink"}}
+    Path(paths["workflow"]).write_text(yaml.safe_dump(doc))
+    result = plan(PlanRequest(workflow=paths["workflow"], site=load_site("local"), cluster=["none"],
+                              submit_dir=str(tmp_path / "s"), conf=paths.get("conf")))
+    job = next(e.cluster.jobs[0] for e in result.emitted if e.cluster.jobs[0].id.startswith("stage_in_"))
+    assert "--symlink" in job.command and "--debug" not in job.command
+
+
 def test_partial_data_reuse_considers_only_jobs_enabled_for_it(tmp_path):
     paths = data_workflow(tmp_path, props={"pegasus.data.reuse.scope": "partial"})
     doc = yaml.safe_load(Path(paths["workflow"]).read_text())
@@ -317,9 +344,11 @@ def test_a_custom_label_key_is_the_one_unknown_pegasus_key_accepted(tmp_path):
 
 
 def test_a_site_entry_with_refused_keys_plans_until_a_job_runs_there(tmp_path):
-    """A catalog that also describes sites the plan does not use (a tutorial's condorpool with style condor, an
-    HTCondor requirement) plans as with Pegasus; planned for that site, its keys are refused in one line."""
-    condorpool = api.Site("condorpool").add_pegasus_profile(style="condor").add_condor_profile(requirements="OpSys")
+    """A catalog that also describes sites the plan does not use (a condorpool whose jobs need HTCondor's file
+    transfer, and whose style is condor) plans as with Pegasus, without a word about that site; planned for
+    that site, its refused keys are refused in one line."""
+    condorpool = api.Site("condorpool").add_pegasus_profile(style="condor")
+    condorpool.add_profiles(api.Namespace.CONDOR, key="transfer_input_files", value="x")
     sc = api.SiteCatalog().add_sites(condorpool, api.Site("local").add_directories(
         api.Directory(api.Directory.SHARED_SCRATCH, str(tmp_path / "scratch"))
         .add_file_servers(api.FileServer(f"file://{tmp_path / 'scratch'}", api.Operation.ALL))))
@@ -328,8 +357,8 @@ def test_a_site_entry_with_refused_keys_plans_until_a_job_runs_there(tmp_path):
     tc = api.TransformationCatalog().add_transformations(tx)
     wf = api.Workflow("sites").add_jobs(api.Job("true", _id="j"))
     wf.add_site_catalog(sc).add_transformation_catalog(tc).write(str(tmp_path / "sites.yml"))
-    plan(PlanRequest(workflow=str(tmp_path / "sites.yml"), site=load_site("local"), cluster=["whole"],
-                     submit_dir=str(tmp_path / "local")))
-    with pytest.raises(ConfigError, match=r"siteCatalog.sites\[0\].profiles.(pegasus.style|condor.requirements): "):
+    assert plan(PlanRequest(workflow=str(tmp_path / "sites.yml"), site=load_site("local"), cluster=["whole"],
+                            submit_dir=str(tmp_path / "local"))).warnings == []
+    with pytest.raises(ConfigError, match=r"siteCatalog.sites\[0\].profiles.condor.transfer_input_files: "):
         plan(PlanRequest(workflow=str(tmp_path / "sites.yml"), site=load_site("local", {"pegasus_site": "condorpool"}),
                          cluster=["whole"], submit_dir=str(tmp_path / "condorpool")))
