@@ -23,7 +23,8 @@ happened in it. When a job has finished:
   shell ended, not what it started): not ended; the cluster stays running
   until that run lets go, and is never taken for a vanished job;
 - ``error`` (the pilot could not start: bad DAG, infeasible task, host
-  script) or a result file that cannot be read: the cluster fails.
+  script; or it could not write its files: a full disk) or a result file that
+  cannot be read: the cluster fails.
 
 A job pending for a reason waiting cannot cure (``never_starts`` by its plug-in's
 ``pending_reasons``) is cancelled; its cluster fails, saying the reason and what it
@@ -288,7 +289,8 @@ class Driver:
                 self._fail(c, failed + (f" after {c.retries} {'retry' if c.retries == 1 else 'retries'}" if c.retries else ""))
             return
         if result is not None and result.outcome is RunOutcome.ERROR:
-            self._fail(c, "the pilot could not start (see the batch job's stderr)")
+            self._fail(c, "the pilot could not start, or could not write what it must (a full disk: free space and "
+                          "run pilot submit again, the rescue log keeps what is done); see the batch job's stderr")
             return
         why = {RunOutcome.WALLTIME: "ran out of wall time", RunOutcome.SIGNAL: "was stopped by a signal (time limit, preemption)"}
         what = why[result.outcome] if result is not None else "vanished without a result (node failure or killed)"
