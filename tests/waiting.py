@@ -21,3 +21,12 @@ def wait_for(predicate: Callable[[], T], timeout: float = 60.0, what: str = "the
             seen = f" ({detail()})" if detail is not None else ""
             raise AssertionError(f"{what}: not within {timeout:g} s{seen}")
         time.sleep(every)
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is no zombie (a child that ended but was not reaped counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

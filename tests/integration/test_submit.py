@@ -100,18 +100,25 @@ def processes_of(sub: Path) -> list[str]:
     return found
 
 
-@pytest.mark.mpi
-def test_cancel_after_the_driver_was_killed_ends_the_local_run(tmp_path):
+def driver_killed_while_a_task_runs(tmp_path, seconds: int):
+    """A chain of two ``sleep SECONDS`` tasks in one label cluster, submitted on the local site; the driver SIGKILLed
+    once the first task runs (the run goes on without it). Returns the submit directory."""
     sub = tmp_path / "sub"
-    wf = sleeper_workflow(tmp_path, 2, 300, label_each=False)
+    wf = sleeper_workflow(tmp_path, 2, seconds, label_each=False)
     plan = pilot("plan", wf, "--site", "local", "--set", "pegasus_site=container", "--cluster", "label", "--dir", str(sub))
     assert plan.returncode == 0, plan.stderr
     driver = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", str(sub)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(lambda: any(p.endswith("/bin/sleep 300") for p in processes_of(sub)), 120, "merge_chain's first task running",
-             every=0.2)
+    wait_for(lambda: any(p.endswith(f"/bin/sleep {seconds}") for p in processes_of(sub)), 120,
+             "merge_chain's first task running", every=0.2)
     driver.send_signal(signal.SIGKILL)
     driver.wait()
+    return sub
+
+
+@pytest.mark.mpi
+def test_cancel_after_the_driver_was_killed_ends_the_local_run(tmp_path):
+    sub = driver_killed_while_a_task_runs(tmp_path, 300)
     assert processes_of(sub)  # the run goes on without its driver
     cancel = pilot("cancel", "sub", cwd=tmp_path)  # as a user types it: relative to where they stand
     assert cancel.returncode == 0, cancel.stdout + cancel.stderr
@@ -125,16 +132,7 @@ def test_cancel_after_the_driver_was_killed_ends_the_local_run(tmp_path):
 def test_a_restarted_driver_waits_for_the_run_that_outlived_its_job(tmp_path):
     """The driver and the job's shell are killed, the pilot run goes on: a restart neither calls the job vanished
     nor submits into the locked DAG; it waits for that run and takes its result."""
-    sub = tmp_path / "sub"
-    wf = sleeper_workflow(tmp_path, 2, 4, label_each=False)
-    plan = pilot("plan", wf, "--site", "local", "--set", "pegasus_site=container", "--cluster", "label", "--dir", str(sub))
-    assert plan.returncode == 0, plan.stderr
-    driver = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", str(sub)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(lambda: any(p.endswith("/bin/sleep 4") for p in processes_of(sub)), 120, "merge_chain's first task running",
-             every=0.2)
-    driver.send_signal(signal.SIGKILL)
-    driver.wait()
+    sub = driver_killed_while_a_task_runs(tmp_path, 4)
     job = state(sub)["merge_chain"]["job_ids"][-1]  # the pid of the job's shell, whose child shell runs mpiexec
     shells = [int(job), *map(int, Path(f"/proc/{job}/task/{job}/children").read_text().split())]
     for pid in shells:

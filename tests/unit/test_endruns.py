@@ -13,7 +13,7 @@ from pilot.runtime.lock import DagLock
 from pilot.runtime.reaper import MARK_VAR
 from pilot.runtime.startup import dag_key
 from pilot.submit.endruns import end_runs
-from tests.waiting import wait_for
+from tests.waiting import alive, wait_for
 
 # A stand-in for a pilot run that ignores SIGTERM: it holds the DAG lock as DagLock takes it, and its task, in a
 # process group of its own (out of reach of a signal to the run's group), carries the DAG's mark as a real task does.
@@ -26,14 +26,6 @@ HOLDER = textwrap.dedent("""
     print(task.pid, flush=True)
     time.sleep(300)
 """)
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def start_holder(tmp_path, dag, name: str) -> subprocess.Popen:

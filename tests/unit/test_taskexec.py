@@ -9,7 +9,7 @@ import time
 import pytest
 
 from pilot.runtime import taskexec
-from tests.waiting import wait_for
+from tests.waiting import alive, wait_for
 
 
 @pytest.fixture
@@ -85,14 +85,6 @@ def test_kill_ends_the_whole_group(waker, outs, tmp_path):
     assert r.status == -signal.SIGTERM
     child = int(marker.read_text())
     wait_for(lambda: not alive(child), 5, "the background child to end", every=0.05)
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_sigterm_ignored_task_gets_sigkill(waker, outs, monkeypatch):
