@@ -34,7 +34,8 @@ SITE_ENV = "PILOT_PEGASUS_SITE"
 
 # pegasus-plan options pilot has no use for: what Pegasus does with them is HTCondor's or the Java
 # planner's business (names, JVM options, DAGMan arguments); one warning each, the plan goes on.
-IGNORED = ("basename", "job_prefix", "forward", "force_replan", "relative_submit_dir", "randomdir", "java")
+IGNORED = {"basename": "--basename", "job_prefix": "--job-prefix", "forward": "--forward", "force_replan": "--force-replan",
+           "relative_submit_dir": "--relative-submit-dir", "randomdir": "--randomdir", "java": "-X"}
 # Options that say where data comes from or goes to in ways pilot's plan cannot follow: refused, since
 # planning without them would read or write other files than the user asked for.
 REFUSED = {
@@ -127,8 +128,8 @@ def plan_call(argv: Sequence[str], site_env: str | None = None, cwd: str | None 
     for name, how in REFUSED.items():
         if getattr(ns, name) is not None:
             raise UsageError(f"pegasus-plan: --{name.replace('_', '-')} is not supported by pilot: {how}")
-    warnings = [f"pegasus-plan: --{name.replace('_', '-')} has no effect in pilot; ignored"
-                for name in IGNORED if getattr(ns, name)]
+    warnings = [f"pegasus-plan: {option} has no effect in pilot; ignored" for name, option in IGNORED.items()
+                if getattr(ns, name)]
     properties: dict[str, str] = {}
     for pair in ns.props:
         key, sep, value = pair.partition("=")
