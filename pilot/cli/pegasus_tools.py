@@ -18,11 +18,12 @@ import contextlib
 import getpass
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from pilot import __version__
 from pilot.errors import UsageError
@@ -173,14 +174,28 @@ def merged_properties(conf: str | None, properties: dict[str, str], cwd: str) ->
         with open(source, encoding="utf-8") as fh:
             head = fh.read()
     lines = [f"{key} = {value}" for key, value in properties.items()]
-    return head.rstrip("\n") + ("\n" if head else "") + "# from pegasus-plan's -D options\n" + "\n".join(lines) + "\n"
+    return head.rstrip("\n") + ("\n" if head else "") + DASH_D_MARKER + "\n" + "\n".join(lines) + "\n"
+
+
+def origin(line: int, conf: str | None, text: str, properties: dict[str, str]) -> str:
+    """Where line ``line`` of the merged properties file came from: the --conf file's line, or the -D option."""
+    lines = text.splitlines()
+    marker = lines.index(DASH_D_MARKER) + 1
+    if line <= marker - 1:
+        return f"{conf or 'pegasus.properties'}:{line}"
+    key = list(properties)[line - marker - 1]
+    return f"pegasus-plan -D{key}={properties[key]}"
+
+
+DASH_D_MARKER = "# from pegasus-plan's -D options"
 
 
 @contextlib.contextmanager
-def _with_properties(call: PlanCall) -> Iterator[list[str]]:
-    """pilot's argv, with a merged properties file for the -D values that lives while pilot plans."""
+def _with_properties(call: PlanCall) -> Iterator[tuple[list[str], Callable[[str], str]]]:
+    """pilot's argv, with a merged properties file for the -D values that lives while pilot plans, and what
+    turns that file's name in pilot's messages back into where the line came from (it is gone afterwards)."""
     if not call.properties:
-        yield call.pilot_argv
+        yield call.pilot_argv, lambda text: text
         return
     argv = list(call.pilot_argv)
     conf = None
@@ -196,23 +211,25 @@ def _with_properties(call: PlanCall) -> Iterator[list[str]]:
         path = os.path.join(tmp, "pegasus.properties")
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
-        yield [*argv[:-1], "--conf", path, argv[-1]]
+        named = re.compile(re.escape(path) + r":(\d+)")
+        yield [*argv[:-1], "--conf", path, argv[-1]], \
+            lambda said: named.sub(lambda m: origin(int(m.group(1)), conf, text, call.properties), said)
 
 
 def _pilot(args: Sequence[str], capture: bool = False) -> subprocess.CompletedProcess:
     """``pilot ARGS`` with this interpreter (the shims may run under another Python than pilot's)."""
-    return subprocess.run([sys.executable, "-m", "pilot", *args], text=True,
-                          stdout=subprocess.PIPE if capture else None)
+    pipe = subprocess.PIPE if capture else None
+    return subprocess.run([sys.executable, "-m", "pilot", *args], text=True, stdout=pipe, stderr=pipe)
 
 
 def _plan(argv: Sequence[str]) -> int:
     call = plan_call(argv, os.environ.get(SITE_ENV) or None)
     for line in call.warnings:
         print(line, file=sys.stderr)
-    with _with_properties(call) as args:
+    with _with_properties(call) as (args, renamed):
         done = _pilot(args, capture=True)
     # pilot's own lines go to stderr: stdout is the JSON Pegasus.api reads whole
-    sys.stderr.write(done.stdout)
+    sys.stderr.write(renamed(done.stdout + done.stderr))
     if done.returncode != 0:
         return done.returncode
     message = (f"pilot submit drives {call.submit_dir} in the background; see: pegasus-status {call.submit_dir}"
@@ -238,7 +255,7 @@ def _run(argv: Sequence[str]) -> int:
     ns = p.parse_args(list(argv))
     submit_dir = os.path.abspath(ns.submit_dir)
     done = _pilot(["submit", submit_dir, "--detach"], capture=True)
-    sys.stderr.write(done.stdout)
+    sys.stderr.write(done.stdout + done.stderr)
     if done.returncode == 0 and ns.json:
         print(json.dumps({"submit_dir": submit_dir}))
     return done.returncode

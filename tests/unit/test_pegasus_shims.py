@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,21 @@ def test_shims_sit_where_pegasus_api_looks_for_its_tools(tmp_path, monkeypatch):
     res = subprocess.run(["condor_q", "-constraint", "x", "-json"], capture_output=True, text=True, timeout=60)
     assert (res.returncode, res.stdout) == (0, "[]\n")  # Pegasus.api's status reads an empty queue
     assert "'PILOT_PEGASUS_SITE', 'local'" in (Path(bindir) / "pegasus-plan").read_text()
+
+
+def test_a_bad_dash_d_value_is_named_as_the_option_not_as_the_merged_file(tmp_path):
+    shutil.copy(Path(__file__).resolve().parents[2] / "examples" / "diamond.yml", tmp_path / "wf.yml")
+    res = subprocess.run([sys.executable, "-c", "import sys; from pilot.cli.pegasus_tools import tool; "
+                          "sys.exit(tool('pegasus-plan', sys.argv[1:]))", *planner_argv(
+                              sites=["local"], **{"pegasus.clusterer.preference": "bogus"})],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.startswith("pegasus-plan -Dpegasus.clusterer.preference=bogus: pegasus.clusterer.preference = "
+                                 "'bogus' is not a preference"), res.stderr
+
+
+def test_lines_of_the_merged_properties_name_their_origin():
+    props = {"a.b": "1", "c.d": "2"}
+    text = pegasus_tools.merged_properties(None, props, "/nonexistent")
+    assert pegasus_tools.origin(2, None, text, props) == "pegasus-plan -Da.b=1"
+    assert pegasus_tools.origin(3, None, text, props) == "pegasus-plan -Dc.d=2"
