@@ -53,9 +53,9 @@ def write_shims(target: str, site: str | None, python: str = sys.executable) -> 
 
 def main(argv: Sequence[str]) -> int:
     p = Parser(prog="pilot pegasus-shims", description="Write DIR/bin/pegasus-plan, pegasus-run, pegasus-status, "
-               "pegasus-remove (and pegasus-version, pegasus-analyzer, pegasus-statistics, condor_q) answered by pilot, "
-               "so that a Pegasus.api script's wf.plan(submit=True).wait() runs its workflow through pilot: put DIR/bin "
-               "first in PATH (the line printed) and run the script unchanged.")
+               "pegasus-remove (and pegasus-version, pegasus-analyzer, pegasus-statistics, condor_q) answered by "
+               "pilot, so that a Pegasus.api script's wf.plan(submit=True).wait() runs its workflow through pilot: "
+               "put DIR/bin first in PATH (the line printed) and run the script unchanged.")
     p.add_argument("dir", help="directory to write bin/ into (created if missing)")
     p.add_argument("--site", help="pilot site config pegasus-plan plans for (a name from 'pilot sites' or a YAML "
                    "path; default: the first of the script's sites=[...] as a pilot site name)")

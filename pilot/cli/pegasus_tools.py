@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Sequence
 
 from pilot import __version__
-from pilot.errors import UsageError
+from pilot.errors import PilotError, UsageError
 from pilot.util.boundedload import load_pegasus
 
 # The environment variable naming the pilot site config the shims plan for (pilot pegasus-shims --site);
@@ -35,8 +35,9 @@ SITE_ENV = "PILOT_PEGASUS_SITE"
 
 # pegasus-plan options pilot has no use for: what Pegasus does with them is HTCondor's or the Java
 # planner's business (names, JVM options, DAGMan arguments); one warning each, the plan goes on.
-IGNORED = {"basename": "--basename", "job_prefix": "--job-prefix", "forward": "--forward", "force_replan": "--force-replan",
-           "relative_submit_dir": "--relative-submit-dir", "randomdir": "--randomdir", "java": "-X"}
+IGNORED = {"basename": "--basename", "job_prefix": "--job-prefix", "forward": "--forward",
+           "force_replan": "--force-replan", "relative_submit_dir": "--relative-submit-dir", "randomdir": "--randomdir",
+           "java": "-X"}
 # Options that say where data comes from or goes to in ways pilot's plan cannot follow: refused, since
 # planning without them would read or write other files than the user asked for.
 REFUSED = {
@@ -106,8 +107,9 @@ def _listed(values: list[str]) -> list[str]:
 
 def workflow_name(path: str) -> str:
     """The workflow's name (its YAML ``name``), else the file's stem: Pegasus' run directories are named by it."""
-    with contextlib.suppress(Exception):  # an unreadable workflow is pilot plan's to report, with its line
-        name = load_pegasus(path).get("name")
+    with contextlib.suppress(PilotError, OSError):  # a missing or unreadable workflow is pilot plan's to report
+        data = load_pegasus(path)
+        name = data.get("name") if isinstance(data, dict) else None
         if isinstance(name, str) and name and "/" not in name:
             return name
     return os.path.splitext(os.path.basename(path))[0] or "workflow"
@@ -138,7 +140,8 @@ def plan_call(argv: Sequence[str], site_env: str | None = None, cwd: str | None 
             raise UsageError(f"pegasus-plan: -D{pair}: expected -Dkey=value, e.g. -Dpegasus.mode=development")
         properties[key] = value
     sites = _listed([ns.sites or "local"])
-    site = site_env or sites[0]
+    # pilot submit drives clusters on several sites (planned for the first); pilot plan takes one
+    site = site_env or (",".join(sites) if ns.submit else sites[0])
     base = os.path.abspath(os.path.join(cwd or os.getcwd(), ns.dir or "."))
     if ns.relative_dir:
         submit_dir = os.path.normpath(os.path.join(base, ns.relative_dir))
@@ -233,7 +236,8 @@ def _plan(argv: Sequence[str]) -> int:
     if done.returncode != 0:
         return done.returncode
     message = (f"pilot submit drives {call.submit_dir} in the background; see: pegasus-status {call.submit_dir}"
-               if call.submit else f"I have concretized your abstract workflow. To run it: pegasus-run {call.submit_dir}")
+               if call.submit else f"pilot planned the workflow into {call.submit_dir}; run it with: "
+               f"pegasus-run {call.submit_dir}")
     if call.json:
         print(json.dumps({"submit_dir": call.submit_dir, "message": message, "planner": "pilot " + __version__}))
     else:
@@ -278,7 +282,8 @@ def status_table(dagman_out: str, dag_name: str) -> str:
                 state = "Success" if words[-1] == "0" else "Failure"
     percent = 100.0 * counts[5] / total if total else 0.0
     values = "".join(f"{v:>6}" for v in counts)
-    return f" UNRDY READY   PRE  IN_Q  POST  DONE  FAIL %DONE STATE   DAGNAME\n{values} {percent:5.1f} {state:<7} *{dag_name}"
+    header = " UNRDY READY   PRE  IN_Q  POST  DONE  FAIL %DONE STATE   DAGNAME"
+    return f"{header}\n{values} {percent:5.1f} {state:<7} *{dag_name}"
 
 
 def _status(argv: Sequence[str]) -> int:

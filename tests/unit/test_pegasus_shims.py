@@ -50,6 +50,10 @@ def test_without_submit_it_is_pilot_plan_in_pegasus_run_directories(tmp_path):
 def test_the_shims_site_wins_over_the_catalog_site_name(tmp_path):
     call = pegasus_tools.plan_call(planner_argv(sites=["condorpool"]), site_env="perlmutter-cpu", cwd=str(tmp_path))
     assert call.pilot_argv[1:3] == ["--site", "perlmutter-cpu"]
+    several = planner_argv(sites=["local", "container"])
+    assert pegasus_tools.plan_call(several, cwd=str(tmp_path)).pilot_argv[1:3] == ["--site", "local"]
+    assert pegasus_tools.plan_call([*several, "--submit"], cwd=str(tmp_path)).pilot_argv[1:3] == \
+        ["--site", "local,container"]  # pilot submit drives clusters on each
 
 
 def test_options_pilot_cannot_follow_are_refused_and_names_are_ignored_with_a_warning(tmp_path):
