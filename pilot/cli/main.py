@@ -1,6 +1,6 @@
 """``pilot``: subcommand dispatch over the one table of commands.
 
-Each command NAME is the module ``pilot.cli.NAME``, whose ``main(argv)``
+Each command NAME is the module ``pilot.cli.NAME`` (a dash in NAME is an underscore there), whose ``main(argv)``
 parses, calls the library, prints and returns the exit code; it is imported
 only when it is the command run (``pilot run`` starts on every MPI rank).
 """
@@ -24,6 +24,7 @@ COMMANDS = {
     "plan": "cluster a Pegasus workflow into PMC DAGs and batch scripts",
     "run": "run a PMC-format DAG under MPI (mpiexec -n N pilot run [options] DAG)",
     "report": "timeline PNG and numbers of a run (pilot report SUBMIT_DIR|CLUSTER_DIR|DAG [--json])",
+    "pegasus-shims": "write pegasus-plan, pegasus-run, ... that run a Pegasus.api script through pilot (DIR/bin)",
 }
 VERSION = ("-V", "--version", "version")
 HELP = ("-h", "--help", "help")
@@ -40,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv else ""
     if command in COMMANDS:
-        entry = importlib.import_module(f"pilot.cli.{command}").main
+        entry = importlib.import_module(f"pilot.cli.{command.replace('-', '_')}").main
         return guarded(lambda: entry(argv[1:]), argv[1:], f"pilot {command}")
     return guarded(lambda: _top(argv), argv, "pilot")  # help and version go through the same guard: | head, > /dev/full
 
