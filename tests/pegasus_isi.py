@@ -24,13 +24,15 @@ class Published:
     # --set pairs: where its transformations run in Singularity containers, pilot's local site must say it
     # has a runtime for them (pilot refuses to run such a job on the host), as a site with Apptainer would.
     sets: tuple[str, ...] = field(default=())
+    workflow: str = "workflow.yml"  # where in its folder the generator writes the workflow
 
     def copy(self, where: Path) -> Path:
         """A copy of its folder (the planner runs in the workflow's directory, which the test must not write)."""
         return Path(shutil.copytree(GOLDEN / self.name, where / self.name))
 
     def plan_args(self) -> list[str]:
-        return ["--site", "local", "--sites", self.sites, *(a for pair in self.sets for a in ("--set", pair))]
+        """The workflow and the options that plan it as its generator's pegasus-plan would, on pilot's local site."""
+        return [self.workflow, "--site", "local", "--sites", self.sites, *(a for pair in self.sets for a in ("--set", pair))]
 
 
 CONTAINERS = ("container_runtimes=singularity",)
@@ -41,17 +43,18 @@ PUBLISHED = [
     Published("casa-wind", "condorpool", CONTAINERS),
     Published("earthquake", "condorpool", CONTAINERS),
     Published("lung-instance-segmentation", "condorpool", CONTAINERS),
+    Published("montage", "local", workflow="data/montage-workflow.yml"),
 ]
 BY_NAME = {p.name: p for p in PUBLISHED}
 
 
-def workflow(folder: Path) -> dict:
-    return yaml.safe_load((folder / "workflow.yml").read_text())
+def workflow(folder: Path, name: str = "workflow.yml") -> dict:
+    return yaml.safe_load((folder / name).read_text())
 
 
-def job_ids(folder: Path) -> list[str]:
+def job_ids(folder: Path, name: str = "workflow.yml") -> list[str]:
     """The ids of the workflow's jobs, in its order."""
-    return [job["id"] for job in workflow(folder)["jobs"]]
+    return [job["id"] for job in workflow(folder, name)["jobs"]]
 
 
 def planned_ids(submit_dir: Path) -> Counter[str]:

@@ -19,8 +19,8 @@ def test_published_workflow_plans_every_job_once(tmp_path, monkeypatch, capsys, 
     folder = published.copy(tmp_path)
     monkeypatch.chdir(folder)  # where pegasus-plan finds pegasus.properties, sites.yml, transformations.yml, ...
     submit_dir = tmp_path / "submit"
-    code = pilot(["plan", "workflow.yml", *published.plan_args(), "--cluster", cluster, "--dir", str(submit_dir)])
+    code = pilot(["plan", *published.plan_args(), "--cluster", cluster, "--dir", str(submit_dir)])
     assert code == 0, capsys.readouterr().err
-    jobs = job_ids(folder)
+    jobs = job_ids(folder, published.workflow)
     seen = planned_ids(submit_dir)
     assert {job: seen[job] for job in jobs} == {job: 1 for job in jobs}
