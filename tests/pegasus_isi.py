@@ -21,8 +21,8 @@ GOLDEN = Path(__file__).resolve().parent / "golden" / "pegasus-isi"
 class Published:
     name: str  # its folder under GOLDEN
     sites: str  # the execution site its generator plans for (pegasus-plan --sites)
-    # --set pairs: where its transformations run in Singularity containers, pilot's local site must say it
-    # has a runtime for them (pilot refuses to run such a job on the host), as a site with Apptainer would.
+    # --set pairs: where its transformations run in Singularity containers, pilot's local site must say
+    # it has a runtime for them (pilot refuses to run such a job on the host), as a site with Apptainer would.
     sets: tuple[str, ...] = field(default=())
     workflow: str = "workflow.yml"  # where in its folder the generator writes the workflow
 

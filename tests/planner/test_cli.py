@@ -185,7 +185,8 @@ def test_without_sites_a_transformation_of_another_site_is_exit_2(tmp_path, caps
 @pytest.mark.parametrize("command", ["plan", "submit"])
 def test_sites_takes_one_site_as_a_usage_error(tmp_path, capsys, command):
     paths = tx_on("condorpool", tmp_path)
-    code = pilot([command, paths["workflow"], "--site", "local", "--tc", paths["tc"], "--sites", "condorpool,other"])
+    code = pilot([command, paths["workflow"], "--site", "local", "--tc", paths["tc"],
+                  "--sites", "condorpool,other"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "pilot plans for one execution site" in err
 
