@@ -32,7 +32,8 @@ class Published:
 
     def plan_args(self) -> list[str]:
         """The workflow and the options that plan it as its generator's pegasus-plan would, on pilot's local site."""
-        return [self.workflow, "--site", "local", "--sites", self.sites, *(a for pair in self.sets for a in ("--set", pair))]
+        sets = [arg for pair in self.sets for arg in ("--set", pair)]
+        return [self.workflow, "--site", "local", "--sites", self.sites, *sets]
 
 
 CONTAINERS = ("container_runtimes=singularity",)
