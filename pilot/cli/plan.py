@@ -41,6 +41,8 @@ def build_parser(prog: str = "pilot plan") -> argparse.ArgumentParser:
 def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workflow", help="Pegasus 5 YAML workflow (as Pegasus.api writes it), or a PMC .dag")
     p.add_argument("--site", required=True, help="site config: a name from 'pilot sites' or a path to a YAML file")
+    p.add_argument("--sites", "-s", dest="set", action="append", default=[], type=pegasus_site, metavar="SITE",
+                   help="the catalogs' execution site, as pegasus-plan --sites: the same as --set pegasus_site=SITE")
     p.add_argument("--cluster", "-C", default=DEFAULT_CLUSTER, metavar="TECHNIQUES", help=CLUSTER_HELP)
     p.add_argument("--dir", dest="submit_dir", help="submit directory to write (default: ./<workflow>.runNNNN)")
     p.add_argument("--conf", help="Pegasus properties file (default: ./pegasus.properties if present)")
@@ -48,7 +50,7 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sc", help="site catalog YAML (default: inline, else ./sites.yml)")
     p.add_argument("--replicas", metavar="FILE", help="replica catalog: where the workflow's input files are (default: "
                    "inline, else the property pegasus.catalog.replica.file, else ./replicas.yml, else ./rc.txt)")
-    p.add_argument("--output-sites", default=DEFAULT_OUTPUT_SITE, metavar="SITE",
+    p.add_argument("--output-sites", "--output-site", "-o", default=DEFAULT_OUTPUT_SITE, metavar="SITE",
                    help=f"site whose storage directory outputs marked stageOut go to, and are registered at (default: "
                    f"{DEFAULT_OUTPUT_SITE}, as Pegasus.api's Workflow.plan(); none: stage nothing out)")
     p.add_argument("--cleanup", choices=MODES, default=None,
@@ -64,6 +66,19 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
                    "hold --monitord-hack; the submit directory's root static.bp maps every task)")
     p.add_argument("--force", action="store_true", help="write into a non-empty --dir, and plan every job even where its "
                    "outputs are in the replica catalog (no data reuse), as pegasus-plan --force")
+
+
+def pegasus_site(spec: str) -> str:
+    """``--sites SITE``, pegasus-plan's spelling of the execution site, as the override ``pegasus_site=SITE``.
+
+    pegasus-plan takes a comma list and spreads the jobs over its sites; a pilot plan runs on one site, so a list
+    is refused rather than cut to its first name.
+    """
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if len(names) != 1:
+        raise argparse.ArgumentTypeError(
+            f"{spec!r}: pilot plans for one execution site; name one (e.g. --sites condorpool)")
+    return f"pegasus_site={names[0]}"
 
 
 def site_overrides(pairs: list[str]) -> dict[str, str]:

@@ -154,3 +154,48 @@ def test_demo_without_pegasus_wms_skips_the_monitoring_step_and_exits_0(tmp_path
     assert ("(monitoring step skipped: pegasus-wms is not installed; pip install 'pegasus-wms==5.1.*' for "
             "pegasus-status and pegasus-statistics on the run)") in res.stdout
     assert "Success" in res.stdout
+
+
+def tx_on(site: str, tmp_path: Path) -> dict[str, str]:
+    """two_jobs, with its transformation catalogued only at the Pegasus site ``site``."""
+    wf = api.Workflow("two", infer_dependencies=False)
+    a, b = api.Job("T", _id="a"), api.Job("T", _id="b")
+    wf.add_jobs(a, b)
+    wf.add_dependency(a, children=[b])
+    return write(tmp_path, wf, transformations(site, {"T": "/bin/echo"}))
+
+
+@pytest.mark.parametrize("spelling", [["--sites", "condorpool"], ["-s", "condorpool"],
+                                      ["--set", "pegasus_site=condorpool"]])
+def test_pegasus_plan_sites_names_the_catalogs_execution_site(tmp_path, capsys, spelling):
+    paths = tx_on("condorpool", tmp_path)
+    code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "s"),
+                  *spelling])
+    assert code == 0, capsys.readouterr().err
+    dag = (tmp_path / "s" / "merge_two" / "merge_two.dag").read_text()
+    assert "cleanup_two_0_condorpool" in dag  # the workflow's directory is made and removed on that site
+
+
+def test_without_sites_a_transformation_of_another_site_is_exit_2(tmp_path, capsys):
+    paths = tx_on("condorpool", tmp_path)
+    code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "s")])
+    assert code == 2 and "no entry for site 'local'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["plan", "submit"])
+def test_sites_takes_one_site_as_a_usage_error(tmp_path, capsys, command):
+    paths = tx_on("condorpool", tmp_path)
+    code = pilot([command, paths["workflow"], "--site", "local", "--tc", paths["tc"],
+                  "--sites", "condorpool,other"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "pilot plans for one execution site" in err
+
+
+@pytest.mark.parametrize("command", ["plan", "submit"])
+@pytest.mark.parametrize("spelling", ["--output-sites", "--output-site", "-o"])
+def test_pegasus_plan_output_site_spellings(command, spelling):
+    from pilot.cli import plan, submit
+
+    parser = plan.build_parser() if command == "plan" else submit.build_parser()
+    ns = parser.parse_args(["wf.yml", "--site", "local", spelling, "none", "--sites", "condorpool"])
+    assert ns.output_sites == "none" and ns.set == ["pegasus_site=condorpool"]
