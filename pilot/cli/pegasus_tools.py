@@ -18,12 +18,10 @@ import contextlib
 import getpass
 import json
 import os
-import re
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
+from typing import Sequence
 
 from pilot import __version__
 from pilot.errors import PilotError, UsageError
@@ -57,7 +55,6 @@ class PlanCall:
     submit_dir: str  # absolute, as Pegasus.api's wait compares it with os.walk's paths
     submit: bool
     json: bool
-    properties: dict[str, str] = field(default_factory=dict)  # -D key=value, last one wins
     warnings: list[str] = field(default_factory=list)
 
 
@@ -90,17 +87,6 @@ def plan_parser() -> argparse.ArgumentParser:
     return p
 
 
-def split_props(argv: Sequence[str]) -> list[str]:
-    """``-Dkey=value`` (Pegasus.api's spelling, one word) as ``-D key=value`` for argparse."""
-    out: list[str] = []
-    for arg in argv:
-        if arg.startswith("-D") and len(arg) > 2:
-            out += ["-D", arg[2:]]
-        else:
-            out.append(arg)
-    return out
-
-
 def _listed(values: list[str]) -> list[str]:
     return [v.strip() for value in values for v in value.split(",") if v.strip()]
 
@@ -127,18 +113,15 @@ def run_dir(base: str, name: str, user: str) -> str:
 def plan_call(argv: Sequence[str], site_env: str | None = None, cwd: str | None = None,
               user: str | None = None) -> PlanCall:
     """pilot's command line for one pegasus-plan command line (bad options: UsageError)."""
-    ns = plan_parser().parse_args(split_props(argv))
+    ns = plan_parser().parse_args(argv)
     for name, how in REFUSED.items():
         if getattr(ns, name) is not None:
             raise UsageError(f"pegasus-plan: --{name.replace('_', '-')} is not supported by pilot: {how}")
     warnings = [f"pegasus-plan: {option} has no effect in pilot; ignored" for name, option in IGNORED.items()
                 if getattr(ns, name)]
-    properties: dict[str, str] = {}
     for pair in ns.props:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
+        if "=" not in pair or pair.startswith("="):
             raise UsageError(f"pegasus-plan: -D{pair}: expected -Dkey=value, e.g. -Dpegasus.mode=development")
-        properties[key] = value
     sites = _listed([ns.sites or "local"])
     # pilot submit drives clusters on several sites (planned for the first); pilot plan takes one
     site = site_env or (",".join(sites) if ns.submit else sites[0])
@@ -156,6 +139,8 @@ def plan_call(argv: Sequence[str], site_env: str | None = None, cwd: str | None 
         args += ["--cleanup", ns.cleanup]
     if ns.conf:
         args += ["--conf", ns.conf]
+    for pair in ns.props:  # over the --conf file, as in Pegasus
+        args += ["-D", pair]
     for cache in _listed(ns.cache + ns.inherited_rc_files):  # both are replica files read after the catalog
         args += ["--cache", cache]
     if ns.force:
@@ -165,58 +150,7 @@ def plan_call(argv: Sequence[str], site_env: str | None = None, cwd: str | None 
     if ns.submit:
         args.append("--detach")
     args.append(ns.workflow)
-    return PlanCall(args, submit_dir, ns.submit, ns.json, properties, warnings)
-
-
-def merged_properties(conf: str | None, properties: dict[str, str], cwd: str) -> str:
-    """The properties file pilot reads: the --conf file (else ./pegasus.properties, pilot's and Pegasus'
-    default), then the -D values, which come later and so win, as -D wins in Pegasus."""
-    source = conf or os.path.join(cwd, "pegasus.properties")
-    head = ""
-    if conf or os.path.isfile(source):
-        with open(source, encoding="utf-8") as fh:
-            head = fh.read()
-    lines = [f"{key} = {value}" for key, value in properties.items()]
-    return head.rstrip("\n") + ("\n" if head else "") + DASH_D_MARKER + "\n" + "\n".join(lines) + "\n"
-
-
-def origin(line: int, conf: str | None, text: str, properties: dict[str, str]) -> str:
-    """Where line ``line`` of the merged properties file came from: the --conf file's line, or the -D option."""
-    lines = text.splitlines()
-    marker = lines.index(DASH_D_MARKER) + 1
-    if line <= marker - 1:
-        return f"{conf or 'pegasus.properties'}:{line}"
-    key = list(properties)[line - marker - 1]
-    return f"pegasus-plan -D{key}={properties[key]}"
-
-
-DASH_D_MARKER = "# from pegasus-plan's -D options"
-
-
-@contextlib.contextmanager
-def _with_properties(call: PlanCall) -> Iterator[tuple[list[str], Callable[[str], str]]]:
-    """pilot's argv, with a merged properties file for the -D values that lives while pilot plans, and what
-    turns that file's name in pilot's messages back into where the line came from (it is gone afterwards)."""
-    if not call.properties:
-        yield call.pilot_argv, lambda text: text
-        return
-    argv = list(call.pilot_argv)
-    conf = None
-    if "--conf" in argv:
-        at = argv.index("--conf")
-        conf = argv[at + 1]
-        del argv[at:at + 2]
-    try:
-        text = merged_properties(conf, call.properties, os.getcwd())
-    except OSError as exc:
-        raise UsageError(f"pegasus-plan: cannot read {conf or 'pegasus.properties'}: {exc.strerror}") from None
-    with tempfile.TemporaryDirectory(prefix="pilot-pegasus-plan-") as tmp:
-        path = os.path.join(tmp, "pegasus.properties")
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        named = re.compile(re.escape(path) + r":(\d+)")
-        yield [*argv[:-1], "--conf", path, argv[-1]], \
-            lambda said: named.sub(lambda m: origin(int(m.group(1)), conf, text, call.properties), said)
+    return PlanCall(args, submit_dir, ns.submit, ns.json, warnings)
 
 
 def _pilot(args: Sequence[str], capture: bool = False) -> subprocess.CompletedProcess:
@@ -229,10 +163,9 @@ def _plan(argv: Sequence[str]) -> int:
     call = plan_call(argv, os.environ.get(SITE_ENV) or None)
     for line in call.warnings:
         print(line, file=sys.stderr)
-    with _with_properties(call) as (args, renamed):
-        done = _pilot(args, capture=True)
+    done = _pilot(call.pilot_argv, capture=True)
     # pilot's own lines go to stderr: stdout is the JSON Pegasus.api reads whole
-    sys.stderr.write(renamed(done.stdout + done.stderr))
+    sys.stderr.write(done.stdout + done.stderr)
     if done.returncode != 0:
         return done.returncode
     message = (f"pilot submit drives {call.submit_dir} in the background; see: pegasus-status {call.submit_dir}"

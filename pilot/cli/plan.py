@@ -46,6 +46,8 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", "-C", default=DEFAULT_CLUSTER, metavar="TECHNIQUES", help=CLUSTER_HELP)
     p.add_argument("--dir", dest="submit_dir", help="submit directory to write (default: ./<workflow>.runNNNN)")
     p.add_argument("--conf", help="Pegasus properties file (default: ./pegasus.properties if present)")
+    p.add_argument("-D", dest="properties", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Pegasus property over the properties file, as pegasus-plan's -D (repeatable; -Dkey=value too)")
     p.add_argument("--tc", help="transformation catalog YAML (default: inline, else ./transformations.yml)")
     p.add_argument("--sc", help="site catalog YAML (default: inline, else ./sites.yml)")
     p.add_argument("--replicas", metavar="FILE", help="replica catalog: where the workflow's input files are (default: "
@@ -109,7 +111,7 @@ def plan_request(ns: argparse.Namespace, argv: Sequence[str], site: SiteConfig) 
         workflow=ns.workflow, site=site, cluster=ns.cluster.split(","),
         submit_dir=ns.submit_dir, conf=ns.conf, tc=ns.tc, sc=ns.sc, force=ns.force, argv=list(argv),
         replicas=ns.replicas, output_site=output_site(ns.output_sites), cleanup=ns.cleanup, cache=ns.cache,
-        cluster_static_bp=ns.cluster_static_bp, estimate=True,
+        cluster_static_bp=ns.cluster_static_bp, estimate=True, properties=ns.properties,
     )
 
 

@@ -49,6 +49,7 @@ class PlanRequest:
     output_site: str | None = datalayout.DEFAULT_OUTPUT_SITE  # None: nothing staged out or registered
     cleanup: str | None = None  # none | leaf | inplace (default) | constraint
     cache: list[str] = field(default_factory=list)  # more replica files, read last (pegasus-plan --cache)
+    properties: list[str] = field(default_factory=list)  # "key=value" pairs over the properties file (pegasus-plan -D)
     cluster_static_bp: bool = False  # each cluster's own static.bp too (pilot.planner.emit.cluster_static_bp)
     estimate: bool = False  # also each cluster's makespan, its real schedule simulated (pilot.planner.estimate)
 
@@ -102,6 +103,7 @@ def load(req: PlanRequest) -> Workflow:
     conf = req.conf or _default("pegasus.properties")
     if conf:
         cat.properties = properties.read_properties(conf)
+    cat.properties = properties.with_overrides(cat.properties, req.properties)
     replicas.resolve_relative(cat, os.path.dirname(os.path.abspath(req.workflow)), req.workflow)
     rc = replicas.catalog_file(req.replicas, cat.properties)
     if rc:

@@ -42,13 +42,31 @@ def read_properties(path: str) -> dict[str, str]:
         m = re.match(r"([^\s=:]+)\s*[=:\s]\s*(.*)$", line)
         if not m:
             raise ConfigError(f"{path}:{lineno}: expected 'key = value'")
-        key, value = m.group(1), expand(m.group(2).strip(), f"{path}:{lineno}")
-        why = _property_problem(key, value)
-        if why:
-            raise ConfigError(f"{path}:{lineno}: {key} = {value!r} {why}")
-        _note_replaced(key, value, f"{path}:{lineno}")
-        props[key] = value
+        _take(props, m.group(1), m.group(2).strip(), f"{path}:{lineno}")
     return props
+
+
+def with_overrides(props: dict[str, str], pairs: list[str]) -> dict[str, str]:
+    """``props`` with pegasus-plan's ``-D key=value`` pairs on top: given later, they win, as in Pegasus."""
+    if not pairs:
+        return props
+    props = dict(props)
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"-D {pair}: expected -D key=value, e.g. -D pegasus.data.configuration=sharedfs")
+        _take(props, key.strip(), value.strip(), f"-D {pair}")
+    return props
+
+
+def _take(props: dict[str, str], key: str, value: str, where: str) -> None:
+    """One property, its ${VARS} expanded and its value checked, an error naming ``where``."""
+    value = expand(value, where)
+    why = _property_problem(key, value)
+    if why:
+        raise ConfigError(f"{where}: {key} = {value!r} {why}")
+    _note_replaced(key, value, where)
+    props[key] = value
 
 
 def _property_problem(key: str, value: str) -> str | None:

@@ -199,3 +199,26 @@ def test_pegasus_plan_output_site_spellings(command, spelling):
     parser = plan.build_parser() if command == "plan" else submit.build_parser()
     ns = parser.parse_args(["wf.yml", "--site", "local", spelling, "none", "--sites", "condorpool"])
     assert ns.output_sites == "none" and ns.set == ["pegasus_site=condorpool"]
+
+
+@pytest.mark.parametrize("spelling", [["-D", "pegasus.clusterer.label.key=group"], ["-Dpegasus.clusterer.label.key=group"]])
+def test_pegasus_plan_dash_d_sets_a_property_over_the_conf_file(tmp_path, capsys, spelling):
+    paths = tx_on("local", tmp_path)
+    conf = tmp_path / "pegasus.properties"
+    conf.write_text("pegasus.clusterer.label.key = label\npegasus.mode = development\n")
+    code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--conf", str(conf),
+                  "--dir", str(tmp_path / "s"), *spelling])
+    assert code == 0, capsys.readouterr().err
+    kept = (tmp_path / "s" / "pegasus.properties").read_text()  # what the plan ran with, sub-workflows included
+    assert "pegasus.clusterer.label.key = group\n" in kept and "pegasus.mode = development\n" in kept
+
+
+@pytest.mark.parametrize("pair, said", [("pegasus.clusterer.preference=Size", "-D pegasus.clusterer.preference=Size: "),
+                                        ("nokey", "-D nokey: expected -D key=value"),
+                                        ("pegasus.x=${PILOT_UNSET_VARIABLE}", "PILOT_UNSET_VARIABLE")])
+def test_a_bad_dash_d_is_one_line_naming_it(tmp_path, capsys, pair, said):
+    paths = tx_on("local", tmp_path)
+    code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "s"),
+                  "-D", pair])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and said in err, err

@@ -14,7 +14,6 @@ import pytest
 from pilot.cli import pegasus_shims, pegasus_tools
 from pilot.errors import UsageError
 from pilot.monitor.dagman_out import DagmanOut
-from pilot.planner.properties import read_properties
 
 client = pytest.importorskip("Pegasus.client._client")
 
@@ -32,9 +31,9 @@ def test_options_of_workflow_plan_map_to_pilot_submit(tmp_path):
     sub = str(tmp_path / "runs" / "r1")
     assert call.submit_dir == sub and call.submit and call.json
     assert call.pilot_argv == ["submit", "--site", "local", "--dir", sub, "--output-sites", "local", "--cluster",
-                               "label,horizontal", "--cleanup", "inplace", "--conf", "my.properties", "--cache", "a.rc",
-                               "--cache", "b.rc", "--force", "--detach", "wf.yml"]
-    assert call.properties == {"pegasus.mode": "development"}
+                               "label,horizontal", "--cleanup", "inplace", "--conf", "my.properties", "-D",
+                               "pegasus.mode=development", "--cache", "a.rc", "--cache", "b.rc", "--force", "--detach",
+                               "wf.yml"]
 
 
 def test_without_submit_it_is_pilot_plan_in_pegasus_run_directories(tmp_path):
@@ -64,14 +63,6 @@ def test_options_pilot_cannot_follow_are_refused_and_names_are_ignored_with_a_wa
                              "pegasus-plan: -X has no effect in pilot; ignored"]
     with pytest.raises(UsageError, match="expected -Dkey=value"):
         pegasus_tools.plan_call(["-Dnovalue", "wf.yml"], cwd=str(tmp_path))
-
-
-def test_dash_d_properties_come_after_the_conf_file_and_win(tmp_path):
-    conf = tmp_path / "p.properties"
-    conf.write_text("pegasus.mode = production\npegasus.clusterer.label.key = mylabel\n")
-    merged = tmp_path / "merged.properties"
-    merged.write_text(pegasus_tools.merged_properties(str(conf), {"pegasus.mode": "development"}, str(tmp_path)))
-    assert read_properties(str(merged)) == {"pegasus.mode": "development", "pegasus.clusterer.label.key": "mylabel"}
 
 
 def _dagman_out(tmp_path: Path, ok: bool | None) -> Path:
@@ -107,19 +98,12 @@ def test_shims_sit_where_pegasus_api_looks_for_its_tools(tmp_path, monkeypatch):
     assert "'PILOT_PEGASUS_SITE', 'local'" in (Path(bindir) / "pegasus-plan").read_text()
 
 
-def test_a_bad_dash_d_value_is_named_as_the_option_not_as_the_merged_file(tmp_path):
+def test_a_bad_dash_d_value_is_named_as_the_option(tmp_path):
     shutil.copy(Path(__file__).resolve().parents[2] / "examples" / "diamond.yml", tmp_path / "wf.yml")
     res = subprocess.run([sys.executable, "-c", "import sys; from pilot.cli.pegasus_tools import tool; "
                           "sys.exit(tool('pegasus-plan', sys.argv[1:]))", *planner_argv(
                               sites=["local"], **{"pegasus.clusterer.preference": "bogus"})],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and res.stdout == ""
-    assert res.stderr.startswith("pegasus-plan -Dpegasus.clusterer.preference=bogus: pegasus.clusterer.preference = "
+    assert res.stderr.startswith("-D pegasus.clusterer.preference=bogus: pegasus.clusterer.preference = "
                                  "'bogus' is not a preference"), res.stderr
-
-
-def test_lines_of_the_merged_properties_name_their_origin():
-    props = {"a.b": "1", "c.d": "2"}
-    text = pegasus_tools.merged_properties(None, props, "/nonexistent")
-    assert pegasus_tools.origin(2, None, text, props) == "pegasus-plan -Da.b=1"
-    assert pegasus_tools.origin(3, None, text, props) == "pegasus-plan -Dc.d=2"
