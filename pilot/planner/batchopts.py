@@ -7,7 +7,16 @@ directive line written verbatim (Pegasus drops every ``"`` in it), and
 condor ``request_memory`` (MB) to the job's memory (``--mem``, ``-l mem``).
 A cluster's batch job gets the values of its jobs merged in cluster order,
 the last job that sets a key winning, as Pegasus merges the profiles of the
-jobs it clusters; values from the site config are the default. The job
+jobs it clusters; values from the site config are the default.
+
+Pegasus' data jobs take the profiles of their transformations, ``pegasus::transfer`` (stage-in and
+stage-out), ``pegasus::dirmanager`` (create-dir), ``pegasus::cleanup``, ``pegasus::rc-client``
+(registration) and ``pegasus::chmod``, from the transformation catalog, with the site's and the
+properties' under them, as Pegasus gives a data job its transformation's entry (1000genome puts its
+transfers in an ``xfer`` QOS this way). In a cluster of compute and data jobs the compute jobs' values
+win: the data jobs' fill only what no compute job sets. A clustered job (horizontal, label or whole)
+then takes the profiles of the aggregator's own entry, ``pegasus::mpiexec``, over its jobs', as
+Pegasus gives a PMC job the profiles of pegasus-mpi-cluster's entry. The job
 resources Pegasus sums for a clustered job (cores, memory, runtime) are not
 batch options here: pilot sizes the job from the cluster's width and the
 site's walltime, and the tasks ask the pilot for their cores and memory.
@@ -18,8 +27,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 from pilot.errors import ConfigError
+from pilot.contracts.clusters import ClusterKind
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
@@ -44,11 +55,11 @@ def _first(key: str, *layers: dict[str, str]) -> str | None:
     return None
 
 
-def _plain_words(value: str, job: Job, key: str) -> str:
+def _plain_words(value: str, where: str, key: str) -> str:
     words = value.replace('"', "").split()
     bad = next((w for w in words if not is_plain(w)), None)
     if bad is not None or any(c in value for c in "\n\r\0"):
-        raise ConfigError(f"{job.where}: {key} {value!r} cannot go into a batch directive: use words of letters, "
+        raise ConfigError(f"{where}: {key} {value!r} cannot go into a batch directive: use words of letters, "
                           "digits and _.,:=@+/%- only")
     return " ".join(words)
 
@@ -56,23 +67,24 @@ def _plain_words(value: str, job: Job, key: str) -> str:
 def batch_options(cluster: Cluster, resolver: ProfileResolver, scheduler: Scheduler) -> BatchOptions:
     """The batch options of ``cluster``'s job on a site of ``scheduler`` (see the module doc): its plug-in says
     which directive lines a memory request and ``glite.arguments`` become (none without a batch system)."""
-    queue = account = extra = memory = None
     asked: dict[str, None] = {}
     seen: dict[tuple, tuple] = {}  # jobs with no profiles of their own share their transformation's values
+    merged: list[tuple] = [(None,) * len(KEYS), (None,) * len(KEYS)]  # data jobs' values, compute jobs'
     for job in cluster.jobs:
-        if job.command is not None:
-            continue  # a data job of the planner's own
         values = seen.get(job.tx_key) if not job.profiles else None
         if values is None:
             values = _job_values(job, resolver, cluster.site)
             asked.update((key, None) for key, value in zip(KEYS, values) if value is not None)
             if not job.profiles:
                 seen[job.tx_key] = values
-        job_queue, job_account, job_extra, job_memory = values
-        queue = job_queue or queue
-        account = job_account or account
-        extra = job_extra or extra
-        memory = job_memory if job_memory is not None else memory
+        slot = job.command is None  # 1: a compute job, 0: a data job of the planner's own
+        merged[slot] = _over(merged[slot], values)
+    queue, account, extra, memory = _over(merged[0], merged[1])
+    if cluster.kind in CLUSTERED:
+        aggregator = aggregator_values(resolver, cluster.site)
+        if aggregator is not None:
+            asked.update((key, None) for key, value in zip(KEYS, aggregator) if value is not None)
+            queue, account, extra, memory = _over((queue, account, extra, memory), aggregator)
     directives = []
     if memory is not None and scheduler.memory_directive:
         directives.append(scheduler.memory_directive.format(memory))
@@ -82,23 +94,47 @@ def batch_options(cluster: Cluster, resolver: ProfileResolver, scheduler: Schedu
 
 
 KEYS = ("queue", "project", "glite.arguments", "request_memory")
+# The transformation pegasus-mpi-cluster is in Pegasus' transformation catalog, and the clusters it runs.
+AGGREGATOR = ("pegasus", "mpiexec", None)
+CLUSTERED = (ClusterKind.HORIZONTAL, ClusterKind.LABEL, ClusterKind.WHOLE)
+
+
+def _over(below: tuple, above: tuple) -> tuple:
+    """``above``'s values where set, else ``below``'s."""
+    return tuple(b if a is None else a for b, a in zip(below, above))
+
+
+def aggregator_values(resolver: ProfileResolver, site: str) -> tuple | None:
+    """The values of the aggregator's own entry (``pegasus::mpiexec``: the transformation and its entry for
+    ``site``), as _job_values reads a job's; None: the catalog has no such entry. Looked up once per site."""
+    memo = resolver.memo.setdefault("aggregator", {})
+    if site not in memo:
+        tx = resolver.catalogs.find_transformation(AGGREGATOR)
+        memo[site] = None if tx is None else _values(
+            lambda ns: resolver.transformation_profiles(tx, site, ns), "the transformation catalog: transformation pegasus::mpiexec")
+    return memo[site]
 
 
 def _job_values(job: Job, resolver: ProfileResolver, site: str) -> tuple:
     """(queue, project, glite.arguments as directive words, request_memory in MB) of one job, checked."""
-    pegasus, globus = resolver.pegasus(job, site), resolver.other(job, site, "globus")
-    condor = resolver.other(job, site, "condor")
+    return _values(lambda ns: resolver.pegasus(job, site) if ns == "pegasus" else resolver.other(job, site, ns),
+                   job.where)
+
+
+def _values(profiles_of: Callable[[str], dict[str, str]], where: str) -> tuple:
+    """_job_values of the profiles ``profiles_of(namespace)`` gives; an error names ``where``."""
+    pegasus, globus, condor = profiles_of("pegasus"), profiles_of("globus"), profiles_of("condor")
     # condor batch_queue is the attribute glite gives the batch system; Pegasus' queue profile, when set, fills it
     queue = _first("queue", pegasus, globus) or _first("batch_queue", condor)
     project = _first("project", pegasus, globus)
     for key, value in (("queue", queue), ("project", project)):
         if value is not None and not is_plain(value):
-            raise ConfigError(f"{job.where}: {key} {value!r} cannot go into a batch directive: use letters, "
+            raise ConfigError(f"{where}: {key} {value!r} cannot go into a batch directive: use letters, "
                               "digits and _.,:=@+/%- only")
     raw = _first("glite.arguments", pegasus)
     mem = _first("request_memory", condor)
-    return queue, project, None if raw is None else _plain_words(raw, job, "glite.arguments"), \
-        None if mem is None else _megabytes(mem, job)
+    return queue, project, None if raw is None else _plain_words(raw, where, "glite.arguments"), \
+        None if mem is None else _megabytes(mem, where)
 
 
 # HTCondor's units for a request (condor_submit: request_memory, request_disk): K/KB, M/MB, G/GB, T/TB, any case,
@@ -123,13 +159,13 @@ def htcondor_quantity(text: str, unit: str = "m") -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _megabytes(mem: str, job: Job) -> int:
+def _megabytes(mem: str, where: str) -> int:
     """condor request_memory as whole MB for a memory directive (rounded up, so the job gets what it asked for),
     read as HTCondor reads it: a number of MB, or with a unit (``htcondor_quantity``). A finite number, not
     negative (``inf`` or ``1e400`` would be no number at all, ``-5`` a directive the batch system refuses only
     when it is submitted)."""
     value = htcondor_quantity(mem)
     if value is None:
-        raise ConfigError(f"{job.where}: condor request_memory {mem[:80]!r} is not an amount of memory: give a "
+        raise ConfigError(f"{where}: condor request_memory {mem[:80]!r} is not an amount of memory: give a "
                           "number of MB, 0 or more, or one with HTCondor's unit (e.g. 2048, 2 GB, 512M)")
     return math.ceil(value)
