@@ -1,4 +1,4 @@
-"""What the transformation catalog says about the batch jobs that are not a workflow job's: Pegasus' data jobs
+"""What a workflow says about its batch jobs beyond its jobs: the profiles of Pegasus' data jobs
 (pegasus::transfer, pegasus::dirmanager, pegasus::rc-client, pegasus::cleanup) and the aggregator
 (pegasus::mpiexec), as pegasus-isi's 1000genome writes them for a Slurm site."""
 
@@ -33,11 +33,15 @@ def entry(name: str, pegasus: dict, env: dict | None = None, site: str = "local"
             "sites": [{"name": site, "pfn": f"/opt/pegasus/bin/{name}", "type": "installed", "profiles": profiles}]}
 
 
-def run(tmp_path: Path, paths: dict, cluster: str, site: str = "perlmutter-cpu"):
+def planned(tmp_path: Path, paths: dict, cluster: str, site: str = "perlmutter-cpu"):
     req = PlanRequest(workflow=paths["workflow"], site=load_site(site, {"pegasus_site": "local"}),
                       cluster=[cluster], submit_dir=str(tmp_path / "submit"), conf=paths.get("conf"),
                       tc=paths.get("tc"))
-    return {e.cluster.name: e for e in plan(req).emitted}
+    return plan(req)
+
+
+def run(tmp_path: Path, paths: dict, cluster: str, site: str = "perlmutter-cpu"):
+    return {e.cluster.name: e for e in planned(tmp_path, paths, cluster, site).emitted}
 
 
 def script(emitted, name: str) -> list[str]:
@@ -84,13 +88,29 @@ def test_in_a_cluster_of_both_the_compute_jobs_values_win_and_the_data_jobs_fill
     assert "#SBATCH --partition=regular" in lines and "#SBATCH --account=m2187" in lines, lines
 
 
-def aggregator_wf(tmp_path: Path, cluster_size: int = 4) -> dict:
+def test_a_data_transformations_key_that_acts_on_nothing_is_said_once_per_plan(tmp_path):
+    """1000genome's pegasus::transfer runtime: the batch job keeps the site's walltime, and the plan says so."""
+    paths = with_entries(data_workflow(tmp_path), entry("transfer", XFER), entry("cleanup", {"runtime": "60"}))
+    warnings = planned(tmp_path, paths, "label").warnings
+    said = [w for w in warnings if w.startswith("warning: pegasus::runtime (")]
+    assert len(said) == 1 and "transformation pegasus::transfer" in said[0] and "walltime" in said[0], warnings
+    assert not any(w.startswith(("warning: pegasus::queue", "warning: pegasus::glite")) for w in warnings), warnings
+
+
+def test_data_transformations_without_such_keys_plan_without_a_warning(tmp_path):
+    paths = with_entries(data_workflow(tmp_path), entry("transfer", {"queue": "xfer", "transfer.threads": "4"}))
+    assert planned(tmp_path, paths, "label").warnings == []
+
+
+def aggregator_wf(tmp_path: Path, cluster_size: int = 4, **size) -> dict:
     wf = api.Workflow("agg", infer_dependencies=False)
     jobs(wf, "T", 4)
     tc = transformations("local", {"T": "/bin/true"}, {"T": {"clusters.size": str(cluster_size)}})
     mpi = api.Transformation("mpiexec", namespace="pegasus", site="local", pfn="/opt/pegasus/bin/pegasus-mpi-cluster",
                              is_stageable=False)
     mpi.add_pegasus_profile(queue="regular", glite_arguments="--nodes=2 --ntasks-per-node=1", project="m2187")
+    for key, value in size.items():
+        mpi.add_profiles(api.Namespace.PEGASUS, key=key, value=value)
     tc.add_transformations(mpi)
     return write(tmp_path, wf, tc)
 
@@ -108,3 +128,26 @@ def test_a_job_left_unclustered_is_not_the_aggregators(tmp_path):
     emitted = run(tmp_path, aggregator_wf(tmp_path, cluster_size=1), "horizontal")
     for e in emitted.values():
         assert "#SBATCH --partition=regular" not in Path(e.script).read_text()
+
+
+def test_the_aggregators_nodes_ppn_and_runtime_are_accepted_and_said_once_each(tmp_path):
+    """1000genome's pegasus::mpiexec has nodes: 2 and ppn: 1, which a job's transformation may not have: they are
+    the PMC job's, which pilot sizes from the cluster and the site config, and the plan says so per key."""
+    result = planned(tmp_path, aggregator_wf(tmp_path, nodes="2", ppn="1", runtime="3600"), "horizontal")
+    for key in ("nodes", "ppn", "runtime"):
+        said = [w for w in result.warnings if w.startswith(f"warning: pegasus::{key} (")]
+        assert len(said) == 1 and "pegasus::mpiexec" in said[0] and "site config" in said[0], result.warnings
+    assert not any(w.startswith(("warning: pegasus::queue", "warning: pegasus::glite")) for w in result.warnings)
+
+
+def test_ppn_on_a_jobs_transformation_is_still_refused(tmp_path):
+    import pytest
+
+    from pilot.errors import ConfigError
+
+    wf = api.Workflow("ppn", infer_dependencies=False)
+    jobs(wf, "T", 1)
+    with pytest.raises(ConfigError, match=r"ppn: pilot asks for a task's CPUs with cores"):
+        planned(tmp_path, write(tmp_path, wf, transformations("local", {"T": "/bin/true"}, {"T": {"ppn": "2"}})),
+                "horizontal")
+
