@@ -1,6 +1,7 @@
 """What a workflow says about its batch jobs beyond its jobs: the profiles of Pegasus' data jobs
 (pegasus::transfer, pegasus::dirmanager, pegasus::rc-client, pegasus::cleanup) and the aggregator
-(pegasus::mpiexec), as pegasus-isi's 1000genome writes them for a Slurm site."""
+(pegasus::mpiexec), as pegasus-isi's 1000genome writes them for a Slurm site, and DAGMan's throttles, which the
+plan keeps for pilot submit."""
 
 from __future__ import annotations
 
@@ -151,3 +152,21 @@ def test_ppn_on_a_jobs_transformation_is_still_refused(tmp_path):
         planned(tmp_path, write(tmp_path, wf, transformations("local", {"T": "/bin/true"}, {"T": {"ppn": "2"}})),
                 "horizontal")
 
+
+def test_dagman_maxjobs_and_maxidle_are_kept_for_pilot_submit_without_a_warning(tmp_path):
+    from pilot.submit.throttle import Throttle, plan_throttle
+
+    paths = data_workflow(tmp_path, props={"dagman.maxjobs": "3", "dagman.maxidle": "0"})
+    result = planned(tmp_path, paths, "label", site="local")
+    assert not [w for w in result.warnings if "dagman" in w], result.warnings
+    assert plan_throttle(str(tmp_path / "submit")) == Throttle(maxjobs=3, maxidle=None)
+
+
+def test_a_dagman_maxjobs_that_is_no_number_is_refused_at_plan_time(tmp_path):
+    import pytest
+
+    from pilot.errors import ConfigError
+
+    paths = data_workflow(tmp_path, props={"dagman.maxjobs": "lots"})
+    with pytest.raises(ConfigError, match=r"pegasus.properties:\d+: dagman.maxjobs = 'lots' is not a whole number"):
+        planned(tmp_path, paths, "label", site="local")
