@@ -71,6 +71,7 @@ def batch_options(cluster: Cluster, resolver: ProfileResolver, scheduler: Schedu
     asked: dict[str, None] = {}
     seen: dict[tuple, tuple] = {}  # jobs with no profiles of their own share their transformation's values
     merged: list[tuple] = [(None,) * len(KEYS), (None,) * len(KEYS)]  # data jobs' values, compute jobs'
+    last: list[tuple | None] = [None, None]  # the values merged last into each: the same again changes nothing
     for job in cluster.jobs:
         values = seen.get(job.tx_key) if not job.profiles else None
         if values is None:
@@ -79,7 +80,9 @@ def batch_options(cluster: Cluster, resolver: ProfileResolver, scheduler: Schedu
             if not job.profiles:
                 seen[job.tx_key] = values
         slot = job.command is None  # 1: a compute job, 0: a data job of the planner's own
-        merged[slot] = _over(merged[slot], values)
+        if values is not last[slot]:  # most jobs share their transformation's tuple: no merge each
+            last[slot] = values
+            merged[slot] = _over(merged[slot], values)
     queue, account, extra, memory = _over(merged[0], merged[1])
     if cluster.kind in CLUSTERED:
         aggregator = aggregator_values(resolver, cluster.site)
