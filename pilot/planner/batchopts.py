@@ -31,7 +31,7 @@ from typing import Callable
 
 from pilot.errors import ConfigError
 from pilot.contracts.clusters import ClusterKind
-from pilot.planner import replaced
+from pilot.planner import profilekeys, replaced
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
@@ -103,43 +103,53 @@ AGGREGATOR = ("pegasus", "mpiexec", None)
 CLUSTERED = (ClusterKind.HORIZONTAL, ClusterKind.LABEL, ClusterKind.WHOLE)
 
 
-# The pegasus keys of a data job's or the aggregator's own entry that act on its batch job (the condor and
-# globus keys are ruled on where the catalog is read), and what becomes of the others, said once per plan.
-BATCH_KEYS = frozenset(("queue", "project", "glite.arguments"))
-DATA_HONOURED = {"transfer": BATCH_KEYS | {"transfer.threads", "transfer.arguments"}}
+# The keys of a data job's or the aggregator's own entry that act on its batch job or task, by namespace; every
+# other key the catalog reader let pass in silence (one pilot honours on a job's transformation) is said once per
+# plan with what becomes of it (the keys pilot replaces everywhere were said where the catalog was read).
+BATCH_KEYS = {"pegasus": frozenset(("queue", "project", "glite.arguments")), "globus": frozenset(("queue", "project")),
+              "condor": frozenset(("request_memory", "batch_queue"))}
+DATA_KEYS = {**BATCH_KEYS, "env": None}  # None: every key (a data task's environment)
+TRANSFER_KEYS = {**DATA_KEYS, "pegasus": BATCH_KEYS["pegasus"] | {"transfer.threads", "transfer.arguments"}}
 DATA_INSTEAD = ("no effect on a data job: its task asks the pilot for one core, and its batch job has the site "
                 "config's nodes, ranks_per_node and walltime; set those there, or queue, project or "
                 "glite.arguments here")
 AGGREGATOR_INSTEAD = ("no effect yet on the clustered job: its batch job has as many ranks as the cluster is wide, "
-                      "at most the site config's nodes x ranks_per_node, for the site config's walltime; set "
-                      "those there, or glite.arguments here (1000genome's --nodes=2 --ntasks-per-node=1)")
+                      "at most the site config's nodes x ranks_per_node, for the site config's walltime, and its "
+                      "tasks the environment of their own transformations; set those there, or glite.arguments "
+                      "here (1000genome's --nodes=2 --ntasks-per-node=1)")
 
 
 def note_unused_keys(clusters: list[Cluster], data_jobs: list[Job], resolver: ProfileResolver) -> None:
-    """Say once per plan each pegasus key of a data transformation's or the aggregator's own entry that acts on
-    nothing: a workflow's word about a batch job is never dropped in silence. Called by the plan before emit,
-    whose forked workers' notes would not reach the plan's (planner.replaced)."""
+    """Say once per plan each key of a data transformation's or the aggregator's own entry that acts on nothing:
+    a workflow's word about a batch job is never dropped in silence. Called by the plan before emit, whose
+    forked workers' notes would not reach the plan's (planner.replaced)."""
     if not resolver.catalogs.transformations:
         return
     # dicts, not sets: the lines come in the order the plan made its jobs, the same each time
     sites = dict.fromkeys(c.site for c in clusters if c.kind is ClusterKind.DATA or c.kind in CLUSTERED)
     for key, name in dict.fromkeys((job.tx_key, job.name) for job in data_jobs):
         for site in sites:
-            _note_unused(resolver, key, site, DATA_HONOURED.get(name, BATCH_KEYS), DATA_INSTEAD)
+            _note_unused(resolver, key, site, TRANSFER_KEYS if name == "transfer" else DATA_KEYS, DATA_INSTEAD)
     for site in dict.fromkeys(c.site for c in clusters if c.kind in CLUSTERED):
         _note_unused(resolver, AGGREGATOR, site, BATCH_KEYS, AGGREGATOR_INSTEAD)
 
 
-def _note_unused(resolver: ProfileResolver, key: tuple, site: str, honoured: frozenset[str], instead: str) -> None:
-    """note_unused_keys for transformation ``key``'s entry on ``site``: its keys not in ``honoured``."""
+def _note_unused(resolver: ProfileResolver, key: tuple, site: str, honoured: dict[str, frozenset[str] | None],
+                 instead: str) -> None:
+    """note_unused_keys for transformation ``key``'s entry on ``site``: its keys ``honoured`` does not name."""
     tx = resolver.catalogs.find_transformation(key)
     if tx is None:
         return
     entry = tx.sites.get(site)
-    where = entry.where if entry is not None else f"transformation {tx.namespace}::{tx.name}"
-    for name in resolver.transformation_profiles(tx, site, "pegasus"):
-        if name not in honoured:
-            replaced.note(f"pegasus::{name}", f"{where}, transformation {tx.namespace}::{tx.name}", instead)
+    where = f"{entry.where if entry is not None else 'the transformation catalog'}, " \
+            f"transformation {tx.namespace}::{tx.name}"
+    for ns in ("pegasus", "globus", "condor", "env"):
+        acts = honoured.get(ns, frozenset())
+        if acts is None:
+            continue
+        for name, value in resolver.transformation_profiles(tx, site, ns).items():
+            if name not in acts and (ns == "env" or profilekeys.replacement(ns, name, value, "entry") is None):
+                replaced.note(f"{ns}::{name}", where, instead)
 
 
 def _over(below: tuple, above: tuple) -> tuple:

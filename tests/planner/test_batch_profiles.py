@@ -170,3 +170,22 @@ def test_a_dagman_maxjobs_that_is_no_number_is_refused_at_plan_time(tmp_path):
     paths = data_workflow(tmp_path, props={"dagman.maxjobs": "lots"})
     with pytest.raises(ConfigError, match=r"pegasus.properties:\d+: dagman.maxjobs = 'lots' is not a whole number"):
         planned(tmp_path, paths, "label", site="local")
+
+
+def test_the_aggregators_env_and_a_data_transformations_cpus_are_said_not_dropped(tmp_path):
+    """Pegasus' PMC tasks inherit the environment of pegasus-mpi-cluster's entry; pilot's tasks have their own
+    transformation's, and the plan says so. A data task gets no CPUs of condor request_cpus."""
+    paths = aggregator_wf(tmp_path)
+    data = yaml.safe_load(Path(paths["tc"]).read_text())
+    mpi = next(t for t in data["transformations"] if t["name"] == "mpiexec")
+    mpi["profiles"]["env"] = {"OMP_NUM_THREADS": "1"}
+    Path(paths["tc"]).write_text(yaml.safe_dump(data))
+    warnings = planned(tmp_path / "agg", paths, "horizontal").warnings
+    assert [w for w in warnings if w.startswith("warning: env::OMP_NUM_THREADS (") and "pegasus::mpiexec" in w], \
+        warnings
+    (tmp_path / "data").mkdir()
+    xfer = entry("transfer", {"queue": "xfer"}, site="local")
+    xfer["sites"][0]["profiles"]["condor"] = {"request_cpus": "4", "request_memory": "2048"}
+    paths = with_entries(data_workflow(tmp_path / "data"), xfer)
+    warnings = planned(tmp_path / "data", paths, "label").warnings
+    assert [w[:30] for w in warnings] == ["warning: condor::request_cpus "], warnings
