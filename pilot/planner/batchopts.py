@@ -171,8 +171,8 @@ def aggregator_values(resolver: ProfileResolver, site: str) -> tuple | None:
 
 def _job_values(job: Job, resolver: ProfileResolver, site: str) -> tuple:
     """(queue, project, glite.arguments as directive words, request_memory in MB) of one job, checked."""
-    return _values(lambda ns: resolver.pegasus(job, site) if ns == "pegasus" else resolver.other(job, site, ns),
-                   job.where)
+    where = job.where if job.command is None else f"{job.where}, from transformation {job.tx_label}'s profiles"
+    return _values(lambda ns: resolver.pegasus(job, site) if ns == "pegasus" else resolver.other(job, site, ns), where)
 
 
 def _values(profiles_of: Callable[[str], dict[str, str]], where: str) -> tuple:

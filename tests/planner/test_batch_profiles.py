@@ -189,3 +189,14 @@ def test_the_aggregators_env_and_a_data_transformations_cpus_are_said_not_droppe
     paths = with_entries(data_workflow(tmp_path / "data"), xfer)
     warnings = planned(tmp_path / "data", paths, "label").warnings
     assert [w[:30] for w in warnings] == ["warning: condor::request_cpus "], warnings
+
+
+def test_a_data_transformations_batch_option_that_cannot_be_a_directive_names_the_transformation(tmp_path):
+    import pytest
+
+    from pilot.errors import ConfigError
+
+    paths = with_entries(data_workflow(tmp_path), entry("transfer", {"glite.arguments": "--comment=$(reboot)"}))
+    with pytest.raises(ConfigError, match=r"stage_in_local_local_0_0 .*transformation pegasus::transfer's profiles: "
+                                          r"glite.arguments .* cannot go into a batch directive"):
+        planned(tmp_path, paths, "label")
