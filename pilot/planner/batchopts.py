@@ -19,7 +19,9 @@ then takes the profiles of the aggregator's own entry, ``pegasus::mpiexec``, ove
 Pegasus gives a PMC job the profiles of pegasus-mpi-cluster's entry. The job
 resources Pegasus sums for a clustered job (cores, memory, runtime) are not
 batch options here: pilot sizes the job from the cluster's width and the
-site's walltime, and the tasks ask the pilot for their cores and memory.
+site's walltime, and the tasks ask the pilot for their cores and memory. What
+those two kinds of entry say that acts on nothing yet is said once per plan
+(note_unused_keys).
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from pilot.errors import ConfigError
 from pilot.contracts.clusters import ClusterKind
+from pilot.errors import ConfigError
 from pilot.planner import profilekeys, replaced
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
