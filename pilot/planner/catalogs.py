@@ -22,6 +22,10 @@ from pilot.planner.yamlvalues import fail, flag, identifier, need_list, need_map
 from pilot.util import safetext
 
 
+# The transformation pegasus-mpi-cluster is in a Pegasus transformation catalog: its profiles are its PMC job's.
+AGGREGATOR = ("pegasus", "mpiexec")
+
+
 def _under(ypath: str, key: str) -> str:
     return f"{ypath}.{key}" if ypath else key
 
@@ -41,11 +45,14 @@ def _catalog_entries(data: Any, path: str, ypath: str, key: str, what: str, need
 
 def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> None:
     for tpath, raw in _catalog_entries(data, path, ypath, "transformations", "transformation", "name"):
+        name = need_text(raw["name"], path, f"{tpath}.name")
+        namespace = identifier(raw, "namespace", path, tpath)
+        aggregator = (namespace, name) == AGGREGATOR  # its nodes and ppn are the PMC job's, not a task's
         tx = Transformation(
-            name=need_text(raw["name"], path, f"{tpath}.name"),
-            namespace=identifier(raw, "namespace", path, tpath),
+            name=name,
+            namespace=namespace,
             version=identifier(raw, "version", path, tpath),
-            profiles=read_profiles(raw.get("profiles"), path, f"{tpath}.profiles"),
+            profiles=read_profiles(raw.get("profiles"), path, f"{tpath}.profiles", aggregator),
             hooks=read_hooks(raw.get("hooks"), path, f"{tpath}.hooks"),
             sha256=read_checksum(raw.get("checksum"), path, f"{tpath}.checksum"),
             requires=tuple(_requirement(r, path, f"{tpath}.requires[{k}]") for k, r in
@@ -61,8 +68,9 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
             kind = need_text(site.get("type", "installed"), path, f"{spath}.type")
             if kind not in ("installed", "stageable"):
                 raise fail(path, f"{spath}.type", f"{kind!r}: use installed or stageable")
+            profiles = read_profiles(site.get("profiles"), path, f"{spath}.profiles", aggregator)
             entry = TransformationSite(
-                handle, _pfn(site["pfn"], path, f"{spath}.pfn"), read_profiles(site.get("profiles"), path, f"{spath}.profiles"),
+                handle, _pfn(site["pfn"], path, f"{spath}.pfn"), profiles,
                 stageable=kind == "stageable", container=optional_text(site, "container", path, spath),
                 sysinfo=sysinfo.read(site, path, spath), where=f"{path}: {spath}",
             )

@@ -78,6 +78,17 @@ def input_file(cdir: str, job: Job) -> str:
     return os.path.join(os.path.abspath(cdir), job.id + ".in")
 
 
+def _with_credentials(env: tuple[tuple[str, str], ...] | None,
+                      credentials: tuple[tuple[str, str], ...] | None) -> tuple[tuple[str, str], ...] | None:
+    """A data job's variables: its transformation's env profiles, then the credentials pegasus-transfer reads
+    (the planner's, set last). ``credentials`` itself when the transformation has none."""
+    if not env:
+        return credentials
+    merged = dict(env)
+    merged.update(credentials or ())
+    return tuple(merged.items())
+
+
 def data_task_line(job: Job, cdir: str) -> str:
     """A data job's TASK line: its command, with its input file's path."""
     assert job.command is not None
@@ -195,6 +206,7 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
     cwd_now: object = None  # the cwd and env the notes were last asked about (skip asking while they stay these)
     env_now: object = None
     data_env = resolver.data_env  # the data jobs' variables (pegasus-transfer's credentials), or None
+    data_envs: dict[tuple, tuple[tuple[str, str], ...] | None] = {}  # a data transformation's, with those
     runtime_notes: dict[float, list[str]] = {}
     site = cluster.site
     texts: list[str] = []  # jobs' lines, joined CHUNK jobs at a time: a write each would cost more
@@ -207,7 +219,12 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
             plain = None  # or, for a job with no profiles of its own or container, its transformation's values
             if not (data or job.profiles or job.wrapper is not None):
                 plain = plains.get(tx_key_of(job)) or heads.plain(job)
-            job_env = data_env if data else plain.env if plain is not None else resolver.env(job, site)
+            if data:  # its transformation's (pegasus::transfer, ...) variables with pegasus-transfer's credentials
+                job_env = data_envs.get(job.tx_key, False)
+                if job_env is False:
+                    job_env = data_envs[job.tx_key] = _with_credentials(resolver.env(job, site), data_env)
+            else:
+                job_env = plain.env if plain is not None else resolver.env(job, site)
             before = ()
             if job.cwd is not cwd_now or job_env is not env_now:  # notes before the job's '#@' line, if any
                 before = notes.context(job.cwd, job_env)

@@ -19,12 +19,14 @@ from pilot.planner.profiles import canonical, check_value
 from pilot.planner.yamlvalues import fail, need_list, need_mapping, need_text
 
 
-def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
+def read_profiles(raw: Any, path: str, ypath: str, aggregator: bool = False) -> Profiles:
     """``{namespace: {key: value}}``, each key checked against Pegasus' (pilot.planner.profilekeys): a key pilot
     refuses, or one Pegasus does not know, is an error naming it; keys are stored under the names pilot reads
     them by, values checked. A pegasus key Pegasus does not know may be the label key the properties name
     (read later), so it is kept under profilekeys.UNKNOWN with its place, and refused by
-    profilekeys.check_unknown at plan time if it is not."""
+    profilekeys.check_unknown at plan time if it is not. On the ``aggregator``'s entry (pegasus::mpiexec) the
+    pegasus keys nodes and ppn are its PMC job's size, as in Pegasus, not a task's: any whole number of 1 or more
+    (planner.batchopts says what becomes of them)."""
     where = "job" if ypath.startswith("jobs[") else "entry"
     per_site = ".sites[" in ypath or ypath.startswith("sites[")  # refused only where used (profilekeys.DEFERRED)
     in_container = ".containers[" in ypath or ypath.startswith("containers[")
@@ -50,7 +52,12 @@ def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
             if ns == "env":
                 check_env(key, text, path, kpath)
             name, why = profilekeys.problem(ns, key, text, where)
-            if why and ns == "pegasus" and profilekeys.lookup(ns, key)[1] is None:
+            if aggregator and ns == "pegasus" and name in AGGREGATOR_SIZE:
+                why = None if check_value("clusters.size", text) is None else \
+                    f"{key} = {text!r} is not a whole number of 1 or more"
+                if why:
+                    raise fail(path, kpath, why)
+            elif why and ns == "pegasus" and profilekeys.lookup(ns, key)[1] is None:
                 name = key  # kept as written: the label key is looked up under the name the properties give
                 out.setdefault(profilekeys.UNKNOWN, {})[key] = f"{path}: {kpath}"
             elif why and per_site:
@@ -85,6 +92,10 @@ def read_profiles(raw: Any, path: str, ypath: str) -> Profiles:
     if why:
         raise fail(path, ypath, f"runtime {runtime!r} (from maxwalltime) {why}")
     return out
+
+
+# The pegasus keys that size the aggregator's PMC job, refused on a job's transformation (a task runs on one node).
+AGGREGATOR_SIZE = ("nodes", "ppn")
 
 
 def check_env(name: str, value: str, path: str, kpath: str) -> None:

@@ -12,8 +12,8 @@ from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
 from pilot.contracts.clusters import ClusterKind
 from pilot.contracts.rootfiles import PROPERTIES
-from pilot.planner import (catalogs, cleanup, containers, datalayout, gateways, properties, reader, reduce, replaced,
-                           replicas, subworkflow, sysinfo, yamlstream)
+from pilot.planner import (batchopts, catalogs, cleanup, containers, datalayout, gateways, properties, reader, reduce,
+                           replaced, replicas, subworkflow, sysinfo, yamlstream)
 from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
 from pilot.planner.dagfile import requested
 from pilot.planner.emit import Emitted, emit
@@ -276,6 +276,7 @@ def _plan(req: PlanRequest) -> Plan:
     data.add(lambda: units_of(wf, clusters))
     cleanup.add(wf, data, lay, mode)
     clusters = attach(wf, clusters, data.made, lay.exec_site)
+    batchopts.note_unused_keys(clusters, data.made, resolver)
 
     subplans = subworkflow.prepare(wf, lay, site.handle, _passed_down(req, submit_dir))
     emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments, subplans,

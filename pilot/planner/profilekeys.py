@@ -61,7 +61,8 @@ _BATCH = "pilot submits to the site's batch system (its site config), not throug
 _GRAM = "pilot submits no Globus GRAM jobs: drop it"
 _DAGMAN = "pilot submit drives the workflow itself, not DAGMan, and has no such setting: ignored"
 _MAXQUEUED = ("pilot submit keeps at most the site config's max_queued batch jobs queued or running at a site "
-              "(and dagman.<category>.maxjobs data jobs): set max_queued there")
+              "(and dagman.<category>.maxjobs data jobs, and the properties dagman.maxjobs and dagman.maxidle over "
+              "the workflow): set max_queued there, or those properties")
 _KICKSTART = "pilot's workers launch each task and write its kickstart record themselves: ignored"
 _SHAREDFS = ("planned as sharedfs: each job's declared inputs are staged into the workflow's directory on the "
              "site's shared scratch, where it runs, and its outputs staged from there to the output site")
@@ -251,6 +252,14 @@ DAGMAN: dict[str, Key] = {
 }
 for _key in ("ABORT-DAG-ON", "DIR", "JOB", "OUTPUT", "SUBDAG EXTERNAL", "VARS"):
     DAGMAN[_key] = _p(_DAGMAN)
+# dagman.maxjobs and dagman.maxidle (pegasus.properties): the workflow's throttles, which the plan keeps in its
+# pegasus.properties for pilot submit (pilot.submit.throttle).
+THROTTLES = {
+    "MAXJOBS": _h("the most batch jobs of the workflow submitted at once, over all sites, beside each site "
+                  "config's max_queued (pilot submit; 0: no limit)"),
+    "MAXIDLE": _h("the most batch jobs of the workflow waiting in a queue without running, over all sites "
+                  "(pilot submit; 0: no limit)"),
+}
 # dagman.<category>.maxjobs (pegasus.properties): the categories pilot throttles (pilot.planner.model).
 DAGMAN_CATEGORIES = ("stagein", "stageout", "cleanup", "registration")
 
@@ -302,6 +311,8 @@ def lookup(ns: str, key: str, where: str = "job") -> tuple[str, Key | None]:
 def _dagman(name: str, where: str) -> tuple[str, Key | None]:
     if name.startswith("POST.PATH."):
         return name, DAGMAN["POST.PATH.*"]
+    if name in THROTTLES and where == "properties":
+        return name, THROTTLES[name]
     if name in ("MAXPRE", "MAXPOST"):
         return name, _p("pilot runs no PRE or POST scripts to throttle: ignored")
     for prefix in ("MAX", "NOOP"):

@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 from pilot.dag.parser import ENV_NAME, MAX_RUNTIME
 from pilot.errors import ConfigError
 from pilot.planner import profilekeys
-from pilot.planner.model import Catalogs, Job
+from pilot.planner.model import Catalogs, Job, Transformation
 
 ALIASES = {
     "clusters_size": "clusters.size",
@@ -122,7 +122,7 @@ class ProfileResolver:
         self._envs: dict[tuple, tuple[tuple[str, str], ...] | None] = {}
         self._tx_env: dict[tuple, tuple[tuple[str, str], ...] | None] = {}  # (transformation, site) -> its env
         self.data_env = credentials_env(catalogs)
-
+        self.memo: dict[str, dict] = {}  # per-plan lookups of other modules (planner.batchopts' aggregator)
 
     def _catalog_layers(self, job: Job, site: str, ns: str = "pegasus") -> dict[str, str]:
         key = (job.tx_key, site, ns)
@@ -141,6 +141,17 @@ class ProfileResolver:
                     self._check_used(tx_site.profiles)
                     merged.update(tx_site.profiles.get(ns, {}))
             self._upper[key] = merged
+        return merged
+
+    def transformation_profiles(self, tx: Transformation, site: str, ns: str) -> dict[str, str]:
+        """The profiles of namespace ``ns`` that ``tx``'s entry itself gives on ``site`` (its site entry over the
+        transformation's), without the site's or the properties': what a transformation that runs no job
+        of the workflow, such as the aggregator, brings to the job it wraps."""
+        merged = dict(tx.profiles.get(ns, {}))
+        tx_site = tx.sites.get(site)
+        if tx_site is not None:
+            self._check_used(tx_site.profiles)
+            merged.update(tx_site.profiles.get(ns, {}))
         return merged
 
     def _check_used(self, profiles: dict[str, dict[str, str]]) -> None:

@@ -80,6 +80,8 @@ def _property_problem(key: str, value: str) -> str | None:
         return unsupported_configuration(value)
     if key == "pegasus.clusterer.label.key":
         return None if value else "is empty: name the profile key that holds the label, e.g. label"
+    if key.lower() in ("dagman.maxjobs", "dagman.maxidle") and not re.fullmatch(r"[0-9]+", value):
+        return "is not a whole number of jobs: give the most at once, or 0 for no limit"
     ns, _, name = key.partition(".")
     if ns in profilekeys.TABLE and name:
         why = _profile_problem(ns, name, value)

@@ -2,7 +2,9 @@
 
 A cluster is ready when its parents are done. It goes to a site with room
 (fewer than ``max_queued`` of ours active there); with several sites, the one
-with the highest rank -queued/max_queued, and its further attempts stay there.
+with the highest rank -queued/max_queued, and its further attempts stay there;
+and only while the plan's ``dagman.maxjobs`` and ``dagman.maxidle`` have room
+over all sites (pilot.submit.throttle).
 
 The queue says where a job stands (pending with a reason, held, running,
 finished); whether a cluster succeeded is read from the pilot's
@@ -73,6 +75,7 @@ from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef
 from pilot.submit.outages import Outages
+from pilot.submit.throttle import plan_throttle
 from pilot.submit.options import Clock, Options, SystemClock, retries_for
 
 log = logging.getLogger("pilot.submit")
@@ -92,6 +95,7 @@ class Driver:
         self.site_by_name = {s.name: s for s in sites}
         self.backend = backend
         self.opts = opts or Options()
+        self.throttle = plan_throttle(submit_dir)  # dagman.maxjobs and dagman.maxidle, over all sites
         self.clock = clock or SystemClock()
         self.stopping = False
         self._next_try: dict[str, float] = {}
@@ -394,9 +398,13 @@ class Driver:
         in_category = collections.Counter(self.specs[c.name].category for c in self.state.clusters.values()
                                           if c.state in ACTIVE)  # DAGMan categories: active data jobs of each kind
         batch: list[tuple[ClusterRecord, SiteConfig, ClusterRecord]] = []  # (record, site, the record before)
+        submitted, idle = self._throttled()
+        maxjobs, maxidle = self.throttle.maxjobs, self.throttle.maxidle
         for c in self.state.clusters.values():
             if all(active[s.name] >= s.max_queued for s in self.sites):
                 break  # every site is full
+            if (maxjobs is not None and submitted >= maxjobs) or (maxidle is not None and idle >= maxidle):
+                break  # as many as dagman.maxjobs or dagman.maxidle allow
             if not self._is_ready(c) or self._next_try.get(c.name, 0.0) > now:
                 continue
             spec = self.specs[c.name]
@@ -408,6 +416,8 @@ class Driver:
             if site is None:
                 continue  # its site is full; another cluster may fit elsewhere
             active[site.name] += spec.subworkflow is None
+            submitted += spec.subworkflow is None
+            idle += spec.subworkflow is None
             in_category[spec.category] += 1
             before = dataclasses.replace(c, job_ids=list(c.job_ids))
             self._prepare(c, site)
@@ -422,6 +432,16 @@ class Driver:
                 self._submit(c, site)
             self._save()  # and its job id as soon as it has one
         return True
+
+    def _throttled(self) -> tuple[int, int]:
+        """(batch jobs submitted, of them not yet running) for dagman.maxjobs and dagman.maxidle: a job being
+        submitted, or in a queue without running (pending or held), is idle as DAGMan counts it."""
+        submitted = idle = 0
+        for c in self.state.clusters.values():
+            if c.state in ACTIVE and self.specs[c.name].subworkflow is None:
+                submitted += 1
+                idle += c.queue is not QueueState.RUNNING
+        return submitted, idle
 
     def _waiting_on(self, site: str) -> str:
         """What of the run waits for ``site``'s scheduler, in a few words (for the lines of an outage); "" for nothing."""

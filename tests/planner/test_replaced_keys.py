@@ -113,7 +113,7 @@ def test_replaced_keys_on_every_job_give_one_line_each_and_the_plan_of_the_workf
         else:
             keys = [line.split(" (")[0].rpartition(" ")[2] for line in out.stderr.splitlines()]
             assert sorted(keys) == sorted(["pegasus::gridstart.arguments", "dagman::priority", "condor::requirements",
-                                           "dagman.maxidle", "dagman.maxpre", "dagman.compute.maxjobs"]), out.stderr
+                                           "dagman.maxpre", "dagman.compute.maxjobs"]), out.stderr
             assert "max_queued" in out.stderr and "kickstart record" in out.stderr
     assert texts(tmp_path / "b" / "s") == [t.replace(str(tmp_path / "a"), str(tmp_path / "b"))
                                            for t in texts(tmp_path / "a" / "s")]

@@ -502,3 +502,34 @@ def test_an_unreachable_scheduler_fails_the_cluster_after_the_submit_tries(tmp_p
                     c.reason), c.reason
     assert "submitting a failed: timed out" in c.reason and "\n" not in c.reason
     assert UNREACHABLE_LIMIT <= clock.now - start < UNREACHABLE_LIMIT + 600  # looked, with back-off, for the limit
+
+
+def plan_properties(driver_dir: Path, **props: str) -> None:
+    """The submit directory's pegasus.properties, as pilot plan writes the properties it planned with."""
+    lines = ["# The properties this workflow was planned with"] + [f"dagman.{k} = {v}" for k, v in props.items()]
+    (driver_dir / "pegasus.properties").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("props, first, most", [({"maxjobs": "2"}, 2, 2), ({"maxidle": "3"}, 3, 4),
+                                                ({"maxjobs": "0"}, 4, 4), ({"maxjobs": "2", "maxidle": "1"}, 1, 2),
+                                                ({"maxjobs": "9"}, 4, 4)])
+def test_dagman_maxjobs_and_maxidle_cap_the_jobs_submitted_below_max_queued(tmp_path, props, first, most):
+    """Four independent clusters on a site that takes 4 (max_queued): dagman.maxjobs caps the jobs submitted,
+    dagman.maxidle those not yet running (each job is pending when submitted, so the first pass submits that
+    many; more follow as they start), 0 sets no limit; the smallest of these and max_queued wins."""
+    clusters = {f"c{i}": [] for i in range(4)}
+    sub = make_plan(tmp_path / "sub", clusters)
+    plan_properties(Path(sub), **props)
+    clock = FakeClock()
+    queue = FakeQueue(clock)
+    driver = Driver.load(sub, [site(max_queued=4)], queue, Options(poll=1.0, backoff=2.0), clock)
+    assert run(driver) is True and set(states(driver).values()) == {"done"}
+    assert len([c for t, _, c in queue.submits if t == queue.submits[0][0]]) == first
+    assert queue.max_active["a"] == most
+
+
+def test_a_dagman_throttle_that_is_no_number_is_one_line(tmp_path):
+    sub = make_plan(tmp_path / "sub", {"a": []})
+    plan_properties(Path(sub), maxjobs="many")
+    with pytest.raises(ConfigError, match=r"pegasus.properties:2: dagman.maxjobs = 'many' is not a whole number"):
+        Driver.load(sub, [site()], FakeQueue(FakeClock()), Options(), FakeClock())
