@@ -18,7 +18,8 @@ from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_
 from pilot.planner.dagfile import requested
 from pilot.planner.emit import Emitted, emit
 from pilot.planner.placement import attach, units_of
-from pilot.planner.staging import DataJobs, Executable, executable_lfn, expected_runtime, required_executables
+from pilot.planner.executables import Executable, executable_lfn, required_executables
+from pilot.planner.staging import DataJobs, expected_runtime
 from pilot.planner.estimate import PlanEstimate, estimate_plan
 from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, TransformationSite, Use, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile

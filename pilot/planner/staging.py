@@ -36,11 +36,11 @@ from operator import attrgetter
 from typing import Callable, Sequence
 
 from pilot.errors import ConfigError
-from pilot.planner import replicas, sysinfo
-from pilot.planner.catalogs import split_requirement
+from pilot.planner import replicas
 from pilot.planner.datainputs import map_line, transfer_input
 from pilot.planner.datalayout import DataLayout
-from pilot.planner.model import Catalogs, Job, JobType, Link, Transformation, Use, Workflow
+from pilot.planner.executables import Executable, checksum_of
+from pilot.planner.model import Catalogs, Job, JobType, Link, Use, Workflow
 from pilot.util import safetext
 
 INPUT_FILE = "@INPUT_FILE@"  # replaced by emit with the path of the job's input file
@@ -95,44 +95,6 @@ def producers(wf: Workflow) -> dict[str, Job]:
                 raise ConfigError(f"{job.where}: uses[{k}]: writes {use.lfn!r}, which {other.where} writes too: "
                                   "two jobs cannot write one file; give one of the outputs another name")
             out[use.lfn] = job
-    return out
-
-
-def executable_lfn(job: Job) -> str:
-    """A staged executable's file name, ``<namespace>-<name>-<version>`` without empty parts (Pegasus')."""
-    return "-".join(p for p in (job.namespace, job.name, job.version) if p)
-
-
-@dataclass(frozen=True)
-class Executable:
-    """A stageable executable a job needs in its directory: its own, or one its transformation ``requires``."""
-
-    lfn: str  # its name there (executable_lfn)
-    url: str
-    site: str
-    sha256: str | None = None
-
-
-def checksum_of(metadata: dict[str, str] | None) -> str | None:
-    """The sha256 a file's metadata gives (``checksum.type``/``checksum.value``, as Pegasus keeps it)."""
-    if not metadata or metadata.get("checksum.type", "sha256").lower() != "sha256":
-        return None
-    return metadata.get("checksum.value")
-
-
-def required_executables(catalogs: Catalogs, job: Job, tx: Transformation, handle: str) -> list[Executable]:
-    """The stageable executables that ``job``'s staged executable ``requires``, staged beside it under their own
-    staged names, as Pegasus stages a transformation's dependent executables (an installed one is there already)."""
-    out = []
-    for text in tx.requires:
-        need = catalogs.find_transformation(split_requirement(text))
-        entry = None if need is None else sysinfo.usable(need, handle, catalogs.sites.get(handle))
-        if need is None or entry is None:
-            raise ConfigError(f"{job.where}: transformation {job.tx_label} requires {text!r}, which the transformation "
-                              f"catalog has no entry of for site {handle!r} and its system: add one, or drop it from requires")
-        if entry.stageable:
-            lfn = "-".join(p for p in (need.namespace, need.name, need.version) if p)
-            out.append(Executable(lfn, replicas.url_of(entry.pfn), entry.site, need.sha256))
     return out
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pilot.contracts.rootfiles import PROPERTIES
 from pilot.errors import ConfigError
-from pilot.planner.properties import numbered_lines
+from pilot.util.safeopen import open_regular_fd
 
 KEYS = ("dagman.maxjobs", "dagman.maxidle")
 
@@ -32,7 +32,12 @@ def plan_throttle(submit_dir: str) -> Throttle:
     if not os.path.exists(path):
         return Throttle()
     props: dict[str, tuple[int, str]] = {}  # only these keys: the rest were read, and checked, when planned
-    for lineno, line in numbered_lines(path, "the plan's properties"):
+    try:
+        with open(open_regular_fd(path), encoding="utf-8", errors="replace") as fh:
+            lines = list(enumerate(fh, 1))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the plan's properties: {exc.strerror}") from None
+    for lineno, line in lines:
         key, sep, value = line.partition("=")  # as pilot.contracts.rootfiles.write_properties writes them
         if sep and key.strip().lower() in KEYS:
             props[key.strip().lower()] = (lineno, value.strip())
