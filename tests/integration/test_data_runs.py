@@ -8,6 +8,7 @@ that fails and the rerun that follows; data reuse.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -140,6 +141,35 @@ def test_a_failed_stage_in_fails_only_its_jobs_and_a_rerun_repeats_no_finished_t
     done = successes(sub)
     assert all(n == 1 for n in done.values()), done  # no finished transfer (or job) ran twice
     assert set(done) == {t.name for t in read_dag(str(sub / "merge_branches" / "merge_branches.dag"))}
+
+
+def test_a_failed_stage_in_is_a_failed_job_of_its_type_with_no_task_as_in_a_pegasus_run(tmp_path):
+    paths = two_branches(tmp_path)
+    sub = tmp_path / "sub"
+    res = submit(paths, sub, "--cluster", "label", "--retry", "0")
+    assert res.returncode == 1, res.stderr
+    failed = next(n for n in ("stage_in_local_local_0_0", "stage_in_local_local_0_1") if n not in successes(sub))
+    db = sqlite3.connect(next(sub.glob("*.stampede.db")))
+    jobs = {name: (kind, count) for name, kind, count in db.execute("select exec_job_id, type_desc, task_count from job")}
+    assert jobs[failed] == ("stage-in-tx", 0) and jobs["cp_jA"] == ("compute", 1)
+    assert jobs["create_dir_branches_0_local"] == ("create-dir", 0) and jobs["register_local_0_0"] == ("registration", 0)
+    assert jobs["cleanup_branches_0_local"] == ("cleanup", 0) and jobs["stage_out_local_local_0_0"][0] == "stage-out-tx"
+    assert sorted(r[0] for r in db.execute("select abs_task_id from task")) == ["jA", "jB"]
+    # the data jobs' invocations name no task: only the workflow's jobs count as tasks
+    assert [r[0] for r in db.execute("select distinct abs_task_id from invocation where task_submit_seq > 0")] in (
+        [None, "jA"], ["jA", None])
+    db.close()
+    # Type: Succeeded Failed Incomplete Total: jA ran, jB never did (its stage-in failed); 12 jobs, 1 failed
+    table = summary(sub)
+    assert table["Tasks"][:4] == ["1", "0", "1", "2"] and table["Jobs"][:4] == ["5", "1", "6", "12"]
+    # pegasus-analyzer, as for a Pegasus run: the failed job by its name, its invocation by its transformation
+    # and no task, and the transfer's stderr
+    analyzer = tool("pegasus-analyzer", ".", cwd=sub)
+    assert analyzer.returncode != 0, analyzer.stdout
+    out = analyzer.stdout
+    assert re.search(rf"^=+{failed}=+$", out, re.M) and "last state: POST_SCRIPT_FAILED" in out, out
+    assert re.search(r"^-+Task #1 - pegasus::transfer - None - Kickstart stderr-+$", out, re.M), out
+    assert f"Expected local file does not exist: {tmp_path}/in/f.z" in out
 
 
 def test_data_reuse_runs_only_what_is_missing(tmp_path):
