@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -170,6 +171,32 @@ def test_a_failed_stage_in_is_a_failed_job_of_its_type_with_no_task_as_in_a_pega
     assert re.search(rf"^=+{failed}=+$", out, re.M) and "last state: POST_SCRIPT_FAILED" in out, out
     assert re.search(r"^-+Task #1 - pegasus::transfer - None - Kickstart stderr-+$", out, re.M), out
     assert f"Expected local file does not exist: {tmp_path}/in/f.z" in out
+
+
+def test_a_clusters_own_monitoring_shows_its_data_jobs_as_jobs_of_their_types(tmp_path, monkeypatch):
+    """The whole cluster run by hand with --monitord-hack, its own static.bp (--cluster-static-bp) read by the
+    real pegasus-monitord: each of its data jobs a job of its type with no task, as in a Pegasus run."""
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    paths = data_workflow(tmp_path)
+    sub = tmp_path / "sub"
+    res = subprocess.run([*PILOT, "plan", "--site", "local", "--cluster", "whole", "--cluster-static-bp",
+                          paths["workflow"], "--conf", paths["conf"], "--dir", str(sub)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    cdir = sub / "merge_data"
+    argv = shlex.split((cdir / "merge_data.sh").read_text().strip().splitlines()[-1])
+    argv[-1:-1] = ["--monitord-hack"]
+    assert subprocess.run(argv, cwd=cdir, capture_output=True, timeout=300).returncode == 0
+    monkeypatch.setenv("HOME", str(tmp_path))
+    mon = tool("pegasus-monitord", "-r", "merge_data.dag.dagman.out", cwd=cdir)
+    assert mon.returncode == 0, mon.stderr
+    assert summary(cdir) == {"Tasks": ["2", "0", "0", "2", "0", "2"], "Jobs": ["12", "0", "0", "12", "0", "12"]}
+    with sqlite3.connect(cdir / "merge_data.stampede.db") as db:
+        jobs = {name: (kind, count) for name, kind, count in db.execute("select exec_job_id, type_desc, task_count from job")}
+    assert jobs["cp_j1"] == jobs["mine_j2"] == ("compute", 1) and jobs["chmod_j2_0"] == ("chmod", 0)
+    assert jobs["create_dir_data_0_local"] == ("create-dir", 0) and jobs["register_local_1_0"] == ("registration", 0)
+    assert jobs["stage_in_local_local_0_0"] == ("stage-in-tx", 0) and jobs["stage_out_local_local_1_0"] == ("stage-out-tx", 0)
+    assert jobs["clean_up_local_level_3_0"] == jobs["cleanup_data_0_local"] == ("cleanup", 0)
 
 
 def test_data_reuse_runs_only_what_is_missing(tmp_path):
