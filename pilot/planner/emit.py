@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import operator
 import os
 import sys
 from dataclasses import dataclass
@@ -251,11 +252,11 @@ def task_table(cluster: Cluster, request_of, data_ids: set[str] | None = None) -
 
 
 def _drop_edges_to(table: TaskTable, ids: set[str]) -> None:
-    """The table without its edges to the tasks named in ``ids``."""
-    keep = [child not in ids for child in table.edge_children]
-    if not all(keep):
-        table.edge_parents = list(itertools.compress(table.edge_parents, keep))
-        table.edge_children = list(itertools.compress(table.edge_children, keep))
+    """The table without its edges to the jobs named in ``ids`` (tested at C speed: a table may hold millions)."""
+    named, children = ids.__contains__, table.edge_children
+    if any(map(named, children)):  # no list of flags: a million edges would hold one more list of that size
+        table.edge_parents = list(itertools.compress(table.edge_parents, map(operator.not_, map(named, children))))
+        table.edge_children = list(itertools.filterfalse(named, children))
 
 
 def _mapped_files(uses) -> tuple[tuple[str, dict[str, str]], ...]:

@@ -155,8 +155,8 @@ def test_a_clusters_static_bp_makes_its_data_jobs_jobs_of_their_types_with_no_ta
     assert not [line for line in lines if "event=task.edge" in line]
     assert [line.split("xwf.id=u ")[1] for line in lines if "event=wf.map.task_job" in line] == [
         'job.id="cp_j1" task.id="j1"']
-    jobs = {re.search(r'job.id="([^"]+)"', line).group(1): re.search(r'type_desc="([^"]+)".*task_count="(\d)"', line).groups()
-            for line in lines if "event=job.info" in line}
+    info = re.compile(r'job.id="([^"]+)".* type_desc="([^"]+)".* task_count="(\d)"')
+    jobs = {m.group(1): m.group(2, 3) for m in map(info.search, lines) if m}
     assert jobs == {"stage_in_local_local_0_0": ("stage-in-tx", "0"), "cp_j1": ("compute", "1"),
                     "clean_up_local_level_2_0": ("cleanup", "0")}
     assert len([line for line in lines if "event=job.edge" in line]) == 2
