@@ -12,9 +12,11 @@ writes the same picture for the whole submit directory, so pegasus-monitord,
   POST script would: it decides the outcome and renames the job output to
   ``<cluster>.out.NNN``; monitord reads the numbered file only for a node with
   a POST script, which keeps every attempt's records apart), and the edges;
-- ``<wf>-0.static.bp``: tasks (task.info, task.edge, every Pegasus edge), jobs
-  = clusters (job.info with clustered="1" and task_count), the task-to-job map
-  (wf.map.task_job) and the edges between clusters (job.edge);
+- ``<wf>-0.static.bp``: tasks = the workflow's own jobs (task.info, task.edge),
+  jobs = clusters (job.info with clustered="1" and task_count) and the data jobs
+  Pegasus adds (job.info of their type, task_count="0" and no task, as Pegasus
+  writes them), the task-to-job map (wf.map.task_job) and the edges between
+  jobs (job.edge);
 - ``<cluster>/<cluster>.sub``: the batch job in HTCondor submit syntax, as
   monitord and pegasus-analyzer read it: command, output/error files, site
   and what each of its tasks asks for (``+pegasus_site``, ``+pegasus_cores``,
@@ -64,7 +66,7 @@ class RootTask:
     cpus: int = 1
     memory: int = 0  # MB; 0: no request
     gpus: int = 0
-    kind: tuple[int, str] = (1, "compute")  # a data task of a whole cluster: its Pegasus type (create-dir, ...)
+    kind: tuple[int, str] = (1, "compute")  # a sub-workflow's job: (10, "dax"); a data job is no task
     metadata: dict[str, str] = field(default_factory=dict)  # the job's metadata (task_meta in the DB)
     # (lfn, metadata) of its files with metadata, and of the outputs it registers: rc_meta and wf_files in the DB
     files: tuple[tuple[str, dict[str, str]], ...] = ()

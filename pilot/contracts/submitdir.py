@@ -8,6 +8,9 @@ a plain PMC DAG can be monitored, and the planner writes the same files.
 Each node of the DAG is one job running one task. The task id is the Pegasus
 job id from a ``#@`` annotation when there is one, else the node name; the
 invocation record the worker writes uses the same id as its ``derivation``.
+A node whose annotation names no job of the workflow's (``null``, a data job
+pilot plan adds) is a job of its Pegasus type with no task, as Pegasus
+writes it.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Any
 from pilot import __version__
 from pilot.contracts.jobstate import JOBSTATE_FILE
 from pilot.dag.lexer import quote_arg
-from pilot.dag.model import Dag, Task
+from pilot.dag.model import NO_DAX_ID, Dag, Task
 from pilot.errors import ConfigError
 from pilot.util.boundedload import CONFIG_BYTES, load_yaml
 from pilot.util.safeopen import open_file
@@ -52,8 +55,21 @@ def user_name() -> str:
         return str(os.getuid())
 
 
+# The type (number, description) of a job Pegasus adds, by the prefix of the name Pegasus (and pilot plan)
+# gives it; the longest prefixes first.
+DATA_JOB_TYPES = (("stage_inter_", (5, "inter-site-tx")), ("stage_in_", (2, "stage-in-tx")),
+                  ("stage_out_", (3, "stage-out-tx")), ("register_", (4, "registration")),
+                  ("create_dir_", (6, "create-dir")), ("clean_up_", (8, "cleanup")), ("cleanup_", (8, "cleanup")),
+                  ("chmod_", (9, "chmod")))
+
+
 def task_id(task: Task) -> str:
-    return task.dax_id or task.name
+    return task.name if task.dax_id in (None, NO_DAX_ID) else task.dax_id
+
+
+def data_job_type(name: str) -> tuple[int, str]:
+    """A data job's Pegasus type, from its name (``unassigned``, Pegasus' type 0, for a name of no known kind)."""
+    return next((kind for prefix, kind in DATA_JOB_TYPES if name.startswith(prefix)), (0, "unassigned"))
 
 
 def transformation(task: Task) -> str:
@@ -67,20 +83,27 @@ def write_static_bp(dag: Dag, path: str, wf_uuid: str, now: float | None = None)
     names = [_q(t.name) for t in tasks]
     args = [_q(" ".join(quote_arg(a) for a in t.argv[1:])) for t in tasks]
     where = {t.name: k for k, t in enumerate(tasks)}
+    # A data job (NO_DAX_ID) is a job of its own type with no task, as Pegasus writes it: the workflow's tasks
+    # are its own jobs, which pegasus-statistics counts.
+    own = [t.dax_id != NO_DAX_ID for t in tasks]
     out = []
     for k, t in enumerate(tasks):
-        out.append(f'ts={ts} event=task.info xwf.id={wf_uuid} task.id={ids[k]} type="1" type_desc="compute" '
-                   f"transformation={_q(transformation(t))} argv={args[k]}\n")
+        if own[k]:
+            out.append(f'ts={ts} event=task.info xwf.id={wf_uuid} task.id={ids[k]} type="1" type_desc="compute" '
+                       f"transformation={_q(transformation(t))} argv={args[k]}\n")
     for k, t in enumerate(tasks):
         for c in t.children:
-            out.append(f"ts={ts} event=task.edge xwf.id={wf_uuid} parent.task.id={ids[k]} "
-                       f"child.task.id={ids[where[c.name]]}\n")
+            if own[k] and own[where[c.name]]:
+                out.append(f"ts={ts} event=task.edge xwf.id={wf_uuid} parent.task.id={ids[k]} "
+                           f"child.task.id={ids[where[c.name]]}\n")
     for k, t in enumerate(tasks):
+        kind = (1, "compute") if own[k] else data_job_type(t.name)
         out.append(f'ts={ts} event=job.info xwf.id={wf_uuid} job.id={names[k]} submit_file={_q(t.name + ".sub")} '
-                   f'type="1" type_desc="compute" clustered="0" max_retries={_q(str(t.tries or 1))} '
-                   f"executable={_q(t.argv[0])} argv={args[k]} task_count=\"1\"\n")
+                   f'type="{kind[0]}" type_desc="{kind[1]}" clustered="0" max_retries={_q(str(t.tries or 1))} '
+                   f"executable={_q(t.argv[0])} argv={args[k]} task_count=\"{int(own[k])}\"\n")
     for k, t in enumerate(tasks):
-        out.append(f"ts={ts} event=wf.map.task_job xwf.id={wf_uuid} job.id={names[k]} task.id={ids[k]}\n")
+        if own[k]:
+            out.append(f"ts={ts} event=wf.map.task_job xwf.id={wf_uuid} job.id={names[k]} task.id={ids[k]}\n")
     for k, t in enumerate(tasks):
         for c in t.children:
             out.append(f"ts={ts} event=job.edge xwf.id={wf_uuid} parent.job.id={names[k]} "

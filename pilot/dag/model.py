@@ -55,6 +55,11 @@ DEFAULT_SPEC = Spec()
 _NONE: tuple = ()  # the parents or children of a task that has none: no list per task until an edge comes
 
 
+# The derivation (``#@`` dax id) of a job Pegasus adds (create-dir, stage-in, ...), as its kickstart is run
+# with ``-N null``: the job runs no task of the workflow's, and pegasus-monitord gives its invocation none.
+NO_DAX_ID = "null"
+
+
 class Task:
     """One TASK record of a PMC DAG.
 

@@ -19,6 +19,7 @@ import os
 from typing import Callable, Iterator, NamedTuple, Sequence
 
 from pilot.dag.lexer import quote_arg
+from pilot.dag.model import NO_DAX_ID
 from pilot.dag.parser import parse_dag
 from pilot.dag.writer import (ContextNotes, annotation, details, edge_lines, plain_task, plain_task_text, task_record,
                               task_text)
@@ -255,10 +256,11 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
                     texts.append(plain_task(n, label, job.id, qid, head, job.args_line))
                     continue
                 line = task_record(qid, f"{head} {job.args_line}" if job.args_line else head)
+            dax_id = NO_DAX_ID if data else job.id  # a data job runs no task of the workflow's, as in Pegasus
             if before or after:
-                texts.append(task_text(list(before), annotation(n, label, job.id), list(after), line))
+                texts.append(task_text(list(before), annotation(n, label, dax_id), list(after), line))
             else:
-                texts.append(plain_task_text(n, label, job.id, line))
+                texts.append(plain_task_text(n, label, dax_id, line))
     except Exception:
         yield "".join(texts)  # the jobs before the one refused, as a writer of a line at a time leaves the file
         raise

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import operator
 import os
 import sys
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from pilot.jobrequest import pilot_args, request_for
 from pilot.planner import subworkflow
 from pilot.planner.batchopts import BatchOptions, batch_options
 from pilot.planner.clustering import Cluster
-from pilot.planner.dagfile import command_text, input_file, roots_of, shape, task_request, write_dag
+from pilot.planner.dagfile import input_file, roots_of, shape, task_request, write_dag
 from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType, tx_key_of
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
@@ -178,13 +179,15 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
     ``request_of(job, site handle)``: the (CPUs, memory MB, GPUs) of the job's task.
     """
     jobs = []
+    data_ids: set[str] = set()  # the data jobs' ids, which task_table adds to
     for e in emitted:
         c = e.cluster
-        # A cluster's tasks are its jobs, data jobs too: each writes an invocation record into the cluster's
-        # output, which monitord counts as a task's. A data job alone (all clusterings but whole) is also a job
-        # of its own type (create-dir, stage-in-tx, ...), which pegasus-statistics counts jobs by.
+        # A cluster's tasks are its compute jobs: as in a Pegasus plan, the workflow's tasks are its own jobs, and
+        # a data job (create-dir, stage-in-tx, ...) is a job with no task (task_table leaves it out; its
+        # invocation record names no task). A data job alone (all clusterings but whole) is a job of its own
+        # type, which pegasus-statistics counts jobs by.
         alone = len(c.jobs) == 1 and c.jobs[0].type is not JobType.COMPUTE
-        tasks = task_table(c, request_of)
+        tasks = task_table(c, request_of, data_ids)
         cdir = os.path.dirname(e.dag)
         if c.kind is ClusterKind.SUBWORKFLOW:  # driven by a nested pilot submit, as Pegasus runs a nested DAGMan
             command = [sys.executable, "-m", "pilot", "submit", subworkflow.nested_dir(c)]
@@ -194,25 +197,35 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
         if alone:
             job.kind, job.transformation = c.jobs[0].type.value, c.jobs[0].tx_label
         jobs.append(job)
+    if data_ids:  # a task's edges to a data job (stage-out, cleanup, ...) are no edges between tasks
+        for job in jobs:
+            _drop_edges_to(job.tasks, data_ids)
     write_root_files(submit_dir, workflow_name, jobs, planner_arguments, properties=properties, metadata=metadata,
                      workflow_hooks=catalogs.workflow_hooks if catalogs else None,
                      job_hooks=job_hooks(emitted, catalogs) if catalogs else None)
 
 
-def task_table(cluster: Cluster, request_of) -> TaskTable:
-    """The cluster's jobs as tasks of the root workflow: each with its files that have metadata, and the outputs it
-    registers, as Pegasus maps them. Built a column at a time with C-level accessors, CHUNK jobs at a time (the
-    columns of a chunk are read while its jobs are in the processor's cache): a cluster may hold a million. A
-    job without profiles of its own asks what the others of its transformation ask, which is asked of one."""
+def task_table(cluster: Cluster, request_of, data_ids: set[str] | None = None) -> TaskTable:
+    """The cluster's compute jobs as tasks of the root workflow: each with its files that have metadata, and the
+    outputs it registers, as Pegasus maps them. A data job is no task (Pegasus' tasks are the workflow's own
+    jobs), but what it asks for is asked of the batch job all the same. Built a column at a time with C-level
+    accessors, CHUNK jobs at a time (the columns of a chunk are read while its jobs are in the processor's
+    cache): a cluster may hold a million. A job without profiles of its own asks what the others of its
+    transformation ask, which is asked of one. ``data_ids``: where the ids of the data jobs left out are added."""
     table = TaskTable()
     requests, metadata, files = table.requests, table.metadata, table.files
     for start in range(0, len(cluster.jobs), CHUNK):
         jobs = cluster.jobs[start:start + CHUNK]
-        places = range(start, start + len(jobs))
+        data = list(itertools.compress(jobs, map(_command, jobs)))  # data jobs: a command of the planner's
+        if data:
+            requests.update(request_of(job, cluster.site) for job in data)
+            if data_ids is not None:
+                data_ids.update(map(_id, data))
+            jobs = list(itertools.filterfalse(_command, jobs))
+        base = len(table.ids)
+        places = range(base, base + len(jobs))
         ids = list(map(_id, jobs))
         argvs = list(map(_args_line, jobs))
-        for k in itertools.compress(range(len(jobs)), map(_command, jobs)):  # a data job: its whole command
-            argvs[k] = command_text(jobs[k])
         labels = list(map(_name, jobs))  # tx_label: the name, unless a namespace or version is set
         qualified = {*itertools.compress(range(len(jobs)), map(_namespace, jobs)),
                      *itertools.compress(range(len(jobs)), map(_version, jobs))}
@@ -230,12 +243,20 @@ def task_table(cluster: Cluster, request_of) -> TaskTable:
         # a job of each transformation among them (by its name alone where no job has a namespace or version)
         one_each = dict(zip(map(tx_key_of if qualified else _name, others), others)).values()
         requests.update(request_of(job, cluster.site) for job in (*own, *one_each))
-        metadata.update((k, cluster.jobs[k].metadata) for k in itertools.compress(places, map(_metadata, jobs)))
+        metadata.update((k, jobs[k - base].metadata) for k in itertools.compress(places, map(_metadata, jobs)))
         for k in itertools.compress(places, map(_uses, jobs)):
-            mapped = _mapped_files(cluster.jobs[k].uses)
+            mapped = _mapped_files(jobs[k - base].uses)
             if mapped:
                 files[k] = mapped
     return table
+
+
+def _drop_edges_to(table: TaskTable, ids: set[str]) -> None:
+    """The table without its edges to the jobs named in ``ids`` (tested at C speed: a table may hold millions)."""
+    named, children = ids.__contains__, table.edge_children
+    if any(map(named, children)):  # no list of flags: a million edges would hold one more list of that size
+        table.edge_parents = list(itertools.compress(table.edge_parents, map(operator.not_, map(named, children))))
+        table.edge_children = list(itertools.filterfalse(named, children))
 
 
 def _mapped_files(uses) -> tuple[tuple[str, dict[str, str]], ...]:

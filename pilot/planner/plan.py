@@ -336,7 +336,9 @@ def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: Profil
 
 def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_arguments: str) -> Plan:
     """A PMC .dag is already one cluster: copied as written, with a batch script and monitoring files."""
+    from pilot.contracts.submitdir import task_id
     from pilot.dag.lexer import quote_arg
+    from pilot.dag.model import NO_DAX_ID
     from pilot.dag.writer import format_dag
     from pilot.planner.emit import cluster_static_bp, write_cluster, write_cluster_dag, write_root_monitoring
 
@@ -354,8 +356,10 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
 
     emitted = write_cluster(submit_dir, cluster, write_text, width, None, req.site, planner_arguments,
                             static_bp=cluster_static_bp(req.site, req.cluster_static_bp))
-    jobs = {t.name: Job(id=t.dax_id or t.name, name=t.transformation or t.name,
-                        args_line=" ".join(quote_arg(a) for a in t.argv[1:])) for t in dag}
+    # a task whose annotation names no job of the workflow's (a data job of a cluster pilot plan wrote) is no task
+    jobs = {t.name: Job(id=task_id(t), name=t.transformation or t.name,
+                        args_line=" ".join(quote_arg(a) for a in t.argv[1:]),
+                        command=t.argv if t.dax_id == NO_DAX_ID else None) for t in dag}
     for t in dag:
         jobs[t.name].children = [jobs[c.name] for c in t.children]
     cluster.jobs = list(jobs.values())

@@ -37,7 +37,7 @@ class Counts(NamedTuple):
 
 @dataclass(frozen=True)
 class Statistics:
-    tasks: Counts  # Pegasus jobs (each a task of a cluster)
+    tasks: Counts  # the workflow's own jobs (each a task of a cluster; a data job is none, as in Pegasus)
     jobs: Counts  # batch jobs as monitord counts them (clusters)
 
 

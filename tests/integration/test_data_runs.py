@@ -8,6 +8,8 @@ that fails and the rerun that follows; data reuse.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from tests.planner.wf import api
 
 pytestmark = [pytest.mark.mpi, pytest.mark.monitord]
 PILOT = [sys.executable, "-m", "pilot"]
+JOB_TYPES = "select exec_job_id, type_desc, task_count from job"  # each job's Pegasus type and tasks
 
 
 def submit(paths: dict, sub: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -75,10 +78,11 @@ def test_the_example_moves_its_files_in_every_clustering_mode(tmp_path, cluster)
     assert db.execute("select lfn, pfn, site from rc_lfn natural join rc_pfn").fetchall() == [
         ("f.c", f"file://{tmp_path}/output/f.c", "local")]
     db.close()
-    # the real monitord's view: 2 jobs and 10 data jobs, all tasks; jobs of their Pegasus types
+    # the real monitord's view, as of a Pegasus run: the workflow's 2 jobs are its tasks; the 10 data jobs are
+    # jobs of their Pegasus types with no task
     table = summary(sub)
     assert "cannot access properties file" not in (sub / "monitord.out").read_text()
-    assert table["Tasks"][:4] == ["12", "0", "0", "12"]
+    assert table["Tasks"][:4] == ["2", "0", "0", "2"]
     types = dict(sqlite3.connect(next(sub.glob("*.stampede.db"))).execute("select exec_job_id, type_desc from job"))
     if cluster == "whole":
         assert types == {"merge_data": "compute"}
@@ -139,6 +143,64 @@ def test_a_failed_stage_in_fails_only_its_jobs_and_a_rerun_repeats_no_finished_t
     done = successes(sub)
     assert all(n == 1 for n in done.values()), done  # no finished transfer (or job) ran twice
     assert set(done) == {t.name for t in read_dag(str(sub / "merge_branches" / "merge_branches.dag"))}
+
+
+def test_a_failed_stage_in_is_a_failed_job_of_its_type_with_no_task_as_in_a_pegasus_run(tmp_path):
+    paths = two_branches(tmp_path)
+    sub = tmp_path / "sub"
+    res = submit(paths, sub, "--cluster", "label", "--retry", "0")
+    assert res.returncode == 1, res.stderr
+    failed = next(n for n in ("stage_in_local_local_0_0", "stage_in_local_local_0_1") if n not in successes(sub))
+    db = sqlite3.connect(next(sub.glob("*.stampede.db")))
+    jobs = {name: (kind, count) for name, kind, count in db.execute(JOB_TYPES)}
+    assert jobs[failed] == ("stage-in-tx", 0) and jobs["cp_jA"] == ("compute", 1)
+    assert jobs["create_dir_branches_0_local"] == ("create-dir", 0)
+    assert jobs["register_local_0_0"] == ("registration", 0)
+    assert jobs["cleanup_branches_0_local"] == ("cleanup", 0) and jobs["stage_out_local_local_0_0"][0] == "stage-out-tx"
+    assert sorted(r[0] for r in db.execute("select abs_task_id from task")) == ["jA", "jB"]
+    # the data jobs' invocations name no task: only the workflow's jobs count as tasks
+    assert [r[0] for r in db.execute("select distinct abs_task_id from invocation where task_submit_seq > 0")] in (
+        [None, "jA"], ["jA", None])
+    db.close()
+    # Type: Succeeded Failed Incomplete Total: jA ran, jB never did (its stage-in failed); 12 jobs, 1 failed
+    table = summary(sub)
+    assert table["Tasks"][:4] == ["1", "0", "1", "2"] and table["Jobs"][:4] == ["5", "1", "6", "12"]
+    # pegasus-analyzer, as for a Pegasus run: the failed job by its name, its invocation by its transformation
+    # and no task, and the transfer's stderr
+    analyzer = tool("pegasus-analyzer", ".", cwd=sub)
+    assert analyzer.returncode != 0, analyzer.stdout
+    out = analyzer.stdout
+    assert re.search(rf"^=+{failed}=+$", out, re.M) and "last state: POST_SCRIPT_FAILED" in out, out
+    assert re.search(r"^-+Task #1 - pegasus::transfer - None - Kickstart stderr-+$", out, re.M), out
+    assert f"Expected local file does not exist: {tmp_path}/in/f.z" in out
+
+
+def test_a_clusters_own_monitoring_shows_its_data_jobs_as_jobs_of_their_types(tmp_path, monkeypatch):
+    """The whole cluster run by hand with --monitord-hack, its own static.bp (--cluster-static-bp) read by the
+    real pegasus-monitord: each of its data jobs a job of its type with no task, as in a Pegasus run."""
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    paths = data_workflow(tmp_path)
+    sub = tmp_path / "sub"
+    res = subprocess.run([*PILOT, "plan", "--site", "local", "--cluster", "whole", "--cluster-static-bp",
+                          paths["workflow"], "--conf", paths["conf"], "--dir", str(sub)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    cdir = sub / "merge_data"
+    argv = shlex.split((cdir / "merge_data.sh").read_text().strip().splitlines()[-1])
+    argv[-1:-1] = ["--monitord-hack"]
+    assert subprocess.run(argv, cwd=cdir, capture_output=True, timeout=300).returncode == 0
+    monkeypatch.setenv("HOME", str(tmp_path))
+    mon = tool("pegasus-monitord", "-r", "merge_data.dag.dagman.out", cwd=cdir)
+    assert mon.returncode == 0, mon.stderr
+    assert summary(cdir) == {"Tasks": ["2", "0", "0", "2", "0", "2"], "Jobs": ["12", "0", "0", "12", "0", "12"]}
+    with sqlite3.connect(cdir / "merge_data.stampede.db") as db:
+        jobs = {name: (kind, count) for name, kind, count in db.execute(JOB_TYPES)}
+    assert jobs["cp_j1"] == jobs["mine_j2"] == ("compute", 1) and jobs["chmod_j2_0"] == ("chmod", 0)
+    assert jobs["create_dir_data_0_local"] == ("create-dir", 0) and jobs["register_local_1_0"] == ("registration", 0)
+    assert jobs["stage_in_local_local_0_0"] == ("stage-in-tx", 0)
+    assert jobs["stage_out_local_local_1_0"] == ("stage-out-tx", 0)
+    assert jobs["clean_up_local_level_3_0"] == jobs["cleanup_data_0_local"] == ("cleanup", 0)
 
 
 def test_data_reuse_runs_only_what_is_missing(tmp_path):

@@ -140,13 +140,14 @@ def test_one_workflow_per_submit_directory(tmp_path):
     row = status_row(sub)
     assert row[:9] == ["1", "0", "0", "0", "0", "3", "1", "60.0", "Failure"]  # the cleanup job never became ready
 
-    # pegasus-statistics: tasks are the Pegasus jobs (and the data jobs), jobs are the clusters (and data jobs).
+    # pegasus-statistics: tasks are the workflow's own jobs, jobs are the clusters and the data jobs (create-dir,
+    # done, and the cleanup job, which never ran), as of a Pegasus run.
     stats = tool("pegasus-statistics", "-s", "all", ".", cwd=sub)
     assert stats.returncode == 0, stats.stderr
     summary = (sub / "statistics" / "summary.txt").read_text()
     table = {line.split()[0]: line.split()[1:] for line in summary.splitlines() if line.startswith(("Tasks", "Jobs"))}
     # Type: Succeeded Failed Incomplete Total Retries Total+Retries
-    assert table["Tasks"] == ["5", "1", "1", "7", "1", "7"]  # ID5 killed at the wall time, then run again
+    assert table["Tasks"] == ["4", "1", "0", "5", "1", "6"]  # ID5 killed at the wall time, then run again
     assert table["Jobs"] == ["3", "1", "1", "5", "1", "5"]  # sh_ID5 retried once
     wall = float(re.search(r"Workflow wall time\s*:\s*([\d.]+)", summary).group(1))
     cumulative = float(re.search(r"Cumulative job wall time\s*:\s*([\d.]+)", summary).group(1))
@@ -165,9 +166,12 @@ def test_one_workflow_per_submit_directory(tmp_path):
 
     db = sqlite3.connect(next(sub.glob("*.stampede.db")))
     tasks = dict(db.execute("select t.abs_task_id, j.exec_job_id from task t join job j on t.job_id = j.job_id"))
+    kinds = dict(db.execute("select exec_job_id, type_desc || ' ' || task_count from job"))
     db.close()
+    # the data jobs have no task, as in a Pegasus run
     assert tasks == {"ID1": "merge_first", "ID2": "merge_first", "ID3": "merge_second", "ID4": "merge_second",
-                     "ID5": "sh_ID5", CREATE_DIR: CREATE_DIR, CLEANUP: CLEANUP}
+                     "ID5": "sh_ID5"}
+    assert kinds[CREATE_DIR] == "create-dir 0" and kinds[CLEANUP] == "cleanup 0" and kinds["merge_first"] == "compute 2"
 
     # pegasus-analyzer names the failed task: exit code, site, arguments, stderr, files that exist.
     analyzer = tool("pegasus-analyzer", ".", cwd=sub)
@@ -242,8 +246,8 @@ def test_pilot_submit_runs_monitord_live_and_a_restart_counts_nothing_twice(tmp_
     # already failed for good before it (a rerun retries what failed): every attempt counted once.
     tries = log.count("Submitting HTCondor Node merge_second")
     assert tries in (2, 4)
-    # (with create-dir, done, and the cleanup job, which never ran: Total+Retries counts the runs)
-    assert table["Tasks"] == ["5", "1", "1", "7", str(tries - 1), str(6 + tries - 1)]
+    # (the jobs with create-dir, done, and the cleanup job, which never ran: Total+Retries counts the runs)
+    assert table["Tasks"] == ["4", "1", "0", "5", str(tries - 1), str(5 + tries - 1)]
     assert table["Jobs"] == ["3", "1", "1", "5", str(tries - 1), str(4 + tries - 1)]
     db = sqlite3.connect(next(sub.glob("*.stampede.db")))
     restarts = db.execute("select count(*) from workflowstate where state = 'WORKFLOW_STARTED'").fetchone()[0]
@@ -302,8 +306,8 @@ def test_slurm_run_is_one_pegasus_workflow(tmp_path):
     assert stats.returncode == 0, stats.stderr
     summary = (sub / "statistics" / "summary.txt").read_text()
     table = {line.split()[0]: line.split()[1:] for line in summary.splitlines() if line.startswith(("Tasks", "Jobs"))}
-    # with create-dir, done, and the cleanup job, which never ran
-    assert table["Tasks"] == ["5", "1", "1", "7", "1", "7"] and table["Jobs"] == ["3", "1", "1", "5", "1", "5"]
+    # the jobs with create-dir, done, and the cleanup job, which never ran; the tasks are the workflow's own jobs
+    assert table["Tasks"] == ["4", "1", "0", "5", "1", "6"] and table["Jobs"] == ["3", "1", "1", "5", "1", "5"]
     js = [line.split() for line in (sub / "jobstate.log").read_text().splitlines() if " SUBMIT " in line]
     slurm_ids = {c["name"]: c["job_ids"] for c in json.loads((sub / "submit.state.json").read_text())["clusters"]}
     logged: dict[str, list[str]] = {}

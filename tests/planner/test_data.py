@@ -71,6 +71,22 @@ def test_whole_plan_has_pegasus_data_jobs_in_order(tmp_path):
     assert transfer[1].endswith("Pegasus/cli/pegasus-transfer.py")
 
 
+def assert_tasks_are_the_workflows_jobs(bp: str) -> None:
+    """As Pegasus writes a plan's static.bp: tasks, task edges and the task map of the workflow's jobs only; each
+    data job a job with task_count 0."""
+    assert re.findall(r'event=task.info xwf.id=\S+ task.id="(\w+)"', bp) == ["j1", "j2"]
+    assert re.findall(r'event=task.edge xwf.id=\S+ parent.task.id="(\w+)" child.task.id="(\w+)"', bp) == [("j1", "j2")]
+    assert re.findall(r'event=wf.map.task_job xwf.id=\S+ job.id="\w+" task.id="(\w+)"', bp) == ["j1", "j2"]
+    counts = dict(re.findall(r'event=job.info xwf.id=\S+ job.id="(\w+)" .* task_count="(\d+)"', bp))
+    assert counts.pop("merge_data", None) in (None, "2") and counts.get("stage_in_local_local_0_0", "0") == "0"
+    assert {k: v for k, v in counts.items() if v != "0"} in ({"cp_j1": "1", "mine_j2": "1"}, {})
+
+
+def test_whole_clustering_leaves_the_data_jobs_out_of_the_root_tasks(tmp_path):
+    run_plan(tmp_path, data_workflow(tmp_path), "whole")
+    assert_tasks_are_the_workflows_jobs((tmp_path / "submit" / "data-0.static.bp").read_text())
+
+
 def test_label_clustering_makes_each_data_job_a_batch_job_of_its_own(tmp_path):
     res = run_plan(tmp_path, data_workflow(tmp_path), "label")
     data = yaml.safe_load((tmp_path / "submit" / "clusters.yml").read_text())
@@ -86,6 +102,7 @@ def test_label_clustering_makes_each_data_job_a_batch_job_of_its_own(tmp_path):
     assert re.search(r'event=job.info xwf.id=\S+ job.id="stage_in_local_local_0_0" \S+ type="2" type_desc="stage-in-tx"', bp)
     assert re.search(r'event=job.info xwf.id=\S+ job.id="register_local_1_0" \S+ type="4" type_desc="registration"', bp)
     assert re.search(r'event=job.info xwf.id=\S+ job.id="cp_j1" \S+ type="1" type_desc="compute"', bp)
+    assert_tasks_are_the_workflows_jobs(bp)
     sub = (tmp_path / "submit" / "create_dir_data_0_local" / "create_dir_data_0_local.sub").read_text()
     assert '+pegasus_wf_xformation = "pegasus::dirmanager"' in sub and "+pegasus_job_class = 6" in sub
 

@@ -114,6 +114,15 @@ def test_pmc_dag_input_is_one_cluster(tmp_path):
     assert "+pegasus_cores = 1\n" in sub and "pegasus_memory_mb" not in sub  # A asks for 5 MB, B for none
 
 
+def test_pmc_dag_input_of_a_planned_cluster_keeps_its_data_jobs_out_of_the_tasks(tmp_path):
+    """A cluster's DAG as pilot plan writes it, planned again: its data job (annotated null) is no task."""
+    _plan_pmc_dag(tmp_path, "#@ 1 pegasus::dirmanager null\nTASK create_dir_w_0_local /bin/true\n"
+                            "#@ 2 cp j1\nTASK cp_j1 /bin/cp a b\nEDGE create_dir_w_0_local cp_j1\n")
+    bp = (tmp_path / "s" / "mine-0.static.bp").read_text()
+    assert re.findall(r'event=task.info \S+ task.id="([^"]+)"', bp) == ["j1"] and "event=task.edge" not in bp
+    assert re.search(r'job.id="mine" .* task_count="1"', bp)
+
+
 def test_pmc_dag_input_sub_has_the_request_of_each_task(tmp_path):
     _, sub = _plan_pmc_dag(tmp_path, "TASK A -m 4.5 -c 2 -g 1 /bin/echo a\nTASK B --request-memory 5 -c 2 --request-gpus=1 /bin/echo b\n")
     assert "+pegasus_cores = 2\n+pegasus_memory_mb = 5\n+pegasus_gpus = 1\n" in sub

@@ -6,6 +6,7 @@ The run result's round trip is in test_result.py with the rest of that file's te
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from pilot.contracts.clusters import (ClusterKind, ClusterSpec, PlanInfo, SubworkflowSpec, plan_site_file, read_clusters,
@@ -15,8 +16,10 @@ from pilot.contracts.jobstate import (INTERNAL, Event, JobstateLine, JobstateTai
 from pilot.contracts.queue import QueueState
 from pilot.contracts.rescue import RescueLog, RescueTail, read_rescue, rescue_path
 from pilot.contracts.rootfiles import RootJob, RootTask, read_root_dag, root_dag_name, write_root_files
+from pilot.contracts.submitdir import write_static_bp
 from pilot.contracts.submitstate import ClusterRecord, ClusterState, SubmitState, state_path
 from pilot.contracts.taskrecord import TaskRecord, cluster_task, read_task_record
+from pilot.dag import read_dag
 
 
 def test_clusters_yml(tmp_path):
@@ -134,3 +137,26 @@ def test_a_cluster_task_record_with_fields_added_at_the_end_is_still_read():
 def test_paths_are_beside_the_dag():
     assert rescue_path("/d/wf.dag") == "/d/wf.dag.rescue"
     assert jobstate_path("/d") == str(Path("/d") / "jobstate.log")
+
+
+def test_a_clusters_static_bp_makes_its_data_jobs_jobs_of_their_types_with_no_task(tmp_path):
+    """A cluster's DAG as pilot plan writes it: a data job's ``#@`` line names no job of the workflow's (null,
+    as Pegasus runs a data job's kickstart with -N null), so its static.bp has a job of the job's Pegasus type
+    with no task, as Pegasus writes one; the workflow's job is a task of its own job."""
+    dag_file = tmp_path / "c.dag"
+    dag_file.write_text("#@ 1 pegasus::transfer null\nTASK stage_in_local_local_0_0 /bin/true\n"
+                        "#@ 2 cp j1\nTASK cp_j1 /bin/cp a b\n"
+                        "#@ 3 pegasus::cleanup null\nTASK clean_up_local_level_2_0 /bin/true\n"
+                        "EDGE stage_in_local_local_0_0 cp_j1\nEDGE cp_j1 clean_up_local_level_2_0\n")
+    write_static_bp(read_dag(str(dag_file)), str(tmp_path / "c.static.bp"), "u")
+    lines = (tmp_path / "c.static.bp").read_text().splitlines()
+    assert [line.split(" task.id=")[1] for line in lines if "event=task.info" in line] == [
+        '"j1" type="1" type_desc="compute" transformation="cp" argv="a b"']
+    assert not [line for line in lines if "event=task.edge" in line]
+    assert [line.split("xwf.id=u ")[1] for line in lines if "event=wf.map.task_job" in line] == [
+        'job.id="cp_j1" task.id="j1"']
+    info = re.compile(r'job.id="([^"]+)".* type_desc="([^"]+)".* task_count="(\d)"')
+    jobs = {m.group(1): m.group(2, 3) for m in map(info.search, lines) if m}
+    assert jobs == {"stage_in_local_local_0_0": ("stage-in-tx", "0"), "cp_j1": ("compute", "1"),
+                    "clean_up_local_level_2_0": ("cleanup", "0")}
+    assert len([line for line in lines if "event=job.edge" in line]) == 2
