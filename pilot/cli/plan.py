@@ -78,8 +78,7 @@ def pegasus_site(spec: str) -> str:
     """
     names = [n.strip() for n in spec.split(",") if n.strip()]
     if len(names) != 1:
-        raise argparse.ArgumentTypeError(
-            f"{spec!r}: pilot plans for one execution site; name one (e.g. --sites condorpool)")
+        raise UsageError(f"--sites {spec!r}: pilot plans for one execution site; name one (e.g. --sites condorpool)")
     return f"pegasus_site={names[0]}"
 
 
