@@ -270,4 +270,4 @@ def test_master_agrees_with_the_model():
 
 @pytest.mark.slow
 def test_master_agrees_with_the_model_at_length():
-    run_state_machine_as_test(MasterModel, settings=settings(max_examples=1500, **SETTINGS))
+    run_state_machine_as_test(MasterModel, settings=settings(max_examples=500, **SETTINGS))
