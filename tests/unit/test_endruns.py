@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+from typing import Iterator
 
 from pilot.contracts.daglock import running
 from pilot.runtime.lock import DagLock
@@ -28,49 +32,46 @@ HOLDER = textwrap.dedent("""
 """)
 
 
-def start_holder(tmp_path, dag, name: str) -> subprocess.Popen:
-    """The stand-in run, as a script called ``name`` (what pilot cancel sees of a process is its command line)."""
-    script = tmp_path / name
-    script.write_text(HOLDER)
-    return subprocess.Popen([sys.executable, str(script), str(dag), MARK_VAR, f"{dag_key(str(dag))}:run:0"],
-                            stdout=subprocess.PIPE, text=True)
-
-
-def test_a_run_holding_the_dag_lock_is_ended_with_its_tasks(tmp_path):
+@contextlib.contextmanager
+def holding(tmp_path, name: str) -> Iterator[tuple[Path, subprocess.Popen, int]]:
+    """A DAG whose lock the stand-in run holds, as a script called ``name`` (what pilot cancel sees of a process is
+    its command line): yields (the DAG, the stand-in, its task's pid); whatever is left of them goes at the end."""
     dag = tmp_path / "c.dag"
     dag.write_text("TASK a /bin/true\n")
-    holder = start_holder(tmp_path, dag, "pilot")
+    script = tmp_path / name
+    script.write_text(HOLDER)
+    holder = subprocess.Popen([sys.executable, str(script), str(dag), MARK_VAR, f"{dag_key(str(dag))}:run:0"],
+                              stdout=subprocess.PIPE, text=True)
+    task = None
     try:
         task = int(holder.stdout.readline())
-        run = wait_for(lambda: running(str(dag)), timeout=30, what="the stand-in run holds the DAG lock")
-        assert run.pid == holder.pid  # found in /proc/locks, without taking the lock
-        out = end_runs({"c": str(dag)}, waits=(0.2, 0.5, 5.0))
-        assert out.left == {} and out.ended == [f"cluster c: ended its pilot run ({run.where()}) and 1 task process(es)"]
-        assert not alive(holder.pid) and not alive(task)  # (the sweep of marked tasks reaps our own children too)
-        assert running(str(dag)) is None
+        wait_for(lambda: running(str(dag)), timeout=30, what="the stand-in holds the DAG lock")
+        yield dag, holder, task
     finally:
         holder.kill()
         holder.wait()
         holder.stdout.close()
+        if task is not None and alive(task):
+            os.kill(task, signal.SIGKILL)
+
+
+def test_a_run_holding_the_dag_lock_is_ended_with_its_tasks(tmp_path):
+    with holding(tmp_path, "pilot") as (dag, holder, task):
+        run = running(str(dag))
+        assert run is not None and run.pid == holder.pid  # found in /proc/locks, without taking the lock
+        out = end_runs({"c": str(dag)}, waits=(0.2, 0.5, 5.0))
+        assert out.left == {} and out.ended == [f"cluster c: ended its pilot run ({run.where()}) and 1 task process(es)"]
+        assert not alive(holder.pid) and not alive(task)  # (the sweep of marked tasks reaps our own children too)
+        assert running(str(dag)) is None
 
 
 def test_a_process_that_is_no_pilot_run_is_named_not_signalled(tmp_path):
-    dag = tmp_path / "c.dag"
-    dag.write_text("TASK a /bin/true\n")
-    holder = start_holder(tmp_path, dag, "editor")
-    try:
-        task = int(holder.stdout.readline())
-        wait_for(lambda: running(str(dag)), timeout=30, what="the process holds the DAG lock")
+    with holding(tmp_path, "editor") as (dag, holder, task):
         out = end_runs({"c": str(dag)}, waits=(0.1, 0.1, 0.1))
         assert out.ended == [] and out.left == {"c": f"cluster c: pid {holder.pid} on {socket.gethostname()} holds "
                                                      f"{dag} and is not a pilot run: not signalled; see what it is "
                                                      f"(ps -p {holder.pid} -o args)"}
         assert alive(holder.pid) and alive(task)
-    finally:
-        holder.kill()
-        holder.wait()
-        holder.stdout.close()
-        os.kill(task, 9)
 
 
 def test_a_free_dag_lock_ends_nothing_and_is_not_taken(tmp_path):
