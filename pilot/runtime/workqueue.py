@@ -19,7 +19,6 @@ is the one that runs.
 from __future__ import annotations
 
 import collections
-from typing import Iterator
 
 from pilot.runtime.protocol import RunTask
 
@@ -38,14 +37,8 @@ class WorkQueue:
         # Only tasks with children (RunTask.urgent) can have one, and an entry goes when its follow-on comes.
         self._no_follow_on: set[str] = set()
 
-    def __len__(self) -> int:
-        return len(self.tasks)
-
     def __bool__(self) -> bool:
         return bool(self.tasks)
-
-    def __iter__(self) -> Iterator[RunTask]:
-        return iter(self.tasks)
 
     def take(self, msg: RunTask) -> bool:
         """A task arrived: queue it (True), or False when it must be given back unstarted.
