@@ -53,11 +53,12 @@ def host_options(site: SiteConfig) -> list[str]:
     return opts
 
 
-def pilot_args(site: SiteConfig, dag_name: str) -> list[str]:
-    """``pilot run`` options for a cluster's batch job on ``site`` (planner scripts and pilot submit alike)."""
+def pilot_args(site: SiteConfig, dag_name: str, walltime_minutes: float | None = None) -> list[str]:
+    """``pilot run`` options for a cluster's batch job on ``site`` (planner scripts and pilot submit alike), whose
+    walltime is ``walltime_minutes`` (None: the site's)."""
     # -o/-e and the invocation records make <cluster>.out the job output pegasus-monitord reads (no file per task).
     base = dag_name[:-4] if dag_name.endswith(".dag") else dag_name
-    return ["--max-wall-time", f"{pilot_wall_time(site.walltime_minutes):g}", "--jobstate-log", "--invocation-records",
+    return ["--max-wall-time", f"{pilot_wall_time(walltime_minutes or site.walltime_minutes):g}", "--jobstate-log", "--invocation-records",
             "-o", base + ".out", "-e", base + ".err", *host_options(site), *split(site.pilot_options), dag_name]
 
 
@@ -127,17 +128,22 @@ def resolve_pilot(site: SiteConfig) -> list[str]:
 
 def request_for(site: SiteConfig, name: str, workdir: str, pilot_args: list[str], ranks: int | None = None,
                 walltime_minutes: float | None = None, queue: str | None = None, account: str | None = None,
-                directives: tuple[str, ...] = ()) -> JobRequest:
+                directives: tuple[str, ...] = (), nodes: int | None = None,
+                ranks_per_node: int | None = None) -> JobRequest:
     """Size a job on ``site``: at most the site's nodes x ranks_per_node, fewer if ``ranks`` is smaller.
     ``queue``, ``account`` and ``directives`` (whole directive lines) are what the cluster's jobs ask for
-    over the site's values (pilot.planner.batchopts)."""
-    rpn = site.ranks_per_node or 2
-    nodes = site.nodes
-    if ranks is not None:
-        ranks = max(2, ranks)
-        nodes = max(1, min(site.nodes, -(-ranks // rpn)))
-        if nodes == 1:
-            rpn = min(rpn, ranks)
+    over the site's values, ``nodes``, ``ranks_per_node`` and ``walltime_minutes`` what the aggregator's entry
+    sizes a clustered job with, as exactly as Pegasus asks for a PMC job (pilot.planner.batchopts; checked
+    against the site there): ``nodes`` given, ``ranks`` is not read; ``ranks_per_node`` alone spreads ``ranks``
+    over as many nodes as they need."""
+    rpn = ranks_per_node or site.ranks_per_node or 2
+    if nodes is None:
+        nodes = site.nodes
+        if ranks is not None:
+            ranks = max(2, ranks)
+            nodes = max(1, min(site.nodes, -(-ranks // rpn)))
+            if nodes == 1 and ranks_per_node is None:
+                rpn = min(rpn, ranks)
     return JobRequest(
         name=name,
         workdir=workdir,

@@ -56,6 +56,11 @@ class ClusterSpec:
     queue: str | None = None
     account: str | None = None
     directives: tuple[str, ...] = ()
+    # The batch job's size where the aggregator's entry (Pegasus' nodes, ppn, runtime) set it; None: sized from
+    # ``ranks`` and the site config, as in plans written before these were kept
+    nodes: int | None = None
+    ranks_per_node: int | None = None
+    walltime_minutes: float | None = None
     subworkflow: "SubworkflowSpec | None" = None  # only for kind subworkflow
     script: str | None = None  # its batch script, to submit by hand; None: it has none (a sub-workflow)
 
@@ -126,6 +131,8 @@ def write_clusters(submit_dir: str, plan: PlanInfo, clusters: Iterable[ClusterSp
         lines += [f"  {key}: {j(value)}" for key, value in (("queue", c.queue), ("account", c.account)) if value is not None]
         if c.directives:
             lines.append(f"  directives: {j(list(c.directives))}")
+        lines += [f"  {key}: {j(value)}" for key, value in (("nodes", c.nodes), ("ranks_per_node", c.ranks_per_node),
+                                                            ("walltime_minutes", c.walltime_minutes)) if value is not None]
         if c.category is not None:
             lines += [f"  category: {j(c.category)}", f"  maxjobs: {j(c.maxjobs)}"]
         sub = c.subworkflow
@@ -166,6 +173,9 @@ def read_clusters(submit_dir: str) -> list[ClusterSpec]:
                 queue=None if item.get("queue") is None else str(item["queue"]),
                 account=None if item.get("account") is None else str(item["account"]),
                 directives=tuple(str(d) for d in item.get("directives") or ()),
+                nodes=None if item.get("nodes") is None else int(item["nodes"]),
+                ranks_per_node=None if item.get("ranks_per_node") is None else int(item["ranks_per_node"]),
+                walltime_minutes=None if item.get("walltime_minutes") is None else float(item["walltime_minutes"]),
                 subworkflow=_subworkflow(submit_dir, item.get("subworkflow")),
                 script=None if item.get("script") is None else os.path.join(submit_dir, item["script"]),
             )
@@ -222,12 +232,17 @@ def _load(submit_dir: str) -> dict:
                                       or ".." in value.split("/") or "\0" in value):
                 raise ConfigError(f"{path}: cluster #{n}: {key}: {str(value)[:80]!r} is not a path inside the submit "
                                   f"directory (relative, without '..'); {replan}")
-        for key in ("tasks", "ranks", "roots", "retry", "maxjobs"):
+        for key in ("tasks", "ranks", "roots", "retry", "maxjobs", "nodes", "ranks_per_node"):
             value = item.get(key)
-            if value is not None and (type(value) is not int or not 0 <= value < 1 << 31):
+            least = 1 if key in ("nodes", "ranks_per_node") else 0  # a batch job of no nodes is no job
+            if value is not None and (type(value) is not int or not least <= value < 1 << 31):
                 raise ConfigError(f"{path}: cluster #{n}: {key}: {str(value)[:40]!r} is not a count; {replan}")
         for key in ("runtime", "critical_path"):
             value = item.get(key)
             if value is not None and (type(value) not in (int, float) or not 0 <= value < 1e12):
                 raise ConfigError(f"{path}: cluster #{n}: {key}: {str(value)[:40]!r} is not a number of seconds; {replan}")
+        value = item.get("walltime_minutes")
+        if value is not None and (type(value) not in (int, float) or not 0 < value < 1e9):
+            raise ConfigError(f"{path}: cluster #{n}: walltime_minutes: {str(value)[:40]!r} is not a number of minutes; "
+                              f"{replan}")
     return data

@@ -16,12 +16,16 @@ properties' under them, as Pegasus gives a data job its transformation's entry (
 transfers in an ``xfer`` QOS this way). In a cluster of compute and data jobs the compute jobs' values
 win: the data jobs' fill only what no compute job sets. A clustered job (horizontal, label or whole)
 then takes the profiles of the aggregator's own entry, ``pegasus::mpiexec``, over its jobs', as
-Pegasus gives a PMC job the profiles of pegasus-mpi-cluster's entry. The job
-resources Pegasus sums for a clustered job (cores, memory, runtime) are not
-batch options here: pilot sizes the job from the cluster's width and the
-site's walltime, and the tasks ask the pilot for their cores and memory. What
-those two kinds of entry say that acts on nothing yet is said once per plan
-(note_unused_keys).
+Pegasus gives a PMC job the profiles of pegasus-mpi-cluster's entry; that entry's ``nodes``, ``ppn`` and
+``cores`` (globus ``hostcount``, ``xcount``, ``count``) also size its batch job, and its ``runtime``
+(``maxwalltime`` in minutes) is its walltime, rounded up to a whole minute, as Pegasus' glite style asks
+for a PMC job (NODES, PROCS, CORES, WALLTIME; GLite.java): ``cores`` with one of the other two gives the
+third, and alone the ranks. A job's own ``nodes``, ``cores`` and ``runtime`` are its task's (a task runs on
+one node), so no job's values size a batch job: without the aggregator's, pilot sizes it from the
+cluster's width and the site config's ranks_per_node and walltime. A size the site config cannot give (more
+nodes than its ``nodes``, a walltime over its ``max_walltime``, fewer than the two ranks a pilot needs) is
+refused in one line naming the entry. What those two kinds of entry say that acts on nothing yet is said
+once per plan (note_unused_keys).
 """
 
 from __future__ import annotations
@@ -37,8 +41,20 @@ from pilot.planner import profilekeys, replaced
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
+from pilot.siteschema import format_walltime, parse_walltime
+from pilot.sites import SiteConfig
 from pilot.util.safetext import is_plain
-from providers import Scheduler
+from providers import scheduler_for
+
+
+@dataclass(frozen=True)
+class Size:
+    """The batch job's size the aggregator's entry asks for; None: the site config's (jobrequest.request_for)."""
+
+    nodes: int | None = None
+    ranks_per_node: int | None = None
+    ranks: int | None = None  # cores alone: the ranks, spread over nodes as the site config's ranks_per_node allow
+    walltime_minutes: float | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +63,7 @@ class BatchOptions:
     account: str | None = None
     directives: tuple[str, ...] = ()
     asked: tuple[str, ...] = ()  # the profile keys its jobs set, for the warning on a site without batch system
+    size: Size = Size()
 
 
 def _first(key: str, *layers: dict[str, str]) -> str | None:
@@ -67,9 +84,11 @@ def _plain_words(value: str, where: str, key: str) -> str:
     return " ".join(words)
 
 
-def batch_options(cluster: Cluster, resolver: ProfileResolver, scheduler: Scheduler) -> BatchOptions:
-    """The batch options of ``cluster``'s job on a site of ``scheduler`` (see the module doc): its plug-in says
+def batch_options(cluster: Cluster, resolver: ProfileResolver, site: SiteConfig) -> BatchOptions:
+    """The batch options of ``cluster``'s job on ``site`` (see the module doc): its scheduler's plug-in says
     which directive lines a memory request and ``glite.arguments`` become (none without a batch system)."""
+    scheduler = scheduler_for(site)
+    size = Size()
     asked: dict[str, None] = {}
     seen: dict[tuple, tuple] = {}  # jobs with no profiles of their own share their transformation's values
     merged: list[tuple] = [(None,) * len(KEYS), (None,) * len(KEYS)]  # data jobs' values, compute jobs'
@@ -91,12 +110,16 @@ def batch_options(cluster: Cluster, resolver: ProfileResolver, scheduler: Schedu
         if aggregator is not None:
             asked.update((key, None) for key, value in zip(KEYS, aggregator) if value is not None)
             queue, account, extra, memory = _over((queue, account, extra, memory), aggregator)
+        sized = aggregator_size(resolver, cluster.site, site)
+        if sized is not None:
+            asked.update(dict.fromkeys(sized[1]))
+            size = sized[0]
     directives = []
     if memory is not None and scheduler.memory_directive:
         directives.append(scheduler.memory_directive.format(memory))
     if extra and scheduler.directive_prefix:
         directives.append(f"{scheduler.directive_prefix} {extra}")
-    return BatchOptions(queue, account, tuple(directives), tuple(asked))
+    return BatchOptions(queue, account, tuple(directives), tuple(asked), size)
 
 
 KEYS = ("queue", "project", "glite.arguments", "request_memory")
@@ -110,15 +133,19 @@ CLUSTERED = (ClusterKind.HORIZONTAL, ClusterKind.LABEL, ClusterKind.WHOLE)
 # plan with what becomes of it (the keys pilot replaces everywhere were said where the catalog was read).
 BATCH_KEYS = {"pegasus": frozenset(("queue", "project", "glite.arguments")), "globus": frozenset(("queue", "project")),
               "condor": frozenset(("request_memory", "batch_queue"))}
+# The aggregator's entry sizes its batch job too (aggregator_size); globus maxwalltime and pegasus maxwalltime are
+# its runtime in minutes, hostcount its nodes, xcount its ppn, count its cores (profilekeys.fold).
+AGGREGATOR_KEYS = {**BATCH_KEYS,
+                   "pegasus": BATCH_KEYS["pegasus"] | {"nodes", "ppn", "cores", "runtime", "maxwalltime"},
+                   "globus": BATCH_KEYS["globus"] | {"hostcount", "xcount", "count", "maxwalltime"}}
 DATA_KEYS = {**BATCH_KEYS, "env": None}  # None: every key (a data task's environment)
 TRANSFER_KEYS = {**DATA_KEYS, "pegasus": BATCH_KEYS["pegasus"] | {"transfer.threads", "transfer.arguments"}}
 DATA_INSTEAD = ("no effect on a data job: its task asks the pilot for one core, and its batch job has the site "
                 "config's nodes, ranks_per_node and walltime; set those there, or queue, project or "
                 "glite.arguments here")
-AGGREGATOR_INSTEAD = ("no effect yet on the clustered job: its batch job has as many ranks as the cluster is wide, "
-                      "at most the site config's nodes x ranks_per_node, for the site config's walltime, and its "
-                      "tasks the environment of their own transformations; set those there, or glite.arguments "
-                      "here (1000genome's --nodes=2 --ntasks-per-node=1)")
+AGGREGATOR_INSTEAD = ("no effect on the clustered job: its batch job takes this entry's queue, project, "
+                      "glite.arguments, request_memory, nodes, ppn, cores and runtime, and its tasks the environment "
+                      "and resources of their own transformations; set those there")
 
 
 def note_unused_keys(clusters: list[Cluster], data_jobs: list[Job], resolver: ProfileResolver) -> None:
@@ -133,7 +160,7 @@ def note_unused_keys(clusters: list[Cluster], data_jobs: list[Job], resolver: Pr
         for site in sites:
             _note_unused(resolver, key, site, TRANSFER_KEYS if name == "transfer" else DATA_KEYS, DATA_INSTEAD)
     for site in dict.fromkeys(c.site for c in clusters if c.kind in CLUSTERED):
-        _note_unused(resolver, AGGREGATOR, site, BATCH_KEYS, AGGREGATOR_INSTEAD)
+        _note_unused(resolver, AGGREGATOR, site, AGGREGATOR_KEYS, AGGREGATOR_INSTEAD)
 
 
 def _note_unused(resolver: ProfileResolver, key: tuple, site: str, honoured: dict[str, frozenset[str] | None],
@@ -169,6 +196,94 @@ def aggregator_values(resolver: ProfileResolver, site: str) -> tuple | None:
             lambda ns: resolver.transformation_profiles(tx, site, ns),
             "the transformation catalog: transformation pegasus::mpiexec")
     return memo[site]
+
+
+def aggregator_size(resolver: ProfileResolver, handle: str, site: SiteConfig) -> tuple[Size, tuple[str, ...]] | None:
+    """(the batch job's size, the keys that ask for it) from the aggregator's own entry on ``handle`` (the module
+    doc), checked against ``site``; on a site without batch system the size is the site config's (the keys are
+    named in the plan's warning there). None: the catalog has no such entry. Looked up once per site."""
+    memo = resolver.memo.setdefault("aggregator size", {})
+    if handle not in memo:
+        tx = resolver.catalogs.find_transformation(AGGREGATOR)
+        if tx is None:
+            memo[handle] = None
+        else:
+            entry = tx.sites.get(handle)
+            where = f"{entry.where if entry is not None else 'the transformation catalog'}, transformation " \
+                    f"{tx.namespace}::{tx.name}"
+            profiles = resolver.transformation_profiles(tx, handle, "pegasus")
+            asked = tuple(k for k in SIZE_KEYS if profiles.get(k) not in (None, ""))
+            single = scheduler_for(site).single_host
+            memo[handle] = (Size() if single or not asked else _size(profiles, site, where)), asked
+    return memo[handle]
+
+
+# The pegasus keys of the aggregator's entry that size its batch job (its globus ones are folded into these).
+SIZE_KEYS = ("nodes", "ppn", "cores", "runtime")
+
+
+def _size(profiles: dict[str, str], site: SiteConfig, where: str) -> Size:
+    """The Size the aggregator's pegasus ``profiles`` ask for, as Pegasus' glite style derives NODES, PROCS and
+    CORES from one another; one the site config cannot give is refused (ConfigError naming ``where``)."""
+    def whole(key: str) -> int | None:
+        raw = profiles.get(key)
+        if raw in (None, ""):
+            return None
+        try:
+            value = float(raw)
+        except ValueError:
+            value = 0.0
+        if not value.is_integer() or value < 1:
+            raise ConfigError(f"{where}: pegasus::{key} = {raw[:40]!r}: the clustered job's {key} is a whole number "
+                              "of 1 or more")
+        return int(value)
+
+    nodes, ppn, cores = whole("nodes"), whole("ppn"), whole("cores")
+    ranks = None
+    if cores is not None and nodes is not None and ppn is not None and cores != nodes * ppn:
+        raise ConfigError(f"{where}: pegasus::cores = {cores} is not nodes x ppn ({nodes} x {ppn}), as Pegasus "
+                          f"requires of a job that sets all three: drop cores, or make it {nodes * ppn}")
+    if cores is not None and (nodes is None) != (ppn is None):
+        given, other = ("nodes", nodes) if nodes is not None else ("ppn", ppn)
+        if cores % other:  # type: ignore[operator]
+            raise ConfigError(f"{where}: pegasus::cores = {cores} is not a multiple of {given} {other}, as Pegasus "
+                              f"requires to derive the job's {'ppn' if given == 'nodes' else 'nodes'}: give a multiple")
+        nodes, ppn = (nodes, cores // nodes) if nodes is not None else (cores // ppn, ppn)  # type: ignore[operator]
+    elif cores is not None and nodes is None:
+        ranks = cores
+    site_rpn = site.ranks_per_node or 2
+    path = site.path or site.name
+    if nodes is None and ranks is not None:
+        nodes_needed = -(-ranks // site_rpn)
+        if nodes_needed > site.nodes:
+            raise ConfigError(f"{where}: pegasus::cores = {ranks}: site {site.name} has {site.nodes} node(s) of "
+                              f"{site_rpn} ranks ({path}: nodes, ranks_per_node): ask for at most "
+                              f"{site.nodes * site_rpn}, or raise the site config's nodes (--set nodes={nodes_needed})")
+    if nodes is not None and nodes > site.nodes:
+        raise ConfigError(f"{where}: pegasus::nodes = {nodes}: site {site.name} has {site.nodes} node(s) per batch "
+                          f"job ({path}: nodes): ask for at most {site.nodes}, or raise the site config's nodes "
+                          f"(--set nodes={nodes})")
+    most = (ranks if ranks is not None else (nodes or site.nodes) * (ppn or site_rpn))
+    if most < 2:
+        raise ConfigError(f"{where}: pegasus::nodes/ppn/cores ask for {most} MPI rank: a clustered job needs at least "
+                          "2 (one hands out the tasks, as in pegasus-mpi-cluster): ask for ppn 2 or more")
+    return Size(nodes, ppn, ranks, _walltime(profiles.get("runtime"), site, where))
+
+
+def _walltime(runtime: str | None, site: SiteConfig, where: str) -> float | None:
+    """Pegasus ``runtime`` (seconds) as the batch job's walltime in minutes, rounded up to a whole minute as
+    Pegasus writes WALLTIME; at most the site config's max_walltime."""
+    if runtime in (None, ""):
+        return None
+    minutes = math.ceil(float(runtime) / 60.0)
+    if minutes < 1:
+        raise ConfigError(f"{where}: pegasus::runtime = {runtime!r}: a batch job needs a walltime of more than 0 s: "
+                          "give the clustered job's seconds")
+    if site.max_walltime and minutes > parse_walltime(site.max_walltime):
+        raise ConfigError(f"{where}: pegasus::runtime = {runtime!r} ({format_walltime(minutes)}) is longer than site "
+                          f"{site.name}'s max_walltime {site.max_walltime} ({site.path or site.name}: max_walltime): "
+                          "ask for less")
+    return float(minutes)
 
 
 def _job_values(job: Job, resolver: ProfileResolver, site: str) -> tuple:

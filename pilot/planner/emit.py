@@ -37,7 +37,7 @@ from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType, tx_key_
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
 from pilot.util.safeopen import make_dir, open_file
-from providers import scheduler_for, script_for
+from providers import script_for
 
 
 @dataclass
@@ -192,7 +192,10 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
         if c.kind is ClusterKind.SUBWORKFLOW:  # driven by a nested pilot submit, as Pegasus runs a nested DAGMan
             command = [sys.executable, "-m", "pilot", "submit", subworkflow.nested_dir(c)]
         else:
-            command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag)), ranks=e.ranks).command()
+            size = e.batch.size
+            command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag), size.walltime_minutes),
+                                  ranks=e.ranks, nodes=size.nodes, ranks_per_node=size.ranks_per_node,
+                                  walltime_minutes=size.walltime_minutes).command()
         job = RootJob(c.name, c.site, tasks, [p.name for p in c.parents], command)
         if alone:
             job.kind, job.transformation = c.jobs[0].type.value, c.jobs[0].tx_label
@@ -307,7 +310,7 @@ def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions, i
         return k, dag, "", 0, None, BatchOptions(), None
     runtimes = list(map(runtime_of, cluster.jobs))
     width, critical, roots = shape(cluster, runtimes)
-    batch = batch_options(cluster, resolver, scheduler_for(site))
+    batch = batch_options(cluster, resolver, site)
     e = write_cluster(submit_dir, cluster, lambda path: write_dag(path, cluster, resolver, pfn_of, runtimes, cdir),
                       width, critical, site, planner_arguments, batch, static_bp)
     for job in cluster.jobs:
@@ -326,8 +329,11 @@ def write_cluster(submit_dir: str, cluster: Cluster, write_dag_file: Callable[[s
     make_dir(cdir)
     dag_file = os.path.join(cdir, cluster.name + ".dag")
     write_dag_file(dag_file)
-    req = request_for(site, cluster.name, cdir, pilot_args(site, cluster.name + ".dag"), ranks=width + 1,
-                      queue=batch.queue, account=batch.account, directives=batch.directives)
+    size = batch.size  # the aggregator's entry's, as Pegasus sizes a PMC job; else the cluster's width's
+    req = request_for(site, cluster.name, cdir, pilot_args(site, cluster.name + ".dag", size.walltime_minutes),
+                      ranks=size.ranks or width + 1, queue=batch.queue, account=batch.account,
+                      directives=batch.directives, nodes=size.nodes, ranks_per_node=size.ranks_per_node,
+                      walltime_minutes=size.walltime_minutes)
     suffix, script = script_for(site, req)
     script_file = os.path.join(cdir, cluster.name + suffix)
     with open_file(script_file, "w", encoding="utf-8") as fh:
@@ -372,7 +378,8 @@ def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig,
             parents=tuple(p.name for p in c.parents), retry=retries[k] if retries else None, runtime=c.runtime,
             critical_path=e.critical_path, category=category, maxjobs=maxjobs,
             roots=roots_of(c) if e.roots is None else e.roots, queue=b.queue, account=b.account,
-            directives=tuple(b.directives), subworkflow=sub, script=e.script or None,
+            directives=tuple(b.directives), nodes=b.size.nodes, ranks_per_node=b.size.ranks_per_node,
+            walltime_minutes=b.size.walltime_minutes, subworkflow=sub, script=e.script or None,
         ))
     plan = PlanInfo(workflow=workflow_name, site=site.name, site_file=os.path.abspath(site.path), scheduler=site.scheduler)
     write_clusters(submit_dir, plan, specs)

@@ -34,6 +34,7 @@ from pilot.dag.model import Dag
 from pilot.dag.parser import read_dag
 from pilot.errors import PilotError
 from pilot.jobrequest import pilot_wall_time, request_for
+from pilot.siteschema import format_walltime
 from pilot.sites import SiteConfig
 from pilot.util.graphs import longest_paths
 from pilot.util.tables import table
@@ -225,10 +226,12 @@ def estimate_plan(emitted, site: SiteConfig, from_dag: bool = False) -> PlanEsti
     estimates = []
     for e in emitted:
         c = e.cluster
+        minutes = e.batch.size.walltime_minutes  # the aggregator's runtime, where it sets the batch job's walltime
+        own = site if minutes is None else dataclasses.replace(site, walltime=format_walltime(minutes))
         if e.critical_path is None and not from_dag:
-            est = ClusterEstimate(c.name, e.ranks, None, pilot_wall_time(site.walltime_minutes) * 60.0, "no runtime profiles")
+            est = ClusterEstimate(c.name, e.ranks, None, pilot_wall_time(own.walltime_minutes) * 60.0, "no runtime profiles")
         else:
-            est = estimate_cluster(c.name, e.dag, e.ranks, site)
+            est = estimate_cluster(c.name, e.dag, e.ranks, own)
         estimates.append(est)
     makespans = [est.makespan for est in estimates if est.makespan is not None]
     if not estimates or len(makespans) < len(estimates):

@@ -25,8 +25,8 @@ def read_profiles(raw: Any, path: str, ypath: str, aggregator: bool = False) -> 
     them by, values checked. A pegasus key Pegasus does not know may be the label key the properties name
     (read later), so it is kept under profilekeys.UNKNOWN with its place, and refused by
     profilekeys.check_unknown at plan time if it is not. On the ``aggregator``'s entry (pegasus::mpiexec) the
-    pegasus keys nodes and ppn are its PMC job's size, as in Pegasus, not a task's: any whole number of 1 or more
-    (planner.batchopts says what becomes of them)."""
+    keys nodes and ppn (globus hostcount and xcount) are its PMC job's size, as in Pegasus, not a task's: any whole
+    number of 1 or more (planner.batchopts sizes its batch job with them)."""
     where = "job" if ypath.startswith("jobs[") else "entry"
     per_site = ".sites[" in ypath or ypath.startswith("sites[")  # refused only where used (profilekeys.DEFERRED)
     in_container = ".containers[" in ypath or ypath.startswith("containers[")
@@ -52,7 +52,7 @@ def read_profiles(raw: Any, path: str, ypath: str, aggregator: bool = False) -> 
             if ns == "env":
                 check_env(key, text, path, kpath)
             name, why = profilekeys.problem(ns, key, text, where)
-            if aggregator and ns == "pegasus" and name in AGGREGATOR_SIZE:
+            if aggregator and (ns, name) in AGGREGATOR_SIZE:
                 why = None if check_value("clusters.size", text) is None else \
                     f"{key} = {text!r} is not a whole number of 1 or more"
                 if why:
@@ -94,8 +94,9 @@ def read_profiles(raw: Any, path: str, ypath: str, aggregator: bool = False) -> 
     return out
 
 
-# The pegasus keys that size the aggregator's PMC job, refused on a job's transformation (a task runs on one node).
-AGGREGATOR_SIZE = ("nodes", "ppn")
+# The keys that size the aggregator's PMC job (planner.batchopts), refused on a job's transformation (a task runs on
+# one node): pegasus nodes and ppn, and the globus keys Pegasus reads as them (hostcount, xcount).
+AGGREGATOR_SIZE = (("pegasus", "nodes"), ("pegasus", "ppn"), ("globus", "hostcount"), ("globus", "xcount"))
 
 
 def check_env(name: str, value: str, path: str, kpath: str) -> None:

@@ -310,10 +310,12 @@ def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: Profil
         c = e.cluster
         if c.kind is ClusterKind.SUBWORKFLOW:
             continue  # no batch job of its own
-        rpn = request_for(site, c.name, "", [], ranks=e.ranks).ranks_per_node
+        rpn = request_for(site, c.name, "", [], ranks=e.ranks, nodes=e.batch.size.nodes,
+                          ranks_per_node=e.batch.size.ranks_per_node).ranks_per_node
         if cores and rpn > cores:
+            fix = "pegasus::mpiexec's ppn" if e.batch.size.ranks_per_node else "ranks_per_node"
             out.append(f"cluster {c.name} asks for {rpn} MPI ranks per node, but a node of site {site.name} has {cores} "
-                       f"cores ({where}: cores_per_node): its batch job may never start; lower ranks_per_node")
+                       f"cores ({where}: cores_per_node): its batch job may never start; lower {fix}")
         if resolver is None:
             continue
         for job in c.jobs:

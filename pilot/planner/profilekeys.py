@@ -87,19 +87,24 @@ PEGASUS: dict[str, Key] = {
     "job.aggregator.arguments": _p("pilot's options come from its site config and pilot submit, not from "
                                    "pegasus-mpi-cluster's command line: ignored"),
     "label": _h("label clustering (and the key pegasus.clusterer.label.key names)"),
-    "runtime": _h("runtime clustering and the makespan estimate (seconds)"),
+    "runtime": _h("runtime clustering and the makespan estimate (seconds); on pegasus::mpiexec the clustered "
+                  "job's walltime (planner.batchopts)"),
     "job.runtime": _h("the old name of runtime, read as runtime"),
-    "maxwalltime": _h("the job's runtime in minutes where runtime is unset, as Pegasus sums both for a cluster"),
+    "maxwalltime": _h("the job's runtime in minutes where runtime is unset, as Pegasus sums both for a cluster; on "
+                      "pegasus::mpiexec the clustered job's walltime"),
     "pmc_request_memory": _h("the task's -m"),
     "pmc_request_cpus": _h("the task's -c"),
     "pmc_priority": _h("the task's -p"),
     "pmc_task_arguments": _h("appended to the task's options"),
-    "cores": _h("the task's -c where pmc_request_cpus is unset"),
+    "cores": _h("the task's -c where pmc_request_cpus is unset; on pegasus::mpiexec the clustered job's ranks "
+                "(with nodes or ppn, the other, as Pegasus derives them)"),
     "memory": _h("the task's -m (MB) where pmc_request_memory is unset"),
     "gpus": _h("the task's -g, and --nv in a container"),
     "nodes": _h("a task runs on one node: a job asking for more nodes cannot run in a pilot; give it nodes: 1 "
-                "and ask for cores", values=("1",)),
-    "ppn": _r("pilot asks for a task's CPUs with cores: write cores instead"),
+                "and ask for cores (on pegasus::mpiexec, any whole number: the clustered job's nodes)",
+                values=("1",)),
+    "ppn": _r("pilot asks for a task's CPUs with cores: write cores instead (on pegasus::mpiexec, ppn is the "
+              "clustered job's ranks per node)"),
     "diskspace": _n("NO_EFFECT: Pegasus' glite style passes no disk request to Slurm or PBS "
                     "(GLite.java getCERequirementsForJob)"),
     "queue": _h("the batch job's partition or queue (planner.batchopts)"),
@@ -223,8 +228,9 @@ GLOBUS: dict[str, Key] = {
     "count": _h("the job's cores where pegasus cores is unset (Globus.java)"),
     "totalmemory": _h("the job's memory (MB) where pegasus memory is unset (Globus.java)"),
     "hostcount": _h("the job's nodes where pegasus nodes is unset (Globus.java): a task runs on one node, so "
-                    "only 1", values=("1",)),
-    "xcount": _r("pilot asks for a task's CPUs with cores: write pegasus::cores instead"),
+                    "only 1 (on pegasus::mpiexec, any whole number: the clustered job's nodes)", values=("1",)),
+    "xcount": _r("pilot asks for a task's CPUs with cores: write pegasus::cores instead (on pegasus::mpiexec, "
+                 "xcount is the clustered job's ranks per node, Pegasus' ppn)"),
     "maxmemory": _r("pilot asks for a task's memory as a whole: write pegasus::memory (MB) instead"),
     "arguments": CONDOR["arguments"], "environment": CONDOR["environment"], "executable": CONDOR["executable"],
     "directory": CONDOR["remote_initialdir"],
@@ -384,7 +390,7 @@ def namespace_problem(ns: str) -> str | None:
 # What a globus (and the pegasus maxwalltime) key stands for among the pegasus keys pilot reads, and the factor.
 FOLDED = {("globus", "maxwalltime"): ("runtime", 60.0), ("pegasus", "maxwalltime"): ("runtime", 60.0),
           ("globus", "count"): ("cores", 1.0), ("globus", "totalmemory"): ("memory", 1.0),
-          ("globus", "hostcount"): ("nodes", 1.0)}
+          ("globus", "hostcount"): ("nodes", 1.0), ("globus", "xcount"): ("ppn", 1.0)}
 
 
 def fold(profiles: dict[str, dict[str, str]]) -> None:

@@ -60,7 +60,8 @@ def fewest_ranks(site: SiteConfig, nodes: int, specs: Sequence[ClusterSpec]) -> 
     least = blocks.node_slots(site)
     for spec in specs:
         if spec.subworkflow is None:
-            req = request_for(site, spec.name, spec.dir, [], ranks=spec.ranks)
+            req = request_for(site, spec.name, spec.dir, [], ranks=spec.ranks, nodes=spec.nodes,
+                              ranks_per_node=spec.ranks_per_node)
             if req.nodes > nodes:
                 raise ConfigError(f"cluster {spec.name} needs {req.nodes} nodes ({spec.ranks} ranks), pilot jobs on "
                                   f"{site.name} have {nodes}: ask for larger ones (--pilot-nodes {req.nodes})")

@@ -5,11 +5,16 @@ plan keeps for pilot submit."""
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 
+import pytest
 import yaml
 
+from pilot.contracts.clusters import read_clusters
 from pilot.dag import read_dag
+from pilot.errors import ConfigError
 from pilot.planner.plan import PlanRequest, plan
 from pilot.sites import load_site
 from tests.planner.data_wf import data_workflow
@@ -34,15 +39,15 @@ def entry(name: str, pegasus: dict, env: dict | None = None, site: str = "local"
             "sites": [{"name": site, "pfn": f"/opt/pegasus/bin/{name}", "type": "installed", "profiles": profiles}]}
 
 
-def planned(tmp_path: Path, paths: dict, cluster: str, site: str = "perlmutter-cpu"):
-    req = PlanRequest(workflow=paths["workflow"], site=load_site(site, {"pegasus_site": "local"}),
+def planned(tmp_path: Path, paths: dict, cluster: str, site: str = "perlmutter-cpu", **overrides: str):
+    req = PlanRequest(workflow=paths["workflow"], site=load_site(site, {"pegasus_site": "local", **overrides}),
                       cluster=[cluster], submit_dir=str(tmp_path / "submit"), conf=paths.get("conf"),
                       tc=paths.get("tc"))
     return plan(req)
 
 
-def run(tmp_path: Path, paths: dict, cluster: str, site: str = "perlmutter-cpu"):
-    return {e.cluster.name: e for e in planned(tmp_path, paths, cluster, site).emitted}
+def run(tmp_path: Path, paths: dict, cluster: str, site: str = "perlmutter-cpu", **overrides: str):
+    return {e.cluster.name: e for e in planned(tmp_path, paths, cluster, site, **overrides).emitted}
 
 
 def script(emitted, name: str) -> list[str]:
@@ -103,7 +108,7 @@ def test_data_transformations_without_such_keys_plan_without_a_warning(tmp_path)
     assert planned(tmp_path, paths, "label").warnings == []
 
 
-def aggregator_wf(tmp_path: Path, cluster_size: int = 4, **size) -> dict:
+def aggregator_wf(tmp_path: Path, cluster_size: int = 4, globus: dict | None = None, **size) -> dict:
     wf = api.Workflow("agg", infer_dependencies=False)
     jobs(wf, "T", 4)
     tc = transformations("local", {"T": "/bin/true"}, {"T": {"clusters.size": str(cluster_size)}})
@@ -112,6 +117,8 @@ def aggregator_wf(tmp_path: Path, cluster_size: int = 4, **size) -> dict:
     mpi.add_pegasus_profile(queue="regular", glite_arguments="--nodes=2 --ntasks-per-node=1", project="m2187")
     for key, value in size.items():
         mpi.add_profiles(api.Namespace.PEGASUS, key=key, value=value)
+    for key, value in (globus or {}).items():
+        mpi.add_profiles(api.Namespace.GLOBUS, key=key, value=value)
     tc.add_transformations(mpi)
     return write(tmp_path, wf, tc)
 
@@ -131,14 +138,81 @@ def test_a_job_left_unclustered_is_not_the_aggregators(tmp_path):
         assert "#SBATCH --partition=regular" not in Path(e.script).read_text()
 
 
-def test_the_aggregators_nodes_ppn_and_runtime_are_accepted_and_said_once_each(tmp_path):
-    """1000genome's pegasus::mpiexec has nodes: 2 and ppn: 1, which a job's transformation may not have: they are
-    the PMC job's, which pilot sizes from the cluster and the site config, and the plan says so per key."""
-    result = planned(tmp_path, aggregator_wf(tmp_path, nodes="2", ppn="1", runtime="3600"), "horizontal")
-    for key in ("nodes", "ppn", "runtime"):
-        said = [w for w in result.warnings if w.startswith(f"warning: pegasus::{key} (")]
-        assert len(said) == 1 and "pegasus::mpiexec" in said[0] and "site config" in said[0], result.warnings
-    assert not any(w.startswith(("warning: pegasus::queue", "warning: pegasus::glite")) for w in result.warnings)
+def merge_cluster(emitted) -> str:
+    (name,) = [n for n in emitted if n.startswith("merge_")]
+    return name
+
+
+@pytest.mark.parametrize("pegasus, globus", [
+    ({"nodes": "2", "ppn": "4", "runtime": "5400"}, {}),
+    ({}, {"hostcount": "2", "xcount": "4", "maxwalltime": "90"}),  # Globus.java's names of the same three
+    ({"nodes": "2", "cores": "8", "runtime": "5341"}, {}),  # cores with nodes gives ppn; seconds rounded up
+], ids=["pegasus", "globus", "cores"])
+def test_the_aggregators_nodes_ppn_and_runtime_size_the_clustered_batch_job(tmp_path, pegasus, globus):
+    """As Pegasus' glite style sizes a PMC job from pegasus-mpi-cluster's entry (NODES, PROCS, WALLTIME): the
+    script asks for 2 nodes of 4 ranks for 90 minutes, its MPI launch starts 8 ranks, the pilot stops before the
+    walltime, clusters.yml keeps the size for pilot submit, and no line says the keys act on nothing."""
+    result = planned(tmp_path, aggregator_wf(tmp_path, globus=globus, **pegasus), "horizontal", nodes="4")
+    emitted = {e.cluster.name: e for e in result.emitted}
+    name = merge_cluster(emitted)
+    lines = script(emitted, name)
+    for line in ("#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=4", "#SBATCH --time=01:30:00"):
+        assert line in lines, lines
+    launch = next(line for line in lines if " run " in line and "srun" in line)
+    assert "-n 8 --ntasks-per-node 4" in launch and "--max-wall-time 85 " in launch, launch
+    (spec,) = [s for s in read_clusters(result.submit_dir) if s.name == name]
+    assert (spec.nodes, spec.ranks_per_node, spec.walltime_minutes, spec.ranks) == (2, 4, 90.0, 8)
+    assert not [w for w in result.warnings if "mpiexec" in w], result.warnings
+    single = [s for s in read_clusters(result.submit_dir) if not s.name.startswith("merge_")]
+    assert all((s.nodes, s.ranks_per_node, s.walltime_minutes) == (None, None, None) for s in single)
+
+
+def test_the_estimate_measures_a_clustered_job_against_the_aggregators_walltime(tmp_path):
+    from pilot.planner.estimate import estimate_plan
+
+    result = planned(tmp_path, aggregator_wf(tmp_path, runtime="5400"), "horizontal")
+    limits = {est.name: est.limit for est in estimate_plan(result.emitted, load_site("perlmutter-cpu")).clusters}
+    assert limits[merge_cluster({e.cluster.name: e for e in result.emitted})] == 85 * 60.0  # 90 minutes less 5
+    assert limits["create_dir_agg_0_local"] == 25 * 60.0  # the site config's 30 minutes less 5
+
+
+def test_the_aggregators_size_reaches_a_pbs_script(tmp_path):
+    emitted = run(tmp_path, aggregator_wf(tmp_path, nodes="2", ppn="4", runtime="1800"), "horizontal", "polaris",
+                  nodes="2", account="m1")
+    lines = script(emitted, merge_cluster(emitted))
+    assert "#PBS -l select=2:ncpus=4:mpiprocs=4" in lines and "#PBS -l walltime=00:30:00" in lines, lines
+    assert any("-n 8 -ppn 4" in line for line in lines), lines
+
+
+def test_ppn_alone_spreads_the_clusters_ranks_over_the_nodes_it_needs(tmp_path):
+    emitted = run(tmp_path, aggregator_wf(tmp_path, ppn="2"), "horizontal", nodes="8")  # 4 tasks: 5 ranks
+    lines = script(emitted, merge_cluster(emitted))
+    assert "#SBATCH --nodes=3" in lines and "#SBATCH --ntasks-per-node=2" in lines, lines
+    assert "#SBATCH --time=00:30:00" in lines  # no runtime: the site config's walltime
+
+
+@pytest.mark.parametrize("size, site, said", [
+    ({"nodes": "3"}, {"nodes": "2"}, r"transformation pegasus::mpiexec: pegasus::nodes = 3: site perlmutter-cpu has 2 "
+                                     r"node\(s\) per batch job \(.*perlmutter-cpu.yaml: nodes\): ask for at most 2, or "
+                                     r"raise the site config's nodes \(--set nodes=3\)$"),
+    ({"runtime": "180000"}, {}, r"pegasus::runtime = '180000' \(50:00:00\) is longer than site perlmutter-cpu's "
+                                r"max_walltime 48:00:00"),
+    ({"nodes": "4", "cores": "10"}, {"nodes": "4"}, r"pegasus::cores = 10 is not a multiple of nodes 4"),
+    ({"nodes": "2", "ppn": "4", "cores": "6"}, {"nodes": "2"}, r"pegasus::cores = 6 is not nodes x ppn \(2 x 4\)"),
+    ({"nodes": "1", "ppn": "1"}, {}, r"ask for 1 MPI rank: a clustered job needs at least 2"),
+], ids=["nodes", "walltime", "cores-nodes", "cores-all", "one-rank"])
+def test_a_size_the_site_cannot_give_is_refused_in_one_line(tmp_path, size, site, said):
+    with pytest.raises(ConfigError, match=said) as info:
+        planned(tmp_path, aggregator_wf(tmp_path, **size), "horizontal", **site)
+    assert "\n" not in str(info.value) and "transformations.yml: transformations[1]" in str(info.value)
+
+
+def test_on_a_site_without_batch_system_the_aggregators_size_is_named_not_used(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="pilot"):
+        emitted = run(tmp_path, aggregator_wf(tmp_path, nodes="2", ppn="4", runtime="60"), "horizontal", "local")
+    assert any("nodes, ppn, runtime" in r.getMessage() and "has no batch system" in r.getMessage()
+               for r in caplog.records), caplog.text
+    assert "-n 3 -ppn 3" in Path(emitted[merge_cluster(emitted)].script).read_text()  # the site config's
 
 
 def test_ppn_on_a_jobs_transformation_is_still_refused(tmp_path):
@@ -200,3 +274,39 @@ def test_a_data_transformations_batch_option_that_cannot_be_a_directive_names_th
     with pytest.raises(ConfigError, match=r"stage_in_local_local_0_0 .*transformation pegasus::transfer's profiles: "
                                           r"glite.arguments .* cannot go into a batch directive"):
         planned(tmp_path, paths, "label")
+
+
+def test_pilot_submits_driver_hands_the_aggregators_size_to_the_slurm_provider(tmp_path, monkeypatch):
+    """The driver's request for a planned cluster, through Parsl's SlurmProvider with an sbatch that records what it
+    is given: the provider's nodes_per_block and walltime, and the script sbatch reads, are the aggregator's."""
+    from pilot.contracts.submitstate import ClusterState
+    from pilot.submit.backend import SchedulerBackend
+    from pilot.submit.driver import Driver
+    from pilot.submit.options import Options
+
+    sub = planned(tmp_path, aggregator_wf(tmp_path, nodes="2", ppn="4", runtime="5400"), "horizontal",
+                  nodes="4").submit_dir
+    site = load_site("perlmutter-cpu", {"pegasus_site": "local", "nodes": "4"})
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(f'#!/bin/sh\ncp "$1" {tmp_path}/submitted.$$\necho "Submitted batch job $$"\n')
+    (bin_dir / "sacct").write_text("#!/bin/sh\nexit 0\n")
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    backend = SchedulerBackend()
+    driver = Driver.load(sub, [site], backend, Options(poll=0.01))
+    driver.recover()
+    merge = next(s for s in read_clusters(sub) if s.name.startswith("merge_"))
+    for record in driver.state.clusters.values():  # the others done: the clustered job is the one submitted
+        if record.name != merge.name:
+            record.state = ClusterState.DONE
+    driver.step()
+    assert driver.state.clusters[merge.name].state is ClusterState.QUEUED, driver.state.clusters[merge.name].reason
+    provider = backend.provider(site)
+    assert (provider.nodes_per_block, provider.walltime) == (2, "01:30:00")
+    (submitted,) = tmp_path.glob("submitted.*")
+    lines = submitted.read_text().splitlines()
+    for line in ("#SBATCH --nodes=2", "#SBATCH --ntasks-per-node=4", "#SBATCH --time=01:30:00"):
+        assert line in lines, lines
+    assert any("-n 8 --ntasks-per-node 4" in line and "--max-wall-time 85 " in line for line in lines), lines

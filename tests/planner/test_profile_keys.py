@@ -72,6 +72,7 @@ REQUEST = f"{CL}::test_cores_memory_and_gpus_profiles_become_the_task_request_un
 ACCEPTED = f"{HERE}::test_keys_pegasus_ignores_here_or_pilot_does_already_leave_the_plan_unchanged"
 GLOBUS = f"{HERE}::test_globus_and_walltime_keys_stand_for_the_pegasus_keys_as_pegasus_maps_them"
 QUEUES = f"{HERE}::test_globus_queue_and_project_and_condor_batch_queue_reach_the_batch_script"
+SIZE = "tests/planner/test_batch_profiles.py::test_the_aggregators_nodes_ppn_and_runtime_size_the_clustered_batch_job"
 # Each honoured key (namespace, stored name) and the test of its effect.
 HONOURED = {
     ("pegasus", "clusters.num"): f"{CL}::test_clusters_num_3_gives_2_1_1",
@@ -87,7 +88,7 @@ HONOURED = {
     ("pegasus", "pmc_priority"): f"{CL}::test_pmc_profiles_and_task_arguments",
     ("pegasus", "pmc_task_arguments"): f"{CL}::test_pmc_profiles_and_task_arguments",
     ("pegasus", "cores"): REQUEST, ("pegasus", "memory"): REQUEST, ("pegasus", "gpus"): REQUEST,
-    ("pegasus", "nodes"): ACCEPTED,
+    ("pegasus", "nodes"): SIZE,
     ("pegasus", "queue"): BATCH, ("pegasus", "project"): BATCH, ("pegasus", "glite.arguments"): BATCH,
     ("pegasus", "container.arguments"):
         "tests/planner/test_containers.py::test_a_singularity_job_runs_in_apptainer_as_pegasus_wrapper_runs_it_its_image_staged",
@@ -101,7 +102,7 @@ HONOURED = {
        for key in profilekeys.CREDENTIALS},
     ("condor", "request_memory"): BATCH, ("condor", "batch_queue"): QUEUES,
     ("globus", "queue"): QUEUES, ("globus", "project"): QUEUES, ("globus", "maxwalltime"): GLOBUS,
-    ("globus", "count"): GLOBUS, ("globus", "totalmemory"): GLOBUS, ("globus", "hostcount"): ACCEPTED,
+    ("globus", "count"): GLOBUS, ("globus", "totalmemory"): GLOBUS, ("globus", "hostcount"): SIZE,
     ("dagman", "RETRY"): "tests/unit/test_submit_plan.py::test_largest_dagman_retry_of_a_cluster_reaches_clusters_yml",
     ("selector", "execution.site"): f"{CL}::test_label_on_two_sites_is_an_error",
     ("hints", "execution.site"): f"{HERE}::test_hints_execution_site_places_the_job_as_selector_does",

@@ -227,6 +227,8 @@ def test_garbage_state(tmp_path, content):
     (lambda t: t.replace('dir: "a"', 'dir: "../x"'), "dir: '../x' is not a path inside the submit directory"),
     (lambda t: t.replace('dag: "a/a.dag"', 'dag: "a/../../x.dag"'), "dag: 'a/../../x.dag' is not a path inside"),
     (lambda t: t.replace("tasks: 2", "tasks: 2.5"), "tasks: '2.5' is not a count"),
+    (lambda t: t.replace("ranks: 2", "ranks: 2\n  nodes: 0"), "nodes: '0' is not a count"),
+    (lambda t: t.replace("ranks: 2", "ranks: 2\n  walltime_minutes: -5"), "walltime_minutes: '-5' is not a number of"),
     (lambda t: t.replace("runtime: null", "runtime: .nan"), "'.nan' is not a finite number"),
     (lambda t: t.replace("clusters:", "clusters: 5\nz:"), "clusters: must be a list"),
 ])
