@@ -53,16 +53,22 @@ def _calls(tmp_path: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-def starts(tmp_path: Path) -> list[str]:
-    """The container names the runtime was asked to start."""
-    names = []
+def start_calls(tmp_path: Path) -> list[tuple[str, str]]:
+    """(name, the start's other words) of each container the runtime was asked to start."""
+    started = []
     for call in _calls(tmp_path):
         words = call.split()
         if words[:2] == ["run", "-d"]:
-            names.append(words[words.index("--name") + 1])
+            at = words.index("--name") + 1
+            started.append((words[at], " ".join(words[:at - 1] + words[at + 1:])))
         elif words[:2] == ["instance", "start"]:
-            names.append(words[-1])
-    return names
+            started.append((words[-1], " ".join(words[:-1])))
+    return started
+
+
+def starts(tmp_path: Path) -> list[str]:
+    """The container names the runtime was asked to start."""
+    return [name for name, _ in start_calls(tmp_path)]
 
 
 def left_running(rt) -> list[str]:
@@ -82,21 +88,25 @@ def run(tmp_path: Path, rt, dag_text: str, *extra: str) -> subprocess.CompletedP
                           cwd=tmp_path, env={**os.environ, **rt.env}, capture_output=True, text=True, timeout=300)
 
 
-def test_a_workers_tasks_of_one_image_run_in_one_container_it_starts_once_and_ends(tmp_path, runtime):
+def test_a_workers_tasks_of_one_container_run_in_one_it_starts_once_and_ends(tmp_path, runtime):
     rt, wrapper = runtime
-    work = tmp_path / "work"
-    work.mkdir()
-    command = '/bin/sh -c "cat %s $X > t%d.out"'
-    tasks = "".join(f"TASK t{k} {line(rt, wrapper, work, rt.image, command % (ONLY_IN_IMAGE, k), 'X=/srv/in')}\n"
-                    for k in range(6))
-    (work / "in").write_text("from the host\n")
-    res = run(tmp_path, rt, tasks + "TASK host /bin/true\nEDGE t0 t1\nEDGE t1 t2\n")
+    command, env = '/bin/sh -c "cat %s $X > %s.out"', "X=/srv/in"
+    tasks = []
+    for where, count in (("work", 6), ("other", 4)):  # two job directories bound at /srv: two containers
+        (tmp_path / where).mkdir()
+        (tmp_path / where / "in").write_text("from the host\n")
+        tasks += [f"TASK {where}{k} {line(rt, wrapper, tmp_path / where, rt.image, command % (ONLY_IN_IMAGE, k), env)}\n"
+                  for k in range(count)]
+    res = run(tmp_path, rt, "".join(tasks) + "TASK host /bin/true\nEDGE work0 work1\nEDGE work1 other2\n")
     assert res.returncode == 0, res.stderr
-    for k in range(6):  # the image's file, and the job's directory at /srv with the task's env inside
-        assert (work / f"t{k}.out").read_text() == IMAGE_TEXT + "from the host\n"
-    names = starts(tmp_path)
-    per_worker = Counter(name.rsplit("-", 1)[0] for name in names)  # pilot-<worker token>-<n>
-    assert 1 <= len(names) <= 2 and set(per_worker.values()) == {1}, names
+    for where, count in (("work", 6), ("other", 4)):  # the image's file, the job's directory at /srv, the task's env
+        for k in range(count):
+            assert (tmp_path / where / f"{k}.out").read_text() == IMAGE_TEXT + "from the host\n"
+    started = start_calls(tmp_path)
+    per_worker_and_container = Counter((name.rsplit("-", 1)[0], options) for name, options in started)
+    assert set(per_worker_and_container.values()) == {1}, started  # pilot-<worker token>-<n>
+    binds = [("/work:/srv" in options, "/other:/srv" in options) for _, options in started]
+    assert set(binds) == {(True, False), (False, True)} and len(started) <= 4, started  # each worker: one per directory
     assert left_running(rt) == []
 
 
@@ -121,7 +131,8 @@ def test_a_container_that_cannot_start_fails_its_task_with_the_runtimes_message_
     assert res.returncode == 1
     err = (tmp_path / "err.txt").read_text()
     assert "Unable to start container: " in err and "no-such" in err
-    said = {"podman": "no-such:image", "docker": "Unable to find image 'localhost/no-such:image' locally", "apptainer": "could not open image"}[rt.name]
+    said = {"podman": "no-such:image", "docker": "Unable to find image 'localhost/no-such:image' locally",
+            "apptainer": "could not open image"}[rt.name]
     assert said in err, err  # the runtime's own stderr
     out = (tmp_path / "out.txt").read_text()
     assert "name=bad," in out and "name=other," in out and "status=0" in out  # the worker ran on
@@ -147,5 +158,6 @@ def test_sigterm_of_the_run_ends_its_containers(tmp_path, runtime):
     assert proc.returncode != 0
     assert left_running(rt) == []
     if rt.name == "apptainer":
-        calls = [json.loads(c) for c in (Path(rt.env["PILOT_APPTAINER_STANDIN_STATE"]) / "calls.log").read_text().splitlines()]
+        state = Path(rt.env["PILOT_APPTAINER_STANDIN_STATE"])
+        calls = [json.loads(c) for c in (state / "calls.log").read_text().splitlines()]
         assert ["instance", "stop", starts(tmp_path)[0]] in calls
