@@ -56,10 +56,12 @@ def host_options(site: SiteConfig) -> list[str]:
 def pilot_args(site: SiteConfig, dag_name: str, walltime_minutes: float | None = None) -> list[str]:
     """``pilot run`` options for a cluster's batch job on ``site`` (planner scripts and pilot submit alike), whose
     walltime is ``walltime_minutes`` (None: the site's)."""
-    # -o/-e and the invocation records make <cluster>.out the job output pegasus-monitord reads (no file per task).
+    # -o/-e and the invocation records make <cluster>.out the job output pegasus-monitord reads (no file per task);
+    # a worker starts a job's container once and runs its tasks of that image in it (pilot.runtime.instances).
     base = dag_name[:-4] if dag_name.endswith(".dag") else dag_name
-    return ["--max-wall-time", f"{pilot_wall_time(walltime_minutes or site.walltime_minutes):g}", "--jobstate-log", "--invocation-records",
-            "-o", base + ".out", "-e", base + ".err", *host_options(site), *split(site.pilot_options), dag_name]
+    return ["--max-wall-time", f"{pilot_wall_time(walltime_minutes or site.walltime_minutes):g}", "--jobstate-log",
+            "--invocation-records", "-o", base + ".out", "-e", base + ".err", "--containers", "once",
+            *host_options(site), *split(site.pilot_options), dag_name]
 
 
 @dataclass

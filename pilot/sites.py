@@ -17,13 +17,14 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import shutil
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from typing import Any
 
 from pilot.errors import ConfigError
-from pilot.siteschema import (ARGS, BOOL, COMMAND, DURATION, LINES, RUNTIMES, TEXT, TEXTLIST, WORD, Kind, choice,
-                              integer, key_list, parse_walltime, spec)
+from pilot.siteschema import (ARGS, BOOL, COMMAND, CONTAINER_RUNTIMES, DURATION, LINES, RUNTIMES, TEXT, TEXTLIST, WORD,
+                              Kind, choice, integer, key_list, parse_walltime, spec)
 from pilot.util.boundedload import CONFIG_BYTES, load_yaml_lines, read_text
 from providers import SCHEDULERS  # the one registry of scheduler plug-ins
 from providers.launchers import LAUNCHERS  # the one registry of launcher lines
@@ -88,8 +89,9 @@ class SiteConfig:
     # The site's shared scratch (a directory every node sees) where the site catalog gives none:
     # the workflow's directory is made under it and every job runs there. $VARS are expanded at plan time.
     shared_scratch: str | None = field(default=None, metadata=spec(TEXT))
-    # The container runtimes its compute nodes have (apptainer, singularity, shifter), in the order to use them:
-    # a job whose transformation runs in a container of the kind one of them runs is wrapped in it.
+    # The container runtimes its compute nodes have (siteschema.CONTAINER_RUNTIMES), in the order to use them:
+    # a job whose transformation runs in a container of the kind one of them runs is wrapped in it. A site whose
+    # jobs run on this machine (scheduler: local) that does not name them offers those found on PATH.
     container_runtimes: list[str] = field(default_factory=list, metadata=spec(RUNTIMES))
     required: list[str] = field(default_factory=list, metadata=spec(key_list(lambda: KEYS)))
     sources: list[str] = field(default_factory=list, metadata=spec(TEXTLIST))
@@ -167,10 +169,17 @@ def load_site(name_or_path: str, overrides: dict[str, str] | None = None, need_r
         where = "--set"
         _check_key(key, where)
         data[key] = KINDS[key].check(value, f"{where}: {key}", from_text=True)
+    if data.get("scheduler", "local") == "local" and "container_runtimes" not in data:
+        data["container_runtimes"] = found_runtimes()
     site = SiteConfig(**{k: v for k, v in data.items() if v is not None})
     site.path = path
     _check_site(site, lines, need_required)
     return site
+
+
+def found_runtimes() -> list[str]:
+    """The container runtimes installed here (on PATH), in CONTAINER_RUNTIMES' order."""
+    return [runtime for runtime in CONTAINER_RUNTIMES if shutil.which(runtime)]
 
 
 def read_site_file(path: str) -> tuple[dict[str, Any], dict[str, int]]:

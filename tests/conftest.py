@@ -70,7 +70,7 @@ def _no_stale_mpich_segments_at_start():
 def _no_stale_mpich_segments(request):
     """After a test that ran MPI jobs (and may have killed some), remove the segments they left."""
     yield
-    if any(request.node.get_closest_marker(m) for m in ("mpi", "slurm", "pbs", "multinode", "monitord")):
+    if any(request.node.get_closest_marker(m) for m in ("mpi", "slurm", "pbs", "multinode", "monitord", "containers")):
         from tests.mpich_shm import remove_stale
 
         remove_stale()

@@ -44,6 +44,7 @@ class RunOptions(NamedTuple):
     keep_task_processes: bool = False
     ignore_runtimes: bool = False
     max_crashes: int = DEFAULT_MAX_CRASHES
+    containers_once: bool = False  # --containers once: a container per worker and image (pilot.runtime.instances)
 
     @property
     def rescue_path(self) -> str:

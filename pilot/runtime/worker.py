@@ -22,7 +22,7 @@ import time
 
 from pilot.contracts import taskrecord
 from pilot.monitor import stdio
-from pilot.runtime import crashes, hostinfo, reaper, taskexec
+from pilot.runtime import crashes, hostinfo, instances, reaper, taskexec
 from pilot.runtime.hostscript import HostScript
 from pilot.runtime.options import RunOptions
 from pilot.runtime.protocol import (
@@ -77,6 +77,7 @@ class Worker:
         self._env = dict(os.environ)
         self._waker: taskexec.ChildWaker | None = None
         self._slot: crashes.Slot | None = None  # the name of the running task, for the next run (pilot.runtime.crashes)
+        self._containers = instances.Instances(self.token) if opts.containers_once else None
         if opts.invocation_records:
             from pilot.monitor import kickstart  # noqa: PLC0415 - imported before the first task, only when asked for
 
@@ -176,6 +177,8 @@ class Worker:
             self.t.send(MASTER, Recalled(task.name))
 
     def cleanup(self) -> None:
+        if self._containers is not None:  # before the reaper, which would only kill their processes
+            self._containers.stop_all()
         if self.host_script is not None:
             self.host_script.stop()
             self.host_script = None
@@ -312,6 +315,8 @@ class Worker:
 
     def _execute(self, msg: RunTask, out_fd: int, err_fd: int, out_path: str | None, err_path: str | None) -> TaskResult:
         argv = msg.argv
+        if self._containers is not None:
+            argv = self._containers.argv_for(argv, msg.cwd, self.mark, self._must_end)
         err_start = _size(err_fd) if self.opts.invocation_records else 0
         if self.opts.strict_limits and msg.memory > 0:
             argv = taskexec.limited_argv(argv, msg.memory)

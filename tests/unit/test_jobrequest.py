@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from pilot.jobrequest import request_for
+from pilot.cli.run import parse_run_args
+from pilot.jobrequest import pilot_args, request_for
 from pilot.sites import load_site
 from providers.launchers import launch_line
 
@@ -48,3 +49,10 @@ def test_one_worker_per_core_by_default(tmp_path):
     assert (req.nodes, req.ranks_per_node) == (2, 4)
     small = request_for(s, "c", "/w", ["c.dag"], ranks=3)
     assert (small.nodes, small.ranks_per_node) == (1, 3)
+
+
+def test_a_batch_jobs_pilot_run_starts_each_container_once_per_worker():
+    args = pilot_args(load_site("local"), "merge_x.dag")
+    assert args[args.index("--containers") + 1] == "once"
+    assert parse_run_args(args).containers_once
+    assert not parse_run_args(["x.dag"]).containers_once  # a plain PMC DAG runs its lines as written

@@ -123,3 +123,14 @@ def test_site_cori_plans_for_the_haswell_partition_and_says_it_was_retired(tmp_p
                           "--dir", str(tmp_path / "s")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stderr.count("\n") == 1 and "retired Cori" in out.stderr  # the plan is made, with that one line
+
+
+def test_the_local_site_offers_the_container_runtimes_found_on_path_in_a_fixed_order(tmp_path, monkeypatch):
+    for name in ("docker", "apptainer", "podman", "rkt"):
+        (tmp_path / name).write_text("#!/bin/sh\n")
+        (tmp_path / name).chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert load_site("local").container_runtimes == ["apptainer", "podman", "docker"]
+    assert load_site("local", {"container_runtimes": ""}).container_runtimes == []  # named: as named
+    assert load_site("local", {"container_runtimes": "docker"}).container_runtimes == ["docker"]
+    assert load_site("perlmutter-cpu").container_runtimes == ["shifter"]  # its file's: its nodes are not this machine
