@@ -1,0 +1,107 @@
+"""Container jobs run for real, in images built here, with pilot submit --site local on podman.
+
+A Pegasus.api workflow's job runs in a docker container whose image is a
+``file://`` docker-archive tar built during the test (tests/integration/
+podman_images.py): the stage-in job stages the image once into the
+workflow's directory, checks its checksum and loads it into podman; the job
+runs its staged executable at its path inside the container (/srv), reads a
+file that only the image holds and an input staged in beside it, and writes a
+declared output, which is staged out. An image that is not there, or that
+podman cannot load, fails the stage-in job in one line naming the image (and
+podman's message), and the job never starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import mpiexec
+from tests.integration.podman_images import Podman
+
+api = pytest.importorskip("Pegasus.api")
+
+pytestmark = [pytest.mark.mpi]
+PILOT = [sys.executable, "-m", "pilot"]
+MARKER = "this line is only in the image\n"
+SCRIPT = '#!/bin/sh\nset -e\ncat /etc/only-in-image "$1" > "$2"\n'
+
+
+@pytest.fixture
+def podman(tmp_path):
+    runtime = Podman(tmp_path / "podman")
+    yield runtime
+    runtime.close()
+
+
+def container_workflow(where: Path, image: str, sha256: str | None = None) -> Path:
+    """One job in a docker container: a staged script that joins the image's file and its input into its output."""
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "join.sh").write_text(SCRIPT)
+    (where / "input.txt").write_text("staged in\n")
+    box = api.Container("box", api.Container.DOCKER, image=image, image_site="local",
+                        checksum={"sha256": sha256} if sha256 else None)
+    tc = api.TransformationCatalog().add_containers(box).add_transformations(
+        api.Transformation("join", site="local", pfn=f"file://{where / 'join.sh'}", is_stageable=True,
+                           container=box))
+    rc = api.ReplicaCatalog().add_replica("local", "input.txt", f"file://{where / 'input.txt'}")
+    out = api.File("out.txt")
+    job = api.Job("join", _id="j1").add_args("input.txt", out).add_inputs(api.File("input.txt"))
+    job.add_outputs(out, stage_out=True, register_replica=False)
+    wf = api.Workflow("boxed").add_transformation_catalog(tc).add_replica_catalog(rc).add_jobs(job)
+    sc = api.SiteCatalog().add_sites(api.Site("local").add_directories(
+        api.Directory(api.Directory.SHARED_SCRATCH, str(where / "scratch")).add_file_servers(
+            api.FileServer(f"file://{where / 'scratch'}", api.Operation.ALL)),
+        api.Directory(api.Directory.LOCAL_STORAGE, str(where / "output")).add_file_servers(
+            api.FileServer(f"file://{where / 'output'}", api.Operation.ALL))))
+    wf.add_site_catalog(sc)
+    wf.write(str(where / "workflow.yml"))
+    return where / "workflow.yml"
+
+
+def submit(podman: Podman, where: Path, *extra: str) -> subprocess.CompletedProcess:
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    args = [*PILOT, "submit", "workflow.yml", "--site", "local", "--set", "container_runtimes=podman",
+            "--dir", str(where / "submit"), "--poll", "0.2", "--no-monitord", *extra]
+    return subprocess.run(args, cwd=where, env=podman.env, capture_output=True, text=True, timeout=300)
+
+
+def test_a_docker_container_job_runs_in_its_staged_image_on_podman_and_its_output_is_staged_out(tmp_path, podman):
+    archive = podman.build("joiner", {"/etc/only-in-image": (MARKER, 0o644)})
+    sha = hashlib.sha256(archive.read_bytes()).hexdigest()
+    where = tmp_path / "wf"
+    container_workflow(where, f"file://{archive}", sha)
+    res = submit(podman, where)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (where / "output" / "out.txt").read_text() == MARKER + "staged in\n"
+    assert not Path("/etc/only-in-image").exists()  # the file was read inside the image, not on this host
+    images = podman("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    assert [i for i in images if i.startswith("localhost/pilot-box:")], images  # loaded once, by the stage-in job
+
+
+def stage_in_failure(where: Path) -> str:
+    """What the cluster's tasks said on stderr (kept in the submit directory as <cluster>.err.<attempt>)."""
+    return "\n".join(p.read_text(errors="replace") for p in (where / "submit").rglob("*.err.*") if p.is_file())
+
+
+@pytest.mark.parametrize("case", ["missing", "not an image"])
+def test_an_image_that_is_not_there_or_cannot_be_loaded_fails_its_stage_in_job_in_one_line(tmp_path, podman, case):
+    where = tmp_path / "wf"
+    where.mkdir()
+    image = where / "box.tar"
+    if case == "not an image":
+        image.write_text("not a docker archive\n")
+    container_workflow(where, f"file://{image}")
+    res = submit(podman, where)
+    assert res.returncode != 0
+    assert not (where / "output" / "out.txt").exists()
+    said = res.stdout + res.stderr + stage_in_failure(where)
+    if case == "missing":
+        assert f"container image file://{image}: no such file" in said, said
+    else:
+        assert f"container image file://{image}: podman load failed: " in said, said
