@@ -19,9 +19,10 @@ scratch) for ``$PWD``, and the job itself for ``/srv/<launch script>``.
 - docker (run by the site's ``docker``, ``podman`` or ``podman-hpc``):
   ``RUNTIME run --rm [--gpus all | --device nvidia.com/gpu=all] -v DIR:/srv -w /srv
   [-e K=V]... [-v MOUNT]... [container.arguments] IMAGE PFN ARGS`` (Docker.java's
-  ``docker run`` with its volume, working directory and env words; ``--gpus all``
-  with a gpus request as there, CDI's device name on podman, which has no
-  ``--gpus``; ``--rm`` for the ``docker rm`` after it). Pegasus' wrapper runs
+  ``docker run`` with its volume, working directory and env words, and no
+  network option, as there; a gpus request passes the GPUs as ``--nv`` does for
+  singularity: ``--gpus all`` on docker, CDI's device name on podman, which has
+  no ``--gpus``; ``--rm`` for the ``docker rm`` after it). Pegasus' wrapper runs
   ``docker load`` on the staged archive in every job; here the stage-in job that
   brings the archive loads it once (pilot.data.images), under a name the plan
   gives it (``localhost/pilot-<name>:<hash of the workflow's directory and the
@@ -59,7 +60,7 @@ from pilot.sites import SiteConfig
 SINGULARITY_SUFFIXES = (".img", ".tar", ".tar.gz", ".tar.bz2", ".sif", ".simg")  # Container.java's list
 WORKDIR = {"singularity": "/srv", "docker": "/srv", "shifter": "/scratch"}  # the job's directory inside (Pegasus')
 PULLED = ("docker", "shub", "library")  # URL schemes pegasus-transfer pulls with a container tool, by the type
-NO_LOAD = "-"  # the runtime word of a staged image that is used as it is staged (pilot.data.images)
+NO_LOAD = "-"  # the runtime word of a staged image that is used as it is staged (pilot.data.images reads it)
 
 
 @dataclass(frozen=True)
