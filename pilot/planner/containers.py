@@ -18,7 +18,7 @@ scratch) for ``$PWD``, and the job itself for ``/srv/<launch script>``.
   pulls.
 - docker (run by the site's ``docker``, ``podman`` or ``podman-hpc``):
   ``RUNTIME run --rm [--gpus all | --device nvidia.com/gpu=all] -v DIR:/srv -w /srv
-  [-e K=V]... [-v MOUNT]... [container.arguments] IMAGE PFN ARGS`` (Docker.java's
+  [-e NAME]... [-e K=V]... [-v MOUNT]... [container.arguments] IMAGE PFN ARGS`` (Docker.java's
   ``docker run`` with its volume, working directory and env words, and no
   network option, as there; a gpus request passes the GPUs as ``--nv`` does for
   singularity: ``--gpus all`` on docker, CDI's device name on podman, which has
@@ -145,8 +145,14 @@ def runtime_for(job: Job, spec: ContainerSpec, site: SiteConfig, handle: str) ->
                       "or remove 'container' from the transformation's site entry to run it on the host")
 
 
-def wrapper(spec: ContainerSpec, runtime: str, workdir: str, profiles: dict[str, Any]) -> list[str]:
-    """The words before the job's executable: its container's runtime command (see the module doc)."""
+def wrapper(spec: ContainerSpec, runtime: str, workdir: str, profiles: dict[str, Any],
+            env_names: tuple[str, ...] = ()) -> list[str]:
+    """The words before the job's executable: its container's runtime command (see the module doc).
+
+    ``env_names`` are the job's env profiles, which its task gets from pilot run: apptainer and shifter pass the
+    caller's environment into the container, docker and podman do not, so each is named there (``-e NAME``, whose
+    value the runtime takes from the task's environment, as Docker.java passes a value only the job's shell knows);
+    the container's own env profiles are set by value after them, as its launch script sets them."""
     extra = shlex.split(profiles.get("container.arguments", "") or "")
     inside = WORKDIR[spec.kind]
     gpus = str(profiles.get("gpus", "") or "0") not in ("", "0")
@@ -159,6 +165,9 @@ def wrapper(spec: ContainerSpec, runtime: str, workdir: str, profiles: dict[str,
         if gpus:
             words += ["--gpus", "all"] if runtime == "docker" else ["--device", "nvidia.com/gpu=all"]
         words += ["-v", f"{workdir}:{inside}", "-w", inside]
+        own = {key for key, _ in spec.env}
+        for name in env_names:
+            words += ["-e", name] if name not in own else []
         for key, value in spec.env:
             words += ["-e", f"{key}={value}"]
         for mount in spec.mounts:

@@ -231,7 +231,8 @@ def _plan(req: PlanRequest) -> Plan:
             raise ConfigError(f"{job.where}: transformation {job.tx_label} names container {name!r}, which the "
                               "transformation catalog's containers do not list: add it there")
         runtime = containers.runtime_for(job, spec, site, handle)
-        job.wrapper = containers.wrapper(spec, runtime, lay.workdir.path, resolver.pegasus(job, handle))
+        env_names = tuple(name for name, _ in resolver.env(job, handle) or ())
+        job.wrapper = containers.wrapper(spec, runtime, lay.workdir.path, resolver.pegasus(job, handle), env_names)
         inside_dirs[job.index] = containers.WORKDIR[spec.kind]
         image = containers.staged_image(spec, runtime, lay.workdir.path)
         if image is not None:

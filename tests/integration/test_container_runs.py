@@ -5,8 +5,8 @@ A Pegasus.api workflow's job runs in a docker container whose image is a
 podman_images.py): the stage-in job stages the image once into the
 workflow's directory, checks its checksum and loads it into podman; the job
 runs its staged executable at its path inside the container (/srv), reads a
-file that only the image holds and an input staged in beside it, and writes a
-declared output, which is staged out. An image that is not there, or that
+file that only the image holds, an input staged in beside it and its env
+profile, and writes a declared output, which is staged out. An image that is not there, or that
 podman cannot load, fails the stage-in job in one line naming the image (and
 podman's message), and the job never starts.
 
@@ -35,7 +35,7 @@ api = pytest.importorskip("Pegasus.api")
 pytestmark = [pytest.mark.mpi]
 PILOT = [sys.executable, "-m", "pilot"]
 MARKER = "this line is only in the image\n"
-SCRIPT = '#!/bin/sh\nset -e\ncat /etc/only-in-image "$1" > "$2"\n'
+SCRIPT = '#!/bin/sh\nset -e\ncat /etc/only-in-image "$1" > "$2"\necho "$GREETING" >> "$2"\n'
 
 
 @pytest.fixture
@@ -58,6 +58,7 @@ def container_workflow(where: Path, image: str, sha256: str | None = None) -> Pa
     rc = api.ReplicaCatalog().add_replica("local", "input.txt", f"file://{where / 'input.txt'}")
     out = api.File("out.txt")
     job = api.Job("join", _id="j1").add_args("input.txt", out).add_inputs(api.File("input.txt"))
+    job.add_env(GREETING="hello")
     job.add_outputs(out, stage_out=True, register_replica=False)
     wf = api.Workflow("boxed").add_transformation_catalog(tc).add_replica_catalog(rc).add_jobs(job)
     sc = api.SiteCatalog().add_sites(api.Site("local").add_directories(
@@ -85,7 +86,7 @@ def test_a_docker_container_job_runs_in_its_staged_image_on_podman_and_its_outpu
     container_workflow(where, f"file://{archive}", sha)
     res = submit(podman, where)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert (where / "output" / "out.txt").read_text() == MARKER + "staged in\n"
+    assert (where / "output" / "out.txt").read_text() == MARKER + "staged in\n" + "hello\n"  # + the job's env
     assert not Path("/etc/only-in-image").exists()  # the file was read inside the image, not on this host
     images = podman("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
     assert [i for i in images if i.startswith("localhost/pilot-box:")], images  # loaded once, by the stage-in job

@@ -165,10 +165,15 @@ def test_a_staged_executable_runs_at_its_path_inside_the_container(tmp_path):
     box = api.Container("box", api.Container.DOCKER, image="file:///images/box.tar")
     tc = api.TransformationCatalog().add_containers(box).add_transformations(
         api.Transformation("run", site="local", pfn="file:///opt/tools/run.sh", is_stageable=True, container=box))
-    wf = api.Workflow("box").add_transformation_catalog(tc).add_jobs(api.Job("run", _id="j").add_args("x"))
+    box.add_env(CV="1")
+    job = api.Job("run", _id="j").add_args("x").add_env(GREETING="hi", CV="2")
+    wf = api.Workflow("box").add_transformation_catalog(tc).add_jobs(job)
     wf.write(str(tmp_path / "box.yml"))
     argv = task_of(run_plan(tmp_path, tmp_path / "box.yml", "podman"), "run_j")
     assert argv[-2:] == ["/srv/run", "x"]  # the job's directory, where it was staged, is /srv inside
+    # The job's env profiles reach it in the container by name (podman passes none by itself), the container's
+    # own by value.
+    assert argv[argv.index("-w") + 2:argv.index("-w") + 6] == ["-e", "GREETING", "-e", "CV=1"]
 
 
 def test_a_bypassed_docker_image_is_pulled_by_the_runtime_and_only_a_docker_url_can_be(tmp_path):
