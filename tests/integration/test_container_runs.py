@@ -14,25 +14,32 @@ casa-wind, one of the workflows pegasus-isi publishes, runs as its stand-in
 (test_pegasus_isi_runs) with its container kept: the jobs of its
 containerized transformations run in a busybox image built here, which alone
 holds their installed pfns.
+
+A singularity container's SquashFS image is staged by its planned stage-in
+job, run as planned, and checked against its checksum (no apptainer installs
+here: the job itself is not run).
 """
 
 from __future__ import annotations
 
 import hashlib
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from pilot.dag import read_dag
+from pilot.planner.plan import PlanRequest, plan
+from pilot.sites import load_site
 from tests.conftest import mpiexec
 from tests.integration.podman_images import Podman
 from tests.integration.test_pegasus_isi_runs import StandIn
 
 api = pytest.importorskip("Pegasus.api")
 
-pytestmark = [pytest.mark.mpi]
 PILOT = [sys.executable, "-m", "pilot"]
 MARKER = "this line is only in the image\n"
 SCRIPT = '#!/bin/sh\nset -e\ncat /etc/only-in-image "$1" > "$2"\necho "$GREETING" >> "$2"\n'
@@ -79,6 +86,7 @@ def submit(podman: Podman, where: Path, *extra: str) -> subprocess.CompletedProc
     return subprocess.run(args, cwd=where, env=podman.env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.mpi
 def test_a_docker_container_job_runs_in_its_staged_image_on_podman_and_its_output_is_staged_out(tmp_path, podman):
     archive = podman.build("joiner", {"/etc/only-in-image": (MARKER, 0o644)})
     sha = hashlib.sha256(archive.read_bytes()).hexdigest()
@@ -97,6 +105,7 @@ def stage_in_failure(where: Path) -> str:
     return "\n".join(p.read_text(errors="replace") for p in (where / "submit").rglob("*.err.*") if p.is_file())
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("case", ["missing", "not an image"])
 def test_an_image_that_is_not_there_or_cannot_be_loaded_fails_its_stage_in_job_in_one_line(tmp_path, podman, case):
     where = tmp_path / "wf"
@@ -153,6 +162,7 @@ class CasaWindInImage(StandIn):
         return "\n".join(lines) + "\n"
 
 
+@pytest.mark.mpi
 def test_casa_winds_stand_in_runs_its_container_jobs_in_a_locally_built_image_on_podman(tmp_path, podman):
     run = CasaWindInImage(tmp_path, podman)
     assert all(not Path(pfn).exists() for pfn in run.in_image)  # only the image has them
@@ -169,3 +179,39 @@ def test_casa_winds_stand_in_runs_its_container_jobs_in_a_locally_built_image_on
     staged = {p.name: p.read_text() for p in run.storage().rglob("*") if p.is_file()}
     assert set(staged) == run.outputs(registered=False)
     assert all(text.endswith(f" wrote {lfn}\n") for lfn, text in staged.items())
+
+
+@pytest.mark.parametrize("right", [True, False])
+def test_a_squashfs_image_is_staged_by_the_planned_stage_in_job_and_checked_against_its_checksum(tmp_path, right):
+    """The stage-in job of a singularity container's SquashFS image, run as planned (pegasus-transfer, the checksum
+    check, the image check): the image lands once in the workflow's directory under Pegasus' name, or a wrong
+    checksum fails the job in one line naming the copy."""
+    mksquashfs = shutil.which("mksquashfs")
+    if mksquashfs is None:
+        pytest.skip("mksquashfs is not installed (apt-get install squashfs-tools)")
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "only-in-image").write_text(MARKER)
+    sif = tmp_path / "img.sif"
+    subprocess.run([mksquashfs, str(root), str(sif), "-quiet", "-noappend"], check=True, timeout=60)
+    sha = hashlib.sha256(sif.read_bytes()).hexdigest() if right else "0" * 64
+    box = api.Container("img", api.Container.SINGULARITY, image=f"file://{sif}", checksum={"sha256": sha})
+    tc = api.TransformationCatalog().add_containers(box).add_transformations(
+        api.Transformation("cat", site="local", pfn="/bin/cat", is_stageable=False, container=box))
+    wf = api.Workflow("sq").add_transformation_catalog(tc).add_jobs(api.Job("cat", _id="j").add_args("/etc/x"))
+    wf.write(str(tmp_path / "sq.yml"))
+    result = plan(PlanRequest(workflow=str(tmp_path / "sq.yml"), site=load_site("local", {
+        "container_runtimes": "apptainer"}), cluster=["whole"], submit_dir=str(tmp_path / "submit")))
+    tasks = read_dag(result.emitted[0].dag).tasks
+    for name in sorted(tasks, key=lambda n: not n.startswith("create_dir")):  # the directory first
+        if not name.startswith(("create_dir", "stage_in")):
+            continue
+        done = subprocess.run(tasks[name].argv, capture_output=True, text=True, timeout=120)
+        staged = next(Path(w.rsplit(":", 1)[0]) for w in tasks["cat_j"].argv if w.endswith(":/srv")) / "img.sif"
+        if name.startswith("create_dir") or right:
+            assert done.returncode == 0, done.stderr
+        else:
+            assert done.returncode == 1
+            assert done.stderr.splitlines()[-1].startswith(f"integrity check failed: {staged}: sha256 is ")
+    if right:
+        assert staged.read_bytes() == sif.read_bytes()
