@@ -187,10 +187,10 @@ COMMAND = Kind("a command", _args)
 BOOL = Kind("true or false", _bool)
 DURATION = Kind("a duration", _duration)
 LINES = Kind("a list of lines", _lines)
-# Container runtimes a site's compute nodes have, and the container kind of Pegasus' each runs (podman and
-# podman-hpc run docker images with docker's command line).
-CONTAINER_RUNTIMES = {"apptainer": "singularity", "singularity": "singularity", "shifter": "shifter",
-                      "docker": "docker", "podman": "docker", "podman-hpc": "docker"}
+# Container runtimes a site's compute nodes have, and the container kind of Pegasus' each runs, in the order a
+# site whose runtimes are found on PATH offers them (the first of a kind runs its containers).
+CONTAINER_RUNTIMES = {"apptainer": "singularity", "singularity": "singularity", "podman-hpc": "docker",
+                      "podman": "docker", "docker": "docker", "shifter": "shifter"}
 
 
 def _runtime(value: Any, from_text: bool) -> str:  # noqa: ARG001
