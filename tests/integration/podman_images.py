@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 BUSYBOX = "/bin/busybox"  # Debian's busybox-static: one static binary, every applet a link to it
-APPLETS = ("sh", "cat", "echo", "printf", "test", "[", "ls", "mkdir", "cp")
+# sleep: what a container that a worker starts once for its tasks (pilot run --containers once) runs between them
+APPLETS = ("sh", "cat", "echo", "printf", "test", "[", "ls", "mkdir", "cp", "sleep")
 
 CONTAINERS_CONF = """[containers]
 default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
