@@ -5,7 +5,9 @@ stage-in job that pegasus-transfer runs for it. Two things are added here:
 
 - before the transfer, an image named by a ``file://`` URL that is not there
   fails the job in one line naming the image (pegasus-transfer's own report
-  is a page of retries);
+  is a page of retries); after a failed transfer, each image it did not bring
+  (a registry that cannot be reached, a reference it does not have) is named
+  in one line below pegasus-transfer's messages;
 - after it (and after its checksum is checked: pilot.data.integrity runs
   inside this), a docker image, which docker, podman and podman-hpc run from
   their own image store and not from a file, is loaded into the store by the
@@ -96,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     rc = subprocess.run(args[cut + 1:], check=False).returncode
     if rc != 0:
+        for _, path, _, url in images:  # a registry that cannot be reached, an image it does not have
+            if not os.path.exists(path):
+                print(f"container image {url}: not staged: the transfer exited {rc} (its messages above say why)",
+                      file=sys.stderr, flush=True)
         return 128 - rc if rc < 0 else rc  # a signal, as a shell reports it
     for runtime, path, name, url in images:
         why = None if runtime == NO_LOAD else load(runtime, path, name, url)

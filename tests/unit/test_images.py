@@ -31,4 +31,11 @@ def test_an_image_used_as_staged_is_not_loaded_and_the_transfers_failure_is_kept
     args = ["-", str(image), "-", f"file://{image}", "--"]
     assert main([*args, sys.executable, "-c", "pass"]) == 0
     assert main([*args, sys.executable, "-c", "raise SystemExit(3)"]) == 3
+
+
+def test_an_image_the_failed_transfer_did_not_bring_is_named_below_its_messages(tmp_path, capsys):
+    args = ["podman", str(tmp_path / "box"), "localhost/pilot-box:1", "docker://registry.invalid/box:1", "--"]
+    assert main([*args, sys.executable, "-c", "raise SystemExit(1)"]) == 1
+    assert capsys.readouterr().err == ("container image docker://registry.invalid/box:1: not staged: the transfer "
+                                       "exited 1 (its messages above say why)\n")
     assert main(["podman", "--", "true"]) == 2  # each image is four words
