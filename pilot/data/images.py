@@ -9,20 +9,19 @@ stage-in job that pegasus-transfer runs for it. Two things are added here:
   (a registry that cannot be reached, a reference it does not have) is named
   in one line below pegasus-transfer's messages;
 - after it (and after its checksum is checked: pilot.data.integrity runs
-  inside this), a docker image, which docker, podman and podman-hpc run from
-  their own image store and not from a file, is loaded into the store by the
-  site's runtime once, and tagged with the name the plan wrote into the tasks'
-  commands. Pegasus' job wrapper runs ``docker load`` on the staged archive in
-  every job instead; one load serves every task here, since the stage-in job
-  runs where the tasks do. podman-hpc's ``migrate`` then makes the image seen
-  on the compute nodes. An archive the runtime cannot load fails the job in
-  one line naming the image and the runtime's message.
+  inside this), a docker image (a docker-archive tar) is loaded by the site's
+  runtime once, where Pegasus' job wrapper runs ``docker load`` in every job.
+  docker and podman-hpc run images from their own store, not from a file: the
+  image is tagged with the name the plan wrote into the tasks' commands, and
+  podman-hpc's ``migrate`` makes it seen on the compute nodes. podman runs the
+  staged file itself (``docker-archive:PATH``), so the load only checks that
+  it loads (NAME ``-``). An archive the runtime cannot load fails the job in
+  one line naming the image and the runtime's message, before any task tries.
 
     python -m pilot.data.images RUNTIME PATH NAME URL [...] -- COMMAND [ARGS...]
 
-RUNTIME is ``-`` for an image that is used as staged (a singularity image),
-NAME ``-`` there too. COMMAND runs first (no shell); its exit status is kept
-when it fails.
+RUNTIME is ``-`` for an image that is used as staged (a singularity image).
+COMMAND runs first (no shell); its exit status is kept when it fails.
 """
 
 from __future__ import annotations
@@ -78,6 +77,8 @@ def load(runtime: str, path: str, name: str, url: str) -> str | None:
             image = loaded_as(done.stdout)
             if image is None:
                 return f"container image {url}: {runtime} load named no image: {_one_line(done.stdout + done.stderr)}"
+            if name == NO_LOAD:
+                break  # loaded to be checked (podman runs the staged file)
             steps.append([runtime, "tag", image, name])
             if os.path.basename(runtime) == "podman-hpc":
                 steps.append([runtime, "migrate", name])

@@ -22,12 +22,17 @@ scratch) for ``$PWD``, and the job itself for ``/srv/<launch script>``.
   ``docker run`` with its volume, working directory and env words, and no
   network option, as there; a gpus request passes the GPUs as ``--nv`` does for
   singularity: ``--gpus all`` on docker, CDI's device name on podman, which has
-  no ``--gpus``; ``--rm`` for the ``docker rm`` after it). Pegasus' wrapper runs
-  ``docker load`` on the staged archive in every job; here the stage-in job that
-  brings the archive loads it once (pilot.data.images), under a name the plan
-  gives it (``localhost/pilot-<name>:<hash of the workflow's directory and the
-  URL>``), and IMAGE is that name. With ``bypass`` a ``docker://`` image is run
-  by its reference, which the runtime pulls.
+  no ``--gpus``; ``--rm`` for the ``docker rm`` after it). The image is the
+  docker-archive tar staged into the job's directory, and the stage-in job that
+  brings it loads it (pilot.data.images), where Pegasus' wrapper runs ``docker
+  load`` in every job. podman runs the staged file itself (IMAGE is
+  ``docker-archive:DIR/<name>``), which every node sees on the shared scratch,
+  whatever node-local store it has; the load there only checks that it loads.
+  docker and podman-hpc run from their store: the stage-in job loads the image
+  once under a name the plan gives it (``localhost/pilot-<name>:<hash of the
+  workflow's directory and the URL>``), which is IMAGE (and podman-hpc's
+  ``migrate`` makes it seen on every compute node). With ``bypass`` a
+  ``docker://`` image is run by its reference, which the runtime pulls.
 - shifter: ``shifter --image IMAGE --volume [MOUNT;]...DIR:/scratch
   --workdir=/scratch [container.arguments] PFN ARGS`` (Shifter.java), IMAGE as
   Pegasus names a shifter image (``docker:ubuntu:22.04``); shifter images are
@@ -71,7 +76,8 @@ class StagedImage:
     url: str  # where pegasus-transfer reads it
     kind: str  # pegasus-transfer's type for a pulled image: how it pulls (docker save, or apptainer pull)
     runtime: str  # the runtime that loads it after the transfer, or NO_LOAD
-    loaded: str  # the name it is loaded under (IMAGE of the task's command), or "" when not loaded
+    tag: str  # the name it is loaded under, or NO_LOAD: loaded only to be checked (podman runs the file)
+    image: str  # IMAGE of the task's command
 
 
 def read(name: str, raw: dict, env: dict[str, str], path: str, cpath: str) -> ContainerSpec:
@@ -119,9 +125,12 @@ def staged_image(spec: ContainerSpec, runtime: str, workdir: str) -> StagedImage
     if spec.kind == "shifter" or spec.bypass:
         return None
     url = spec.image if "://" in spec.image else "file://" + os.path.abspath(spec.image)
+    lfn = image_lfn(spec)
     if spec.kind == "singularity":
-        return StagedImage(image_lfn(spec), url, "singularity", NO_LOAD, "")
-    return StagedImage(image_lfn(spec), url, "docker", runtime, loaded_name(spec, workdir))
+        return StagedImage(lfn, url, "singularity", NO_LOAD, NO_LOAD, lfn)
+    if runtime == "podman":
+        return StagedImage(lfn, url, "docker", runtime, NO_LOAD, f"docker-archive:{workdir}/{lfn}")
+    return StagedImage(lfn, url, "docker", runtime, loaded_name(spec, workdir), loaded_name(spec, workdir))
 
 
 def loaded_name(spec: ContainerSpec, workdir: str) -> str:
@@ -172,7 +181,7 @@ def wrapper(spec: ContainerSpec, runtime: str, workdir: str, profiles: dict[str,
             words += ["-e", f"{key}={value}"]
         for mount in spec.mounts:
             words += ["-v", mount]
-        return [*words, *extra, image.loaded if image else bypassed_reference(spec)]
+        return [*words, *extra, image.image if image else bypassed_reference(spec)]
     words = [runtime, "exec", "--no-home"]
     if gpus:
         words.append("--nv")
@@ -181,7 +190,7 @@ def wrapper(spec: ContainerSpec, runtime: str, workdir: str, profiles: dict[str,
         words += ["--env", f"{key}={value}"]
     for mount in spec.mounts:
         words += ["--bind", mount]
-    return [*words, *extra, image.lfn if image else spec.image.removeprefix("file://")]
+    return [*words, *extra, image.image if image else spec.image.removeprefix("file://")]
 
 
 def bypassed_reference(spec: ContainerSpec) -> str:

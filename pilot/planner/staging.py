@@ -308,7 +308,7 @@ class DataJobs:
         image = self.images.get(use.lfn)
         if image is not None:  # pegasus-transfer pulls a docker:// image by the type (docker save, apptainer pull)
             dest["type"] = image.kind
-            box.images += [image.runtime, self.lay.workdir.file(use.lfn)[0], image.loaded or "-", sources[0]["url"]]
+            box.images += [image.runtime, self.lay.workdir.file(use.lfn)[0], image.tag, sources[0]["url"]]
         for src in sources:
             self._check_url(src["url"], dest["url"], f"{job.where}: uses[{k}]" if k >= 0 else job.where)
         entry = {"type": "transfer", "linkage": "input", "lfn": use.lfn, "id": len(box.entries) + 1,
