@@ -190,6 +190,8 @@ def _plan(req: PlanRequest) -> Plan:
     stageable: dict[int, list[Executable]] = {}  # job index -> the executables staged into its directory first
 
     entries: dict[tuple, TransformationSite] = {}  # (transformation, site) -> the entry its jobs there run
+    inside_dirs: dict[int, str] = {}  # job index -> where its directory is inside its container
+    images: dict[str, containers.StagedImage] = {}  # lfn -> a container image the stage-in jobs bring
 
     def catalog_entry(job: Job, handle: str) -> TransformationSite:
         """The entry a job runs on its site: the same for every job of a transformation there (looked up once)."""
@@ -218,7 +220,8 @@ def _plan(req: PlanRequest) -> Plan:
         """The executable the job runs: its transformation's entry, or the copy staged into its directory; the
         same for the jobs of a transformation that have no profiles of their own (the DAG writer asks once)."""
         if job.index in stageable:
-            return lay.workdir.file(executable_lfn(job))[0]
+            inside = inside_dirs.get(job.index)  # in a container the job's directory is bound there
+            return f"{inside}/{executable_lfn(job)}" if inside else lay.workdir.file(executable_lfn(job))[0]
         return catalog_entry(job, handle).pfn
 
     def in_container(job: Job, name: str, handle: str) -> None:
@@ -228,12 +231,15 @@ def _plan(req: PlanRequest) -> Plan:
             raise ConfigError(f"{job.where}: transformation {job.tx_label} names container {name!r}, which the "
                               "transformation catalog's containers do not list: add it there")
         runtime = containers.runtime_for(job, spec, site, handle)
-        job.wrapper = containers.wrapper(spec, runtime, lay.workdir.path, resolver.pegasus(job, handle))
-        image = containers.staged_image(spec)
+        env_names = tuple(name for name, _ in resolver.env(job, handle) or ())
+        job.wrapper = containers.wrapper(spec, runtime, lay.workdir.path, resolver.pegasus(job, handle), env_names)
+        inside_dirs[job.index] = containers.WORKDIR[spec.kind]
+        image = containers.staged_image(spec, runtime, lay.workdir.path)
         if image is not None:
-            job.uses = [*job.uses, Use(image[0], Link.INPUT)]  # a job's uses may be the shared empty tuple
+            job.uses = [*job.uses, Use(image.lfn, Link.INPUT)]  # a job's uses may be the shared empty tuple
             checksum = {"checksum.type": "sha256", "checksum.value": spec.sha256} if spec.sha256 else {}
-            wf.catalogs.replicas.setdefault(image[0], [Replica(image[1], spec.image_site or "local", spec.where, checksum)])
+            wf.catalogs.replicas.setdefault(image.lfn, [Replica(image.url, spec.image_site or "local", spec.where, checksum)])
+            images[image.lfn] = image
 
     def staged_executables(job: Job, entry: TransformationSite, handle: str) -> list[Executable]:
         tx = wf.catalogs.find_transformation(job.tx_key)
@@ -273,7 +279,7 @@ def _plan(req: PlanRequest) -> Plan:
     clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
     if not clusters and "whole" in techniques:  # data reuse left no job: the data jobs are still one cluster
         clusters = [Cluster(f"merge_{wf.name}", [], ClusterKind.WHOLE, site.handle)]
-    data = DataJobs(wf, lay, wf.catalogs, stageable, reused)
+    data = DataJobs(wf, lay, wf.catalogs, stageable, reused, images)
     data.add(lambda: units_of(wf, clusters))
     cleanup.add(wf, data, lay, mode)
     clusters = attach(wf, clusters, data.made, lay.exec_site)

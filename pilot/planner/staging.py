@@ -39,6 +39,7 @@ from pilot.errors import ConfigError
 from pilot.planner import replicas
 from pilot.planner.datainputs import map_line, transfer_input
 from pilot.planner.datalayout import DataLayout
+from pilot.planner.containers import StagedImage
 from pilot.planner.executables import Executable, checksum_of
 from pilot.planner.model import Catalogs, Job, JobType, Link, Use, Workflow
 from pilot.util import safetext
@@ -78,6 +79,7 @@ class Container:
     register: list[tuple[str, str, str, dict[str, str] | None]] = field(default_factory=list)  # lfn, url, site, attrs
     executables: list[str] = field(default_factory=list)  # paths to make executable
     verify: list[tuple[str, str]] = field(default_factory=list)  # (path, sha256) of what it brings, checked after
+    images: list[str] = field(default_factory=list)  # RUNTIME PATH NAME URL of each image it brings (pilot.data.images)
 
 
 _uses = attrgetter("uses")  # a job's files, read by a C-level accessor (a million jobs)
@@ -102,7 +104,7 @@ class DataJobs:
     """Builds the data jobs for one plan; ``add`` links them to the compute jobs and returns them."""
 
     def __init__(self, wf: Workflow, lay: DataLayout, catalogs: Catalogs, stageable: dict[int, list[Executable]],
-                 reused: list[Job] | None = None) -> None:
+                 reused: list[Job] | None = None, images: dict[str, StagedImage] | None = None) -> None:
         self.wf = wf
         self.lay = lay
         self.cat = catalogs
@@ -112,6 +114,7 @@ class DataJobs:
         # pegasus.integrity.checking: none turns checks off, as in Pegasus; else staged checksums are verified.
         self.verify = self.props.get("pegasus.integrity.checking", "full").lower() != "none"
         self.reused = reused or []
+        self.images = images or {}  # lfn -> a container image: checked when found missing, loaded once staged
         self.made: list[Job] = []
         self.edges: set[tuple[int, int]] = set()
         self.copied_out: list[tuple[Job, list[str]]] = []  # stage-out jobs and the files they copy out of the directory
@@ -284,10 +287,12 @@ class DataJobs:
                     self.edge(chmods[id(box.job)][0], job)
             for box in boxes:
                 box.job.stdin_text = transfer_input(box.entries)
+                assert box.job.command is not None
                 if box.verify:
-                    assert box.job.command is not None
                     box.job.command = [sys.executable, "-m", "pilot.data.integrity",
                                        *(f"{path}={sha}" for path, sha in box.verify), "--", *box.job.command]
+                if box.images:  # loaded after their checksums are checked
+                    box.job.command = [sys.executable, "-m", "pilot.data.images", *box.images, "--", *box.job.command]
         for chmod, box in chmods.values():  # each makes executable what its stage-in job brought
             chmod.command = ["/bin/chmod", "+x", *box.executables]
 
@@ -300,6 +305,10 @@ class DataJobs:
 
     def _add_input(self, box: Container, job: Job, k: int, use: Use, sources: list[dict], executable: bool) -> None:
         dest = self._dest(use.lfn, sources[0], executable)
+        image = self.images.get(use.lfn)
+        if image is not None:  # pegasus-transfer pulls a docker:// image by the type (docker save, apptainer pull)
+            dest["type"] = image.kind
+            box.images += [image.runtime, self.lay.workdir.file(use.lfn)[0], image.tag, sources[0]["url"]]
         for src in sources:
             self._check_url(src["url"], dest["url"], f"{job.where}: uses[{k}]" if k >= 0 else job.where)
         entry = {"type": "transfer", "linkage": "input", "lfn": use.lfn, "id": len(box.entries) + 1,

@@ -185,5 +185,7 @@ def test_a_container_image_checksum_is_verified_where_the_image_is_staged(tmp_pa
                               cluster=["none"], submit_dir=str(tmp_path / "submit")))
     command, entries = stage_in(result)
     assert [e["lfn"] for e in entries] == ["alp.sif"]
-    path, _, digest = command[3].rpartition("=")
-    assert Path(path).name == "alp.sif" and digest == sha("image bytes") and command[4] == "--"
+    at = command.index("pilot.data.integrity")  # inside pilot.data.images, which checks the image is there first
+    path, _, digest = command[at + 1].rpartition("=")
+    assert Path(path).name == "alp.sif" and digest == sha("image bytes") and command[at + 2] == "--"
+    assert command[1:3] == ["-m", "pilot.data.images"] and command[3:8] == ["-", path, "-", f"file://{image}", "--"]

@@ -1,0 +1,218 @@
+"""Container jobs run for real, in images built here, with pilot submit --site local on podman.
+
+A Pegasus.api workflow's job runs in a docker container whose image is a
+``file://`` docker-archive tar built during the test (tests/integration/
+podman_images.py): the stage-in job stages the image once into the
+workflow's directory, checks its checksum and loads it into podman; the job
+runs its staged executable at its path inside the container (/srv), reads a
+file that only the image holds, an input staged in beside it and its env
+profile, and writes a declared output, which is staged out. An image that is not there, or that
+podman cannot load, fails the stage-in job in one line naming the image (and
+podman's message), and the job never starts.
+
+casa-wind, one of the workflows pegasus-isi publishes, runs as its stand-in
+(test_pegasus_isi_runs) with its container kept: the jobs of its
+containerized transformations run in a busybox image built here, which alone
+holds their installed pfns.
+
+A singularity container's SquashFS image is staged by its planned stage-in
+job, run as planned, and checked against its checksum (no apptainer installs
+here: the job itself is not run).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pilot.dag import read_dag
+from pilot.planner.plan import PlanRequest, plan
+from pilot.sites import load_site
+from tests.conftest import mpiexec
+from tests.integration.podman_images import Podman
+from tests.integration.test_pegasus_isi_runs import StandIn
+
+api = pytest.importorskip("Pegasus.api")
+
+PILOT = [sys.executable, "-m", "pilot"]
+MARKER = "this line is only in the image\n"
+SCRIPT = '#!/bin/sh\nset -e\ncat /etc/only-in-image "$1" > "$2"\necho "$GREETING" >> "$2"\n'
+
+
+@pytest.fixture
+def podman(tmp_path):
+    runtime = Podman(tmp_path / "podman")
+    yield runtime
+    runtime.close()
+
+
+def container_workflow(where: Path, image: str, sha256: str | None = None) -> Path:
+    """One job in a docker container: a staged script that joins the image's file and its input into its output."""
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "join.sh").write_text(SCRIPT)
+    (where / "input.txt").write_text("staged in\n")
+    box = api.Container("box", api.Container.DOCKER, image=image, image_site="local",
+                        checksum={"sha256": sha256} if sha256 else None)
+    tc = api.TransformationCatalog().add_containers(box).add_transformations(
+        api.Transformation("join", site="local", pfn=f"file://{where / 'join.sh'}", is_stageable=True,
+                           container=box))
+    rc = api.ReplicaCatalog().add_replica("local", "input.txt", f"file://{where / 'input.txt'}")
+    out = api.File("out.txt")
+    job = api.Job("join", _id="j1").add_args("input.txt", out).add_inputs(api.File("input.txt"))
+    job.add_env(GREETING="hello")
+    job.add_outputs(out, stage_out=True, register_replica=False)
+    wf = api.Workflow("boxed").add_transformation_catalog(tc).add_replica_catalog(rc).add_jobs(job)
+    sc = api.SiteCatalog().add_sites(api.Site("local").add_directories(
+        api.Directory(api.Directory.SHARED_SCRATCH, str(where / "scratch")).add_file_servers(
+            api.FileServer(f"file://{where / 'scratch'}", api.Operation.ALL)),
+        api.Directory(api.Directory.LOCAL_STORAGE, str(where / "output")).add_file_servers(
+            api.FileServer(f"file://{where / 'output'}", api.Operation.ALL))))
+    wf.add_site_catalog(sc)
+    wf.write(str(where / "workflow.yml"))
+    return where / "workflow.yml"
+
+
+def submit(podman: Podman, where: Path, *extra: str) -> subprocess.CompletedProcess:
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    args = [*PILOT, "submit", "workflow.yml", "--site", "local", "--set", "container_runtimes=podman",
+            "--dir", str(where / "submit"), "--poll", "0.2", "--no-monitord", *extra]
+    return subprocess.run(args, cwd=where, env=podman.env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.mpi
+def test_a_docker_container_job_runs_in_its_staged_image_on_podman_and_its_output_is_staged_out(tmp_path, podman):
+    archive = podman.build("joiner", {"/etc/only-in-image": (MARKER, 0o644)})
+    sha = hashlib.sha256(archive.read_bytes()).hexdigest()
+    where = tmp_path / "wf"
+    container_workflow(where, f"file://{archive}", sha)
+    res = submit(podman, where)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (where / "output" / "out.txt").read_text() == MARKER + "staged in\n" + "hello\n"  # + the job's env
+    assert not Path("/etc/only-in-image").exists()  # the file was read inside the image, not on this host
+    dags = "\n".join(path.read_text() for path in (where / "submit").rglob("*.dag"))
+    task = next(line for line in dags.splitlines() if line.startswith("TASK join_j1 "))
+    assert " docker-archive:" in task and "/box /srv/join " in task  # podman ran the staged copy of the image
+
+
+def stage_in_failure(where: Path) -> str:
+    """What the cluster's tasks said on stderr (kept in the submit directory as <cluster>.err.<attempt>)."""
+    return "\n".join(p.read_text(errors="replace") for p in (where / "submit").rglob("*.err.*") if p.is_file())
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("case", ["missing", "not an image"])
+def test_an_image_that_is_not_there_or_cannot_be_loaded_fails_its_stage_in_job_in_one_line(tmp_path, podman, case):
+    where = tmp_path / "wf"
+    where.mkdir()
+    image = where / "box.tar"
+    if case == "not an image":
+        image.write_text("not a docker archive\n")
+    container_workflow(where, f"file://{image}")
+    res = submit(podman, where)
+    assert res.returncode != 0
+    assert not (where / "output" / "out.txt").exists()
+    said = res.stdout + res.stderr + stage_in_failure(where)
+    if case == "missing":
+        assert f"container image file://{image}: no such file" in said, said
+    else:
+        assert f"container image file://{image}: podman load failed: " in said, said
+
+
+class CasaWindInImage(StandIn):
+    """casa-wind's stand-in (test_pegasus_isi_runs) with its container kept: the published image
+    (docker://pegasus/casa-wind) becomes a busybox image built here, holding at each containerized
+    transformation's installed pfn a shell stand-in for its one job, which checks the job's inputs and writes its
+    outputs as the host's stand-in does; gunzip, installed on the host, runs the host's stand-in."""
+
+    def __init__(self, where: Path, podman: Podman) -> None:
+        self.podman = podman
+        super().__init__("casa-wind", where)
+
+    def _stand_in_executables(self, tc: dict, script: Path) -> None:  # type: ignore[override]
+        files = {}
+        for tx in tc["transformations"]:
+            for site in tx["sites"]:
+                if site.get("container"):
+                    files[site["pfn"]] = (self._shell_stand_in(tx["name"]), 0o755)
+                else:
+                    site["pfn"] = str(script)
+        archive = self.podman.build("casa-wind", files)
+        for container in tc["containers"]:
+            container.update({"type": "docker", "image": f"file://{archive}", "image.site": "local"})
+        self.in_image = sorted(files)
+
+    def _shell_stand_in(self, transformation: str) -> str:
+        jobs = [job for job in self.wf["jobs"] if job["name"] == transformation]
+        assert len(jobs) == 1, f"{transformation}: the shell stand-in knows one job, the workflow has {len(jobs)}"
+        job, made_by = jobs[0], {u["lfn"]: j["id"] for j in self.wf["jobs"] for u in j["uses"] if u["type"] == "output"}
+        lines = ["#!/bin/sh", "set -e"]
+        for use in (u for u in job["uses"] if u["type"] == "input"):
+            lfn = use["lfn"]
+            expect = f"{made_by[lfn]} wrote {lfn}" if lfn in made_by else f"replica {lfn}"
+            lines.append(f'[ "$(cat {shlex.quote(lfn)})" = {shlex.quote(expect)} ] || '
+                         f'{{ echo "stand-in: {job["id"]}: input {lfn} is not what was staged" >&2; exit 1; }}')
+        for use in (u for u in job["uses"] if u["type"] == "output"):
+            lines.append(f"printf '%s\\n' {shlex.quote(job['id'] + ' wrote ' + use['lfn'])} > {shlex.quote(use['lfn'])}")
+        return "\n".join(lines) + "\n"
+
+
+@pytest.mark.mpi
+def test_casa_winds_stand_in_runs_its_container_jobs_in_a_locally_built_image_on_podman(tmp_path, podman):
+    run = CasaWindInImage(tmp_path, podman)
+    assert all(not Path(pfn).exists() for pfn in run.in_image)  # only the image has them
+    if mpiexec() is None:
+        pytest.skip("no mpiexec (pip install mpich)")
+    sub = tmp_path / "sub"
+    args = [*PILOT, "submit", "workflow.yml", "--site", "local", "--sites", run.published.sites,
+            "--set", "container_runtimes=podman", "--cluster", "horizontal", "--dir", str(sub), "--poll", "0.2",
+            "--no-monitord"]
+    res = subprocess.run(args, cwd=run.folder, env=podman.env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    on_host = [job["id"] for job in run.wf["jobs"] if job["name"] == "gunzip"]
+    assert sorted(run.ledger.read_text().split()) == sorted(on_host)  # the others ran in the image
+    staged = {p.name: p.read_text() for p in run.storage().rglob("*") if p.is_file()}
+    assert set(staged) == run.outputs(registered=False)
+    assert all(text.endswith(f" wrote {lfn}\n") for lfn, text in staged.items())
+
+
+@pytest.mark.parametrize("right", [True, False])
+def test_a_squashfs_image_is_staged_by_the_planned_stage_in_job_and_checked_against_its_checksum(tmp_path, right):
+    """The stage-in job of a singularity container's SquashFS image, run as planned (pegasus-transfer, the checksum
+    check, the image check): the image lands once in the workflow's directory under Pegasus' name, or a wrong
+    checksum fails the job in one line naming the copy."""
+    mksquashfs = shutil.which("mksquashfs")
+    if mksquashfs is None:
+        pytest.skip("mksquashfs is not installed (apt-get install squashfs-tools)")
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "only-in-image").write_text(MARKER)
+    sif = tmp_path / "img.sif"
+    subprocess.run([mksquashfs, str(root), str(sif), "-quiet", "-noappend"], check=True, timeout=60)
+    sha = hashlib.sha256(sif.read_bytes()).hexdigest() if right else "0" * 64
+    box = api.Container("img", api.Container.SINGULARITY, image=f"file://{sif}", checksum={"sha256": sha})
+    tc = api.TransformationCatalog().add_containers(box).add_transformations(
+        api.Transformation("cat", site="local", pfn="/bin/cat", is_stageable=False, container=box))
+    wf = api.Workflow("sq").add_transformation_catalog(tc).add_jobs(api.Job("cat", _id="j").add_args("/etc/x"))
+    wf.write(str(tmp_path / "sq.yml"))
+    result = plan(PlanRequest(workflow=str(tmp_path / "sq.yml"), site=load_site("local", {
+        "container_runtimes": "apptainer"}), cluster=["whole"], submit_dir=str(tmp_path / "submit")))
+    tasks = read_dag(result.emitted[0].dag).tasks
+    for name in sorted(tasks, key=lambda n: not n.startswith("create_dir")):  # the directory first
+        if not name.startswith(("create_dir", "stage_in")):
+            continue
+        done = subprocess.run(tasks[name].argv, capture_output=True, text=True, timeout=120)
+        staged = next(Path(w.rsplit(":", 1)[0]) for w in tasks["cat_j"].argv if w.endswith(":/srv")) / "img.sif"
+        if name.startswith("create_dir") or right:
+            assert done.returncode == 0, done.stderr
+        else:
+            assert done.returncode == 1
+            assert done.stderr.splitlines()[-1].startswith(f"integrity check failed: {staged}: sha256 is ")
+    if right:
+        assert staged.read_bytes() == sif.read_bytes()
