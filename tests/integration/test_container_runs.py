@@ -87,6 +87,7 @@ def submit(podman: Podman, where: Path, *extra: str) -> subprocess.CompletedProc
 
 
 @pytest.mark.mpi
+@pytest.mark.containers
 def test_a_docker_container_job_runs_in_its_staged_image_on_podman_and_its_output_is_staged_out(tmp_path, podman):
     archive = podman.build("joiner", {"/etc/only-in-image": (MARKER, 0o644)})
     sha = hashlib.sha256(archive.read_bytes()).hexdigest()
@@ -107,6 +108,7 @@ def stage_in_failure(where: Path) -> str:
 
 
 @pytest.mark.mpi
+@pytest.mark.containers
 @pytest.mark.parametrize("case", ["missing", "not an image"])
 def test_an_image_that_is_not_there_or_cannot_be_loaded_fails_its_stage_in_job_in_one_line(tmp_path, podman, case):
     where = tmp_path / "wf"
@@ -164,6 +166,7 @@ class CasaWindInImage(StandIn):
 
 
 @pytest.mark.mpi
+@pytest.mark.containers
 def test_casa_winds_stand_in_runs_its_container_jobs_in_a_locally_built_image_on_podman(tmp_path, podman):
     run = CasaWindInImage(tmp_path, podman)
     assert all(not Path(pfn).exists() for pfn in run.in_image)  # only the image has them
