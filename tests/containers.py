@@ -56,39 +56,83 @@ def _run(argv: list[str], env: dict[str, str] | None = None, **kw) -> subprocess
     return res
 
 
-@pytest.fixture(scope="session")
-def rootfs(tmp_path_factory) -> Path:
+APPLETS = ("sh", "sleep", "cat", "echo", "printf", "test", "[", "true", "false", "ls", "pwd", "mkdir", "cp")
+
+
+def busybox_root(root: Path, files: dict[str, tuple[str, int]] | None = None) -> Path:
+    """A busybox-static root file system at ``root`` with ``files`` (path in the image -> text, mode) in it; its
+    ``sleep`` is what a container a worker starts once for its tasks runs between them."""
     need("busybox")
     busybox = shutil.which("busybox")
     with open(busybox, "rb") as fh:
         if b"/ld-linux" in fh.read(4096):  # a dynamic executable names its loader in its first page (PT_INTERP)
             pytest.skip(f"{busybox} is not statically linked (apt-get install busybox-static)")
-    root = tmp_path_factory.mktemp("rootfs") / "root"
     for sub in ("bin", "etc", "srv", "tmp", "proc", "sys", "dev", "home", "mnt", "var/tmp"):
         (root / sub).mkdir(parents=True)
     shutil.copy(busybox, root / "bin" / "busybox")
-    for applet in ("sh", "sleep", "cat", "echo", "true", "false", "ls", "pwd"):
+    for applet in APPLETS:
         (root / "bin" / applet).symlink_to("busybox")
     (root / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
     (root / "etc" / "group").write_text("root:x:0:\n")
-    (root / ONLY_IN_IMAGE.lstrip("/")).write_text(IMAGE_TEXT)
+    for path, (text, mode) in (files or {}).items():
+        target = root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        target.chmod(mode)
     return root
 
 
 @pytest.fixture(scope="session")
+def rootfs(tmp_path_factory) -> Path:
+    return busybox_root(tmp_path_factory.mktemp("rootfs") / "root", {ONLY_IN_IMAGE: (IMAGE_TEXT, 0o644)})
+
+
+class PrivatePodman:
+    """podman with the repository's containers.conf and an image store of its own under ``where``, so nothing of a
+    test stays in the machine's store; ``env`` says so to whatever runs podman (pilot's stage-in jobs and tasks)."""
+
+    def __init__(self, where: Path) -> None:
+        need("podman", "runc")
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "storage.conf").write_text(f'[storage]\ndriver = "vfs"\ngraphroot = "{where}/graph"\n'
+                                            f'runroot = "{where}/run"\n')
+        self.env = {"CONTAINERS_CONF": str(REPO / "containers" / "containers.conf"),
+                    "CONTAINERS_STORAGE_CONF": str(where / "storage.conf")}
+        self.where = where
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess:
+        return _run(["podman", *args], self.env)
+
+    def build(self, name: str, files: dict[str, tuple[str, int]]) -> Path:
+        """A docker-archive tar (what ``docker save`` writes of a pulled image) of a busybox image holding
+        ``files``; the image is removed from the store again, so only the archive has it."""
+        root = busybox_root(self.where / f"{name}-root", files)
+        rootfs = self.where / f"{name}-rootfs.tar"
+        _run(["tar", "-C", str(root), "-cf", str(rootfs), "."])
+        tag = f"localhost/{name}:test"
+        self("import", str(rootfs), tag)
+        archive = self.where / f"{name}.tar"
+        self("save", "--format", "docker-archive", "-o", str(archive), tag)
+        self("rmi", tag)
+        return archive
+
+    def close(self) -> None:
+        """End what is left and remove the store (root's files, in the test's own directory)."""
+        for args in (["rm", "-a", "-f", "-t", "0"], ["rmi", "--all", "--force"]):
+            subprocess.run(["podman", *args], env={**os.environ, **self.env}, capture_output=True, timeout=120)
+        shutil.rmtree(self.where / "graph", ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
 def podman(rootfs, tmp_path_factory) -> Runtime:
-    need("podman", "runc")
-    store = tmp_path_factory.mktemp("podman")
-    (store / "storage.conf").write_text(f'[storage]\ndriver = "vfs"\ngraphroot = "{store}/graph"\n'
-                                        f'runroot = "{store}/run"\n')
-    env = {"CONTAINERS_CONF": str(REPO / "containers" / "containers.conf"),
-           "CONTAINERS_STORAGE_CONF": str(store / "storage.conf")}
-    tar = store / "rootfs.tar"
+    runtime = PrivatePodman(tmp_path_factory.mktemp("podman"))
+    tar = runtime.where / "rootfs.tar"
     _run(["tar", "-C", str(rootfs), "-cf", str(tar), "."])
-    _run(["podman", "import", str(tar), IMAGE], env)
-    _run(["podman", "save", "--format", "docker-archive", "-o", str(store / "image.tar"), IMAGE], env)
-    yield Runtime("podman", env, IMAGE)
-    subprocess.run(["podman", "rm", "-a", "-f", "-t", "0"], env={**os.environ, **env}, capture_output=True, timeout=120)
+    runtime("import", str(tar), IMAGE)
+    runtime("save", "--format", "docker-archive", "-o", str(runtime.where / "image.tar"), IMAGE)
+    yield Runtime("podman", runtime.env, IMAGE)
+    subprocess.run(["podman", "rm", "-a", "-f", "-t", "0"], env={**os.environ, **runtime.env}, capture_output=True,
+                   timeout=120)
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,8 @@
 """Container jobs run for real, in images built here, with pilot submit --site local on podman.
 
 A Pegasus.api workflow's job runs in a docker container whose image is a
-``file://`` docker-archive tar built during the test (tests/integration/
-podman_images.py): the stage-in job stages the image once into the
+``file://`` docker-archive tar built during the test (tests/containers.py,
+PrivatePodman): the stage-in job stages the image once into the
 workflow's directory, checks its checksum and loads it into podman; the job
 runs its staged executable at its path inside the container (/srv), reads a
 file that only the image holds, an input staged in beside it and its env
@@ -23,6 +23,7 @@ here: the job itself is not run).
 from __future__ import annotations
 
 import hashlib
+import os
 import shlex
 import shutil
 import subprocess
@@ -35,7 +36,7 @@ from pilot.dag import read_dag
 from pilot.planner.plan import PlanRequest, plan
 from pilot.sites import load_site
 from tests.conftest import mpiexec
-from tests.integration.podman_images import Podman
+from tests.containers import PrivatePodman as Podman
 from tests.integration.test_pegasus_isi_runs import StandIn
 
 api = pytest.importorskip("Pegasus.api")
@@ -83,7 +84,7 @@ def submit(podman: Podman, where: Path, *extra: str) -> subprocess.CompletedProc
         pytest.skip("no mpiexec (pip install mpich)")
     args = [*PILOT, "submit", "workflow.yml", "--site", "local", "--set", "container_runtimes=podman",
             "--dir", str(where / "submit"), "--poll", "0.2", "--no-monitord", *extra]
-    return subprocess.run(args, cwd=where, env=podman.env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(args, cwd=where, env={**os.environ, **podman.env}, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.mpi
@@ -176,7 +177,7 @@ def test_casa_winds_stand_in_runs_its_container_jobs_in_a_locally_built_image_on
     args = [*PILOT, "submit", "workflow.yml", "--site", "local", "--sites", run.published.sites,
             "--set", "container_runtimes=podman", "--cluster", "horizontal", "--dir", str(sub), "--poll", "0.2",
             "--no-monitord"]
-    res = subprocess.run(args, cwd=run.folder, env=podman.env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(args, cwd=run.folder, env={**os.environ, **podman.env}, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     on_host = [job["id"] for job in run.wf["jobs"] if job["name"] == "gunzip"]
     assert sorted(run.ledger.read_text().split()) == sorted(on_host)  # the others ran in the image
