@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 IMAGE = "localhost/pilot-test:busybox"
 ONLY_IN_IMAGE = "/etc/only-in-image"
 IMAGE_TEXT = "made in the test image\n"
+IMAGE_ENV = ("PILOT_IMAGE_VAR", "set-in-the-image")  # in the podman and docker image's config, as an ENV line sets it
 STANDIN = REPO / "tests" / "bin"
 
 
@@ -85,7 +86,7 @@ def podman(rootfs, tmp_path_factory) -> Runtime:
            "CONTAINERS_STORAGE_CONF": str(store / "storage.conf")}
     tar = store / "rootfs.tar"
     _run(["tar", "-C", str(rootfs), "-cf", str(tar), "."])
-    _run(["podman", "import", str(tar), IMAGE], env)
+    _run(["podman", "import", "--change", "ENV {}={}".format(*IMAGE_ENV), str(tar), IMAGE], env)
     _run(["podman", "save", "--format", "docker-archive", "-o", str(store / "image.tar"), IMAGE], env)
     yield Runtime("podman", env, IMAGE)
     subprocess.run(["podman", "rm", "-a", "-f", "-t", "0"], env={**os.environ, **env}, capture_output=True, timeout=120)
