@@ -254,3 +254,22 @@ def test_a_container_whose_options_restrict_what_nsenter_would_not_keep_runs_its
     assert (tmp_path / "out.txt").read_text().count("CapEff:\t0000000000000000\n") == 2  # as the container has it
     assert len([c for c in _calls(tmp_path) if c.startswith("exec ")]) == 2
     assert res.stderr.count("its option --cap-drop asks for a restriction nsenter does not apply") == 1
+
+
+def test_without_nsenter_on_path_tasks_go_through_the_runtimes_exec_with_one_warning(tmp_path, entered):
+    rt, wrapper = entered
+    path = tmp_path / "path"  # the machine's programs, less nsenter
+    path.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        for entry in (os.scandir(folder) if os.path.isdir(folder) else ()):
+            if entry.name != "nsenter" and not (path / entry.name).exists():
+                (path / entry.name).symlink_to(entry.path)
+    task = line(rt, wrapper, tmp_path, rt.image, f"/bin/cat {ONLY_IN_IMAGE}")
+    dag = tmp_path / "wf.dag"
+    dag.write_text(f"TASK t {task}\nTASK u {task}\nEDGE t u\n")
+    res = subprocess.run(pilot_cmd(["--containers", "once", "-o", "out.txt", str(dag)], n=2), cwd=tmp_path,
+                         env={**os.environ, **rt.env, "PATH": str(path)}, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out.txt").read_text().count(IMAGE_TEXT) == 2
+    assert len([c for c in _calls(tmp_path) if c.startswith("exec ")]) == 2
+    assert res.stderr.count("nsenter (util-linux) is not on PATH") == 1
