@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 IMAGE = "localhost/pilot-test:busybox"
 ONLY_IN_IMAGE = "/etc/only-in-image"
 IMAGE_TEXT = "made in the test image\n"
+IMAGE_ENV = ("PILOT_IMAGE_VAR", "set-in-the-image")  # in the podman and docker image's config, as an ENV line sets it
 STANDIN = REPO / "tests" / "bin"
 
 
@@ -128,7 +129,7 @@ def podman(rootfs, tmp_path_factory) -> Runtime:
     runtime = PrivatePodman(tmp_path_factory.mktemp("podman"))
     tar = runtime.where / "rootfs.tar"
     _run(["tar", "-C", str(rootfs), "-cf", str(tar), "."])
-    runtime("import", str(tar), IMAGE)
+    runtime("import", "--change", "ENV {}={}".format(*IMAGE_ENV), str(tar), IMAGE)
     runtime("save", "--format", "docker-archive", "-o", str(runtime.where / "image.tar"), IMAGE)
     yield Runtime("podman", runtime.env, IMAGE)
     subprocess.run(["podman", "rm", "-a", "-f", "-t", "0"], env={**os.environ, **runtime.env}, capture_output=True,

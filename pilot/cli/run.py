@@ -83,10 +83,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--ignore-runtimes", action="store_true",
                    help="schedule as if no task had a '#pilot runtime=' line: equal priorities in DAG order, and "
                         "under --max-wall-time tasks start even when their runtime exceeds the time left")
-    p.add_argument("--containers", choices=("per-task", "once"), default="per-task",
+    p.add_argument("--containers", choices=("per-task", "once", "once-exec"), default="per-task",
                    help="once: run the tasks whose command is a container runtime's (apptainer/singularity exec, "
                         "docker/podman run) in one container per worker and image, started when its first task "
-                        "arrives and ended with the run; per-task (default): each command as written")
+                        "arrives and ended with the run, each docker/podman task entering it with nsenter; "
+                        "once-exec: the same, each task through the runtime's own exec; per-task (default): each "
+                        "command as written")
     return p
 
 
@@ -133,7 +135,8 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, pr
         keep_task_processes=ns.keep_task_processes,
         ignore_runtimes=ns.ignore_runtimes,
         max_crashes=DEFAULT_MAX_CRASHES if max_crashes is None else max_crashes,
-        containers_once=ns.containers == "once",
+        containers_once=ns.containers in ("once", "once-exec"),
+        containers_exec=ns.containers == "once-exec",
     )
 
 

@@ -8,11 +8,17 @@ in it:
 
 - podman, podman-hpc, docker: ``RUNTIME run -d --rm --name NAME <container
   options> IMAGE sleep 2147483647`` (a sleep every image's ``sleep`` takes,
-  GNU's and busybox's alike), then ``RUNTIME exec <exec options> NAME PFN ARGS``;
-  ended with ``RUNTIME rm -f NAME``;
+  GNU's and busybox's alike), then each task enters the container's namespaces
+  with nsenter (pilot.runtime.entering: the runtime's exec costs 90-200 ms a
+  task, nsenter 2 ms); ``RUNTIME exec <exec options> NAME PFN ARGS`` where
+  nsenter cannot enter (not on PATH, not permitted, a container whose options
+  restrict what nsenter would not) or under ``--containers once-exec``;
+  ended with ``RUNTIME rm -f NAME``. Before each task the worker checks that
+  the container's process still runs, and starts another container if not;
 - apptainer, singularity: ``RUNTIME instance start <container options> IMAGE
-  NAME``, then ``RUNTIME exec <exec options> instance://NAME PFN ARGS``; ended
-  with ``RUNTIME instance stop NAME``.
+  NAME``, then ``RUNTIME exec <exec options> instance://NAME PFN ARGS`` (its
+  starter is a small native program that enters the instance's namespaces
+  itself, in milliseconds); ended with ``RUNTIME instance stop NAME``.
 
 The worker ends them all when it ends (pilot.runtime.worker cleanup: after a
 clean end, an abort, SIGTERM from the batch system). Their processes also
@@ -29,12 +35,13 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import subprocess
 import tempfile
 import time
 from typing import Callable
 
-from pilot.runtime import containers, reaper
+from pilot.runtime import containers, entering, reaper
 from pilot.runtime.containers import ContainerLine, Family
 
 log = logging.getLogger("pilot.worker")
@@ -47,11 +54,17 @@ _SAY_AND_FAIL = 'printf "%s\\n" "$1" >&2; exit "$0"'  # the failed start, as the
 class Container:
     """One started container: its name and how to run a task in it and end it."""
 
-    __slots__ = ("line", "name")
+    __slots__ = ("line", "name", "entry", "enter")
 
     def __init__(self, line: ContainerLine, name: str) -> None:
         self.line = line
         self.name = name
+        self.entry: entering.Entry | None = None  # podman's and docker's, once read
+        self.enter = False  # whether its tasks enter it with nsenter
+
+    def alive(self) -> bool:
+        """Whether it still runs, as far as pilot can tell (an apptainer instance is taken to)."""
+        return self.entry is None or entering.alive(self.entry)
 
     def start_argv(self, mark: str) -> list[str]:
         """The start; docker's and podman's container gets the run's mark in its own environment (its processes
@@ -77,25 +90,69 @@ class Container:
 class Instances:
     """A worker's started containers, by key."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, enter: bool = True) -> None:
         self.token = token
         self.running: dict[tuple[str, ...], Container] = {}
         self._count = 0
+        self._nsenter = shutil.which("nsenter") if enter else None
+        self._said_no_nsenter = not enter
 
-    def argv_for(self, argv: list[str], cwd: str | None, mark: str, must_end: Callable[[], bool]) -> list[str]:
-        """The command to spawn for a task: in its started container, as written, or one that reports a failed start."""
+    def command_for(self, argv: list[str], env: dict[str, str], cwd: str | None, mark: str,
+                    must_end: Callable[[], bool]) -> tuple[list[str], dict[str, str]]:
+        """The command and environment to spawn for a task: in its started container, as written, or a command
+        that reports a failed start."""
         line = containers.parse(argv, cwd)
         if line is None:
-            return argv
+            return argv, env
         box = self.running.get(line.key)
+        if box is not None and not box.alive():
+            log.warning("container %s has ended (its process %d is gone): starting another", box.name,
+                        box.entry.pid if box.entry else 0)
+            del self.running[line.key]
+            _remove_quietly(box)
+            box = None
         if box is None:
             self._count += 1
             box = Container(line, f"pilot-{self.token}-{self._count}")
             failure = _start(box, cwd, mark, must_end)
             if failure is not None:
-                return ["/bin/sh", "-c", _SAY_AND_FAIL, *failure]
+                return ["/bin/sh", "-c", _SAY_AND_FAIL, *failure], env
+            self._read(box)
             self.running[line.key] = box
-        return box.exec_argv(line)
+        if box.enter and box.entry is not None and self._nsenter is not None:
+            return (entering.argv(self._nsenter, box.entry, entering.workdir(line.exec_options), line.command),
+                    entering.task_env(box.entry, line.exec_options, env))
+        return box.exec_argv(line), env
+
+    def _read(self, box: Container) -> None:
+        """Read a started podman or docker container's process and settings, and whether its tasks can enter it."""
+        if box.line.family is not Family.DOCKER:
+            return
+        found = entering.inspect(box.line.runtime, box.name, dict(os.environ))
+        if isinstance(found, str):
+            log.warning("container %s: %s; its tasks run through %s exec, and pilot cannot tell if it ends",
+                        box.name, found, box.line.runtime)
+            return
+        box.entry = found
+        why = None
+        if self._nsenter is None:
+            if not self._said_no_nsenter:
+                log.warning("nsenter (util-linux) is not on PATH: tasks in started containers run through the "
+                            "runtime's exec, some 100 ms each")
+            self._said_no_nsenter = True
+            return
+        option = entering.restricted(box.line.container_options)
+        if option is not None:
+            why = f"its option {option} asks for a restriction nsenter does not apply"
+        elif found.why_not:
+            why = found.why_not
+        else:
+            said = entering.probe(self._nsenter, found)
+            if said is not None:
+                why = f"nsenter cannot enter it: {said}"
+        if why is not None:
+            log.warning("container %s: %s; its tasks run through %s exec", box.name, why, box.line.runtime)
+        box.enter = why is None
 
     def stop_all(self) -> None:
         """End every started container, all at once, each given STOP_TIMEOUT seconds."""

@@ -45,6 +45,7 @@ class RunOptions(NamedTuple):
     ignore_runtimes: bool = False
     max_crashes: int = DEFAULT_MAX_CRASHES
     containers_once: bool = False  # --containers once: a container per worker and image (pilot.runtime.instances)
+    containers_exec: bool = False  # --containers once-exec: each task through the runtime's exec, not nsenter
 
     @property
     def rescue_path(self) -> str:

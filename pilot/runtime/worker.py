@@ -77,7 +77,7 @@ class Worker:
         self._env = dict(os.environ)
         self._waker: taskexec.ChildWaker | None = None
         self._slot: crashes.Slot | None = None  # the name of the running task, for the next run (pilot.runtime.crashes)
-        self._containers = instances.Instances(self.token) if opts.containers_once else None
+        self._containers = instances.Instances(self.token, not opts.containers_exec) if opts.containers_once else None
         if opts.invocation_records:
             from pilot.monitor import kickstart  # noqa: PLC0415 - imported before the first task, only when asked for
 
@@ -314,9 +314,9 @@ class Worker:
         return env
 
     def _execute(self, msg: RunTask, out_fd: int, err_fd: int, out_path: str | None, err_path: str | None) -> TaskResult:
-        argv = msg.argv
+        argv, env = msg.argv, self._task_env(msg)
         if self._containers is not None:
-            argv = self._containers.argv_for(argv, msg.cwd, self.mark, self._must_end)
+            argv, env = self._containers.command_for(argv, env, msg.cwd, self.mark, self._must_end)
         err_start = _size(err_fd) if self.opts.invocation_records else 0
         if self.opts.strict_limits and msg.memory > 0:
             argv = taskexec.limited_argv(argv, msg.memory)
@@ -326,9 +326,9 @@ class Worker:
                 os.sched_setaffinity(0, msg.cpu_ids)
             try:
                 if msg.cwd is None and msg.stdio is None:
-                    run = taskexec.spawn(argv, self._task_env(msg), out_fd, err_fd, msg.pipe_forwards)
+                    run = taskexec.spawn(argv, env, out_fd, err_fd, msg.pipe_forwards)
                 else:
-                    run = taskexec.spawn_in(msg.cwd, msg.stdio, argv, self._task_env(msg), out_fd, err_fd,
+                    run = taskexec.spawn_in(msg.cwd, msg.stdio, argv, env, out_fd, err_fd,
                                             msg.pipe_forwards)
             finally:
                 if bind:

@@ -63,3 +63,23 @@ def test_lines_it_cannot_read_with_certainty_run_as_written():
     ]
     for argv in unreadable:
         assert parse(argv, "/w") is None, argv
+
+
+def test_a_task_entering_a_container_gets_its_env_then_its_own_then_the_workers_and_its_directory():
+    import os
+
+    from pilot.runtime import entering
+
+    entry = entering.Entry(4321, "99", {"PATH": "/bin", "HOME": "/root", "CV": "image"}, "/", (), ())
+    worker = {**os.environ, "PMC_TASK": "t", "CV": "worker"}
+    line = parse(PODMAN, None)
+    env = entering.task_env(entry, line.exec_options, worker)
+    assert env["PATH"] == "/bin" and env["HOME"] == "/root"  # the container's, not the host's
+    assert env["PMC_TASK"] == "t" and env["CV"] == "worker"
+    assert not set(env) - {"PATH", "HOME", "CV", "PMC_TASK"}  # nothing else of the worker's own environment
+    assert entering.task_env(entry, line.exec_options, dict(os.environ))["CV"] == "1"  # the task's -e over the image's
+    assert entering.argv("/usr/bin/nsenter", entry, entering.workdir(line.exec_options), line.command) == [
+        "/usr/bin/nsenter", "--target", "4321", "--mount", "--uts", "--ipc", "--net", "--pid", "--wdns=/srv", "--",
+        "/bin/echo", "-e", "x"]
+    assert entering.restricted(line.container_options) is None
+    assert entering.restricted(("--memory=2g",)) == "--memory"
