@@ -19,9 +19,16 @@ casa-wind, one of the workflows pegasus-isi publishes, runs as its stand-in
 containerized transformations run in a busybox image built here, which alone
 holds their installed pfns.
 
-A singularity container's SquashFS image is staged by its planned stage-in
-job, run as planned, and checked against its checksum (no apptainer installs
-here: the job itself is not run).
+The same workflow with a singularity container whose image is a ``file://``
+SquashFS image (named ``.sif``, a suffix Pegasus takes for a singularity
+image) runs on ``container_runtimes=apptainer``. apptainer cannot be
+installed on the test machines, so this runs the stand-in tests/bin/apptainer,
+first on PATH, which maps the apptainer command lines pilot writes onto
+Charliecloud's ch-run with the same SquashFS image; that the line is
+apptainer's as Pegasus writes it, word for word, is checked by
+tests/planner/test_containers.py. A singularity container's SquashFS image
+is also staged by its planned stage-in job, run as planned, and checked
+against its checksum.
 """
 
 from __future__ import annotations
@@ -41,7 +48,8 @@ from pilot.planner.plan import PlanRequest, plan
 from pilot.sites import load_site
 from tests.conftest import mpiexec
 from tests.containers import PrivatePodman as Podman
-from tests.containers import Runtime, docker_archive, dockerd, podman, rootfs  # noqa: F401 - fixtures
+from tests.containers import IMAGE_TEXT, ONLY_IN_IMAGE, Runtime, apptainer_standin, squashfs  # noqa: F401 - fixtures
+from tests.containers import docker_archive, dockerd, podman, rootfs  # noqa: F401 - fixtures
 from tests.integration.test_pegasus_isi_runs import StandIn
 
 api = pytest.importorskip("Pegasus.api")
@@ -70,12 +78,13 @@ def site_runtime(request, own_podman) -> Runtime:
     return Runtime("podman", own_podman.env, "")
 
 
-def container_workflow(where: Path, image: str, sha256: str | None = None) -> Path:
-    """One job in a docker container: a staged script that joins the image's file and its input into its output."""
+def container_workflow(where: Path, image: str, sha256: str | None = None, kind=api.Container.DOCKER) -> Path:
+    """One job in a container (docker's, or ``kind``): a staged script that joins the image's file and its input
+    into its output."""
     where.mkdir(parents=True, exist_ok=True)
     (where / "join.sh").write_text(SCRIPT)
     (where / "input.txt").write_text("staged in\n")
-    box = api.Container("box", api.Container.DOCKER, image=image, image_site="local",
+    box = api.Container("box", kind, image=image, image_site="local",
                         checksum={"sha256": sha256} if sha256 else None)
     tc = api.TransformationCatalog().add_containers(box).add_transformations(
         api.Transformation("join", site="local", pfn=f"file://{where / 'join.sh'}", is_stageable=True,
@@ -126,6 +135,28 @@ def test_a_docker_container_job_runs_in_its_staged_image_and_its_output_is_stage
         tags = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True,
                               text=True, env={**os.environ, **site_runtime.env}, timeout=60, check=True).stdout
         assert image in tags.split()
+
+
+@pytest.mark.mpi
+@pytest.mark.containers
+def test_a_singularity_container_job_runs_in_its_staged_squashfs_image_on_the_apptainer_stand_in(tmp_path,
+                                                                                                 apptainer_standin):
+    """apptainer here is the test stand-in tests/bin/apptainer (ch-run under apptainer's command line), first on
+    PATH; the image is a SquashFS file with a .sif name, staged into the workflow's directory as box.sif."""
+    sif = tmp_path / "box.sif"
+    shutil.copyfile(apptainer_standin.image, sif)
+    where = tmp_path / "wf"
+    container_workflow(where, f"file://{sif}", hashlib.sha256(sif.read_bytes()).hexdigest(), api.Container.SINGULARITY)
+    res = submit(apptainer_standin, where)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (where / "output" / "out.txt").read_text() == IMAGE_TEXT + "staged in\n" + "hello\n"
+    assert not Path(ONLY_IN_IMAGE).exists()  # the file was read inside the image, not on this host
+    dags = "\n".join(path.read_text() for path in (where / "submit").rglob("*.dag"))
+    task = next(line for line in dags.splitlines() if line.startswith("TASK join_j1 "))
+    assert " apptainer exec --no-home --bind " in task  # the staged copy, in the job's directory (its cwd):
+    assert task.endswith(":/srv --pwd /srv box.sif /srv/join input.txt out.txt")
+    calls = Path(apptainer_standin.env["PILOT_APPTAINER_STANDIN_STATE"], "calls.log").read_text()
+    assert "box.sif" in calls and "/srv/join" in calls  # the stand-in ran it (its instance, or the task's exec)
 
 
 def stage_in_failure(where: Path) -> str:
