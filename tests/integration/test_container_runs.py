@@ -110,7 +110,8 @@ def submit(runtime: Runtime, where: Path, *extra: str) -> subprocess.CompletedPr
         pytest.skip("no mpiexec (pip install mpich)")
     args = [*PILOT, "submit", "workflow.yml", "--site", "local", "--set", f"container_runtimes={runtime.name}",
             "--dir", str(where / "submit"), "--poll", "0.2", "--no-monitord", *extra]
-    return subprocess.run(args, cwd=where, env={**os.environ, **runtime.env}, capture_output=True, text=True, timeout=300)
+    return subprocess.run(args, cwd=where, env={**os.environ, **runtime.env}, capture_output=True, text=True,
+                          timeout=300)
 
 
 @pytest.mark.mpi
