@@ -2,7 +2,8 @@
 # Build containers/Dockerfile without a Docker engine, and optionally run the demo in it.
 #
 #   bash containers/build.sh            # image "pilot"
-#   bash containers/build.sh --demo     # ... then run `pilot demo --site container` inside it (what CI does)
+#   bash containers/build.sh --demo     # ... then run `pilot demo --site container` inside it (what CI does),
+#                                       # and one container job on podman inside it (container-demo.sh)
 #
 # buildah with chroot isolation (root); FROM debian:bookworm is made here by
 # debootstrap and committed locally, so nothing is pulled from a registry. The
@@ -10,6 +11,11 @@
 # never stored in the image. The container shares the host's network and processes: a Slurm
 # running on the host is stopped first (ports 6817/6818 are fixed), and the
 # container's daemons are stopped at the end, since they outlive `buildah run`.
+# The container job runs in the image under the host's podman with --privileged, as a laptop's
+# docker or podman runs it: podman nested in `buildah run --isolation chroot` starts containers
+# (given CAP_SYS_ADMIN, CAP_NET_ADMIN, writable cgroups and a higher nofile limit) but cannot
+# enter one it started (`podman exec` lands in the host's root: under chroot isolation the
+# image's root is no mount namespace's root), and pilot's workers run their tasks that way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 IMAGE=${IMAGE:-pilot}
@@ -46,6 +52,12 @@ if [ "${1:-}" = "--demo" ]; then
   buildah run --isolation chroot "$ctr" -- /usr/local/bin/entrypoint.sh pilot demo --site container || status=$?
   buildah run --isolation chroot "$ctr" -- /usr/local/bin/stop-slurm.sh >/dev/null 2>&1 || true
   buildah rm "$ctr" >/dev/null
+  if command -v podman >/dev/null; then
+    CONTAINERS_CONF=$PWD/containers/containers.conf podman run --rm --privileged --network none \
+      --entrypoint /usr/local/bin/container-demo.sh "$IMAGE" || status=$?
+  else
+    echo "build.sh: podman is not installed here: the container job is not run (apt-get install podman runc)"
+  fi
   echo "build.sh: $(buildah images --format '{{.Name}}:{{.Tag}} {{.Size}}' "$IMAGE"); demo exit $status"
   exit $status
 fi

@@ -1,23 +1,34 @@
-"""Container jobs run for real, in images built here, with pilot submit --site local on podman.
+"""Container jobs run for real, in images built here, with pilot submit --site local on podman and docker.
 
 A Pegasus.api workflow's job runs in a docker container whose image is a
 ``file://`` docker-archive tar built during the test (tests/containers.py,
 PrivatePodman): the stage-in job stages the image once into the
-workflow's directory, checks its checksum and loads it into podman; the job
-runs its staged executable at its path inside the container (/srv), reads a
-file that only the image holds, an input staged in beside it and its env
-profile, and writes a declared output, which is staged out. An image that is not there, or that
-podman cannot load, fails the stage-in job in one line naming the image (and
-podman's message), and the job never starts.
+workflow's directory, checks its checksum and loads it into the site's
+runtime: podman (with the repository's containers.conf and a store of the
+test's own), or a dockerd the test session starts with a private root
+(tests/containers.py, ``dockerd``; pilot finds it by DOCKER_HOST), where the
+load tags the image with the name the plan gave it. The job runs its staged
+executable at its path inside the container (/srv), reads a file that only
+the image holds, an input staged in beside it and its env profile, and
+writes a declared output, which is staged out. An image that is not there,
+or that the runtime cannot load, fails the stage-in job in one line naming
+the image (and the runtime's message), and the job never starts.
 
 casa-wind, one of the workflows pegasus-isi publishes, runs as its stand-in
 (test_pegasus_isi_runs) with its container kept: the jobs of its
 containerized transformations run in a busybox image built here, which alone
 holds their installed pfns.
 
-A singularity container's SquashFS image is staged by its planned stage-in
-job, run as planned, and checked against its checksum (no apptainer installs
-here: the job itself is not run).
+The same workflow with a singularity container whose image is a ``file://``
+SquashFS image (named ``.sif``, a suffix Pegasus takes for a singularity
+image) runs on ``container_runtimes=apptainer``. apptainer cannot be
+installed on the test machines, so this runs the stand-in tests/bin/apptainer,
+first on PATH, which maps the apptainer command lines pilot writes onto
+Charliecloud's ch-run with the same SquashFS image; that the line is
+apptainer's as Pegasus writes it, word for word, is checked by
+tests/planner/test_containers.py. A singularity container's SquashFS image
+is also staged by its planned stage-in job, run as planned, and checked
+against its checksum.
 """
 
 from __future__ import annotations
@@ -37,6 +48,8 @@ from pilot.planner.plan import PlanRequest, plan
 from pilot.sites import load_site
 from tests.conftest import mpiexec
 from tests.containers import PrivatePodman as Podman
+from tests.containers import IMAGE_TEXT, ONLY_IN_IMAGE, Runtime, apptainer_standin, squashfs  # noqa: F401 - fixtures
+from tests.containers import docker_archive, dockerd, podman, rootfs  # noqa: F401 - fixtures
 from tests.integration.test_pegasus_isi_runs import StandIn
 
 api = pytest.importorskip("Pegasus.api")
@@ -47,18 +60,31 @@ SCRIPT = '#!/bin/sh\nset -e\ncat /etc/only-in-image "$1" > "$2"\necho "$GREETING
 
 
 @pytest.fixture
-def podman(tmp_path):
+def own_podman(tmp_path):
+    """A podman of the test's own, which builds the test's images (and runs them on a podman site)."""
     runtime = Podman(tmp_path / "podman")
     yield runtime
     runtime.close()
 
 
-def container_workflow(where: Path, image: str, sha256: str | None = None) -> Path:
-    """One job in a docker container: a staged script that joins the image's file and its input into its output."""
+RUNTIMES = ["podman", "docker"]
+
+
+@pytest.fixture(params=RUNTIMES)
+def site_runtime(request, own_podman) -> Runtime:
+    """The runtime the site offers (container_runtimes) and the environment pilot submit gets for it."""
+    if request.param == "docker":
+        return request.getfixturevalue("dockerd")
+    return Runtime("podman", own_podman.env, "")
+
+
+def container_workflow(where: Path, image: str, sha256: str | None = None, kind=api.Container.DOCKER) -> Path:
+    """One job in a container (docker's, or ``kind``): a staged script that joins the image's file and its input
+    into its output."""
     where.mkdir(parents=True, exist_ok=True)
     (where / "join.sh").write_text(SCRIPT)
     (where / "input.txt").write_text("staged in\n")
-    box = api.Container("box", api.Container.DOCKER, image=image, image_site="local",
+    box = api.Container("box", kind, image=image, image_site="local",
                         checksum={"sha256": sha256} if sha256 else None)
     tc = api.TransformationCatalog().add_containers(box).add_transformations(
         api.Transformation("join", site="local", pfn=f"file://{where / 'join.sh'}", is_stageable=True,
@@ -79,28 +105,59 @@ def container_workflow(where: Path, image: str, sha256: str | None = None) -> Pa
     return where / "workflow.yml"
 
 
-def submit(podman: Podman, where: Path, *extra: str) -> subprocess.CompletedProcess:
+def submit(runtime: Runtime, where: Path, *extra: str) -> subprocess.CompletedProcess:
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    args = [*PILOT, "submit", "workflow.yml", "--site", "local", "--set", "container_runtimes=podman",
+    args = [*PILOT, "submit", "workflow.yml", "--site", "local", "--set", f"container_runtimes={runtime.name}",
             "--dir", str(where / "submit"), "--poll", "0.2", "--no-monitord", *extra]
-    return subprocess.run(args, cwd=where, env={**os.environ, **podman.env}, capture_output=True, text=True, timeout=300)
+    return subprocess.run(args, cwd=where, env={**os.environ, **runtime.env}, capture_output=True, text=True,
+                          timeout=300)
 
 
 @pytest.mark.mpi
 @pytest.mark.containers
-def test_a_docker_container_job_runs_in_its_staged_image_on_podman_and_its_output_is_staged_out(tmp_path, podman):
-    archive = podman.build("joiner", {"/etc/only-in-image": (MARKER, 0o644)})
+def test_a_docker_container_job_runs_in_its_staged_image_and_its_output_is_staged_out(tmp_path, own_podman,
+                                                                                       site_runtime):
+    archive = own_podman.build("joiner", {"/etc/only-in-image": (MARKER, 0o644)})
     sha = hashlib.sha256(archive.read_bytes()).hexdigest()
     where = tmp_path / "wf"
     container_workflow(where, f"file://{archive}", sha)
-    res = submit(podman, where)
+    res = submit(site_runtime, where)
     assert res.returncode == 0, res.stdout + res.stderr
     assert (where / "output" / "out.txt").read_text() == MARKER + "staged in\n" + "hello\n"  # + the job's env
     assert not Path("/etc/only-in-image").exists()  # the file was read inside the image, not on this host
     dags = "\n".join(path.read_text() for path in (where / "submit").rglob("*.dag"))
     task = next(line for line in dags.splitlines() if line.startswith("TASK join_j1 "))
-    assert " docker-archive:" in task and "/box /srv/join " in task  # podman ran the staged copy of the image
+    if site_runtime.name == "podman":
+        assert " docker-archive:" in task and "/box /srv/join " in task  # podman ran the staged copy of the image
+    else:  # docker ran the image its stage-in job loaded and tagged with the plan's name for it
+        image = next(word for word in task.split() if word.startswith("localhost/pilot-box:"))
+        assert f" {image} /srv/join " in task
+        tags = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True,
+                              text=True, env={**os.environ, **site_runtime.env}, timeout=60, check=True).stdout
+        assert image in tags.split()
+
+
+@pytest.mark.mpi
+@pytest.mark.containers
+def test_a_singularity_container_job_runs_in_its_staged_squashfs_image_on_the_apptainer_stand_in(tmp_path,
+                                                                                                 apptainer_standin):
+    """apptainer here is the test stand-in tests/bin/apptainer (ch-run under apptainer's command line), first on
+    PATH; the image is a SquashFS file with a .sif name, staged into the workflow's directory as box.sif."""
+    sif = tmp_path / "box.sif"
+    shutil.copyfile(apptainer_standin.image, sif)
+    where = tmp_path / "wf"
+    container_workflow(where, f"file://{sif}", hashlib.sha256(sif.read_bytes()).hexdigest(), api.Container.SINGULARITY)
+    res = submit(apptainer_standin, where)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (where / "output" / "out.txt").read_text() == IMAGE_TEXT + "staged in\n" + "hello\n"
+    assert not Path(ONLY_IN_IMAGE).exists()  # the file was read inside the image, not on this host
+    dags = "\n".join(path.read_text() for path in (where / "submit").rglob("*.dag"))
+    task = next(line for line in dags.splitlines() if line.startswith("TASK join_j1 "))
+    assert " apptainer exec --no-home --bind " in task  # the staged copy, in the job's directory (its cwd):
+    assert task.endswith(":/srv --pwd /srv box.sif /srv/join input.txt out.txt")
+    calls = Path(apptainer_standin.env["PILOT_APPTAINER_STANDIN_STATE"], "calls.log").read_text()
+    assert "box.sif" in calls and "/srv/join" in calls  # the stand-in ran it (its instance, or the task's exec)
 
 
 def stage_in_failure(where: Path) -> str:
@@ -111,21 +168,22 @@ def stage_in_failure(where: Path) -> str:
 @pytest.mark.mpi
 @pytest.mark.containers
 @pytest.mark.parametrize("case", ["missing", "not an image"])
-def test_an_image_that_is_not_there_or_cannot_be_loaded_fails_its_stage_in_job_in_one_line(tmp_path, podman, case):
+def test_an_image_that_is_not_there_or_cannot_be_loaded_fails_its_stage_in_job_in_one_line(tmp_path, site_runtime,
+                                                                                             case):
     where = tmp_path / "wf"
     where.mkdir()
     image = where / "box.tar"
     if case == "not an image":
         image.write_text("not a docker archive\n")
     container_workflow(where, f"file://{image}")
-    res = submit(podman, where)
+    res = submit(site_runtime, where)
     assert res.returncode != 0
     assert not (where / "output" / "out.txt").exists()
     said = res.stdout + res.stderr + stage_in_failure(where)
     if case == "missing":
         assert f"container image file://{image}: no such file" in said, said
     else:
-        assert f"container image file://{image}: podman load failed: " in said, said
+        assert f"container image file://{image}: {site_runtime.name} load failed: " in said, said
 
 
 class CasaWindInImage(StandIn):
@@ -168,8 +226,8 @@ class CasaWindInImage(StandIn):
 
 @pytest.mark.mpi
 @pytest.mark.containers
-def test_casa_winds_stand_in_runs_its_container_jobs_in_a_locally_built_image_on_podman(tmp_path, podman):
-    run = CasaWindInImage(tmp_path, podman)
+def test_casa_winds_stand_in_runs_its_container_jobs_in_a_locally_built_image_on_podman(tmp_path, own_podman):
+    run = CasaWindInImage(tmp_path, own_podman)
     assert all(not Path(pfn).exists() for pfn in run.in_image)  # only the image has them
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
@@ -177,7 +235,8 @@ def test_casa_winds_stand_in_runs_its_container_jobs_in_a_locally_built_image_on
     args = [*PILOT, "submit", "workflow.yml", "--site", "local", "--sites", run.published.sites,
             "--set", "container_runtimes=podman", "--cluster", "horizontal", "--dir", str(sub), "--poll", "0.2",
             "--no-monitord"]
-    res = subprocess.run(args, cwd=run.folder, env={**os.environ, **podman.env}, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(args, cwd=run.folder, env={**os.environ, **own_podman.env}, capture_output=True, text=True,
+                         timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     on_host = [job["id"] for job in run.wf["jobs"] if job["name"] == "gunzip"]
     assert sorted(run.ledger.read_text().split()) == sorted(on_host)  # the others ran in the image
