@@ -44,6 +44,7 @@ class RunOptions(NamedTuple):
     keep_task_processes: bool = False
     ignore_runtimes: bool = False
     max_crashes: int = DEFAULT_MAX_CRASHES
+    inbox: str | None = None  # take DAGs from this directory while running (pilot.contracts.inbox), not ``dag``
 
     @property
     def rescue_path(self) -> str:
