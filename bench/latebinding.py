@@ -6,9 +6,10 @@ between becoming ready and its first task starting (summed), and makespan.
 
 Two workflows of short tasks (/bin/true), planned with --cluster label: a chain of 10 dependent clusters and a fan
 of 20 independent ones. Each runs with ``pilot submit`` as it is (one batch job per cluster) and with
-``--pilots N``. A cluster is ready when the driver submits it (its SUBMIT in the root jobstate.log); it starts
+``--pilots N``, where each pilot job runs one long-lived pilot run and the driver feeds it each ready cluster
+through its inbox. A cluster is ready when the driver submits it (its SUBMIT in the root jobstate.log); it starts
 at its first task's EXECUTE in its own jobstate.log. Target: pilot mode submits at most N batch jobs and waits at
-most 0.5 s per cluster. Beside the fan, its floor: its clusters started all at once with no scheduler at all
+most 0.05 s per cluster. Beside the fan, its floor: its clusters started all at once with no scheduler at all
 (bare mpiexec), what starting that many MPI runs at once costs on this machine whatever runs them. On a batch
 site (--site FILE of a Slurm or PBS site) the per-cluster gap includes the queue wait, which is what pilot jobs
 save.
@@ -26,6 +27,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from Pegasus import api  # noqa: E402
+
+GAP_TARGET = 0.05  # seconds from a cluster ready to its first task, per cluster, in pilot mode
 
 
 def workflow(path: str, shape: str, clusters: int, tasks: int) -> str:
@@ -141,8 +144,8 @@ def main() -> None:
                       f"  (submit wall {r[3]:.1f} s)")
             print(f"  ratio pilots/per-cluster: gap {late[1] / base[1] if base[1] else float('nan'):.2f}, makespan "
                   f"{late[2] / base[2] if base[2] else float('nan'):.2f}; target: at most {ns.pilots} batch jobs "
-                  f"({'met' if late[0] <= ns.pilots else 'NOT met'}), gap <= 0.5 s "
-                  f"({'met' if late[1] <= 0.5 else 'NOT met'})")
+                  f"({'met' if late[0] <= ns.pilots else 'NOT met'}), gap <= {GAP_TARGET} s "
+                  f"({'met' if late[1] <= GAP_TARGET else 'NOT met'})")
             if shape == "fan":
                 least = floor(tmp, count, ns.tasks, ns.ranks)
                 print(f"  floor: {count} clusters started at once by mpiexec here, no scheduler: gap {least:.2f} s per "

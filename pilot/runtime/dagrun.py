@@ -146,7 +146,7 @@ class DagRun:
         return RunTask(
             task.name, task.argv, attempt, spec.memory, spec.cpus, alloc.gpu_ids[: spec.gpus] if spec.gpus else (),
             task.pegasus_id, spec.pipe_forwards, spec.file_forwards, task.transformation, task.dax_id,
-            alloc.cpu_ids[: spec.cpus] if spec.cpus > 1 else (), None, bool(task.children),
+            alloc.cpu_ids[: spec.cpus] if spec.cpus > 1 else (), None, True,  # nothing queued behind it: wake the master
             os.path.join(self.where, spec.cwd) if spec.cwd else self.where, task.stdio, spec.env, self.opts.dag), seq
 
     def ended(self, task: Task, seq: int, res: TaskResult) -> None:

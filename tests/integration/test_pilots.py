@@ -57,10 +57,28 @@ def test_every_cluster_runs_in_one_pilot_job_and_the_record_is_per_cluster_modes
     records = state(late)
     assert all(c["state"] == "done" and c["attempts"] == 1 and c["job_ids"][0].startswith("pilot:")
                for c in records.values())
-    assert all((late / name / f"{name}.dag.block").exists() for name in records)  # each ran in the block
+    # each was fed to the pilot job's one pilot run, which answered it
+    assert len(list((pilot_jobs(late)[0] / "inbox").glob("*.done"))) == len(records)
     assert json.loads((late / "pilots.json").read_text())["blocks"] == []  # ended with the run
     assert statistics(late) == statistics(per_cluster)
-    assert "running in pilot job" not in res.stderr and "started in pilot job" in res.stderr
+    assert "running in pilot job" not in res.stderr and "fed to pilot job" in res.stderr
+    for name in records:  # the record of each cluster is per-cluster mode's
+        assert events(late / name / "jobstate.log") == events(per_cluster / name / "jobstate.log"), name
+        assert (late / name / f"{name}.dag.rescue").read_text() == (per_cluster / name / f"{name}.dag.rescue").read_text()
+        assert tasks_of(late / name / f"{name}.out") == tasks_of(per_cluster / name / f"{name}.out")
+        assert '"reason": "done"' in (late / name / f"{name}.dag.result").read_text()
+
+
+def events(path: Path) -> list[tuple[str, ...]]:
+    """A jobstate.log without its times, sorted (tasks of one level may start in either order)."""
+    return sorted(tuple(line.split()[1:]) for line in path.read_text().splitlines())
+
+
+def tasks_of(out: Path) -> list[str]:
+    """The tasks a cluster's job output has a [cluster-task] record of, and its summary's status."""
+    lines = out.read_text().splitlines()
+    return sorted(ln.split(",")[0] for ln in lines if ln.startswith("[cluster-task")) + \
+        [ln.split(",")[0] for ln in lines if ln.startswith("[cluster-summary")]
 
 
 def chain(tmp_path: Path) -> Path:
@@ -77,6 +95,11 @@ def chain(tmp_path: Path) -> Path:
     return tmp_path / "chain.yml"
 
 
+def started(cluster: Path) -> bool:
+    log = cluster / "jobstate.log"
+    return log.exists() and " EXECUTE " in log.read_text()
+
+
 def start_chain(tmp_path: Path, sub: Path) -> subprocess.Popen:
     """pilot submit --pilots 1 of the chain on the local site, in a session of its own."""
     return subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--site", "local", "--cluster", "label",
@@ -90,7 +113,7 @@ def test_a_killed_drivers_pilot_job_is_ended_by_the_next_driver_and_nothing_runs
         pytest.skip("no mpiexec (pip install mpich)")
     proc = start_chain(tmp_path, sub)
     try:
-        first = wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 120, "the first cluster to start in a block")
+        first = wait_for(lambda: started(sub / "sh_a"), 120, "the first cluster to start in a block")
         blocks = json.loads((sub / "pilots.json").read_text())["blocks"]
         assert len(blocks) == 1
         os.kill(proc.pid, signal.SIGKILL)  # the driver alone: its pilot job and interchange live on
@@ -115,7 +138,7 @@ def test_pilot_cancel_ends_the_pilot_jobs(tmp_path):
         pytest.skip("no mpiexec (pip install mpich)")
     proc = start_chain(tmp_path, sub)
     try:
-        wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 120, "the first cluster to start in a block")
+        wait_for(lambda: started(sub / "sh_a"), 120, "the first cluster to start in a block")
         block_pid = int(json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"])
         shown = wait_for(lambda: [ln for ln in subprocess.run([*PILOT, "status", str(sub)], capture_output=True,
                                                               text=True).stdout.splitlines() if ln.startswith("sh_a ")
