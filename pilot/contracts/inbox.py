@@ -16,8 +16,11 @@ the submit directory itself. Files, all in the inbox:
   it took it.
 - ``<id>.cancel``: (empty) end that cluster's run now (its tasks are killed, its
   result says ``signal``), as a cancel of its own batch job would.
-- ``<id>.done``: the cluster's exit status, as its own ``pilot run`` would
-  exit; its ``<dag>.result`` says how it ended, as in per-cluster mode.
+- ``done/<id>.done``: the cluster's exit status, as its own ``pilot run``
+  would exit; its ``<dag>.result`` says how it ended, as in per-cluster mode.
+  In a directory of their own: the run reads the inbox every few
+  milliseconds, and a done file per cluster ever fed would make each read
+  longer.
 - ``stop``: (empty) end the pilot run: no new cluster is taken, the running
   ones end as after SIGTERM and resume elsewhere from their rescue logs.
 
@@ -33,6 +36,7 @@ from pilot.util.atomic import write_atomic
 
 REQUEST_SUFFIX = ".request"
 DONE_SUFFIX = ".done"
+DONE_DIR = "done"
 CANCEL_SUFFIX = ".cancel"
 STOP_FILE = "stop"
 MAX_REQUEST_BYTES = 1 << 16
@@ -108,14 +112,19 @@ def write_cancel(inbox: str, job_id: str) -> None:
     write_atomic(os.path.join(inbox, _checked_id(job_id) + CANCEL_SUFFIX), "")
 
 
+def _done_path(inbox: str, job_id: str) -> str:
+    return os.path.join(inbox, DONE_DIR, job_id + DONE_SUFFIX)
+
+
 def write_done(inbox: str, job_id: str, exit_code: int) -> None:
-    write_atomic(os.path.join(inbox, job_id + DONE_SUFFIX), f"{exit_code}\n")
+    os.makedirs(os.path.join(inbox, DONE_DIR), exist_ok=True)
+    write_atomic(_done_path(inbox, job_id), f"{exit_code}\n")
 
 
 def read_done(inbox: str, job_id: str) -> int | None:
     """The cluster's exit status once its run ended in the pilot run; None while it runs (or never got there)."""
     try:
-        with open(os.path.join(inbox, job_id + DONE_SUFFIX), encoding="utf-8") as fh:
+        with open(_done_path(inbox, job_id), encoding="utf-8") as fh:
             text = fh.read(64).strip()
     except FileNotFoundError:
         return None
@@ -124,9 +133,9 @@ def read_done(inbox: str, job_id: str) -> int | None:
 
 def clear(inbox: str, job_id: str) -> None:
     """Forget an earlier attempt's files of ``job_id`` (its done file would end the next attempt at once)."""
-    for suffix in (DONE_SUFFIX, CANCEL_SUFFIX, REQUEST_SUFFIX):
+    for path in (_done_path(inbox, job_id), *(os.path.join(inbox, job_id + s) for s in (CANCEL_SUFFIX, REQUEST_SUFFIX))):
         try:
-            os.unlink(os.path.join(inbox, job_id + suffix))
+            os.unlink(path)
         except FileNotFoundError:
             pass
 

@@ -17,9 +17,9 @@ own queue by its own priorities and time left; a worker runs one task at a time 
 sent ahead: a fed cluster's tasks are short-lived guests, and each result
 must free its slot for any run).
 
-The inbox is read between dispatch rounds, at most every ``INBOX_EVERY``
-seconds (one directory read: microseconds), and the wait for results never
-lasts longer than that. A run's end is its own: when its last task ends its
+The inbox is looked at between dispatch rounds, at most every
+``INBOX_EVERY`` seconds (one stat, and a directory read when it changed),
+and the wait for results never lasts longer than that. A run's end is its own: when its last task ends its
 record is closed and its done file written, while the others go on. The
 agent ends when told to (a ``stop`` file), at its own wall time or on
 SIGTERM/SIGINT: the runs still going are ended as after a signal (their
@@ -51,6 +51,7 @@ log = logging.getLogger("pilot.master")
 # Seconds between looks at the inbox: the most a fed cluster waits before its tasks are queued (measured in
 # docs/architecture.md: the look itself costs some 10 microseconds).
 INBOX_EVERY = 0.005
+SETTLED_NS = 1_000_000_000  # a directory time older than this, unchanged: nothing new in it
 FLUSH_EVERY = 0.5  # monitoring files of every run are flushed this often (as the single-DAG master's)
 BYE_TIMEOUT = 10.0
 # What a fed run takes from the agent rather than from its own command line: what the workers do with every
@@ -78,6 +79,7 @@ class Agent:
         self.running: dict[int, tuple[DagRun, Task, Allocation, int]] = {}  # rank -> its task's run, task, slot, seq
         self.stopping: str | None = None
         self.taken = 0
+        self._inbox_mtime = -2  # its modification time at the last read (none yet)
         self._alive = set(self.workers)
         # Ends runs' records off the dispatch path: a run's end (its summary, the merge of its stdio, the fsyncs of
         # its rescue log, result and done file: some 10 ms) would otherwise hold every other run's next task.
@@ -142,7 +144,16 @@ class Agent:
                     log.error("unexpected %s from worker %d", type(msg).__name__, source)
 
     def _look(self) -> None:
-        """Take what the inbox holds: new DAGs, cancels, a stop."""
+        """Take what the inbox holds: new DAGs, cancels, a stop. The directory is read only when it may have
+        changed since the last read: its modification time differs, or is too recent to tell (a second: file
+        times tick coarsely, and a shared file system's server keeps its own clock)."""
+        try:
+            mtime = os.stat(self.inbox).st_mtime_ns
+        except OSError:
+            mtime = -1
+        if mtime == self._inbox_mtime and time.time_ns() - mtime > SETTLED_NS:
+            return
+        self._inbox_mtime = mtime
         seen = inbox.look(self.inbox)
         if seen.stop and self.stopping is None:
             self._stop_all("a stop was requested", signalled=True)
