@@ -9,10 +9,11 @@ the pilot job already share: no new service, no port, nothing to secure beyond
 the submit directory itself. Files, all in the inbox:
 
 - ``<id>.request``: one JSON object ``{"format": 1, "dag": "/abs/c.dag",
-  "args": ["--max-wall-time", "9", "-t", "2", ...], "out": "/abs/c.block.out"}``:
-  the cluster's DAG, the ``pilot run`` options its own run would get (the
-  run-wide ones: tries, wall time, logs, -o/-e; host and worker options are the
-  pilot run's own) and the file its job output goes to. The run removes it once
+  "args": ["--max-wall-time", "9", "-t", "2", ...], "out": "/abs/c.block.out",
+  "err": "/abs/c.block.err"}``: the cluster's DAG, the ``pilot run`` options
+  its own run would get (the run-wide ones: tries, wall time, logs, -o/-e;
+  host and worker options are the pilot run's own) and the files its job
+  output and its log lines go to. The run removes it once
   it took it.
 - ``<id>.cancel``: (empty) end that cluster's run now (its tasks are killed, its
   result says ``signal``), as a cancel of its own batch job would.
@@ -50,6 +51,7 @@ class Request(NamedTuple):
     dag: str  # absolute
     args: list[str]  # pilot run options, without the DAG
     out: str | None = None  # where the run's job output (its [cluster-summary] record) goes
+    err: str | None = None  # where its log lines go too (its job stderr)
 
 
 def _checked_id(job_id: str) -> str:
@@ -62,7 +64,7 @@ def write_request(inbox: str, req: Request) -> str:
     """Feed ``req`` to the run reading ``inbox``; the request's path."""
     path = os.path.join(inbox, _checked_id(req.id) + REQUEST_SUFFIX)
     write_atomic(path, json.dumps({"format": 1, "dag": os.path.abspath(req.dag), "args": list(req.args),
-                                   "out": req.out}) + "\n")
+                                   "out": req.out, "err": req.err}) + "\n")
     return path
 
 
@@ -94,11 +96,11 @@ def look(inbox: str) -> Look:
         job_id = entry.name[: -len(REQUEST_SUFFIX)]
         try:
             raw = load_json(entry.path, MAX_REQUEST_BYTES)
-            dag, args, dest = raw.get("dag"), raw.get("args"), raw.get("out")
+            dag, args, dest, err = raw.get("dag"), raw.get("args"), raw.get("out"), raw.get("err")
             if not isinstance(dag, str) or not os.path.isabs(dag) or not isinstance(args, list) \
-                    or not all(isinstance(a, str) for a in args) or not (dest is None or isinstance(dest, str)):
-                raise ConfigError(f"{entry.path}: not an inbox request (dag, args, out)")
-            requests.append(Request(job_id, dag, args, dest))
+                    or not all(isinstance(a, str) for a in args) or not all(p is None or isinstance(p, str) for p in (dest, err)):
+                raise ConfigError(f"{entry.path}: not an inbox request (dag, args, out, err)")
+            requests.append(Request(job_id, dag, args, dest, err))
         except (ConfigError, OSError, AttributeError) as exc:
             requests.append((job_id, str(exc)))
         try:

@@ -180,13 +180,14 @@ class Agent:
             inbox.write_done(self.inbox, req.id, 2)
             return
         opts = own._replace(**{name: getattr(self.opts, name) for name in WORKER_SIDE}, inbox=None)
-        run = DagRun(req.id, opts, self.matcher, self.workers, self.app, self.make_events, req.out, self.limits.clock)
+        run = DagRun(req.id, opts, self.matcher, self.workers, self.app, self.make_events, req.out, self.limits.clock,
+                     req.err)
         try:
             run.open(len(self.workers))
         except (PilotError, OSError) as exc:
             inbox.write_done(self.inbox, req.id, run.fail(exc))
             return
-        log.info("%s: %s taken (%d tasks)", req.id, run.opts.dag, run.engine.total if run.engine else 0)
+        log.info("%s: %s taken (%d tasks)", req.id, run.opts.dag, run.engine.total if run.engine else 0, extra=run.tag)
         self.runs.append(run)
 
     def _dispatch(self) -> None:
@@ -237,6 +238,8 @@ class Agent:
         except Exception as exc:  # noqa: BLE001 - one run's end must not end the others
             log.error("%s: ending its run failed: %s", run.id, exc, exc_info=log.isEnabledFor(logging.DEBUG))
             code = 1
+        finally:
+            run.end_log()
         try:
             inbox.write_done(self.inbox, run.id, code)
         except OSError as exc:  # the driver then learns of its end when the pilot job ends

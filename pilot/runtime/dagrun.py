@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 import time
 from array import array
 from typing import Any, BinaryIO, Callable
@@ -58,15 +59,44 @@ def in_dag_dir(opts: RunOptions) -> RunOptions:
                          rescue=there(opts.rescue))
 
 
+class RunLog(logging.Handler):
+    """A run's log lines, also in its cluster's job stderr, where its own run would have written them: the
+    records logged for it (``extra=run.tag``) and those its end logs (on the thread that ends it)."""
+
+    def __init__(self, run_id: str, path: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.thread: int | None = None
+        self.stream = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed with the run
+        main = logging.getLogger("pilot").handlers
+        if main:
+            self.setFormatter(main[0].formatter)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "dagrun", None) == self.run_id or record.thread == self.thread:
+            try:
+                self.stream.write(self.format(record) + "\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass  # its job stderr is a copy: the pilot run's own stderr has every line
+
+    def close(self) -> None:
+        self.stream.close()
+        super().close()
+
+
 class DagRun:
     """One fed cluster's run: the state and writers of a single-DAG ``pilot run``, over shared workers."""
 
     def __init__(self, job_id: str, opts: RunOptions, shared: Matcher, workers: list[int], app: str,
                  make_events: Callable[[RunOptions], list[RunEvents]], out: str | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, err: str | None = None) -> None:
         self.id = job_id
         self.opts = opts = in_dag_dir(opts)
         self.out = out  # the job output file of the cluster (its [cluster-summary] record), None: ours
+        self.err = err  # its job stderr (its log lines), None: ours only
+        self.tag = {"dagrun": job_id}  # ``extra`` of its log lines
+        self.runlog: RunLog | None = None
         self.where = os.path.dirname(opts.dag)
         self.limits = Limits(opts, clock)
         self.matcher = shared.sharing()
@@ -94,6 +124,12 @@ class DagRun:
     def open(self, workers: int) -> None:
         """Lock and read the DAG, its rescue log and its writers; queue the tasks ready now (as ``Master._prepare``)."""
         opts = self.opts
+        if self.err is not None:
+            try:
+                self.runlog = RunLog(self.id, self.err)
+                logging.getLogger("pilot").addHandler(self.runlog)
+            except OSError as exc:
+                log.warning("%s: cannot write its job stderr %s: %s", self.id, self.err, exc.strerror or exc)
         self.report.begin()
         self.limits.start()
         if not opts.nolock:
@@ -106,7 +142,8 @@ class DagRun:
         if not opts.skip_rescue:
             done = read_rescue(opts.rescue_path, dag.tasks)
             if done:
-                log.info("%s: rescue log %s: %d of %d tasks already done", self.id, opts.rescue_path, len(done), len(dag))
+                log.info("%s: rescue log %s: %d of %d tasks already done", self.id, opts.rescue_path, len(done), len(dag),
+                         extra=self.tag)
         self.rescue = RescueLog(opts.rescue_path, sorted(done))
         if opts.resource_log:
             path = opts.dag + ".resource"
@@ -161,7 +198,7 @@ class DagRun:
                     self.fdcache.write(os.path.join(self.where, dest), data)
             except OSError as exc:
                 log.error("Task %s failed due to collective I/O errors: writing to %s failed (%s)", task.name, dest,
-                          exc.strerror or exc)
+                          exc.strerror or exc, extra=self.tag)
                 status = 1
         if status == 0:
             rescue.done(task.name)
@@ -175,15 +212,15 @@ class DagRun:
         how = f"exitcode {status}" if status >= 0 else f"signal {-status}"
         if retry:
             log.error("%s: task %s failed with %s%s on attempt %d; retrying", self.id, task.name, how, why,
-                      engine.attempts[task.order])
+                      engine.attempts[task.order], extra=self.tag)
             self.ready(task)
         else:
-            log.error("%s: task %s failed with %s%s", self.id, task.name, how, why)
+            log.error("%s: task %s failed with %s%s", self.id, task.name, how, why, extra=self.tag)
 
     def abort(self, reason: str, grace: float, signalled: bool) -> None:
         assert self.engine is not None
         if self.abort_reason is None:
-            log.error("%s: aborting: %s", self.id, reason)
+            log.error("%s: aborting: %s", self.id, reason, extra=self.tag)
             self.abort_reason = reason
             self.signalled = signalled
             self.engine.stop(reason)
@@ -210,6 +247,8 @@ class DagRun:
         """End its record as its own run ends it (``Master._finish``); its exit status."""
         engine = self.engine
         assert engine is not None
+        if self.runlog is not None:
+            self.runlog.thread = threading.get_ident()  # what its end logs, from here on, is its own
         if self.matcher.held and self.abort_reason is None and not engine.stopped:
             self.limits.report_held(self.matcher)
         self.report.drained()
@@ -229,6 +268,7 @@ class DagRun:
             code = 0 if ok and not self.report.unwritten else 1
             self.report.write_outcome(engine, reason, code)
         self.report.last_line(engine, ok, self.abort_reason)
+        self.end_log()
         return code
 
     def fail(self, exc: BaseException) -> int:
@@ -241,7 +281,8 @@ class DagRun:
 
         if not isinstance(exc, LockError):  # another run holds the DAG: its result file is not ours
             self.report.write_outcome(self.engine, RunOutcome.ERROR, code)
-        log.error("%s: %s", self.id, exc)
+        log.error("%s: %s", self.id, exc, extra=self.tag)
+        self.end_log()
         return code
 
     @contextlib.contextmanager
@@ -269,3 +310,10 @@ class DagRun:
         if self.rescue is not None and self.rescue.write_failed:
             self.report.unwritten.append(f"the rescue log {self.rescue.path} (tasks that ended after it failed run again)")
         self.lock.release()
+
+    def end_log(self) -> None:
+        """After its last line: its job stderr takes no more."""
+        if self.runlog is not None:
+            logging.getLogger("pilot").removeHandler(self.runlog)
+            self.runlog.close()
+            self.runlog = None

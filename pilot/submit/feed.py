@@ -77,7 +77,7 @@ def feed(block: blocks.Block, launch: Launch, minutes: float) -> None:
     base = launch.dag[:-4] if launch.dag.endswith(".dag") else launch.dag
     inbox.write_request(block.inbox, inbox.Request(
         job, os.path.join(launch.workdir, launch.dag), ["--max-wall-time", f"{minutes:g}", *launch.run_args[:-1]],
-        os.path.join(launch.workdir, base + ".block.out")))
+        os.path.join(launch.workdir, base + ".block.out"), os.path.join(launch.workdir, base + ".block.err")))
     block.take(launch.job_id, (), 0)
     launch.block, launch.future, launch.fed = block, block.agent, True
 

@@ -71,6 +71,50 @@ def test_every_cluster_runs_in_one_pilot_job_and_the_record_is_per_cluster_modes
         assert '"reason": "done"' in (late / name / f"{name}.dag.result").read_text()
 
 
+def chain_fan_and_a_failure(tmp_path: Path) -> Path:
+    """A chain of three label clusters, a fan of three, and a cluster whose job fails (and one that waits on it)."""
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
+    wf = api.Workflow("shapes").add_transformation_catalog(tc)
+
+    def job(name: str, label: str, script: str = "echo ok") -> api.Job:
+        return api.Job("sh", _id=name).add_args("-c", f"'{script}'").add_profiles(api.Namespace.PEGASUS, key="label",
+                                                                                  value=label)
+
+    chain = [job(f"c{i}", f"chain{i}") for i in range(3)]
+    fan = [job(f"f{i}", f"fan{i}") for i in range(3)]
+    bad, after = job("bad", "bad", "echo no >&2; exit 3"), job("after", "after")
+    wf.add_jobs(*chain, *fan, bad, after)
+    for parent, child in zip(chain, chain[1:]):
+        wf.add_dependency(parent, children=[child])
+    wf.add_dependency(bad, children=[after])
+    wf.write(str(tmp_path / "shapes.yml"))
+    return tmp_path / "shapes.yml"
+
+
+def test_a_chain_a_fan_and_a_failing_cluster_fed_to_one_pilot_job_keep_per_cluster_modes_record(tmp_path):
+    wf = str(chain_fan_and_a_failure(tmp_path))
+    per_cluster, late = tmp_path / "per-cluster", tmp_path / "late"
+    first = submit("--no-monitord", "--retry", "1", "--site", "local", "--cluster", "label", wf, "--dir",
+                   str(per_cluster))
+    res = submit("--no-monitord", "--retry", "1", "--site", "local", "--cluster", "label", "--pilots", "1", wf, "--dir",
+                 str(late))
+    assert first.returncode == res.returncode == 1, res.stderr
+    assert len(pilot_jobs(late)) == 1  # every cluster and both tries of the failing one: one batch job
+    records, before = state(late), state(per_cluster)
+    assert {n: c["state"] for n, c in records.items()} == {n: c["state"] for n, c in before.items()}
+    bad = next(n for n in records if n.endswith("bad"))
+    assert records[bad]["state"] == "failed" and records[bad]["attempts"] == before[bad]["attempts"] == 2
+    assert '"reason": "failed"' in (late / bad / f"{bad}.dag.result").read_text()
+    for name, c in records.items():
+        if c["state"] == "done":
+            assert events(late / name / "jobstate.log") == events(per_cluster / name / "jobstate.log"), name
+            assert (late / name / f"{name}.dag.rescue").read_text() == \
+                (per_cluster / name / f"{name}.dag.rescue").read_text()
+    # the failing cluster's record holds its two attempts, as its own batch jobs wrote them
+    assert events(late / bad / "jobstate.log") == events(per_cluster / bad / "jobstate.log")
+
+
 def events(path: Path) -> list[tuple[str, ...]]:
     """A jobstate.log without its times, sorted (tasks of one level may start in either order)."""
     return sorted(tuple(line.split()[1:]) for line in path.read_text().splitlines())

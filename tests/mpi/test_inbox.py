@@ -39,7 +39,8 @@ def start_agent(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
 
 def feed(box: Path, job_id: str, d: Path, args: list[str]) -> None:
     box.mkdir(exist_ok=True)
-    inbox.write_request(str(box), inbox.Request(job_id, str(d / "c.dag"), args, str(d / "c.block.out")))
+    inbox.write_request(str(box), inbox.Request(job_id, str(d / "c.dag"), args, str(d / "c.block.out"),
+                                                str(d / "c.block.err")))
 
 
 def done(box: Path, *ids: str) -> list[int]:
@@ -105,6 +106,10 @@ def test_failing_dag_keeps_its_tries_and_rescue_and_others_go_on(tmp_path):
     assert log.count("bad EXECUTE") == 2 and "after" not in log  # two tries, its child never ready
     assert (bad / "c.dag.rescue").read_text().split().count("ok") == 1
     assert '"reason": "failed"' in (bad / "c.dag.result").read_text()
+    # its log lines are in its own job stderr, as its own run would have written them; the other's are not
+    err = (bad / "c.block.err").read_text()
+    assert "task bad failed with exitcode 1" in err and "Workflow failed" in err and "good" not in err
+    assert "bad" not in (good / "c.block.err").read_text() and "Workflow succeeded" in (good / "c.block.err").read_text()
     alone = tmp_path / "alone"
     alone.mkdir()
     d = cluster(alone, "bad", FAILING)
