@@ -173,3 +173,21 @@ def test_a_request_that_cannot_start_is_answered(tmp_path):
 def test_dag_required_without_inbox():
     res = subprocess.run([sys.executable, "-m", "pilot", "run"], capture_output=True, text=True, env=dict(os.environ))
     assert res.returncode == 2 and "workflow.dag" in res.stderr
+
+
+def test_each_dag_keeps_its_own_wall_time_and_runtimes(tmp_path):
+    """A fed DAG's --max-wall-time counts from when it was taken: a task its runtime says cannot finish is left for
+    the next run (result walltime), while another DAG with time goes on in the same pilot run."""
+    proc, box = start_agent(tmp_path)
+    # 12 s: first fits; after its 3 s, long's 10 s no longer does (while 10 s fit the whole limit: it is held)
+    short = cluster(tmp_path, "short", "#pilot runtime=3\nTASK first /bin/sleep 3\n#pilot runtime=10\nTASK long /bin/true\n"
+                                       "EDGE first long\n")
+    roomy = cluster(tmp_path, "roomy", "#pilot runtime=10\nTASK long /bin/true\n")
+    feed(box, "short", short, [*ARGS, "--max-wall-time", "0.2"])
+    feed(box, "roomy", roomy, [*ARGS, "--max-wall-time", "5"])
+    assert done(box, "short", "roomy") == [1, 0]
+    stop(proc, box)
+    assert '"reason": "walltime"' in (short / "c.dag.result").read_text()
+    assert (short / "c.dag.rescue").read_text().split() == ["DONE", "first"]
+    assert "left for the next run" in (short / "c.block.err").read_text()
+    assert '"reason": "done"' in (roomy / "c.dag.result").read_text()
