@@ -9,7 +9,8 @@ of 20 independent ones. Each runs with ``pilot submit`` as it is (one batch job 
 ``--pilots N``, where each pilot job runs one long-lived pilot run and the driver feeds it each ready cluster
 through its inbox. A cluster is ready when the driver submits it (its SUBMIT in the root jobstate.log); it starts
 at its first task's EXECUTE in its own jobstate.log. Target: pilot mode submits at most N batch jobs and waits at
-most 0.05 s per cluster. Beside the fan, its floor: its clusters started all at once with no scheduler at all
+most 0.05 s per cluster. Beside them, HyperQueue (when ``pip install hyperqueue`` provides its LocalCluster) on
+the same shapes, a job per cluster, with as many cores as the pilot job has workers. Beside the fan, its floor: its clusters started all at once with no scheduler at all
 (bare mpiexec), what starting that many MPI runs at once costs on this machine whatever runs them. On a batch
 site (--site FILE of a Slurm or PBS site) the per-cluster gap includes the queue wait, which is what pilot jobs
 save.
@@ -18,6 +19,8 @@ save.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -123,6 +126,46 @@ def floor(tmp: str, count: int, tasks: int, ranks: int) -> float:
     return gap / count
 
 
+def hyperqueue(tmp: str, shape: str, count: int, tasks: int, cores: int) -> float | None:
+    """The same shape on HyperQueue (pip install hyperqueue: its LocalCluster, one worker of ``cores`` cores):
+    a job of ``tasks`` tasks per cluster, submitted as it becomes ready (a chain: when the one before ended; a
+    fan: all at once); seconds per cluster from its submission to its first task's start (each task writes its
+    start time: a shell's start counts against it). None without the package."""
+    try:
+        from hyperqueue import Job, LocalCluster
+        from hyperqueue.cluster import WorkerConfig
+    except ImportError:
+        return None
+    d = os.path.join(tmp, f"hq-{shape}")
+    os.makedirs(d)
+
+    def job(c: int) -> Job:
+        out = Job()
+        for t in range(tasks):
+            out.program(["/bin/sh", "-c", f"date +%s.%N > {d}/c{c}t{t}"])
+        return out
+
+    def started(c: int) -> float:
+        return min(float(open(os.path.join(d, f"c{c}t{t}"), encoding="utf-8").read()) for t in range(tasks))
+
+    with LocalCluster(os.path.join(tmp, f"hq-{shape}-server"), WorkerConfig(cores=cores)) as cluster, \
+            contextlib.redirect_stderr(io.StringIO()):  # its progress bars
+        client = cluster.client()
+        client.wait_for_jobs([client.submit(job(-1))])  # the worker is up
+        ready: list[float] = []
+        if shape == "chain":
+            for c in range(count):
+                ready.append(time.time())
+                client.wait_for_jobs([client.submit(job(c))])
+        else:
+            submitted = []
+            for c in range(count):
+                ready.append(time.time())
+                submitted.append(client.submit(job(c)))
+            client.wait_for_jobs(submitted)
+    return sum(started(c) - ready[c] for c in range(count)) / count
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--site", default="local")
@@ -146,6 +189,9 @@ def main() -> None:
                   f"{late[2] / base[2] if base[2] else float('nan'):.2f}; target: at most {ns.pilots} batch jobs "
                   f"({'met' if late[0] <= ns.pilots else 'NOT met'}), gap <= {GAP_TARGET} s "
                   f"({'met' if late[1] <= GAP_TARGET else 'NOT met'})")
+            hq = hyperqueue(tmp, shape, count, ns.tasks, ns.ranks - 1)
+            print(f"  HyperQueue, one worker of {ns.ranks - 1} cores: " +
+                  (f"gap {hq:6.3f} s per cluster" if hq is not None else "not measured (pip install hyperqueue)"))
             if shape == "fan":
                 least = floor(tmp, count, ns.tasks, ns.ranks)
                 print(f"  floor: {count} clusters started at once by mpiexec here, no scheduler: gap {least:.2f} s per "
