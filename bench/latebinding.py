@@ -126,6 +126,20 @@ def floor(tmp: str, count: int, tasks: int, ranks: int) -> float:
     return gap / count
 
 
+@contextlib.contextmanager
+def quiet_stdout():
+    """Standard output (the descriptor: HyperQueue's server prints its table from native code) to /dev/null."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with open(os.devnull, "wb") as null:
+        os.dup2(null.fileno(), 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def hyperqueue(tmp: str, shape: str, count: int, tasks: int, cores: int) -> float | None:
     """The same shape on HyperQueue (pip install hyperqueue: its LocalCluster, one worker of ``cores`` cores):
     a job of ``tasks`` tasks per cluster, submitted as it becomes ready (a chain: when the one before ended; a
@@ -148,7 +162,7 @@ def hyperqueue(tmp: str, shape: str, count: int, tasks: int, cores: int) -> floa
     def started(c: int) -> float:
         return min(float(open(os.path.join(d, f"c{c}t{t}"), encoding="utf-8").read()) for t in range(tasks))
 
-    with LocalCluster(os.path.join(tmp, f"hq-{shape}-server"), WorkerConfig(cores=cores)) as cluster, \
+    with quiet_stdout(), LocalCluster(os.path.join(tmp, f"hq-{shape}-server"), WorkerConfig(cores=cores)) as cluster, \
             contextlib.redirect_stderr(io.StringIO()):  # its progress bars
         client = cluster.client()
         client.wait_for_jobs([client.submit(job(-1))])  # the worker is up

@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 from pilot.contracts import inbox
 from pilot.dag.model import Task
-from pilot.errors import PilotError
+from pilot.errors import PilotError, UsageError
 from pilot.monitor.events import RunEvents
 from pilot.runtime.dagrun import DagRun
 from pilot.runtime.options import RunOptions
@@ -92,7 +92,11 @@ class Agent:
         self.limits.start()
         with self.limits.catching_signals():
             try:
-                os.makedirs(self.inbox, exist_ok=True)
+                try:
+                    os.makedirs(self.inbox, exist_ok=True)
+                except OSError as exc:
+                    raise UsageError(f"pilot run: --inbox {self.inbox}: cannot create it ({exc.strerror or exc}); "
+                                     "give a directory this run can write") from None
                 startup = Startup(self.opts, self.t, self.matcher, self.limits, self.run_id)
                 startup.register(self.workers)
                 startup.setup_hosts()

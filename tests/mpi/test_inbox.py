@@ -191,3 +191,11 @@ def test_each_dag_keeps_its_own_wall_time_and_runtimes(tmp_path):
     assert (short / "c.dag.rescue").read_text().split() == ["DONE", "first"]
     assert "left for the next run" in (short / "c.block.err").read_text()
     assert '"reason": "done"' in (roomy / "c.dag.result").read_text()
+
+
+def test_an_inbox_that_cannot_be_made_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = run_pilot(["--inbox", str(blocker / "inbox")], n=2, timeout=60)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert f"--inbox {blocker / 'inbox'}: cannot create it" in res.stderr
