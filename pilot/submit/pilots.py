@@ -18,7 +18,10 @@ block only when the cluster is ready and a block has room:
   plan's runtimes) before one without, and blocks are added while clusters
   wait for nodes no block has or will have, and ended after ``pilot_idle_timeout``
   seconds without a cluster (``pilot_min_blocks`` stay);
-- a cluster's ``pilot run`` gets the time its block has left, less the
+- each block runs one long-lived ``pilot run --inbox`` on all its nodes, and
+  a cluster bound to it is fed to that run (pilot.submit.feed): its tasks
+  join the running workers in milliseconds, no MPI start of its own;
+- a cluster's run gets the time its block has left, less the
   margin a batch job's gets, as ``--max-wall-time``: what cannot finish
   there is not started, and the cluster resumes in another block;
 - every block's batch job id is in ``pilots.json`` from the moment it is
@@ -170,6 +173,9 @@ class PilotBackend:
                 os.kill(pid, signal.SIGTERM)
             ended += self.batch.cancel(site, [JobRef(str(r["job_id"]), str(r.get("script_dir") or ""),
                                                      str(r.get("job_name") or ""))])
+        if ended:
+            log.info("pilot job(s) %s of an earlier driver ended (a new driver cannot take them over); their clusters "
+                     "resume from their rescue logs", ", ".join(ended))
         self._wait_gone(records)
         self._save()
         return ended
