@@ -222,7 +222,7 @@ def test_on_slurm_clusters_run_in_one_pilot_job_and_a_cancelled_one_costs_only_i
                              str(chain(tmp_path)), "--dir", str(sub)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
-        wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 180, "the first cluster to start in a pilot job")
+        wait_for(lambda: started(sub / "sh_a"), 180, "the first cluster to start in a pilot job")
         job = json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"]
         subprocess.run(["scancel", job], check=True)
         out, err = proc.communicate(timeout=300)
@@ -270,7 +270,7 @@ def test_a_cluster_longer_than_a_pilot_job_resumes_in_fresh_ones_and_no_task_run
 @pytest.mark.slurm
 def test_on_slurm_small_clusters_share_the_nodes_of_a_pilot_job(tmp_path):
     """Four clusters of two ranks in one pilot job whose node has eight cores (cores_per_node): they run at once
-    there, each its own srun step on part of the node, where one cluster a node would run them one by one."""
+    there, on the workers of its one pilot run, where one cluster a node would run them one by one."""
     from tests.integration.slurm import require_slurm
 
     require_slurm()
