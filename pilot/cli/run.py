@@ -42,7 +42,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         description="Run a PMC-format DAG of tasks under MPI: rank 0 is the master, ranks 1..N-1 run tasks. "
         "Start it as: mpiexec -n N %s [options] workflow.dag" % prog,
     )
-    p.add_argument("dag", metavar="workflow.dag", help="the DAG file (PMC format)")
+    p.add_argument("dag", metavar="workflow.dag", nargs="?", help="the DAG file (PMC format)")
     p.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (repeatable); also shows tracebacks")
     p.add_argument("-q", "--quiet", action="count", default=0, help="less logging (repeatable)")
@@ -89,13 +89,21 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
                         "arrives and ended with the run, each docker/podman task entering it with nsenter; "
                         "once-exec: the same, each task through the runtime's own exec; per-task (default): each "
                         "command as written")
+    p.add_argument("--inbox", metavar="DIR",
+                   help="run the DAGs fed to this directory as they come, each with its own record, until told to stop "
+                        "(pilot submit --pilots runs one such run per pilot job)")
     return p
 
 
 def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, prog: str = "pilot run") -> RunOptions:
     """The options of the command line, with PMC's environment variables for those it leaves out."""
     env = os.environ if env is None else env
-    ns = build_parser(prog).parse_args(list(argv))
+    parser = build_parser(prog)
+    ns = parser.parse_args(list(argv))
+    if ns.dag is None:
+        if ns.inbox is None:
+            parser.error("the following arguments are required: workflow.dag")
+        ns.dag = os.path.join(ns.inbox, "pilot")  # the base name of the run's own files (worker watchdogs)
     host_cpus = _detect_if_zero(_given(ns.host_cpus, env, "PMC_HOST_CPUS", _host_size))
     if ns.set_affinity and host_cpus is not None:
         # CPU numbers handed to tasks must be real CPUs of the host, as in PMC.
@@ -137,6 +145,7 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, pr
         max_crashes=DEFAULT_MAX_CRASHES if max_crashes is None else max_crashes,
         containers_once=ns.containers in ("once", "once-exec"),
         containers_exec=ns.containers == "once-exec",
+        inbox=ns.inbox,
     )
 
 
@@ -169,4 +178,4 @@ def main(argv: Sequence[str], prog: str = "pilot run") -> int:
         if rank > 0:
             return 2  # rank 0 says it once
         raise
-    return launch.run(opts, prog)
+    return launch.run(opts, prog, parse=lambda args: parse_run_args(args, prog=prog))

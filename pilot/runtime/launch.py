@@ -6,7 +6,7 @@ import importlib
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from pilot.errors import UsageError
 from pilot.runtime.options import RunOptions
@@ -50,10 +50,11 @@ def _setup_logging(verbosity: int, rank: int) -> None:
     root.propagate = False
 
 
-def run(opts: RunOptions, prog: str) -> int:
+def run(opts: RunOptions, prog: str, parse: Callable[[list[str]], RunOptions] | None = None) -> int:
     """Run this rank's side of a ``pilot run`` (rank 0 the master, the others workers); its exit code.
 
-    ``prog`` names the command in the messages of a run that cannot start.
+    ``prog`` names the command in the messages of a run that cannot start; ``parse`` reads the options of a DAG
+    fed to a run with an inbox (the command line's reader, which this layer does not import).
     """
     rank = env_rank()
     _setup_logging(opts.verbosity, rank)
@@ -70,7 +71,8 @@ def run(opts: RunOptions, prog: str) -> int:
 
     # Import this rank's side before MPI starts: MPI_Init waits for every rank,
     # so the imports fill that wait instead of delaying the first task after it.
-    importlib.import_module("pilot.runtime.master" if rank == 0 else "pilot.runtime.worker")
+    importlib.import_module(("pilot.runtime.agent" if opts.inbox else "pilot.runtime.master") if rank == 0 else
+                            "pilot.runtime.worker")
     try:
         transport = MpiTransport(sleep_on_recv=opts.sleep_on_recv)
     except ImportError as exc:
@@ -85,7 +87,12 @@ def run(opts: RunOptions, prog: str) -> int:
             f"{prog}: At least one worker process is required: rank 0 is the master, the others run tasks; "
             f"start it as: mpiexec -n N {prog} ... with N >= 2"
         )
-    if transport.rank == 0:
+    if transport.rank == 0 and opts.inbox is not None:
+        from pilot.runtime.agent import Agent
+
+        assert parse is not None, "a run with an inbox reads its DAGs' options"
+        code = Agent(opts, transport, parse, app=sys.argv[0], make_events=lambda o: _monitors(o, live=False)).run()
+    elif transport.rank == 0:
         from pilot.runtime.master import Master
 
         code = Master(opts, transport, app=sys.argv[0], make_events=lambda: _monitors(opts)).run()
@@ -125,8 +132,8 @@ def _leave(transport: MpiTransport, code: int) -> int:
     return code  # not reached
 
 
-def _monitors(opts: RunOptions) -> list:
-    """The monitoring writers the options ask for."""
+def _monitors(opts: RunOptions, live: bool = True) -> list:
+    """The monitoring writers the options ask for (``live``: with a progress line on a terminal)."""
     from pilot.runtime.outputs import opened
 
     sinks = []
@@ -143,7 +150,7 @@ def _monitors(opts: RunOptions) -> list:
         sinks.append(opened(path, "the dagman.out file", "make the DAG's directory writable", lambda: DagmanOut(path, opts.dag)))
     from pilot.monitor.liveline import LiveLine, stderr_reaches_terminal
 
-    if stderr_reaches_terminal():  # someone watches: a progress line (never in a batch job)
+    if live and stderr_reaches_terminal():  # someone watches: a progress line (never in a batch job)
         line = LiveLine(sys.stderr)
         for handler in logging.getLogger("pilot").handlers:
             line.attach(handler)

@@ -46,6 +46,7 @@ class RunOptions(NamedTuple):
     max_crashes: int = DEFAULT_MAX_CRASHES
     containers_once: bool = False  # --containers once: a container per worker and image (pilot.runtime.instances)
     containers_exec: bool = False  # --containers once-exec: each task through the runtime's exec, not nsenter
+    inbox: str | None = None  # take DAGs from this directory while running (pilot.contracts.inbox), not ``dag``
 
     @property
     def rescue_path(self) -> str:

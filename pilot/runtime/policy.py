@@ -153,6 +153,13 @@ class Matcher:
         self._tiebreak = tiebreak
         return True
 
+    def sharing(self) -> Matcher:
+        """A ready queue of its own over these hosts, their slots and free resources (shared, not copied): each DAG
+        of a run that holds several (``pilot.runtime.dagrun``) orders its own tasks, and all take the same slots."""
+        other = Matcher()
+        other.hosts, other.host_of, other._available = self.hosts, self.host_of, self._available
+        return other
+
     # -- hosts and slots ------------------------------------------------------
     def add_slot(self, rank: int, hostname: str, cpus: int, memory: int, gpu_ids: tuple[str, ...] = (),
                  cores: int = 0, sockets: int = 0) -> Host:

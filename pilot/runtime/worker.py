@@ -232,18 +232,23 @@ class Worker:
     # -- tasks ----------------------------------------------------------------
     def _stdio(self, msg: RunTask) -> tuple[int, int, bool, str | None, str | None]:
         if self.opts.per_task_stdio:
-            out, err, out_path, err_path = stdio.open_task_stdio(self.opts.dag, msg.name, msg.attempt - 1)
+            out, err, out_path, err_path = stdio.open_task_stdio(msg.dag or self.opts.dag, msg.name, msg.attempt - 1)
             return out, err, True, out_path, err_path
+        if msg.dag is not None:
+            # Several DAGs in one run: the task's per-worker files are its DAG's, open for it alone (merged at its end).
+            return (*self._open_worker_files(msg.dag), True, None, None)
         if self._out_fd < 0:
-            out_path, err_path = stdio.worker_paths(self.opts.dag, self.rank)
-            out_fd = stdio.open_append(out_path)
-            try:
-                err_fd = stdio.open_append(err_path, readable=self.opts.invocation_records)
-            except OSError:
-                os.close(out_fd)
-                raise
-            self._out_fd, self._err_fd = out_fd, err_fd
+            self._out_fd, self._err_fd = self._open_worker_files(self.opts.dag)
         return self._out_fd, self._err_fd, False, None, None
+
+    def _open_worker_files(self, dag: str) -> tuple[int, int]:
+        out_path, err_path = stdio.worker_paths(dag, self.rank)
+        out_fd = stdio.open_append(out_path)
+        try:
+            return out_fd, stdio.open_append(err_path, readable=self.opts.invocation_records)
+        except OSError:
+            os.close(out_fd)
+            raise
 
     def run_task(self, msg: RunTask) -> TaskResult:
         """Run one attempt; whatever goes wrong comes back as a failed result."""

@@ -56,6 +56,21 @@ def launch_env() -> dict[str, str]:
     return env
 
 
+def run_agent(inbox: str, launcher: list[str], host_flag: str, pilot: list[str], where: list[int]) -> int:
+    """Run the block's long-lived ``pilot run --inbox`` on its nodes ``where`` (every one), its output in the inbox
+    directory; its exit status (128+N for signal N)."""
+    os.makedirs(inbox, exist_ok=True)
+    argv = [*launcher, *host_words(host_flag, hosts_of(where)), *pilot]
+    with open(os.path.join(inbox, "pilot.out"), "ab") as out, open(os.path.join(inbox, "pilot.err"), "ab") as err:
+        proc = subprocess.Popen(argv, cwd=inbox, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=launch_env())
+        try:
+            code = proc.wait()
+        except BaseException:
+            proc.terminate()
+            raise
+    return 128 - code if code < 0 else code
+
+
 def run_cluster(workdir: str, dag: str, launcher: list[str], host_flag: str, pilot: list[str], where: list[int],
                 shared: bool) -> int:
     """Run one cluster's ``pilot run`` on the block's nodes ``where`` (``shared``: with other clusters on them);

@@ -69,6 +69,7 @@ class Block:
     idle_since: float = field(default_factory=time.monotonic)
     apps: dict[str, Placement] = field(default_factory=dict)  # job id -> where it runs
     used: list[int] = field(default_factory=list)  # slots taken on each node
+    agent: Future | None = None  # its long-lived pilot run, fed clusters through ``inbox`` (pilot.submit.feed)
 
     def __post_init__(self) -> None:
         self.used = self.used or [0] * self.nodes
@@ -94,6 +95,10 @@ class Block:
         where, per_node = self.apps.pop(job_id, ((), 0))
         for i in where:
             self.used[i] -= per_node
+
+    @property
+    def inbox(self) -> str:
+        return os.path.join(self.script_dir, "inbox")
 
     def time_left(self, now: float) -> float:
         """Seconds of wall time left (the whole of it while it waits in the queue)."""
@@ -214,6 +219,16 @@ def launch(block: Block, job_id: str, where: tuple[int, ...], per_node: int, arg
     future = block.executor.submit(run_cluster, spec, *args, list(where), per_node < block.slots)
     block.take(job_id, where, per_node)
     return future
+
+
+def launch_agent(block: Block, launcher: list[str], host_flag: str, pilot: list[str]) -> Future:
+    """Start the block's one long-lived ``pilot run --inbox`` on all of its nodes, every slot of each (the pool's
+    only app: it counts them all)."""
+    from pilot.submit.blockapp import run_agent
+
+    units = block.nodes * block.slots
+    spec = {"num_nodes": units, "num_ranks": units, "ranks_per_node": 1}
+    return block.executor.submit(run_agent, spec, block.inbox, launcher, host_flag, pilot, list(range(block.nodes)))
 
 
 def end_block(block: Block) -> None:

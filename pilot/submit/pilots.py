@@ -18,7 +18,10 @@ block only when the cluster is ready and a block has room:
   plan's runtimes) before one without, and blocks are added while clusters
   wait for nodes no block has or will have, and ended after ``pilot_idle_timeout``
   seconds without a cluster (``pilot_min_blocks`` stay);
-- a cluster's ``pilot run`` gets the time its block has left, less the
+- each block runs one long-lived ``pilot run --inbox`` on all its nodes, and
+  a cluster bound to it is fed to that run (pilot.submit.feed): its tasks
+  join the running workers in milliseconds, no MPI start of its own;
+- a cluster's run gets the time its block has left, less the
   margin a batch job's gets, as ``--max-wall-time``: what cannot finish
   there is not started, and the cluster resumes in another block;
 - every block's batch job id is in ``pilots.json`` from the moment it is
@@ -48,7 +51,7 @@ from pilot.contracts.result import ResultError, RunOutcome, read_result
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import JobRequest, pilot_wall_time
 from pilot.sites import SiteConfig
-from pilot.submit import blocks
+from pilot.submit import blocks, feed
 from pilot.submit.backend import Backend, JobRef, Submitted
 from pilot.submit.blockapp import MARKER
 from pilot.submit.options import Options
@@ -83,7 +86,8 @@ class Launch:
     run_args: list[str]  # its ``run`` options and DAG, without --max-wall-time (set where it starts)
     makespan: float  # seconds the plan's runtimes say it takes (0: unknown)
     block: blocks.Block | None = None
-    future: Future | None = None
+    future: Future | None = None  # its app, or (fed) its block's long-lived run
+    fed: bool = False  # handed to its block's long-lived pilot run (pilot.submit.feed)
 
     @property
     def marker(self) -> str:
@@ -101,6 +105,14 @@ def _margin(block: blocks.Block) -> float:
     return min(60.0, block.walltime_s / 10)
 
 
+def _ended(future: Future) -> str:
+    """How a block's pilot run ended, in words."""
+    try:
+        return f"exit status {future.result(timeout=0)}"
+    except Exception as exc:  # noqa: BLE001 - Parsl fails it back in many ways (a lost pool among them)
+        return " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
 def _without_walltime(args: list[str]) -> list[str]:
     out, skip = [], False
     for a in args:
@@ -115,7 +127,7 @@ def _without_walltime(args: list[str]) -> list[str]:
 
 class PilotBackend:
     def __init__(self, submit_dir: str, sites: Sequence[SiteConfig], specs: Sequence[ClusterSpec], opts: Options,
-                 batch: Backend, clock: Callable[[], float] = time.monotonic) -> None:
+                 batch: Backend, clock: Callable[[], float] = time.monotonic, fed: bool = True) -> None:
         self.submit_dir = submit_dir
         self.batch = batch
         self.clock = clock
@@ -130,6 +142,10 @@ class PilotBackend:
         # cluster directory -> the blocks whose end cut it short: its next attempt goes to another, with more time
         self._cut: dict[str, set[str]] = {}
         self.run_dir = os.path.join(submit_dir, "pilots")
+        # Clusters are fed to each block's one long-lived pilot run (False: each starts an MPI run of its own in
+        # its block, on the slots the driver counts for it); the first request of a site sizes that run.
+        self.fed = fed
+        self._first: dict[str, JobRequest] = {}
 
     # -- the record of blocks ---------------------------------------------------------------
     def _state_path(self) -> str:
@@ -157,6 +173,9 @@ class PilotBackend:
                 os.kill(pid, signal.SIGTERM)
             ended += self.batch.cancel(site, [JobRef(str(r["job_id"]), str(r.get("script_dir") or ""),
                                                      str(r.get("job_name") or ""))])
+        if ended:
+            log.info("pilot job(s) %s of an earlier driver ended (a new driver cannot take them over); their clusters "
+                     "resume from their rescue logs", ", ".join(ended))
         self._wait_gone(records)
         self._save()
         return ended
@@ -185,6 +204,7 @@ class PilotBackend:
         if site.name not in self.settings:
             return self.batch.submit(site, req, job_name)
         job_id = PREFIX + job_name
+        self._first.setdefault(site.name, req)
         dag = req.pilot_args[-1]
         base = dag[:-4] if dag.endswith(".dag") else dag
         self.launches[job_id] = Launch(
@@ -217,6 +237,12 @@ class PilotBackend:
                 return QueueStatus(QueueState.PENDING, f"no pilot job could be submitted ({failures} tries): {error}",
                                    never_starts=True)
             return QueueStatus(QueueState.PENDING, "waiting for a pilot job")
+        if launch.fed:
+            status = feed.status(launch)
+            if status.state is QueueState.FINISHED:
+                self._note_cut(launch)
+                self._release(launch)
+            return status
         if launch.future is None or launch.future.done():
             self._note_cut(launch)
             self._release(launch)
@@ -261,8 +287,11 @@ class PilotBackend:
         return out
 
     def _stop(self, launch: Launch) -> None:
-        """Stop one cluster's launch: its app if it has not started, else its launcher's process group."""
-        if launch.future is not None and not launch.future.cancel() and os.path.exists(launch.marker):
+        """Stop one cluster's launch: its app if it has not started, else its launcher's process group (fed: its
+        run in the block's pilot run)."""
+        if launch.fed:
+            feed.cancel(launch)
+        elif launch.future is not None and not launch.future.cancel() and os.path.exists(launch.marker):
             try:
                 _, host, pid = read_at_most(launch.marker, MARKER_BYTES).decode("utf-8").split()
                 if host == socket.gethostname():
@@ -275,6 +304,7 @@ class PilotBackend:
     def shutdown(self) -> None:
         """End every block of this driver (as it stops: its clusters resume next time from their rescue logs)."""
         for block in self.blocks:
+            feed.stop(block)
             blocks.end_block(block)
         self.blocks = []
         if self.settings:
@@ -304,6 +334,14 @@ class PilotBackend:
                 changed = True
             elif block.running_since is None and blocks.connected(block):
                 block.running_since = now
+            if block not in self.blocks or not self.fed or block.running_since is None:
+                continue
+            if block.agent is None and site.name in self._first:
+                feed.start(block, site, self._first[site.name], now)
+            elif block.agent is not None and block.agent.done():
+                log.warning("pilot job %s: its pilot run ended (%s)", block.job_id, _ended(block.agent))
+                self._lost(block)
+                changed = True
         waiting = [x for x in self.launches.values() if x.site == site.name and x.block is None]
         for launch in waiting:
             self._place(launch, now)
@@ -323,14 +361,17 @@ class PilotBackend:
 
     def _place(self, launch: Launch, now: float) -> None:
         cut = self._cut.get(launch.workdir, ())
-        room = {b.label: b.fit(launch.nodes, launch.ranks_per_node) for b in self.blocks if b.site == launch.site
-                and b.running_since is not None and b.time_left(now) > _margin(b) and b.label not in cut}
+        # Fed, a cluster's tasks share the block's workers with every other: any block with time has room.
+        room = {b.label: b.fit(launch.nodes, launch.ranks_per_node) if not self.fed else () for b in self.blocks
+                if b.site == launch.site and b.running_since is not None and b.time_left(now) > _margin(b)
+                and b.label not in cut and (b.agent is not None or not self.fed)}
         running = [b for b in self.blocks if room.get(b.label) is not None]
         if not running:
             return
         fits = [b for b in running if b.time_left(now) >= launch.makespan + _margin(b)]
         if fits:
-            block = min(fits, key=lambda b: (b.free_slots, -b.time_left(now)))  # pack, then the longest left
+            block = min(fits, key=lambda b: (len(b.apps), -b.time_left(now)) if self.fed else  # the least busy
+                        (b.free_slots, -b.time_left(now)))  # pack, then the longest left
         elif self._may_add(launch.site) or any(b.running_since is None for b in self.blocks if b.site == launch.site):
             return  # a new block will fit it better than what is left of these
         else:
@@ -338,6 +379,11 @@ class PilotBackend:
         if _still_running(os.path.join(launch.workdir, launch.dag)):
             return  # an earlier attempt lives on (its block's processes not yet gone): never two at once
         minutes = pilot_wall_time(block.time_left(now) / 60.0)
+        if self.fed:
+            feed.feed(block, launch, minutes)
+            log.info("%s: fed to pilot job %s (%.0f s of wall time left there)", launch.job_id, block.job_id,
+                     block.time_left(now))
+            return
         _, host_flag = blocks.mpi_launcher(self.sites[launch.site])
         pilot = [*launch.pilot, "run", "--max-wall-time", f"{minutes:g}", *launch.run_args]
         where = room[block.label]

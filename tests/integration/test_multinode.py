@@ -393,9 +393,11 @@ def test_pilot_job_runs_a_two_node_cluster_beside_a_one_node_one_and_a_node_down
                              "--no-monitord", str(tmp_path / "wf.yml"), "--dir", str(sub)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        markers = [sub / "merge_wide" / "merge_wide.dag.block", sub / "work_n0" / "work_n0.dag.block"]
-        wait_for(lambda: all(m.exists() for m in markers), 180, "both clusters to start in the pilot job")
-        assert len({m.read_text().split()[0] for m in markers}) == 1  # one block, side by side
+        from tests.integration.test_pilots import pilot_jobs, started
+
+        wait_for(lambda: started(sub / "merge_wide") and started(sub / "work_n0"), 180,
+                 "both clusters to start in the pilot job")
+        assert len(pilot_jobs(sub)) == 1  # one block, side by side
         subprocess.run(["scontrol", "update", "nodename=node3", "state=down", "reason=pilot-test"], check=True)
         wait_for(lambda: subprocess.run(["squeue", "-h", "-o", "%T", "-p", "mn"], capture_output=True,
                                           text=True).stdout.split() in ([], ["PENDING"]), 120, "the pilot job to go")

@@ -162,7 +162,7 @@ def test_pilot_jobs_run_every_cluster_in_one_pbs_job(tmp_path, pbs):
 
 
 def test_a_pilot_job_lost_to_qdel_costs_only_its_cluster_which_resumes_in_a_new_one(tmp_path, pbs):
-    from tests.integration.test_pilots import chain
+    from tests.integration.test_pilots import chain, started
 
     sub = tmp_path / "sub"
     site = pbs_site(tmp_path, pegasus_site="local")
@@ -170,7 +170,7 @@ def test_a_pilot_job_lost_to_qdel_costs_only_its_cluster_which_resumes_in_a_new_
                              "0.3", "--no-monitord", "--pilots", "1", str(chain(tmp_path)), "--dir", str(sub)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 180, "the first cluster to start in a pilot job")
+        wait_for(lambda: started(sub / "sh_a"), 180, "the first cluster to start in a pilot job")
         job = json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"]
         subprocess.run(["qdel", "-W", "force", job], check=True)
         out, err = proc.communicate(timeout=300)

@@ -57,10 +57,74 @@ def test_every_cluster_runs_in_one_pilot_job_and_the_record_is_per_cluster_modes
     records = state(late)
     assert all(c["state"] == "done" and c["attempts"] == 1 and c["job_ids"][0].startswith("pilot:")
                for c in records.values())
-    assert all((late / name / f"{name}.dag.block").exists() for name in records)  # each ran in the block
+    # each was fed to the pilot job's one pilot run, which answered it
+    assert len(list((pilot_jobs(late)[0] / "inbox" / "done").glob("*.done"))) == len(records)
     assert json.loads((late / "pilots.json").read_text())["blocks"] == []  # ended with the run
     assert statistics(late) == statistics(per_cluster)
-    assert "running in pilot job" not in res.stderr and "started in pilot job" in res.stderr
+    assert "running in pilot job" not in res.stderr and "fed to pilot job" in res.stderr
+    for name in records:  # the record of each cluster is per-cluster mode's
+        assert events(late / name / "jobstate.log") == events(per_cluster / name / "jobstate.log"), name
+        rescue = f"{name}.dag.rescue"
+        assert sorted((late / name / rescue).read_text().splitlines()) == \
+            sorted((per_cluster / name / rescue).read_text().splitlines())
+        assert tasks_of(late / name / f"{name}.out.000") == tasks_of(per_cluster / name / f"{name}.out.000")
+        assert '"reason": "done"' in (late / name / f"{name}.dag.result").read_text()
+
+
+def chain_fan_and_a_failure(tmp_path: Path) -> Path:
+    """A chain of three label clusters, a fan of three, and a cluster whose job fails (and one that waits on it)."""
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
+    wf = api.Workflow("shapes").add_transformation_catalog(tc)
+
+    def job(name: str, label: str, script: str = "echo ok") -> api.Job:
+        return api.Job("sh", _id=name).add_args("-c", f"'{script}'").add_profiles(api.Namespace.PEGASUS, key="label",
+                                                                                  value=label)
+
+    chain = [job(f"c{i}", f"chain{i}") for i in range(3)]
+    fan = [job(f"f{i}", f"fan{i}") for i in range(3)]
+    bad, after = job("bad", "bad", "echo no >&2; exit 3"), job("after", "after")
+    wf.add_jobs(*chain, *fan, bad, after)
+    for parent, child in zip(chain, chain[1:]):
+        wf.add_dependency(parent, children=[child])
+    wf.add_dependency(bad, children=[after])
+    wf.write(str(tmp_path / "shapes.yml"))
+    return tmp_path / "shapes.yml"
+
+
+def test_a_chain_a_fan_and_a_failing_cluster_fed_to_one_pilot_job_keep_per_cluster_modes_record(tmp_path):
+    wf = str(chain_fan_and_a_failure(tmp_path))
+    per_cluster, late = tmp_path / "per-cluster", tmp_path / "late"
+    first = submit("--no-monitord", "--retry", "1", "--site", "local", "--cluster", "label", wf, "--dir",
+                   str(per_cluster))
+    res = submit("--no-monitord", "--retry", "1", "--site", "local", "--cluster", "label", "--pilots", "1", wf, "--dir",
+                 str(late))
+    assert first.returncode == res.returncode == 1, res.stderr
+    assert len(pilot_jobs(late)) == 1  # every cluster and both tries of the failing one: one batch job
+    records, before = state(late), state(per_cluster)
+    assert {n: c["state"] for n, c in records.items()} == {n: c["state"] for n, c in before.items()}
+    bad = next(n for n in records if n.endswith("bad"))
+    assert records[bad]["state"] == "failed" and records[bad]["attempts"] == before[bad]["attempts"] == 2
+    assert '"reason": "failed"' in (late / bad / f"{bad}.dag.result").read_text()
+    for name, c in records.items():
+        if c["state"] == "done":
+            assert events(late / name / "jobstate.log") == events(per_cluster / name / "jobstate.log"), name
+            assert (late / name / f"{name}.dag.rescue").read_text() == \
+                (per_cluster / name / f"{name}.dag.rescue").read_text()
+    # the failing cluster's record holds its two attempts, as its own batch jobs wrote them
+    assert events(late / bad / "jobstate.log") == events(per_cluster / bad / "jobstate.log")
+
+
+def events(path: Path) -> list[tuple[str, ...]]:
+    """A jobstate.log without its times, sorted (tasks of one level may start in either order)."""
+    return sorted(tuple(line.split()[1:]) for line in path.read_text().splitlines())
+
+
+def tasks_of(out: Path) -> list[str]:
+    """The tasks a cluster's job output has a [cluster-task] record of, and its summary's status."""
+    lines = out.read_text().splitlines()
+    return sorted(ln.split(",")[0] for ln in lines if ln.startswith("[cluster-task")) + \
+        [ln.split(",")[0] for ln in lines if ln.startswith("[cluster-summary")]
 
 
 def chain(tmp_path: Path) -> Path:
@@ -77,6 +141,11 @@ def chain(tmp_path: Path) -> Path:
     return tmp_path / "chain.yml"
 
 
+def started(cluster: Path) -> bool:
+    log = cluster / "jobstate.log"
+    return log.exists() and " EXECUTE " in log.read_text()
+
+
 def start_chain(tmp_path: Path, sub: Path) -> subprocess.Popen:
     """pilot submit --pilots 1 of the chain on the local site, in a session of its own."""
     return subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--site", "local", "--cluster", "label",
@@ -90,7 +159,7 @@ def test_a_killed_drivers_pilot_job_is_ended_by_the_next_driver_and_nothing_runs
         pytest.skip("no mpiexec (pip install mpich)")
     proc = start_chain(tmp_path, sub)
     try:
-        first = wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 120, "the first cluster to start in a block")
+        first = wait_for(lambda: started(sub / "sh_a"), 120, "the first cluster to start in a block")
         blocks = json.loads((sub / "pilots.json").read_text())["blocks"]
         assert len(blocks) == 1
         os.kill(proc.pid, signal.SIGKILL)  # the driver alone: its pilot job and interchange live on
@@ -115,7 +184,7 @@ def test_pilot_cancel_ends_the_pilot_jobs(tmp_path):
         pytest.skip("no mpiexec (pip install mpich)")
     proc = start_chain(tmp_path, sub)
     try:
-        wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 120, "the first cluster to start in a block")
+        wait_for(lambda: started(sub / "sh_a"), 120, "the first cluster to start in a block")
         block_pid = int(json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"])
         shown = wait_for(lambda: [ln for ln in subprocess.run([*PILOT, "status", str(sub)], capture_output=True,
                                                               text=True).stdout.splitlines() if ln.startswith("sh_a ")
@@ -153,7 +222,7 @@ def test_on_slurm_clusters_run_in_one_pilot_job_and_a_cancelled_one_costs_only_i
                              str(chain(tmp_path)), "--dir", str(sub)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
-        wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 180, "the first cluster to start in a pilot job")
+        wait_for(lambda: started(sub / "sh_a"), 180, "the first cluster to start in a pilot job")
         job = json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"]
         subprocess.run(["scancel", job], check=True)
         out, err = proc.communicate(timeout=300)
@@ -201,7 +270,7 @@ def test_a_cluster_longer_than_a_pilot_job_resumes_in_fresh_ones_and_no_task_run
 @pytest.mark.slurm
 def test_on_slurm_small_clusters_share_the_nodes_of_a_pilot_job(tmp_path):
     """Four clusters of two ranks in one pilot job whose node has eight cores (cores_per_node): they run at once
-    there, each its own srun step on part of the node, where one cluster a node would run them one by one."""
+    there, on the workers of its one pilot run, where one cluster a node would run them one by one."""
     from tests.integration.slurm import require_slurm
 
     require_slurm()

@@ -9,6 +9,8 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 from pilot.contracts.clusters import (ClusterKind, ClusterSpec, PlanInfo, SubworkflowSpec, plan_site_file, read_clusters,
                                       write_clusters)
 from pilot.contracts.jobstate import (INTERNAL, Event, JobstateLine, JobstateTail, JobstateWriter, Marker, jobstate_path,
@@ -161,3 +163,28 @@ def test_a_clusters_static_bp_makes_its_data_jobs_jobs_of_their_types_with_no_ta
     assert jobs == {"stage_in_local_local_0_0": ("stage-in-tx", "0"), "cp_j1": ("compute", "1"),
                     "clean_up_local_level_2_0": ("cleanup", "0")}
     assert len([line for line in lines if "event=job.edge" in line]) == 2
+
+
+def test_inbox_requests_round_trip_and_a_bad_one_is_answered_not_fatal(tmp_path):
+    from pilot.contracts import inbox
+
+    box = str(tmp_path)
+    req = inbox.Request("c-1.x", str(tmp_path / "c.dag"), ["-t", "2"], str(tmp_path / "c.block.out"),
+                        str(tmp_path / "c.block.err"))
+    inbox.write_request(box, req)
+    (tmp_path / "bad.request").write_text('{"dag": "relative.dag", "args": []}')
+    inbox.write_cancel(box, "other")
+    seen = inbox.look(box)
+    assert req in seen.requests and seen.cancels == {"other"} and not seen.stop
+    bad = [r for r in seen.requests if not isinstance(r, inbox.Request)]
+    assert len(bad) == 1 and bad[0][0] == "bad" and "not an inbox request" in bad[0][1]
+    assert inbox.look(box).requests == []  # each request is taken once
+    assert inbox.read_done(box, "c-1.x") is None
+    inbox.write_done(box, "c-1.x", 3)
+    assert inbox.read_done(box, "c-1.x") == 3 and not (tmp_path / "c-1.x.done").exists()  # done files apart
+    inbox.clear(box, "c-1.x")
+    assert inbox.read_done(box, "c-1.x") is None
+    inbox.write_stop(box)
+    assert inbox.look(box).stop
+    with pytest.raises(ValueError):
+        inbox.write_request(box, req._replace(id="../escape"))

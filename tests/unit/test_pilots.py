@@ -36,13 +36,15 @@ class Engine:
         self.started: list[blocks.Block] = []
         self.ended: list[str] = []
         self.fail_next = 0
+        self.agents: list[Future] = []
 
     def start_block(self, site, label, nodes, walltime_minutes, run_dir, apps=0):
         if self.fail_next:
             self.fail_next -= 1
             raise RuntimeError("sbatch: error: Batch job submission failed")
         block = blocks.Block(label, site.name, nodes, walltime_minutes * 60, blocks.node_slots(site),
-                             executor=object(), job_id=str(100 + len(self.started)), idle_since=self.clock())
+                             executor=object(), job_id=str(100 + len(self.started)), idle_since=self.clock(),
+                             script_dir=str(Path(run_dir) / label))
         block.max_apps = apps  # type: ignore[attr-defined]
         self.started.append(block)
         return block
@@ -52,6 +54,12 @@ class Engine:
         future.args = args  # type: ignore[attr-defined]
         future.where = where  # type: ignore[attr-defined]
         block.take(job_id, where, per_node)
+        return future
+
+    def launch_agent(self, block, launcher, host_flag, pilot):
+        future: Future = Future()
+        future.args = (launcher, host_flag, pilot)  # type: ignore[attr-defined]
+        self.agents.append(future)
         return future
 
     def end_block(self, block):
@@ -88,6 +96,7 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setattr(blocks, "start_block", engine.start_block)
     monkeypatch.setattr(blocks, "launch", engine.launch)
     monkeypatch.setattr(blocks, "end_block", engine.end_block)
+    monkeypatch.setattr(blocks, "launch_agent", engine.launch_agent)
     monkeypatch.setattr(blocks, "connected", lambda block: True)
     return tmp_path, clock, queue, engine
 
@@ -101,8 +110,9 @@ def spec(root: Path, name: str, ranks: int = 2, critical_path: float | None = No
 def backend(env, specs, site=None, **opts) -> tuple[pilots.PilotBackend, object]:
     root, clock, queue, _ = env
     site = site or load_site("local", {"nodes": "4", "ranks_per_node": "2"})
+    fed = opts.pop("fed", False)  # each cluster an MPI run of its own in its block, unless the test feeds them
     options = Options(pilots=opts.pop("pilots", 2), **opts)
-    return pilots.PilotBackend(str(root), [site], specs, options, queue, clock=clock), site
+    return pilots.PilotBackend(str(root), [site], specs, options, queue, clock=clock, fed=fed), site
 
 
 def submit(b, site, s: ClusterSpec, n: int = 1) -> str:
@@ -315,3 +325,56 @@ def test_a_block_asks_its_scheduler_for_every_slot_and_names_its_hosts_for_the_a
     assert blockapp.launch_env()["SLURM_NODELIST"] == "n[1-3]" and "PILOT_SLURM_NODELIST" not in blockapp.launch_env()
     assert blockapp.host_words("--nodelist", "n1", shared=True) == ["--nodes=1", "--nodelist=n1", "--exact"]
     assert blockapp.host_words("-hosts", "n1,n3", shared=True) == ["-hosts", "n1,n3"]
+
+
+def test_fed_clusters_share_one_pilot_run_per_block_through_its_inbox(env):
+    from pilot.contracts import inbox
+
+    root, clock, queue, engine = env
+    specs = [spec(root, f"c{i}") for i in range(3)]
+    b, site = backend(env, specs, pilots=1, pilot_nodes=1, fed=True)
+    ids = [submit(b, site, s) for s in specs]
+    got = states(b, site, ids)
+    assert len(engine.started) == 1 and len(engine.agents) == 1  # one pilot job, one pilot run in it
+    launcher, _, pilot = engine.agents[0].args
+    block = engine.started[0]
+    assert pilot[pilot.index("run") + 1:pilot.index("run") + 3] == ["--inbox", block.inbox]
+    assert pilot[pilot.index("run") + 3:] == ["--max-wall-time", "55"]  # no -o, tries...: those are each cluster's
+    from pilot.submit import feed
+
+    assert feed.worker_args(["--max-wall-time", "5", "--jobstate-log", "--invocation-records", "-o", "c.out", "-t", "2",
+                             "--host-cpus", "4", "--monitord-hack"]) == ["--invocation-records", "--host-cpus", "4",
+                                                                          "--per-task-stdio"]
+    assert launcher[launcher.index("-n") + 1] == "2"  # every slot of the block (its node runs 2 ranks)
+    assert set(got.values()) == {QueueState.PENDING}  # fed: each request waits for the run to take it
+    requests = sorted(p.name for p in Path(block.inbox).glob("*.request"))
+    assert len(requests) == 3  # three clusters of 2 ranks on a node of 2 slots: all fed at once
+    first = inbox.look(block.inbox).requests[0]
+    assert first.args[:2] == ["--max-wall-time", "55"] and first.dag.endswith(".dag")
+    assert first.out and first.out.endswith(".block.out")
+    assert set(states(b, site, ids).values()) == {QueueState.RUNNING}  # taken
+    inbox.write_done(block.inbox, feed_id(b, ids[0]), 0)
+    got = states(b, site, ids)
+    assert got[ids[0]] is QueueState.FINISHED and got[ids[1]] is QueueState.RUNNING
+    b.cancel(site, [JobRef(ids[1], "", "")])
+    assert (Path(block.inbox) / (feed_id(b, ids[1], gone=True) + ".cancel")).exists()
+    engine.agents[0].set_exception(RuntimeError("worker pool lost"))  # the pilot run died: its clusters resume
+    assert states(b, site, ids[2:])[ids[2]] is QueueState.FINISHED
+    assert engine.ended == ["100"]
+
+
+def test_stopping_the_driver_tells_each_pilot_run_to_stop(env):
+    root, clock, queue, engine = env
+    s = spec(root, "c")
+    b, site = backend(env, [s], pilots=1, pilot_nodes=1, fed=True)
+    job = submit(b, site, s)
+    states(b, site, [job])
+    inbox_dir = Path(engine.started[0].inbox)
+    b.shutdown()
+    assert (inbox_dir / "stop").exists() and engine.ended == ["100"]
+
+
+def feed_id(b, job_id: str, gone: bool = False) -> str:
+    from pilot.submit import feed
+
+    return feed.request_id(pilots.Launch(job_id, "", "", "", 1, 1, [], [], [], 0.0))

@@ -1,0 +1,287 @@
+"""Rank 0 of a long-lived ``pilot run --inbox DIR``: the DAGs fed to it run on its workers as they come.
+
+In pilot-job mode a pilot job runs one such run on all of its nodes, and
+``pilot submit`` feeds it each ready cluster through the inbox
+(``pilot.contracts.inbox``): the cluster's tasks join the running workers'
+queue within milliseconds, where a cluster of its own would first pay an MPI
+start (a second or more, and many at once queue behind each other's).
+
+The agent owns what the runs share: the workers (registered and set up once,
+``Startup``), the hosts' resources (its ``Matcher``), the transport and its
+one wait. Each fed cluster is a ``DagRun`` (``pilot.runtime.dagrun``) with
+its own DAG state, tries, wall time, rescue log, monitoring files and
+result; its record is what its own run would write. The scheduler takes
+one ready task of each run in turn (those that have not started one first,
+then in the order the runs came), each run's
+own queue by its own priorities and time left; a worker runs one task at a time (no work
+sent ahead: a fed cluster's tasks are short-lived guests, and each result
+must free its slot for any run).
+
+The inbox is looked at between dispatch rounds, at most every
+``INBOX_EVERY`` seconds (one stat, and a directory read when it changed),
+and the wait for results never lasts longer than that. A run's end is its own: when its last task ends its
+record is closed and its done file written, while the others go on. The
+agent ends when told to (a ``stop`` file), at its own wall time or on
+SIGTERM/SIGINT: the runs still going are ended as after a signal (their
+rescue logs let them resume elsewhere), then the workers are stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+from pilot.contracts import inbox
+from pilot.dag.model import Task
+from pilot.errors import PilotError, UsageError
+from pilot.monitor.events import RunEvents
+from pilot.runtime.dagrun import DagRun
+from pilot.runtime.options import RunOptions
+from pilot.runtime.policy import Allocation, Matcher
+from pilot.runtime.protocol import KILL_GRACE, Bye, KillTask, Shutdown, TaskResult, WorkerFailed
+from pilot.runtime.startup import Startup
+from pilot.runtime.timeleft import Limits
+from pilot.runtime.transport import Transport
+
+log = logging.getLogger("pilot.master")
+
+# Seconds between looks at the inbox: the most a fed cluster waits before its tasks are queued (measured in
+# docs/architecture.md: the look itself costs some 10 microseconds).
+INBOX_EVERY = 0.005
+SETTLED_NS = 1_000_000_000  # a directory time older than this, unchanged: nothing new in it
+FLUSH_EVERY = 0.5  # monitoring files of every run are flushed this often (as the single-DAG master's)
+BYE_TIMEOUT = 10.0
+# What a fed run takes from the agent rather than from its own command line: what the workers do with every
+# task (they read their own options) and how the hosts are set up.
+WORKER_SIDE = ("verbosity", "host_script", "host_memory", "host_cpus", "host_gpus", "strict_limits", "per_task_stdio",
+               "invocation_records", "sleep_on_recv", "keep_affinity", "set_affinity", "keep_task_processes",
+               "max_crashes")
+
+
+class Agent:
+    def __init__(self, opts: RunOptions, transport: Transport, parse: Callable[[list[str]], RunOptions],
+                 app: str = "pilot", make_events: Callable[[RunOptions], list[RunEvents]] | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
+        assert opts.inbox is not None
+        self.opts = opts
+        self.inbox = opts.inbox
+        self.t = transport
+        self.parse = parse  # a fed cluster's pilot run options, read as its own command line
+        self.app = app
+        self.make_events = make_events or (lambda o: [])
+        self.limits = Limits(opts, clock or time.monotonic)
+        self.workers = list(range(1, transport.size))
+        self.matcher = Matcher()
+        self.runs: list[DagRun] = []
+        self.running: dict[int, tuple[DagRun, Task, Allocation, int]] = {}  # rank -> its task's run, task, slot, seq
+        self.stopping: str | None = None
+        self.taken = 0
+        self._inbox_mtime = -2  # its modification time at the last read (none yet)
+        self._alive = set(self.workers)
+        # Ends runs' records off the dispatch path: a run's end (its summary, the merge of its stdio, the fsyncs of
+        # its rescue log, result and done file: some 10 ms) would otherwise hold every other run's next task.
+        self._closer = ThreadPoolExecutor(1, thread_name_prefix="pilot-end")
+        self.run_id = f"{os.uname().nodename}-{os.getpid()}-{time.time_ns():x}"
+        self._handlers: dict[type, Callable[[int, Any], None]] = {
+            TaskResult: self._result, WorkerFailed: self._worker_failed, Bye: self._bye}
+
+    def run(self) -> int:
+        self.limits.start()
+        with self.limits.catching_signals():
+            try:
+                try:
+                    os.makedirs(self.inbox, exist_ok=True)
+                except OSError as exc:
+                    raise UsageError(f"pilot run: --inbox {self.inbox}: cannot create it ({exc.strerror or exc}); "
+                                     "give a directory this run can write") from None
+                startup = Startup(self.opts, self.t, self.matcher, self.limits, self.run_id)
+                startup.register(self.workers)
+                startup.setup_hosts()
+                log.info("Pilot run with %d workers taking DAGs from %s", len(self.workers), self.inbox)
+                self._loop()
+            finally:
+                for run in list(self.runs):  # an error of the agent itself: every run still ends its record
+                    run.abort("the pilot run failed", 0.0, True)
+                    self._end(run)
+                self._closer.shutdown(wait=True)
+                self._stop_workers()
+        log.info("Pilot run ends: %d DAG(s) taken (%s)", self.taken, self.stopping or "")
+        return 0
+
+    # -- the loop -------------------------------------------------------------
+    def _loop(self) -> None:
+        clock, limits, handlers = self.limits.clock, self.limits, self._handlers
+        next_look = next_flush = 0.0
+        while True:
+            now = clock()
+            if now >= next_look:
+                self._look()
+                next_look = now + INBOX_EVERY
+            if self.stopping is None:
+                why = limits.stop_reason()
+                if why is not None:
+                    self._stop_all(why, signalled=limits.signalled is not None)
+            for run in self.runs:
+                why = run.limits.stop_reason()
+                if why is not None and run.abort_reason is None:
+                    self._abort(run, why, signalled=False)
+            self._dispatch()
+            for run in [r for r in self.runs if r.drained or (r.abort_reason and now >= r.kill_deadline)]:
+                self._end(run)
+            if self.stopping is not None and not self.runs:
+                return
+            if now >= next_flush:
+                for run in self.runs:
+                    run.flush()
+                next_flush = now + FLUSH_EVERY
+            timeout = max(0.0, min(next_look, next_flush) - clock())
+            got = self.t.recv(timeout=timeout, wake=limits.interrupted if self.stopping is None else None)
+            if got is not None:
+                source, msg = got
+                handler = handlers.get(type(msg))
+                if handler is not None:
+                    handler(source, msg)
+                else:
+                    log.error("unexpected %s from worker %d", type(msg).__name__, source)
+
+    def _look(self) -> None:
+        """Take what the inbox holds: new DAGs, cancels, a stop. The directory is read only when it may have
+        changed since the last read: its modification time differs, or is too recent to tell (a second: file
+        times tick coarsely, and a shared file system's server keeps its own clock)."""
+        try:
+            mtime = os.stat(self.inbox).st_mtime_ns
+        except OSError:
+            mtime = -1
+        if mtime == self._inbox_mtime and time.time_ns() - mtime > SETTLED_NS:
+            return
+        self._inbox_mtime = mtime
+        seen = inbox.look(self.inbox)
+        if seen.stop and self.stopping is None:
+            self._stop_all("a stop was requested", signalled=True)
+        for req in seen.requests:
+            if not isinstance(req, inbox.Request):  # (id, why it cannot be read)
+                log.error("inbox request %s: %s", *req)
+                inbox.write_done(self.inbox, req[0], 2)
+            elif self.stopping is not None:  # not started: it resumes elsewhere as it is
+                inbox.write_done(self.inbox, req.id, 1)
+            else:
+                self._take(req)
+        if seen.cancels:
+            for run in self.runs:
+                if run.id in seen.cancels:
+                    self._abort(run, "cancelled", signalled=True)
+
+    def _take(self, req: inbox.Request) -> None:
+        """Start a fed DAG's run; a DAG that cannot start ends at once, its result and done file saying why."""
+        self.taken += 1
+        try:
+            own = self.parse([*req.args, req.dag])
+        except PilotError as exc:
+            log.error("%s: %s", req.id, exc)
+            inbox.write_done(self.inbox, req.id, 2)
+            return
+        opts = own._replace(**{name: getattr(self.opts, name) for name in WORKER_SIDE}, inbox=None)
+        run = DagRun(req.id, opts, self.matcher, self.workers, self.app, self.make_events, req.out, self.limits.clock,
+                     req.err)
+        try:
+            run.open(len(self.workers))
+        except (PilotError, OSError) as exc:
+            inbox.write_done(self.inbox, req.id, run.fail(exc))
+            return
+        log.info("%s: %s taken (%d tasks)", req.id, run.opts.dag, run.engine.total if run.engine else 0, extra=run.tag)
+        self.runs.append(run)
+
+    def _dispatch(self) -> None:
+        """Start what fits, one task of each run in turn, the runs that have not started a task first: a run fed
+        while others keep every worker busy starts its first task at the next free slot, not after all of
+        theirs (then the runs in the order they came; each run's own queue keeps its order)."""
+        send, running = self.t.send, self.running
+        turn = [r for r in self.runs if r.matcher.ready_count and r.engine is not None and not r.engine.stopped]
+        turn.sort(key=lambda r: r.engine.submitted > 0)  # type: ignore[union-attr] # stable: else in arrival order
+        while turn and self.matcher.has_idle_slot():
+            nxt = []
+            for run in turn:
+                pick = run.matcher.assign(run.limits.time_left())
+                if pick is None:
+                    continue  # nothing of it fits now: it waits for a release
+                task, alloc = pick
+                msg, seq = run.start(task, alloc)
+                send(alloc.rank, msg, ring=True)
+                running[alloc.rank] = (run, task, alloc, seq)
+                run.log_resources(alloc.host)
+                if run.matcher.ready_count:
+                    nxt.append(run)
+            turn = nxt
+
+    def _abort(self, run: DagRun, reason: str, signalled: bool) -> None:
+        run.abort(reason, KILL_GRACE + 5.0, signalled)
+        for rank, (owner, *_) in self.running.items():
+            if owner is run:
+                self.t.send(rank, KillTask(reason))
+
+    def _stop_all(self, why: str, signalled: bool) -> None:
+        log.info("Pilot run stopping: %s", why)
+        self.stopping = why
+        for run in self.runs:
+            self._abort(run, why, signalled)
+
+    def _end(self, run: DagRun) -> None:
+        """Close a run's record (its last task ended, or it was given up on); its done file for the driver."""
+        for rank in [r for r, (owner, *_) in self.running.items() if owner is run]:
+            log.error("%s: worker %d did not end its task after the kill; it takes no more tasks", run.id, rank)
+            del self.running[rank]  # its slot stays taken
+        self.runs.remove(run)
+        self._closer.submit(self._close_run, run)  # nothing else touches the run from here on
+
+    def _close_run(self, run: DagRun) -> None:
+        try:
+            code = run.finish()
+        except Exception as exc:  # noqa: BLE001 - one run's end must not end the others
+            log.error("%s: ending its run failed: %s", run.id, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            code = 1
+        finally:
+            run.end_log()
+        try:
+            inbox.write_done(self.inbox, run.id, code)
+        except OSError as exc:  # the driver then learns of its end when the pilot job ends
+            log.error("%s: cannot write its done file: %s", run.id, exc.strerror or exc)
+
+    # -- messages ---------------------------------------------------------------
+    def _result(self, source: int, res: TaskResult) -> None:
+        entry = self.running.pop(source, None)
+        if entry is None:
+            log.error("worker %d reported a result for %s, which it was not running; ignored", source, res.name)
+            return
+        run, task, alloc, seq = entry
+        run.ended(task, seq, res)
+        self.matcher.release(alloc)
+        run.log_resources(alloc.host)
+
+    def _worker_failed(self, source: int, msg: WorkerFailed) -> None:
+        """A worker that cannot go on takes no more tasks; its task counts as failed in its run."""
+        log.error("Worker %d: %s", source, msg.error)
+        if not msg.fatal:
+            return
+        entry = self.running.pop(source, None)
+        if entry is not None:
+            run, task, _, seq = entry
+            run.ended(task, seq, TaskResult(task.name, 1, time.time(), 0.0, error=f"worker {source} failed"))
+
+    def _bye(self, source: int, msg: Bye) -> None:  # noqa: ARG002 - a handler of _handlers
+        self._alive.discard(source)
+
+    def _stop_workers(self) -> None:
+        for rank in sorted(self._alive):
+            self.t.send(rank, Shutdown(self.stopping or ""))
+        deadline = time.monotonic() + BYE_TIMEOUT
+        while self._alive and time.monotonic() < deadline:
+            got = self.t.recv(timeout=max(0.0, deadline - time.monotonic()))
+            if got is None:
+                break
+            if isinstance(got[1], Bye):
+                self._alive.discard(got[0])
+        if self._alive:
+            log.warning("worker(s) %s did not confirm shutdown", ", ".join(map(str, sorted(self._alive))))

@@ -1,0 +1,113 @@
+"""Feeding ready clusters to a pilot job's one long-lived ``pilot run`` (pilot-job mode's way to start a cluster).
+
+Each pilot job (block) runs one ``pilot run --inbox DIR`` on all of its nodes,
+started as soon as its worker pool connects (``start``), and the driver feeds
+it each cluster bound to it (``feed``): a request file in the block's inbox
+(``pilot.contracts.inbox``) naming the cluster's DAG and the options its own
+``pilot run`` line would get. The run queues the cluster's tasks on its
+running workers within milliseconds, writes the cluster's record as the
+cluster's own run would, and answers with a done file, which ``status``
+reads at each poll in place of a queue query. A cluster of its own would
+first pay an MPI start, and many at once queue behind each other's.
+
+The inbox lives in the block's directory under the submit directory: the file
+system the workflow lives on, which the driver and every node of the block
+already share (docs/architecture.md says why this channel, measured).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import TYPE_CHECKING
+
+from pilot.contracts import inbox
+from pilot.contracts.queue import QueueState, QueueStatus
+from pilot.jobrequest import JobRequest, pilot_wall_time
+from pilot.sites import SiteConfig
+from pilot.submit import blocks
+
+if TYPE_CHECKING:
+    from pilot.submit.pilots import Launch
+
+# The options of a cluster's pilot run line that its workers act on: the block's run takes them from its first
+# cluster (a plan gives every cluster of a site the same), the per-cluster ones travel in each request.
+WORKER_FLAGS = frozenset({"--strict-limits", "--per-task-stdio", "--invocation-records", "--no-sleep-on-recv",
+                          "--keep-affinity", "--set-affinity", "--keep-task-processes"})
+WORKER_VALUES = frozenset({"--host-script", "--host-memory", "--host-cpus", "--host-gpus", "--max-crashes"})
+_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+def worker_args(run_args: list[str]) -> list[str]:
+    """The worker-side options of a cluster's ``pilot run`` options (``--monitord-hack`` writes per-task stdio)."""
+    out: list[str] = []
+    args = iter(run_args)
+    for a in args:
+        name = a.split("=", 1)[0]
+        if a in WORKER_FLAGS:
+            out.append(a)
+        elif a == "--monitord-hack":
+            out.append("--per-task-stdio")
+        elif name in WORKER_VALUES:
+            out += [a] if "=" in a else [a, next(args, "")]
+    return out
+
+
+def request_id(launch: Launch) -> str:
+    """The cluster's name in the inbox: its job name, any other character spelled ``_XX`` (hex)."""
+    name = launch.job_id.split(":", 1)[-1]
+    return "".join(c if c in _ID_CHARS and c != "_" else f"_{ord(c):02x}" for c in name)
+
+
+def start(block: blocks.Block, site: SiteConfig, req: JobRequest, now: float) -> None:
+    """Start the block's long-lived pilot run, sized to the block, with its first cluster's worker options."""
+    os.makedirs(block.inbox, exist_ok=True)
+    whole = dataclasses.replace(req, nodes=block.nodes, ranks_per_node=block.slots)
+    _, host_flag = blocks.mpi_launcher(site)
+    minutes = pilot_wall_time(block.time_left(now) / 60.0)
+    pilot = [*req.pilot_command, "run", "--inbox", block.inbox, "--max-wall-time", f"{minutes:g}",
+             *worker_args(req.pilot_args[:-1])]
+    block.agent = blocks.launch_agent(block, whole.launch_prefix(), host_flag, pilot)
+
+
+def feed(block: blocks.Block, launch: Launch, minutes: float) -> None:
+    """Hand ``launch``'s cluster to the block's run, with ``minutes`` of wall time (its block's time left)."""
+    job = request_id(launch)
+    inbox.clear(block.inbox, job)
+    base = launch.dag[:-4] if launch.dag.endswith(".dag") else launch.dag
+    inbox.write_request(block.inbox, inbox.Request(
+        job, os.path.join(launch.workdir, launch.dag), ["--max-wall-time", f"{minutes:g}", *launch.run_args[:-1]],
+        os.path.join(launch.workdir, base + ".block.out"), os.path.join(launch.workdir, base + ".block.err")))
+    block.take(launch.job_id, (), 0)
+    launch.block, launch.future, launch.fed = block, block.agent, True
+
+
+def status(launch: Launch) -> QueueStatus:
+    """Where a fed cluster stands: FINISHED once its run answered (or the block's run is gone)."""
+    block = launch.block
+    assert block is not None
+    where = f"pilot job {block.job_id}"
+    if launch.future is None or launch.future.done() or inbox.read_done(block.inbox, request_id(launch)) is not None:
+        return QueueStatus(QueueState.FINISHED)
+    if os.path.exists(os.path.join(block.inbox, request_id(launch) + inbox.REQUEST_SUFFIX)):
+        return QueueStatus(QueueState.PENDING, f"fed to {where}")
+    return QueueStatus(QueueState.RUNNING, f"in {where}")
+
+
+def cancel(launch: Launch) -> None:
+    """End a fed cluster's run in its block (its tasks killed), as a cancel of its own job would."""
+    block = launch.block
+    if block is not None and block.agent is not None and not block.agent.done():
+        try:
+            inbox.write_cancel(block.inbox, request_id(launch))
+        except OSError:
+            pass  # the block is going: the cluster goes with it
+
+
+def stop(block: blocks.Block) -> None:
+    """Tell the block's run to end (its clusters end as after a signal, resuming from their rescue logs)."""
+    if block.agent is not None and not block.agent.done():
+        try:
+            inbox.write_stop(block.inbox)
+        except OSError:
+            pass
