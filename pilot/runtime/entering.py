@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from typing import NamedTuple
 
@@ -85,6 +84,8 @@ def inspect(runtime: str, name: str, env: dict[str, str]) -> Entry | str:
         return Entry(pid, started, base, "/", (), (), f"its namespaces cannot be read: {exc.strerror or exc}")
     prefix: tuple[str, ...] = ()
     if _status(pid).get("NoNewPrivs") == "1":  # kept: it does not stop nsenter's setns
+        import shutil  # here, not at the top: every rank imports this module before MPI_Init, shutil costs it ms
+
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             return Entry(pid, started, base, "/", (), (), "its process has no_new_privs; setpriv is not on PATH")

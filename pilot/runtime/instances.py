@@ -35,9 +35,7 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 from typing import Callable
 
@@ -94,7 +92,8 @@ class Instances:
         self.token = token
         self.running: dict[tuple[str, ...], Container] = {}
         self._count = 0
-        self._nsenter = shutil.which("nsenter") if enter else None
+        self._nsenter: str | None = None  # looked up when a container first starts (below)
+        self._looked = not enter
         self._said_no_nsenter = not enter
 
     def command_for(self, argv: list[str], env: dict[str, str], cwd: str | None, mark: str,
@@ -135,6 +134,10 @@ class Instances:
             return
         box.entry = found
         why = None
+        if not self._looked:
+            import shutil  # here, not at the top: every rank imports this module before MPI_Init, shutil costs it ms
+
+            self._nsenter, self._looked = shutil.which("nsenter"), True
         if self._nsenter is None:
             if not self._said_no_nsenter:
                 log.warning("nsenter (util-linux) is not on PATH: tasks in started containers run through the "
@@ -186,6 +189,8 @@ def _start(box: Container, cwd: str | None, mark: str, must_end: Callable[[], bo
     env = dict(os.environ)
     env[reaper.MARK_VAR] = mark
     shown = " ".join(argv)
+    import tempfile  # here, not at the top: it imports shutil, which costs every rank's start
+
     with tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)

@@ -21,7 +21,6 @@ import signal
 import time
 
 from pilot.contracts import taskrecord
-from pilot.monitor import stdio
 from pilot.runtime import crashes, hostinfo, instances, reaper, taskexec
 from pilot.runtime.hostscript import HostScript
 from pilot.runtime.options import RunOptions
@@ -40,6 +39,7 @@ from pilot.runtime.protocol import (
     TaskResult,
     WorkerFailed,
 )
+from pilot.runtime.taskstdio import TaskStdio
 from pilot.runtime.transport import Transport
 from pilot.runtime.watchdog import Watchdog
 from pilot.runtime.workqueue import WorkQueue
@@ -72,8 +72,7 @@ class Worker:
         self.shutdown_pending = False
         # What the master sent and the worker has not started; it also decides which may still run.
         self.queue = WorkQueue(hold_on_failure=opts.max_failures > 0)
-        self._out_fd = -1
-        self._err_fd = -1
+        self.files = TaskStdio(opts, self.rank)  # where its tasks' stdout and stderr go
         self._env = dict(os.environ)
         self._waker: taskexec.ChildWaker | None = None
         self._slot: crashes.Slot | None = None  # the name of the running task, for the next run (pilot.runtime.crashes)
@@ -187,10 +186,7 @@ class Worker:
             left = reaper.end_marked(lambda value: value.endswith(suffix), grace=1.0)
             if left:
                 log.info("ended %d process(es) that tasks left running (--keep-task-processes keeps them)", left)
-        for fd in (self._out_fd, self._err_fd):
-            if fd >= 0:
-                os.close(fd)
-        self._out_fd = self._err_fd = -1
+        self.files.close()
         if self._waker is not None:
             self._waker.close()
             self._waker = None
@@ -230,26 +226,6 @@ class Worker:
         return None
 
     # -- tasks ----------------------------------------------------------------
-    def _stdio(self, msg: RunTask) -> tuple[int, int, bool, str | None, str | None]:
-        if self.opts.per_task_stdio:
-            out, err, out_path, err_path = stdio.open_task_stdio(msg.dag or self.opts.dag, msg.name, msg.attempt - 1)
-            return out, err, True, out_path, err_path
-        if msg.dag is not None:
-            # Several DAGs in one run: the task's per-worker files are its DAG's, open for it alone (merged at its end).
-            return (*self._open_worker_files(msg.dag), True, None, None)
-        if self._out_fd < 0:
-            self._out_fd, self._err_fd = self._open_worker_files(self.opts.dag)
-        return self._out_fd, self._err_fd, False, None, None
-
-    def _open_worker_files(self, dag: str) -> tuple[int, int]:
-        out_path, err_path = stdio.worker_paths(dag, self.rank)
-        out_fd = stdio.open_append(out_path)
-        try:
-            return out_fd, stdio.open_append(err_path, readable=self.opts.invocation_records)
-        except OSError:
-            os.close(out_fd)
-            raise
-
     def run_task(self, msg: RunTask) -> TaskResult:
         """Run one attempt; whatever goes wrong comes back as a failed result."""
         try:
@@ -275,7 +251,7 @@ class Worker:
     def _run_task(self, msg: RunTask) -> TaskResult:
         self.kill_requested = False
         try:
-            out_fd, err_fd, own, out_path, err_path = self._stdio(msg)
+            out_fd, err_fd, own, out_path, err_path = self.files.open(msg)
         except OSError as exc:
             error = f"cannot open stdio files for task {msg.name}: {exc}"
             self.t.send(MASTER, WorkerFailed(self.rank, error))
