@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from pilot.sites import SiteConfig
 from pilot.siteschema import format_walltime
@@ -53,12 +54,13 @@ def host_options(site: SiteConfig) -> list[str]:
     return opts
 
 
-def pilot_args(site: SiteConfig, dag_name: str) -> list[str]:
-    """``pilot run`` options for a cluster's batch job on ``site`` (planner scripts and pilot submit alike)."""
+def pilot_args(site: SiteConfig, dag_name: str, extra: Sequence[str] = ()) -> list[str]:
+    """``pilot run`` options for a cluster's batch job on ``site`` (planner scripts and pilot submit alike);
+    ``extra``: the cluster's own (its task files, ClusterSpec.run_options), before the DAG, which comes last."""
     # -o/-e and the invocation records make <cluster>.out the job output pegasus-monitord reads (no file per task).
     base = dag_name[:-4] if dag_name.endswith(".dag") else dag_name
     return ["--max-wall-time", f"{pilot_wall_time(site.walltime_minutes):g}", "--jobstate-log", "--invocation-records",
-            "-o", base + ".out", "-e", base + ".err", *host_options(site), *split(site.pilot_options), dag_name]
+            "-o", base + ".out", "-e", base + ".err", *host_options(site), *split(site.pilot_options), *extra, dag_name]
 
 
 @dataclass

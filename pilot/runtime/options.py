@@ -44,6 +44,9 @@ class RunOptions(NamedTuple):
     keep_task_processes: bool = False
     ignore_runtimes: bool = False
     max_crashes: int = DEFAULT_MAX_CRASHES
+    task_files: str | None = None  # pilot.contracts.taskfiles: tasks that run in a directory of their own
+    local_scratch: str | None = None  # where those directories go (None: $TMPDIR, else /tmp)
+    keep_task_dirs: bool = False  # leave each such directory behind (for a look at what a task left)
 
     @property
     def rescue_path(self) -> str:

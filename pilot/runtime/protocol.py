@@ -17,7 +17,7 @@ Annotations here are evaluated (no ``from __future__ import annotations``):
 from collections.abc import Sequence
 from typing import NamedTuple
 
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 9
 # Seconds between the SIGTERM and the SIGKILL a worker sends a task's process group on
 # KillTask; the master waits that long, plus a margin, for the workers' answers.
 KILL_GRACE = 3.0
@@ -85,6 +85,9 @@ class RunTask(NamedTuple):
     cwd: str | None = None  # the task's working directory (#pilot cwd=); None: the worker's own
     stdio: tuple[str, str, str] | None = None  # files for stdin, stdout, stderr ("": the usual), from its cwd
     env: tuple[tuple[str, str], ...] | None = None  # variables set on top of the worker's environment (#pilot env)
+    # (inputs, outputs) relative to ``cwd``, from --task-files: the task runs in a directory of its own on
+    # node-local storage (pilot.runtime.taskdir, which says why the master sends them); None: it runs in ``cwd``
+    files: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
 
 class Resume(NamedTuple):

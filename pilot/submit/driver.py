@@ -508,8 +508,8 @@ class Driver:
 
     def _submit(self, c: ClusterRecord, site: SiteConfig) -> None:
         spec = self.specs[c.name]
-        req = request_for(site, spec.name, spec.dir, pilot_args(site, os.path.basename(spec.dag)), ranks=spec.ranks,
-                          queue=spec.queue, account=spec.account, directives=spec.directives)
+        req = request_for(site, spec.name, spec.dir, pilot_args(site, os.path.basename(spec.dag), spec.run_options),
+                          ranks=spec.ranks, queue=spec.queue, account=spec.account, directives=spec.directives)
         self._dirty = True
         try:
             job = self.backend.submit(site, req, c.job_name or "")

@@ -1,0 +1,187 @@
+"""A task in a directory of its own on node-local storage (nonsharedfs, condorio): pilot run --task-files.
+
+Under the sharedfs data configuration every task runs in the workflow's directory on the shared scratch, so
+a parallel file system sees every file a task makes, temporary ones included. A task that declares its files
+(pilot.contracts.taskfiles) runs instead in ``<local scratch>/pilot-<uid>-<dag>-<task>``: its declared inputs
+are symbolic links to the workflow's directory (a link, not a copy: the task reads each input once either
+way, and a copy would read and write it once more; ``pegasus.transfer.links`` does not change this), its
+declared outputs are moved there once it exits 0, and the directory is removed. The shared scratch sees a
+few operations per task: a rename (or, across file systems, one copy) per output and a lookup per input.
+
+- An output the task declared but did not write fails the task, with one line naming the file in its stderr
+  and its result, as PegasusLite's stage-out fails the job.
+- A failed task (or one whose outputs could not be moved) leaves nothing on the shared scratch: outputs
+  moved before the failing one are removed again, and the task directory is removed with whatever the task
+  wrote (``--keep-task-dirs`` keeps it, for a look at what a failed task left).
+- The directory's name is fixed by the DAG and the task, so an attempt after a killed run (SIGKILL, a lost
+  node) finds what the killed one left and starts from an empty directory.
+- A move is ``rename`` where the local scratch and the shared scratch are one file system, else a copy to a
+  temporary name beside the target, fsynced and renamed into place (readers never see half a file), and the
+  local file unlinked.
+
+The master sends each task's lists with its ``RunTask`` (``RunTask.files``), read once from the file at its
+start: a worker then never reads the list of the whole cluster from the shared file system (every rank
+would, and hold all of it), and a task without lists costs nothing more than a ``None`` field.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from typing import Mapping
+
+
+LOCAL_SCRATCH_DEFAULT = "/tmp"
+Files = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # (inputs, outputs, optional outputs): pilot.contracts.taskfiles.TaskFiles
+
+
+def local_scratch(given: str | None, env: Mapping[str, str]) -> str:
+    """The node-local directory task directories go in: ``--local-scratch``, else ``$TMPDIR``, else /tmp."""
+    return given or env.get("TMPDIR") or LOCAL_SCRATCH_DEFAULT
+
+
+def read_lists(path: str, dag) -> dict[str, Files]:
+    """The master's copy of --task-files; a task the DAG does not hold is an error (the file of another DAG)."""
+    from pilot.contracts.taskfiles import read_taskfiles  # noqa: PLC0415 - only a run given --task-files reads it
+    from pilot.errors import ConfigError  # noqa: PLC0415
+
+    lists = read_taskfiles(path)
+    stray = next((name for name in lists if name not in dag), None)
+    if stray is not None:
+        raise ConfigError(f"{path}: task {stray} is not in {dag.path}: give the task files of this DAG "
+                          "(pilot plan writes <dag>.taskfiles beside it)")
+    return lists
+
+
+class TaskDirs:
+    """Makes, fills, empties and removes the task directories of one worker."""
+
+    def __init__(self, root: str, keep: bool = False) -> None:
+        self.root = root
+        self.keep = keep
+        self._prefix = ""  # pilot-<uid>-<dag>-, made at the first task (the DAG's key comes with HostSetup)
+
+    def path(self, name: str, dag_key: str) -> str:
+        if not self._prefix:
+            import zlib  # noqa: PLC0415 - only workers that run such tasks load it
+
+            self._prefix = f"pilot-{os.getuid()}-{zlib.crc32(dag_key.encode('utf-8', 'surrogateescape')):08x}-"
+        leaf = self._prefix + name.replace("%", "%25").replace("/", "%2F")
+        if len(leaf.encode("utf-8", "surrogateescape")) > 200:  # a file name is at most 255 bytes
+            import zlib  # noqa: PLC0415
+
+            leaf = f"{leaf[:100]}-{zlib.crc32(name.encode('utf-8', 'surrogateescape')):08x}"
+        return os.path.join(self.root, leaf)
+
+    def prepare(self, name: str, dag_key: str, shared: str | None, files: Files) -> str:
+        """An empty directory for the task, its inputs linked from ``shared``; its path (the task's cwd)."""
+        path = self.path(name, dag_key)
+        _remove_tree(path)  # what an attempt of a killed run left
+        os.makedirs(path, 0o700)
+        base = shared or os.getcwd()
+        try:
+            for lfn in files[0]:
+                link = os.path.join(path, lfn)
+                if "/" in lfn:
+                    os.makedirs(os.path.dirname(link), exist_ok=True)
+                os.symlink(os.path.join(base, lfn), link)
+        except BaseException:
+            _remove_tree(path)
+            raise
+        return path
+
+    def finish(self, name: str, path: str, shared: str | None, files: Files, status: int, err_fd: int) -> int:
+        """The task's status once its outputs (if it exited 0) are moved to ``shared`` and its directory is
+        removed: 1 where an output is missing or cannot be moved, said in one line on ``err_fd``."""
+        error = None
+        try:
+            if status == 0:
+                error = _move_outputs(path, shared or os.getcwd(), files[1], files[2])
+        finally:
+            if not self.keep:
+                _remove_tree(path)
+        if error is None:
+            return status
+        os.write(err_fd, f"Task {name}: {error}\n".encode("utf-8", "surrogateescape"))
+        return 1
+
+
+def _move_outputs(path: str, shared: str, outputs: tuple[str, ...], optional: tuple[str, ...]) -> str | None:
+    for lfn in outputs:  # all of them first: a missing one fails the task before anything reaches the shared scratch
+        if not os.path.lexists(os.path.join(path, lfn)):
+            return f"declared output {lfn} was not written (it is moved from {path} to {shared} when the task ends)"
+    moved: list[str] = []
+    for lfn in (*outputs, *optional):
+        src, dest = os.path.join(path, lfn), os.path.join(shared, lfn)
+        try:
+            if os.path.islink(src) and os.readlink(src) == dest:
+                continue  # the input's own link (an inout or checkpoint file): the task wrote through it, if at all
+            if not os.path.lexists(src):
+                continue  # an optional output the task did not write (the others were checked above)
+            if "/" in lfn:
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+            _move(src, dest)
+        except OSError as exc:
+            for done in moved:
+                _unlink(done)
+            return f"cannot move declared output {lfn} to {shared}: {exc.strerror or exc}"
+        moved.append(dest)
+    return None
+
+
+def _move(src: str, dest: str) -> None:
+    """rename, else (another file system) copy beside ``dest``, fsync, rename into place and unlink ``src``."""
+    try:
+        os.rename(src, dest)
+        return
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+    import shutil  # noqa: PLC0415 - a worker imports it only when a move crosses file systems (start-up cost)
+
+    tmp = f"{dest}.tmp.{os.getpid()}"
+    try:
+        if os.path.isdir(src) and not os.path.islink(src):
+            shutil.copytree(src, tmp, symlinks=True)
+        else:
+            shutil.copyfile(src, tmp, follow_symlinks=False)
+            shutil.copymode(src, tmp)
+            fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        os.replace(tmp, dest)
+    except BaseException:
+        _remove_tree(tmp)
+        raise
+    _remove_tree(src)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except IsADirectoryError:
+        _remove_tree(path)
+    except OSError:
+        pass
+
+
+def _remove_tree(path: str) -> None:
+    """Remove ``path`` whatever it is (a task may leave read-only directories: made writable first)."""
+    try:
+        if os.path.islink(path) or not os.path.isdir(path):
+            os.unlink(path)
+            return
+    except FileNotFoundError:
+        return
+
+    try:
+        shutil.rmtree(path)
+    except OSError:
+        for top, _, _ in os.walk(path):
+            try:
+                os.chmod(top, 0o700)
+            except OSError:
+                pass
+        shutil.rmtree(path, ignore_errors=True)
