@@ -175,6 +175,7 @@ def _remove_tree(path: str) -> None:
             return
     except FileNotFoundError:
         return
+    import shutil  # noqa: PLC0415 - not at a worker's start (see _move)
 
     try:
         shutil.rmtree(path)
