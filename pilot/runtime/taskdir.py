@@ -28,11 +28,14 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
+if TYPE_CHECKING:
+    from pilot.dag.model import Dag
 
 LOCAL_SCRATCH_DEFAULT = "/tmp"
-Files = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # (inputs, outputs, optional outputs): pilot.contracts.taskfiles.TaskFiles
+# (inputs, outputs, optional outputs): pilot.contracts.taskfiles.TaskFiles, which a worker does not import
+Files = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
 
 
 def local_scratch(given: str | None, env: Mapping[str, str]) -> str:
@@ -40,7 +43,7 @@ def local_scratch(given: str | None, env: Mapping[str, str]) -> str:
     return given or env.get("TMPDIR") or LOCAL_SCRATCH_DEFAULT
 
 
-def read_lists(path: str, dag) -> dict[str, Files]:
+def read_lists(path: str, dag: Dag) -> dict[str, Files]:
     """The master's copy of --task-files; a task the DAG does not hold is an error (the file of another DAG)."""
     from pilot.contracts.taskfiles import read_taskfiles  # noqa: PLC0415 - only a run given --task-files reads it
     from pilot.errors import ConfigError  # noqa: PLC0415
@@ -62,15 +65,14 @@ class TaskDirs:
         self._prefix = ""  # pilot-<uid>-<dag>-, made at the first task (the DAG's key comes with HostSetup)
 
     def path(self, name: str, dag_key: str) -> str:
-        if not self._prefix:
-            import zlib  # noqa: PLC0415 - only workers that run such tasks load it
+        """``<root>/pilot-<uid>-<crc of the DAG>-<task>``: one per task and DAG, the same in every run."""
+        import zlib  # noqa: PLC0415 - only workers that run such tasks load it
 
+        if not self._prefix:
             self._prefix = f"pilot-{os.getuid()}-{zlib.crc32(dag_key.encode('utf-8', 'surrogateescape')):08x}-"
         leaf = self._prefix + name.replace("%", "%25").replace("/", "%2F")
         if len(leaf.encode("utf-8", "surrogateescape")) > 200:  # a file name is at most 255 bytes
-            import zlib  # noqa: PLC0415
-
-            leaf = f"{leaf[:100]}-{zlib.crc32(name.encode('utf-8', 'surrogateescape')):08x}"
+            leaf = f"{self._prefix}{zlib.crc32(name.encode('utf-8', 'surrogateescape')):08x}"
         return os.path.join(self.root, leaf)
 
     def prepare(self, name: str, dag_key: str, shared: str | None, files: Files) -> str:
