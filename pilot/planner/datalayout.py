@@ -109,7 +109,8 @@ def unsupported_configuration(value: str) -> str | None:
 
 
 def local_scratch(catalogs: Catalogs, handle: str) -> str | None:
-    """The execution site's ``localScratch`` directory in the site catalog (None: none; the node's $TMPDIR)."""
+    """The execution site's ``localScratch`` directory in the site catalog (None: none; the node's $TMPDIR). A
+    ``$VAR`` left in it is pilot run's to read from the job's environment on each node."""
     entry = catalogs.sites.get(handle)
     directory = entry.directories.get(DirectoryType.LOCAL_SCRATCH) if entry is not None else None
     return directory.path.rstrip("/") or "/" if directory is not None else None

@@ -116,3 +116,13 @@ def test_a_task_files_list_of_another_shape_is_one_line(tmp_path):
     bad.write_text(json.dumps({"format": 7}) + "\n")
     with pytest.raises(ConfigError, match=r"x\.dag\.taskfiles:1: expected \{\"format\": 1\}"):
         read_taskfiles(str(bad))
+
+
+def test_a_relative_local_scratch_is_refused_at_plan_time(tmp_path):
+    paths = data_workflow(tmp_path, props={"pegasus.data.configuration": "nonsharedfs"})
+    doc = yaml.safe_load(Path(paths["workflow"]).read_text())
+    doc["siteCatalog"]["sites"][0]["directories"].append({"type": "localScratch", "path": "node/tmp"})
+    Path(paths["workflow"]).write_text(yaml.safe_dump(doc))
+    res = pilot_plan(paths, tmp_path / "s")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert "directories[2].path: 'node/tmp' is not an absolute path" in res.stderr  # the catalog's reader says so
