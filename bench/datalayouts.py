@@ -1,22 +1,24 @@
 """sharedfs against nonsharedfs and condorio: wall time and file-system operations on the shared scratch.
 
-    python bench/data.py --layouts [--jobs 10000] [--trace-jobs N] [--transfer-jobs 10]
+    python bench/data.py --layouts [--jobs 10000] [--trace-jobs N] [--transfer-jobs 10] [--tasks-only]
 
 One workflow of N jobs on one level, each reading its input ``in<i>`` (staged in from the replica
 catalog), writing three temporary files of its own, and its output ``out<i>`` (staged out and
 registered), as a program with scratch files does. It is planned with ``--cluster whole`` for the local
-site under each data configuration (pegasus.data.configuration), and the cluster's DAG run with
-``mpiexec -n 3 pilot run``, in the same invocation, one layout after the other:
+site under each data configuration (pegasus.data.configuration), and run with ``mpiexec -n 3 pilot run``
+and the options of the cluster's batch script, in the same invocation, one layout after the other:
 
-- wall time: a run as it is;
-- operations on the shared scratch: a second run of ``--trace-jobs`` jobs under
+- workflow: the wall time of the cluster's DAG, data jobs and all (not with ``--tasks-only``);
+- tasks: the wall time of its N compute tasks alone (the DAG without its data jobs, their inputs put in
+  the workflow's directory beforehand): the part the layouts change;
+- operations on the shared scratch: a run of ``--trace-jobs`` compute tasks alone under
   ``strace -f -y -e trace=%file``, counting every system call that names a path in the shared scratch
   (strace's ``-y`` gives the directory a relative name is looked up in, and the file an open returns, so
   an open through a task directory's link to the shared scratch counts as the shared-scratch open it is).
 
 The data jobs (create-dir, stage-in, stage-out, registration, cleanup) run in the workflow's directory in
-every layout, so they are in every count; the difference is the compute tasks'. Figures go in notes, not
-tests.
+every layout, the same operations each time; pegasus-transfer's 2 s wait before each call makes most of
+the workflow's time. Figures go in notes, not tests.
 """
 
 from __future__ import annotations
@@ -41,7 +43,14 @@ exec rm -f "tmp.$$.1" "tmp.$$.2" "tmp.$$.3"
 PATHS = re.compile(r'(?:AT_FDCWD|-?\d+)<([^>]*)>, "([^"]*)"|(?:^\w+\(|, )"([^"]*)"')
 
 
-def write(base: str, n: int, layout: str, transfer_jobs: int) -> tuple[str, str]:
+def node_local(base: str) -> str:
+    """The nodes' local scratch: /dev/shm where there is one (a RAM file system, as many clusters' $TMPDIR is),
+    else a directory beside the shared scratch."""
+    return tempfile.mkdtemp(prefix="pilot-bench-node-", dir="/dev/shm") if os.path.isdir("/dev/shm") \
+        else os.path.join(base, "node-local")
+
+
+def write(base: str, n: int, layout: str, transfer_jobs: int, local: str) -> tuple[str, str]:
     """The workflow (Pegasus 5 YAML) with its inputs and properties; (workflow, properties)."""
     data = os.path.join(base, "inputs")
     os.makedirs(data, exist_ok=True)
@@ -56,7 +65,7 @@ def write(base: str, n: int, layout: str, transfer_jobs: int) -> tuple[str, str]
                  f"      pfn: {work}\n      type: installed\n")
         fh.write(f"siteCatalog:\n  sites:\n  - name: local\n    directories:\n"
                  f"    - type: sharedScratch\n      path: {base}/scratch-{layout}\n"
-                 f"    - type: localScratch\n      path: {base}/node-local\n"
+                 f"    - type: localScratch\n      path: {local}\n"
                  f"    - type: localStorage\n      path: {base}/output-{layout}\n")
         fh.write("replicaCatalog:\n  replicas:\n")
         for i in range(n):
@@ -160,10 +169,13 @@ def count(trace: str, shared: str) -> collections.Counter:
     return out
 
 
-def compare(jobs: int, trace_jobs: int, transfer_jobs: int) -> None:
+def compare(jobs: int, trace_jobs: int, transfer_jobs: int, tasks_only: bool = False) -> None:
+    """``tasks_only``: skip the run of the whole workflow, whose data jobs (the same in every layout) take most
+    of its time at 10,000 jobs."""
     if shutil.which("strace") is None:
         sys.exit("strace is needed to count the operations (apt-get install strace)")
     base = tempfile.mkdtemp(prefix="pilot-bench-layouts-")
+    local = node_local(base)
     try:
         whole: dict[str, float] = {}
         tasks: dict[str, float] = {}
@@ -171,12 +183,13 @@ def compare(jobs: int, trace_jobs: int, transfer_jobs: int) -> None:
         for layout in LAYOUTS:
             where = os.path.join(base, layout)
             os.makedirs(where)
-            workflow, props = write(where, jobs, layout, transfer_jobs)
+            workflow, props = write(where, jobs, layout, transfer_jobs, local)
             cdir = plan(workflow, props, os.path.join(where, "submit"))
-            whole[layout] = run(cdir)
             scratch = os.path.join(where, f"scratch-{layout}")
-            workdir = next(os.path.join(scratch, d, "pegasus", "layouts", "submit") for d in os.listdir(scratch))
-            shutil.rmtree(scratch)
+            with open(os.path.join(cdir, os.path.basename(cdir) + ".dag")) as fh:
+                workdir = next(line.split("=", 1)[1].strip() for line in fh if line.startswith("#pilot cwd="))
+            whole[layout] = float("nan") if tasks_only else run(cdir)
+            shutil.rmtree(scratch, ignore_errors=True)
             tasks[layout] = run(cdir, compute_only(cdir, workdir, os.path.join(where, "inputs"), jobs))
             shutil.rmtree(scratch)
             trace = os.path.join(where, "strace.txt")
@@ -184,7 +197,8 @@ def compare(jobs: int, trace_jobs: int, transfer_jobs: int) -> None:
             ops[layout] = count(trace, scratch)
             shutil.rmtree(where, ignore_errors=True)
         print(f"{jobs} jobs, each with three temporary files (mpiexec -n 3 pilot run, --cluster whole, "
-              f"{transfer_jobs} stage-in, stage-out and cleanup jobs); wall time of the whole workflow and of its "
+              f"{transfer_jobs} stage-in, stage-out and cleanup jobs; shared scratch in {tempfile.gettempdir()}, "
+              f"local scratch in {os.path.dirname(local)}); wall time of the whole workflow and of its "
               f"compute tasks alone; operations on the shared scratch counted under strace over {trace_jobs} "
               "compute tasks")
         for layout in LAYOUTS:
@@ -198,3 +212,4 @@ def compare(jobs: int, trace_jobs: int, transfer_jobs: int) -> None:
                   f"{sum(ops[layout].values()) / max(1, sum(ops['sharedfs'].values())):.2f}")
     finally:
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(local, ignore_errors=True)

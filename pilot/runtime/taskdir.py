@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
@@ -63,6 +64,9 @@ class TaskDirs:
         self.root = root
         self.keep = keep
         self._prefix = ""  # pilot-<uid>-<dag>-, made at the first task (the DAG's key comes with HostSetup)
+        # The local and the shared scratch are two file systems (a rename said EXDEV once): outputs are copied
+        # without trying a rename first, each a lookup on the shared file system the less.
+        self.cross = False
 
     def path(self, name: str, dag_key: str) -> str:
         """``<root>/pilot-<uid>-<crc of the DAG>-<task>``: one per task and DAG, the same in every run."""
@@ -98,7 +102,7 @@ class TaskDirs:
         error = None
         try:
             if status == 0:
-                error = _move_outputs(path, shared or os.getcwd(), files[1], files[2])
+                error = self._move_outputs(path, shared or os.getcwd(), files[1], files[2])
         finally:
             if not self.keep:
                 _remove_tree(path)
@@ -108,56 +112,82 @@ class TaskDirs:
         return 1
 
 
-def _move_outputs(path: str, shared: str, outputs: tuple[str, ...], optional: tuple[str, ...]) -> str | None:
-    for lfn in outputs:  # all of them first: a missing one fails the task before anything reaches the shared scratch
-        if not os.path.lexists(os.path.join(path, lfn)):
-            return f"declared output {lfn} was not written (it is moved from {path} to {shared} when the task ends)"
-    moved: list[str] = []
-    for lfn in (*outputs, *optional):
-        src, dest = os.path.join(path, lfn), os.path.join(shared, lfn)
-        try:
-            if os.path.islink(src) and os.readlink(src) == dest:
-                continue  # the input's own link (an inout or checkpoint file): the task wrote through it, if at all
-            if not os.path.lexists(src):
-                continue  # an optional output the task did not write (the others were checked above)
-            if "/" in lfn:
-                os.makedirs(os.path.dirname(dest), exist_ok=True)
-            _move(src, dest)
-        except OSError as exc:
-            for done in moved:
-                _unlink(done)
-            return f"cannot move declared output {lfn} to {shared}: {exc.strerror or exc}"
-        moved.append(dest)
-    return None
-
-
-def _move(src: str, dest: str) -> None:
-    """rename, else (another file system) copy beside ``dest``, fsync, rename into place and unlink ``src``."""
-    try:
-        os.rename(src, dest)
-        return
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise
-    import shutil  # noqa: PLC0415 - a worker imports it only when a move crosses file systems (start-up cost)
-
-    tmp = f"{dest}.tmp.{os.getpid()}"
-    try:
-        if os.path.isdir(src) and not os.path.islink(src):
-            shutil.copytree(src, tmp, symlinks=True)
-        else:
-            shutil.copyfile(src, tmp, follow_symlinks=False)
-            shutil.copymode(src, tmp)
-            fd = os.open(tmp, os.O_RDONLY | os.O_CLOEXEC)
+    def _move_outputs(self, path: str, shared: str, outputs: tuple[str, ...], optional: tuple[str, ...]) -> str | None:
+        for lfn in outputs:  # all first: a missing one fails the task before anything reaches the shared scratch
+            if not os.path.lexists(os.path.join(path, lfn)):
+                return f"declared output {lfn} was not written (it is moved from {path} to {shared} when the task ends)"
+        moved: list[str] = []
+        for lfn in (*outputs, *optional):
+            src, dest = os.path.join(path, lfn), os.path.join(shared, lfn)
             try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        os.replace(tmp, dest)
-    except BaseException:
-        _remove_tree(tmp)
-        raise
-    _remove_tree(src)
+                if os.path.islink(src) and os.readlink(src) == dest:
+                    continue  # the input's own link (an inout or checkpoint file): the task wrote through it, if at all
+                if not os.path.lexists(src):
+                    continue  # an optional output the task did not write (the others were checked above)
+                if "/" in lfn:
+                    os.makedirs(os.path.dirname(dest), exist_ok=True)
+                self._move(src, dest)
+            except OSError as exc:
+                for done in moved:
+                    _unlink(done)
+                return f"cannot move declared output {lfn} to {shared}: {exc.strerror or exc}"
+            moved.append(dest)
+        return None
+
+    def _move(self, src: str, dest: str) -> None:
+        """rename, else (another file system) copy to a temporary name beside ``dest``, fsync, rename into place:
+        two operations on the shared file system (a create and a rename) besides the data."""
+        if not self.cross:
+            try:
+                os.rename(src, dest)
+                return
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise
+                self.cross = True
+        tmp = f"{dest}.tmp.{os.getpid()}"
+        try:
+            _copy(src, tmp)
+            os.replace(tmp, dest)
+        except BaseException:
+            _remove_tree(tmp)
+            raise
+        _remove_tree(src)
+
+
+def _copy(src: str, tmp: str) -> None:
+    """``src`` (a file, link or directory) to the new name ``tmp``, its data fsynced."""
+    st = os.lstat(src)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(src), tmp)
+        return
+    if stat.S_ISDIR(st.st_mode):
+        import shutil  # noqa: PLC0415 - a worker imports it only for such an output (start-up cost)
+
+        shutil.copytree(src, tmp, symlinks=True)
+        return
+    fin = os.open(src, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fout = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, stat.S_IMODE(st.st_mode))
+        try:
+            left = st.st_size
+            while left > 0:
+                sent = os.sendfile(fout, fin, None, min(left, 1 << 30))
+                if sent == 0:  # the file shrank under us: what is there is copied
+                    break
+                left -= sent
+            while True:  # and what grew since the lstat
+                data = os.read(fin, 1 << 20)
+                if not data:
+                    break
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fout, view):]
+            os.fsync(fout)
+        finally:
+            os.close(fout)
+    finally:
+        os.close(fin)
 
 
 def _unlink(path: str) -> None:
