@@ -102,6 +102,8 @@ def run(cdir: str, dag: str | None = None, trace: str | None = None) -> float:
     words = words[words.index("run") + 1:]
     if dag:
         words[-1] = dag
+        if "--task-files" in words:
+            words[words.index("--task-files") + 1] = dag + ".taskfiles"
     mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     cmd = [mpiexec if os.path.exists(mpiexec) else "mpiexec", "-n", "3", sys.executable, "-m", "pilot", "run", "-s",
            "-q", "-n", *words]
