@@ -1,6 +1,9 @@
 """Staging cost: N jobs, each copying one input to one output, with and without Pegasus' data jobs.
 
     python bench/data.py [--jobs 10000] [--transfer-jobs 10] [--no-run]
+    python bench/data.py --layouts [--jobs 10000] [--trace-jobs N] [--transfer-jobs 10] [--tasks-only]
+
+With ``--layouts``: the data configurations against each other (bench/datalayouts.py).
 
 Two workflows of the same N ``cp`` jobs on one level, planned with ``--cluster whole``
 for the local site and run with ``mpiexec -n 3 pilot run`` on the cluster's DAG:
@@ -93,7 +96,18 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=10000)
     p.add_argument("--transfer-jobs", type=int, default=10, help="stage-in, stage-out and cleanup jobs for the run")
     p.add_argument("--no-run", action="store_true", help="plan only")
+    p.add_argument("--layouts", action="store_true",
+                   help="sharedfs against nonsharedfs and condorio: wall time and operations on the shared scratch")
+    p.add_argument("--trace-jobs", type=int, help="with --layouts: jobs of the run counted under strace "
+                   "(default: --jobs; strace slows every system call)")
+    p.add_argument("--tasks-only", action="store_true", help="with --layouts: time the compute tasks alone, not "
+                   "the whole workflow (its data jobs, the same in every layout, take most of its time)")
     ns = p.parse_args()
+    if ns.layouts:
+        from datalayouts import compare  # noqa: PLC0415 - bench/ is on sys.path as the script's directory
+
+        compare(ns.jobs, ns.trace_jobs or ns.jobs, ns.transfer_jobs, ns.tasks_only)
+        return
     base = tempfile.mkdtemp(prefix="pilot-bench-data-")
     try:
         staged, inplace = write(base, ns.jobs, True), write(base, ns.jobs, False)

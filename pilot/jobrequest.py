@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from pilot.sites import SiteConfig
 from pilot.siteschema import format_walltime
@@ -53,15 +54,17 @@ def host_options(site: SiteConfig) -> list[str]:
     return opts
 
 
-def pilot_args(site: SiteConfig, dag_name: str, walltime_minutes: float | None = None) -> list[str]:
+def pilot_args(site: SiteConfig, dag_name: str, walltime_minutes: float | None = None,
+               extra: Sequence[str] = ()) -> list[str]:
     """``pilot run`` options for a cluster's batch job on ``site`` (planner scripts and pilot submit alike), whose
-    walltime is ``walltime_minutes`` (None: the site's)."""
+    walltime is ``walltime_minutes`` (None: the site's); ``extra``: the cluster's own (its task files,
+    ClusterSpec.run_options), before the DAG, which comes last."""
     # -o/-e and the invocation records make <cluster>.out the job output pegasus-monitord reads (no file per task);
     # a worker starts a job's container once and runs its tasks of that image in it (pilot.runtime.instances).
     base = dag_name[:-4] if dag_name.endswith(".dag") else dag_name
     return ["--max-wall-time", f"{pilot_wall_time(walltime_minutes or site.walltime_minutes):g}", "--jobstate-log",
             "--invocation-records", "-o", base + ".out", "-e", base + ".err", "--containers", "once",
-            *host_options(site), *split(site.pilot_options), dag_name]
+            *host_options(site), *split(site.pilot_options), *extra, dag_name]
 
 
 @dataclass

@@ -18,6 +18,7 @@ import argparse
 import math
 import os
 import resource
+import string
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
@@ -92,6 +93,15 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--inbox", metavar="DIR",
                    help="run the DAGs fed to this directory as they come, each with its own record, until told to stop "
                         "(pilot submit --pilots runs one such run per pilot job)")
+    p.add_argument("--task-files", metavar="path",
+                   help="run each task this file lists (pilot plan writes it for the nonsharedfs and condorio data "
+                        "configurations) in a directory of its own on node-local storage: its declared inputs "
+                        "linked in, its declared outputs moved to its working directory when it exits 0")
+    p.add_argument("--local-scratch", metavar="dir",
+                   help="node-local directory for those task directories; $VARS are read from the job's "
+                        "environment on each node (default: $TMPDIR, else /tmp)")
+    p.add_argument("--keep-task-dirs", action="store_true",
+                   help="leave each task's directory behind instead of removing it (to look at what a task left)")
     return p
 
 
@@ -114,6 +124,7 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, pr
             raise UsageError(f"{prog}: --maxfds {ns.maxfds} is more than RLIMIT_NOFILE ({limit}); use at most {limit}")
     wall = _given(ns.max_wall_time, env, "PMC_MAX_WALL_TIME", _wall_minutes)
     max_crashes = _given(ns.max_crashes, env, "PMC_MAX_CRASHES", whole_number(1))
+    scratch = _local_scratch(ns.local_scratch, env, prog)
     return RunOptions(
         dag=ns.dag,
         verbosity=ns.verbose - ns.quiet,
@@ -146,7 +157,29 @@ def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, pr
         containers_once=ns.containers in ("once", "once-exec"),
         containers_exec=ns.containers == "once-exec",
         inbox=ns.inbox,
+        task_files=ns.task_files,
+        local_scratch=scratch,
+        keep_task_dirs=ns.keep_task_dirs,
     )
+
+
+def _local_scratch(value: str | None, env: Mapping[str, str], prog: str) -> str | None:
+    """--local-scratch with its $VARS replaced from this node's environment (a job's node-local directory is
+    often named by a variable the batch system sets on the node, e.g. $TMPDIR or /local/$SLURM_JOB_ID)."""
+    if value is None:
+        return None
+    try:
+        path = string.Template(value).substitute(env)
+    except KeyError as exc:
+        raise UsageError(f"{prog}: --local-scratch {value!r}: ${exc.args[0]} is not set in this job's environment on "
+                         "this node; set it, or give the directory itself") from None
+    except ValueError:
+        raise UsageError(f"{prog}: --local-scratch {value!r}: a '$' that starts no variable name; write $$ for a "
+                         "'$' itself") from None
+    if not os.path.isabs(path):
+        raise UsageError(f"{prog}: --local-scratch {value!r} is not an absolute path: give a node-local directory, "
+                         "e.g. /tmp")
+    return path
 
 
 def _given(value: T | None, env: Mapping[str, str], name: str, convert: Callable[[str], T]) -> T | None:

@@ -63,6 +63,7 @@ class ClusterSpec:
     walltime_minutes: float | None = None
     subworkflow: "SubworkflowSpec | None" = None  # only for kind subworkflow
     script: str | None = None  # its batch script, to submit by hand; None: it has none (a sub-workflow)
+    run_options: tuple[str, ...] = ()  # its own pilot run options, before the DAG (its --task-files)
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,8 @@ def write_clusters(submit_dir: str, plan: PlanInfo, clusters: Iterable[ClusterSp
                                                             ("walltime_minutes", c.walltime_minutes)) if value is not None]
         if c.category is not None:
             lines += [f"  category: {j(c.category)}", f"  maxjobs: {j(c.maxjobs)}"]
+        if c.run_options:
+            lines.append(f"  run_options: {j(list(c.run_options))}")
         sub = c.subworkflow
         if sub is not None:
             lines += ["  subworkflow:", f"    workflow: {j(os.path.abspath(sub.workflow))}",
@@ -178,6 +181,7 @@ def read_clusters(submit_dir: str) -> list[ClusterSpec]:
                 walltime_minutes=None if item.get("walltime_minutes") is None else float(item["walltime_minutes"]),
                 subworkflow=_subworkflow(submit_dir, item.get("subworkflow")),
                 script=None if item.get("script") is None else os.path.join(submit_dir, item["script"]),
+                run_options=tuple(str(o) for o in item.get("run_options") or ()),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{path}: cluster #{n}: bad or missing field ({type(exc).__name__}: {exc}); re-plan with pilot plan") from None

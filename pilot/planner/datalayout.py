@@ -1,13 +1,15 @@
 """Where a workflow's files live: the execution site's scratch, the output site's storage, the tools.
 
-Pegasus' sharedfs data configuration, the one its PMC-only mode uses: every
-job of the workflow runs in one directory on the execution site's shared
-scratch (``<scratch>/<user>/pegasus/<workflow>/runNNNN``), inputs are staged
-into it, outputs staged out of it to the output site's storage. Pegasus'
-own default, condorio, moves files through HTCondor, and nonsharedfs through
-PegasusLite and a staging site: neither exists without Condor, so pilot plans
-them as sharedfs, which gives each job the files it declares where it runs and
-its outputs at the output site, and says so once (planner.replaced).
+Every job of the workflow has one directory on the execution site's shared
+scratch (``<scratch>/<user>/pegasus/<workflow>/runNNNN``): inputs are staged
+into it and outputs staged out of it to the output site's storage. In
+Pegasus' sharedfs data configuration, the one its PMC-only mode uses, every
+job runs there. In nonsharedfs and condorio (Pegasus 5's default), which
+PegasusLite runs in a directory of the worker node's own, each compute task
+runs in a directory of its own on node-local storage, its declared inputs
+linked in from the workflow's directory and its outputs moved back there
+(planner.taskdirs, pilot.runtime.taskdir); the data jobs still run in the
+workflow's directory, which plays the part of Pegasus' staging site.
 
 Defaults as pegasus-plan sets them (CPlanner, PegasusConfiguration):
 
@@ -75,15 +77,17 @@ class DataLayout:
     transfer: tuple[str, ...]  # the pegasus-transfer command
     replica_db: str  # the output replica catalog registration writes (Pegasus' JDBCRC file)
     workdir_get: Place | None = None  # the workflow's directory as readers reach it (stage-out reads there)
+    configuration: str = SHAREDFS  # pegasus.data.configuration, lower case: sharedfs, nonsharedfs or condorio
+    local_scratch: str | None = None  # the execution site's localScratch directory (None: the node's $TMPDIR)
 
     @property
     def workdir_read(self) -> Place:
         return self.workdir_get or self.workdir
 
 
-def data_configuration(catalogs: Catalogs, handle: str) -> None:
-    """Refuse a value that is no data configuration, from the properties or the site's profile; condorio and
-    nonsharedfs are planned as sharedfs (said once, where the value was read: planner.replaced)."""
+def data_configuration(catalogs: Catalogs, handle: str) -> str:
+    """The data configuration (lower case), from the site's profile, else the properties, else sharedfs; a
+    value that is none is refused."""
     value = catalogs.properties.get("pegasus.data.configuration")
     where = "pegasus.properties: pegasus.data.configuration"
     site = catalogs.sites.get(handle)
@@ -94,16 +98,22 @@ def data_configuration(catalogs: Catalogs, handle: str) -> None:
     why = None if value is None else unsupported_configuration(value)
     if why:
         raise ConfigError(f"{where} = {value}: {why}")
+    return (value or "").strip().lower() or SHAREDFS
 
 
 def unsupported_configuration(value: str) -> str | None:
-    """Why a value is no data configuration (also read for a properties file's line); None: it is one. condorio
-    (Pegasus 5's default) and nonsharedfs move files through HTCondor and PegasusLite, which pilot runs without:
-    it plans them as sharedfs, where each job finds the files it declares in the directory it runs in and its
-    outputs reach the output site, the result the other two give."""
+    """Why a value is no data configuration (also read for a properties file's line); None: it is one."""
     if value.strip().lower() in ("", *CONFIGURATIONS):
         return None
-    return "is not a data configuration: use sharedfs (or condorio or nonsharedfs, which pilot plans as sharedfs)"
+    return "is not a data configuration: use sharedfs, nonsharedfs or condorio"
+
+
+def local_scratch(catalogs: Catalogs, handle: str) -> str | None:
+    """The execution site's ``localScratch`` directory in the site catalog (None: none; the node's $TMPDIR). A
+    ``$VAR`` left in it is pilot run's to read from the job's environment on each node."""
+    entry = catalogs.sites.get(handle)
+    directory = entry.directories.get(DirectoryType.LOCAL_SCRATCH) if entry is not None else None
+    return directory.path.rstrip("/") or "/" if directory is not None else None
 
 
 def default_local_site(base: str) -> Site:
@@ -189,7 +199,7 @@ def transfer_command() -> tuple[str, ...] | None:
 def layout(catalogs: Catalogs, site: SiteConfig, submit_dir: str, workflow: str,
            output_site: str | None = DEFAULT_OUTPUT_SITE) -> DataLayout:
     """Where the workflow's directory and outputs go; adds the default ``local`` site where the catalog has none."""
-    data_configuration(catalogs, site.handle)
+    configuration = data_configuration(catalogs, site.handle)
     base = os.path.dirname(os.path.abspath(submit_dir))
     if "local" not in catalogs.sites:
         catalogs.sites["local"] = default_local_site(base)
@@ -204,4 +214,5 @@ def layout(catalogs: Catalogs, site: SiteConfig, submit_dir: str, workflow: str,
                           "installation's bin on PATH)")
     return DataLayout(site.handle, workdir, output_site, storage, storage_get, command,
                       os.path.join(os.path.abspath(submit_dir), f"{workflow}-0.replicas.db"),
-                      _place(site.handle, scratch, "get", relative_dir(submit_dir, workflow)))
+                      _place(site.handle, scratch, "get", relative_dir(submit_dir, workflow)), configuration,
+                      local_scratch(catalogs, site.handle))

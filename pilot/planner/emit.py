@@ -35,6 +35,7 @@ from pilot.planner.clustering import Cluster
 from pilot.planner.dagfile import input_file, roots_of, shape, task_request, write_dag
 from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType, tx_key_of
 from pilot.planner.profiles import ProfileResolver
+from pilot.planner.taskdirs import TaskDirPlan
 from pilot.sites import SiteConfig
 from pilot.util.safeopen import make_dir, open_file
 from providers import script_for
@@ -49,6 +50,7 @@ class Emitted:
     critical_path: float | None
     batch: BatchOptions = BatchOptions()
     roots: int | None = None  # its tasks with no parent in it (None: not counted yet)
+    run_options: tuple[str, ...] = ()  # its own pilot run options (its task files: planner.taskdirs)
 
 
 # A job's fields read by C-level accessors: a cluster's task table is built a column at a time (a million jobs).
@@ -67,14 +69,16 @@ _SHARED: tuple | None = None
 
 def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: ProfileResolver, pfn_of,
          runtime_of, workflow_name: str, planner_arguments: str,
-         subplans: dict[int, subworkflow.SubPlan] | None = None, static_bp: bool = False) -> list[Emitted]:
+         subplans: dict[int, subworkflow.SubPlan] | None = None, static_bp: bool = False,
+         taskdirs: TaskDirPlan | None = None) -> list[Emitted]:
     """``subplans``: each sub-workflow job's plan (by job index), written for pilot submit instead of a DAG;
-    ``static_bp``: the user asked for each cluster's own static.bp (see cluster_static_bp)."""
+    ``static_bp``: the user asked for each cluster's own static.bp (see cluster_static_bp); ``taskdirs``: the
+    tasks run in directories of their own (nonsharedfs, condorio)."""
     global _SHARED
     os.makedirs(submit_dir, exist_ok=True)
     open_file(os.path.join(submit_dir, NOTIFY_FILE), "a").close()
     _SHARED = (submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans or {},
-               cluster_static_bp(site, static_bp))
+               cluster_static_bp(site, static_bp), taskdirs)
     try:
         workers = min(os.cpu_count() or 1, 8)
         if len(clusters) >= PARALLEL_FROM and workers > 1 and "fork" in multiprocessing.get_all_start_methods():
@@ -84,8 +88,8 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolver: P
             rows = [_emit_one(k) for k in range(len(clusters))]
     finally:
         _SHARED = None
-    out = [Emitted(clusters[k], dag, script, ranks, critical, batch, roots)
-           for k, dag, script, ranks, critical, batch, roots in rows]
+    out = [Emitted(clusters[k], dag, script, ranks, critical, batch, roots, run_options)
+           for k, dag, script, ranks, critical, batch, roots, run_options in rows]
     memo: dict = {}
     write_cluster_dag(submit_dir, out, site, workflow_name, [cluster_retry(c, resolver, memo) for c in clusters],
                       resolver.catalogs.properties, subplans)
@@ -193,7 +197,8 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
             command = [sys.executable, "-m", "pilot", "submit", subworkflow.nested_dir(c)]
         else:
             size = e.batch.size
-            command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag), size.walltime_minutes),
+            command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag), size.walltime_minutes,
+                                                                 e.run_options),
                                   ranks=e.ranks, nodes=size.nodes, ranks_per_node=size.ranks_per_node,
                                   walltime_minutes=size.walltime_minutes).command()
         job = RootJob(c.name, c.site, tasks, [p.name for p in c.parents], command)
@@ -301,36 +306,40 @@ def cluster_static_bp(site: SiteConfig, asked: bool) -> bool:
     return asked or "--monitord-hack" in pilot_args(site, "cluster.dag")
 
 
-def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions, int | None]:
-    submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans, static_bp = _SHARED  # type: ignore[misc]
+def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions, int | None, tuple[str, ...]]:
+    submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans, static_bp, taskdirs = _SHARED  # type: ignore[misc]
     cluster = clusters[k]
     cdir = os.path.join(submit_dir, cluster.name)
     if cluster.kind is ClusterKind.SUBWORKFLOW:
         dag = subworkflow.write(cdir, cluster.name, subplans[cluster.jobs[0].index])
-        return k, dag, "", 0, None, BatchOptions(), None
+        return k, dag, "", 0, None, BatchOptions(), None, ()
     runtimes = list(map(runtime_of, cluster.jobs))
     width, critical, roots = shape(cluster, runtimes)
     batch = batch_options(cluster, resolver, site)
+    run_options = taskdirs.write(os.path.join(cdir, cluster.name + ".dag"), cluster) if taskdirs else ()
     e = write_cluster(submit_dir, cluster, lambda path: write_dag(path, cluster, resolver, pfn_of, runtimes, cdir),
-                      width, critical, site, planner_arguments, batch, static_bp)
+                      width, critical, site, planner_arguments, batch, static_bp, run_options)
     for job in cluster.jobs:
         if job.stdin_text is not None:
             with open_file(input_file(cdir, job), "w", encoding="utf-8") as fh:
                 fh.write(job.stdin_text)
-    return k, e.dag, e.script, e.ranks, e.critical_path, batch, roots
+    return k, e.dag, e.script, e.ranks, e.critical_path, batch, roots, run_options
 
 
 def write_cluster(submit_dir: str, cluster: Cluster, write_dag_file: Callable[[str], None], width: int,
                   critical: float | None, site: SiteConfig, planner_arguments: str,
-                  batch: BatchOptions = BatchOptions(), static_bp: bool = False) -> Emitted:
-    """The cluster's directory: its PMC DAG (``write_dag_file(path)`` writes it), batch script and monitoring
-    files (its static.bp only where ``static_bp`` asks, see cluster_static_bp)."""
+                  batch: BatchOptions = BatchOptions(), static_bp: bool = False,
+                  run_options: tuple[str, ...] = ()) -> Emitted:
+    """The cluster's directory: its PMC DAG (``write_dag_file(path)`` writes it), batch script (its pilot run
+    given ``run_options`` too) and monitoring files (its static.bp only where ``static_bp`` asks, see
+    cluster_static_bp)."""
     cdir = os.path.join(submit_dir, cluster.name)
     make_dir(cdir)
     dag_file = os.path.join(cdir, cluster.name + ".dag")
     write_dag_file(dag_file)
     size = batch.size  # the aggregator's entry's, as Pegasus sizes a PMC job; else the cluster's width's
-    req = request_for(site, cluster.name, cdir, pilot_args(site, cluster.name + ".dag", size.walltime_minutes),
+    req = request_for(site, cluster.name, cdir,
+                      pilot_args(site, cluster.name + ".dag", size.walltime_minutes, run_options),
                       ranks=size.ranks or width + 1, queue=batch.queue, account=batch.account,
                       directives=batch.directives, nodes=size.nodes, ranks_per_node=size.ranks_per_node,
                       walltime_minutes=size.walltime_minutes)
@@ -342,7 +351,7 @@ def write_cluster(submit_dir: str, cluster: Cluster, write_dag_file: Callable[[s
     write_monitoring_files(read_dag(dag_file) if static_bp else None, dag_file, planner_arguments=planner_arguments,
                            notify=os.path.join(os.path.abspath(submit_dir), NOTIFY_FILE),
                            properties=os.path.join(os.path.abspath(submit_dir), PROPERTIES))
-    return Emitted(cluster, dag_file, script_file, req.ranks, critical, batch)
+    return Emitted(cluster, dag_file, script_file, req.ranks, critical, batch, run_options=run_options)
 
 
 def category_of(cluster: Cluster, properties: dict[str, str]) -> tuple[str | None, int | None]:
@@ -380,6 +389,7 @@ def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig,
             roots=roots_of(c) if e.roots is None else e.roots, queue=b.queue, account=b.account,
             directives=tuple(b.directives), nodes=b.size.nodes, ranks_per_node=b.size.ranks_per_node,
             walltime_minutes=b.size.walltime_minutes, subworkflow=sub, script=e.script or None,
+            run_options=e.run_options,
         ))
     plan = PlanInfo(workflow=workflow_name, site=site.name, site_file=os.path.abspath(site.path), scheduler=site.scheduler)
     write_clusters(submit_dir, plan, specs)

@@ -13,7 +13,7 @@ from pilot.errors import ConfigError
 from pilot.contracts.clusters import ClusterKind
 from pilot.contracts.rootfiles import PROPERTIES
 from pilot.planner import (batchopts, catalogs, cleanup, containers, datalayout, gateways, properties, reader, reduce,
-                           replaced, replicas, subworkflow, sysinfo, yamlstream)
+                           replaced, replicas, subworkflow, sysinfo, taskdirs, yamlstream)
 from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
 from pilot.planner.dagfile import requested
 from pilot.planner.emit import Emitted, emit
@@ -287,7 +287,7 @@ def _plan(req: PlanRequest) -> Plan:
 
     subplans = subworkflow.prepare(wf, lay, site.handle, _passed_down(req, submit_dir))
     emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments, subplans,
-                   req.cluster_static_bp)
+                   req.cluster_static_bp, taskdirs.plan_for(lay))
     for line in node_fit_warnings(emitted, site, resolver):
         log.warning("%s", line)
     asked = next((e for e in emitted if e.batch.asked), None)

@@ -64,8 +64,6 @@ _MAXQUEUED = ("pilot submit keeps at most the site config's max_queued batch job
               "(and dagman.<category>.maxjobs data jobs, and the properties dagman.maxjobs and dagman.maxidle over "
               "the workflow): set max_queued there, or those properties")
 _KICKSTART = "pilot's workers launch each task and write its kickstart record themselves: ignored"
-_SHAREDFS = ("planned as sharedfs: each job's declared inputs are staged into the workflow's directory on the "
-             "site's shared scratch, where it runs, and its outputs staged from there to the output site")
 _STYLE = ("pilot submits the site's jobs to its batch system (the site config's scheduler), as Pegasus' glite "
           "style does, instead of through HTCondor, a CE or glideins")
 _THREADS = ("pegasus-transfer's {option} in the data jobs: the execution site's entry, else the workflow's "
@@ -113,9 +111,11 @@ PEGASUS: dict[str, Key] = {
     "container.arguments": _h("the container runtime's options (planner.containers)"),
     "container.launcher": _p("pilot runs the container runtime itself: ignored"),
     "container.launcher.arguments": _p("pilot runs the container runtime itself: ignored"),
-    "data.configuration": _h("sharedfs is what pilot plans (datalayout); a value that is no data configuration "
-                             "is refused: use sharedfs",
-                             values=("sharedfs",), replaced=("condorio", "nonsharedfs"), instead=_SHAREDFS),
+    "data.configuration": _h("sharedfs: every job runs in the workflow's directory on the shared scratch; "
+                             "nonsharedfs, condorio: each compute task in a directory of its own on node-local "
+                             "storage, its files linked in and moved back (docs/data.md); a value that is no data "
+                             "configuration is refused: use sharedfs, nonsharedfs or condorio",
+                             values=("sharedfs", "nonsharedfs", "condorio")),
     "enable_for_data_reuse": _h("partial data reuse (planner.reduce)"),
     "style": _h("pilot reaches the site's batch system as Pegasus' glite (and ssh) style does; a value that is "
                 "no style of Pegasus' is refused: use glite (or condor, glidein, condorc, creamce, planned as glite)",

@@ -34,7 +34,7 @@ from pilot.dag.model import Dag, Task
 from pilot.errors import LockError
 from pilot.monitor.events import Fanout, RunEvents, written_to
 from pilot.monitor.resource_log import ResourceLog
-from pilot.runtime import outputs
+from pilot.runtime import outputs, taskdir
 from pilot.runtime.ahead import Ahead
 from pilot.runtime.crashes import CrashGuard, Isolation, Turn
 from pilot.runtime.engine import Engine
@@ -95,6 +95,7 @@ class Master:
         self.abort_reason: str | None = None
         self.engine: Engine | None = None
         self.dag: Dag | None = None
+        self.task_files: dict[str, tuple] = {}  # --task-files: task -> (inputs, outputs), sent with its RunTask
         self.rescue: RescueLog | None = None
         self.ahead: Ahead | None = None
         self.crash: CrashGuard | None = None
@@ -153,6 +154,8 @@ class Master:
         if not opts.nolock:
             self.lock.acquire()
         self.dag = dag = read_dag(opts.dag)
+        if opts.task_files:
+            self.task_files = taskdir.read_lists(opts.task_files, dag)
         outputs.check_dag_dir(opts)
         self.task_out, self.task_err = outputs.open_task_output(opts)
         if self._make_events is not None:
@@ -292,6 +295,7 @@ class Master:
                 spec.pipe_forwards, spec.file_forwards, task.transformation, task.dax_id,
                 alloc.cpu_ids[: spec.cpus] if spec.cpus > 1 else (), after.name if after is not None else None,
                 bool(task.children), spec.cwd, task.stdio, spec.env,
+                self.task_files.get(task.name) if self.task_files else None,
             ),
             ring=alloc.rank not in self.slots.running,  # a busy worker waits on its task, and looks when it ends
         )

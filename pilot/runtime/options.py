@@ -47,6 +47,9 @@ class RunOptions(NamedTuple):
     containers_once: bool = False  # --containers once: a container per worker and image (pilot.runtime.instances)
     containers_exec: bool = False  # --containers once-exec: each task through the runtime's exec, not nsenter
     inbox: str | None = None  # take DAGs from this directory while running (pilot.contracts.inbox), not ``dag``
+    task_files: str | None = None  # pilot.contracts.taskfiles: tasks that run in a directory of their own
+    local_scratch: str | None = None  # where those directories go (None: $TMPDIR, else /tmp)
+    keep_task_dirs: bool = False  # leave each such directory behind (for a look at what a task left)
 
     @property
     def rescue_path(self) -> str:

@@ -17,7 +17,7 @@ Annotations here are evaluated (no ``from __future__ import annotations``):
 from collections.abc import Sequence
 from typing import NamedTuple
 
-PROTOCOL_VERSION = 9
+PROTOCOL_VERSION = 10
 # Seconds between the SIGTERM and the SIGKILL a worker sends a task's process group on
 # KillTask; the master waits that long, plus a margin, for the workers' answers.
 KILL_GRACE = 3.0
@@ -88,6 +88,9 @@ class RunTask(NamedTuple):
     # The DAG the task is of, when the master runs several (``pilot run --inbox``): its stdio files go next to
     # that DAG, not the worker's own. None: the worker's own DAG.
     dag: str | None = None
+    # (inputs, outputs) relative to ``cwd``, from --task-files: the task runs in a directory of its own on
+    # node-local storage (pilot.runtime.taskdir, which says why the master sends them); None: it runs in ``cwd``
+    files: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
 
 class Resume(NamedTuple):

@@ -21,7 +21,7 @@ import signal
 import time
 
 from pilot.contracts import taskrecord
-from pilot.runtime import crashes, hostinfo, instances, reaper, taskexec
+from pilot.runtime import crashes, hostinfo, instances, reaper, taskdir, taskexec
 from pilot.runtime.hostscript import HostScript
 from pilot.runtime.options import RunOptions
 from pilot.runtime.protocol import (
@@ -77,6 +77,7 @@ class Worker:
         self._waker: taskexec.ChildWaker | None = None
         self._slot: crashes.Slot | None = None  # the name of the running task, for the next run (pilot.runtime.crashes)
         self._containers = instances.Instances(self.token, not opts.containers_exec) if opts.containers_once else None
+        self._dirs = taskdir.TaskDirs(taskdir.local_scratch(opts.local_scratch, self._env), opts.keep_task_dirs)
         if opts.invocation_records:
             from pilot.monitor import kickstart  # noqa: PLC0415 - imported before the first task, only when asked for
 
@@ -302,14 +303,15 @@ class Worker:
         if self.opts.strict_limits and msg.memory > 0:
             argv = taskexec.limited_argv(argv, msg.memory)
         bind = self.opts.set_affinity and bool(msg.cpu_ids)
+        cwd = msg.cwd if msg.files is None else self._dirs.prepare(msg.name, self.dag_key, msg.cwd, msg.files)
         try:
             if bind:  # posix_spawn has no affinity attribute: the task inherits ours for the moment of the spawn
                 os.sched_setaffinity(0, msg.cpu_ids)
             try:
-                if msg.cwd is None and msg.stdio is None:
+                if cwd is None and msg.stdio is None:
                     run = taskexec.spawn(argv, env, out_fd, err_fd, msg.pipe_forwards)
                 else:
-                    run = taskexec.spawn_in(msg.cwd, msg.stdio, argv, env, out_fd, err_fd,
+                    run = taskexec.spawn_in(cwd, msg.stdio, argv, env, out_fd, err_fd,
                                             msg.pipe_forwards)
             finally:
                 if bind:
@@ -318,18 +320,20 @@ class Worker:
         except OSError as exc:
             start = time.time()
             error = f"Unable to exec command {msg.argv[0]} for task {msg.name}: {exc.strerror or exc}"
-            if msg.cwd is not None and exc.filename == msg.cwd:
-                error = f"Unable to enter working directory {msg.cwd} for task {msg.name}: {exc.strerror or exc}"
+            if cwd is not None and exc.filename == cwd:
+                error = f"Unable to enter working directory {cwd} for task {msg.name}: {exc.strerror or exc}"
             elif msg.stdio is not None and exc.filename and exc.filename in msg.stdio:
                 error = f"Unable to open {exc.filename} as stdio of task {msg.name}: {exc.strerror or exc}"
             os.write(err_fd, (error + "\n").encode())
-            status = 127
+            status = 127 if msg.files is None else self._dirs.finish(msg.name, cwd, msg.cwd, msg.files, 127, err_fd)
             self._record(msg, out_fd, start, 0.0, status, err_fd, err_start)
             return TaskResult(msg.name, status, start, 0.0, error=error, stdout=out_path, stderr=err_path)
         assert self._waker is not None
         taskexec.wait(run, self._waker, self._must_end)
         duration = time.monotonic() - run.started
         status = run.status if run.status is not None else -signal.SIGKILL
+        if msg.files is not None:  # its outputs go to the workflow's directory (or it fails), its directory goes
+            status = self._dirs.finish(msg.name, cwd, msg.cwd, msg.files, status, err_fd)
         forwards: list[tuple[str, bytes]] = []
         error = None
         if status == 0:

@@ -509,7 +509,8 @@ class Driver:
     def _submit(self, c: ClusterRecord, site: SiteConfig) -> None:
         spec = self.specs[c.name]
         # The size the plan kept (the aggregator's nodes, ppn, runtime), else the cluster's ranks on the site's nodes.
-        req = request_for(site, spec.name, spec.dir, pilot_args(site, os.path.basename(spec.dag), spec.walltime_minutes),
+        req = request_for(site, spec.name, spec.dir,
+                          pilot_args(site, os.path.basename(spec.dag), spec.walltime_minutes, spec.run_options),
                           ranks=spec.ranks, queue=spec.queue, account=spec.account, directives=spec.directives,
                           nodes=spec.nodes, ranks_per_node=spec.ranks_per_node, walltime_minutes=spec.walltime_minutes)
         self._dirty = True

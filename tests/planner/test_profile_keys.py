@@ -92,7 +92,8 @@ HONOURED = {
     ("pegasus", "queue"): BATCH, ("pegasus", "project"): BATCH, ("pegasus", "glite.arguments"): BATCH,
     ("pegasus", "container.arguments"):
         "tests/planner/test_containers.py::test_a_singularity_job_runs_in_apptainer_as_pegasus_wrapper_runs_it_its_image_staged",
-    ("pegasus", "data.configuration"): f"{REPLACED}::test_condorio_and_nonsharedfs_plan_as_sharedfs_with_one_warning",
+    ("pegasus", "data.configuration"):
+        "tests/planner/test_taskdirs.py::test_nonsharedfs_and_condorio_plans_run_each_task_in_a_directory_of_its_own",
     ("pegasus", "enable_for_data_reuse"): f"{HERE}::test_partial_data_reuse_considers_only_jobs_enabled_for_it",
     ("pegasus", "style"): f"{REPLACED}::test_an_htcondor_style_on_the_site_is_its_batch_system_said_once",
     ("pegasus", "auxillary.local"): ACCEPTED,

@@ -35,22 +35,6 @@ def texts(submit: Path) -> list[str]:
             if p.is_file() and (p.suffix in (".dag", ".sh", ".in") or p.name == "clusters.yml")]
 
 
-@pytest.mark.parametrize("value", ["condorio", "nonsharedfs", "CondorIO"])
-def test_condorio_and_nonsharedfs_plan_as_sharedfs_with_one_warning(tmp_path, value):
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    shared = pilot_plan(tmp_path / "a", data_workflow(tmp_path / "a", props={"pegasus.data.configuration": "sharedfs"}))
-    assert shared.returncode == 0 and shared.stderr == "", shared.stderr
-    paths = data_workflow(tmp_path / "b", props={"pegasus.data.configuration": value})
-    out = pilot_plan(tmp_path / "b", paths)
-    assert out.returncode == 0, out.stderr
-    assert out.stderr.count("\n") == 1 and out.stderr.startswith(
-        "pilot plan: warning: pegasus.data.configuration (") and "pegasus.properties:" in out.stderr, out.stderr
-    assert "planned as sharedfs" in out.stderr
-    assert texts(tmp_path / "b" / "s") == [t.replace(str(tmp_path / "a"), str(tmp_path / "b"))
-                                           for t in texts(tmp_path / "a" / "s")]
-
-
 def test_a_value_that_is_no_data_configuration_is_refused_in_one_line(tmp_path):
     out = pilot_plan(tmp_path, data_workflow(tmp_path, props={"pegasus.data.configuration": "sharefs"}))
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
@@ -74,8 +58,7 @@ def test_an_htcondor_style_on_the_site_is_its_batch_system_said_once(tmp_path, s
     lines = out.stderr.splitlines()
     assert sorted(line.split(" (")[0] for line in lines) == [
         "pilot plan: warning: condor::+ProjectName", "pilot plan: warning: condor::+SingularityImage",
-        "pilot plan: warning: condor::requirements",
-        "pilot plan: warning: pegasus::data.configuration", "pilot plan: warning: pegasus::style"], lines
+        "pilot plan: warning: condor::requirements", "pilot plan: warning: pegasus::style"], lines
     assert any("siteCatalog.sites[0].profiles.pegasus.style): pilot submits the site's jobs to its batch system" in l
                for l in lines), lines
 
