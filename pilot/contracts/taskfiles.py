@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 
 from pilot.errors import ConfigError
 from pilot.util.atomic import atomic_file
-from pilot.util.boundedload import decode, read_bytes
+from pilot.util.boundedload import decode, parse_json, read_bytes
 
 TASKFILES_FORMAT = 1
 SUFFIX = ".taskfiles"
@@ -63,8 +63,8 @@ def read_taskfiles(path: str) -> dict[str, TaskFiles]:
     lines = text.split("\n")
     out: dict[str, TaskFiles] = {}
     try:
-        head = json.loads(lines[0])
-    except ValueError:
+        head = parse_json(lines[0], f"{path}:1")
+    except ConfigError:
         head = None
     if head != {"format": TASKFILES_FORMAT}:
         raise ConfigError(f"{path}:1: expected {{\"format\": {TASKFILES_FORMAT}}}, a task files list of this "
@@ -73,13 +73,13 @@ def read_taskfiles(path: str) -> dict[str, TaskFiles]:
         if not line.strip():
             continue
         try:
-            name, *lists = json.loads(line)
+            name, *lists = parse_json(line, f"{path}:{lineno}")
             if len(lists) != 3 or not all(isinstance(part, list) for part in lists):
                 raise ValueError
             files = (tuple(lists[0]), tuple(lists[1]), tuple(lists[2]))
             if not isinstance(name, str) or not all(isinstance(f, str) for part in files for f in part):
                 raise ValueError
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, ConfigError):
             raise ConfigError(f"{path}:{lineno}: expected [\"<task>\", [inputs], [outputs], [optional outputs]]; {hint}") from None
         for f in (f for part in files for f in part):
             why = problem_name(f)

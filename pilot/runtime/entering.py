@@ -19,7 +19,6 @@ values, then what the worker sets for the task). What does not carry over
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from typing import NamedTuple
@@ -60,11 +59,15 @@ def inspect(runtime: str, name: str, env: dict[str, str]) -> Entry | str:
         return f"{runtime} inspect {name}: {exc}"
     if res.returncode != 0:
         return f"{runtime} inspect {name} exited {res.returncode}: {res.stderr.strip()}"
+    from pilot.errors import ConfigError  # here: only once a container started (every rank imports this module)
+    from pilot.util.boundedload import parse_json
+
+    where = f"{runtime} inspect {name}"
     try:
         pid_text, env_text, workdir_text, user_text = res.stdout.strip().split("\n")
-        pid, env_list, workdir, user = (json.loads(pid_text), json.loads(env_text) or [], json.loads(workdir_text),
-                                        json.loads(user_text))
-    except ValueError:
+        pid, env_list, workdir, user = (parse_json(pid_text, where), parse_json(env_text, where) or [],
+                                        parse_json(workdir_text, where), parse_json(user_text, where))
+    except (ValueError, ConfigError):
         return f"{runtime} inspect {name} said {res.stdout.strip()!r}, not its PID, env, working directory and user"
     started = start_time(pid)
     if not isinstance(pid, int) or pid <= 0 or started is None:

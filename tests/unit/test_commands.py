@@ -55,7 +55,7 @@ def test_a_bad_command_line_is_said_once_by_rank_0(monkeypatch, capsys):
 
 def test_the_options_go_to_the_runtime(monkeypatch):
     seen = []
-    monkeypatch.setattr(cli_run.launch, "run", lambda opts, prog: seen.append((opts, prog)) or 7)
+    monkeypatch.setattr(cli_run.launch, "run", lambda opts, prog, **_: seen.append((opts, prog)) or 7)
     monkeypatch.delenv("PMI_RANK", raising=False)
     assert cli_run.main(["-t", "3", "--max-wall-time", "0", "x.dag"], prog="pilot-mpi-cluster") == 7
     (opts, prog), = seen
