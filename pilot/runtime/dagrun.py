@@ -34,7 +34,7 @@ from pilot.dag.model import Dag, Task
 from pilot.errors import DagError, PilotError
 from pilot.monitor.events import Fanout, RunEvents, written_to
 from pilot.monitor.resource_log import ResourceLog
-from pilot.runtime import outputs
+from pilot.runtime import outputs, taskdir
 from pilot.runtime.engine import Engine, State
 from pilot.runtime.forwarding import FdCache
 from pilot.runtime.lock import DagLock
@@ -56,7 +56,7 @@ def in_dag_dir(opts: RunOptions) -> RunOptions:
         return None if path is None else os.path.join(where, path)
 
     return opts._replace(dag=os.path.abspath(opts.dag), stdout=there(opts.stdout), stderr=there(opts.stderr),
-                         rescue=there(opts.rescue))
+                         rescue=there(opts.rescue), task_files=there(opts.task_files))
 
 
 class RunLog(logging.Handler):
@@ -108,6 +108,7 @@ class DagRun:
         self.events.on_error = self.report.lost
         self.engine: Engine | None = None
         self.dag: Dag | None = None
+        self.task_files: dict[str, tuple] = {}  # --task-files: task -> (inputs, outputs), sent with its RunTask
         self.rescue: RescueLog | None = None
         self.task_out: BinaryIO | None = None
         self.task_err: BinaryIO | None = None
@@ -135,6 +136,8 @@ class DagRun:
         if not opts.nolock:
             self.lock.acquire()
         self.dag = dag = read_dag(opts.dag)
+        if opts.task_files:  # its tasks in directories of their own, under the long-lived run's --local-scratch
+            self.task_files = taskdir.read_lists(opts.task_files, dag)
         outputs.check_dag_dir(opts)
         self.task_out, self.task_err = outputs.open_task_output(opts)
         self.events.sinks.extend(self._make_events(opts))
@@ -184,7 +187,8 @@ class DagRun:
             task.name, task.argv, attempt, spec.memory, spec.cpus, alloc.gpu_ids[: spec.gpus] if spec.gpus else (),
             task.pegasus_id, spec.pipe_forwards, spec.file_forwards, task.transformation, task.dax_id,
             alloc.cpu_ids[: spec.cpus] if spec.cpus > 1 else (), None, True,  # nothing queued behind it: wake the master
-            os.path.join(self.where, spec.cwd) if spec.cwd else self.where, task.stdio, spec.env, self.opts.dag), seq
+            os.path.join(self.where, spec.cwd) if spec.cwd else self.where, task.stdio, spec.env, dag=self.opts.dag,
+            files=self.task_files.get(task.name) if self.task_files else None), seq
 
     def ended(self, task: Task, seq: int, res: TaskResult) -> None:
         """A task's attempt ended (as ``Master._record_result``)."""

@@ -295,7 +295,7 @@ class Master:
                 spec.pipe_forwards, spec.file_forwards, task.transformation, task.dax_id,
                 alloc.cpu_ids[: spec.cpus] if spec.cpus > 1 else (), after.name if after is not None else None,
                 bool(task.children), spec.cwd, task.stdio, spec.env,
-                self.task_files.get(task.name) if self.task_files else None,
+                files=self.task_files.get(task.name) if self.task_files else None,
             ),
             ring=alloc.rank not in self.slots.running,  # a busy worker waits on its task, and looks when it ends
         )

@@ -33,8 +33,11 @@ if TYPE_CHECKING:
 # The options of a cluster's pilot run line that its workers act on: the block's run takes them from its first
 # cluster (a plan gives every cluster of a site the same), the per-cluster ones travel in each request.
 WORKER_FLAGS = frozenset({"--strict-limits", "--per-task-stdio", "--invocation-records", "--no-sleep-on-recv",
-                          "--keep-affinity", "--set-affinity", "--keep-task-processes"})
-WORKER_VALUES = frozenset({"--host-script", "--host-memory", "--host-cpus", "--host-gpus", "--max-crashes"})
+                          "--keep-affinity", "--set-affinity", "--keep-task-processes", "--keep-task-dirs"})
+# The worker's containers started once (--containers) and its task directories' node-local storage are the long-lived
+# run's; a cluster's --task-files travel with its request (its DagRun sends each task's lists).
+WORKER_VALUES = frozenset({"--host-script", "--host-memory", "--host-cpus", "--host-gpus", "--max-crashes",
+                           "--containers", "--local-scratch"})
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 

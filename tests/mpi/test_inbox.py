@@ -199,3 +199,19 @@ def test_an_inbox_that_cannot_be_made_is_one_line(tmp_path):
     res = run_pilot(["--inbox", str(blocker / "inbox")], n=2, timeout=60)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert f"--inbox {blocker / 'inbox'}: cannot create it" in res.stderr
+
+
+def test_a_fed_dags_task_files_put_its_tasks_in_directories_of_their_own(tmp_path):
+    # nonsharedfs in a pilot job: the cluster's task files travel with its request, the node-local storage is the
+    # long-lived run's (its --local-scratch)
+    local = tmp_path / "local"
+    local.mkdir()
+    proc, box = start_agent(tmp_path, "--local-scratch", str(local))
+    d = cluster(tmp_path, "nonshared", "TASK A /bin/sh -c 'pwd > where.txt; echo tmp > scratch.tmp; echo A > a.txt'\n")
+    (d / "c.dag.taskfiles").write_text('{"format": 1}\n["A", [], ["a.txt", "where.txt"], []]\n')
+    feed(box, "nonshared", d, [*ARGS, "--task-files", "c.dag.taskfiles"])
+    assert done(box, "nonshared") == [0]
+    stop(proc, box)
+    assert (d / "a.txt").read_text() == "A\n"
+    assert (d / "where.txt").read_text().startswith(str(local) + "/pilot-")  # it ran on the node-local storage
+    assert not (d / "scratch.tmp").exists() and not list(local.iterdir())  # its temporary file never reached d

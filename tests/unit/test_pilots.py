@@ -345,6 +345,9 @@ def test_fed_clusters_share_one_pilot_run_per_block_through_its_inbox(env):
     assert feed.worker_args(["--max-wall-time", "5", "--jobstate-log", "--invocation-records", "-o", "c.out", "-t", "2",
                              "--host-cpus", "4", "--monitord-hack"]) == ["--invocation-records", "--host-cpus", "4",
                                                                           "--per-task-stdio"]
+    # a worker's own: containers started once and task directories; the DAG's task files stay the cluster's
+    assert feed.worker_args(["--containers", "once", "--task-files", "c.dag.taskfiles", "--local-scratch", "/l",
+                             "--keep-task-dirs"]) == ["--containers", "once", "--local-scratch", "/l", "--keep-task-dirs"]
     assert launcher[launcher.index("-n") + 1] == "2"  # every slot of the block (its node runs 2 ranks)
     assert set(got.values()) == {QueueState.PENDING}  # fed: each request waits for the run to take it
     requests = sorted(p.name for p in Path(block.inbox).glob("*.request"))
