@@ -63,12 +63,12 @@ def test_every_cluster_runs_in_one_pilot_job_and_the_record_is_per_cluster_modes
     assert "running in pilot job" not in res.stderr and "started in pilot job" in res.stderr
 
 
-def chain(tmp_path: Path) -> Path:
-    """a (sleep 6) -> b: two label clusters, the driver killed while a runs."""
+def chain(tmp_path: Path, seconds: int = 6) -> Path:
+    """a (sleep SECONDS) -> b: two label clusters, the driver killed while a runs."""
     tc = api.TransformationCatalog().add_transformations(
         api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
     ran = tmp_path / "ran.txt"  # outside the workflow's directory, which its cleanup removes
-    a = api.Job("sh", _id="a").add_args("-c", f"'sleep 6; echo a >> {ran}'").add_profiles(
+    a = api.Job("sh", _id="a").add_args("-c", f"'sleep {seconds}; echo a >> {ran}'").add_profiles(
         api.Namespace.PEGASUS, key="label", value="first")
     b = api.Job("sh", _id="b").add_args("-c", f"'echo b >> {ran}'").add_profiles(
         api.Namespace.PEGASUS, key="label", value="second")
@@ -77,10 +77,10 @@ def chain(tmp_path: Path) -> Path:
     return tmp_path / "chain.yml"
 
 
-def start_chain(tmp_path: Path, sub: Path) -> subprocess.Popen:
+def start_chain(tmp_path: Path, sub: Path, seconds: int = 6) -> subprocess.Popen:
     """pilot submit --pilots 1 of the chain on the local site, in a session of its own."""
     return subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--site", "local", "--cluster", "label",
-                             "--pilots", "1", str(chain(tmp_path)), "--dir", str(sub)],
+                             "--pilots", "1", str(chain(tmp_path, seconds)), "--dir", str(sub)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
@@ -113,7 +113,7 @@ def test_pilot_cancel_ends_the_pilot_jobs(tmp_path):
     sub = tmp_path / "sub"
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    proc = start_chain(tmp_path, sub)
+    proc = start_chain(tmp_path, sub, 300)  # a runs until cancelled, however slow the machine is to get there
     try:
         wait_for(lambda: list(sub.glob("sh_a/*.dag.block")), 120, "the first cluster to start in a block")
         block_pid = int(json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"])
