@@ -72,6 +72,7 @@ def test_plan_submit_wait_runs_the_diamond_through_pilot(tmp_path):
 
 
 @pytest.mark.mpi
+@pytest.mark.xdist_group("sleep-300")  # it waits until no /bin/sleep 300 of the machine is left
 def test_status_and_remove_of_a_running_workflow(tmp_path):
     res = _script(tmp_path, SLEEPER, _user_env(tmp_path))
     assert res.returncode == 0, res.stdout + res.stderr

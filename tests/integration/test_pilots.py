@@ -127,12 +127,12 @@ def tasks_of(out: Path) -> list[str]:
         [ln.split(",")[0] for ln in lines if ln.startswith("[cluster-summary")]
 
 
-def chain(tmp_path: Path) -> Path:
-    """a (sleep 6) -> b: two label clusters, the driver killed while a runs."""
+def chain(tmp_path: Path, seconds: int = 6) -> Path:
+    """a (sleep SECONDS) -> b: two label clusters, the driver killed while a runs."""
     tc = api.TransformationCatalog().add_transformations(
         api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
     ran = tmp_path / "ran.txt"  # outside the workflow's directory, which its cleanup removes
-    a = api.Job("sh", _id="a").add_args("-c", f"'sleep 6; echo a >> {ran}'").add_profiles(
+    a = api.Job("sh", _id="a").add_args("-c", f"'sleep {seconds}; echo a >> {ran}'").add_profiles(
         api.Namespace.PEGASUS, key="label", value="first")
     b = api.Job("sh", _id="b").add_args("-c", f"'echo b >> {ran}'").add_profiles(
         api.Namespace.PEGASUS, key="label", value="second")
@@ -146,10 +146,10 @@ def started(cluster: Path) -> bool:
     return log.exists() and " EXECUTE " in log.read_text()
 
 
-def start_chain(tmp_path: Path, sub: Path) -> subprocess.Popen:
+def start_chain(tmp_path: Path, sub: Path, seconds: int = 6) -> subprocess.Popen:
     """pilot submit --pilots 1 of the chain on the local site, in a session of its own."""
     return subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--site", "local", "--cluster", "label",
-                             "--pilots", "1", str(chain(tmp_path)), "--dir", str(sub)],
+                             "--pilots", "1", str(chain(tmp_path, seconds)), "--dir", str(sub)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
@@ -182,7 +182,7 @@ def test_pilot_cancel_ends_the_pilot_jobs(tmp_path):
     sub = tmp_path / "sub"
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    proc = start_chain(tmp_path, sub)
+    proc = start_chain(tmp_path, sub, 300)  # a runs until cancelled, however slow the machine is to get there
     try:
         wait_for(lambda: started(sub / "sh_a"), 120, "the first cluster to start in a block")
         block_pid = int(json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"])

@@ -43,8 +43,9 @@ def tool(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
 CREATE_DIR, CLEANUP = "create_dir_blackdiamond_0_local", "cleanup_blackdiamond_0_local"
 
 
-def workflow(tmp: Path) -> Path:
-    """Label clusters: first (2 tasks of 2 CPUs and 256 MB each), second (2 tasks, ID3 fails with exit 3); ID5 (slow) alone in its label."""
+def workflow(tmp: Path, slow: int = 3) -> Path:
+    """Label clusters: first (2 tasks of 2 CPUs and 256 MB each), second (2 tasks, ID3 fails with exit 3); ID5 (sleeps
+    SLOW seconds) alone in its label."""
     wf = api.Workflow("blackdiamond")
     tc = api.TransformationCatalog()
     for name, pfn in (("preprocess", "/bin/echo"), ("sh", "/bin/sh")):
@@ -57,7 +58,7 @@ def workflow(tmp: Path) -> Path:
     b = job("sh", "ID2", "first", "-c", "'echo b-ok'").add_pegasus_profile(pmc_request_cpus=2, pmc_request_memory="256 MB")
     c = job("sh", "ID3", "second", "-c", "'echo c-is-broken >&2; exit 3'")
     d = job("sh", "ID4", "second", "-c", "'echo d-ok'")
-    e = job("sh", "ID5", "third", "-c", "'sleep 3; echo e-ok'")
+    e = job("sh", "ID5", "third", "-c", f"'sleep {slow}; echo e-ok'")
     wf.add_jobs(a, b, c, d, e)
     wf.add_dependency(a, children=[b])
     wf.add_dependency(b, children=[c, e])
@@ -66,10 +67,10 @@ def workflow(tmp: Path) -> Path:
     return tmp / "workflow.yml"
 
 
-def plan(tmp: Path) -> Path:
+def plan(tmp: Path, slow: int = 3) -> Path:
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    wfile = workflow(tmp)
+    wfile = workflow(tmp, slow)
     sub = tmp / "submit"
     res = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", "--cluster", "label", str(wfile),
                           "--tc", str(tmp / "transformations.yml"), "--dir", str(sub)], capture_output=True, text=True,
@@ -256,7 +257,7 @@ def test_pilot_submit_runs_monitord_live_and_a_restart_counts_nothing_twice(tmp_
 
 
 def test_pilot_cancel_shows_as_aborted_jobs(tmp_path):
-    sub = plan(tmp_path)
+    sub = plan(tmp_path, slow=300)  # ID5 runs until cancelled, however slow the machine is to get there
     cmd = [sys.executable, "-m", "pilot", "submit", "--site", "local", "--poll", "0.2", str(sub)]
     driver = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     dagman_out = sub / "blackdiamond-0.dag.dagman.out"

@@ -46,6 +46,7 @@ def assert_logs_complete(dag: str, ok: bool) -> None:
     assert submitted == ended  # every started attempt has its end recorded
 
 
+@pytest.mark.timing
 def test_wall_time_aborts_and_rerun_resumes(dagfile, tmp_path):
     dag = dagfile("TASK quick /bin/true\nTASK slow /bin/sleep 60\nTASK stubborn /bin/sh -c 'trap : TERM; while :; do sleep 0.1; done'\n"
                   "TASK after /bin/true\nEDGE quick after\nEDGE slow after\n")
@@ -66,6 +67,7 @@ def test_wall_time_aborts_and_rerun_resumes(dagfile, tmp_path):
     assert "submitted=3, succeeded=3" in res.stdout  # quick was not run again
 
 
+@pytest.mark.timing
 def test_wall_time_from_environment(dagfile):
     dag = dagfile("TASK slow /bin/sleep 60\n")
     start = time.monotonic()
@@ -190,6 +192,7 @@ def test_host_script_failure_aborts(dagfile, tmp_path):
     assert_result(dag, "error")
 
 
+@pytest.mark.timing
 def test_host_script_timeout_aborts(dagfile, tmp_path):
     dag = dagfile("TASK t /bin/true\n")
     script = tmp_path / "slow.sh"

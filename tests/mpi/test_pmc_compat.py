@@ -79,6 +79,7 @@ def test_host_script_words(dagfile, tmp_path):
     assert bad.returncode == 1 and "Host script failed" in bad.stderr
 
 
+@pytest.mark.timing
 def test_jobstate_submit_when_ready_so_queue_time_is_the_wait_for_a_slot(dagfile):
     """PMC logs SUBMIT when a task becomes ready and EXECUTE when it starts (monitord's queue time is the gap):
     on one worker the third of three ready 0.3 s tasks waits about 0.6 s; a child's SUBMIT follows its parent's end."""

@@ -32,6 +32,7 @@ def report(*args):
     return subprocess.run([sys.executable, "-m", "pilot", "report", *map(str, args)], capture_output=True, text=True)
 
 
+@pytest.mark.timing
 def test_report_numbers_equal_the_hand_computed_ones(tmp_path):
     dag = tmp_path / "known.dag"
     dag.write_text(KNOWN)
@@ -60,6 +61,7 @@ def test_report_numbers_equal_the_hand_computed_ones(tmp_path):
     assert "critical path: " in text.stdout and " A -> B" in text.stdout
 
 
+@pytest.mark.timing
 def test_estimate_within_ten_percent_of_the_measured_makespan(tmp_path):
     api = pytest.importorskip("Pegasus.api")
     from tests.planner.wf import transformations, write

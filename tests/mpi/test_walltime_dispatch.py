@@ -15,6 +15,7 @@ pytestmark = pytest.mark.mpi
 STATUS = re.compile(r"\[cluster-task name=(\S+), .*?status=(-?\d+)")
 
 
+@pytest.mark.timing
 def test_a_task_that_cannot_finish_is_left_for_the_resubmitted_run(dagfile):
     # 9 s limit: "first" ends after 3 s, when "long" (7 s) no longer fits but "quick" does
     dag = dagfile("#pilot runtime=3\nTASK first /bin/sleep 3\n#pilot runtime=7\nTASK long /bin/sleep 7\n"

@@ -23,7 +23,8 @@ from typing import Callable
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT = 20
+# Long enough for a loaded machine (each case takes a second or two alone); a hang still fails.
+TIMEOUT = 120
 BOMB = "[&a [x, x, x, x, x, x, x, x, x], " + ", ".join(f"&{c} [{', '.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")) + "]"
 
 

@@ -109,6 +109,7 @@ def test_a_dag_path_that_is_not_utf8_reads_back_from_a_task_environment_as_its_k
         proc.wait(timeout=10)
 
 
+@pytest.mark.timing
 def test_doorbell_wakes_a_waiting_peer():
     a, b = Doorbell(), Doorbell()
     try:

@@ -286,6 +286,7 @@ def test_a_rerun_counts_the_failed_cluster_it_tries_again_as_not_failed(tmp_path
     assert "ULOG_SUBMIT for HTCondor Node a (2.0.0)" in "\n".join(lines(sub))
 
 
+@pytest.mark.timing
 def test_monitord_making_progress_is_never_stopped_and_a_stuck_one_is(tmp_path):
     """A monitord still reading a large run uses CPU: it is waited for past the window; one that uses none is stopped."""
     import subprocess

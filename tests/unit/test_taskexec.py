@@ -65,6 +65,7 @@ def test_pipe_forward_collects_data_in_order(waker, outs):
     assert data["/dest/b"].startswith(b"B0") and len(data["/dest/b"]) == 60000
 
 
+@pytest.mark.timing
 def test_background_child_holding_pipe_does_not_block(waker, outs):
     start = time.monotonic()
     code = "import os,subprocess; fd=int(os.environ['F']); os.write(fd, b'hi\\n'); subprocess.Popen(['sleep', '5'], pass_fds=[fd])"
