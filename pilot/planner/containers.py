@@ -52,10 +52,11 @@ import hashlib
 import os
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pilot.errors import ConfigError
+from pilot.planner import replaced
 from pilot.planner.expand import expand
 from pilot.planner.model import ContainerSpec, Job
 from pilot.planner.yamlvalues import fail, flag, need_list, need_text, optional_text
@@ -141,11 +142,25 @@ def loaded_name(spec: ContainerSpec, workdir: str) -> str:
     return f"localhost/pilot-{name}:{tag}"
 
 
-def runtime_for(job: Job, spec: ContainerSpec, site: SiteConfig, handle: str) -> str:
-    """The site's runtime for the container's kind, or one line saying what the site offers."""
+def runtime_for(job: Job, spec: ContainerSpec, site: SiteConfig, handle: str) -> tuple[str, ContainerSpec]:
+    """The site's runtime for the container's kind, and the container as it runs there; or one line saying what the
+    site offers.
+
+    A singularity container of a ``docker://`` image runs, on a site with no singularity runtime, as a docker
+    container of that image through the site's docker or podman (one warning line): singularity itself would run
+    the same image, pulled and converted, with the job's directory at /srv as here. Any other singularity image
+    (a .sif file, library://) is singularity's own format, which docker and podman cannot run."""
     for runtime in site.container_runtimes:
         if CONTAINER_RUNTIMES[runtime] == spec.kind:
-            return runtime
+            return runtime, spec
+    if spec.kind == "singularity" and spec.image.lower().startswith("docker://") and not spec.bypass:
+        for runtime in site.container_runtimes:
+            if CONTAINER_RUNTIMES[runtime] == "docker":
+                replaced.note(f"singularity container on {runtime}", spec.where,
+                              f"site {site.name} has no apptainer or singularity: the container's docker:// image "
+                              f"runs as a docker container on {runtime}, the job's directory at /srv as in "
+                              "singularity (the job's env profiles passed in by name)")
+                return runtime, replace(spec, kind="docker")
     offers = ", ".join(site.container_runtimes) or "no container runtime"
     runs = [r for r, kind in CONTAINER_RUNTIMES.items() if kind == spec.kind]
     hint = f"add its runtime to the site's container_runtimes ({', '.join(runs)})"

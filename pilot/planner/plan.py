@@ -230,7 +230,7 @@ def _plan(req: PlanRequest) -> Plan:
         if spec is None:
             raise ConfigError(f"{job.where}: transformation {job.tx_label} names container {name!r}, which the "
                               "transformation catalog's containers do not list: add it there")
-        runtime = containers.runtime_for(job, spec, site, handle)
+        runtime, spec = containers.runtime_for(job, spec, site, handle)
         env_names = tuple(name for name, _ in resolver.env(job, handle) or ())
         job.wrapper = containers.wrapper(spec, runtime, lay.workdir.path, resolver.pegasus(job, handle), env_names)
         inside_dirs[job.index] = containers.WORKDIR[spec.kind]
