@@ -3,7 +3,8 @@
 #
 #   bash containers/build.sh            # image "pilot"
 #   bash containers/build.sh --demo     # ... then run `pilot demo --site container` inside it (what CI does),
-#                                       # and one container job on podman inside it (container-demo.sh)
+#                                       # and one container job on podman inside it (container-demo.sh),
+#                                       # then casa-wind's stand-in (the repository's tests/, mounted read-only)
 #
 # buildah with chroot isolation (root); FROM debian:bookworm is made here by
 # debootstrap and committed locally, so nothing is pulled from a registry. The
@@ -54,7 +55,8 @@ if [ "${1:-}" = "--demo" ]; then
   buildah rm "$ctr" >/dev/null
   if command -v podman >/dev/null; then
     CONTAINERS_CONF=$PWD/containers/containers.conf podman run --rm --privileged --network none \
-      --entrypoint /usr/local/bin/container-demo.sh "$IMAGE" || status=$?
+      -v "$PWD/tests:/opt/repo/tests:ro" --entrypoint /usr/local/bin/container-demo.sh "$IMAGE" \
+      --casa-wind /opt/repo || status=$?
   else
     echo "build.sh: podman is not installed here: the container job is not run (apt-get install podman runc)"
   fi

@@ -3,12 +3,23 @@
 # docker container, its image a busybox image built here, offline (podman import, then podman save to the
 # docker-archive tar the workflow names). The job reads a file only the image has and its staged input, and
 # writes a declared output, which is staged out; the script checks what it says.
+# With --casa-wind REPO (a checkout of the repository, mounted read-only) it then runs the stand-in of casa-wind,
+# a workflow pegasus-isi publishes, its container jobs in a busybox image built here (tests/standin.py: every pfn
+# a script that checks its inputs and writes its outputs), and checks every output was staged out. The stand-in
+# is the repository's test code, run from the mount so that the image holds none of it.
 #
 #   docker run --rm --privileged pilot container-demo.sh      # (or podman run --privileged)
+#   docker run --rm --privileged -v "$PWD/tests:/opt/repo/tests:ro" pilot container-demo.sh --casa-wind /opt/repo
 #
 # podman runs with /etc/containers/containers.conf (runc, ulimits within the host's) and a vfs store of the
 # demo's own (overlay cannot be stacked on the image's own overlay), removed at the end.
 set -euo pipefail
+repo=""
+if [ "${1:-}" = "--casa-wind" ]; then
+  repo=${2:?"container-demo.sh: --casa-wind needs the repository's directory (mounted read-only), e.g. /opt/repo"}
+  [ -f "$repo/tests/standin.py" ] || { echo "container-demo.sh: $repo/tests/standin.py: no such file; mount the" \
+    "repository's tests/ there (-v \"\$PWD/tests:$repo/tests:ro\")" >&2; exit 2; }
+fi
 dir=$(mktemp -d /tmp/container-demo.XXXXXX)
 trap 'podman rm -a -f >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 printf '[storage]\ndriver = "vfs"\ngraphroot = "%s/graph"\nrunroot = "%s/run"\n' "$dir" "$dir" >"$dir/storage.conf"
@@ -90,3 +101,7 @@ if [ "$(cat "$dir/output/out.txt")" != "$expected" ]; then
   exit 1
 fi
 echo "container-demo.sh: the container job ran in its image on podman and its output was staged out"
+
+if [ -n "$repo" ]; then  # the failing tasks' stderr, or what is wrong with the outputs, is printed by the stand-in
+  (cd "$repo" && PYTHONDONTWRITEBYTECODE=1 python -m tests.standin casa-wind "$dir/casa-wind")
+fi

@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import pytest
 
+from tests import busybox
 from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,30 +58,12 @@ def _run(argv: list[str], env: dict[str, str] | None = None, **kw) -> subprocess
     return res
 
 
-APPLETS = ("sh", "sleep", "cat", "echo", "printf", "test", "[", "true", "false", "ls", "pwd", "mkdir", "cp")
-
-
-def busybox_root(root: Path, files: dict[str, tuple[str, int]] | None = None) -> Path:
-    """A busybox-static root file system at ``root`` with ``files`` (path in the image -> text, mode) in it; its
-    ``sleep`` is what a container a worker starts once for its tasks runs between them."""
-    need("busybox")
-    busybox = shutil.which("busybox")
-    with open(busybox, "rb") as fh:
-        if b"/ld-linux" in fh.read(4096):  # a dynamic executable names its loader in its first page (PT_INTERP)
-            pytest.skip(f"{busybox} is not statically linked (apt-get install busybox-static)")
-    for sub in ("bin", "etc", "srv", "tmp", "proc", "sys", "dev", "home", "mnt", "var/tmp"):
-        (root / sub).mkdir(parents=True)
-    shutil.copy(busybox, root / "bin" / "busybox")
-    for applet in APPLETS:
-        (root / "bin" / applet).symlink_to("busybox")
-    (root / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
-    (root / "etc" / "group").write_text("root:x:0:\n")
-    for path, (text, mode) in (files or {}).items():
-        target = root / path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        target.chmod(mode)
-    return root
+def busybox_root(root: Path, files: busybox.Files | None = None) -> Path:
+    """tests/busybox.py's busybox root file system; a test skips where busybox-static is not installed."""
+    try:
+        return busybox.busybox_root(root, files)
+    except busybox.Unavailable as why:
+        pytest.skip(str(why))
 
 
 @pytest.fixture(scope="session")
@@ -104,18 +87,12 @@ class PrivatePodman:
     def __call__(self, *args: str) -> subprocess.CompletedProcess:
         return _run(["podman", *args], self.env)
 
-    def build(self, name: str, files: dict[str, tuple[str, int]]) -> Path:
-        """A docker-archive tar (what ``docker save`` writes of a pulled image) of a busybox image holding
-        ``files``; the image is removed from the store again, so only the archive has it."""
-        root = busybox_root(self.where / f"{name}-root", files)
-        rootfs = self.where / f"{name}-rootfs.tar"
-        _run(["tar", "-C", str(root), "-cf", str(rootfs), "."])
-        tag = f"localhost/{name}:test"
-        self("import", str(rootfs), tag)
-        archive = self.where / f"{name}.tar"
-        self("save", "--format", "docker-archive", "-o", str(archive), tag)
-        self("rmi", tag)
-        return archive
+    def build(self, name: str, files: busybox.Files) -> Path:
+        """A docker-archive tar of a busybox image holding ``files`` (tests/busybox.py), only the archive has it."""
+        try:
+            return busybox.podman_archive(self.where, name, files, self.env)
+        except busybox.Unavailable as why:
+            pytest.skip(str(why))
 
     def close(self) -> None:
         """End what is left and remove the store (root's files, in the test's own directory)."""

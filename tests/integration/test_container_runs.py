@@ -15,7 +15,7 @@ or that the runtime cannot load, fails the stage-in job in one line naming
 the image (and the runtime's message), and the job never starts.
 
 casa-wind, one of the workflows pegasus-isi publishes, runs as its stand-in
-(test_pegasus_isi_runs) with its container kept: the jobs of its
+(tests/standin.py) with its container kept: the jobs of its
 containerized transformations run in a busybox image built here, which alone
 holds their installed pfns.
 
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -50,7 +49,7 @@ from tests.conftest import mpiexec
 from tests.containers import PrivatePodman as Podman
 from tests.containers import IMAGE_TEXT, ONLY_IN_IMAGE, Runtime, apptainer_standin, squashfs  # noqa: F401 - fixtures
 from tests.containers import docker_archive, dockerd, podman, rootfs  # noqa: F401 - fixtures
-from tests.integration.test_pegasus_isi_runs import StandIn
+from tests.standin import CasaWindInImage
 
 api = pytest.importorskip("Pegasus.api")
 
@@ -186,63 +185,18 @@ def test_an_image_that_is_not_there_or_cannot_be_loaded_fails_its_stage_in_job_i
         assert f"container image file://{image}: {site_runtime.name} load failed: " in said, said
 
 
-class CasaWindInImage(StandIn):
-    """casa-wind's stand-in (test_pegasus_isi_runs) with its container kept: the published image
-    (docker://pegasus/casa-wind) becomes a busybox image built here, holding at each containerized
-    transformation's installed pfn a shell stand-in for its one job, which checks the job's inputs and writes its
-    outputs as the host's stand-in does; gunzip, installed on the host, runs the host's stand-in."""
-
-    def __init__(self, where: Path, podman: Podman) -> None:
-        self.podman = podman
-        super().__init__("casa-wind", where)
-
-    def _stand_in_executables(self, tc: dict, script: Path) -> None:  # type: ignore[override]
-        files = {}
-        for tx in tc["transformations"]:
-            for site in tx["sites"]:
-                if site.get("container"):
-                    files[site["pfn"]] = (self._shell_stand_in(tx["name"]), 0o755)
-                else:
-                    site["pfn"] = str(script)
-        archive = self.podman.build("casa-wind", files)
-        for container in tc["containers"]:
-            container.update({"type": "docker", "image": f"file://{archive}", "image.site": "local"})
-        self.in_image = sorted(files)
-
-    def _shell_stand_in(self, transformation: str) -> str:
-        jobs = [job for job in self.wf["jobs"] if job["name"] == transformation]
-        assert len(jobs) == 1, f"{transformation}: the shell stand-in knows one job, the workflow has {len(jobs)}"
-        job, made_by = jobs[0], {u["lfn"]: j["id"] for j in self.wf["jobs"] for u in j["uses"] if u["type"] == "output"}
-        lines = ["#!/bin/sh", "set -e"]
-        for use in (u for u in job["uses"] if u["type"] == "input"):
-            lfn = use["lfn"]
-            expect = f"{made_by[lfn]} wrote {lfn}" if lfn in made_by else f"replica {lfn}"
-            lines.append(f'[ "$(cat {shlex.quote(lfn)})" = {shlex.quote(expect)} ] || '
-                         f'{{ echo "stand-in: {job["id"]}: input {lfn} is not what was staged" >&2; exit 1; }}')
-        for use in (u for u in job["uses"] if u["type"] == "output"):
-            lines.append(f"printf '%s\\n' {shlex.quote(job['id'] + ' wrote ' + use['lfn'])} > {shlex.quote(use['lfn'])}")
-        return "\n".join(lines) + "\n"
-
-
 @pytest.mark.mpi
 @pytest.mark.containers
 def test_casa_winds_stand_in_runs_its_container_jobs_in_a_locally_built_image_on_podman(tmp_path, own_podman):
-    run = CasaWindInImage(tmp_path, own_podman)
+    run = CasaWindInImage(tmp_path, own_podman.build)
     assert all(not Path(pfn).exists() for pfn in run.in_image)  # only the image has them
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    sub = tmp_path / "sub"
-    args = [*PILOT, "submit", "workflow.yml", "--site", "local", "--sites", run.published.sites,
-            "--set", "container_runtimes=podman", "--cluster", "horizontal", "--dir", str(sub), "--poll", "0.2",
-            "--no-monitord"]
-    res = subprocess.run(args, cwd=run.folder, env={**os.environ, **own_podman.env}, capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run([*PILOT, *run.submit_args(tmp_path / "sub")], cwd=run.folder,
+                         env={**os.environ, **own_podman.env}, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
-    on_host = [job["id"] for job in run.wf["jobs"] if job["name"] == "gunzip"]
-    assert sorted(run.ledger.read_text().split()) == sorted(on_host)  # the others ran in the image
-    staged = {p.name: p.read_text() for p in run.storage().rglob("*") if p.is_file()}
-    assert set(staged) == run.outputs(registered=False)
-    assert all(text.endswith(f" wrote {lfn}\n") for lfn, text in staged.items())
+    assert sorted(run.ledger.read_text().split()) == sorted(run.on_host())  # the others ran in the image
+    assert run.staged_wrong() == []
 
 
 @pytest.mark.parametrize("right", [True, False])
