@@ -90,8 +90,10 @@ class DagRun:
 
     def __init__(self, job_id: str, opts: RunOptions, shared: Matcher, workers: list[int], app: str,
                  make_events: Callable[[RunOptions], list[RunEvents]], out: str | None = None,
-                 clock: Callable[[], float] = time.monotonic, err: str | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic, err: str | None = None,
+                 hosts: frozenset[str] | None = None, barred: set[str] | None = None) -> None:
         self.id = job_id
+        self.hosts = hosts  # the hosts it holds whole (its tasks run there alone), None: it shares
         self.opts = opts = in_dag_dir(opts)
         self.out = out  # the job output file of the cluster (its [cluster-summary] record), None: ours
         self.err = err  # its job stderr (its log lines), None: ours only
@@ -99,7 +101,7 @@ class DagRun:
         self.runlog: RunLog | None = None
         self.where = os.path.dirname(opts.dag)
         self.limits = Limits(opts, clock)
-        self.matcher = shared.sharing()
+        self.matcher = shared.sharing(hosts, None if hosts is not None else barred)
         self.events = Fanout([])
         self._make_events = make_events
         self.fdcache = FdCache(opts.maxfds)

@@ -199,3 +199,23 @@ def test_an_inbox_that_cannot_be_made_is_one_line(tmp_path):
     res = run_pilot(["--inbox", str(blocker / "inbox")], n=2, timeout=60)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert f"--inbox {blocker / 'inbox'}: cannot create it" in res.stderr
+
+
+def test_a_dag_holding_hosts_runs_there_alone_beside_one_that_shares_the_rest(tmp_path):
+    """A cluster of several nodes fed with the hosts it holds whole runs only there, and another fed beside it
+    runs only on the hosts left: as each had nodes of its own in the pilot job."""
+    exe = pilot_cmd([])[0]
+    base = [sys.executable, "-m", "pilot", "run", "--inbox", str(tmp_path / "inbox")]
+    proc = subprocess.Popen([exe, "-n", "1", "-env", "PILOT_HOSTNAME", "h0", *base, ":", "-n", "2", "-env",
+                             "PILOT_HOSTNAME", "h1", *base, ":", "-n", "2", "-env", "PILOT_HOSTNAME", "h2", *base],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    box = tmp_path / "inbox"
+    text = "".join(f"TASK t{i} /bin/sleep 0.3\n" for i in range(6))
+    wide, narrow = cluster(tmp_path, "wide", text), cluster(tmp_path, "narrow", text)
+    box.mkdir(exist_ok=True)
+    inbox.write_request(str(box), inbox.Request("wide", str(wide / "c.dag"), ARGS, None, None, ["h1.example.org"]))
+    feed(box, "narrow", narrow, ARGS)
+    assert done(box, "wide", "narrow") == [0, 0]
+    stop(proc, box)
+    hosts = {d.name: set(re.findall(r'hostname="([^"]+)"', (d / "c.out").read_text())) for d in (wide, narrow)}
+    assert hosts == {"wide": {"h1"}, "narrow": {"h2"}}
