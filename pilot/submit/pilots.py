@@ -340,7 +340,9 @@ class PilotBackend:
                     self._lost(block, f"its pilot run ended ({ended})")
                 else:
                     delay = self._died.failed(site.name, now, f"pilot job {block.job_id}: {ended}")
-                    self._lost(block, f"its pilot run died at start ({ended}); the next pilot job in {delay:.0f} s")
+                    log.warning("pilot job %s: its pilot run died at start (%s); the next pilot job in %.0f s, for the "
+                                "%d cluster(s) fed to it", block.job_id, ended, delay, len(block.apps))
+                    self._lost(block, None)
                 changed = True
             elif self._died.failing(site.name) and block.agent is not None and inbox.is_up(block.inbox):
                 self._died.cleared(site.name)
@@ -351,9 +353,11 @@ class PilotBackend:
         if changed:
             self._save()
 
-    def _lost(self, block: blocks.Block, why: str = "ended") -> None:
-        log.warning("pilot job %s: %s, with %d cluster(s) in it; they resume from their rescue logs",
-                    block.job_id, why, len(block.apps))
+    def _lost(self, block: blocks.Block, why: str | None = "") -> None:
+        """End a block that was lost (``why``: how, or None where that was said already), and free its clusters."""
+        if why is not None:
+            log.warning("pilot job %s ended with %d cluster(s) in it%s; they resume from their rescue logs",
+                        block.job_id, len(block.apps), f" ({why})" if why else "")
         for job_id in list(block.apps):
             launch = self.launches.get(job_id)
             if launch is not None and launch.fed and not feed.taken(launch):  # never started: it waits for another
@@ -366,7 +370,7 @@ class PilotBackend:
     def _place(self, launch: Launch, now: float) -> None:
         cut = self._cut.get(launch.workdir, ())
         # Fed, a cluster of one node shares the block's workers with every other, one of several holds whole nodes.
-        room = {b.label: feed.room(b, launch.nodes, self._shared(b)) if self.fed else
+        room = {b.label: feed.room(b, launch.nodes, sum(1 for w, _ in b.apps.values() if not w)) if self.fed else
                 b.fit(launch.nodes, launch.ranks_per_node) for b in self.blocks
                 if b.site == launch.site and b.running_since is not None and b.time_left(now) > b.margin
                 and b.label not in cut and (b.agent is not None or not self.fed)}
@@ -398,10 +402,6 @@ class PilotBackend:
         launch.block = block
         log.info("%s: started in pilot job %s (%.0f s of wall time left there)", launch.job_id, block.job_id,
                  block.time_left(now))
-
-    def _shared(self, block: blocks.Block) -> int:
-        """How many clusters fed to ``block`` share its nodes (hold none whole)."""
-        return sum(1 for where, _ in block.apps.values() if not where)
 
     def _may_add(self, site_name: str) -> bool:
         settings = self.settings[site_name]
