@@ -131,7 +131,8 @@ class Agent:
                 if why is not None and run.abort_reason is None:
                     self._abort(run, why, signalled=False)
             self._dispatch()
-            for run in [r for r in self.runs if r.drained or (r.abort_reason and now >= r.kill_deadline)]:
+            for run in [r for r in self.runs if r.drained and (r.abort_reason or now >= r.settle_at)
+                        or (r.abort_reason and now >= r.kill_deadline)]:
                 self._end(run)
             if self.stopping is not None and not self.runs:
                 return

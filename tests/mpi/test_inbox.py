@@ -219,3 +219,30 @@ def test_a_dag_holding_hosts_runs_there_alone_beside_one_that_shares_the_rest(tm
     stop(proc, box)
     hosts = {d.name: set(re.findall(r'hostname="([^"]+)"', (d / "c.out").read_text())) for d in (wide, narrow)}
     assert hosts == {"wide": {"h1"}, "narrow": {"h2"}}
+
+
+def rank_zero(box: Path) -> int:
+    """The pid of the pilot run's master (rank 0) reading ``box``."""
+    for entry in os.listdir("/proc"):
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if str(box).encode() in argv and b"python" in argv[0] and b"PMI_RANK=0" in env:
+            return int(entry)
+    raise AssertionError(f"no rank 0 reads {box}")
+
+
+def test_a_dag_whose_task_is_killed_just_before_the_run_is_signalled_ends_as_signalled(tmp_path):
+    """Ending a pilot job signals its nodes one by one: a task may be killed, and reported, before the master's
+    own SIGTERM. Its DAG then ends as signalled (it resumes elsewhere), not as failed (a retry spent)."""
+    proc, box = start_agent(tmp_path)
+    wait_for(lambda: (box / inbox.UP_FILE).exists(), 60, "the run's workers to be up")
+    d = cluster(tmp_path, "c", f"TASK t /bin/sh -c 'touch {tmp_path}/killed; kill -9 $$'\nTASK u /bin/true\nEDGE t u\n")
+    feed(box, "c", d, ARGS)
+    wait_for(lambda: (tmp_path / "killed").exists(), 60, "the task to be killed")
+    os.kill(rank_zero(box), 15)
+    assert done(box, "c") == [1]
+    proc.communicate(timeout=60)
+    assert '"reason": "signal"' in (d / "c.dag.result").read_text()
