@@ -10,11 +10,12 @@ the submit directory itself. Files, all in the inbox:
 
 - ``<id>.request``: one JSON object ``{"format": 1, "dag": "/abs/c.dag",
   "args": ["--max-wall-time", "9", "-t", "2", ...], "out": "/abs/c.block.out",
-  "err": "/abs/c.block.err"}``: the cluster's DAG, the ``pilot run`` options
+  "err": "/abs/c.block.err", "hosts": ["n2", "n3"]}``: the cluster's DAG, the ``pilot run`` options
   its own run would get (the run-wide ones: tries, wall time, logs, -o/-e;
   host and worker options are the pilot run's own) and the files its job
-  output and its log lines go to. The run removes it once
-  it took it.
+  output and its log lines go to, and (``hosts``, or null) the whole nodes
+  of the pilot job a cluster of several nodes holds: its tasks run there
+  alone, the other clusters' elsewhere. The run removes it once it took it.
 - ``<id>.cancel``: (empty) end that cluster's run now (its tasks are killed, its
   result says ``signal``), as a cancel of its own batch job would.
 - ``done/<id>.done``: the cluster's exit status, as its own ``pilot run``
@@ -22,6 +23,9 @@ the submit directory itself. Files, all in the inbox:
   In a directory of their own: the run reads the inbox every few
   milliseconds, and a done file per cluster ever fed would make each read
   longer.
+- ``up``: (empty, written by the run) its workers are up and it takes
+  requests: a run that ends without it died at start, and the driver waits
+  longer before each replacement (``pilot.submit.backoff``).
 - ``stop``: (empty) end the pilot run: no new cluster is taken, the running
   ones end as after SIGTERM and resume elsewhere from their rescue logs.
 
@@ -40,6 +44,7 @@ DONE_SUFFIX = ".done"
 DONE_DIR = "done"
 CANCEL_SUFFIX = ".cancel"
 STOP_FILE = "stop"
+UP_FILE = "up"
 MAX_REQUEST_BYTES = 1 << 16
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
@@ -52,6 +57,7 @@ class Request(NamedTuple):
     args: list[str]  # pilot run options, without the DAG
     out: str | None = None  # where the run's job output (its [cluster-summary] record) goes
     err: str | None = None  # where its log lines go too (its job stderr)
+    hosts: list[str] | None = None  # the hosts it holds whole (None: it shares them all)
 
 
 def _checked_id(job_id: str) -> str:
@@ -64,7 +70,7 @@ def write_request(inbox: str, req: Request) -> str:
     """Feed ``req`` to the run reading ``inbox``; the request's path."""
     path = os.path.join(inbox, _checked_id(req.id) + REQUEST_SUFFIX)
     write_atomic(path, json.dumps({"format": 1, "dag": os.path.abspath(req.dag), "args": list(req.args),
-                                   "out": req.out, "err": req.err}) + "\n")
+                                   "out": req.out, "err": req.err, "hosts": req.hosts}) + "\n")
     return path
 
 
@@ -96,11 +102,12 @@ def look(inbox: str) -> Look:
         job_id = entry.name[: -len(REQUEST_SUFFIX)]
         try:
             raw = load_json(entry.path, MAX_REQUEST_BYTES)
-            dag, args, dest, err = raw.get("dag"), raw.get("args"), raw.get("out"), raw.get("err")
+            dag, args, dest, err, hosts = (raw.get(k) for k in ("dag", "args", "out", "err", "hosts"))
             if not isinstance(dag, str) or not os.path.isabs(dag) or not isinstance(args, list) \
-                    or not all(isinstance(a, str) for a in args) or not all(p is None or isinstance(p, str) for p in (dest, err)):
-                raise ConfigError(f"{entry.path}: not an inbox request (dag, args, out, err)")
-            requests.append(Request(job_id, dag, args, dest, err))
+                    or not all(isinstance(a, str) for a in args) or not all(p is None or isinstance(p, str) for p in (dest, err)) \
+                    or not (hosts is None or isinstance(hosts, list) and all(isinstance(h, str) for h in hosts)):
+                raise ConfigError(f"{entry.path}: not an inbox request (dag, args, out, err, hosts)")
+            requests.append(Request(job_id, dag, args, dest, err, hosts))
         except (ConfigError, OSError, AttributeError) as exc:
             requests.append((job_id, str(exc)))
         try:
@@ -144,3 +151,12 @@ def clear(inbox: str, job_id: str) -> None:
 
 def write_stop(inbox: str) -> None:
     write_atomic(os.path.join(inbox, STOP_FILE), "")
+
+
+def write_up(inbox: str) -> None:
+    write_atomic(os.path.join(inbox, UP_FILE), "")
+
+
+def is_up(inbox: str) -> bool:
+    """Whether the run reading ``inbox`` got its workers up (it may have ended since)."""
+    return os.path.exists(os.path.join(inbox, UP_FILE))

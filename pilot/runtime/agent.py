@@ -79,6 +79,7 @@ class Agent:
         self.running: dict[int, tuple[DagRun, Task, Allocation, int]] = {}  # rank -> its task's run, task, slot, seq
         self.stopping: str | None = None
         self.taken = 0
+        self.held: set[str] = set()  # hosts a fed DAG holds whole: the other DAGs start nothing there
         self._inbox_mtime = -2  # its modification time at the last read (none yet)
         self._alive = set(self.workers)
         # Ends runs' records off the dispatch path: a run's end (its summary, the merge of its stdio, the fsyncs of
@@ -101,6 +102,7 @@ class Agent:
                 startup.register(self.workers)
                 startup.setup_hosts()
                 log.info("Pilot run with %d workers taking DAGs from %s", len(self.workers), self.inbox)
+                inbox.write_up(self.inbox)
                 self._loop()
             finally:
                 for run in list(self.runs):  # an error of the agent itself: every run still ends its record
@@ -129,7 +131,8 @@ class Agent:
                 if why is not None and run.abort_reason is None:
                     self._abort(run, why, signalled=False)
             self._dispatch()
-            for run in [r for r in self.runs if r.drained or (r.abort_reason and now >= r.kill_deadline)]:
+            for run in [r for r in self.runs if r.drained and (r.abort_reason or now >= r.settle_at)
+                        or (r.abort_reason and now >= r.kill_deadline)]:
                 self._end(run)
             if self.stopping is not None and not self.runs:
                 return
@@ -184,15 +187,32 @@ class Agent:
             inbox.write_done(self.inbox, req.id, 2)
             return
         opts = own._replace(**{name: getattr(self.opts, name) for name in WORKER_SIDE}, inbox=None)
+        hosts = self._hosts(req)
         run = DagRun(req.id, opts, self.matcher, self.workers, self.app, self.make_events, req.out, self.limits.clock,
-                     req.err)
+                     req.err, hosts, self.held)
         try:
             run.open(len(self.workers))
         except (PilotError, OSError) as exc:
             inbox.write_done(self.inbox, req.id, run.fail(exc))
             return
-        log.info("%s: %s taken (%d tasks)", req.id, run.opts.dag, run.engine.total if run.engine else 0, extra=run.tag)
+        log.info("%s: %s taken (%d tasks%s)", req.id, run.opts.dag, run.engine.total if run.engine else 0,
+                 f", on {', '.join(sorted(hosts))} alone" if hosts else "", extra=run.tag)
+        self.held |= hosts or set()
         self.runs.append(run)
+
+    def _hosts(self, req: inbox.Request) -> frozenset[str] | None:
+        """The workers' names of the hosts a request holds whole (the scheduler may name a host by its full name,
+        a worker by its short one); None when it shares, or names a host this run has no worker on (then it
+        shares, said in one line: its nodes are the pilot job's, so only a renamed host can do that)."""
+        if not req.hosts:
+            return None
+        ours = {name.split(".", 1)[0]: name for name in self.matcher.hosts}
+        got = {ours.get(h.split(".", 1)[0]) for h in req.hosts}
+        if None in got:
+            log.warning("%s: it holds hosts %s, but this run's workers are on %s: it shares them all", req.id,
+                        ", ".join(req.hosts), ", ".join(sorted(self.matcher.hosts)))
+            return None
+        return frozenset(h for h in got if h is not None)
 
     def _dispatch(self) -> None:
         """Start what fits, one task of each run in turn, the runs that have not started a task first: a run fed
@@ -234,6 +254,7 @@ class Agent:
             log.error("%s: worker %d did not end its task after the kill; it takes no more tasks", run.id, rank)
             del self.running[rank]  # its slot stays taken
         self.runs.remove(run)
+        self.held -= run.hosts or set()
         self._closer.submit(self._close_run, run)  # nothing else touches the run from here on
 
     def _close_run(self, run: DagRun) -> None:

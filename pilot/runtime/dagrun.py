@@ -45,6 +45,12 @@ from pilot.runtime.report import RunReport
 from pilot.runtime.timeleft import Limits
 
 log = logging.getLogger("pilot.master")
+# Seconds a run whose task was killed (SIGTERM, SIGKILL) waits before it ends as failed. When a pilot job is
+# ended (a node lost, a cancel) its scheduler signals each node on its own: a task on another node may be killed,
+# and its worker's report reach the master, before the master's own signal; the run then ends as signalled (it
+# resumes elsewhere) and not as failed (which would cost the cluster a retry).
+KILLED_GRACE = 2.0
+KILLED = (-15, -9)  # a task's status when SIGTERM or SIGKILL ended it
 
 
 def in_dag_dir(opts: RunOptions) -> RunOptions:
@@ -90,8 +96,10 @@ class DagRun:
 
     def __init__(self, job_id: str, opts: RunOptions, shared: Matcher, workers: list[int], app: str,
                  make_events: Callable[[RunOptions], list[RunEvents]], out: str | None = None,
-                 clock: Callable[[], float] = time.monotonic, err: str | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic, err: str | None = None,
+                 hosts: frozenset[str] | None = None, barred: set[str] | None = None) -> None:
         self.id = job_id
+        self.hosts = hosts  # the hosts it holds whole (its tasks run there alone), None: it shares
         self.opts = opts = in_dag_dir(opts)
         self.out = out  # the job output file of the cluster (its [cluster-summary] record), None: ours
         self.err = err  # its job stderr (its log lines), None: ours only
@@ -99,7 +107,7 @@ class DagRun:
         self.runlog: RunLog | None = None
         self.where = os.path.dirname(opts.dag)
         self.limits = Limits(opts, clock)
-        self.matcher = shared.sharing()
+        self.matcher = shared.sharing(hosts, None if hosts is not None else barred)
         self.events = Fanout([])
         self._make_events = make_events
         self.fdcache = FdCache(opts.maxfds)
@@ -119,6 +127,7 @@ class DagRun:
         self.abort_reason: str | None = None
         self.signalled = False  # ended by a signal, a stop or a cancel (result "signal"), not by its wall time
         self.kill_deadline = 0.0
+        self.settle_at = 0.0  # drained, it ends no sooner (KILLED_GRACE)
         self._started_events = False
 
     # -- start ----------------------------------------------------------------
@@ -210,6 +219,8 @@ class DagRun:
             for child in engine.succeeded(task):
                 self.ready(child)
             return
+        if status in KILLED and self.abort_reason is None:
+            self.settle_at = self.limits.clock() + KILLED_GRACE
         retry = engine.failed(task, retry=self.abort_reason is None)
         self.events.task_ended(task, seq, status, retry)
         why = f" ({res.error})" if res.error else ""

@@ -141,6 +141,10 @@ class Matcher:
         self._tiebreak: array[int] | None = None  # per task order: its place among equal priorities
         self.full: float = float("inf")  # seconds a whole run gets: a longer task is never held
         self.held: list[Task] = []  # ready tasks too long for the time left: for the next run
+        # A fed DAG given whole hosts runs on those alone (``only``); the others start nothing on them (``barred``,
+        # the agent's one set of such hosts, which changes as those DAGs come and go).
+        self.only: frozenset[str] | None = None
+        self.barred: set[str] | frozenset[str] = frozenset()
 
     def order_by_runtime(self, tasks: list[Task]) -> bool:
         """Equal priorities longest runtime first (see the module doc); False when no task has a runtime."""
@@ -153,12 +157,19 @@ class Matcher:
         self._tiebreak = tiebreak
         return True
 
-    def sharing(self) -> Matcher:
+    def sharing(self, only: frozenset[str] | None = None, barred: set[str] | None = None) -> Matcher:
         """A ready queue of its own over these hosts, their slots and free resources (shared, not copied): each DAG
-        of a run that holds several (``pilot.runtime.dagrun``) orders its own tasks, and all take the same slots."""
+        of a run that holds several (``pilot.runtime.dagrun``) orders its own tasks, and all take the same slots;
+        ``only``: the hosts it runs on alone, ``barred``: the hosts it may not use (see ``only``/``barred``)."""
         other = Matcher()
         other.hosts, other.host_of, other._available = self.hosts, self.host_of, self._available
+        other.only = only
+        other.barred = frozenset() if barred is None else barred
         return other
+
+    def usable(self, host: Host) -> bool:
+        """Whether this queue's tasks may start on ``host`` (its own hosts, or any another DAG does not hold)."""
+        return host.name in self.only if self.only is not None else host.name not in self.barred
 
     # -- hosts and slots ------------------------------------------------------
     def add_slot(self, rank: int, hostname: str, cpus: int, memory: int, gpu_ids: tuple[str, ...] = (),
@@ -182,7 +193,9 @@ class Matcher:
 
     def infeasible(self, task: Task) -> str | None:
         """Why ``task`` can never run on these hosts, or None if some host could run it."""
-        if any(h.could_fit(task.cpus, task.memory, task.gpus) for h in self.hosts.values()):
+        # Its own hosts only; a barred host is held for a while, not for ever.
+        if any(h.could_fit(task.cpus, task.memory, task.gpus) for h in self.hosts.values()
+               if self.only is None or h.name in self.only):
             return None
         return (
             f"it requests {task.cpus} CPU(s), {task.memory} MB memory and {task.gpus} GPU(s), "
@@ -336,7 +349,10 @@ class Matcher:
         if reserved is not None and (rank is None or self._passed is None or rank <= self._passed):
             reserved = None  # the reserved task itself, or an even more urgent one
         # A task asking for no CPU (-c 0, as PMC allows) also fits a host whose CPUs are all taken.
-        for host in self._available.values() if cpus else (h for h in self.hosts.values() if h.idle):
+        hosts = self._available.values() if cpus else (h for h in self.hosts.values() if h.idle)
+        if self.only is not None or self.barred:  # a fed DAG's (the single-DAG run's hot path skips the test)
+            hosts = [h for h in hosts if self.usable(h)]
+        for host in hosts:
             if host is not reserved and host.fits(cpus, memory, gpus):
                 return host
         return None

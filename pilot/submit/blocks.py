@@ -100,6 +100,11 @@ class Block:
     def inbox(self) -> str:
         return os.path.join(self.script_dir, "inbox")
 
+    @property
+    def margin(self) -> float:
+        """Seconds of its end no cluster starts in: a minute, less for a short block (a tenth of it)."""
+        return min(60.0, self.walltime_s / 10)
+
     def time_left(self, now: float) -> float:
         """Seconds of wall time left (the whole of it while it waits in the queue)."""
         start = self.running_since if self.running_since is not None else now

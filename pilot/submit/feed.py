@@ -73,15 +73,43 @@ def start(block: blocks.Block, site: SiteConfig, req: JobRequest, now: float) ->
     block.agent = blocks.launch_agent(block, whole.launch_prefix(), host_flag, pilot)
 
 
-def feed(block: blocks.Block, launch: Launch, minutes: float) -> None:
-    """Hand ``launch``'s cluster to the block's run, with ``minutes`` of wall time (its block's time left)."""
+def room(block: blocks.Block, nodes: int, shared: int) -> tuple[int, ...] | None:
+    """Where a cluster of ``nodes`` nodes goes in ``block`` (``shared``: clusters of one node fed there): one of
+    several nodes holds that many whole nodes, as its own run in the block would (its tasks run there alone, and
+    never wait behind another cluster's), leaving the clusters that share one node at least; one of one node
+    shares every node no other cluster holds. None: no room now (the nodes held, by index, else ())."""
+    free = [i for i in range(block.nodes) if block.used[i] == 0]
+    if nodes <= 1:
+        return () if free else None
+    if len(free) < nodes + (1 if shared else 0):
+        return None
+    return tuple(free[-nodes:])  # the last: the first node also runs the pilot run's master
+
+
+def hosts_at(block: blocks.Block, where: tuple[int, ...]) -> list[str] | None:
+    """The names of the block's nodes ``where`` (from the host list its script writes), or None when the names do
+    not tell the nodes apart (one machine's "nodes", all ``localhost``): no host can be held by name there."""
+    try:
+        with open(os.path.join(block.script_dir, "hosts"), encoding="utf-8") as fh:
+            names = fh.read().split()
+    except OSError:
+        return None
+    if len(set(names)) != len(names) or any(i >= len(names) for i in where):
+        return None
+    return [names[i] for i in where]
+
+
+def feed(block: blocks.Block, launch: Launch, minutes: float, where: tuple[int, ...] = ()) -> None:
+    """Hand ``launch``'s cluster to the block's run, with ``minutes`` of wall time (its block's time left), holding
+    the block's nodes ``where`` whole (``room``)."""
     job = request_id(launch)
     inbox.clear(block.inbox, job)
     base = launch.dag[:-4] if launch.dag.endswith(".dag") else launch.dag
     inbox.write_request(block.inbox, inbox.Request(
         job, os.path.join(launch.workdir, launch.dag), ["--max-wall-time", f"{minutes:g}", *launch.run_args[:-1]],
-        os.path.join(launch.workdir, base + ".block.out"), os.path.join(launch.workdir, base + ".block.err")))
-    block.take(launch.job_id, (), 0)
+        os.path.join(launch.workdir, base + ".block.out"), os.path.join(launch.workdir, base + ".block.err"),
+        hosts_at(block, where) if where else None))
+    block.take(launch.job_id, where, block.slots if where else 0)
     launch.block, launch.future, launch.fed = block, block.agent, True
 
 
@@ -92,9 +120,15 @@ def status(launch: Launch) -> QueueStatus:
     where = f"pilot job {block.job_id}"
     if launch.future is None or launch.future.done() or inbox.read_done(block.inbox, request_id(launch)) is not None:
         return QueueStatus(QueueState.FINISHED)
-    if os.path.exists(os.path.join(block.inbox, request_id(launch) + inbox.REQUEST_SUFFIX)):
+    if not taken(launch):
         return QueueStatus(QueueState.PENDING, f"fed to {where}")
     return QueueStatus(QueueState.RUNNING, f"in {where}")
+
+
+def taken(launch: Launch) -> bool:
+    """Whether the block's run took the cluster's request (its tasks may have started there)."""
+    assert launch.block is not None
+    return not os.path.exists(os.path.join(launch.block.inbox, request_id(launch) + inbox.REQUEST_SUFFIX))
 
 
 def cancel(launch: Launch) -> None:

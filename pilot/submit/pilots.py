@@ -51,7 +51,9 @@ from pilot.contracts.result import ResultError, RunOutcome, read_result
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import JobRequest, pilot_wall_time
 from pilot.sites import SiteConfig
+from pilot.contracts import inbox
 from pilot.submit import blocks, feed
+from pilot.submit.backoff import Backoff
 from pilot.submit.backend import Backend, JobRef, Submitted
 from pilot.submit.blockapp import MARKER
 from pilot.submit.options import Options
@@ -68,7 +70,6 @@ STATE = "pilots.json"
 MAX_STATE_BYTES = 1 << 20
 MARKER_BYTES = 4096  # a launch marker (blockapp.MARKER): "<block id> <host> <launcher pid>"
 GONE_WAIT = 60.0  # seconds a restart waits for ended blocks to leave the queue before it goes on
-SUBMIT_TRIES = 5  # pilot job submissions failing in a row (with back-off) before the clusters waiting for one fail
 
 
 @dataclass
@@ -100,11 +101,6 @@ def _still_running(dag: str) -> bool:
         return fd is not None
 
 
-def _margin(block: blocks.Block) -> float:
-    """Seconds of a block's end no cluster starts in: a minute, less for a short block (a tenth of it)."""
-    return min(60.0, block.walltime_s / 10)
-
-
 def _ended(future: Future) -> str:
     """How a block's pilot run ended, in words."""
     try:
@@ -114,15 +110,8 @@ def _ended(future: Future) -> str:
 
 
 def _without_walltime(args: list[str]) -> list[str]:
-    out, skip = [], False
-    for a in args:
-        if skip:
-            skip = False
-        elif a == "--max-wall-time":
-            skip = True
-        else:
-            out.append(a)
-    return out
+    at = args.index("--max-wall-time") if "--max-wall-time" in args else len(args)
+    return args[:at] + args[at + 2:]
 
 
 class PilotBackend:
@@ -137,7 +126,9 @@ class PilotBackend:
         self.blocks: list[blocks.Block] = []
         self.launches: dict[str, Launch] = {}
         self._count = 0
-        self._failed: dict[str, tuple[int, float, str]] = {}  # site -> (failures in a row, next try, last error)
+        # Pilot jobs that could not be submitted, and those whose pilot run died at start: each waits longer.
+        self._refused = Backoff("no pilot job could be submitted")
+        self._died = Backoff("no pilot run started")
         self._never: dict[str, str] = {}  # site -> why its pilot jobs never start (the scheduler's pending reason)
         # cluster directory -> the blocks whose end cut it short: its next attempt goes to another, with more time
         self._cut: dict[str, set[str]] = {}
@@ -218,12 +209,21 @@ class PilotBackend:
         return Submitted(job_id, os.path.join(req.workdir, base + ".block.out"), os.path.join(req.workdir, base + ".block.err"))
 
     def query(self, site: SiteConfig, job_ids: Sequence[str]) -> dict[str, QueueStatus]:
-        mine = [j for j in job_ids if j.startswith(PREFIX)]
-        out = self.batch.query(site, [j for j in job_ids if not j.startswith(PREFIX)]) if len(mine) < len(job_ids) else {}
+        """Where the clusters stand; one queue query asks about the site's batch jobs and pilot jobs alike."""
+        rest = {j for j in job_ids if not j.startswith(PREFIX)}
+        own = [b.job_id for b in self.blocks if b.site == site.name] if site.name in self.settings else []
+        try:
+            states = self.batch.query(site, [*rest, *own]) if rest or own else {}
+        except SubmitError:
+            if rest:
+                raise  # the driver's (an outage of the queue)
+            states = None  # the queue does not answer: nothing is decided about the blocks this time
         if site.name in self.settings:
-            self.tick(site)
-        for job_id in mine:
-            out[job_id] = self._status(self.launches.get(job_id))
+            self.tick(site, states)
+        out = {j: s for j, s in (states or {}).items() if j in rest}
+        for job_id in job_ids:
+            if job_id.startswith(PREFIX):
+                out[job_id] = self._status(self.launches.get(job_id))
         return out
 
     def _status(self, launch: Launch | None) -> QueueStatus:
@@ -232,10 +232,9 @@ class PilotBackend:
         if launch.block is None:
             if launch.site in self._never:  # the driver cancels it and fails the cluster with this reason
                 return QueueStatus(QueueState.PENDING, self._never[launch.site], never_starts=True)
-            failures, _, error = self._failed.get(launch.site, (0, 0.0, ""))
-            if failures >= SUBMIT_TRIES:  # the driver cancels it and fails the cluster with this reason
-                return QueueStatus(QueueState.PENDING, f"no pilot job could be submitted ({failures} tries): {error}",
-                                   never_starts=True)
+            why = self._refused.given_up(launch.site) or self._died.given_up(launch.site)
+            if why:  # the driver cancels it and fails the cluster with this reason
+                return QueueStatus(QueueState.PENDING, why, never_starts=True)
             return QueueStatus(QueueState.PENDING, "waiting for a pilot job")
         if launch.fed:
             status = feed.status(launch)
@@ -311,15 +310,12 @@ class PilotBackend:
             self._save()
 
     # -- binding ------------------------------------------------------------------------------
-    def tick(self, site: SiteConfig) -> None:
-        """Ask about the site's blocks, start waiting clusters where they fit, add and end blocks."""
+    def tick(self, site: SiteConfig, states: dict[str, QueueStatus] | None) -> None:
+        """Given what the queue says of the site's blocks (None: it did not answer), start waiting clusters where
+        they fit, add and end blocks."""
         settings = self.settings[site.name]
         now = self.clock()
         mine = [b for b in self.blocks if b.site == site.name]
-        try:
-            states = self.batch.query(site, [b.job_id for b in mine]) if mine else {}
-        except SubmitError:
-            states = None  # the queue does not answer: nothing is decided this time
         changed = False
         for block in mine:
             status = None if states is None else states.get(block.job_id, QueueStatus(QueueState.FINISHED))
@@ -339,9 +335,17 @@ class PilotBackend:
             if block.agent is None and site.name in self._first:
                 feed.start(block, site, self._first[site.name], now)
             elif block.agent is not None and block.agent.done():
-                log.warning("pilot job %s: its pilot run ended (%s)", block.job_id, _ended(block.agent))
-                self._lost(block)
+                ended = _ended(block.agent)
+                if inbox.is_up(block.inbox):
+                    self._lost(block, f"its pilot run ended ({ended})")
+                else:
+                    delay = self._died.failed(site.name, now, f"pilot job {block.job_id}: {ended}")
+                    log.warning("pilot job %s: its pilot run died at start (%s); the next pilot job in %.0f s, for the "
+                                "%d cluster(s) fed to it", block.job_id, ended, delay, len(block.apps))
+                    self._lost(block, None)
                 changed = True
+            elif self._died.failing(site.name) and block.agent is not None and inbox.is_up(block.inbox):
+                self._died.cleared(site.name)
         waiting = [x for x in self.launches.values() if x.site == site.name and x.block is None]
         for launch in waiting:
             self._place(launch, now)
@@ -349,26 +353,31 @@ class PilotBackend:
         if changed:
             self._save()
 
-    def _lost(self, block: blocks.Block) -> None:
-        log.warning("pilot job %s ended with %d cluster(s) in it; they resume from their rescue logs",
-                    block.job_id, len(block.apps))
+    def _lost(self, block: blocks.Block, why: str | None = "") -> None:
+        """End a block that was lost (``why``: how, or None where that was said already), and free its clusters."""
+        if why is not None:
+            log.warning("pilot job %s ended with %d cluster(s) in it%s; they resume from their rescue logs",
+                        block.job_id, len(block.apps), f" ({why})" if why else "")
         for job_id in list(block.apps):
             launch = self.launches.get(job_id)
-            if launch is not None:
+            if launch is not None and launch.fed and not feed.taken(launch):  # never started: it waits for another
+                launch.block, launch.future, launch.fed = None, None, False
+            elif launch is not None:
                 launch.future = None  # FINISHED at the next look: the driver reads its result (or none)
         blocks.end_block(block)
         self.blocks.remove(block)
 
     def _place(self, launch: Launch, now: float) -> None:
         cut = self._cut.get(launch.workdir, ())
-        # Fed, a cluster's tasks share the block's workers with every other: any block with time has room.
-        room = {b.label: b.fit(launch.nodes, launch.ranks_per_node) if not self.fed else () for b in self.blocks
-                if b.site == launch.site and b.running_since is not None and b.time_left(now) > _margin(b)
+        # Fed, a cluster of one node shares the block's workers with every other, one of several holds whole nodes.
+        room = {b.label: feed.room(b, launch.nodes, sum(1 for w, _ in b.apps.values() if not w)) if self.fed else
+                b.fit(launch.nodes, launch.ranks_per_node) for b in self.blocks
+                if b.site == launch.site and b.running_since is not None and b.time_left(now) > b.margin
                 and b.label not in cut and (b.agent is not None or not self.fed)}
         running = [b for b in self.blocks if room.get(b.label) is not None]
         if not running:
             return
-        fits = [b for b in running if b.time_left(now) >= launch.makespan + _margin(b)]
+        fits = [b for b in running if b.time_left(now) >= launch.makespan + b.margin]
         if fits:
             block = min(fits, key=lambda b: (len(b.apps), -b.time_left(now)) if self.fed else  # the least busy
                         (b.free_slots, -b.time_left(now)))  # pack, then the longest left
@@ -379,15 +388,15 @@ class PilotBackend:
         if _still_running(os.path.join(launch.workdir, launch.dag)):
             return  # an earlier attempt lives on (its block's processes not yet gone): never two at once
         minutes = pilot_wall_time(block.time_left(now) / 60.0)
+        where = room[block.label]
+        assert where is not None  # chosen among the blocks with room
         if self.fed:
-            feed.feed(block, launch, minutes)
+            feed.feed(block, launch, minutes, where)
             log.info("%s: fed to pilot job %s (%.0f s of wall time left there)", launch.job_id, block.job_id,
                      block.time_left(now))
             return
         _, host_flag = blocks.mpi_launcher(self.sites[launch.site])
         pilot = [*launch.pilot, "run", "--max-wall-time", f"{minutes:g}", *launch.run_args]
-        where = room[block.label]
-        assert where is not None  # chosen among the blocks with room
         launch.future = blocks.launch(block, launch.job_id, where, launch.ranks_per_node,
                                       (launch.workdir, launch.dag, launch.launcher, host_flag, pilot))
         launch.block = block
@@ -404,9 +413,8 @@ class PilotBackend:
         coming = sum(b.nodes * b.slots for b in mine if b.running_since is None)  # in slots (cores)
         wanted = sum(x.nodes * x.ranks_per_node for x in waiting)
         changed = False
-        failures, next_try, _ = self._failed.get(site.name, (0, 0.0, ""))
-        while (wanted > coming or len(mine) < settings.min_blocks) and len(mine) < settings.pilots and now >= next_try \
-                and site.name not in self._never:
+        while (wanted > coming or len(mine) < settings.min_blocks) and len(mine) < settings.pilots \
+                and self._refused.ready(site.name, now) and self._died.ready(site.name, now) and site.name not in self._never:
             self._count += 1
             label = f"block{self._count}-{os.getpid()}"
             try:
@@ -414,11 +422,10 @@ class PilotBackend:
                                            settings.apps)
             except Exception as exc:  # noqa: BLE001 - Parsl raises many kinds: the scheduler said no
                 error = " ".join(str(exc).split())[:300]
-                delay = min(300.0, 2.0 ** failures)
-                self._failed[site.name] = (failures + 1, now + delay, error)
+                delay = self._refused.failed(site.name, now, error)
                 log.warning("%s: a pilot job could not be submitted (%s); trying again in %.0f s", site.name, error, delay)
                 return changed
-            self._failed.pop(site.name, None)
+            self._refused.cleared(site.name)
             self.blocks.append(block)
             self._save()  # recorded before anything else: a crash from here on cannot lose it
             mine.append(block)
@@ -431,7 +438,7 @@ class PilotBackend:
             # No waiting cluster can start there (each ran out of its time there, or too little is left): it
             # makes room for a fresh one.
             spent = bool(waiting) and all(block.label in self._cut.get(x.workdir, ()) or
-                                          block.time_left(now) <= _margin(block) for x in waiting)
+                                          block.time_left(now) <= block.margin for x in waiting)
             if idle or spent:
                 log.info("%s: pilot job %s %s: ending it", site.name, block.job_id,
                          f"idle for {now - block.idle_since:.0f} s" if idle else "of no use to the clusters waiting")

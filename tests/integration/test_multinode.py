@@ -376,7 +376,7 @@ def test_monitoring_of_a_cluster_whose_tasks_ran_on_several_nodes(tmp_path, mult
 def test_pilot_job_runs_a_two_node_cluster_beside_a_one_node_one_and_a_node_down_costs_only_a_rerun(tmp_path,
                                                                                                      multinode):
     """--pilots on three nodes: a cluster of two nodes and one of one node start together in one pilot job of
-    three; node3 set DOWN while they run takes the pilot job down, and both resume (in a pilot job of the nodes
+    three, the first on two whole nodes of it, the other on the third; node3 set DOWN while they run takes the pilot job down, and both resume (in a pilot job of the nodes
     once node3 is back) from their rescue logs: no task ends twice, the run succeeds, no --retry is used."""
     wf = api.Workflow("sidebyside", infer_dependencies=False)
     wf.add_transformation_catalog(api.TransformationCatalog().add_transformations(
@@ -413,3 +413,6 @@ def test_pilot_job_runs_a_two_node_cluster_beside_a_one_node_one_and_a_node_down
     assert st["merge_wide"]["state"] == "done" and st["work_n0"]["state"] == "done"
     assert st["merge_wide"]["retries"] == 0 and st["work_n0"]["retries"] == 0
     assert all(len((done / n).read_text().split()) == 1 for n in ("w0", "w1", "w2", "n0"))  # each task once
+    # the two-node cluster held two whole nodes: the one-node cluster's task ran on the third
+    assert (done / "n0").read_text().strip() not in {(done / n).read_text().strip() for n in ("w0", "w1", "w2")}
+    assert "on node2, node3 alone" in "".join(p.read_text() for p in (sub / "pilots").glob("*/inbox/pilot.err"))

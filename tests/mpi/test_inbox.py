@@ -215,3 +215,50 @@ def test_a_fed_dags_task_files_put_its_tasks_in_directories_of_their_own(tmp_pat
     assert (d / "a.txt").read_text() == "A\n"
     assert (d / "where.txt").read_text().startswith(str(local) + "/pilot-")  # it ran on the node-local storage
     assert not (d / "scratch.tmp").exists() and not list(local.iterdir())  # its temporary file never reached d
+
+
+def test_a_dag_holding_hosts_runs_there_alone_beside_one_that_shares_the_rest(tmp_path):
+    """A cluster of several nodes fed with the hosts it holds whole runs only there, and another fed beside it
+    runs only on the hosts left: as each had nodes of its own in the pilot job."""
+    exe = pilot_cmd([])[0]
+    base = [sys.executable, "-m", "pilot", "run", "--inbox", str(tmp_path / "inbox")]
+    proc = subprocess.Popen([exe, "-n", "1", "-env", "PILOT_HOSTNAME", "h0", *base, ":", "-n", "2", "-env",
+                             "PILOT_HOSTNAME", "h1", *base, ":", "-n", "2", "-env", "PILOT_HOSTNAME", "h2", *base],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    box = tmp_path / "inbox"
+    text = "".join(f"TASK t{i} /bin/sleep 0.3\n" for i in range(6))
+    wide, narrow = cluster(tmp_path, "wide", text), cluster(tmp_path, "narrow", text)
+    box.mkdir(exist_ok=True)
+    inbox.write_request(str(box), inbox.Request("wide", str(wide / "c.dag"), ARGS, None, None, ["h1.example.org"]))
+    feed(box, "narrow", narrow, ARGS)
+    assert done(box, "wide", "narrow") == [0, 0]
+    stop(proc, box)
+    hosts = {d.name: set(re.findall(r'hostname="([^"]+)"', (d / "c.out").read_text())) for d in (wide, narrow)}
+    assert hosts == {"wide": {"h1"}, "narrow": {"h2"}}
+
+
+def rank_zero(box: Path) -> int:
+    """The pid of the pilot run's master (rank 0) reading ``box``."""
+    for entry in os.listdir("/proc"):
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if str(box).encode() in argv and b"python" in argv[0] and b"PMI_RANK=0" in env:
+            return int(entry)
+    raise AssertionError(f"no rank 0 reads {box}")
+
+
+def test_a_dag_whose_task_is_killed_just_before_the_run_is_signalled_ends_as_signalled(tmp_path):
+    """Ending a pilot job signals its nodes one by one: a task may be killed, and reported, before the master's
+    own SIGTERM. Its DAG then ends as signalled (it resumes elsewhere), not as failed (a retry spent)."""
+    proc, box = start_agent(tmp_path)
+    wait_for(lambda: (box / inbox.UP_FILE).exists(), 60, "the run's workers to be up")
+    d = cluster(tmp_path, "c", f"TASK t /bin/sh -c 'touch {tmp_path}/killed; kill -9 $$'\nTASK u /bin/true\nEDGE t u\n")
+    feed(box, "c", d, ARGS)
+    wait_for(lambda: (tmp_path / "killed").exists(), 60, "the task to be killed")
+    os.kill(rank_zero(box), 15)
+    assert done(box, "c") == [1]
+    proc.communicate(timeout=60)
+    assert '"reason": "signal"' in (d / "c.dag.result").read_text()

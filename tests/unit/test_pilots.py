@@ -15,7 +15,7 @@ from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.errors import ConfigError
 from pilot.jobrequest import request_for
 from pilot.sites import load_site
-from pilot.submit import blocks, pilots
+from pilot.submit import backoff, blocks, pilots
 from pilot.submit.backend import JobRef
 from pilot.submit.options import Options
 
@@ -73,8 +73,10 @@ class Queue:
     def __init__(self) -> None:
         self.gone: set[str] = set()
         self.cancelled: list[str] = []
+        self.asked: list[list[str]] = []  # the job ids of each queue query
 
     def query(self, site, job_ids):
+        self.asked.append(list(job_ids))
         return {j: QueueStatus(QueueState.FINISHED if j in self.gone else QueueState.RUNNING) for j in job_ids}
 
     def cancel(self, site, refs: list[JobRef]):
@@ -204,7 +206,7 @@ def test_pilot_jobs_that_cannot_be_submitted_fail_the_waiting_clusters_after_bac
     job = submit(b, site, s)
     status = b.query(site, [job])[job]
     assert status.state is QueueState.PENDING and not status.never_starts
-    for _ in range(pilots.SUBMIT_TRIES):
+    for _ in range(backoff.TRIES):
         clock.now += 301  # past the longest back-off
         status = b.query(site, [job])[job]
     assert status.never_starts and "Batch job submission failed" in status.reason
@@ -381,3 +383,80 @@ def feed_id(b, job_id: str, gone: bool = False) -> str:
     from pilot.submit import feed
 
     return feed.request_id(pilots.Launch(job_id, "", "", "", 1, 1, [], [], [], 0.0))
+
+
+def test_a_fed_cluster_of_several_nodes_holds_whole_nodes_and_one_node_ones_share_the_rest(env):
+    """Fed, a cluster of two nodes goes to a block with two nodes no other cluster holds, and names them in its
+    request (its tasks run there alone); clusters of one node share what is left, and one more of two nodes waits
+    until the first ends: it would leave them nothing."""
+    from pilot.contracts import inbox
+    from pilot.submit import feed
+
+    root, clock, queue, engine = env
+    site = load_site("local", {"nodes": "3", "ranks_per_node": "2"})
+    narrow = [spec(root, f"n{i}") for i in range(2)]
+    wide = [spec(root, f"w{i}", ranks=4) for i in range(2)]
+    b, _ = backend(env, [*narrow, *wide], site=site, pilots=1, pilot_nodes=3, fed=True)
+    first = submit(b, site, narrow[0])
+    states(b, site, [first])
+    block = engine.started[0]
+    Path(block.script_dir, "hosts").write_text("node1\nnode2\nnode3\n")  # what the block's script writes there
+    ids = [submit(b, site, s) for s in (wide[0], narrow[1], wide[1])]
+    states(b, site, ids)
+    requests = {r.id: r for r in inbox.look(block.inbox).requests}
+    assert requests[feed_id(b, ids[0])].hosts == ["node2", "node3"] and block.used == [0, 2, 2]
+    assert requests[feed_id(b, first)].hosts is None and requests[feed_id(b, ids[1])].hosts is None
+    assert b.launches[ids[2]].block is None  # a second two-node cluster: one node is left, and it is shared
+    inbox.write_done(block.inbox, feed_id(b, ids[0]), 0)
+    states(b, site, ids)
+    assert b.launches[ids[2]].block is block and block.used == [0, 2, 2]
+    assert feed.room(block, 1, 2) == () and feed.room(block, 2, 2) is None
+    Path(block.script_dir, "hosts").write_text("localhost\nlocalhost\nlocalhost\n")
+    assert feed.hosts_at(block, (1, 2)) is None  # one machine's "nodes": no host can be held by name
+
+
+def test_a_pilot_run_that_dies_at_start_is_replaced_after_a_longer_wait_each_time(env, caplog):
+    """A pilot job whose pilot run ends before its workers are up (no ``up`` in its inbox) is replaced after 1, 2,
+    4 ... s (one line each); after backoff.TRIES in a row the clusters waiting fail, saying why. One that got up
+    and ended later is replaced at once."""
+    from pilot.contracts import inbox
+
+    root, clock, queue, engine = env
+    s = spec(root, "c")
+    b, site = backend(env, [s], pilots=1, pilot_nodes=1, fed=True)
+    job = submit(b, site, s)
+    caplog.set_level("WARNING", "pilot.submit")
+    waits = []
+    for n in range(backoff.TRIES):
+        states(b, site, [job])
+        assert len(engine.started) == n + 1 and len(engine.agents) == n + 1
+        engine.agents[-1].set_result(127)  # the launcher found no pilot command
+        status = b.query(site, [job])[job]
+        assert status.state is QueueState.PENDING and engine.ended[-1] == engine.started[-1].job_id
+        line = [r.getMessage() for r in caplog.records][-1]
+        assert "died at start (exit status 127)" in line
+        waits.append(float(line.split("the next pilot job in ")[1].split()[0]))
+        b.query(site, [job])
+        assert len(engine.started) == n + 1  # not before its wait is over
+        clock.now += waits[-1]
+    assert waits == [1.0, 2.0, 4.0, 8.0, 16.0] and len(caplog.records) == backoff.TRIES
+    assert status.never_starts and "no pilot run started (5 tries): pilot job 104: exit status 127" in status.reason
+    b2, _ = backend(env, [s], pilots=1, pilot_nodes=1, fed=True)
+    job = submit(b2, site, s)
+    states(b2, site, [job])
+    inbox.write_up(engine.started[-1].inbox)
+    engine.agents[-1].set_result(0)
+    b2.query(site, [job])
+    assert len(engine.started) == backoff.TRIES + 2  # it was up: replaced at once
+
+
+def test_one_queue_query_per_poll_asks_about_the_batch_jobs_and_the_pilot_jobs(env):
+    root, clock, queue, engine = env
+    specs = [spec(root, f"c{i}") for i in range(3)]
+    b, site = backend(env, specs, pilots=2, pilot_nodes=1, fed=True)
+    ids = [submit(b, site, s) for s in specs]
+    states(b, site, ids)
+    queue.asked.clear()
+    got = b.query(site, [*ids, "4242"])  # an earlier attempt's own batch job among them
+    assert queue.asked == [["4242", "100", "101"]]
+    assert set(got) == {*ids, "4242"} and got["4242"].state is QueueState.RUNNING

@@ -151,3 +151,31 @@ def test_assign_cost_does_not_grow_with_workers():
     finally:
         p.hosts["h0"].__class__.fits = original
     assert calls == 20
+
+
+def test_a_dag_holding_hosts_whole_runs_there_alone_and_the_others_elsewhere():
+    """Fed DAGs of one pilot run share its hosts, except those a DAG of several nodes holds: its tasks start
+    there only, and the others' never, until it lets them go."""
+    shared = Matcher()
+    for rank, host in enumerate(["h0", "h1", "h1", "h2", "h2"], start=1):
+        shared.add_slot(rank, host, 2, 1000)
+    held: set[str] = set()
+    wide = shared.sharing(frozenset({"h1", "h2"}), held)
+    narrow = shared.sharing(barred=held)
+    held |= {"h1", "h2"}
+    for t in dag("".join(f"TASK w{i} x\n" for i in range(6))):
+        wide.push(t)
+    for t in dag("".join(f"TASK n{i} x\n" for i in range(6))):
+        narrow.push(t)
+    got = drain(narrow)
+    assert [shared.host_of[rank].name for _, rank in got] == ["h0"]  # not on the held hosts, though they are idle
+    allocs = []
+    while (pick := wide.assign()) is not None:
+        allocs.append(pick[1])
+    assert sorted(a.host.name for a in allocs) == ["h1", "h1", "h2", "h2"]
+    assert wide.infeasible(dag("TASK big -c 3 x\n")["big"]) is not None  # no host of its own has 3 CPUs
+    assert narrow.infeasible(dag("TASK one x\n")["one"]) is None  # a held host is held for a while only
+    held -= {"h1", "h2"}
+    for alloc in allocs:
+        shared.release(alloc)
+    assert {shared.host_of[rank].name for _, rank in drain(narrow)} == {"h1", "h2"}  # let go: the others' again
