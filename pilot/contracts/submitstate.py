@@ -66,6 +66,7 @@ class ClusterRecord:
     reason: str = ""  # why it is failed, cancelled or waiting for another attempt
     queue: QueueState | None = None  # the scheduler's last word on the current job (None: none yet; "" on disk)
     queue_reason: str = ""  # and its pending reason
+    withdrawn_from: str | None = None  # the site its job was withdrawn from, pending too long (site key pending_limit)
 
     @property
     def job_id(self) -> str | None:
@@ -81,7 +82,7 @@ class ClusterRecord:
 _FIELDS = {f.name for f in fields(ClusterRecord)}
 _COUNTS = ("attempts", "retries", "resubmits", "submit_errors")
 _TEXTS = ("name", "reason", "queue", "queue_reason")
-_OPTIONAL_TEXTS = ("site", "job_name", "job_stdout", "job_stderr")
+_OPTIONAL_TEXTS = ("site", "job_name", "job_stdout", "job_stderr", "withdrawn_from")
 _PLAN_ID = re.compile(r"[A-Za-z0-9_.-]{0,64}\Z")  # it names every batch job of the run
 START_OVER = "remove it to start the run over (rescue logs keep finished tasks)"
 

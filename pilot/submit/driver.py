@@ -30,7 +30,9 @@ happened in it. When a job has finished:
 
 A job pending for a reason waiting cannot cure (``never_starts`` by its plug-in's
 ``pending_reasons``) is cancelled; its cluster fails, saying the reason and what it
-means. A failed cluster stops only its descendants: everything that does not depend
+means. A job pending longer than its site's ``pending_limit``, when the run has other
+sites, is withdrawn once and its cluster bound to one of them with room. A failed
+cluster stops only its descendants: everything that does not depend
 on it is still released (DAGMan's semantics); the run ends when nothing more can
 run. A failed submission is retried with exponential back-off, after looking the
 job up by its unique name (it may have reached the queue all the same); a site
@@ -100,6 +102,7 @@ class Driver:
         self.stopping = False
         self._next_try: dict[str, float] = {}
         self._unanswered: dict[str, int] = {}  # cluster -> looks in a row that its site's queue did not answer
+        self._pending_since: dict[str, float] = {}  # job id -> when this driver first saw it pending (pending_limit)
         self.outages = Outages(self.clock.monotonic, self.opts.outage_every)  # sites whose scheduler does not answer
         self._held_elsewhere: set[str] = set()  # clusters waiting for a run they did not start to let go of the DAG
         self._silent: set[str] = set()  # sites whose scheduler failed to answer in the current pass
@@ -230,6 +233,8 @@ class Driver:
             self._fail(c, f"job {c.job_id} can never start on {site.name}: {status.explained or 'the scheduler says so'} "
                           f"(cancelled; ask for less, or use another site)")
             return True
+        if status.state is QueueState.PENDING and self._withdraw(c, site):
+            return True
         reason = "" if status.reason.upper() == status.state.name else status.reason  # no reason, only the state again
         if (c.queue, c.queue_reason) == (status.state, reason):
             return False
@@ -241,6 +246,39 @@ class Driver:
         elif status.state is QueueState.HELD:
             log.warning("cluster %s: job %s held%s", c.name, c.job_id, f" ({status.explained})" if reason else "")
         c.queue, c.queue_reason = status.state, reason
+        self._dirty = True
+        return True
+
+    def _withdraw(self, c: ClusterRecord, site: SiteConfig) -> bool:
+        """Back out of binding ``c`` to ``site`` when its job has been pending there for the site's pending_limit
+        and another of the run's sites has room: the job is cancelled and the cluster bound to that site, once
+        per cluster (then it stays, as any further attempt does), said in one line. Pending time counts from when
+        this driver first saw the job pending."""
+        if not site.pending_limit or c.withdrawn_from is not None or not c.job_id or c.job_id.startswith("pilot:"):
+            return False  # a cluster waiting for a pilot job of its site is not withdrawn (yet)
+        now = self.clock.monotonic()
+        waited = now - self._pending_since.setdefault(c.job_id, now)
+        if waited < site.pending_limit:
+            return False
+        active = collections.Counter(r.site for r in self.state.clusters.values() if r.state in ACTIVE)
+        room = [s for s in self.sites if s.name != site.name and active[s.name] < s.max_queued]
+        if not room or self.specs[c.name].subworkflow is not None:
+            return False
+        other = max(room, key=lambda s: -active[s.name] / s.max_queued)  # as _pick_site ranks them
+        try:
+            self.backend.cancel(site, [JobRef(c.job_id, self.specs[c.name].dir, c.job_name or "")])
+        except Exception as exc:  # noqa: BLE001 - not withdrawn: it may still start where it waits
+            log.warning("cluster %s: job %s pending on %s for %.0f s, but cancelling it failed (%s): it stays there",
+                        c.name, c.job_id, site.name, waited, exc)
+            c.withdrawn_from = site.name  # once: not tried again
+            self._dirty = True
+            return False
+        log.warning("cluster %s: job %s pending on %s for %.0f s (its pending_limit %d s): withdrawn and bound to %s",
+                    c.name, c.job_id, site.name, waited, site.pending_limit, other.name)
+        self._log(lambda: self.monitor.aborted(c.name))  # removed from the queue, as condor_rm
+        c.withdrawn_from, c.site = site.name, other.name
+        c.state, c.reason = ClusterState.WAITING, f"withdrawn from {site.name} after {waited:.0f} s pending"
+        c.queue, c.queue_reason = None, ""
         self._dirty = True
         return True
 

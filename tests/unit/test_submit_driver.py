@@ -253,6 +253,52 @@ def test_further_attempts_stay_on_their_site(tmp_path):
     assert [s for _, s, _ in queue.submits] == ["x", "x", "x"]
 
 
+def test_a_job_pending_past_its_sites_pending_limit_is_withdrawn_once_and_bound_to_another_site(tmp_path, caplog):
+    slow = SiteConfig(name="x", scheduler="local", max_queued=10, pending_limit=60)
+    driver, queue, clock = setup(tmp_path, {"a": [], "b": ["a"]}, sites=[slow, site("y", 10)])
+    driver.recover()
+    driver.step()
+    first = driver.state.clusters["a"]
+    assert first.site == "x"
+    queue.pin("a", QueueStatus(QueueState.PENDING, "Priority"))
+    driver.step()  # pending: seen now
+    clock.sleep(59)
+    driver.step()
+    assert first.site == "x" and queue.cancelled == []  # not yet: under the limit
+    clock.sleep(2)
+    with caplog.at_level("WARNING", logger="pilot.submit"):
+        driver.step()
+    said = [r.getMessage() for r in caplog.records if "withdrawn" in r.getMessage()]
+    assert len(said) == 1 and "pending on x for 61 s (its pending_limit 60 s): withdrawn and bound to y" in said[0]
+    assert queue.cancelled == [first.job_ids[0]] and first.site == "y" and first.withdrawn_from == "x"
+    queue.release("a")
+    driver.step()
+    assert [s for _, s, _ in queue.submits][:2] == ["x", "y"]  # the next attempt went to y
+    queue.pin("a", QueueStatus(QueueState.PENDING, "Priority"))  # pending there too: it stays (once)
+    driver.step()
+    clock.sleep(1000)
+    driver.step()
+    assert first.site == "y" and len(queue.cancelled) == 1
+    queue.release("a")
+    assert driver.run() is True and states(driver) == {"a": "done", "b": "done"}
+    # the state file keeps where it was withdrawn from, for a restarted driver
+    saved = {c["name"]: c for c in json.loads(Path(driver.state.path).read_text())["clusters"]}
+    assert saved["a"]["withdrawn_from"] == "x"
+
+
+def test_without_a_pending_limit_or_another_site_nothing_is_withdrawn(tmp_path):
+    alone = SiteConfig(name="x", scheduler="local", max_queued=10, pending_limit=60)
+    for sites in ([alone], [site("x"), site("y")]):
+        driver, queue, clock = setup(tmp_path / str(len(sites)), {"a": []}, sites=sites)
+        driver.recover()
+        driver.step()
+        queue.pin("a", QueueStatus(QueueState.PENDING, "Priority"))
+        driver.step()
+        clock.sleep(10_000)
+        driver.step()
+        assert queue.cancelled == [] and driver.state.clusters["a"].site == "x"
+
+
 def test_a_killed_driver_resumes_without_submitting_twice(tmp_path):
     driver, queue, clock = setup(tmp_path)
     driver.recover()
