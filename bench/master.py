@@ -39,6 +39,7 @@ its CPU per task was 25-28 us here against 29-44 us, its memory the same.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -143,13 +144,9 @@ def sim_run(workers: int, tasks: int, tmp: str) -> tuple[float, float]:
     hosts = [SimHost(f"h{h}", cpus=16, memory=64000, slots=min(16, workers - 16 * h)) for h in range((workers + 15) // 16)]
     cluster = Timed(hosts, duration=lambda name: 1.0)
     master = Master(RunOptions(dag=path, resource_log=False, nolock=True, skip_rescue=True), cluster.transport)
-    saved, sys.stdout = sys.stdout, open(os.devnull, "w")
     start = time.perf_counter()
-    try:
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
         master.run()
-    finally:
-        sys.stdout.close()
-        sys.stdout = saved
     total = time.perf_counter() - start
     return total, total - spent[0]
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import difflib
 import re
 import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from pilot.errors import ConfigError, shown
 from pilot.util.safetext import is_plain

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from array import array
-from typing import Sequence
+from collections.abc import Sequence
 
 from pilot.dag.lexer import split_args
 

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from pilot.contracts.clusters import ClusterKind
 from pilot.errors import ConfigError
@@ -41,8 +41,8 @@ from pilot.planner import profilekeys, replaced
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
-from pilot.siteschema import format_walltime, parse_walltime
 from pilot.sites import SiteConfig
+from pilot.siteschema import format_walltime, parse_walltime
 from pilot.util.safetext import is_plain
 from providers import scheduler_for
 

@@ -16,13 +16,22 @@ import collections
 import functools
 import itertools
 import os
-from typing import Callable, Iterator, NamedTuple, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
 
 from pilot.dag.lexer import quote_arg
 from pilot.dag.model import NO_DAX_ID
 from pilot.dag.parser import parse_dag
-from pilot.dag.writer import (ContextNotes, annotation, details, edge_lines, plain_task, plain_task_text, task_record,
-                              task_text)
+from pilot.dag.writer import (
+    ContextNotes,
+    annotation,
+    details,
+    edge_lines,
+    plain_task,
+    plain_task_text,
+    task_record,
+    task_text,
+)
 from pilot.errors import ConfigError, DagError
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job, tx_key_of

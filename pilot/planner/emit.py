@@ -19,9 +19,9 @@ import multiprocessing
 import operator
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Callable
 
 from pilot.contracts.clusters import ClusterKind, ClusterSpec, PlanInfo, write_clusters
 from pilot.contracts.rootfiles import NOTIFY_FILE, PROPERTIES, RootJob, TaskTable, write_root_files
@@ -175,7 +175,7 @@ def cluster_retry(cluster: Cluster, resolver: ProfileResolver, memo: dict | None
 
 
 def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
-                          planner_arguments: str, request_of=lambda job, handle: (1, 0, 0),
+                          planner_arguments: str, request_of=lambda job, handle: (1, 0, 0),  # noqa: ARG005 - request_of's signature: one request for every job
                           properties: dict[str, str] | None = None, metadata: dict[str, str] | None = None,
                           catalogs: Catalogs | None = None) -> None:
     """The submit directory as one Pegasus workflow (pilot.contracts.rootfiles): clusters are its jobs.
@@ -328,7 +328,7 @@ def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions, i
 
 def write_cluster(submit_dir: str, cluster: Cluster, write_dag_file: Callable[[str], None], width: int,
                   critical: float | None, site: SiteConfig, planner_arguments: str,
-                  batch: BatchOptions = BatchOptions(), static_bp: bool = False,
+                  batch: BatchOptions = BatchOptions(), static_bp: bool = False,  # noqa: B008 - BatchOptions is frozen: one shared default is safe
                   run_options: tuple[str, ...] = ()) -> Emitted:
     """The cluster's directory: its PMC DAG (``write_dag_file(path)`` writes it), batch script (its pilot run
     given ``run_options`` too) and monitoring files (its static.bp only where ``static_bp`` asks, see

@@ -21,7 +21,6 @@ from pilot.planner.staging import Unit
 from pilot.util import graphs
 
 
-
 def _whole(clusters: list[Cluster]) -> bool:
     return len(clusters) == 1 and clusters[0].kind is ClusterKind.WHOLE
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import difflib
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from pilot.errors import ConfigError
 from pilot.planner import replaced

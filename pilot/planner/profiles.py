@@ -12,7 +12,7 @@ file and YAML path (or properties line) the value came from.
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from pilot.dag.parser import ENV_NAME, MAX_RUNTIME
 from pilot.errors import ConfigError

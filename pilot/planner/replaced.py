@@ -11,9 +11,9 @@ come after the reading and never between the lines of an error.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator
 
 log = logging.getLogger("pilot.plan")
 

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pilot.jobrequest import JobRequest, environment_bin
-from pilot.submit.blockapp import SET_ASIDE
 from pilot.sites import SiteConfig
+from pilot.submit.blockapp import SET_ASIDE
 
 log = logging.getLogger("pilot.submit")
 HEARTBEAT = (5, 20)  # seconds: a pool silent this long is lost, and its apps are failed back

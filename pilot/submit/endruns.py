@@ -17,11 +17,11 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-from pilot.runtime import reaper
 from pilot.contracts.daglock import DagRun, running
+from pilot.runtime import reaper
 from pilot.runtime.startup import dag_key
 from pilot.util.procs import cmdline
 

@@ -22,8 +22,9 @@ a line this reader is not sure of is never read by it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import Any, BinaryIO
 
 Handler = Callable[[Any, int], None]
 
