@@ -29,9 +29,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import pilot, timed, write_dag  # noqa: E402
+from common import pilot, timed, write_dag  # noqa: E402 - bench/ is put on sys.path above
 
-from pilot.contracts.taskrecord import read_task_record  # noqa: E402
+from pilot.contracts.taskrecord import read_task_record  # noqa: E402 - after the sys.path set-up above
 
 
 def chain_once(dag: str, steps: int) -> tuple[float, float]:

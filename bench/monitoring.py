@@ -32,7 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import pilot, timed, write_dag  # noqa: E402
+from common import pilot, timed, write_dag  # noqa: E402 - bench/ is put on sys.path above
 
 ROOT_FLAGS = ["--jobstate-log", "--invocation-records"]
 PER_DAG_FLAGS = ["--jobstate-log", "--monitord-hack"]

@@ -20,11 +20,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from pilot.contracts.rescue import RescueLog, read_rescue  # noqa: E402
-from pilot.dag import read_dag  # noqa: E402
-from pilot.runtime.master import Master  # noqa: E402
-from pilot.runtime.options import RunOptions  # noqa: E402
-from pilot.runtime.simulate import SimCluster, SimHost  # noqa: E402
+from pilot.contracts.rescue import RescueLog, read_rescue  # noqa: E402 - after the sys.path set-up above
+from pilot.dag import read_dag  # noqa: E402 - after the sys.path set-up above
+from pilot.runtime.master import Master  # noqa: E402 - after the sys.path set-up above
+from pilot.runtime.options import RunOptions  # noqa: E402 - after the sys.path set-up above
+from pilot.runtime.simulate import SimCluster, SimHost  # noqa: E402 - after the sys.path set-up above
 
 
 def write_dag(path: str, n: int) -> None:

@@ -140,7 +140,7 @@ class Clusterer:
         jobs = self.wf.jobs
         if not jobs:
             return []
-        ordered: list[Job] = [None] * len(jobs)  # type: ignore[list-item]
+        ordered: list[Job] = [None] * len(jobs)  # type: ignore[list-item]  # every slot is filled before the list is read
         for job in jobs:
             ordered[self.topo[job.index]] = job
         base = f"merge_{self.wf.name}"
@@ -152,7 +152,7 @@ class Clusterer:
         return [cluster]
 
     def _index(self, nodes: list[Cluster]) -> list[Cluster]:
-        node_of: list[Cluster] = [None] * len(self.wf.jobs)  # type: ignore[list-item]
+        node_of: list[Cluster] = [None] * len(self.wf.jobs)  # type: ignore[list-item]  # every slot is filled before the list is read
         for n in nodes:
             for j in n.jobs:
                 node_of[j.index] = n

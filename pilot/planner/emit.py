@@ -19,7 +19,7 @@ import multiprocessing
 import operator
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -115,7 +115,7 @@ def requests_of(resolver: ProfileResolver) -> Callable[[Job, str], tuple[int, in
     return request_of
 
 
-def _retry_in(layer: dict[str, str]) -> str | None:
+def _retry_in(layer: Mapping[str, str]) -> str | None:
     value = None
     for key, raw in layer.items():
         if key.lower() == "retry":
@@ -307,7 +307,7 @@ def cluster_static_bp(site: SiteConfig, asked: bool) -> bool:
 
 
 def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions, int | None, tuple[str, ...]]:
-    submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans, static_bp, taskdirs = _SHARED  # type: ignore[misc]
+    submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans, static_bp, taskdirs = _SHARED  # type: ignore[misc]  # set by emit() before any worker starts
     cluster = clusters[k]
     cdir = os.path.join(submit_dir, cluster.name)
     if cluster.kind is ClusterKind.SUBWORKFLOW:

@@ -11,19 +11,19 @@ from typing import Any
 Profiles = dict[str, dict[str, str]]  # namespace -> key -> value
 
 
-class _Empty(dict):  # type: ignore[type-arg]
+class _Empty(dict[str, Any]):
     """A read-only empty mapping, hashable so that a dataclass field may default to it. A dict underneath: its
     truth, ``in`` and ``get`` are C calls, and a plan asks them of each of a million jobs several times."""
 
     __slots__ = ()
 
-    def __hash__(self) -> int:  # type: ignore[override]
+    def __hash__(self) -> int:  # type: ignore[override]  # an empty mapping that never changes: hashable, unlike dict
         return 0
 
     def _read_only(self, *args: Any, **kwargs: Any) -> Any:  # noqa: ARG002 - stands in for every mutating method
         raise TypeError("a shared empty mapping is read-only: give the job a dict of its own")
 
-    __setitem__ = __delitem__ = __ior__ = setdefault = update = pop = popitem = clear = _read_only  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __ior__ = setdefault = update = pop = popitem = clear = _read_only  # type: ignore[assignment]  # every mutating method refuses, whatever its signature
 
 
 # What a job without profiles or metadata holds: one shared read-only mapping, not an empty dict per job

@@ -232,7 +232,7 @@ def _read_job(raw: Any, path: str, ypath: str, index: int, shared: dict[str, str
         index=index,
         yaml_index=index,
         uses=uses,
-        stdio=stdio if any(stdio) else None,  # type: ignore[arg-type]
+        stdio=stdio if any(stdio) else None,  # type: ignore[arg-type]  # three names (stdin, stdout, stderr), a tuple of any length to mypy
         metadata=_or_none(raw, "metadata", read_metadata, path, ypath, NO_METADATA),
         hooks=_or_none(raw, "hooks", read_hooks, path, ypath, ()),
     )

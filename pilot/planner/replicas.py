@@ -99,7 +99,7 @@ def find(catalogs: Catalogs, lfn: str) -> list[Replica]:
         return copies
     out: list[Replica] = []
     for pattern, regex_copies in catalogs.regex_replicas:
-        m = pattern.fullmatch(lfn)  # type: ignore[attr-defined]
+        m = pattern.fullmatch(lfn)  # type: ignore[attr-defined]  # a compiled pattern (the catalog compiles each regex entry)
         if m is None:
             continue
         groups = (m.group(0), *m.groups())

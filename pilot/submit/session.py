@@ -90,7 +90,7 @@ def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: Tex
     lock.acquire()
     stop = {"flag": False, "cancel": False}
 
-    def on_signal(signum, frame) -> None:  # noqa: ARG001
+    def on_signal(signum, frame) -> None:  # noqa: ARG001 - a signal handler's signature
         stop["flag"] = True
         stop["cancel"] |= signum == CANCEL_SIGNAL
 

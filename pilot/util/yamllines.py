@@ -354,7 +354,7 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
             if append is not None:
                 append(value)
             else:
-                handler(value, n)  # type: ignore[misc]
+                handler(value, n)  # type: ignore[misc]  # handler is set whenever append is None
                 n += 1
 
     def item(m: int, body: str, depth: int) -> tuple[Any, str]:

@@ -103,7 +103,7 @@ class Reader:
     def value(self, ev: Any) -> Any:
         kind = type(ev)
         if kind is ScalarEvent:
-            v = ev.value
+            v: Any = ev.value
             if len(v) < 5 and v in _NULLS and ev.implicit[0]:
                 v = None
             if ev.anchor:
@@ -119,7 +119,7 @@ class Reader:
         nxt = self.next_event
         value = self.value
         if kind is MappingStartEvent:
-            v: Any = {}
+            v = {}
             while True:
                 k = nxt()
                 tk = type(k)
