@@ -97,7 +97,7 @@ def run(cdir: str, dag: str | None = None, trace: str | None = None) -> float:
     """Run the cluster as its batch script does (its pilot run options, --task-files among them), or ``dag``
     in its place; seconds."""
     with open(next(os.path.join(cdir, f) for f in os.listdir(cdir) if f.endswith(".sh"))) as fh:
-        line = next(l for l in fh if " run " in l)
+        line = next(x for x in fh if " run " in x)
     words = shlex.split(line)
     words = words[words.index("run") + 1:]
     if dag:

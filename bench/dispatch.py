@@ -29,9 +29,9 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import mpiexec, pilot, timed, write_dag  # noqa: E402
+from common import mpiexec, pilot, timed, write_dag  # noqa: E402 - bench/ is put on sys.path above
 
-from pilot.runtime.mpistart import MPI_START_ENV, ONE_HOST_START_ENV  # noqa: E402
+from pilot.runtime.mpistart import MPI_START_ENV, ONE_HOST_START_ENV  # noqa: E402 - after the sys.path set-up above
 
 
 def main() -> None:

@@ -28,8 +28,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from pilot.contracts import inbox  # noqa: E402
-from pilot.runtime.agent import INBOX_EVERY  # noqa: E402
+from pilot.contracts import inbox  # noqa: E402 - after the sys.path set-up above
+from pilot.runtime.agent import INBOX_EVERY  # noqa: E402 - after the sys.path set-up above
 
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 

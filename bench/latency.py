@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pathlib
 import statistics
 import subprocess
 import sys
@@ -28,9 +29,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import pilot, timed, write_dag  # noqa: E402
+from common import pilot, timed, write_dag  # noqa: E402 - bench/ is put on sys.path above
 
-from pilot.contracts.taskrecord import read_task_record  # noqa: E402
+from pilot.contracts.taskrecord import read_task_record  # noqa: E402 - after the sys.path set-up above
 
 
 def chain_once(dag: str, steps: int) -> tuple[float, float]:
@@ -78,7 +79,7 @@ def master_cpu(tmp: str, repeat: int) -> None:
         cmd = [pilot(3)[0], "-n", "1", "/usr/bin/time", "-o", stats, "-f", "%U %S %e", sys.executable, "-m", "pilot", "run",
                "-s", "-q", dag, ":", "-n", "2", sys.executable, "-m", "pilot", "run", "-s", "-q", dag]
         subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        user, system, wall = map(float, open(stats).read().split()[-3:])
+        user, system, wall = map(float, pathlib.Path(stats).read_text().split()[-3:])
         ratios.append((user + system) / wall)
     print(f"idle master on sleep 1 tasks: CPU/wall = {statistics.median(ratios):.3f} "
           f"(runs: {', '.join(f'{r:.3f}' for r in ratios)}; target < 0.10)")

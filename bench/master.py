@@ -39,6 +39,7 @@ its CPU per task was 25-28 us here against 29-44 us, its memory the same.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -48,7 +49,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from common import mpiexec, write_dag  # noqa: E402
+from common import mpiexec, write_dag  # noqa: E402 - bench/ is put on sys.path above
 
 MEMORY_TARGET_KB = 0.43
 CPU_TARGET_US = 70.0
@@ -122,14 +123,14 @@ def sim_run(workers: int, tasks: int, tmp: str) -> tuple[float, float]:
     """(whole run, the master's part) in seconds: the real master running ``tasks`` tasks of 1 virtual second
     on ``workers`` simulated workers. The master's part leaves out the time spent in the simulated workers
     (their replies, the virtual clock's queue of task ends), which grows with their number whatever the master does."""
-    from pilot.runtime.master import Master  # noqa: PLC0415
-    from pilot.runtime.options import RunOptions  # noqa: PLC0415
-    from pilot.runtime.simulate import SimCluster, SimHost  # noqa: PLC0415
+    from pilot.runtime.master import Master  # noqa: PLC0415 - loaded only for the simulated part
+    from pilot.runtime.options import RunOptions  # noqa: PLC0415 - loaded only for the simulated part
+    from pilot.runtime.simulate import SimCluster, SimHost  # noqa: PLC0415 - loaded only for the simulated part
 
     spent = [0.0]
 
     class Timed(SimCluster):
-        def handle(self, r, msg, reply) -> None:  # type: ignore[no-untyped-def]
+        def handle(self, r, msg, reply) -> None:  # type: ignore[no-untyped-def]  # SimCluster.handle's types, as it overrides
             start = time.perf_counter()
             super().handle(r, msg, reply)
             spent[0] += time.perf_counter() - start
@@ -143,13 +144,9 @@ def sim_run(workers: int, tasks: int, tmp: str) -> tuple[float, float]:
     hosts = [SimHost(f"h{h}", cpus=16, memory=64000, slots=min(16, workers - 16 * h)) for h in range((workers + 15) // 16)]
     cluster = Timed(hosts, duration=lambda name: 1.0)
     master = Master(RunOptions(dag=path, resource_log=False, nolock=True, skip_rescue=True), cluster.transport)
-    saved, sys.stdout = sys.stdout, open(os.devnull, "w")
     start = time.perf_counter()
-    try:
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
         master.run()
-    finally:
-        sys.stdout.close()
-        sys.stdout = saved
     total = time.perf_counter() - start
     return total, total - spent[0]
 

@@ -41,7 +41,7 @@ import psutil
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from pilot.submit.monitord import INCOMPLETE, pegasus_cli  # noqa: E402
+from pilot.submit.monitord import INCOMPLETE, pegasus_cli  # noqa: E402 - after the sys.path set-up above
 
 
 def write_workflow(base: str, n: int) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pathlib
 import resource
 import shlex
 import subprocess
@@ -31,7 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import pilot, timed, write_dag  # noqa: E402
+from common import pilot, timed, write_dag  # noqa: E402 - bench/ is put on sys.path above
 
 ROOT_FLAGS = ["--jobstate-log", "--invocation-records"]
 PER_DAG_FLAGS = ["--jobstate-log", "--monitord-hack"]
@@ -49,7 +50,7 @@ def plan(run_dir: str, tasks: int) -> tuple[str, str, list[str]]:
     subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", "--cluster", "whole", dag, "--dir", sub,
                     "--set", "ranks_per_node=3", "--set", "nodes=1"], check=True, stdout=subprocess.DEVNULL)
     cdir = os.path.join(sub, "bench")
-    script = open(os.path.join(cdir, "bench.sh"), encoding="utf-8").read().strip().splitlines()[-1]
+    script = pathlib.Path(cdir, "bench.sh").read_text(encoding="utf-8").strip().splitlines()[-1]
     return sub, cdir, shlex.split(script)
 
 

@@ -10,6 +10,7 @@ Each figure is also printed as a ratio against a baseline measured in the same r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import logging
 import os
@@ -19,11 +20,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from pilot.contracts.rescue import RescueLog, read_rescue  # noqa: E402
-from pilot.dag import read_dag  # noqa: E402
-from pilot.runtime.master import Master  # noqa: E402
-from pilot.runtime.options import RunOptions  # noqa: E402
-from pilot.runtime.simulate import SimCluster, SimHost  # noqa: E402
+from pilot.contracts.rescue import RescueLog, read_rescue  # noqa: E402 - after the sys.path set-up above
+from pilot.dag import read_dag  # noqa: E402 - after the sys.path set-up above
+from pilot.runtime.master import Master  # noqa: E402 - after the sys.path set-up above
+from pilot.runtime.options import RunOptions  # noqa: E402 - after the sys.path set-up above
+from pilot.runtime.simulate import SimCluster, SimHost  # noqa: E402 - after the sys.path set-up above
 
 
 def write_dag(path: str, n: int) -> None:
@@ -62,14 +63,9 @@ def _run_sim(workers: int, tasks: int, tmp: str) -> float:
     cluster = SimCluster(hosts, duration=lambda name: 1.0)
     opts = RunOptions(dag=path, resource_log=False, nolock=True)
     master = Master(opts, cluster.transport)
-    devnull = open(os.devnull, "w")
-    saved, sys.stdout = sys.stdout, devnull
     start = time.perf_counter()
-    try:
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
         master.run()
-    finally:
-        sys.stdout = saved
-        devnull.close()
     return time.perf_counter() - start
 
 

@@ -32,9 +32,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import pilot, write_dag  # noqa: E402
+from common import pilot, write_dag  # noqa: E402 - bench/ is put on sys.path above
 
-from pilot.contracts.taskrecord import read_task_record  # noqa: E402
+from pilot.contracts.taskrecord import read_task_record  # noqa: E402 - after the sys.path set-up above
 
 # Runtimes in DAG order: short and long tasks mixed, as a level of a real workflow.
 RUNTIMES = [1, 3, 2, 5, 1, 2, 4, 1, 3, 2, 5, 1, 2, 4, 1, 3]

@@ -12,8 +12,16 @@ to the output site and registered. Catalogued for the sites "local" and
 "container", with labels so that --cluster label makes three clusters.
 """
 
-from Pegasus.api import (File, Job, Namespace, ReplicaCatalog, Transformation, TransformationCatalog,
-                         TransformationSite, Workflow)
+from Pegasus.api import (
+    File,
+    Job,
+    Namespace,
+    ReplicaCatalog,
+    Transformation,
+    TransformationCatalog,
+    TransformationSite,
+    Workflow,
+)
 
 SITES = ("local", "container")
 PROGRAMS = {"preprocess": "/usr/bin/tee", "findrange": "/usr/bin/sort", "analyze": "/usr/bin/sort"}

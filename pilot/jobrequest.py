@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from pilot.sites import SiteConfig
 from pilot.siteschema import format_walltime

@@ -23,8 +23,24 @@ from importlib import resources
 from typing import Any
 
 from pilot.errors import ConfigError
-from pilot.siteschema import (ARGS, BOOL, COMMAND, CONTAINER_RUNTIMES, DURATION, LINES, RUNTIMES, TEXT, TEXTLIST, WORD,
-                              Kind, choice, integer, key_list, parse_walltime, spec)
+from pilot.siteschema import (
+    ARGS,
+    BOOL,
+    COMMAND,
+    CONTAINER_RUNTIMES,
+    DURATION,
+    LINES,
+    RUNTIMES,
+    TEXT,
+    TEXTLIST,
+    WORD,
+    Kind,
+    choice,
+    integer,
+    key_list,
+    parse_walltime,
+    spec,
+)
 from pilot.util.boundedload import CONFIG_BYTES, load_yaml_lines, read_text
 from providers import SCHEDULERS  # the one registry of scheduler plug-ins
 from providers.launchers import LAUNCHERS  # the one registry of launcher lines

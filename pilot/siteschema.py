@@ -13,8 +13,9 @@ from __future__ import annotations
 import difflib
 import re
 import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from pilot.errors import ConfigError, shown
 from pilot.util.safetext import is_plain
@@ -79,11 +80,11 @@ def _one_line(value: Any, what: str) -> str:
     return text.rstrip("\n")
 
 
-def _text(value: Any, from_text: bool) -> str:  # noqa: ARG001
+def _text(value: Any, from_text: bool) -> str:  # noqa: ARG001 - every converter takes from_text; this one reads values alike
     return _one_line(value, "one line of text")
 
 
-def _word(value: Any, from_text: bool) -> str:  # noqa: ARG001
+def _word(value: Any, from_text: bool) -> str:  # noqa: ARG001 - every converter takes from_text; this one reads values alike
     text = _one_line(value, "a single word")
     if not is_plain(text):
         raise ValueError(f"{text!r} has characters that cannot go into a batch directive "
@@ -91,7 +92,7 @@ def _word(value: Any, from_text: bool) -> str:  # noqa: ARG001
     return text
 
 
-def _args(value: Any, from_text: bool) -> str:  # noqa: ARG001
+def _args(value: Any, from_text: bool) -> str:  # noqa: ARG001 - every converter takes from_text; this one reads values alike
     text = _one_line(value, "one line of command-line options")
     try:
         shlex.split(text)
@@ -100,7 +101,7 @@ def _args(value: Any, from_text: bool) -> str:  # noqa: ARG001
     return text
 
 
-def _bool(value: Any, from_text: bool) -> bool:  # noqa: ARG001
+def _bool(value: Any, from_text: bool) -> bool:  # noqa: ARG001 - every converter takes from_text; this one reads values alike
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
@@ -108,7 +109,7 @@ def _bool(value: Any, from_text: bool) -> bool:  # noqa: ARG001
     raise ValueError(f"{shown(value)} is not true or false")
 
 
-def _duration(value: Any, from_text: bool) -> str:  # noqa: ARG001
+def _duration(value: Any, from_text: bool) -> str:  # noqa: ARG001 - every converter takes from_text; this one reads values alike
     if isinstance(value, bool) or isinstance(value, (list, dict)):
         raise ValueError(f"{shown(value)} is not a duration (HH:MM:SS, D-HH:MM:SS or minutes)")
     text = _one_line(value, "a duration")
@@ -141,7 +142,7 @@ def _lines(value: Any, from_text: bool) -> list[str]:
 
 def key_list(keys: Callable[[], Sequence[str]]) -> Kind:
     """A list of the keys ``keys()`` names: those of the class whose field holds it, known once it is made."""
-    def key(value: Any, from_text: bool) -> str:  # noqa: ARG001
+    def key(value: Any, from_text: bool) -> str:  # noqa: ARG001 - every converter takes from_text; this one reads values alike
         text = _one_line(value, "a site key")
         if text not in keys():
             close = difflib.get_close_matches(text, keys(), n=1)
@@ -152,7 +153,7 @@ def key_list(keys: Callable[[], Sequence[str]]) -> Kind:
 
 
 def integer(minimum: int) -> Kind:
-    def convert(value: Any, from_text: bool) -> int:  # noqa: ARG001
+    def convert(value: Any, from_text: bool) -> int:  # noqa: ARG001 - every converter takes from_text; this one reads values alike
         if isinstance(value, bool) or isinstance(value, float) or (isinstance(value, str) and not re.fullmatch(r"-?\d+", value.strip())):
             raise ValueError(f"{shown(value)} is not a whole number")
         if not isinstance(value, (int, str)):
@@ -170,7 +171,7 @@ def integer(minimum: int) -> Kind:
 
 
 def choice(problem: Callable[[str], str | None]) -> Kind:
-    def convert(value: Any, from_text: bool) -> str:  # noqa: ARG001
+    def convert(value: Any, from_text: bool) -> str:  # noqa: ARG001 - every converter takes from_text; this one reads values alike
         text = _one_line(value, "a single word")
         said = problem(text)
         if said:
@@ -193,7 +194,7 @@ CONTAINER_RUNTIMES = {"apptainer": "singularity", "singularity": "singularity", 
                       "podman": "docker", "docker": "docker", "shifter": "shifter"}
 
 
-def _runtime(value: Any, from_text: bool) -> str:  # noqa: ARG001
+def _runtime(value: Any, from_text: bool) -> str:  # noqa: ARG001 - every converter takes from_text; this one reads values alike
     text = _one_line(value, "a container runtime")
     if text not in CONTAINER_RUNTIMES:
         raise ValueError(f"{text!r} is not a container runtime pilot runs: use {', '.join(CONTAINER_RUNTIMES)}")

@@ -23,7 +23,8 @@ checks its values against the registries here, so nothing here imports it.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.errors import ConfigError, SubmitError

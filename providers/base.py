@@ -37,8 +37,9 @@ import abc
 import enum
 import glob
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 from pilot.contracts.queue import QueueState, QueueStatus
 from providers.commands import Output, run_command

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from pilot.errors import SubmitError
 
@@ -51,7 +51,7 @@ def run_command(argv: Sequence[str], timeout: float) -> Output:
     return Output(tuple(argv), res.returncode, res.stdout, res.stderr)
 
 
-def run_saying_waits(argv: Sequence[str], timeout: float | None, cwd: str | None = None) -> subprocess.CompletedProcess:
+def run_saying_waits(argv: Sequence[str], timeout: float | None, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
     """``subprocess.run(argv, capture_output=True, text=True, timeout=timeout)`` without stdin, which logs one
     line when the command has not answered within SLOW_COMMAND seconds (and how long it is given)."""
     with subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import shlex
-from typing import Callable
+from collections.abc import Callable
 
 LaunchLine = Callable[[str, list[str], int, int], list[str]]
 

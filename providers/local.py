@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.util.procs import cmdline
@@ -28,7 +29,7 @@ class Local(Scheduler):
     single_host = True
     pegasus_name = "fork"  # Pegasus' gateway that runs jobs on the host itself
 
-    def directives(self, req: Request) -> dict[str, str | None]:
+    def directives(self, req: Request) -> dict[str, str | None]:  # noqa: ARG002 - the provider interface's signature
         return {}
 
     def make_provider(self, site: Site) -> Any:
@@ -68,7 +69,7 @@ class Local(Scheduler):
             provider.resources.setdefault(job_id, {"job_id": job_id, "status": JobStatus(JobState.RUNNING),
                                                    "remote_pid": int(job_id), "script_path": script})
 
-    def find(self, site: Site, workdir: str, job_name: str) -> str | None:
+    def find(self, site: Site, workdir: str, job_name: str) -> str | None:  # noqa: ARG002 - the provider interface's signature
         """The pid of the ``bash <script>`` LocalProvider started for ``job_name``; "" if none runs."""
         script = _script(workdir, job_name)
         if script is None:

@@ -28,7 +28,7 @@ class OwnScript:
     """Mixin before a Parsl provider class; ``request`` is set by ``providers.submit`` before each submit of a
     cluster's job, and left None for a pilot job (pilot.submit.blocks), whose script is Parsl's."""
 
-    pilot_scheduler: "Scheduler"
+    pilot_scheduler: Scheduler
     request: Request | None = None
     block_ranks: int = 0  # ranks per node of a pilot job (0: none, a cluster's job)
 
@@ -37,9 +37,12 @@ class OwnScript:
         from providers.script import render
 
         if self.request is None:  # a pilot job (block): Parsl's own script, which starts its worker pool
+            wrote: bool
             if job_name is None:  # LocalProvider's own takes the script text and file only
-                return super()._write_submit_script(template, script_filename)  # type: ignore[misc]
-            return super()._write_submit_script(template, script_filename, job_name, configs)  # type: ignore[misc]
+                wrote = super()._write_submit_script(template, script_filename)  # type: ignore[misc]  # a mixin: the Parsl provider it is mixed into (see subclass) has it
+            else:
+                wrote = super()._write_submit_script(template, script_filename, job_name, configs)  # type: ignore[misc]  # a mixin: the Parsl provider it is mixed into (see subclass) has it
+            return wrote
         if job_name is None:  # LocalProvider: <script_dir>/<job name>.sh, output captured by Parsl itself
             job_name = script_filename.rsplit("/", 1)[-1][: -len(".sh")]
         configs = configs or {}
@@ -55,7 +58,7 @@ class OwnScript:
         launch inside it is refused ("More processors requested than permitted")."""
         if self.request is None and self.block_ranks:
             tasks_per_node = self.block_ranks
-        return super().submit(command, tasks_per_node, job_name=job_name)  # type: ignore[misc]
+        return super().submit(command, tasks_per_node, job_name=job_name)  # type: ignore[misc]  # a mixin: the Parsl provider it is mixed into (see subclass) has it
 
     def execute_wait(self, cmd: str, timeout: float | None = None) -> tuple[int, str, str]:
         """Parsl's command runner without a shell, in ``script_dir`` (its commands are plain words)."""
@@ -70,7 +73,7 @@ class OwnScript:
         return res.returncode, res.stdout, res.stderr
 
     @staticmethod
-    def subclass(base: type, scheduler: "Scheduler") -> type:
+    def subclass(base: type, scheduler: Scheduler) -> type:
         """``base`` with this mixin in front. Its commands run through ``execute_wait`` even where ``base``
         calls ``super().execute_wait`` (Parsl's LSFProvider submits so), which passes over a mixin in front: a
         class right after ``base``, before its parent, hands such calls back to it."""
@@ -80,4 +83,5 @@ class OwnScript:
 
 
 def _execute_wait_of_self(self: Any, cmd: str, timeout: float | None = None) -> tuple[int, str, str]:
-    return self.execute_wait(cmd, timeout)  # OwnScript's, first in the provider's classes
+    result: tuple[int, str, str] = self.execute_wait(cmd, timeout)  # OwnScript's, first in the provider's classes
+    return result

@@ -11,7 +11,8 @@ the scheduler's verdict that it never will.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.errors import ConfigError, SubmitError
@@ -112,5 +113,5 @@ class PBSPro(Scheduler):
         """A comment is a verdict, then details after a colon: "Can Never Run: Insufficient amount of resource"."""
         return reason.split(":", 1)[0].strip()
 
-    def find(self, site: Site, workdir: str, job_name: str) -> str | None:
+    def find(self, site: Site, workdir: str, job_name: str) -> str | None:  # noqa: ARG002 - the provider interface's signature
         return find_by_name(site, job_name)

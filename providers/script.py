@@ -30,12 +30,12 @@ _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _template(name: str) -> str:
-    return resources.files("providers").joinpath("templates", name).read_text(encoding="utf-8")
+    return (resources.files("providers") / "templates" / name).read_text(encoding="utf-8")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parsed(name: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The template's lines, each with the placeholders it names."""
     return tuple((line, tuple(_PLACEHOLDER.findall(line))) for line in _template(name).splitlines())
@@ -47,7 +47,7 @@ def output_files(req: Request, job_name: str) -> tuple[str, str]:
     return base + ".batch.out", base + ".batch.err"
 
 
-def values(scheduler: "Scheduler", req: Request, job_name: str, stdout: str | None, stderr: str | None
+def values(scheduler: Scheduler, req: Request, job_name: str, stdout: str | None, stderr: str | None
            ) -> tuple[dict[str, str | None], dict[str, str | None]]:
     """(words, blocks): words are quoted here; blocks are whole lines already made safe."""
     out, err = output_files(req, job_name)
@@ -69,7 +69,7 @@ def values(scheduler: "Scheduler", req: Request, job_name: str, stdout: str | No
     return words, blocks
 
 
-def render(scheduler: "Scheduler", req: Request, job_name: str | None = None, stdout: str | None = None,
+def render(scheduler: Scheduler, req: Request, job_name: str | None = None, stdout: str | None = None,
            stderr: str | None = None) -> str:
     """The batch script for ``req`` (named ``job_name``, default the cluster's name)."""
     words, blocks = values(scheduler, req, job_name or req.name, stdout, stderr)
@@ -80,7 +80,7 @@ def render(scheduler: "Scheduler", req: Request, job_name: str | None = None, st
             continue
         if any((words.get(k) if k in words else blocks.get(k)) is None for k in keys if k in words or k in blocks):
             continue
-        lines.append(_PLACEHOLDER.sub(lambda m: _value(m.group(1), line, words, blocks), line))
+        lines.append(_PLACEHOLDER.sub(lambda m: _value(m.group(1), line, words, blocks), line))  # noqa: B023 - called only within this iteration
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -8,7 +8,8 @@ one pilot at a time on a small cluster). Pending reasons are Slurm's own codes
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pilot.contracts.queue import QueueState, QueueStatus
 from providers.base import Outlook, PendingReason, Scheduler
@@ -156,7 +157,7 @@ class Slurm(Scheduler):
         out = run_command(argv, site.cmd_timeout)
         if out.returncode != 0:
             raise out.failure()
-        lines = out.stdout if site.partition else "\n".join(l for l in out.stdout.splitlines() if l.split("|")[0].endswith("*"))
+        lines = out.stdout if site.partition else "\n".join(x for x in out.stdout.splitlines() if x.split("|")[0].endswith("*"))
         if in_service(lines):
             return statuses
         for j in waiting:
@@ -164,7 +165,7 @@ class Slurm(Scheduler):
                                               "in service)", never_starts=True)
         return statuses
 
-    def find(self, site: Site, workdir: str, job_name: str) -> str | None:
+    def find(self, site: Site, workdir: str, job_name: str) -> str | None:  # noqa: ARG002 - the provider interface's signature
         """Our job by its name: ``squeue --name`` wants the full name, so list our user's jobs' names."""
         import getpass
 

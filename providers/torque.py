@@ -9,7 +9,8 @@ pilot's result file.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pilot.contracts.queue import QueueState, QueueStatus
 from providers.base import PendingReason, Scheduler
@@ -77,5 +78,5 @@ class Torque(Scheduler):
                 result[job_id] = self.status(state, job.get("comment", code))
         return result
 
-    def find(self, site: Site, workdir: str, job_name: str) -> str | None:
+    def find(self, site: Site, workdir: str, job_name: str) -> str | None:  # noqa: ARG002 - the provider interface's signature
         return find_by_name(site, job_name)

@@ -13,7 +13,6 @@ from pilot.runtime.master import Master
 from pilot.runtime.options import RunOptions
 from pilot.runtime.simulate import SimCluster, SimHost
 
-
 DIAMOND_DAG = """# diamond.dag
 TASK A /bin/echo "I am A"
 TASK B /bin/echo "I am B"

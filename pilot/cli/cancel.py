@@ -4,7 +4,7 @@ pilot run of its clusters that outlived its job; exit 1, with one line per thing
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from pilot.cli.submit import site_choices
 from pilot.util.cmdline import Parser

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from pilot.errors import PilotError
 from pilot.util import stdstreams
@@ -63,7 +63,7 @@ def guarded(func: Callable[[], int], argv: Sequence[str], prog: str) -> int:
         how = "free space (or write elsewhere)" if stdstreams.is_no_space(err) else "send the output elsewhere"
         _say(f"{prog}: cannot write {what}: {err.strerror}; {how} and rerun the command")
         return 1
-    except Exception as err:  # a bug: say so plainly, details on request
+    except Exception as err:  # noqa: BLE001 - a bug: say so plainly, details on request
         return _internal(err, argv, prog)
     finally:
         sys.stdout = stdout.stream

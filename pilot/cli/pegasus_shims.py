@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from pilot.cli.pegasus_tools import SITE_ENV, TOOLS
 from pilot.errors import UsageError

@@ -20,8 +20,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from pilot import __version__
 from pilot.errors import PilotError, UsageError
@@ -258,7 +258,7 @@ def _condor_q(argv: Sequence[str]) -> int:
     return 0
 
 
-def _version(argv: Sequence[str]) -> int:
+def _version(argv: Sequence[str]) -> int:  # noqa: ARG001 - a subcommand handler's signature
     print(f"pilot {__version__}")
     return 0
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pilot.contracts.clusters import clusters_path
 from pilot.errors import ConfigError, OutOfSpace, UsageError
 from pilot.planner.cleanup import MODES
 from pilot.planner.clustering import DEFAULT_CLUSTER
 from pilot.planner.datalayout import DEFAULT_OUTPUT_SITE
-from pilot.util.cmdline import Parser
-
 from pilot.util import stdstreams
+from pilot.util.cmdline import Parser
 
 if TYPE_CHECKING:  # the planner's modules are imported when a plan is made, not to read the options
     from pilot.planner.plan import Plan, PlanRequest

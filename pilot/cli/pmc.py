@@ -8,7 +8,7 @@ messages use.
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from pilot.cli.common import guarded
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from pilot.util.cmdline import Parser
 

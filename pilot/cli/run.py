@@ -41,7 +41,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     p = Parser(
         prog=prog,
         description="Run a PMC-format DAG of tasks under MPI: rank 0 is the master, ranks 1..N-1 run tasks. "
-        "Start it as: mpiexec -n N %s [options] workflow.dag" % prog,
+        f"Start it as: mpiexec -n N {prog} [options] workflow.dag",
     )
     p.add_argument("dag", metavar="workflow.dag", nargs="?", help="the DAG file (PMC format)")
     p.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")

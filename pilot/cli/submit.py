@@ -6,7 +6,8 @@ import argparse
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pilot.errors import OutOfSpace, UsageError
 from pilot.util import stdstreams

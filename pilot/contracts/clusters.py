@@ -11,8 +11,9 @@ from __future__ import annotations
 import enum
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any
 
 from pilot.errors import ConfigError
 from pilot.util.atomic import write_atomic
@@ -61,7 +62,7 @@ class ClusterSpec:
     nodes: int | None = None
     ranks_per_node: int | None = None
     walltime_minutes: float | None = None
-    subworkflow: "SubworkflowSpec | None" = None  # only for kind subworkflow
+    subworkflow: SubworkflowSpec | None = None  # only for kind subworkflow
     script: str | None = None  # its batch script, to submit by hand; None: it has none (a sub-workflow)
     run_options: tuple[str, ...] = ()  # its own pilot run options, before the DAG (its --task-files)
 
@@ -207,7 +208,7 @@ def _subworkflow(submit_dir: str, raw: object) -> SubworkflowSpec | None:
                            plan_args=tuple(str(a) for a in raw.get("plan_args") or ()))
 
 
-def _load(submit_dir: str) -> dict:
+def _load(submit_dir: str) -> dict[str, Any]:
     """clusters.yml parsed (bounded: pilot.util.boundedload), its format and the shape of its clusters checked:
     each a mapping whose files lie inside the submit directory, whose counts are counts and times finite."""
     from pilot.util.boundedload import load_yaml

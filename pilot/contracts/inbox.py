@@ -77,7 +77,7 @@ def write_request(inbox: str, req: Request) -> str:
 class Look(NamedTuple):
     """What one look at the inbox found."""
 
-    requests: list  # Request, or (id, why) for one that cannot be read: the run answers it with a failed done file
+    requests: list[Request | tuple[str, str]]  # Request, or (id, why) for one that cannot be read: the run answers it with a failed done file
     cancels: set[str]  # ids with a cancel file
     stop: bool
 
@@ -97,7 +97,7 @@ def look(inbox: str) -> Look:
     if not waiting:
         return Look([], cancels, stop)
     waiting.sort(key=lambda e: e.stat().st_mtime_ns)
-    requests: list = []
+    requests: list[Request | tuple[str, str]] = []
     for entry in waiting:
         job_id = entry.name[: -len(REQUEST_SUFFIX)]
         try:

@@ -22,7 +22,8 @@ import enum
 import math
 import os
 import time
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from pilot.util.safeopen import open_file, open_regular_fd
 from pilot.util.tail import Tail

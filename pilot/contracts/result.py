@@ -87,7 +87,7 @@ class RunResult(NamedTuple):
     def only_crashes(self) -> bool:
         """Whether every failure of the run is a task stopped at --max-crashes, and nothing else was left for a
         rerun to do (not cut short by -m): a rerun would fail those tasks again at once."""
-        return bool(self.crashed) and self.failed == len(self.crashed) and not self.aborted
+        return bool(self.crashed) and self.failed == len(self.crashed or ()) and not self.aborted
 
     @property
     def ok(self) -> bool:
@@ -101,7 +101,7 @@ def result_path(dag: str) -> str:
 
 def write_result(path: str, result: RunResult) -> None:
     """Replace the result file ``path`` (``result_path(dag)``; a nested pilot submit is given its parent's)."""
-    data = {
+    data: dict[str, object] = {
         "ok": result.ok, "reason": result.outcome.value, "tasks": result.tasks, "done": result.done,
         "unfinished": result.unfinished[:MAX_UNFINISHED], "exit": result.exit_code, "pid": os.getpid(),
         "host": os.uname().nodename, "end": time.time() if result.end is None else result.end,

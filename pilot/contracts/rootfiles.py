@@ -36,8 +36,9 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from pilot.contracts.submitdir import REPLAN, _q, load_braindump, write_braindump
 from pilot.errors import ConfigError
@@ -62,7 +63,7 @@ class RootTask:
     id: str
     transformation: str
     argv: str
-    children: "tuple[str, ...] | list[str]" = ()
+    children: tuple[str, ...] | list[str] = ()
     cpus: int = 1
     memory: int = 0  # MB; 0: no request
     gpus: int = 0

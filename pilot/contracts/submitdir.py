@@ -21,7 +21,6 @@ import os
 import socket
 import time
 import uuid
-
 from typing import Any
 
 from pilot import __version__
@@ -64,7 +63,8 @@ DATA_JOB_TYPES = (("stage_inter_", (5, "inter-site-tx")), ("stage_in_", (2, "sta
 
 
 def task_id(task: Task) -> str:
-    return task.name if task.dax_id in (None, NO_DAX_ID) else task.dax_id
+    dax_id = task.dax_id
+    return task.name if dax_id is None or dax_id == NO_DAX_ID else dax_id
 
 
 def data_job_type(name: str) -> tuple[int, str]:
@@ -101,7 +101,7 @@ def write_static_bp(dag: Dag, path: str, wf_uuid: str, now: float | None = None)
         out.append(f'ts={ts} event=job.info xwf.id={wf_uuid} job.id={names[k]} submit_file={_q(t.name + ".sub")} '
                    f'type="{kind[0]}" type_desc="{kind[1]}" clustered="0" max_retries={_q(str(t.tries or 1))} '
                    f"executable={_q(t.argv[0])} argv={args[k]} task_count=\"{int(own[k])}\"\n")
-    for k, t in enumerate(tasks):
+    for k in range(len(tasks)):
         if own[k]:
             out.append(f"ts={ts} event=wf.map.task_job xwf.id={wf_uuid} job.id={names[k]} task.id={ids[k]}\n")
     for k, t in enumerate(tasks):

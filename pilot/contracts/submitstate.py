@@ -157,7 +157,7 @@ class SubmitState:
     clusters: dict[str, ClusterRecord] = field(default_factory=dict)
 
     @classmethod
-    def load(cls, submit_dir: str) -> "SubmitState | None":
+    def load(cls, submit_dir: str) -> SubmitState | None:
         """The state of an earlier ``pilot submit`` here; None when there was none."""
         path = state_path(submit_dir)
         try:

@@ -16,7 +16,7 @@ line that is not of that shape, stops with one line naming the file and the line
 from __future__ import annotations
 
 import json
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from pilot.errors import ConfigError
 from pilot.util.atomic import atomic_file

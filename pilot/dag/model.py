@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from array import array
-from typing import Sequence
+from collections.abc import Sequence
 
 from pilot.dag.lexer import split_args
 
@@ -221,11 +221,11 @@ class Dag:
             return False
         # A task's first edge turns its shared empty tuple into a list of its own.
         if p.children:
-            p.children.append(c)  # type: ignore[attr-defined]
+            p.children.append(c)  # type: ignore[attr-defined]  # a list once the task has an edge; the shared empty tuple before
         else:
             p.children = [c]
         if c.parents:
-            c.parents.append(p)  # type: ignore[attr-defined]
+            c.parents.append(p)  # type: ignore[attr-defined]  # a list once the task has an edge; the shared empty tuple before
         else:
             c.parents = [p]
         return True

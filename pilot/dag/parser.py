@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterator, TextIO
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 from pilot.dag.cycles import find_cycle
 from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
@@ -233,7 +234,7 @@ def _edge(dag: Dag, waiting: list[tuple[str, str, int]], parent: str, child: str
 SHARED_MAX = 1024
 
 
-def _first(kept: dict, value):  # type: ignore[no-untyped-def] - a str or a float, returned as given
+def _first(kept: dict, value):  # a str or a float, returned as given
     """``value``, not in ``kept`` yet, put there for the tasks that repeat it to share (``kept.get(value)``).
 
     The master keeps every task of a run: a transformation's name or an expected runtime, repeated by

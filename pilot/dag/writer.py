@@ -12,7 +12,7 @@ are golden-file tested (tests/golden).
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from pilot.dag.lexer import quote_arg
 from pilot.dag.model import Dag, Task

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     rc = subprocess.run(args[cut + 1:], check=False).returncode
     if rc != 0:
         return 128 - rc if rc < 0 else rc  # a signal, as a shell reports it
-    bad = mismatches(expected)  # type: ignore[arg-type]
+    bad = mismatches(expected)  # type: ignore[arg-type]  # rpartition's halves: pairs, though typed as tuples of any length
     for line in bad:
         print(f"integrity check failed: {line}", file=sys.stderr, flush=True)
     return 1 if bad else 0

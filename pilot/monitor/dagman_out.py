@@ -67,7 +67,7 @@ class DagmanOut(RunEvents):
             self._fh.flush()
             self._last_flush = now
 
-    def run_started(self, dag_path: str, total: int, workers: int) -> None:
+    def run_started(self, dag_path: str, total: int, workers: int) -> None:  # noqa: ARG002 - the run observer's signature
         self.header(total)
 
     # -- node-level lines, shared with the submit directory's root dagman.out ----
@@ -116,10 +116,10 @@ class DagmanOut(RunEvents):
     def task_queued(self, task: Task, seq: int) -> None:
         self.submitted(task.name, f"{seq}.0")
 
-    def task_dispatched(self, task: Task, seq: int, rank: int, hostname: str) -> None:
+    def task_dispatched(self, task: Task, seq: int, rank: int, hostname: str) -> None:  # noqa: ARG002 - the run observer's signature
         self.executing(task.name, f"{seq}.0")
 
-    def task_ended(self, task: Task, seq: int, status: int, will_retry: bool) -> None:
+    def task_ended(self, task: Task, seq: int, status: int, will_retry: bool) -> None:  # noqa: ARG002 - the run observer's signature
         self.terminated(task.name, f"{seq}.0", status)
 
     def status(self, done: int, queued: int, ready: int, failed: int, pre: int = 0, post: int = 0) -> None:
@@ -148,7 +148,7 @@ class DagmanOut(RunEvents):
             f"{done:>5}{pre:>8}{queued:>9}{post:>8}{ready:>8}{unready:>11}{failed:>9}",
         )
 
-    def run_finished(self, ok: bool, counts: dict[str, int]) -> None:
+    def run_finished(self, ok: bool, counts: dict[str, int]) -> None:  # noqa: ARG002 - the run observer's signature
         self.exiting(0 if ok else 1)
 
     def exiting(self, code: int, pid: int | None = None) -> None:

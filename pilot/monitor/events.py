@@ -6,7 +6,7 @@ the master calls one ``Fanout`` and never knows which files are written.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from pilot.dag.model import Task
 

@@ -37,7 +37,7 @@ _YAML_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff\ufffe\ufff
 
 def yaml_str(value: str) -> str:
     """A double-quoted YAML scalar on one line (a JSON string with YAML's non-printables escaped)."""
-    return _YAML_UNSAFE.sub(lambda m: "\\u%04x" % ord(m.group()), json.dumps(value, ensure_ascii=False))
+    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(value, ensure_ascii=False))
 
 
 def has_record(fd: int, limit: int = 65536) -> bool:

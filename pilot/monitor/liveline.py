@@ -121,7 +121,7 @@ class LiveLine(RunEvents):
         self.clear()
         return True
 
-    def run_started(self, dag_path: str, total: int, workers: int) -> None:
+    def run_started(self, dag_path: str, total: int, workers: int) -> None:  # noqa: ARG002 - the run observer's signature
         self.total = total
         self.start = time.monotonic()
 

@@ -10,7 +10,7 @@ incomplete from there on, and the run goes on.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from pilot.util.safeopen import open_file
 

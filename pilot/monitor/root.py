@@ -100,7 +100,7 @@ class RootMonitor(RootEvents):
     def _recover(self) -> None:
         """Each node's attempts and state from the dagman.out an earlier pilot submit wrote."""
         try:
-            fh = open(self.path, encoding="utf-8", errors="replace")
+            fh = open(self.path, encoding="utf-8", errors="replace")  # noqa: SIM115 - opened apart so that a missing file is told apart; the with below closes it
         except FileNotFoundError:
             return
         with fh:

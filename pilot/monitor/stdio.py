@@ -97,7 +97,7 @@ def _ranks_on_disk(dag: str) -> set[int]:
     """Ranks whose per-worker files exist (a run of more workers left them)."""
     folder = os.path.dirname(os.path.abspath(dag))
     prefix = os.path.basename(dag) + "."
-    out = set()
+    out: set[int] = set()
     try:
         names = os.listdir(folder)
     except OSError:

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable
 
 from pilot.contracts.clusters import ClusterKind
 from pilot.errors import ConfigError
@@ -41,8 +41,8 @@ from pilot.planner import profilekeys, replaced
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job
 from pilot.planner.profiles import ProfileResolver
-from pilot.siteschema import format_walltime, parse_walltime
 from pilot.sites import SiteConfig
+from pilot.siteschema import format_walltime, parse_walltime
 from pilot.util.safetext import is_plain
 from providers import scheduler_for
 
@@ -163,7 +163,7 @@ def note_unused_keys(clusters: list[Cluster], data_jobs: list[Job], resolver: Pr
         _note_unused(resolver, AGGREGATOR, site, AGGREGATOR_KEYS, AGGREGATOR_INSTEAD)
 
 
-def _note_unused(resolver: ProfileResolver, key: tuple, site: str, honoured: dict[str, frozenset[str] | None],
+def _note_unused(resolver: ProfileResolver, key: tuple, site: str, honoured: Mapping[str, frozenset[str] | None],
                  instead: str) -> None:
     """note_unused_keys for transformation ``key``'s entry on ``site``: its keys ``honoured`` does not name."""
     tx = resolver.catalogs.find_transformation(key)
@@ -245,10 +245,10 @@ def _size(profiles: dict[str, str], site: SiteConfig, where: str) -> Size:
                           f"requires of a job that sets all three: drop cores, or make it {nodes * ppn}")
     if cores is not None and (nodes is None) != (ppn is None):
         given, other = ("nodes", nodes) if nodes is not None else ("ppn", ppn)
-        if cores % other:  # type: ignore[operator]
+        if cores % other:  # type: ignore[operator]  # other is the one of nodes and ppn that is given, not None
             raise ConfigError(f"{where}: pegasus::cores = {cores} is not a multiple of {given} {other}, as Pegasus "
                               f"requires to derive the job's {'ppn' if given == 'nodes' else 'nodes'}: give a multiple")
-        nodes, ppn = (nodes, cores // nodes) if nodes is not None else (cores // ppn, ppn)  # type: ignore[operator]
+        nodes, ppn = (nodes, cores // nodes) if nodes is not None else (cores // ppn, ppn)  # type: ignore[operator]  # exactly one of nodes and ppn is None here (tested above)
     elif cores is not None and nodes is None:
         ranks = cores
     site_rpn = site.ranks_per_node or 2

@@ -9,18 +9,24 @@ and the YAML path.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any, Iterator
+from typing import Any
 
 from pilot.planner import containers, gateways, sysinfo
 from pilot.planner.expand import expand
 from pilot.planner.fields import read_checksum, read_file_metadata, read_hooks, read_metadata, read_profiles
 from pilot.planner.model import (
-    Catalogs, Directory, DirectoryType, Replica, Site, Transformation, TransformationSite,
+    Catalogs,
+    Directory,
+    DirectoryType,
+    Replica,
+    Site,
+    Transformation,
+    TransformationSite,
 )
 from pilot.planner.yamlvalues import fail, flag, identifier, need_list, need_mapping, need_text, optional_text
 from pilot.util import safetext
-
 
 # The transformation pegasus-mpi-cluster is in a Pegasus transformation catalog: its profiles are its PMC job's.
 AGGREGATOR = ("pegasus", "mpiexec")

@@ -21,9 +21,9 @@ from __future__ import annotations
 import math
 
 from pilot.errors import ConfigError
+from pilot.planner.datainputs import transfer_input
 from pilot.planner.datalayout import DataLayout
 from pilot.planner.model import Job, JobType, Workflow
-from pilot.planner.datainputs import transfer_input
 from pilot.planner.staging import DataJobs
 from pilot.util import graphs
 

@@ -45,9 +45,9 @@ from operator import attrgetter
 
 from pilot.contracts.clusters import ClusterKind
 from pilot.errors import ConfigError
-from pilot.util import graphs
 from pilot.planner.model import Job, JobType, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile, int_profile
+from pilot.util import graphs
 
 TECHNIQUES = ("horizontal", "label", "whole")
 NO_CLUSTERING = "none"
@@ -84,8 +84,8 @@ class Cluster:
     jobs: list[Job]
     kind: ClusterKind  # a pegasusWorkflow job is always a cluster of its own (SUBWORKFLOW), which no technique merges
     site: str
-    parents: list["Cluster"] = field(default_factory=list)
-    children: list["Cluster"] = field(default_factory=list)
+    parents: list[Cluster] = field(default_factory=list)
+    children: list[Cluster] = field(default_factory=list)
     runtime: float | None = None  # sum of known job runtimes
     in_order: bool = False  # its jobs are in topological order (as --cluster whole lists them)
 
@@ -140,7 +140,7 @@ class Clusterer:
         jobs = self.wf.jobs
         if not jobs:
             return []
-        ordered: list[Job] = [None] * len(jobs)  # type: ignore[list-item]
+        ordered: list[Job] = [None] * len(jobs)  # type: ignore[list-item]  # every slot is filled before the list is read
         for job in jobs:
             ordered[self.topo[job.index]] = job
         base = f"merge_{self.wf.name}"
@@ -152,7 +152,7 @@ class Clusterer:
         return [cluster]
 
     def _index(self, nodes: list[Cluster]) -> list[Cluster]:
-        node_of: list[Cluster] = [None] * len(self.wf.jobs)  # type: ignore[list-item]
+        node_of: list[Cluster] = [None] * len(self.wf.jobs)  # type: ignore[list-item]  # every slot is filled before the list is read
         for n in nodes:
             for j in n.jobs:
                 node_of[j.index] = n

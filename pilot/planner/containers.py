@@ -60,8 +60,8 @@ from pilot.planner import replaced
 from pilot.planner.expand import expand
 from pilot.planner.model import ContainerSpec, Job
 from pilot.planner.yamlvalues import fail, flag, need_list, need_text, optional_text
-from pilot.siteschema import CONTAINER_RUNTIMES
 from pilot.sites import SiteConfig
+from pilot.siteschema import CONTAINER_RUNTIMES
 
 SINGULARITY_SUFFIXES = (".img", ".tar", ".tar.gz", ".tar.bz2", ".sif", ".simg")  # Container.java's list
 WORKDIR = {"singularity": "/srv", "docker": "/srv", "shifter": "/scratch"}  # the job's directory inside (Pegasus')

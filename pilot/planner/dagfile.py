@@ -16,13 +16,22 @@ import collections
 import functools
 import itertools
 import os
-from typing import Callable, Iterator, NamedTuple, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
 
 from pilot.dag.lexer import quote_arg
 from pilot.dag.model import NO_DAX_ID
 from pilot.dag.parser import parse_dag
-from pilot.dag.writer import (ContextNotes, annotation, details, edge_lines, plain_task, plain_task_text, task_record,
-                              task_text)
+from pilot.dag.writer import (
+    ContextNotes,
+    annotation,
+    details,
+    edge_lines,
+    plain_task,
+    plain_task_text,
+    task_record,
+    task_text,
+)
 from pilot.errors import ConfigError, DagError
 from pilot.planner.clustering import Cluster
 from pilot.planner.model import Job, tx_key_of
@@ -358,7 +367,7 @@ def shape(cluster: Cluster, runtimes: Sequence[float | None]) -> Shape:
         for p in job.parents:  # its parents inside the cluster (as _inner_parents, without a list each)
             if member is not None:
                 m = member(p)
-            elif p.index >= size or (m := where[p.index]) < 0 or jobs[m] is not p:  # type: ignore[index]
+            elif p.index >= size or (m := where[p.index]) < 0 or jobs[m] is not p:  # type: ignore[index]  # where is given whenever member is None
                 m = -1
             if m < 0:
                 continue
@@ -371,7 +380,7 @@ def shape(cluster: Cluster, runtimes: Sequence[float | None]) -> Shape:
         if not inner:
             roots += 1
         if timed:
-            finish[k] = start + runtimes[k]  # type: ignore[operator]
+            finish[k] = start + runtimes[k]  # type: ignore[operator]  # runtimes is given whenever timed is true
     width = max(collections.Counter(level).values(), default=0)
     return Shape(width, max(finish, default=0.0) if timed else None, roots)
 

@@ -19,9 +19,9 @@ import multiprocessing
 import operator
 import os
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Callable
 
 from pilot.contracts.clusters import ClusterKind, ClusterSpec, PlanInfo, write_clusters
 from pilot.contracts.rootfiles import NOTIFY_FILE, PROPERTIES, RootJob, TaskTable, write_root_files
@@ -115,7 +115,7 @@ def requests_of(resolver: ProfileResolver) -> Callable[[Job, str], tuple[int, in
     return request_of
 
 
-def _retry_in(layer: dict[str, str]) -> str | None:
+def _retry_in(layer: Mapping[str, str]) -> str | None:
     value = None
     for key, raw in layer.items():
         if key.lower() == "retry":
@@ -175,7 +175,7 @@ def cluster_retry(cluster: Cluster, resolver: ProfileResolver, memo: dict | None
 
 
 def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
-                          planner_arguments: str, request_of=lambda job, handle: (1, 0, 0),
+                          planner_arguments: str, request_of=lambda job, handle: (1, 0, 0),  # noqa: ARG005 - request_of's signature: one request for every job
                           properties: dict[str, str] | None = None, metadata: dict[str, str] | None = None,
                           catalogs: Catalogs | None = None) -> None:
     """The submit directory as one Pegasus workflow (pilot.contracts.rootfiles): clusters are its jobs.
@@ -307,7 +307,7 @@ def cluster_static_bp(site: SiteConfig, asked: bool) -> bool:
 
 
 def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions, int | None, tuple[str, ...]]:
-    submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans, static_bp, taskdirs = _SHARED  # type: ignore[misc]
+    submit_dir, clusters, site, resolver, pfn_of, runtime_of, planner_arguments, subplans, static_bp, taskdirs = _SHARED  # type: ignore[misc]  # set by emit() before any worker starts
     cluster = clusters[k]
     cdir = os.path.join(submit_dir, cluster.name)
     if cluster.kind is ClusterKind.SUBWORKFLOW:
@@ -328,7 +328,7 @@ def _emit_one(k: int) -> tuple[int, str, str, int, float | None, BatchOptions, i
 
 def write_cluster(submit_dir: str, cluster: Cluster, write_dag_file: Callable[[str], None], width: int,
                   critical: float | None, site: SiteConfig, planner_arguments: str,
-                  batch: BatchOptions = BatchOptions(), static_bp: bool = False,
+                  batch: BatchOptions = BatchOptions(), static_bp: bool = False,  # noqa: B008 - BatchOptions is frozen: one shared default is safe
                   run_options: tuple[str, ...] = ()) -> Emitted:
     """The cluster's directory: its PMC DAG (``write_dag_file(path)`` writes it), batch script (its pilot run
     given ``run_options`` too) and monitoring files (its static.bp only where ``static_bp`` asks, see

@@ -34,8 +34,8 @@ from pilot.dag.model import Dag
 from pilot.dag.parser import read_dag
 from pilot.errors import PilotError
 from pilot.jobrequest import pilot_wall_time, request_for
-from pilot.siteschema import format_walltime
 from pilot.sites import SiteConfig
+from pilot.siteschema import format_walltime
 from pilot.util.graphs import longest_paths
 from pilot.util.tables import table
 from providers import scheduler_for

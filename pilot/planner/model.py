@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Mapping
+from typing import Any
 
 Profiles = dict[str, dict[str, str]]  # namespace -> key -> value
 
 
-class _Empty(dict):  # type: ignore[type-arg]
+class _Empty(dict[str, Any]):
     """A read-only empty mapping, hashable so that a dataclass field may default to it. A dict underneath: its
     truth, ``in`` and ``get`` are C calls, and a plan asks them of each of a million jobs several times."""
 
     __slots__ = ()
 
-    def __hash__(self) -> int:  # type: ignore[override]
+    def __hash__(self) -> int:  # type: ignore[override]  # an empty mapping that never changes: hashable, unlike dict
         return 0
 
-    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:  # noqa: ARG002 - stands in for every mutating method
         raise TypeError("a shared empty mapping is read-only: give the job a dict of its own")
 
-    __setitem__ = __delitem__ = __ior__ = setdefault = update = pop = popitem = clear = _read_only  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __ior__ = setdefault = update = pop = popitem = clear = _read_only  # type: ignore[assignment]  # every mutating method refuses, whatever its signature
 
 
 # What a job without profiles or metadata holds: one shared read-only mapping, not an empty dict per job
@@ -144,9 +145,9 @@ class Job:
     source: str = ""  # the workflow file, for errors
     index: int = 0  # position in Workflow.jobs (renumbered when data reuse removes jobs)
     yaml_index: int = -1  # position in the workflow file's jobs list, for errors (-1: a job the planner made)
-    parents: list["Job"] = field(default_factory=list)
-    children: list["Job"] = field(default_factory=list)
-    uses: "tuple[Use, ...] | list[Use]" = ()
+    parents: list[Job] = field(default_factory=list)
+    children: list[Job] = field(default_factory=list)
+    uses: tuple[Use, ...] | list[Use] = ()
     type: JobType = JobType.COMPUTE
     # An auxiliary job's whole command (the planner made it; no transformation catalog entry).
     command: list[str] | None = None
@@ -155,8 +156,8 @@ class Job:
     stdin_text: str | None = None
     stdio: tuple[str, str, str] | None = None  # stdin, stdout, stderr file names ("": none); None: none at all
     metadata: Mapping[str, str] = NO_METADATA  # the job's metadata, for the monitoring DB
-    hooks: "tuple[tuple[str, str], ...] | list[tuple[str, str]]" = ()  # (monitord condition, command) of its shell hooks
-    subworkflow: "SubJob | None" = None  # a pegasusWorkflow job's file and planner options (type DAX)
+    hooks: tuple[tuple[str, str], ...] | list[tuple[str, str]] = ()  # (monitord condition, command) of its shell hooks
+    subworkflow: SubJob | None = None  # a pegasusWorkflow job's file and planner options (type DAX)
     wrapper: list[str] | None = None  # its container runtime's words before its executable (planner.containers)
 
     @property

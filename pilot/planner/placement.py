@@ -21,7 +21,6 @@ from pilot.planner.staging import Unit
 from pilot.util import graphs
 
 
-
 def _whole(clusters: list[Cluster]) -> bool:
     return len(clusters) == 1 and clusters[0].kind is ClusterKind.WHOLE
 
@@ -80,7 +79,7 @@ def attach(wf: Workflow, clusters: list[Cluster], made: list[Job], site: str) ->
             name += "_data"
         names.add(name)
         out.append(Cluster(name, [job], ClusterKind.DATA, site))
-    node_of: list[Cluster] = [None] * (len(wf.jobs) + len(made))  # type: ignore[list-item]
+    node_of: list[Cluster] = [None] * (len(wf.jobs) + len(made))  # type: ignore[list-item]  # every slot is filled before the list is read
     for c in out:
         for j in c.jobs:
             node_of[j.index] = c

@@ -7,22 +7,37 @@ import os
 import shlex
 from dataclasses import dataclass, field
 
+from pilot.contracts.clusters import ClusterKind
+from pilot.contracts.rootfiles import PROPERTIES
 from pilot.dag.cycles import widest_level
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
-from pilot.contracts.clusters import ClusterKind
-from pilot.contracts.rootfiles import PROPERTIES
-from pilot.planner import (batchopts, catalogs, cleanup, containers, datalayout, gateways, properties, reader, reduce,
-                           replaced, replicas, subworkflow, sysinfo, taskdirs, yamlstream)
+from pilot.planner import (
+    batchopts,
+    catalogs,
+    cleanup,
+    containers,
+    datalayout,
+    gateways,
+    properties,
+    reader,
+    reduce,
+    replaced,
+    replicas,
+    subworkflow,
+    sysinfo,
+    taskdirs,
+    yamlstream,
+)
 from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
 from pilot.planner.dagfile import requested
 from pilot.planner.emit import Emitted, emit
-from pilot.planner.placement import attach, units_of
-from pilot.planner.executables import Executable, executable_lfn, required_executables
-from pilot.planner.staging import DataJobs, expected_runtime
 from pilot.planner.estimate import PlanEstimate, estimate_plan
+from pilot.planner.executables import Executable, executable_lfn, required_executables
 from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, TransformationSite, Use, Workflow
+from pilot.planner.placement import attach, units_of
 from pilot.planner.profiles import ProfileResolver, float_profile
+from pilot.planner.staging import DataJobs, expected_runtime
 from pilot.planner.yamlvalues import SAFE_ID
 from pilot.sites import SiteConfig
 from pilot.util import safetext
@@ -374,7 +389,7 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
     write_cluster_dag(submit_dir, [emitted], req.site, wf.name)
     requests = {jobs[t.name].id: (max(1, t.cpus), t.memory, t.gpus) for t in dag}
     write_root_monitoring(submit_dir, [emitted], req.site, wf.name, planner_arguments,
-                          lambda job, handle: requests[job.id])
+                          lambda job, handle: requests[job.id])  # noqa: ARG005 - request_of's signature
     return Plan(submit_dir, wf.name, [emitted])
 
 

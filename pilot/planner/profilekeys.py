@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import difflib
 import functools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable
 
 from pilot.errors import ConfigError
 from pilot.planner import replaced
@@ -430,7 +430,7 @@ def check_deferred(profiles: dict[str, dict[str, str]] | None) -> None:
         replaced.note_line(key, line)
 
 
-def check_unknown(profiles: Iterable[dict[str, dict[str, str]]], label_key: str) -> None:
+def check_unknown(profiles: Iterable[Mapping[str, Mapping[str, str]]], label_key: str) -> None:
     """Refuse a pegasus key Pegasus does not know, unless it is the label key (``pegasus.clusterer.label.key``),
     which pilot reads as Pegasus does; the error suggests the nearest known key."""
     for entry in profiles:

@@ -12,7 +12,7 @@ file and YAML path (or properties line) the value came from.
 from __future__ import annotations
 
 import math
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from pilot.dag.parser import ENV_NAME, MAX_RUNTIME
 from pilot.errors import ConfigError
@@ -204,7 +204,7 @@ class ProfileResolver:
         if shared:
             hit = self._tx_env.get((job.tx_key, site), False)
             if hit is not False:
-                return hit  # type: ignore[return-value]
+                return hit  # type: ignore[return-value]  # False marks a miss; any other value is what the cache holds
         key = tuple(self.other(job, site, "env").items())
         value = self._envs.setdefault(key, key or None)
         if shared:

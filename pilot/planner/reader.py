@@ -21,7 +21,15 @@ from pilot.planner.catalogs import read_replica_catalog, read_site_catalog, read
 from pilot.planner.fields import read_file_metadata, read_hooks, read_metadata, read_profiles
 from pilot.planner.model import NO_METADATA, NO_PROFILES, Job, JobType, Link, Use, Workflow
 from pilot.planner.yamlvalues import (
-    SAFE_ID, fail, flag, identifier, kind_of, need_list, need_mapping, need_text, optional_text,
+    SAFE_ID,
+    fail,
+    flag,
+    identifier,
+    kind_of,
+    need_list,
+    need_mapping,
+    need_text,
+    optional_text,
 )
 from pilot.util import safetext
 
@@ -224,7 +232,7 @@ def _read_job(raw: Any, path: str, ypath: str, index: int, shared: dict[str, str
         index=index,
         yaml_index=index,
         uses=uses,
-        stdio=stdio if any(stdio) else None,  # type: ignore[arg-type]
+        stdio=stdio if any(stdio) else None,  # type: ignore[arg-type]  # three names (stdin, stdout, stderr), a tuple of any length to mypy
         metadata=_or_none(raw, "metadata", read_metadata, path, ypath, NO_METADATA),
         hooks=_or_none(raw, "hooks", read_hooks, path, ypath, ()),
     )

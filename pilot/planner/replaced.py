@@ -11,9 +11,9 @@ come after the reading and never between the lines of an error.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator
 
 log = logging.getLogger("pilot.plan")
 
@@ -46,7 +46,7 @@ def collecting() -> Iterator[dict[str, str]]:
     """Collect the lines of one plan; the caller logs them (``report``) once the plan is made."""
     token = _lines.set({})
     try:
-        yield _lines.get()  # type: ignore[misc]
+        yield _lines.get()  # type: ignore[misc]  # set just above: never None here
     finally:
         _lines.reset(token)
 

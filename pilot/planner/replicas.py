@@ -20,7 +20,8 @@ import re
 import shlex
 
 from pilot.errors import ConfigError
-from pilot.planner import catalogs as catalog_readers, properties, yamlstream
+from pilot.planner import catalogs as catalog_readers
+from pilot.planner import properties, yamlstream
 from pilot.planner.expand import expand
 from pilot.planner.fields import SHA256
 from pilot.planner.model import Catalogs, Replica
@@ -98,14 +99,14 @@ def find(catalogs: Catalogs, lfn: str) -> list[Replica]:
         return copies
     out: list[Replica] = []
     for pattern, regex_copies in catalogs.regex_replicas:
-        m = pattern.fullmatch(lfn)  # type: ignore[attr-defined]
+        m = pattern.fullmatch(lfn)  # type: ignore[attr-defined]  # a compiled pattern (the catalog compiles each regex entry)
         if m is None:
             continue
         groups = (m.group(0), *m.groups())
 
         def group(ref: re.Match) -> str:
             k = int(ref.group(1))
-            return (groups[k] or "") if k < len(groups) else ref.group(0)
+            return (groups[k] or "") if k < len(groups) else ref.group(0)  # noqa: B023 - called only within this iteration
 
         for copy in regex_copies:
             out.append(Replica(GROUP.sub(group, copy.pfn), copy.site, copy.where))

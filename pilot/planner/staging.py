@@ -31,15 +31,15 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Callable, Sequence
 
 from pilot.errors import ConfigError
 from pilot.planner import replicas
+from pilot.planner.containers import StagedImage
 from pilot.planner.datainputs import map_line, transfer_input
 from pilot.planner.datalayout import DataLayout
-from pilot.planner.containers import StagedImage
 from pilot.planner.executables import Executable, checksum_of
 from pilot.planner.model import Catalogs, Job, JobType, Link, Use, Workflow
 from pilot.util import safetext

@@ -28,7 +28,7 @@ LABELLED_TRIES = 300  # beyond this many tries in a panel, bars go without task 
 
 def available() -> bool:
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib  # noqa: F401 - imported only to see that it is installed
     except ImportError:
         return False
     return True

@@ -179,7 +179,7 @@ def _records(dag: Dag, folder: str, extra: list[str]) -> list[Attempt]:
                     task = tasks[r.name]
                     out.append(Attempt(
                         r.name, r.start, r.duration, r.status, r.app, r.hostname, r.slot, r.cpus, r.memory,
-                        task.transformation if task.transformation not in (None, "-") else os.path.basename(r.app),
+                        task.transformation if task.transformation is not None and task.transformation != "-" else os.path.basename(r.app),
                     ))
         except OSError as exc:
             raise ReportError(f"{path}: cannot read: {exc.strerror}") from None

@@ -31,8 +31,9 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 from pilot.contracts import inbox
 from pilot.dag.model import Task
@@ -71,7 +72,7 @@ class Agent:
         self.t = transport
         self.parse = parse  # a fed cluster's pilot run options, read as its own command line
         self.app = app
-        self.make_events = make_events or (lambda o: [])
+        self.make_events = make_events or (lambda o: [])  # noqa: ARG005 - make_events' signature: no events by default
         self.limits = Limits(opts, clock or time.monotonic)
         self.workers = list(range(1, transport.size))
         self.matcher = Matcher()

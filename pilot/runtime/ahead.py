@@ -18,7 +18,7 @@ through the master's own ``send`` (which starts the attempt in the engine).
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from pilot.dag.model import Task
 from pilot.runtime.engine import Engine

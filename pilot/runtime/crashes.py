@@ -42,7 +42,8 @@ import re
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING, BinaryIO, Callable
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, BinaryIO
 
 from pilot.dag.model import Dag, Task
 from pilot.errors import DagError
@@ -163,7 +164,7 @@ class CrashState:
         self.suspects: list[str] = []  # to run alone, in the order they were found
 
 
-def _fold(path: str, lines: list[str], known: dict) -> tuple[CrashState, str | None]:
+def _fold(path: str, lines: list[str], known: dict[str, Task]) -> tuple[CrashState, str | None]:
     """The state the lines describe, and the task left running alone (no CLEAR or CRASH after its ALONE)."""
     state = CrashState()
     suspects: dict[str, None] = {}
@@ -193,7 +194,7 @@ def _fold(path: str, lines: list[str], known: dict) -> tuple[CrashState, str | N
 class CrashLog:
     """``DAG.crashes``: read and brought up to date at the start of a run, appended to during it."""
 
-    def __init__(self, dag: str, known: dict) -> None:
+    def __init__(self, dag: str, known: dict[str, Task]) -> None:
         self.path = log_path(dag)
         try:
             text = read_at_most(self.path, MAX_LOG_BYTES).decode("utf-8", "surrogateescape")
@@ -206,7 +207,7 @@ class CrashLog:
             lines = lines[:-1]  # torn by the kill: an unfinished last line says nothing
         state, alone = _fold(self.path, lines, known)
         running = [n for n in _read_slots(dag) if n in known]
-        self._fh = None
+        self._fh: IO[str] | None = None
         new = []
         if running:
             if alone is not None and alone in running:

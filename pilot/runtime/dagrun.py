@@ -25,7 +25,8 @@ import os
 import threading
 import time
 from array import array
-from typing import Any, BinaryIO, Callable
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 from pilot.contracts.rescue import RescueLog, read_rescue
 from pilot.contracts.result import RunOutcome
@@ -116,7 +117,7 @@ class DagRun:
         self.events.on_error = self.report.lost
         self.engine: Engine | None = None
         self.dag: Dag | None = None
-        self.task_files: dict[str, tuple] = {}  # --task-files: task -> (inputs, outputs), sent with its RunTask
+        self.task_files: dict[str, taskdir.Files] = {}  # --task-files: task -> (inputs, outputs, optional outputs), sent with its RunTask
         self.rescue: RescueLog | None = None
         self.task_out: BinaryIO | None = None
         self.task_err: BinaryIO | None = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+from collections.abc import Mapping
 
 
 def hostname() -> str:
@@ -64,7 +65,7 @@ def _read(path: str) -> str | None:
         return None
 
 
-def gpu_ids(env: dict[str, str] | None = None) -> tuple[str, ...]:
+def gpu_ids(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """GPUs visible to this process.
 
     A *_VISIBLE_DEVICES variable set by the batch system wins (its ids are

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Callable
+from collections.abc import Callable
 
 DEFAULT_TIMEOUT = 60.0
 STOP_GRACE = 3.0

@@ -37,7 +37,7 @@ import logging
 import os
 import subprocess
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from pilot.runtime import containers, entering, reaper
 from pilot.runtime.containers import ContainerLine, Family

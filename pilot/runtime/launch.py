@@ -6,12 +6,14 @@ import importlib
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pilot.errors import UsageError
 from pilot.runtime.options import RunOptions
 
 if TYPE_CHECKING:
+    from pilot.monitor.events import RunEvents
     from pilot.runtime.transport import MpiTransport
 
 TRACE = 5
@@ -132,11 +134,11 @@ def _leave(transport: MpiTransport, code: int) -> int:
     return code  # not reached
 
 
-def _monitors(opts: RunOptions, live: bool = True) -> list:
+def _monitors(opts: RunOptions, live: bool = True) -> list[RunEvents]:
     """The monitoring writers the options ask for (``live``: with a progress line on a terminal)."""
     from pilot.runtime.outputs import opened
 
-    sinks = []
+    sinks: list[RunEvents] = []
     if opts.jobstate_log:
         from pilot.contracts.jobstate import JOBSTATE_FILE, jobstate_path
         from pilot.monitor.jobstate import JobstateLog

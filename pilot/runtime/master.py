@@ -25,7 +25,8 @@ import logging
 import os
 import time
 from array import array
-from typing import Any, BinaryIO, Callable
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
 from pilot.contracts.rescue import RescueLog, read_rescue
 from pilot.contracts.result import RunOutcome
@@ -95,7 +96,7 @@ class Master:
         self.abort_reason: str | None = None
         self.engine: Engine | None = None
         self.dag: Dag | None = None
-        self.task_files: dict[str, tuple] = {}  # --task-files: task -> (inputs, outputs), sent with its RunTask
+        self.task_files: dict[str, taskdir.Files] = {}  # --task-files: task -> (inputs, outputs, optional outputs), sent with its RunTask
         self.rescue: RescueLog | None = None
         self.ahead: Ahead | None = None
         self.crash: CrashGuard | None = None
@@ -208,10 +209,11 @@ class Master:
             if engine.running == 0 and (engine.stopped or self.matcher.ready_count == 0):
                 break
             if self.abort_reason is not None:
-                timeout: float | None = self._kill_deadline - clock()
-                if timeout <= 0:
+                left = self._kill_deadline - clock()
+                if left <= 0:
                     log.error("%d task(s) did not end after the kill; giving up on them", engine.running)
                     break
+                timeout: float | None = left
                 wake = None
             else:
                 timeout = None if deadline is None else max(0.0, deadline - clock())
@@ -358,7 +360,7 @@ class Master:
         if nxt is not None:
             self._started(nxt, alloc)  # the worker went straight on to its prefetched task
             if self.isolation is None:
-                self.ahead.attach_child(source, nxt, alloc)  # type: ignore[union-attr]
+                self.ahead.attach_child(source, nxt, alloc)  # type: ignore[union-attr]  # set by run() before any task is dispatched
         else:
             self.matcher.release(alloc)
             self._log_resources(alloc.host)
@@ -367,7 +369,7 @@ class Master:
         engine = self.engine
         assert engine is not None and self.rescue is not None
         self.runtime_total += res.duration
-        self.ahead.observe(res.duration)  # type: ignore[union-attr]
+        self.ahead.observe(res.duration)  # type: ignore[union-attr]  # set by run() before any task is dispatched
         status = res.status
         if status == 0 and res.forwards:
             try:

@@ -10,7 +10,8 @@ starts up; any problem is one line naming the path, exit status 2.
 from __future__ import annotations
 
 import os
-from typing import BinaryIO, Callable, TypeVar
+from collections.abc import Callable
+from typing import BinaryIO, TypeVar
 
 from pilot.errors import DagError
 from pilot.runtime.options import RunOptions
@@ -42,16 +43,17 @@ def open_task_output(opts: RunOptions) -> tuple[BinaryIO | None, BinaryIO | None
     if opts.per_task_stdio:
         return None, None  # every task writes its own files instead
     out = err = None
-    if opts.stdout is not None:
-        out = opened(opts.stdout, "the task stdout file (-o)", "create its directory or pick another path",
-                     lambda: open(opts.stdout, "ab"))  # type: ignore[arg-type]
-    if opts.stderr is not None:
-        if opts.stderr == opts.stdout:
+    stdout, stderr = opts.stdout, opts.stderr
+    if stdout is not None:
+        out = opened(stdout, "the task stdout file (-o)", "create its directory or pick another path",
+                     lambda: open(stdout, "ab"))  # noqa: SIM115 - kept open for the run; the run closes it
+    if stderr is not None:
+        if stderr == stdout:
             err = out
         else:
             try:
-                err = opened(opts.stderr, "the task stderr file (-e)", "create its directory or pick another path",
-                             lambda: open(opts.stderr, "ab"))  # type: ignore[arg-type]
+                err = opened(stderr, "the task stderr file (-e)", "create its directory or pick another path",
+                             lambda: open(stderr, "ab"))  # noqa: SIM115 - kept open for the run; the run closes it
             except DagError:
                 if out is not None:
                     out.close()

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import heapq
 from array import array
+from collections.abc import Iterable
 
 from pilot.dag.model import Task
 
@@ -323,7 +324,7 @@ class Matcher:
             if key[0] <= alloc.cpus and key[1] <= alloc.memory and key[2] <= gpus:
                 if best is None or rank < best[0]:
                     best = (rank, key)
-        if best is None or best[0] >> PLACE_BITS > top >> PLACE_BITS:  # type: ignore[operator]
+        if best is None or best[0] >> PLACE_BITS > top >> PLACE_BITS:  # type: ignore[operator]  # top is set whenever best is (the same queues)
             return None  # a task of higher priority is ready and does not fit here
         queue = self._queues[best[1]]
         if left is not None and self.too_long(self._head(queue), left):
@@ -349,7 +350,7 @@ class Matcher:
         if reserved is not None and (rank is None or self._passed is None or rank <= self._passed):
             reserved = None  # the reserved task itself, or an even more urgent one
         # A task asking for no CPU (-c 0, as PMC allows) also fits a host whose CPUs are all taken.
-        hosts = self._available.values() if cpus else (h for h in self.hosts.values() if h.idle)
+        hosts: Iterable[Host] = self._available.values() if cpus else (h for h in self.hosts.values() if h.idle)
         if self.only is not None or self.barred:  # a fed DAG's (the single-DAG run's hot path skips the test)
             hosts = [h for h in hosts if self.usable(h)]
         for host in hosts:

@@ -15,7 +15,7 @@ Annotations here are evaluated (no ``from __future__ import annotations``):
 """
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 PROTOCOL_VERSION = 10
 # Seconds between the SIGTERM and the SIGKILL a worker sends a task's process group on
@@ -88,9 +88,10 @@ class RunTask(NamedTuple):
     # The DAG the task is of, when the master runs several (``pilot run --inbox``): its stdio files go next to
     # that DAG, not the worker's own. None: the worker's own DAG.
     dag: str | None = None
-    # (inputs, outputs) relative to ``cwd``, from --task-files: the task runs in a directory of its own on
-    # node-local storage (pilot.runtime.taskdir, which says why the master sends them); None: it runs in ``cwd``
-    files: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    # (inputs, outputs, optional outputs) relative to ``cwd``, from --task-files: the task runs in a directory of
+    # its own on node-local storage (pilot.runtime.taskdir, which says why the master sends them); None: it runs
+    # in ``cwd``
+    files: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] | None = None
 
 
 class Resume(NamedTuple):
@@ -177,12 +178,12 @@ KINDS: tuple[type, ...] = (
 KIND_OF: dict[type, int] = {cls: tag for tag, cls in enumerate(KINDS)}
 
 
-def to_wire(msg: Message) -> tuple[int, tuple]:
+def to_wire(msg: Message) -> tuple[int, tuple[Any, ...]]:
     """(MPI tag, plain tuple of fields) for sending ``msg``."""
     return KIND_OF[type(msg)], tuple(msg)
 
 
-def from_wire(tag: int, fields: tuple) -> Message:
+def from_wire(tag: int, fields: tuple[Any, ...]) -> Message:
     """The message whose tag and fields came in.
 
     ``tuple.__new__`` takes the fields as they are (``_make`` would also count them, in

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Callable
+from collections.abc import Callable
 
 MARK_VAR = "PILOT_TASK_MARK"
 _NEEDLE = MARK_VAR.encode() + b"="

@@ -122,8 +122,8 @@ class RunReport:
             if target is None:
                 stdstreams.discard(sys.stdout if out else sys.stderr)
             shown = target or ("standard output" if out else "standard error")
-            kept = f"{opts.dag}.{'out' if out else 'err'}.<rank>"
-            self.lost(f"task {exc.stream} ({shown}; kept in {kept} for the next run)", exc.error, target)
+            kept_in = f"{opts.dag}.{'out' if out else 'err'}.<rank>"
+            self.lost(f"task {exc.stream} ({shown}; kept in {kept_in} for the next run)", exc.error, target)
             return
         except OSError as exc:
             self.lost(stdio.merged_path(opts.dag), exc)

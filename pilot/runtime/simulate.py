@@ -28,8 +28,9 @@ from __future__ import annotations
 import collections
 import heapq
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from pilot.runtime.protocol import (
     PROTOCOL_VERSION,
@@ -70,8 +71,8 @@ class SimRank:
     queue: WorkQueue
     running: tuple[RunTask, float] | None = None  # task, virtual start
     end: float = 0.0  # when the running task ends (with ``choose``)
-    to_worker: collections.deque = field(default_factory=collections.deque)  # sent by the master, not yet arrived
-    to_master: collections.deque = field(default_factory=collections.deque)  # sent by the worker, not yet arrived
+    to_worker: collections.deque[Message] = field(default_factory=collections.deque)  # sent by the master, not yet arrived
+    to_master: collections.deque[Message] = field(default_factory=collections.deque)  # sent by the worker, not yet arrived
 
 
 class SimCluster:
@@ -80,8 +81,8 @@ class SimCluster:
     def __init__(
         self,
         hosts: list[SimHost],
-        duration: Callable[[str], float] = lambda name: 1.0,
-        status: Callable[[str, int], int] = lambda name, attempt: 0,
+        duration: Callable[[str], float] = lambda name: 1.0,  # noqa: ARG005 - the callback's signature: the same for every task
+        status: Callable[[str, int], int] = lambda name, attempt: 0,  # noqa: ARG005 - the callback's signature: the same for every task
         hello_cpus: int | None = None,
         hold_on_failure: bool = False,
         timeouts: bool = False,
@@ -114,7 +115,7 @@ class SimCluster:
             )
 
     # -- worker behaviour ----------------------------------------------------
-    def handle(self, r: SimRank, msg: Message, reply: Callable[[Message], None]) -> None:
+    def handle(self, r: SimRank, msg: Message | _Arrived, reply: Callable[[Message], None]) -> None:
         if self.choose is not None and not isinstance(msg, _Arrived):
             r.to_worker.append(msg)  # on its way (see _interleave)
             return
@@ -186,7 +187,11 @@ class SimCluster:
                 self.clock += timeout
                 return
             self.clock = end
-            self._end_task(r, lambda msg, _rank=rank: self.transport.deliver(_rank, msg))
+
+            def deliver(msg: Message, rank: int = rank) -> None:
+                self.transport.deliver(rank, msg)
+
+            self._end_task(r, deliver)
             return
 
     def _end_task(self, r: SimRank, reply: Callable[[Message], None]) -> None:
@@ -204,7 +209,8 @@ class SimCluster:
 
     def _interleave(self, timeout: float | None) -> None:
         """The master waits (with ``choose``): let chosen things happen until a message reaches it."""
-        inbox = self.transport.inbox
+        inbox, choose = self.transport.inbox, self.choose
+        assert choose is not None  # called only with choose
         while not inbox:
             moves: list[tuple[int, SimRank]] = []
             for r in self.ranks:
@@ -223,7 +229,7 @@ class SimCluster:
                                            "flight and no task running")
                 return
             self._stalled = 0
-            kind, r = moves[self.choose(len(moves)) if len(moves) > 1 else 0]
+            kind, r = moves[choose(len(moves)) if len(moves) > 1 else 0]
             if kind == 0:
                 self.handle(r, _Arrived(r.to_worker.popleft()), r.to_master.append)
             elif kind == 1:

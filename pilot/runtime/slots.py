@@ -13,7 +13,7 @@ recalled: the worker gives it back (``Recalled``) unless it already started it.
 from __future__ import annotations
 
 import collections
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from pilot.dag.model import Task
 from pilot.runtime.policy import Allocation
@@ -124,7 +124,7 @@ class Slots:
 
     def recall_all(self) -> list[tuple[int, Task]]:
         """Every queued task, marked as being recalled (the run stops releasing work)."""
-        picked = []
+        picked: list[tuple[int, Task]] = []
         for rank, queue in self.queued.items():
             if queue:
                 picked.extend((rank, task) for task in queue)
@@ -146,24 +146,24 @@ class Slots:
 
     def recalled(self, rank: int, name: str) -> Task | None:
         """The worker gave ``name`` back unstarted; return it (None if it was not held)."""
-        recalling = self.recalling.get(rank) or ()
+        recalling = self.recalling.get(rank) or collections.deque()
         for task in recalling:
             if task.name == name:
-                recalling.remove(task)  # type: ignore[union-attr]
+                recalling.remove(task)
                 if not recalling:
                     del self.recalling[rank]
                 self._unconditional(rank)
                 return task
-        queue = self.queued.get(rank) or ()
+        queue = self.queued.get(rank) or collections.deque()
         for task in queue:
             if task.name == name:
-                queue.remove(task)  # type: ignore[union-attr]
+                queue.remove(task)
                 self.queued_total -= 1
                 self._emptied(rank, queue)
                 self._unconditional(rank)
                 return task
         return None
 
-    def _emptied(self, rank: int, queue) -> None:
+    def _emptied(self, rank: int, queue: collections.deque[Task]) -> None:
         if not queue and rank in self.running:
             self.dry.add(rank)

@@ -15,7 +15,7 @@ from pilot.errors import InfeasibleTask, RunAborted
 from pilot.runtime.engine import Engine, State
 from pilot.runtime.options import RunOptions
 from pilot.runtime.policy import Matcher
-from pilot.runtime.protocol import PROTOCOL_VERSION, Hello, HostReady, HostSetup, WorkerFailed
+from pilot.runtime.protocol import PROTOCOL_VERSION, Hello, HostReady, HostSetup, Message, WorkerFailed
 from pilot.runtime.timeleft import Limits
 from pilot.runtime.transport import Transport
 
@@ -103,7 +103,7 @@ class Startup:
         if errors:
             raise RunAborted("Host script failed, aborting the run: " + "; ".join(errors))
 
-    def _recv(self, deadline: float | None, what: str):
+    def _recv(self, deadline: float | None, what: str) -> tuple[int, Message]:
         while True:
             signalled = self.limits.signalled
             if signalled:

@@ -29,7 +29,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pilot.dag.model import Dag
@@ -47,7 +48,7 @@ def local_scratch(given: str | None, env: Mapping[str, str]) -> str:
 def read_lists(path: str, dag: Dag) -> dict[str, Files]:
     """The master's copy of --task-files; a task the DAG does not hold is an error (the file of another DAG)."""
     from pilot.contracts.taskfiles import read_taskfiles  # noqa: PLC0415 - only a run given --task-files reads it
-    from pilot.errors import ConfigError  # noqa: PLC0415
+    from pilot.errors import ConfigError  # noqa: PLC0415 - only a run given --task-files reads it
 
     lists = read_taskfiles(path)
     stray = next((name for name in lists if name not in dag), None)

@@ -22,9 +22,14 @@ import select
 import signal
 import stat
 import time
+from typing import TYPE_CHECKING
 
 from pilot.runtime.protocol import KILL_GRACE
 from pilot.util.safeopen import read_at_most
+
+if TYPE_CHECKING:  # annotations only: a worker imports this module at start
+    from collections.abc import Callable, Sequence
+    from types import FrameType
 
 FILE_FORWARD_LIMIT = 1024 * 1024
 
@@ -53,7 +58,7 @@ class ChildWaker:
         os.close(self.wfd)
 
 
-def _ignore(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
+def _ignore(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - signal handler signature
     pass
 
 
@@ -98,7 +103,7 @@ def _devnull() -> int:
     if _DEVNULL < 0:
         fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         if fd < 3:  # a worker started with stdio closed: DUP2 onto itself would keep close-on-exec (glibc < 2.29)
-            import fcntl  # noqa: PLC0415
+            import fcntl  # noqa: PLC0415 - only a worker started with its stdio closed
 
             high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
             os.close(fd)
@@ -124,7 +129,7 @@ def spawn(
     env: dict[str, str],
     stdout_fd: int,
     stderr_fd: int,
-    pipe_forwards: list[tuple[str, str]] = (),
+    pipe_forwards: Sequence[tuple[str, str]] = (),
     stdin_fd: int | None = None,
 ) -> Running:
     """Start ``argv`` (stdin from ``stdin_fd``, else /dev/null); raise OSError if it cannot be executed."""
@@ -181,7 +186,7 @@ def spawn_in(
     env: dict[str, str],
     stdout_fd: int,
     stderr_fd: int,
-    pipe_forwards: list[tuple[str, str]] = (),
+    pipe_forwards: Sequence[tuple[str, str]] = (),
 ) -> Running:
     """``spawn`` in the task's working directory with its own stdio files, as kickstart's ``-w`` and
     ``-i/-o/-e`` run a Pegasus job.
@@ -204,7 +209,7 @@ def spawn_in(
                 fd = os.open(name, flags | os.O_CLOEXEC, 0o666)
                 opened.append(fd)
                 fds[k] = fd
-        return spawn(argv, env, fds[1], fds[2], pipe_forwards, stdin_fd=fds[0])  # type: ignore[arg-type]
+        return spawn(argv, env, fds[1], fds[2], pipe_forwards, stdin_fd=fds[0])  # type: ignore[arg-type]  # stdout and stderr are always set: only stdin may be None
     finally:
         for fd in opened:
             os.close(fd)
@@ -244,7 +249,7 @@ def signal_group(pid: int, signum: int) -> None:
         pass
 
 
-def wait(run: Running, waker: ChildWaker, must_end, check_every: float = 0.05) -> None:
+def wait(run: Running, waker: ChildWaker, must_end: Callable[[], bool], check_every: float = 0.05) -> None:
     """Block until the task exits, reading its pipes.
 
     ``must_end()`` is called at least every ``check_every`` seconds; once it

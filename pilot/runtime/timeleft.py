@@ -23,7 +23,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
+from types import FrameType
 
 from pilot.dag.model import Dag
 from pilot.runtime.options import RunOptions
@@ -68,7 +69,7 @@ class Limits:
             for s, h in old.items():
                 signal.signal(s, h)
 
-    def _on_signal(self, signum, frame) -> None:  # noqa: ARG002
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:  # noqa: ARG002 - a signal handler's signature
         self.signalled = signal.Signals(signum).name
 
     def out_of_time(self) -> bool:
@@ -100,10 +101,10 @@ class Limits:
 
     def time_left(self) -> float | None:
         """Seconds a task started now may run (None: no time-left rule)."""
-        return self.deadline - self.clock() - START_MARGIN if self._timed else None  # type: ignore[operator]
+        return self.deadline - self.clock() - START_MARGIN if self._timed else None  # type: ignore[operator]  # _timed implies a deadline
 
     def report_held(self, matcher: Matcher) -> None:
         """The run ends with tasks held for lack of time (``matcher.held``): say which, and why."""
-        held, left = matcher.held, self.deadline - self.clock()  # type: ignore[operator]
+        held, left = matcher.held, self.deadline - self.clock()  # type: ignore[operator]  # called only in a timed run, which has a deadline
         log.error("%d task(s) left for the next run: their runtime exceeds the %.1f s left before the wall-time limit "
                   "(%s: %g s)", len(held), max(0.0, left), held[0].name, held[0].runtime)

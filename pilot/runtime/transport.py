@@ -30,11 +30,15 @@ from __future__ import annotations
 import collections
 import os
 import time
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from pilot.runtime.doorbell import Doorbell, host_identity
 from pilot.runtime.mpistart import network_env, start_env
 from pilot.runtime.protocol import Message, from_wire, to_wire
+
+if TYPE_CHECKING:  # annotations only: mpi4py is imported when a run starts MPI
+    from mpi4py import MPI
 
 SPIN_SECONDS = 50e-6
 MIN_SLEEP = 20e-6
@@ -76,7 +80,7 @@ class MpiTransport:
             # MPI starts below, once the library is known: its network may depend on it.
             mpi4py.rc.initialize = False
             mpi4py.rc.finalize = True  # at exit, as when mpi4py starts MPI itself
-            from mpi4py import MPI  # noqa: PLC0415
+            from mpi4py import MPI  # noqa: PLC0415 - after mpi4py.rc is set, which must precede it
 
             if not MPI.Is_initialized():  # a program that embeds the pilot may have started MPI itself
                 network = network_env(MPI.Get_library_version(), os.environ)
@@ -94,7 +98,7 @@ class MpiTransport:
         self.size = self.comm.Get_size()
         self.sleep_on_recv = sleep_on_recv
         self.max_sleep = max_sleep
-        self._pending: collections.deque = collections.deque()
+        self._pending: collections.deque[tuple[int, Message]] = collections.deque()
         self.doorbell: Doorbell | None = None
         self._all_local = False
         if sleep_on_recv and self.size > 1:
@@ -175,7 +179,7 @@ class MpiTransport:
         mpi = self._mpi
         status = self._status
         if hot > 0 and not patience and not self._all_local:
-            got = self._hot_poll(start + (hot if deadline is None else min(hot, timeout)), wake)  # type: ignore[type-var]
+            got = self._hot_poll(start + (hot if timeout is None else min(hot, timeout)), wake)
             if got is not None or (wake is not None and wake()):
                 return got
         # A caller with patience sleeps that long at once instead of spinning.
@@ -223,7 +227,7 @@ class MpiTransport:
             yield_cpu()
 
 
-def _decode(status, message) -> Message:
+def _decode(status: MPI.Status, message: MPI.Message) -> Message:
     """The message ``improbe`` matched, received and rebuilt as the class its tag names."""
     return from_wire(status.Get_tag(), message.recv())
 
@@ -249,11 +253,14 @@ class InProcTransport:
         self.inbox.append((source, msg))
 
     def send(self, dest: int, msg: Message, ring: bool = True) -> None:  # noqa: ARG002 - nobody sleeps here
-        self.workers[dest - 1].handle(msg, lambda reply, _src=dest: self.inbox.append((_src, reply)))
+        def reply(answer: Message) -> None:
+            self.inbox.append((dest, answer))
+
+        self.workers[dest - 1].handle(msg, reply)
 
     def recv(
-        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0,
-        hot: float = 0.0,
+        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0,  # noqa: ARG002 - the transport interface's signature; a local inbox never waits
+        hot: float = 0.0,  # noqa: ARG002 - the transport interface's signature; a local inbox never waits
     ) -> tuple[int, Message] | None:
         if self.inbox:
             return self.inbox.popleft()

@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import time
+from typing import TYPE_CHECKING
 
 from pilot.contracts import taskrecord
 from pilot.runtime import crashes, hostinfo, instances, reaper, taskdir, taskexec
@@ -31,6 +32,7 @@ from pilot.runtime.protocol import (
     HostReady,
     HostSetup,
     KillTask,
+    Message,
     Recall,
     Recalled,
     Resume,
@@ -43,6 +45,9 @@ from pilot.runtime.taskstdio import TaskStdio
 from pilot.runtime.transport import Transport
 from pilot.runtime.watchdog import Watchdog
 from pilot.runtime.workqueue import WorkQueue
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 log = logging.getLogger("pilot.worker")
 
@@ -148,7 +153,7 @@ class Worker:
             if got is not None:
                 self._on_message(got[1], running=False)
 
-    def _on_message(self, msg, running: bool) -> None:
+    def _on_message(self, msg: Message, running: bool) -> None:
         """Handle one message from the master; ``running`` says a task is under way."""
         if isinstance(msg, RunTask):
             if not self.queue.take(msg):
@@ -197,7 +202,7 @@ class Worker:
             self.watchdog.release()
             self.watchdog = None
 
-    def _on_signal(self, signum, frame) -> None:  # noqa: ARG002
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:  # noqa: ARG002 - a signal handler's signature
         # The master gets the same signal from the launcher and aborts the
         # run; the worker ends its task and waits for the master's Shutdown.
         self.terminating = True
@@ -303,7 +308,8 @@ class Worker:
         if self.opts.strict_limits and msg.memory > 0:
             argv = taskexec.limited_argv(argv, msg.memory)
         bind = self.opts.set_affinity and bool(msg.cpu_ids)
-        cwd = msg.cwd if msg.files is None else self._dirs.prepare(msg.name, self.dag_key, msg.cwd, msg.files)
+        task_dir = None if msg.files is None else self._dirs.prepare(msg.name, self.dag_key, msg.cwd, msg.files)
+        cwd = msg.cwd if task_dir is None else task_dir
         try:
             if bind:  # posix_spawn has no affinity attribute: the task inherits ours for the moment of the spawn
                 os.sched_setaffinity(0, msg.cpu_ids)
@@ -319,23 +325,23 @@ class Worker:
                 self._send_pending()
         except OSError as exc:
             start = time.time()
-            error = f"Unable to exec command {msg.argv[0]} for task {msg.name}: {exc.strerror or exc}"
+            failure = f"Unable to exec command {msg.argv[0]} for task {msg.name}: {exc.strerror or exc}"
             if cwd is not None and exc.filename == cwd:
-                error = f"Unable to enter working directory {cwd} for task {msg.name}: {exc.strerror or exc}"
+                failure = f"Unable to enter working directory {cwd} for task {msg.name}: {exc.strerror or exc}"
             elif msg.stdio is not None and exc.filename and exc.filename in msg.stdio:
-                error = f"Unable to open {exc.filename} as stdio of task {msg.name}: {exc.strerror or exc}"
-            os.write(err_fd, (error + "\n").encode())
-            status = 127 if msg.files is None else self._dirs.finish(msg.name, cwd, msg.cwd, msg.files, 127, err_fd)
+                failure = f"Unable to open {exc.filename} as stdio of task {msg.name}: {exc.strerror or exc}"
+            os.write(err_fd, (failure + "\n").encode())
+            status = 127 if msg.files is None or task_dir is None else self._dirs.finish(msg.name, task_dir, msg.cwd, msg.files, 127, err_fd)
             self._record(msg, out_fd, start, 0.0, status, err_fd, err_start)
-            return TaskResult(msg.name, status, start, 0.0, error=error, stdout=out_path, stderr=err_path)
+            return TaskResult(msg.name, status, start, 0.0, error=failure, stdout=out_path, stderr=err_path)
         assert self._waker is not None
         taskexec.wait(run, self._waker, self._must_end)
         duration = time.monotonic() - run.started
         status = run.status if run.status is not None else -signal.SIGKILL
-        if msg.files is not None:  # its outputs go to the workflow's directory (or it fails), its directory goes
-            status = self._dirs.finish(msg.name, cwd, msg.cwd, msg.files, status, err_fd)
+        if msg.files is not None and task_dir is not None:  # its outputs go to the workflow's directory (or it fails), its directory goes
+            status = self._dirs.finish(msg.name, task_dir, msg.cwd, msg.files, status, err_fd)
         forwards: list[tuple[str, bytes]] = []
-        error = None
+        error: str | None = None
         if status == 0:
             forwards = taskexec.pipe_data(run)
         for src, dest in msg.file_forwards:

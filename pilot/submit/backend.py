@@ -10,8 +10,9 @@ Tests drive the same state machine with a fake backend.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.errors import SubmitError

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pilot.jobrequest import JobRequest, environment_bin
-from pilot.submit.blockapp import SET_ASIDE
 from pilot.sites import SiteConfig
+from pilot.submit.blockapp import SET_ASIDE
 
 log = logging.getLogger("pilot.submit")
 HEARTBEAT = (5, 20)  # seconds: a pool silent this long is lost, and its apps are failed back
@@ -185,7 +185,7 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
     executor = MPIExecutor(
         label=label, provider=provider, max_workers_per_block=max(apps, nodes), mpi_launcher=launcher,
         launch_cmd=os.path.join(bin_dir, DEFAULT_LAUNCH_CMD), address="127.0.0.1" if scheduler.single_host else None,
-        interchange_launch_cmd=os.path.join(bin_dir, "interchange.py"),  # type: ignore[arg-type] # a list in HTEX
+        interchange_launch_cmd=os.path.join(bin_dir, "interchange.py"),  # a list in HTEX
         heartbeat_period=HEARTBEAT[0], heartbeat_threshold=HEARTBEAT[1], block_error_handler=False)
     executor.run_dir = block_dir
     executor.start()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from pilot.errors import ConfigError
 from pilot.util.safeopen import open_fd

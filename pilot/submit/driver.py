@@ -64,7 +64,7 @@ import functools
 import logging
 import os
 import uuid
-from typing import Callable, Collection
+from collections.abc import Callable, Collection
 
 from pilot.contracts.clusters import ClusterSpec, read_clusters
 from pilot.contracts.daglock import running
@@ -76,9 +76,9 @@ from pilot.jobrequest import pilot_args, request_for
 from pilot.monitor.root import RootEvents
 from pilot.sites import SiteConfig
 from pilot.submit.backend import Backend, JobRef
+from pilot.submit.options import Clock, Options, SystemClock, retries_for
 from pilot.submit.outages import Outages
 from pilot.submit.throttle import plan_throttle
-from pilot.submit.options import Clock, Options, SystemClock, retries_for
 
 log = logging.getLogger("pilot.submit")
 
@@ -115,7 +115,7 @@ class Driver:
 
     @classmethod
     def load(cls, submit_dir: str, sites: list[SiteConfig], backend: Backend, opts: Options | None = None,
-             clock: Clock | None = None) -> "Driver":
+             clock: Clock | None = None) -> Driver:
         """A driver over a submit directory: its clusters and the state of earlier runs (nothing is written)."""
         specs = read_clusters(submit_dir)
         state = SubmitState.load(submit_dir) or SubmitState(state_path(submit_dir), plan_id=uuid.uuid4().hex[:8])
@@ -148,7 +148,7 @@ class Driver:
         self._save()
 
     # -- the loop ---------------------------------------------------------------
-    def run(self, stop: Callable[[], bool] = lambda: False, on_step: Callable[["Driver"], None] | None = None) -> bool:
+    def run(self, stop: Callable[[], bool] = lambda: False, on_step: Callable[[Driver], None] | None = None) -> bool:
         """Drive until nothing more can run (or ``stop()``); True when every cluster is done.
         ``on_step`` is called after every pass (live progress reads the pilots' files then)."""
         while True:

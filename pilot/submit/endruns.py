@@ -17,11 +17,11 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
-from pilot.runtime import reaper
 from pilot.contracts.daglock import DagRun, running
+from pilot.runtime import reaper
 from pilot.runtime.startup import dag_key
 from pilot.util.procs import cmdline
 
@@ -53,7 +53,11 @@ def end_runs(dags: dict[str, str], waits: tuple[float, float, float] = (CANCEL_W
         held = _wait_released(held, dags, wait, clock, pause)
     for name, run in signalled.items():
         key = dag_key(dags[name]) + ":"
-        tasks = reaper.end_marked(lambda value, key=key: value.startswith(key), grace=1.0)
+
+        def marked(value: str, key: str = key) -> bool:
+            return value.startswith(key)
+
+        tasks = reaper.end_marked(marked, grace=1.0)
         if name not in held:
             out.ended.append(f"cluster {name}: ended its pilot run ({run.where()})"
                              + (f" and {tasks} task process(es)" if tasks else ""))

@@ -36,7 +36,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from pilot.contracts.submitstate import ClusterState
 from pilot.errors import ConfigError

@@ -28,7 +28,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pilot.contracts.clusters import ClusterSpec, SubworkflowSpec, plan_site_file, read_clusters
 from pilot.contracts.queue import QueueState, QueueStatus
@@ -72,7 +73,7 @@ class NestedBackend:
     def _site_args(self) -> list[str]:
         return ["--site", ",".join(v["file"] for v in self.sites.values()), *self._sets()]
 
-    def submit(self, site: SiteConfig, req: JobRequest, job_name: str) -> Submitted:
+    def submit(self, site: SiteConfig, req: JobRequest, job_name: str) -> Submitted:  # noqa: ARG002 - the provider interface's signature
         spec = self.specs[req.name]
         sub = spec.subworkflow
         assert sub is not None
@@ -111,7 +112,7 @@ class NestedBackend:
             raise SubmitError(f"planning sub-workflow {os.path.relpath(sub.workflow, self.submit_dir)} failed: {why}",
                               transient=False)
 
-    def query(self, site: SiteConfig, job_ids: Sequence[str]) -> dict[str, QueueStatus]:
+    def query(self, site: SiteConfig, job_ids: Sequence[str]) -> dict[str, QueueStatus]:  # noqa: ARG002 - the provider interface's signature
         return {j: QueueStatus(QueueState.RUNNING if self._alive(j) else QueueState.FINISHED) for j in job_ids}
 
     def _alive(self, job_id: str) -> bool:
@@ -128,14 +129,14 @@ class NestedBackend:
             return False
         return holder(spec.subworkflow.submit_dir) == pid or _runs_nested(pid, spec.subworkflow.submit_dir)
 
-    def find(self, site: SiteConfig, workdir: str, job_name: str) -> str | None:
+    def find(self, site: SiteConfig, workdir: str, job_name: str) -> str | None:  # noqa: ARG002 - the provider interface's signature
         name = os.path.basename(workdir)
         sub = self.specs[name].subworkflow
         assert sub is not None
         pid = holder(sub.submit_dir) if os.path.isdir(sub.submit_dir) else None
         return f"{PREFIX}{name}:{pid}" if pid else ""
 
-    def cancel(self, site: SiteConfig, jobs: Sequence[JobRef]) -> list[str]:
+    def cancel(self, site: SiteConfig, jobs: Sequence[JobRef]) -> list[str]:  # noqa: ARG002 - the provider interface's signature
         out = []
         for job in jobs:
             sub = self.specs[os.path.basename(job.workdir)].subworkflow

@@ -41,20 +41,21 @@ import os
 import signal
 import socket
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
+from pilot.contracts import inbox
 from pilot.contracts.clusters import ClusterSpec
 from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.contracts.result import ResultError, RunOutcome, read_result
 from pilot.errors import ConfigError, SubmitError
 from pilot.jobrequest import JobRequest, pilot_wall_time
 from pilot.sites import SiteConfig
-from pilot.contracts import inbox
 from pilot.submit import blocks, feed
-from pilot.submit.backoff import Backoff
 from pilot.submit.backend import Backend, JobRef, Submitted
+from pilot.submit.backoff import Backoff
 from pilot.submit.blockapp import MARKER
 from pilot.submit.options import Options
 from pilot.submit.pilotsize import PilotSettings, makespan

@@ -9,8 +9,8 @@ the fix (exit 2), before the first pilot job is submitted.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from pilot.contracts.clusters import ClusterSpec
 from pilot.errors import ConfigError
@@ -31,7 +31,7 @@ class PilotSettings:
     apps: int = 1  # at most this many clusters at once in one block: its pool's workers
 
     @classmethod
-    def resolve(cls, site: SiteConfig, opts: Options, specs: Sequence[ClusterSpec] = ()) -> "PilotSettings":
+    def resolve(cls, site: SiteConfig, opts: Options, specs: Sequence[ClusterSpec] = ()) -> PilotSettings:
         """The options over the site's keys, checked against the site and the plan's clusters ``specs``."""
         where = site.path or site.name
         nodes = opts.pilot_nodes or site.pilot_nodes or site.nodes

@@ -18,14 +18,14 @@ from pilot.contracts.clusters import plan_site_file, read_clusters
 from pilot.contracts.daglock import running
 from pilot.contracts.submitstate import ClusterState, SubmitState
 from pilot.errors import ConfigError
-from pilot.siteschema import MAX_INTEGER
 from pilot.sites import SiteConfig, load_site
+from pilot.siteschema import MAX_INTEGER
 from pilot.submit.backend import SchedulerBackend
 from pilot.submit.driver import Driver
 from pilot.submit.endruns import end_runs
 from pilot.submit.lock import CANCEL_SIGNAL, SubmitLock, holder, stop_holder
-from pilot.submit.nested import routed
 from pilot.submit.monitord import cancel_monitoring, incomplete_note, require_root_files, root_monitoring
+from pilot.submit.nested import routed
 from pilot.submit.options import Options
 from pilot.submit.pilots import PREFIX as LAUNCH_PREFIX
 from pilot.submit.pilots import PilotBackend
@@ -90,7 +90,7 @@ def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: Tex
     lock.acquire()
     stop = {"flag": False, "cancel": False}
 
-    def on_signal(signum, frame) -> None:  # noqa: ARG001
+    def on_signal(signum, frame) -> None:  # noqa: ARG001 - a signal handler's signature
         stop["flag"] = True
         stop["cancel"] |= signum == CANCEL_SIGNAL
 

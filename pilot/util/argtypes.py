@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Callable
+from collections.abc import Callable
 
 DAY = 86400.0  # seconds: the longest wait between two looks that an option accepts
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import IO, Iterator
+from collections.abc import Iterator
+from typing import IO
 
 from pilot.util.safeopen import open_file
 

@@ -30,7 +30,8 @@ from __future__ import annotations
 import gc
 import json
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 

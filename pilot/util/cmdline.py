@@ -29,7 +29,7 @@ def terminal_columns() -> int:
         columns = 0
     if columns <= 0:
         try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]  # sys.__stdout__ may be None: the except below handles it
         except (AttributeError, ValueError, OSError):
             columns = 0
     return columns if columns > 0 else 80

@@ -14,7 +14,7 @@ import errno
 import fcntl
 import os
 import stat
-from typing import Iterator
+from collections.abc import Iterator
 
 from pilot.util.safeopen import LINK, file_kind
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 import graphlib
 import heapq
 import operator
-from typing import Callable, Collection, Iterable, Protocol, Sequence, TypeVar
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Protocol, TypeVar
 
 N = TypeVar("N")
 

@@ -26,6 +26,7 @@ import os
 import stat
 from typing import IO, Any
 
+
 class NotAFile(OSError):
     """A directory, FIFO, device or socket where pilot reads a file."""
 

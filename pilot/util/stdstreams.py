@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import IO, Any, Iterable
+from collections.abc import Iterable
+from typing import IO, Any
 
 # The errors of a write that only more room can cure: the disk, the user's quota, the file size limit.
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})

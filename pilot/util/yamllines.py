@@ -22,8 +22,9 @@ a line this reader is not sure of is never read by it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import Any, BinaryIO
 
 Handler = Callable[[Any, int], None]
 
@@ -353,7 +354,7 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
             if append is not None:
                 append(value)
             else:
-                handler(value, n)  # type: ignore[misc]
+                handler(value, n)  # type: ignore[misc]  # handler is set whenever append is None
                 n += 1
 
     def item(m: int, body: str, depth: int) -> tuple[Any, str]:

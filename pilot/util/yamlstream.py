@@ -40,7 +40,8 @@ A bound crossed is ``Invalid`` with its line; pilot.util.boundedload names the f
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 from yaml.events import (
@@ -51,7 +52,6 @@ from yaml.events import (
     SequenceEndEvent,
     SequenceStartEvent,
 )
-
 
 MAX_DEPTH = 100
 TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels (pilot's files and a Pegasus workflow need about 6): is this the right file?"
@@ -103,7 +103,7 @@ class Reader:
     def value(self, ev: Any) -> Any:
         kind = type(ev)
         if kind is ScalarEvent:
-            v = ev.value
+            v: Any = ev.value
             if len(v) < 5 and v in _NULLS and ev.implicit[0]:
                 v = None
             if ev.anchor:
@@ -119,7 +119,7 @@ class Reader:
         nxt = self.next_event
         value = self.value
         if kind is MappingStartEvent:
-            v: Any = {}
+            v = {}
             while True:
                 k = nxt()
                 tk = type(k)
@@ -272,7 +272,7 @@ def typed_scalar(ev: Any) -> Any:
     try:
         value = construct(yaml.ScalarNode(tag, ev.value))
     except (ValueError, KeyError, yaml.YAMLError):  # !!int abc, !!bool maybe; more digits than int() reads
-        what = "a number of {:,} characters, too long to read".format(len(ev.value)) if len(ev.value) > 1000 else \
+        what = f"a number of {len(ev.value):,} characters, too long to read" if len(ev.value) > 1000 else \
             f"{ev.value!r} is not {_KIND_NAMES.get(tag, tag)}"
         raise Invalid(ev.start_mark.line, what) from None
     if isinstance(value, float) and not math.isfinite(value):

@@ -46,9 +46,18 @@ from pilot.dag import read_dag
 from pilot.planner.plan import PlanRequest, plan
 from pilot.sites import load_site
 from tests.conftest import mpiexec
+from tests.containers import (  # noqa: F401 - fixtures  # noqa: F401 - fixtures
+    IMAGE_TEXT,
+    ONLY_IN_IMAGE,
+    Runtime,
+    apptainer_standin,
+    docker_archive,
+    dockerd,
+    podman,
+    rootfs,
+    squashfs,
+)
 from tests.containers import PrivatePodman as Podman
-from tests.containers import IMAGE_TEXT, ONLY_IN_IMAGE, Runtime, apptainer_standin, squashfs  # noqa: F401 - fixtures
-from tests.containers import docker_archive, dockerd, podman, rootfs  # noqa: F401 - fixtures
 from tests.standin import CasaWindInImage
 
 api = pytest.importorskip("Pegasus.api")

@@ -24,7 +24,7 @@ PILOT = [sys.executable, "-m", "pilot"]
 SUB = "subdax_inner_ID0000001"
 
 
-def sites(tmp: Path) -> "api.SiteCatalog":
+def sites(tmp: Path) -> api.SiteCatalog:
     return api.SiteCatalog().add_sites(api.Site("local").add_directories(
         api.Directory(api.Directory.SHARED_SCRATCH, str(tmp / "scratch"))
         .add_file_servers(api.FileServer(f"file://{tmp / 'scratch'}", api.Operation.ALL)),

@@ -37,8 +37,8 @@ def assert_logs_complete(dag: str, ok: bool) -> None:
     jobstate = (d / "jobstate.log").read_text().splitlines()
     assert jobstate[0].endswith("INTERNAL *** PMC_STARTED ***")
     assert jobstate[-1].endswith(f"INTERNAL *** PMC_FINISHED {0 if ok else 1} ***")
-    assert all(re.fullmatch(r"\d+\.\d{6} (INTERNAL \*\*\* .* \*\*\*|\S+ (SUBMIT|EXECUTE|JOB_TERMINATED) \d+\.0 - - \d+|\S+ JOB_(SUCCESS|FAILURE) -?\d+ - - \d+)", l)
-               for l in jobstate)
+    assert all(re.fullmatch(r"\d+\.\d{6} (INTERNAL \*\*\* .* \*\*\*|\S+ (SUBMIT|EXECUTE|JOB_TERMINATED) \d+\.0 - - \d+|\S+ JOB_(SUCCESS|FAILURE) -?\d+ - - \d+)", x)
+               for x in jobstate)
     out = Path(dag + ".dagman.out").read_text()
     assert out.endswith(f"EXITING WITH STATUS {0 if ok else 1}\n")
     submitted = {m for m in re.findall(r"ULOG_EXECUTE for HTCondor Node (\S+) \((\d+)\.0\.0\)", out)}
@@ -174,7 +174,7 @@ def test_host_script_runs_once_per_host_and_is_stopped(dagfile, tmp_path):
     assert sorted((tmp_path / "heard").read_text().split()) == sorted(f"t{i}" for i in range(8))
     for host in ("h1", "h2"):
         pid = int((tmp_path / f"{host}.sock.pid").read_text())
-        wait_for(lambda: not Path(f"/proc/{pid}").exists(), 10, "the service started by the host script to end with the run",
+        wait_for(lambda: not Path(f"/proc/{pid}").exists(), 10, "the service started by the host script to end with the run",  # noqa: B023 - called only within this iteration
                  every=0.05)
 
 

@@ -19,9 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.containers import IMAGE_ENV, IMAGE_TEXT, ONLY_IN_IMAGE, apptainer_standin, dockerd, podman  # noqa: F401
 from pilot.dag.lexer import quote_arg
-from tests.containers import docker_archive, rootfs, squashfs  # noqa: F401 - fixtures they use
+from tests.containers import (  # noqa: F401  # noqa: F401 - fixtures they use
+    IMAGE_ENV,
+    IMAGE_TEXT,
+    ONLY_IN_IMAGE,
+    apptainer_standin,
+    docker_archive,
+    dockerd,
+    podman,
+    rootfs,
+    squashfs,
+)
 from tests.mpi.helpers import pilot_cmd
 from tests.waiting import wait_for
 

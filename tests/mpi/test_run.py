@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DIAMOND_DAG
-
 from tests.mpi.helpers import pilot_cmd, run_pilot
 from tests.waiting import wait_for
 
@@ -149,8 +148,8 @@ def test_no_interleaving_within_a_task(dagfile, tmp_path):
     tasks = "".join(f"TASK t{i} {sys.executable} {tmp_path / 'w.py'} t{i}\n" for i in range(6))
     res = run_pilot([dagfile(tasks)], n=4)
     assert res.returncode == 0
-    lines = [l for l in res.stdout.splitlines() if " line " in l]
-    blocks = [l.split()[0] for l in lines]
+    lines = [x for x in res.stdout.splitlines() if " line " in x]
+    blocks = [x.split()[0] for x in lines]
     # each task's 2000 lines are contiguous
     runs = [b for i, b in enumerate(blocks) if i == 0 or blocks[i - 1] != b]
     assert sorted(runs) == [f"t{i}" for i in range(6)]
@@ -215,7 +214,7 @@ def test_host_memory_limits_concurrency(dagfile, tmp_path):
     res = run_pilot(["--host-memory", "100", dag], n=4)
     assert res.returncode == 0, res.stderr
     depth = peak = 0
-    events = sorted((float(t), k) for k, t in (l.split() for l in log.read_text().splitlines()))
+    events = sorted((float(t), k) for k, t in (x.split() for x in log.read_text().splitlines()))
     for _, kind in events:
         depth += 1 if kind == "start" else -1
         peak = max(peak, depth)

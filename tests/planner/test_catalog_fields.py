@@ -20,7 +20,7 @@ from pilot.sites import load_site
 api = pytest.importorskip("Pegasus.api")
 
 
-def site_entry(tmp: Path, name: str = "local", **system) -> "api.Site":
+def site_entry(tmp: Path, name: str = "local", **system) -> api.Site:
     """A site with shared scratch and local storage under ``tmp`` (file servers of operation all)."""
     return api.Site(name, **system).add_directories(
         api.Directory(api.Directory.SHARED_SCRATCH, str(tmp / "scratch"))
@@ -29,7 +29,7 @@ def site_entry(tmp: Path, name: str = "local", **system) -> "api.Site":
         .add_file_servers(api.FileServer(f"file://{tmp / 'output'}", api.Operation.ALL)))
 
 
-def write(tmp: Path, sites: list["api.Site"] | None, *entries: "api.TransformationSite") -> dict[str, str]:
+def write(tmp: Path, sites: list[api.Site] | None, *entries: api.TransformationSite) -> dict[str, str]:
     """A one-job workflow (``echo``, id j) whose transformation has ``entries``; its catalogs as files."""
     tx = api.Transformation("echo")
     tx.add_sites(*entries)
@@ -53,7 +53,7 @@ def task_argv(result) -> list[str]:
     return read_dag(result.emitted[0].dag).tasks["echo_j"].argv
 
 
-def echo_at(site: str, pfn: str = "/bin/echo", stageable: bool = False, **system) -> "api.TransformationSite":
+def echo_at(site: str, pfn: str = "/bin/echo", stageable: bool = False, **system) -> api.TransformationSite:
     return api.TransformationSite(site, pfn, is_stageable=stageable, **system)
 
 
@@ -153,7 +153,7 @@ def test_a_system_value_pegasus_does_not_know_is_refused_where_it_is_written(tmp
 
 # --- grids: the site's batch system is the site config's -----------------------------------------------------------
 
-def grid(scheduler: "api.Scheduler", jobtype: "api.SupportedJobs | None" = None, kind=api.Grid.BATCH) -> "api.Grid":
+def grid(scheduler: api.Scheduler, jobtype: api.SupportedJobs | None = None, kind=api.Grid.BATCH) -> api.Grid:
     return api.Grid(kind, "login.hpc.example.org", scheduler, job_type=jobtype)
 
 

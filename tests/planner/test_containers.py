@@ -23,7 +23,7 @@ from pilot.sites import load_site
 api = pytest.importorskip("Pegasus.api")
 
 
-def workflow(tmp: Path, container: "api.Container", **profiles) -> Path:
+def workflow(tmp: Path, container: api.Container, **profiles) -> Path:
     tc = api.TransformationCatalog().add_containers(container).add_transformations(
         api.Transformation("echo", site="local", pfn="/bin/echo", is_stageable=False, container=container))
     wf = api.Workflow("box").add_transformation_catalog(tc)

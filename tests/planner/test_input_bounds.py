@@ -159,7 +159,7 @@ def laughs(depth: int) -> str:
     """The issue's kind of file: each anchor a list of nine aliases of the one before, used as a profile."""
     lines = ["pegasus: '5.0'", "name: bomb", "x0: &x0 ['" + "a" * 100 + "']"]
     lines += [f"x{i}: &x{i} [{', '.join([f'*x{i - 1}'] * 9)}]" for i in range(1, depth + 1)]
-    lines += ["jobs:", "- {type: job, name: T, id: a, profiles: {pegasus: {pmc_task_arguments: *x%d}}}" % depth]
+    lines += ["jobs:", f"- {{type: job, name: T, id: a, profiles: {{pegasus: {{pmc_task_arguments: *x{depth}}}}}}}"]
     return "\n".join(lines) + "\n"
 
 

@@ -59,8 +59,8 @@ def test_an_htcondor_style_on_the_site_is_its_batch_system_said_once(tmp_path, s
     assert sorted(line.split(" (")[0] for line in lines) == [
         "pilot plan: warning: condor::+ProjectName", "pilot plan: warning: condor::+SingularityImage",
         "pilot plan: warning: condor::requirements", "pilot plan: warning: pegasus::style"], lines
-    assert any("siteCatalog.sites[0].profiles.pegasus.style): pilot submits the site's jobs to its batch system" in l
-               for l in lines), lines
+    assert any("siteCatalog.sites[0].profiles.pegasus.style): pilot submits the site's jobs to its batch system" in x
+               for x in lines), lines
 
 
 def test_a_style_pegasus_does_not_know_is_refused(tmp_path):

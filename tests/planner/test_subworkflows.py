@@ -18,7 +18,7 @@ from pilot.sites import load_site
 api = pytest.importorskip("Pegasus.api")
 
 
-def catalog() -> "api.TransformationCatalog":
+def catalog() -> api.TransformationCatalog:
     tc = api.TransformationCatalog()
     for name, pfn in (("sh", "/bin/sh"), ("cp", "/bin/cp")):
         tc.add_transformations(api.Transformation(name, site="local", pfn=pfn, is_stageable=False))
@@ -33,7 +33,7 @@ def inner(tmp: Path) -> Path:
     return path
 
 
-def outer(tmp: Path, sub: "api.SubWorkflow | None" = None, generated: bool = False) -> Path:
+def outer(tmp: Path, sub: api.SubWorkflow | None = None, generated: bool = False) -> Path:
     """A -> sub-workflow -> B; A writes data.txt, which the sub-workflow reads (and inner.yml when ``generated``)."""
     wf = api.Workflow("outer").add_transformation_catalog(catalog())
     data, iy = api.File("data.txt"), api.File("inner.yml")

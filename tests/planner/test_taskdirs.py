@@ -78,7 +78,7 @@ def test_the_sites_local_scratch_is_the_runs_local_scratch_quoted(tmp_path):
     assert res.returncode == 0, res.stderr
     spec = read_clusters(str(tmp_path / "s"))[0]
     assert spec.run_options == ("--task-files", f"{spec.name}.dag.taskfiles", "--local-scratch", local)
-    line = next(l for l in Path(spec.script).read_text().splitlines() if " run " in l)
+    line = next(x for x in Path(spec.script).read_text().splitlines() if " run " in x)
     words = shlex.split(line)
     assert words[words.index("--local-scratch") + 1] == local  # quoted: the shell expands nothing
     # Under whole clustering the data jobs share the cluster: only the compute tasks are listed.

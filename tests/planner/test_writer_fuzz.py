@@ -86,7 +86,8 @@ def test_any_field_is_one_value_in_the_written_files_or_refused(tmp_path_factory
     try:
         result = plan_one(tmp, v, args)
     except (ConfigError, PilotError):
-        event("refused"); return  # refused in one line: the CLI tests check the line
+        event("refused")  # refused in one line: the CLI tests check the line
+        return
     event("planned")
     emitted = [e for e in result.emitted if e.cluster.jobs and e.cluster.jobs[0].id == v["id"]]
     assert len(emitted) == 1

@@ -11,10 +11,25 @@ from pathlib import Path
 
 import pytest
 
-from pilot.contracts.clusters import (ClusterKind, ClusterSpec, PlanInfo, SubworkflowSpec, plan_site_file, read_clusters,
-                                      write_clusters)
-from pilot.contracts.jobstate import (INTERNAL, Event, JobstateLine, JobstateTail, JobstateWriter, Marker, jobstate_path,
-                                      read_jobstate)
+from pilot.contracts.clusters import (
+    ClusterKind,
+    ClusterSpec,
+    PlanInfo,
+    SubworkflowSpec,
+    plan_site_file,
+    read_clusters,
+    write_clusters,
+)
+from pilot.contracts.jobstate import (
+    INTERNAL,
+    Event,
+    JobstateLine,
+    JobstateTail,
+    JobstateWriter,
+    Marker,
+    jobstate_path,
+    read_jobstate,
+)
 from pilot.contracts.queue import QueueState
 from pilot.contracts.rescue import RescueLog, RescueTail, read_rescue, rescue_path
 from pilot.contracts.rootfiles import RootJob, RootTask, read_root_dag, root_dag_name, write_root_files

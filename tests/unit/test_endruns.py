@@ -9,8 +9,8 @@ import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from pilot.contracts.daglock import running
 from pilot.runtime.lock import DagLock

@@ -15,8 +15,9 @@ import errno
 import json
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 import pytest
 

@@ -174,7 +174,7 @@ class MasterModel(RuleBasedStateMachine):
             ends.append((task.name, self.status(task.name, task.attempt), len(cluster.started)))
             end_task(r, reply)
 
-        cluster._end_task = recording_end  # type: ignore[method-assign]
+        cluster._end_task = recording_end  # type: ignore[method-assign]  # the test records each task's end
         opts = RunOptions(dag=self.dag, tries=self.tries, max_failures=self.max_failures, resource_log=False)
         out = io.TextIOWrapper(io.BytesIO(), write_through=True)  # with a buffer: task stdio is merged into it
         killed = False
@@ -205,7 +205,7 @@ class MasterModel(RuleBasedStateMachine):
         for name, count in attempts.items():
             assert name not in before, f"{name} ran again after it was recorded DONE"
             assert count <= self.tries_of(name), f"{name} ran {count} times, tries {self.tries_of(name)}"
-        text = out.buffer.getvalue().decode()  # type: ignore[attr-defined]
+        text = out.buffer.getvalue().decode()  # type: ignore[attr-defined]  # a BytesIO-backed stand-in for stdout
         summary = SUMMARY.search(text)
         assert summary is not None, text
         stat, tasks, submitted, n_ok, n_failed = summary.groups()

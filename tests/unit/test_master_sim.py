@@ -238,7 +238,7 @@ def test_master_rings_only_a_worker_that_may_be_waiting(dagfile):
             sends.append((msg, ring, cluster.ranks[dest - 1].running is None))
         deliver(dest, msg, ring)
 
-    cluster.transport.send = send  # type: ignore[method-assign]
+    cluster.transport.send = send  # type: ignore[method-assign]  # the test intercepts what the master sends
     assert Master(RunOptions(dag=dag), cluster.transport, None, clock=cluster.now).run() == 0
     assert all(idle for _, ring, idle in sends if ring)  # rung: the worker had nothing to run
     assert sum(not ring for _, ring, _ in sends) > 20  # short tasks were queued behind running ones, unrung

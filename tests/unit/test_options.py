@@ -1,7 +1,7 @@
 import pytest
 
-from pilot.errors import UsageError
 from pilot.cli.run import parse_run_args
+from pilot.errors import UsageError
 
 
 def test_every_pmc_option():

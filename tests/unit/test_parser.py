@@ -1,10 +1,9 @@
 import pytest
 
-from tests.conftest import DIAMOND_DAG
-
 from pilot.dag import format_dag, parse_dag, read_dag
 from pilot.dag.cycles import topological_order
 from pilot.errors import DagError
+from tests.conftest import DIAMOND_DAG
 
 DIAMOND = DIAMOND_DAG
 

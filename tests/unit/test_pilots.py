@@ -45,20 +45,20 @@ class Engine:
         block = blocks.Block(label, site.name, nodes, walltime_minutes * 60, blocks.node_slots(site),
                              executor=object(), job_id=str(100 + len(self.started)), idle_since=self.clock(),
                              script_dir=str(Path(run_dir) / label))
-        block.max_apps = apps  # type: ignore[attr-defined]
+        block.max_apps = apps  # type: ignore[attr-defined]  # a stand-in block records what it is given
         self.started.append(block)
         return block
 
     def launch(self, block, job_id, where, per_node, args):
         future: Future = Future()
-        future.args = args  # type: ignore[attr-defined]
-        future.where = where  # type: ignore[attr-defined]
+        future.args = args  # type: ignore[attr-defined]  # a stand-in future records what it is given
+        future.where = where  # type: ignore[attr-defined]  # a stand-in future records what it is given
         block.take(job_id, where, per_node)
         return future
 
     def launch_agent(self, block, launcher, host_flag, pilot):
         future: Future = Future()
-        future.args = (launcher, host_flag, pilot)  # type: ignore[attr-defined]
+        future.args = (launcher, host_flag, pilot)  # type: ignore[attr-defined]  # a stand-in future records what it is given
         self.agents.append(future)
         return future
 

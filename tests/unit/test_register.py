@@ -25,10 +25,9 @@ def test_insert_twice_records_each_copy_once(tmp_path):
 def test_pegasus_reads_what_it_wrote(tmp_path):
     """Pegasus' own ORM of the JDBCRC schema (pegasus-wms) finds the rows."""
     pytest.importorskip("Pegasus.db.schema")
+    from Pegasus.db.schema import RCLFN
     from sqlalchemy import create_engine
     from sqlalchemy.orm import Session
-
-    from Pegasus.db.schema import RCLFN
 
     db, mapfile = tmp_path / "rc.db", tmp_path / "reg.in"
     mapfile.write_text('f.c file:///out/f.c site="local"\n')

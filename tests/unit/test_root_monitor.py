@@ -265,8 +265,8 @@ def test_a_rerun_counts_the_failed_cluster_it_tries_again_as_not_failed(tmp_path
     """A rerun (DAGMan's rescue DAG) submits the failed cluster again: until then it is ready, not failed."""
     from types import SimpleNamespace
 
-    from pilot.submit.monitord import root_monitoring
     from pilot.contracts.submitstate import ClusterRecord
+    from pilot.submit.monitord import root_monitoring
 
     sub = make_dir(tmp_path)
     m = RootMonitor(str(sub))

@@ -8,7 +8,7 @@ from pilot.runtime.slots import Slots
 
 
 def _alloc(rank: int) -> Allocation:
-    return Allocation(rank, None, 1, 0, ())  # type: ignore[arg-type] - the host is not looked at here
+    return Allocation(rank, None, 1, 0, ())  # type: ignore[arg-type]  # the host is not looked at here
 
 
 def _busy(depth: int) -> tuple[Slots, list[Task]]:
@@ -21,7 +21,7 @@ def _busy(depth: int) -> tuple[Slots, list[Task]]:
 def test_with_room_stops_at_depth():
     slots, tasks = _busy(depth=3)
     added = 0
-    for rank, _alloc_ in slots.with_room():
+    for rank, _ in slots.with_room():
         slots.add(rank, tasks[1 + added])
         added += 1
         if added == 5:

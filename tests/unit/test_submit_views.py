@@ -56,8 +56,8 @@ def test_tasks_line_counts_as_ready_only_tasks_whose_parents_are_done(tmp_path):
     """READY, as pegasus-status counts it: a queued cluster's root tasks, a running pilot's tasks logged SUBMIT
     and not started, and before a rerun what the last run left ready or running; the rest is UNREADY."""
     from pilot.contracts.clusters import ClusterKind, ClusterSpec
-    from pilot.submit.pilotfiles import TaskProgress
     from pilot.contracts.submitstate import ClusterRecord
+    from pilot.submit.pilotfiles import TaskProgress
     from pilot.submit.views import ClusterView
 
     spec = ClusterSpec("a", ClusterKind.LABEL, str(tmp_path), str(tmp_path / "a.dag"), tasks=10, ranks=3, parents=(), roots=2)

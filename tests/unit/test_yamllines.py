@@ -111,7 +111,7 @@ def test_the_planner_reads_pegasus_api_output_on_the_quick_path(tmp_path, monkey
 def test_bench_layout_is_read_quickly_and_the_same(tmp_path):
     spec = importlib.util.spec_from_file_location("bench_planner", ROOT / "bench" / "planner.py")
     bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)  # type: ignore[union-attr]
+    spec.loader.exec_module(bench)  # type: ignore[union-attr]  # the spec of a file that exists has a loader
     path = tmp_path / "wf.yml"
     bench.write_workflow(str(path), 40)
     assert "  arguments: [-i, f.0, -o, f.0.out]\n  uses: []\n" in path.read_text()
