@@ -46,7 +46,7 @@ from pilot.dag import read_dag
 from pilot.planner.plan import PlanRequest, plan
 from pilot.sites import load_site
 from tests.conftest import mpiexec
-from tests.containers import (  # noqa: F401 - fixtures  # noqa: F401 - fixtures
+from tests.containers import (  # noqa: F401 - fixtures the tests take by name
     IMAGE_TEXT,
     ONLY_IN_IMAGE,
     Runtime,

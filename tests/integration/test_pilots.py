@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import mpiexec
 from tests.integration.pegasus_tools import statistics
+from tests.mpi.helpers import events
 from tests.planner.wf import api
 from tests.waiting import wait_for
 
@@ -113,11 +114,6 @@ def test_a_chain_a_fan_and_a_failing_cluster_fed_to_one_pilot_job_keep_per_clust
                 (per_cluster / name / f"{name}.dag.rescue").read_text()
     # the failing cluster's record holds its two attempts, as its own batch jobs wrote them
     assert events(late / bad / "jobstate.log") == events(per_cluster / bad / "jobstate.log")
-
-
-def events(path: Path) -> list[tuple[str, ...]]:
-    """A jobstate.log without its times, sorted (tasks of one level may start in either order)."""
-    return sorted(tuple(line.split()[1:]) for line in path.read_text().splitlines())
 
 
 def tasks_of(out: Path) -> list[str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pilot.dag.lexer import quote_arg
-from tests.containers import (  # noqa: F401  # noqa: F401 - fixtures they use
+from tests.containers import (  # noqa: F401 - fixtures the tests take by name
     IMAGE_ENV,
     IMAGE_TEXT,
     ONLY_IN_IMAGE,

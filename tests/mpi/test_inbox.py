@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pilot.contracts import inbox
-from tests.mpi.helpers import pilot_cmd, run_pilot
+from tests.mpi.helpers import events, pilot_cmd, run_pilot
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.mpi
@@ -53,11 +53,6 @@ def stop(proc: subprocess.Popen, box: Path) -> str:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     return err
-
-
-def events(path: Path) -> list[tuple[str, ...]]:
-    """jobstate.log without its times, sorted (tasks of one level may start in either order)."""
-    return sorted(tuple(line.split()[1:]) for line in path.read_text().splitlines())
 
 
 def tasks_of(out: Path) -> list[str]:
