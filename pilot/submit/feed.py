@@ -28,7 +28,7 @@ from pilot.sites import SiteConfig
 from pilot.submit import blocks
 
 if TYPE_CHECKING:
-    from pilot.submit.pilots import Launch
+    from pilot.submit.launches import Launch
 
 # The options of a cluster's pilot run line that its workers act on: the block's run takes them from its first
 # cluster (a plan gives every cluster of a site the same), the per-cluster ones travel in each request.

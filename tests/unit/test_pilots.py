@@ -15,7 +15,7 @@ from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.errors import ConfigError
 from pilot.jobrequest import request_for
 from pilot.sites import load_site
-from pilot.submit import backoff, blocks, pilots
+from pilot.submit import backoff, blocks, launches, pilots
 from pilot.submit.backend import JobRef
 from pilot.submit.options import Options
 
@@ -382,7 +382,7 @@ def test_stopping_the_driver_tells_each_pilot_run_to_stop(env):
 def feed_id(b, job_id: str, gone: bool = False) -> str:
     from pilot.submit import feed
 
-    return feed.request_id(pilots.Launch(job_id, "", "", "", 1, 1, [], [], [], 0.0))
+    return feed.request_id(launches.Launch(job_id, "", "", "", 1, 1, [], [], [], 0.0))
 
 
 def test_a_fed_cluster_of_several_nodes_holds_whole_nodes_and_one_node_ones_share_the_rest(env):
