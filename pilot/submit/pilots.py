@@ -139,7 +139,8 @@ class PilotBackend:
             why = self._refused.given_up(launch.site) or self._died.given_up(launch.site)
             if why:  # the driver cancels it and fails the cluster with this reason
                 return QueueStatus(QueueState.PENDING, why, never_starts=True)
-            return QueueStatus(QueueState.PENDING, "waiting for a pilot job")
+            return QueueStatus(QueueState.PENDING, "waiting for a pilot job",
+                               pending_for=self._pending_for(launch.site, self.clock()))
         if launch.fed:
             status = feed.status(launch)
             if status.state is QueueState.FINISHED:
@@ -184,9 +185,11 @@ class PilotBackend:
             if launch is not None:
                 out.append(launch.job_id)
                 self._stop(launch)
-        if not self.launches:  # nothing of this run is left to bind: its blocks go too (pilot cancel)
+        if not self.settings:  # pilot cancel: nothing of the run is left to bind, its blocks go too
             self.shutdown()
             out += self.end_recorded()
+        elif self._unwanted(site, self.clock()):  # its last waiting cluster withdrawn from the site
+            self._save()
         return out
 
     def _stop(self, launch: Launch) -> None:
@@ -248,6 +251,7 @@ class PilotBackend:
         waiting = [x for x in self.launches.values() if x.site == site.name and x.block is None]
         for launch in waiting:
             self._place(launch, now)
+        changed |= self._unwanted(site, now)
         changed |= self._scale(site, settings, now)
         if changed:
             self._save()
@@ -294,6 +298,30 @@ class PilotBackend:
         log.info("%s: started in pilot job %s (%.0f s of wall time left there)", launch.job_id, block.job_id,
                  block.time_left(now))
 
+    def _pending_for(self, site_name: str, now: float) -> float | None:
+        """How long the clusters waiting at the site have waited for a pilot job to start: the seconds its oldest
+        pilot job has pended, while none runs (None while one runs: they wait for room in it; or none is queued)."""
+        mine = [b for b in self.blocks if b.site == site_name]
+        if not mine or any(b.running_since is not None for b in mine):
+            return None
+        return now - min(b.submitted for b in mine)
+
+    def _unwanted(self, site: SiteConfig, now: float) -> bool:
+        """End the site's pilot jobs pending past its ``pending_limit`` once no cluster waits at the site (the
+        driver withdrew them to another site): started, each would only idle. ``pilot_min_blocks`` stay."""
+        if not site.pending_limit or site.name not in self.settings or \
+                any(x.site == site.name and x.block is None for x in self.launches.values()):
+            return False
+        mine = [b for b in self.blocks if b.site == site.name]
+        late = [b for b in mine if b.running_since is None and now - b.submitted >= site.pending_limit]
+        late = late[: max(0, len(mine) - self.settings[site.name].min_blocks)]
+        for block in late:
+            log.warning("%s: pilot job %s pending for %.0f s (its pending_limit %d s) and no cluster waits for it "
+                        "there any more: cancelled", site.name, block.job_id, now - block.submitted, site.pending_limit)
+            blocks.end_block(block)
+            self.blocks.remove(block)
+        return bool(late)
+
     def _may_add(self, site_name: str) -> bool:
         settings = self.settings[site_name]
         return sum(1 for b in self.blocks if b.site == site_name) < settings.pilots
@@ -317,6 +345,7 @@ class PilotBackend:
                 log.warning("%s: a pilot job could not be submitted (%s); trying again in %.0f s", site.name, error, delay)
                 return changed
             self._refused.cleared(site.name)
+            block.submitted = now  # by the clock pending times are measured with
             self.blocks.append(block)
             self._save()  # recorded before anything else: a crash from here on cannot lose it
             mine.append(block)
