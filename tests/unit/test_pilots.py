@@ -4,6 +4,7 @@ engine (Parsl's MPIExecutor) runs in tests/integration/test_pilots.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from concurrent.futures import Future
 from pathlib import Path
@@ -460,3 +461,18 @@ def test_one_queue_query_per_poll_asks_about_the_batch_jobs_and_the_pilot_jobs(e
     got = b.query(site, [*ids, "4242"])  # an earlier attempt's own batch job among them
     assert queue.asked == [["4242", "100", "101"]]
     assert set(got) == {*ids, "4242"} and got["4242"].state is QueueState.RUNNING
+
+
+def test_a_pilot_job_carries_its_sites_scheduler_options_as_a_clusters_job_does():
+    from providers import provider_for
+
+    site = load_site("container", {})
+    site = dataclasses.replace(site, scheduler_options=["#SBATCH --begin=now+1hour", "#SBATCH --constraint=big"])
+    provider = provider_for(site)
+    blocks.add_site_directives(provider, site)
+    lines = provider.scheduler_options.splitlines()
+    assert "#SBATCH --partition=debug" in lines  # Parsl's own, kept
+    assert lines[-2:] == ["#SBATCH --begin=now+1hour", "#SBATCH --constraint=big"]
+    local = provider_for(load_site("local", {}))
+    blocks.add_site_directives(local, dataclasses.replace(load_site("local", {}), scheduler_options=[]))
+    assert not hasattr(local, "scheduler_options")
