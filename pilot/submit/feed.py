@@ -84,14 +84,15 @@ def room(block: blocks.Block, nodes: int, shared: int) -> tuple[int, ...] | None
 
 def hosts_at(block: blocks.Block, where: tuple[int, ...]) -> list[str] | None:
     """The names of the block's nodes ``where`` (from the host list its script writes), or None when the names do
-    not tell the nodes apart (one machine's "nodes", all ``localhost``): no host can be held by name there."""
+    not tell the nodes apart (one machine's "nodes", all ``localhost``; or two names of one short host name): no
+    host can be held by name there, and whole nodes are distinct hosts only."""
     try:
         with open(os.path.join(block.script_dir, "hosts"), encoding="utf-8") as fh:
             names = fh.read().split()
     except OSError:
         return None
-    if len(set(names)) != len(names) or any(i >= len(names) for i in where):
-        return None
+    if len({n.split(".", 1)[0] for n in names}) != len(names) or any(i >= len(names) for i in where):
+        return None  # two names of one host (its full name and its short one, as the pilot run tells hosts apart)
     return [names[i] for i in where]
 
 

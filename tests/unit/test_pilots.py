@@ -476,3 +476,22 @@ def test_a_pilot_job_carries_its_sites_scheduler_options_as_a_clusters_job_does(
     local = provider_for(load_site("local", {}))
     blocks.add_site_directives(local, dataclasses.replace(load_site("local", {}), scheduler_options=[]))
     assert not hasattr(local, "scheduler_options")
+
+
+def test_whole_nodes_are_distinct_hosts_on_both_sides_of_the_inbox(tmp_path):
+    """A cluster of N nodes holds N distinct hosts, or shares: the driver names no hosts where two of the block's
+    names are one host (its full and short name), and the pilot run holds only hosts it can tell apart."""
+    from pilot.runtime.agent import whole_hosts
+    from pilot.submit import feed
+
+    block = blocks.Block("b", "s", 3, 600.0, 2, script_dir=str(tmp_path))
+    (tmp_path / "hosts").write_text("nid1.hsn\nnid2.hsn\nnid3.hsn\n")
+    assert feed.hosts_at(block, (1, 2)) == ["nid2.hsn", "nid3.hsn"]
+    (tmp_path / "hosts").write_text("nid1\nnid1.hsn\nnid3\n")
+    assert feed.hosts_at(block, (0, 1)) is None
+    workers = {"nid1": 0, "nid2": 0, "nid3": 0}
+    assert whole_hosts(["nid2.hsn", "nid3.hsn"], workers) == {"nid2", "nid3"}  # the scheduler's full names
+    assert whole_hosts(["nid2", "nid2.hsn"], workers) is None  # two names, one host: not two whole nodes
+    assert whole_hosts(["nid2", "nid4"], workers) is None  # a host no worker is on
+    assert whole_hosts(["n1.a", "n1.b"], {"n1.a": 0, "n1.b": 0}) == {"n1.a", "n1.b"}  # full names tell them apart
+    assert whole_hosts(["n1"], {"n1.a": 0, "n1.b": 0}) is None  # which of the two: cannot be told
