@@ -198,6 +198,7 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
         heartbeat_period=HEARTBEAT[0], heartbeat_threshold=HEARTBEAT[1], block_error_handler=False)
     executor.run_dir = block_dir
     executor.start()
+    assert executor.interchange_proc is not None  # start() launched it, or raised
     block = Block(label, site.name, nodes, walltime_minutes * 60, slots, executor, script_dir=block_dir,
                   interchange_pid=executor.interchange_proc.pid, submitted=time.monotonic())
     try:

@@ -65,7 +65,7 @@ import functools
 import logging
 import os
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 from pilot.contracts.clusters import ClusterSpec, read_clusters
 from pilot.contracts.daglock import running
@@ -517,7 +517,7 @@ class Driver:
             self._dirty = True
         return True
 
-    def _pick_site(self, c: ClusterRecord, active: dict[str, int]) -> SiteConfig | None:
+    def _pick_site(self, c: ClusterRecord, active: Mapping[str | None, int]) -> SiteConfig | None:
         if c.site is not None:  # further attempts stay where the cluster ran
             site = self.site_by_name[c.site]
             return site if active[site.name] < site.max_queued else None
