@@ -22,7 +22,6 @@ import os
 import resource
 import string
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pilot import __version__
@@ -50,14 +49,15 @@ class OptionSide(enum.Enum):
     RUN = "run"  # the run itself, never on a cluster's line (--inbox, --version)
 
 
-@dataclass
 class OptionSides:
     """What ``build_parser`` declares of each option: its side, whether it takes a value, and the worker option a
-    cluster's option implies (--monitord-hack writes per-task stdio, which the workers do)."""
+    cluster's option implies (--monitord-hack writes per-task stdio, which the workers do). A plain class: every
+    rank imports this module before MPI_Init, where dataclasses would cost an import of inspect."""
 
-    side: dict[str, OptionSide] = field(default_factory=dict)  # option string, or the DAG's name -> its side
-    takes_value: dict[str, bool] = field(default_factory=dict)
-    implies: dict[str, str] = field(default_factory=dict)
+    def __init__(self) -> None:
+        self.side: dict[str, OptionSide] = {}  # option string, or the DAG's name -> its side
+        self.takes_value: dict[str, bool] = {}
+        self.implies: dict[str, str] = {}
 
 
 def build_parser(prog: str, sides: OptionSides | None = None) -> argparse.ArgumentParser:
