@@ -101,9 +101,9 @@ class SiteConfig:
     # before the clusters waiting to be submitted there fail (a controller restarted or failed over is back
     # well within the default).
     unreachable_limit: int = field(default=DEFAULT_UNREACHABLE_LIMIT, metadata=spec(integer(1)))
-    # Seconds a cluster's batch job may stay pending here, when pilot submit was given other sites too, before
-    # it is withdrawn and bound to one of them (once per cluster, as a matchmaker backs out of a choice that
-    # does not start); 0: never.
+    # Seconds a cluster's batch job (with --pilots: the pilot job it waits for) may stay pending here, when pilot
+    # submit was given other sites too, before it is withdrawn and bound to one of them (once per cluster, as a
+    # matchmaker backs out of a choice that does not start); 0: never.
     pending_limit: int = field(default=0, metadata=spec(integer(0)))
     pegasus_site: str | None = field(default=None, metadata=spec(WORD))
     # The site's shared scratch (a directory every node sees) where the site catalog gives none:

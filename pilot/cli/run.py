@@ -15,12 +15,14 @@ rank's side only once the options are read.
 from __future__ import annotations
 
 import argparse
+import enum
+import functools
 import math
 import os
 import resource
 import string
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pilot import __version__
 from pilot.errors import UsageError
@@ -37,72 +39,112 @@ _wall_minutes = leading_float("a number of minutes (0: no limit)")
 _HELP_OR_VERSION = ("-h", "--help", "-V", "--version")
 
 
-def build_parser(prog: str) -> argparse.ArgumentParser:
+class OptionSide(enum.Enum):
+    """Whose an option of a cluster's ``pilot run`` line is where clusters are fed to a pilot job's one long-lived
+    run (pilot submit --pilots, pilot.submit.feed): that run starts with its first cluster's worker options, and
+    each cluster's request carries the rest. Declared with each option, so a new option cannot be left out."""
+
+    WORKER = "worker"  # the workers act on it: the long-lived run's, from its first cluster's line
+    CLUSTER = "cluster"  # the cluster's own run acts on it: it travels in the cluster's request
+    RUN = "run"  # the run itself, never on a cluster's line (--inbox, --version)
+
+
+class OptionSides:
+    """What ``build_parser`` declares of each option: its side, whether it takes a value, and the worker option a
+    cluster's option implies (--monitord-hack writes per-task stdio, which the workers do). A plain class: every
+    rank imports this module before MPI_Init, where dataclasses would cost an import of inspect."""
+
+    def __init__(self) -> None:
+        self.side: dict[str, OptionSide] = {}  # option string, or the DAG's name -> its side
+        self.takes_value: dict[str, bool] = {}
+        self.implies: dict[str, str] = {}
+
+
+def build_parser(prog: str, sides: OptionSides | None = None) -> argparse.ArgumentParser:
     p = Parser(
         prog=prog,
         description="Run a PMC-format DAG of tasks under MPI: rank 0 is the master, ranks 1..N-1 run tasks. "
         f"Start it as: mpiexec -n N {prog} [options] workflow.dag",
     )
-    p.add_argument("dag", metavar="workflow.dag", nargs="?", help="the DAG file (PMC format)")
-    p.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")
-    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (repeatable); also shows tracebacks")
-    p.add_argument("-q", "--quiet", action="count", default=0, help="less logging (repeatable)")
-    p.add_argument("-s", "--skip-rescue", action="store_true", help="ignore the rescue log (a new one is still written)")
-    p.add_argument("-o", "--stdout", metavar="path", help="file for task stdout (default: the master's stdout)")
-    p.add_argument("-e", "--stderr", metavar="path", help="file for task stderr (default: the master's stderr)")
-    p.add_argument("-m", "--max-failures", metavar="M", type=leading_whole_number(0), default=0,
+    declared = sides if sides is not None else OptionSides()
+
+    def add(side: OptionSide, *names: str, implies: str | None = None, **kw: Any) -> None:
+        action = p.add_argument(*names, **kw)
+        for name in action.option_strings or [action.dest]:
+            declared.side[name] = side
+            declared.takes_value[name] = action.nargs != 0
+            if implies is not None:
+                declared.implies[name] = implies
+
+    add(OptionSide.CLUSTER, "dag", metavar="workflow.dag", nargs="?", help="the DAG file (PMC format)")
+    add(OptionSide.RUN, "-V", "--version", action="version", version=f"%(prog)s {__version__}")
+    add(OptionSide.CLUSTER, "-v", "--verbose", action="count", default=0, help="more logging (repeatable); also shows tracebacks")
+    add(OptionSide.CLUSTER, "-q", "--quiet", action="count", default=0, help="less logging (repeatable)")
+    add(OptionSide.CLUSTER, "-s", "--skip-rescue", action="store_true", help="ignore the rescue log (a new one is still written)")
+    add(OptionSide.CLUSTER, "-o", "--stdout", metavar="path", help="file for task stdout (default: the master's stdout)")
+    add(OptionSide.CLUSTER, "-e", "--stderr", metavar="path", help="file for task stderr (default: the master's stderr)")
+    add(OptionSide.CLUSTER, "-m", "--max-failures", metavar="M", type=leading_whole_number(0), default=0,
                    help="stop starting tasks after M tasks failed permanently (0: no limit)")
-    p.add_argument("--max-crashes", metavar="N", type=whole_number(1),
+    add(OptionSide.WORKER, "--max-crashes", metavar="N", type=whole_number(1),
                    help="fail a task that was running alone when its worker died N times, instead of starting it "
                         f"again (PMC_MAX_CRASHES; default {DEFAULT_MAX_CRASHES})")
-    p.add_argument("-t", "--tries", metavar="T", type=leading_whole_number(1), default=1, help="tries per task (default 1)")
-    p.add_argument("-n", "--nolock", action="store_true", help="do not lock the DAG file")
-    p.add_argument("-r", "--rescue", metavar="path", help="rescue log path (default: DAG.rescue)")
-    p.add_argument("--host-script", metavar="path", help="script run once per host before any task (PMC_HOST_SCRIPT)")
-    p.add_argument("--host-memory", metavar="MB", type=_host_size, help="memory per host in MB (PMC_HOST_MEMORY; "
+    add(OptionSide.CLUSTER, "-t", "--tries", metavar="T", type=leading_whole_number(1), default=1, help="tries per task (default 1)")
+    add(OptionSide.CLUSTER, "-n", "--nolock", action="store_true", help="do not lock the DAG file")
+    add(OptionSide.CLUSTER, "-r", "--rescue", metavar="path", help="rescue log path (default: DAG.rescue)")
+    add(OptionSide.WORKER, "--host-script", metavar="path", help="script run once per host before any task (PMC_HOST_SCRIPT)")
+    add(OptionSide.WORKER, "--host-memory", metavar="MB", type=_host_size, help="memory per host in MB (PMC_HOST_MEMORY; "
                    "0: detect, the default)")
-    p.add_argument("--host-cpus", metavar="N", type=_host_size, help="CPUs per host (PMC_HOST_CPUS; 0: detect, the default)")
-    p.add_argument("--host-gpus", metavar="N", type=whole_number(0), help="GPUs per host (PMC_HOST_GPUS)")
-    p.add_argument("--strict-limits", action="store_true", help="enforce each task's memory request")
-    p.add_argument("--max-wall-time", metavar="minutes", type=_wall_minutes,
+    add(OptionSide.WORKER, "--host-cpus", metavar="N", type=_host_size, help="CPUs per host (PMC_HOST_CPUS; 0: detect, the default)")
+    add(OptionSide.WORKER, "--host-gpus", metavar="N", type=whole_number(0), help="GPUs per host (PMC_HOST_GPUS)")
+    add(OptionSide.WORKER, "--strict-limits", action="store_true", help="enforce each task's memory request")
+    add(OptionSide.CLUSTER, "--max-wall-time", metavar="minutes", type=_wall_minutes,
                    help="abort the run after this many minutes (PMC_MAX_WALL_TIME; fractions allowed; 0 or less: no "
                         "limit, as Pegasus writes for short clustered jobs)")
-    p.add_argument("--per-task-stdio", action="store_true", help="write TASK.out.NNN/TASK.err.NNN per attempt")
-    p.add_argument("--jobstate-log", action="store_true", help="append to jobstate.log next to the DAG")
-    p.add_argument("--monitord-hack", action="store_true", help="write DAG.dagman.out for pegasus-monitord (implies --per-task-stdio)")
-    p.add_argument("--invocation-records", action="store_true",
+    add(OptionSide.WORKER, "--per-task-stdio", action="store_true", help="write TASK.out.NNN/TASK.err.NNN per attempt")
+    add(OptionSide.CLUSTER, "--jobstate-log", action="store_true", help="append to jobstate.log next to the DAG")
+    add(OptionSide.CLUSTER, "--monitord-hack", action="store_true", implies="--per-task-stdio",
+        help="write DAG.dagman.out for pegasus-monitord (implies --per-task-stdio)")
+    add(OptionSide.WORKER, "--invocation-records", action="store_true",
                    help="after each task's [cluster-task] record, an invocation record (arguments, exit, stderr) "
                         "for pegasus-monitord, in the task's stdout stream: no file per task")
-    p.add_argument("--no-resource-log", action="store_true", help="do not write DAG.resource")
-    p.add_argument("--no-sleep-on-recv", action="store_true", help="poll for messages without sleeping (for MPIs that block cheaply)")
-    p.add_argument("--maxfds", metavar="N", type=whole_number(1), help="open files kept by the master for I/O forwarding")
-    p.add_argument("--keep-affinity", action="store_true", help="keep the inherited CPU affinity instead of resetting it")
-    p.add_argument("--set-affinity", action="store_true",
+    add(OptionSide.CLUSTER, "--no-resource-log", action="store_true", help="do not write DAG.resource")
+    add(OptionSide.WORKER, "--no-sleep-on-recv", action="store_true", help="poll for messages without sleeping (for MPIs that block cheaply)")
+    add(OptionSide.CLUSTER, "--maxfds", metavar="N", type=whole_number(1), help="open files kept by the master for I/O forwarding")
+    add(OptionSide.WORKER, "--keep-affinity", action="store_true", help="keep the inherited CPU affinity instead of resetting it")
+    add(OptionSide.WORKER, "--set-affinity", action="store_true",
                    help="bind each multi-CPU task to the CPUs it was given (PMC_AFFINITY lists them either way)")
-    p.add_argument("--keep-task-processes", action="store_true",
+    add(OptionSide.WORKER, "--keep-task-processes", action="store_true",
                    help="leave processes that tasks started in the background running when the run ends")
-    p.add_argument("--ignore-runtimes", action="store_true",
+    add(OptionSide.CLUSTER, "--ignore-runtimes", action="store_true",
                    help="schedule as if no task had a '#pilot runtime=' line: equal priorities in DAG order, and "
                         "under --max-wall-time tasks start even when their runtime exceeds the time left")
-    p.add_argument("--containers", choices=("per-task", "once", "once-exec"), default="per-task",
+    add(OptionSide.WORKER, "--containers", choices=("per-task", "once", "once-exec"), default="per-task",
                    help="once: run the tasks whose command is a container runtime's (apptainer/singularity exec, "
                         "docker/podman run) in one container per worker and image, started when its first task "
                         "arrives and ended with the run, each docker/podman task entering it with nsenter; "
                         "once-exec: the same, each task through the runtime's own exec; per-task (default): each "
                         "command as written")
-    p.add_argument("--inbox", metavar="DIR",
+    add(OptionSide.RUN, "--inbox", metavar="DIR",
                    help="run the DAGs fed to this directory as they come, each with its own record, until told to stop "
                         "(pilot submit --pilots runs one such run per pilot job)")
-    p.add_argument("--task-files", metavar="path",
+    add(OptionSide.CLUSTER, "--task-files", metavar="path",
                    help="run each task this file lists (pilot plan writes it for the nonsharedfs and condorio data "
                         "configurations) in a directory of its own on node-local storage: its declared inputs "
                         "linked in, its declared outputs moved to its working directory when it exits 0")
-    p.add_argument("--local-scratch", metavar="dir",
+    add(OptionSide.WORKER, "--local-scratch", metavar="dir",
                    help="node-local directory for those task directories; $VARS are read from the job's "
                         "environment on each node (default: $TMPDIR, else /tmp)")
-    p.add_argument("--keep-task-dirs", action="store_true",
+    add(OptionSide.WORKER, "--keep-task-dirs", action="store_true",
                    help="leave each task's directory behind instead of removing it (to look at what a task left)")
     return p
+
+
+@functools.cache
+def option_sides() -> OptionSides:
+    """Each option's side, as ``build_parser`` declares it."""
+    sides = OptionSides()
+    build_parser("pilot run", sides)
+    return sides
 
 
 def parse_run_args(argv: Sequence[str], env: Mapping[str, str] | None = None, prog: str = "pilot run") -> RunOptions:

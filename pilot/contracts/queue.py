@@ -33,6 +33,9 @@ class QueueStatus:
     # What ``reason`` means, from the plug-in's ``pending_reasons`` ("" when it does not list it). It follows
     # from ``reason``, so two statuses of the same state and reason are equal whatever their meaning says.
     meaning: str = field(default="", compare=False)
+    # Seconds the batch job the cluster waits for has pended, where that job is not the cluster's own (a pilot
+    # job it is to be fed to): the driver holds it to the site's pending_limit as it holds a job of its own.
+    pending_for: float | None = field(default=None, compare=False)
 
     @property
     def explained(self) -> str:

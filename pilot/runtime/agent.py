@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -202,18 +202,15 @@ class Agent:
         self.runs.append(run)
 
     def _hosts(self, req: inbox.Request) -> frozenset[str] | None:
-        """The workers' names of the hosts a request holds whole (the scheduler may name a host by its full name,
-        a worker by its short one); None when it shares, or names a host this run has no worker on (then it
-        shares, said in one line: its nodes are the pilot job's, so only a renamed host can do that)."""
+        """The workers' names of the hosts a request holds whole; None when it shares (said in one line when it
+        asked for hosts: see ``whole_hosts``)."""
         if not req.hosts:
             return None
-        ours = {name.split(".", 1)[0]: name for name in self.matcher.hosts}
-        got = {ours.get(h.split(".", 1)[0]) for h in req.hosts}
-        if None in got:
+        hosts = whole_hosts(req.hosts, self.matcher.hosts)
+        if hosts is None:
             log.warning("%s: it holds hosts %s, but this run's workers are on %s: it shares them all", req.id,
                         ", ".join(req.hosts), ", ".join(sorted(self.matcher.hosts)))
-            return None
-        return frozenset(h for h in got if h is not None)
+        return hosts
 
     def _dispatch(self) -> None:
         """Start what fits, one task of each run in turn, the runs that have not started a task first: a run fed
@@ -307,3 +304,20 @@ class Agent:
                 self._alive.discard(got[0])
         if self._alive:
             log.warning("worker(s) %s did not confirm shutdown", ", ".join(map(str, sorted(self._alive))))
+
+
+def whole_hosts(asked: list[str], ours: Collection[str]) -> frozenset[str] | None:
+    """The workers' host names of the ``asked`` hosts a fed DAG holds whole, one distinct host each (the
+    scheduler may name a host by its full name, a worker by its short one); None when a name is none of ours, or
+    two names are one host: its nodes are whole only as distinct hosts, so then it shares them all (its nodes
+    are the pilot job's, so only a renamed host can do that)."""
+    by_short: dict[str, list[str]] = {}
+    for name in ours:
+        by_short.setdefault(name.split(".", 1)[0], []).append(name)
+    got: list[str] = []
+    for name in asked:
+        same = [name] if name in ours else by_short.get(name.split(".", 1)[0], [])
+        if len(same) != 1:
+            return None  # not ours, or which of two of ours it is cannot be told
+        got.append(same[0])
+    return frozenset(got) if len(set(got)) == len(got) else None

@@ -161,6 +161,14 @@ def node_lines(site: SiteConfig, block_dir: str, nodes: int, slots: int) -> list
             f"export PBS_NODEFILE={units} PILOT_BLOCK_HOSTS={hosts}"]
 
 
+def add_site_directives(provider: Any, site: SiteConfig) -> None:
+    """The site's ``scheduler_options`` lines (a constraint, a reservation, a start time) into the script Parsl
+    writes for a pilot job, as a cluster's own batch job carries them: a pilot job asks for what its clusters'
+    jobs would. A provider without directives (the local one) takes none."""
+    if site.scheduler_options and hasattr(provider, "scheduler_options"):
+        provider.scheduler_options += "".join(f"{line}\n" for line in site.scheduler_options)
+
+
 def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: float, run_dir: str,
                 apps: int = 0) -> Block:
     """A new executor with its interchange, and its one block submitted to the site's scheduler; ``apps``:
@@ -180,6 +188,7 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
     provider.init_blocks, provider.min_blocks, provider.max_blocks = 0, 0, 1
     provider.script_dir = block_dir
     provider.block_ranks = slots
+    add_site_directives(provider, site)
     provider.worker_init = "\n".join([*site.worker_init, *node_lines(site, block_dir, nodes, slots)])
     launcher, _ = mpi_launcher(site)
     executor = MPIExecutor(
@@ -189,6 +198,7 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
         heartbeat_period=HEARTBEAT[0], heartbeat_threshold=HEARTBEAT[1], block_error_handler=False)
     executor.run_dir = block_dir
     executor.start()
+    assert executor.interchange_proc is not None  # start() launched it, or raised
     block = Block(label, site.name, nodes, walltime_minutes * 60, slots, executor, script_dir=block_dir,
                   interchange_pid=executor.interchange_proc.pid, submitted=time.monotonic())
     try:

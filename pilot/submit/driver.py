@@ -31,7 +31,8 @@ happened in it. When a job has finished:
 A job pending for a reason waiting cannot cure (``never_starts`` by its plug-in's
 ``pending_reasons``) is cancelled; its cluster fails, saying the reason and what it
 means. A job pending longer than its site's ``pending_limit``, when the run has other
-sites, is withdrawn once and its cluster bound to one of them with room. A failed
+sites, is withdrawn once and its cluster bound to one of them with room (a cluster
+waiting for a pilot job: once that pilot job has pended so long). A failed
 cluster stops only its descendants: everything that does not depend
 on it is still released (DAGMan's semantics); the run ends when nothing more can
 run. A failed submission is retried with exponential back-off, after looking the
@@ -64,7 +65,7 @@ import functools
 import logging
 import os
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 from pilot.contracts.clusters import ClusterSpec, read_clusters
 from pilot.contracts.daglock import running
@@ -233,7 +234,7 @@ class Driver:
             self._fail(c, f"job {c.job_id} can never start on {site.name}: {status.explained or 'the scheduler says so'} "
                           f"(cancelled; ask for less, or use another site)")
             return True
-        if status.state is QueueState.PENDING and self._withdraw(c, site):
+        if status.state is QueueState.PENDING and self._withdraw(c, site, status):
             return True
         reason = "" if status.reason.upper() == status.state.name else status.reason  # no reason, only the state again
         if (c.queue, c.queue_reason) == (status.state, reason):
@@ -249,15 +250,21 @@ class Driver:
         self._dirty = True
         return True
 
-    def _withdraw(self, c: ClusterRecord, site: SiteConfig) -> bool:
+    def _withdraw(self, c: ClusterRecord, site: SiteConfig, status: QueueStatus) -> bool:
         """Back out of binding ``c`` to ``site`` when its job has been pending there for the site's pending_limit
         and another of the run's sites has room: the job is cancelled and the cluster bound to that site, once
         per cluster (then it stays, as any further attempt does), said in one line. Pending time counts from when
-        this driver first saw the job pending."""
-        if not site.pending_limit or c.withdrawn_from is not None or not c.job_id or c.job_id.startswith("pilot:"):
-            return False  # a cluster waiting for a pilot job of its site is not withdrawn (yet)
+        this driver first saw the job pending; a cluster waiting for a pilot job counts that pilot job's, as its
+        backend measures it (``pending_for``; none while a pilot job of the site runs: it waits for room there)."""
+        if not site.pending_limit or c.withdrawn_from is not None or not c.job_id:
+            return False
         now = self.clock.monotonic()
-        waited = now - self._pending_since.setdefault(c.job_id, now)
+        if c.job_id.startswith("pilot:"):
+            if status.pending_for is None:
+                return False
+            waited, what = status.pending_for, "the pilot job it waits for"
+        else:
+            waited, what = now - self._pending_since.setdefault(c.job_id, now), f"job {c.job_id}"
         if waited < site.pending_limit:
             return False
         active = collections.Counter(r.site for r in self.state.clusters.values() if r.state in ACTIVE)
@@ -268,13 +275,13 @@ class Driver:
         try:
             self.backend.cancel(site, [JobRef(c.job_id, self.specs[c.name].dir, c.job_name or "")])
         except Exception as exc:  # noqa: BLE001 - not withdrawn: it may still start where it waits
-            log.warning("cluster %s: job %s pending on %s for %.0f s, but cancelling it failed (%s): it stays there",
-                        c.name, c.job_id, site.name, waited, exc)
+            log.warning("cluster %s: %s pending on %s for %.0f s, but cancelling it failed (%s): it stays there",
+                        c.name, what, site.name, waited, exc)
             c.withdrawn_from = site.name  # once: not tried again
             self._dirty = True
             return False
-        log.warning("cluster %s: job %s pending on %s for %.0f s (its pending_limit %d s): withdrawn and bound to %s",
-                    c.name, c.job_id, site.name, waited, site.pending_limit, other.name)
+        log.warning("cluster %s: %s pending on %s for %.0f s (its pending_limit %d s): withdrawn and bound to %s",
+                    c.name, what, site.name, waited, site.pending_limit, other.name)
         self._log(lambda: self.monitor.aborted(c.name))  # removed from the queue, as condor_rm
         c.withdrawn_from, c.site = site.name, other.name
         c.state, c.reason = ClusterState.WAITING, f"withdrawn from {site.name} after {waited:.0f} s pending"
@@ -510,7 +517,7 @@ class Driver:
             self._dirty = True
         return True
 
-    def _pick_site(self, c: ClusterRecord, active: dict[str, int]) -> SiteConfig | None:
+    def _pick_site(self, c: ClusterRecord, active: Mapping[str | None, int]) -> SiteConfig | None:
         if c.site is not None:  # further attempts stay where the cluster ran
             site = self.site_by_name[c.site]
             return site if active[site.name] < site.max_queued else None

@@ -28,31 +28,27 @@ from pilot.sites import SiteConfig
 from pilot.submit import blocks
 
 if TYPE_CHECKING:
-    from pilot.submit.pilots import Launch
+    from pilot.submit.launches import Launch
 
-# The options of a cluster's pilot run line that its workers act on: the block's run takes them from its first
-# cluster (a plan gives every cluster of a site the same), the per-cluster ones travel in each request.
-WORKER_FLAGS = frozenset({"--strict-limits", "--per-task-stdio", "--invocation-records", "--no-sleep-on-recv",
-                          "--keep-affinity", "--set-affinity", "--keep-task-processes", "--keep-task-dirs"})
-# The worker's containers started once (--containers) and its task directories' node-local storage are the long-lived
-# run's; a cluster's --task-files travel with its request (its DagRun sends each task's lists).
-WORKER_VALUES = frozenset({"--host-script", "--host-memory", "--host-cpus", "--host-gpus", "--max-crashes",
-                           "--containers", "--local-scratch"})
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
 def worker_args(run_args: list[str]) -> list[str]:
-    """The worker-side options of a cluster's ``pilot run`` options (``--monitord-hack`` writes per-task stdio)."""
+    """The worker-side options of a cluster's ``pilot run`` options, as the parser of that line declares each
+    (pilot.cli.run.OptionSide): the block's run takes them from its first cluster (a plan gives every cluster of a
+    site the same), the cluster's own travel in each request."""
+    from pilot.cli.run import OptionSide, option_sides
+
+    sides = option_sides()
     out: list[str] = []
     args = iter(run_args)
     for a in args:
         name = a.split("=", 1)[0]
-        if a in WORKER_FLAGS:
-            out.append(a)
-        elif a == "--monitord-hack":
-            out.append("--per-task-stdio")
-        elif name in WORKER_VALUES:
-            out += [a] if "=" in a else [a, next(args, "")]
+        value = [] if "=" in a or not sides.takes_value.get(name) else [next(args, "")]
+        if name in sides.implies:
+            out.append(sides.implies[name])
+        elif sides.side.get(name) is OptionSide.WORKER:
+            out += [a, *value]
     return out
 
 
@@ -88,14 +84,15 @@ def room(block: blocks.Block, nodes: int, shared: int) -> tuple[int, ...] | None
 
 def hosts_at(block: blocks.Block, where: tuple[int, ...]) -> list[str] | None:
     """The names of the block's nodes ``where`` (from the host list its script writes), or None when the names do
-    not tell the nodes apart (one machine's "nodes", all ``localhost``): no host can be held by name there."""
+    not tell the nodes apart (one machine's "nodes", all ``localhost``; or two names of one short host name): no
+    host can be held by name there, and whole nodes are distinct hosts only."""
     try:
         with open(os.path.join(block.script_dir, "hosts"), encoding="utf-8") as fh:
             names = fh.read().split()
     except OSError:
         return None
-    if len(set(names)) != len(names) or any(i >= len(names) for i in where):
-        return None
+    if len({n.split(".", 1)[0] for n in names}) != len(names) or any(i >= len(names) for i in where):
+        return None  # two names of one host (its full name and its short one, as the pilot run tells hosts apart)
     return [names[i] for i in where]
 
 

@@ -13,9 +13,8 @@ block only when the cluster is ready and a block has room:
   failure; a block pending for a reason its plug-in says never clears is
   ended, and the clusters waiting on that site fail, as a cluster's own job
   would: every block there asks for the same), waiting clusters are started
-  in blocks, best fit first: a block
-  with the wall time left for the cluster's estimated makespan (from the
-  plan's runtimes) before one without, and blocks are added while clusters
+  in the blocks pilot.submit.binding chooses (room, and the wall time left
+  for the cluster's estimated makespan), blocks are added while clusters
   wait for nodes no block has or will have, and ended after ``pilot_idle_timeout``
   seconds without a cluster (``pilot_min_blocks`` stay);
 - each block runs one long-lived ``pilot run --inbox`` on all its nodes, and
@@ -25,9 +24,9 @@ block only when the cluster is ready and a block has room:
   margin a batch job's gets, as ``--max-wall-time``: what cannot finish
   there is not started, and the cluster resumes in another block;
 - every block's batch job id is in ``pilots.json`` from the moment it is
-  submitted: a restarted driver, and ``pilot cancel``, end the blocks an
-  earlier driver left (Parsl cannot take a running block over), so none is
-  ever lost track of; the driver ends its own blocks as it stops.
+  submitted (pilot.submit.blockrecord): a restarted driver, and ``pilot
+  cancel``, end the blocks an earlier driver left, so none is ever lost
+  track of; the driver ends its own blocks as it stops.
 
 With no ``--pilots`` every call goes to the per-cluster backend, except the
 ids of an earlier pilot-job run, which report FINISHED (their blocks were ended).
@@ -35,71 +34,28 @@ ids of an earlier pilot-job run, which report FINISHED (their blocks were ended)
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import signal
-import socket
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
-from typing import Any
 
 from pilot.contracts import inbox
 from pilot.contracts.clusters import ClusterSpec
 from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.contracts.result import ResultError, RunOutcome, read_result
-from pilot.errors import ConfigError, SubmitError
+from pilot.errors import SubmitError
 from pilot.jobrequest import JobRequest, pilot_wall_time
 from pilot.sites import SiteConfig
-from pilot.submit import blocks, feed
+from pilot.submit import binding, blockrecord, blocks, feed
 from pilot.submit.backend import Backend, JobRef, Submitted
 from pilot.submit.backoff import Backoff
-from pilot.submit.blockapp import MARKER
+from pilot.submit.launches import Launch, start_own_run, stop_own_run
 from pilot.submit.options import Options
 from pilot.submit.pilotsize import PilotSettings, makespan
-from pilot.util.atomic import write_atomic
-from pilot.util.boundedload import load_json
-from pilot.util.flock import held_elsewhere
-from pilot.util.procs import cmdline
-from pilot.util.safeopen import read_at_most
 
 log = logging.getLogger("pilot.submit")
 PREFIX = "pilot:"
-STATE = "pilots.json"
-MAX_STATE_BYTES = 1 << 20
-MARKER_BYTES = 4096  # a launch marker (blockapp.MARKER): "<block id> <host> <launcher pid>"
-GONE_WAIT = 60.0  # seconds a restart waits for ended blocks to leave the queue before it goes on
-
-
-@dataclass
-class Launch:
-    """A cluster bound late: waiting for a block, or running in one."""
-
-    job_id: str
-    site: str
-    workdir: str
-    dag: str  # the DAG's file name in workdir
-    nodes: int
-    ranks_per_node: int
-    launcher: list[str]
-    pilot: list[str]  # the pilot command (``pilot``, or ``python -m pilot``)
-    run_args: list[str]  # its ``run`` options and DAG, without --max-wall-time (set where it starts)
-    makespan: float  # seconds the plan's runtimes say it takes (0: unknown)
-    block: blocks.Block | None = None
-    future: Future | None = None  # its app, or (fed) its block's long-lived run
-    fed: bool = False  # handed to its block's long-lived pilot run (pilot.submit.feed)
-
-    @property
-    def marker(self) -> str:
-        return os.path.join(self.workdir, self.dag + MARKER)
-
-
-def _still_running(dag: str) -> bool:
-    """Whether a pilot run holds the DAG's lock (the flock ``pilot run`` keeps for its whole run)."""
-    with held_elsewhere(dag) as fd:
-        return fd is not None
 
 
 def _ended(future: Future) -> str:
@@ -108,11 +64,6 @@ def _ended(future: Future) -> str:
         return f"exit status {future.result(timeout=0)}"
     except Exception as exc:  # noqa: BLE001 - Parsl fails it back in many ways (a lost pool among them)
         return " ".join(str(exc).split())[:200] or type(exc).__name__
-
-
-def _without_walltime(args: list[str]) -> list[str]:
-    at = args.index("--max-wall-time") if "--max-wall-time" in args else len(args)
-    return args[:at] + args[at + 2:]
 
 
 class PilotBackend:
@@ -139,57 +90,16 @@ class PilotBackend:
         self.fed = fed
         self._first: dict[str, JobRequest] = {}
 
-    # -- the record of blocks ---------------------------------------------------------------
-    def _state_path(self) -> str:
-        return os.path.join(self.submit_dir, STATE)
-
+    # -- the record of blocks (pilot.submit.blockrecord) ------------------------------------
     def _save(self) -> None:
-        write_atomic(self._state_path(), json.dumps({"format": 1, "blocks": [b.record() for b in self.blocks]}) + "\n")
+        blockrecord.save(self.submit_dir, self.blocks)
 
     def end_recorded(self) -> list[str]:
         """End the blocks an earlier driver left (its record), and wait until the queue no longer has them:
         their clusters resume from their rescue logs only once nothing of theirs runs."""
-        path = self._state_path()
-        if not os.path.exists(path):
-            return []
-        raw = load_json(path, MAX_STATE_BYTES, f"remove {path} once no pilot job of this run is in a queue")
-        records = [r for r in (raw.get("blocks") or []) if isinstance(r, dict) and r.get("job_id")]
-        ended: list[str] = []
-        for r in records:
-            site = self.sites.get(str(r.get("site")))
-            if site is None:
-                raise ConfigError(f"{path}: pilot job {r['job_id']} runs on site {r.get('site')!r}: pass that site to "
-                                  "--site too, so it can be ended")
-            pid = int(r.get("interchange_pid") or 0)
-            if pid and b"interchange" in b" ".join(cmdline(pid) or []):
-                os.kill(pid, signal.SIGTERM)
-            ended += self.batch.cancel(site, [JobRef(str(r["job_id"]), str(r.get("script_dir") or ""),
-                                                     str(r.get("job_name") or ""))])
-        if ended:
-            log.info("pilot job(s) %s of an earlier driver ended (a new driver cannot take them over); their clusters "
-                     "resume from their rescue logs", ", ".join(ended))
-        self._wait_gone(records)
+        ended = blockrecord.end_recorded(self.submit_dir, self.sites, self.batch, self.clock)
         self._save()
         return ended
-
-    def _wait_gone(self, records: list[dict[str, Any]]) -> None:
-        deadline = self.clock() + GONE_WAIT
-        while records and self.clock() < deadline:
-            left = []
-            for site_name in {str(r["site"]) for r in records}:
-                ids = [str(r["job_id"]) for r in records if str(r["site"]) == site_name]
-                try:
-                    states = self.batch.query(self.sites[site_name], ids)
-                except SubmitError:
-                    states = {}
-                left += [r for r in records if str(r["job_id"]) in ids and
-                         states.get(str(r["job_id"]), QueueStatus(QueueState.FINISHED)).state is not QueueState.FINISHED]
-            if not left:
-                return
-            records = left
-            time.sleep(1.0)
-        if records:
-            log.warning("pilot job(s) %s still in the queue after cancelling them", ", ".join(r["job_id"] for r in records))
 
     # -- Backend ----------------------------------------------------------------------------
     def submit(self, site: SiteConfig, req: JobRequest, job_name: str) -> Submitted:
@@ -197,15 +107,8 @@ class PilotBackend:
             return self.batch.submit(site, req, job_name)
         job_id = PREFIX + job_name
         self._first.setdefault(site.name, req)
-        dag = req.pilot_args[-1]
-        base = dag[:-4] if dag.endswith(".dag") else dag
-        self.launches[job_id] = Launch(
-            job_id, site.name, req.workdir, dag, req.nodes, req.ranks_per_node, req.launch_prefix(),
-            list(req.pilot_command), _without_walltime(req.pilot_args), makespan(self.specs.get(req.name)))
-        try:
-            os.unlink(os.path.join(req.workdir, dag + MARKER))  # an earlier attempt's
-        except FileNotFoundError:
-            pass
+        self.launches[job_id] = Launch.of(job_id, site.name, req, makespan(self.specs.get(req.name)))
+        base = req.pilot_args[-1][:-4] if req.pilot_args[-1].endswith(".dag") else req.pilot_args[-1]
         self._place(self.launches[job_id], self.clock())  # at once, when a running block has room for it
         return Submitted(job_id, os.path.join(req.workdir, base + ".block.out"), os.path.join(req.workdir, base + ".block.err"))
 
@@ -236,7 +139,8 @@ class PilotBackend:
             why = self._refused.given_up(launch.site) or self._died.given_up(launch.site)
             if why:  # the driver cancels it and fails the cluster with this reason
                 return QueueStatus(QueueState.PENDING, why, never_starts=True)
-            return QueueStatus(QueueState.PENDING, "waiting for a pilot job")
+            return QueueStatus(QueueState.PENDING, "waiting for a pilot job",
+                               pending_for=self._pending_for(launch.site, self.clock()))
         if launch.fed:
             status = feed.status(launch)
             if status.state is QueueState.FINISHED:
@@ -281,9 +185,11 @@ class PilotBackend:
             if launch is not None:
                 out.append(launch.job_id)
                 self._stop(launch)
-        if not self.launches:  # nothing of this run is left to bind: its blocks go too (pilot cancel)
+        if not self.settings:  # pilot cancel: nothing of the run is left to bind, its blocks go too
             self.shutdown()
             out += self.end_recorded()
+        elif self._unwanted(site, self.clock()):  # its last waiting cluster withdrawn from the site
+            self._save()
         return out
 
     def _stop(self, launch: Launch) -> None:
@@ -291,13 +197,8 @@ class PilotBackend:
         run in the block's pilot run)."""
         if launch.fed:
             feed.cancel(launch)
-        elif launch.future is not None and not launch.future.cancel() and os.path.exists(launch.marker):
-            try:
-                _, host, pid = read_at_most(launch.marker, MARKER_BYTES).decode("utf-8").split()
-                if host == socket.gethostname():
-                    os.kill(int(pid), signal.SIGTERM)  # the launcher, which passes it to the cluster's ranks
-            except (OSError, ValueError):
-                pass  # gone already, or on another node: its block ends with the run
+        else:
+            stop_own_run(launch)
         if launch.block is not None:
             launch.block.give(launch.job_id)
 
@@ -350,6 +251,7 @@ class PilotBackend:
         waiting = [x for x in self.launches.values() if x.site == site.name and x.block is None]
         for launch in waiting:
             self._place(launch, now)
+        changed |= self._unwanted(site, now)
         changed |= self._scale(site, settings, now)
         if changed:
             self._save()
@@ -369,24 +271,20 @@ class PilotBackend:
         self.blocks.remove(block)
 
     def _place(self, launch: Launch, now: float) -> None:
+        """Bind a waiting cluster to the block pilot.submit.binding chooses, if any, and start it there."""
         cut = self._cut.get(launch.workdir, ())
+        mine = [b for b in self.blocks if b.site == launch.site]
         # Fed, a cluster of one node shares the block's workers with every other, one of several holds whole nodes.
         room = {b.label: feed.room(b, launch.nodes, sum(1 for w, _ in b.apps.values() if not w)) if self.fed else
-                b.fit(launch.nodes, launch.ranks_per_node) for b in self.blocks
-                if b.site == launch.site and b.running_since is not None and b.time_left(now) > b.margin
-                and b.label not in cut and (b.agent is not None or not self.fed)}
-        running = [b for b in self.blocks if room.get(b.label) is not None]
-        if not running:
+                b.fit(launch.nodes, launch.ranks_per_node) for b in mine}
+        offers = [binding.Offer(b.label, b.running_since is not None and (b.agent is not None or not self.fed),
+                                room[b.label] is not None, b.time_left(now), b.margin,
+                                len(b.apps) if self.fed else b.free_slots, b.label in cut) for b in mine]
+        label = binding.choose(offers, launch.makespan, self._may_add(launch.site))
+        block = next((b for b in mine if b.label == label), None)
+        if block is None:
             return
-        fits = [b for b in running if b.time_left(now) >= launch.makespan + b.margin]
-        if fits:
-            block = min(fits, key=lambda b: (len(b.apps), -b.time_left(now)) if self.fed else  # the least busy
-                        (b.free_slots, -b.time_left(now)))  # pack, then the longest left
-        elif self._may_add(launch.site) or any(b.running_since is None for b in self.blocks if b.site == launch.site):
-            return  # a new block will fit it better than what is left of these
-        else:
-            block = max(running, key=lambda b: b.time_left(now))  # it resumes elsewhere when this one ends
-        if _still_running(os.path.join(launch.workdir, launch.dag)):
+        if launch.still_running():
             return  # an earlier attempt lives on (its block's processes not yet gone): never two at once
         minutes = pilot_wall_time(block.time_left(now) / 60.0)
         where = room[block.label]
@@ -396,13 +294,33 @@ class PilotBackend:
             log.info("%s: fed to pilot job %s (%.0f s of wall time left there)", launch.job_id, block.job_id,
                      block.time_left(now))
             return
-        _, host_flag = blocks.mpi_launcher(self.sites[launch.site])
-        pilot = [*launch.pilot, "run", "--max-wall-time", f"{minutes:g}", *launch.run_args]
-        launch.future = blocks.launch(block, launch.job_id, where, launch.ranks_per_node,
-                                      (launch.workdir, launch.dag, launch.launcher, host_flag, pilot))
-        launch.block = block
+        start_own_run(launch, block, self.sites[launch.site], minutes, where)
         log.info("%s: started in pilot job %s (%.0f s of wall time left there)", launch.job_id, block.job_id,
                  block.time_left(now))
+
+    def _pending_for(self, site_name: str, now: float) -> float | None:
+        """How long the clusters waiting at the site have waited for a pilot job to start: the seconds its oldest
+        pilot job has pended, while none runs (None while one runs: they wait for room in it; or none is queued)."""
+        mine = [b for b in self.blocks if b.site == site_name]
+        if not mine or any(b.running_since is not None for b in mine):
+            return None
+        return now - min(b.submitted for b in mine)
+
+    def _unwanted(self, site: SiteConfig, now: float) -> bool:
+        """End the site's pilot jobs pending past its ``pending_limit`` once no cluster waits at the site (the
+        driver withdrew them to another site): started, each would only idle. ``pilot_min_blocks`` stay."""
+        if not site.pending_limit or site.name not in self.settings or \
+                any(x.site == site.name and x.block is None for x in self.launches.values()):
+            return False
+        mine = [b for b in self.blocks if b.site == site.name]
+        late = [b for b in mine if b.running_since is None and now - b.submitted >= site.pending_limit]
+        late = late[: max(0, len(mine) - self.settings[site.name].min_blocks)]
+        for block in late:
+            log.warning("%s: pilot job %s pending for %.0f s (its pending_limit %d s) and no cluster waits for it "
+                        "there any more: cancelled", site.name, block.job_id, now - block.submitted, site.pending_limit)
+            blocks.end_block(block)
+            self.blocks.remove(block)
+        return bool(late)
 
     def _may_add(self, site_name: str) -> bool:
         settings = self.settings[site_name]
@@ -427,6 +345,7 @@ class PilotBackend:
                 log.warning("%s: a pilot job could not be submitted (%s); trying again in %.0f s", site.name, error, delay)
                 return changed
             self._refused.cleared(site.name)
+            block.submitted = now  # by the clock pending times are measured with
             self.blocks.append(block)
             self._save()  # recorded before anything else: a crash from here on cannot lose it
             mine.append(block)

@@ -22,8 +22,8 @@ from tests.waiting import wait_for
 pytestmark = pytest.mark.pbs
 
 
-def pbs_site(tmp_path: Path, walltime: str = "00:05:00", **extra: str) -> str:
-    path = tmp_path / "pbs.yaml"
+def pbs_site(tmp_path: Path, walltime: str = "00:05:00", name: str = "pbs", **extra: str) -> str:
+    path = tmp_path / f"{name}.yaml"
     keys = {"description": "the OpenPBS of this machine", "scheduler": "pbspro", "pegasus_site": "container",
             "queue": "workq", "nodes": "1", "cores_per_node": str(ncpus()), "walltime": f"'{walltime}'", **extra}
     path.write_text("".join(f"{k}: {v}\n" for k, v in keys.items()))  # a key once: a repeated key is refused
@@ -183,3 +183,27 @@ def test_a_pilot_job_lost_to_qdel_costs_only_its_cluster_which_resumes_in_a_new_
     assert records["sh_b"]["attempts"] == 1
     assert (tmp_path / "ran.txt").read_text().split() == ["a", "b"]  # each once
     assert not live({b["job_id"] for b in json.loads((sub / "pilots.json").read_text())["blocks"]} | {job})
+
+
+def test_a_cluster_whose_pbs_pilot_job_is_held_is_withdrawn_to_the_other_site_and_runs_there(tmp_path, pbs):
+    """Two OpenPBS sites: "held"'s pilot jobs are submitted held (-h); past its pending_limit each cluster waiting
+    there is withdrawn to "ok" (one line each, once), runs there, and the held pilot job is qdel'd."""
+    from tests.integration.test_pilots import chain
+
+    held = pbs_site(tmp_path, name="held", pegasus_site="local", pending_limit="10",
+                    scheduler_options='["#PBS -h"]')
+    ok = pbs_site(tmp_path, name="ok", pegasus_site="local")
+    sub = tmp_path / "sub"
+    res = pilot("submit", "--site", f"{held},{ok}", "--cluster", "label", "--poll", "0.3", "--no-monitord",
+                "--pilots", "1", str(chain(tmp_path, 1)), "--dir", str(sub))
+    assert res.returncode == 0, res.stderr
+    records = state(sub)
+    assert all(c["state"] == "done" and c["site"] == "ok" and c["withdrawn_from"] == "held" and c["attempts"] == 2
+               for c in records.values()), records
+    said = [line for line in res.stderr.splitlines() if "withdrawn and bound to ok" in line]
+    assert len(said) == len(records), res.stderr  # one line per cluster, once each
+    cancelled = {line.split("pilot job ")[1].split()[0] for line in res.stderr.splitlines()
+                 if "no cluster waits for it there any more: cancelled" in line}
+    assert len(cancelled) == len(records), res.stderr
+    wait_for(lambda: not live(cancelled), 60, "the held pilot jobs to leave PBS")
+    assert (tmp_path / "ran.txt").read_text().split() == ["a", "b"]

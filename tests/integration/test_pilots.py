@@ -287,3 +287,38 @@ def test_on_slurm_small_clusters_share_the_nodes_of_a_pilot_job(tmp_path):
     assert len(times) == 4
     at_once = max(sum(1 for s, e in times if s <= t < e) for t, _ in times)
     assert at_once >= 3, times  # one at a time without sharing
+
+
+def slurm_site(tmp_path: Path, name: str, *lines: str) -> str:
+    """A copy of the container site (the real single-node Slurm) as ``<name>.yaml``, with ``lines`` added."""
+    path = tmp_path / f"{name}.yaml"
+    path.write_text((ROOT / "site_configs" / "container.yaml").read_text() + "".join(f"{line}\n" for line in lines))
+    return str(path)
+
+
+@pytest.mark.slurm
+def test_on_slurm_a_cluster_whose_pilot_job_never_starts_at_one_site_is_withdrawn_and_runs_at_the_other(tmp_path):
+    """Two sites on the real Slurm: "held"'s pilot jobs ask to begin in an hour, so they pend; past its
+    pending_limit each cluster waiting there is withdrawn to "ok" (one line each), runs there, and "held"'s
+    pilot job is scancelled."""
+    from tests.integration.slurm import require_slurm, wait_gone
+
+    require_slurm()
+    held = slurm_site(tmp_path, "held", "pending_limit: 10", "scheduler_options:", '  - "#SBATCH --begin=now+1hour"')
+    ok = slurm_site(tmp_path, "ok")
+    sub = tmp_path / "sub"
+    res = submit("--no-monitord", "--site", f"{held},{ok}", "--set", VENV_PILOT, "--set", "pegasus_site=local",
+                 "--cluster", "label", "--pilots", "1", str(chain(tmp_path, 1)), "--dir", str(sub), timeout=400)
+    assert res.returncode == 0, res.stderr
+    records = state(sub)
+    assert all(c["state"] == "done" and c["site"] == "ok" and c["withdrawn_from"] == "held" and c["attempts"] == 2
+               for c in records.values()), records
+    said = [line for line in res.stderr.splitlines() if "withdrawn" in line]
+    assert len(said) == len(records) == 4, res.stderr  # one line per cluster (a, b, create_dir, cleanup), once
+    assert all("the pilot job it waits for pending on held for" in line and "bound to ok" in line for line in said)
+    cancelled = [line.split("pilot job ")[1].split()[0] for line in res.stderr.splitlines()
+                 if "no cluster waits for it there any more: cancelled" in line]
+    assert len(cancelled) == len(records), res.stderr  # each of held's pilot jobs, once its cluster left
+    wait_gone(cancelled, timeout=60)
+    assert (tmp_path / "ran.txt").read_text().split() == ["a", "b"]
+    assert json.loads((sub / "pilots.json").read_text())["blocks"] == []

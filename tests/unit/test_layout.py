@@ -53,8 +53,11 @@ ALLOWED = {
 # The crossings: the planner's makespan estimate runs the real master on simulated workers
 # (pilot.runtime.simulate), so that the estimate and a run schedule alike; pilot cancel ends the task processes
 # a killed run left behind by the marks the runtime gives them (pilot.runtime.reaper, startup.dag_key), read as
-# the runtime reads them, never by a second copy that could drift from the one it writes.
-EXCEPTIONS = {("pilot/planner/estimate.py", "runtime"), ("pilot/submit/endruns.py", "runtime")}
+# the runtime reads them, never by a second copy that could drift from the one it writes; and a pilot job's
+# long-lived run takes the options of a cluster's pilot run line that the parser of that line (pilot.cli.run)
+# declares the workers', never by a second list that a new option could be left out of.
+EXCEPTIONS = {("pilot/planner/estimate.py", "runtime"), ("pilot/submit/endruns.py", "runtime"),
+              ("pilot/submit/feed.py", "cli")}
 
 
 class Imported(NamedTuple):

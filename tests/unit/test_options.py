@@ -1,3 +1,5 @@
+import argparse
+
 import pytest
 
 from pilot.cli.run import parse_run_args
@@ -118,3 +120,29 @@ def test_max_crashes_from_the_command_line_the_environment_or_the_default():
     assert parse_run_args(["x.dag"], env={}).max_crashes == 2
     assert parse_run_args(["x.dag"], env={"PMC_MAX_CRASHES": "1"}).max_crashes == 1
     assert parse_run_args(["--max-crashes", "5", "x.dag"], env={"PMC_MAX_CRASHES": "1"}).max_crashes == 5
+
+
+def test_every_option_of_the_parser_says_whose_it_is_where_clusters_are_fed_to_a_pilot_jobs_run():
+    """An option added to pilot run without its side would be lost, or wrongly kept, when a cluster is fed to a
+    pilot job's long-lived run: the parser declares each, and the feed derives the worker options from it."""
+    from pilot.cli.run import OptionSide, OptionSides, build_parser
+
+    sides = OptionSides()
+    parser = build_parser("pilot run", sides)
+    unclassified = [a.option_strings or [a.dest] for a in parser._actions
+                    if not isinstance(a, argparse._HelpAction)
+                    and not all(n in sides.side for n in a.option_strings or [a.dest])]
+    assert unclassified == []
+    workers = sorted(n for n, s in sides.side.items() if s is OptionSide.WORKER and n.startswith("--"))
+    assert "--containers" in workers and "--host-cpus" in workers and "--max-wall-time" not in workers
+    assert sides.side["--inbox"] is OptionSide.RUN and sides.side["dag"] is OptionSide.CLUSTER
+
+
+def test_the_feed_keeps_a_clusters_worker_options_with_their_values_and_nothing_else():
+    from pilot.submit.feed import worker_args
+
+    line = ["-o", "--keep-task-dirs", "--tries=3", "--host-memory=512", "--containers", "once", "-v",
+            "--monitord-hack", "--local-scratch", "/l", "--task-files", "c.taskfiles", "--set-affinity"]
+    # -o's value is a file name, even one spelled as an option; --monitord-hack gives the workers per-task stdio
+    assert worker_args(line) == ["--host-memory=512", "--containers", "once", "--per-task-stdio",
+                                 "--local-scratch", "/l", "--set-affinity"]

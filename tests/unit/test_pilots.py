@@ -4,6 +4,7 @@ engine (Parsl's MPIExecutor) runs in tests/integration/test_pilots.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from concurrent.futures import Future
 from pathlib import Path
@@ -15,7 +16,7 @@ from pilot.contracts.queue import QueueState, QueueStatus
 from pilot.errors import ConfigError
 from pilot.jobrequest import request_for
 from pilot.sites import load_site
-from pilot.submit import backoff, blocks, pilots
+from pilot.submit import backoff, blocks, launches, pilots
 from pilot.submit.backend import JobRef
 from pilot.submit.options import Options
 
@@ -382,7 +383,7 @@ def test_stopping_the_driver_tells_each_pilot_run_to_stop(env):
 def feed_id(b, job_id: str, gone: bool = False) -> str:
     from pilot.submit import feed
 
-    return feed.request_id(pilots.Launch(job_id, "", "", "", 1, 1, [], [], [], 0.0))
+    return feed.request_id(launches.Launch(job_id, "", "", "", 1, 1, [], [], [], 0.0))
 
 
 def test_a_fed_cluster_of_several_nodes_holds_whole_nodes_and_one_node_ones_share_the_rest(env):
@@ -460,3 +461,37 @@ def test_one_queue_query_per_poll_asks_about_the_batch_jobs_and_the_pilot_jobs(e
     got = b.query(site, [*ids, "4242"])  # an earlier attempt's own batch job among them
     assert queue.asked == [["4242", "100", "101"]]
     assert set(got) == {*ids, "4242"} and got["4242"].state is QueueState.RUNNING
+
+
+def test_a_pilot_job_carries_its_sites_scheduler_options_as_a_clusters_job_does():
+    from providers import provider_for
+
+    site = load_site("container", {})
+    site = dataclasses.replace(site, scheduler_options=["#SBATCH --begin=now+1hour", "#SBATCH --constraint=big"])
+    provider = provider_for(site)
+    blocks.add_site_directives(provider, site)
+    lines = provider.scheduler_options.splitlines()
+    assert "#SBATCH --partition=debug" in lines  # Parsl's own, kept
+    assert lines[-2:] == ["#SBATCH --begin=now+1hour", "#SBATCH --constraint=big"]
+    local = provider_for(load_site("local", {}))
+    blocks.add_site_directives(local, dataclasses.replace(load_site("local", {}), scheduler_options=[]))
+    assert not hasattr(local, "scheduler_options")
+
+
+def test_whole_nodes_are_distinct_hosts_on_both_sides_of_the_inbox(tmp_path):
+    """A cluster of N nodes holds N distinct hosts, or shares: the driver names no hosts where two of the block's
+    names are one host (its full and short name), and the pilot run holds only hosts it can tell apart."""
+    from pilot.runtime.agent import whole_hosts
+    from pilot.submit import feed
+
+    block = blocks.Block("b", "s", 3, 600.0, 2, script_dir=str(tmp_path))
+    (tmp_path / "hosts").write_text("nid1.hsn\nnid2.hsn\nnid3.hsn\n")
+    assert feed.hosts_at(block, (1, 2)) == ["nid2.hsn", "nid3.hsn"]
+    (tmp_path / "hosts").write_text("nid1\nnid1.hsn\nnid3\n")
+    assert feed.hosts_at(block, (0, 1)) is None
+    workers = {"nid1": 0, "nid2": 0, "nid3": 0}
+    assert whole_hosts(["nid2.hsn", "nid3.hsn"], workers) == {"nid2", "nid3"}  # the scheduler's full names
+    assert whole_hosts(["nid2", "nid2.hsn"], workers) is None  # two names, one host: not two whole nodes
+    assert whole_hosts(["nid2", "nid4"], workers) is None  # a host no worker is on
+    assert whole_hosts(["n1.a", "n1.b"], {"n1.a": 0, "n1.b": 0}) == {"n1.a", "n1.b"}  # full names tell them apart
+    assert whole_hosts(["n1"], {"n1.a": 0, "n1.b": 0}) is None  # which of the two: cannot be told
