@@ -161,7 +161,7 @@ def fold(profiles: dict[str, dict[str, str]]) -> None:
     selector::execution.site, which Hints.java aliases."""
     for (ns, key), (target, factor) in FOLDED.items():
         raw = profiles.get(ns, {}).get(key)
-        if raw not in (None, "") and not profiles.get("pegasus", {}).get(target):
+        if raw and not profiles.get("pegasus", {}).get(target):
             try:
                 value = float(raw) * factor
             except ValueError:
