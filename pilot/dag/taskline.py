@@ -4,8 +4,8 @@
 ``-p``, ``-f``, ``-F`` and their long names). Numbers in them are read the way pegasus-mpi-cluster reads them
 (``sscanf``): ``-m`` and ``-c`` as decimals rounded up, ``-t`` and ``-p`` as the integer at the start of the
 value (``-p 1.5`` is priority 1), ``-t 0`` and ``-c 0`` allowed; a value with no number at its start, or one
-past the 32 bits PMC reads it into (``-c 1e300``), is an error. The command stays raw text until a worker runs
-it (see Task).
+past the 32 bits PMC reads it into (``-c 1e300``), is an error. The command stays raw text until used (see
+Task).
 
 The parser (pilot.dag.parser) reads the file and its other records, and keeps what the TASKs before this one
 set (the ``#pilot`` notes' working directory and environment, as the Spec of a task with no options): this
@@ -51,7 +51,6 @@ _TASK_OPTIONS: dict[str, tuple[str, str]] = {
     "-F": ("file_forwards", "file"),
     "--file-forward": ("file_forwards", "file"),
 }
-
 
 
 def parse_task(line: str, path: str, lineno: int, base: Spec = DEFAULT_SPEC, specs: dict[tuple, Spec] | None = None) -> Task:
