@@ -136,7 +136,7 @@ class SiteConfig:
 
 
 KINDS: dict[str, Kind] = {f.name: f.metadata["kind"] for f in fields(SiteConfig) if "kind" in f.metadata}
-KEYS = list(KINDS)
+KEYS: list[str] = list(KINDS)
 
 
 def shipped_sites() -> dict[str, str]:

@@ -62,7 +62,8 @@ def read_rescue(path: str, known: Iterable[str] | None = None) -> set[str]:
     known_set = known if known is None or isinstance(known, (set, dict)) else set(known)
     done: set[str] = set()
     try:
-        fh = open(open_regular_fd(path), encoding="utf-8", errors="surrogateescape")  # a FIFO: refused, not waited on  # noqa: SIM115 - opened apart so that its errors are told apart; the with below closes it
+        fd = open_regular_fd(path)  # a FIFO: refused, not waited on
+        fh = open(fd, encoding="utf-8", errors="surrogateescape")  # noqa: SIM115 - opened apart so that its errors are told apart; the with below closes it
     except FileNotFoundError:
         return done
     except OSError as exc:

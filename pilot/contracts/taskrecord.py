@@ -1,6 +1,6 @@
 """The ``[cluster-task]`` record: one line per task attempt, written by ``pilot run`` into the task's stdout.
 
-Its writer is a worker of ``pilot run`` (pilot.runtime.worker, and the master
+Its writer is a worker of ``pilot run`` (pilot.runtime.taskrecords, and the master
 for a task its crashes stopped); its readers are ``pilot report``
 (pilot.report.runs) and, outside pilot, pegasus-exitcode and pegasus-monitord.
 The format follows pegasus-mpi-cluster::

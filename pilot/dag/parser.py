@@ -17,57 +17,28 @@ workflow's directory on the site's shared scratch, as Pegasus' kickstart
 before the TASK lines they name (PMC requires them after). A duplicated EDGE
 is ignored and a cycle is an error naming the tasks on it.
 
-Numbers in task options are read the way pegasus-mpi-cluster reads them
-(``sscanf``): ``-m`` and ``-c`` as decimals rounded up, ``-t`` and ``-p`` as
-the integer at the start of the value (``-p 1.5`` is priority 1), ``-t 0`` and
-``-c 0`` allowed; a value with no number at its start, or one past the 32
-bits PMC reads it into (``-c 1e300``), is an error. Unlike
-PMC, a NUL byte or an unterminated quote is an error too: PMC would pass a
-truncated argument to the task, or silently run the rest of the line as one.
-Only a regular file is read, a bounded line at a time (``read_dag``).
+A TASK line's id, options and numbers are read by pilot.dag.taskline, as
+pegasus-mpi-cluster reads them. Unlike PMC, a NUL byte or an unterminated
+quote is an error: PMC would pass a truncated argument to the task, or
+silently run the rest of the line as one. Only a regular file is read, a
+bounded line at a time (``read_dag``).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import TextIO
 
 from pilot.dag.cycles import find_cycle
 from pilot.dag.lexer import SPECIAL, split_args, unterminated_quote
-from pilot.dag.model import DEFAULT_SPEC, Dag, Spec, Task
+from pilot.dag.model import DEFAULT_SPEC, Dag, Spec
+from pilot.dag.taskline import ENV_NAME, parse_task
 from pilot.errors import DagError
 from pilot.util.gcpause import gc_paused
 from pilot.util.safeopen import open_regular_fd
 
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# What sscanf's %d and %f take from the start of a value.
-_C_INT = re.compile(r"\s*([+-]?\d+)")
-_C_FLOAT = re.compile(r"\s*([+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan))", re.I)
-
-# PMC reads -m, -c (unsigned) and -t, -p (int) into 32 bits; a larger value is a typo, not a request.
-_MAX_REQUEST = 2**32 - 1
-_MAX_INT = 2**31 - 1
 MAX_RUNTIME = 1e9  # seconds (31 years): a longer expected runtime is a typo, and would swamp every estimate
-
-# option -> (attribute, kind); kinds are parsed by _option_value.
-_TASK_OPTIONS: dict[str, tuple[str, str]] = {
-    "-m": ("memory", "memory"),
-    "--request-memory": ("memory", "memory"),
-    "-c": ("cpus", "count"),
-    "--request-cpus": ("cpus", "count"),
-    "-g": ("gpus", "count0"),
-    "--request-gpus": ("gpus", "count0"),
-    "-t": ("tries", "tries"),
-    "--tries": ("tries", "tries"),
-    "-p": ("priority", "int"),
-    "--priority": ("priority", "int"),
-    "-f": ("pipe_forwards", "pipe"),
-    "--pipe-forward": ("pipe_forwards", "pipe"),
-    "-F": ("file_forwards", "file"),
-    "--file-forward": ("file_forwards", "file"),
-}
 
 
 def read_dag(path: str) -> Dag:
@@ -172,7 +143,7 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
         if special(line) is not None and unterminated_quote(line):
             raise DagError(path, lineno, "unterminated quote; close it with a matching ' or \" (or escape it with \\)")
         if kind == "TASK":
-            task = _parse_task(line, path, lineno, base, specs)
+            task = parse_task(line, path, lineno, base, specs)
             cmd = task.raw_args
             if cmd is not None:
                 if cmd == last_cmd:
@@ -307,137 +278,3 @@ def _pilot_note(line: str, path: str, lineno: int) -> float:
     if value > MAX_RUNTIME:
         raise DagError(path, lineno, f"runtime {raw!r} is more than {MAX_RUNTIME:.0e} seconds (31 years): a typo?")
     return value
-
-
-def _parse_task(line: str, path: str, lineno: int, base: Spec = DEFAULT_SPEC, specs: dict[tuple, Spec] | None = None) -> Task:
-    """TASK id and options now; the command stays raw until used (see Task). ``base``: the Spec of a task without
-    options here; one with options gets the equal Spec in ``specs``, or a new one put there."""
-    rest = line[4:]
-    if not rest:
-        raise DagError(path, lineno, "invalid TASK record: expected 'TASK <id> [options] <executable> [arguments]'")
-    if not rest[0].isspace():
-        raise DagError(path, lineno, f"invalid record {split_args(line)[0]!r}: expected TASK or EDGE")
-    head = rest.split(None, 1)
-    if not head or SPECIAL.search(head[0]):
-        return _parse_task_tokens(split_args(line), path, lineno, base, specs)
-    name = head[0]
-    fields: dict[str, Any] = {}
-    rest = head[1] if len(head) > 1 else ""
-    while rest[:1] == "-":
-        parts = rest.split(None, 2)
-        opt = parts[0]
-        if len(opt) == 1:
-            break  # a lone "-" is an executable name, not an option
-        if SPECIAL.search(opt) or (len(parts) > 1 and SPECIAL.search(parts[1])):
-            return _parse_task_tokens(split_args(line), path, lineno, base, specs)
-        value: str | None = None
-        if opt.startswith("--") and "=" in opt:
-            opt, value = opt.split("=", 1)
-            rest = rest.split(None, 1)[1] if len(parts) > 1 else ""
-        spec = _TASK_OPTIONS.get(opt)
-        if spec is None:
-            raise DagError(path, lineno, f"task {name!r}: unknown task option {opt!r} (valid: -m -c -g -t -p -f -F)")
-        if value is None:
-            if len(parts) < 2:
-                raise DagError(path, lineno, f"task {name!r}: option {opt} needs a value")
-            value = parts[1]
-            rest = parts[2] if len(parts) > 2 else ""
-        _apply_option(fields, name, spec, opt, value, path, lineno)
-    if not rest or (rest[0] in "'\"" and split_args(rest)[:1] == [""]):  # an empty quoted executable: none
-        raise DagError(path, lineno, f"task {name!r} has no executable; put the program after the task options")
-    return Task(name, raw_args=rest, line=lineno, spec=_spec(fields, base, specs))
-
-
-def _spec(fields: dict[str, Any], base: Spec, specs: dict[tuple, Spec] | None) -> Spec:
-    """``base`` with the options a TASK record gave (``fields``), shared through ``specs``."""
-    if not fields:
-        return base
-    for attr in ("pipe_forwards", "file_forwards"):
-        if attr in fields:
-            fields[attr] = tuple(fields[attr])
-    if specs is None:
-        return base.but(**fields)
-    # Tasks that repeat the same options find their Spec by them, without making one first; such a key
-    # starts with a Spec, a Spec's own key (its values) with a number: the two never meet in ``specs``.
-    given = (base, *fields.items())
-    spec = specs.get(given)
-    if spec is None:
-        spec = specs[given] = base.but(**fields).shared(specs)
-    return spec
-
-
-def _parse_task_tokens(args: list[str], path: str, lineno: int, base: Spec = DEFAULT_SPEC,
-                       specs: dict[tuple, Spec] | None = None) -> Task:
-    """The general path, for ids and options that are quoted or escaped."""
-    if len(args) < 2:
-        raise DagError(path, lineno, "invalid TASK record: expected 'TASK <id> [options] <executable> [arguments]'")
-    name = args[1]
-    if not name or name != name.strip():  # the rescue log's "DONE <task>" line could not give it back
-        raise DagError(path, lineno, f"task id {name!r} is empty or starts or ends with a blank: give the task "
-                       "an id without blanks at its ends")
-    fields: dict[str, Any] = {}
-    i = 2
-    n = len(args)
-    while i < n and args[i].startswith("-") and len(args[i]) > 1:
-        opt = args[i]
-        value: str | None = None
-        if opt.startswith("--") and "=" in opt:
-            opt, value = opt.split("=", 1)
-        spec = _TASK_OPTIONS.get(opt)
-        if spec is None:
-            raise DagError(path, lineno, f"task {name!r}: unknown task option {opt!r} (valid: -m -c -g -t -p -f -F)")
-        if value is None:
-            i += 1
-            if i >= n:
-                raise DagError(path, lineno, f"task {name!r}: option {opt} needs a value")
-            value = args[i]
-        _apply_option(fields, name, spec, opt, value, path, lineno)
-        i += 1
-    if i >= n or not args[i]:
-        raise DagError(path, lineno, f"task {name!r} has no executable; put the program after the task options")
-    return Task(name, args[i:], line=lineno, spec=_spec(fields, base, specs))
-
-
-def _apply_option(fields: dict[str, Any], name: str, spec: tuple[str, str], opt: str, value: str, path: str,
-                  lineno: int) -> None:
-    """Check one option of task ``name`` and put its value in ``fields`` (a Spec's field -> value)."""
-    attr, kind = spec
-
-    def bad(why: str) -> DagError:
-        shown = repr(value) if len(value) <= 40 else repr(value[:37]) + "..."
-        return DagError(path, lineno, f"task {name!r}: {opt} {shown}: {why}")
-
-    if kind in ("memory", "count", "count0"):
-        match = _C_FLOAT.match(value)
-        if match is None:
-            raise bad("not a number")
-        number = float(match.group(1))
-        if not math.isfinite(number):
-            raise bad("not a finite number")
-        if number < 0:
-            raise bad("must not be negative")
-        if number > _MAX_REQUEST:
-            raise bad(f"more than {_MAX_REQUEST} (PMC reads it as a 32-bit number; no host has that many)")
-        fields[attr] = math.ceil(number)
-    elif kind in ("tries", "int"):
-        match = _C_INT.match(value)
-        if match is None:
-            raise bad("not an integer")
-        digits = match.group(1)
-        number = int(digits) if len(digits) <= 12 else _MAX_INT + 1  # int() reads at most 4,300 digits
-        if not -_MAX_INT - 1 <= number <= _MAX_INT:
-            raise bad(f"out of range (PMC reads it as a 32-bit number: at most {_MAX_INT})")
-        if kind == "int":
-            fields["priority"] = number
-        elif number < 0:
-            raise bad("must not be negative")
-        else:
-            fields["tries"] = number  # 0 tries, as in PMC, still runs the task once
-    else:
-        left, sep, right = value.partition("=")
-        if not sep or not left or not right:
-            raise bad("expected VAR=FILE" if kind == "pipe" else "expected SRC=DEST")
-        if kind == "pipe":
-            if not ENV_NAME.match(left):
-                raise bad(f"{left!r} is not a valid environment variable name")
-        fields.setdefault(attr, []).append((left, right))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pilot.dag.parser import ENV_NAME
+from pilot.dag.taskline import ENV_NAME
 from pilot.planner import profilekeys, replaced
 from pilot.planner.expand import expand
 from pilot.planner.model import Profiles

@@ -14,9 +14,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 
-from pilot.dag.parser import ENV_NAME, MAX_RUNTIME
+from pilot.dag.parser import MAX_RUNTIME
+from pilot.dag.taskline import ENV_NAME
 from pilot.errors import ConfigError
-from pilot.planner import profilekeys
+from pilot.planner import keytable, profilekeys
 from pilot.planner.model import Catalogs, Job, Transformation
 
 ALIASES = {
@@ -218,7 +219,7 @@ def credentials_env(catalogs: Catalogs) -> tuple[tuple[str, str], ...] | None:
     site_label, '-' as '_'), as Pegasus' credential handlers set it for transfer jobs. None: no site has one."""
     out: dict[str, str] = {}
     for handle, site in catalogs.sites.items():
-        for key, var in profilekeys.CREDENTIALS.items():
+        for key, var in keytable.CREDENTIALS.items():
             value = site.profiles.get("pegasus", {}).get(key) or site.profiles.get("env", {}).get(var)
             if value:
                 name = f"{var}_{handle.replace('-', '_')}"
@@ -232,7 +233,7 @@ def credentials_env(catalogs: Catalogs) -> tuple[tuple[str, str], ...] | None:
 
 
 # The pegasus keys pilot reads, which the properties may carry as pegasus.<key> (Pegasus assimilates them all).
-PEGASUS_KEYS_READ = frozenset(k for k, e in profilekeys.PEGASUS.items() if e.verdict == profilekeys.HONOURED)
+PEGASUS_KEYS_READ = frozenset(k for k, e in keytable.PEGASUS.items() if e.verdict == keytable.HONOURED)
 
 
 def catalog_profiles(catalogs: Catalogs) -> Iterator[dict[str, dict[str, str]]]:

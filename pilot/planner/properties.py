@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
-from pilot.dag.parser import ENV_NAME
+from pilot.dag.taskline import ENV_NAME
 from pilot.errors import ConfigError
-from pilot.planner import profilekeys, replaced
+from pilot.planner import keytable, profilekeys, replaced
 from pilot.planner.expand import expand
 from pilot.planner.profiles import canonical, check_value
 from pilot.util.safeopen import open_regular_fd
@@ -83,7 +83,7 @@ def _property_problem(key: str, value: str) -> str | None:
     if key.lower() in ("dagman.maxjobs", "dagman.maxidle") and not re.fullmatch(r"[0-9]+", value):
         return "is not a whole number of jobs: give the most at once, or 0 for no limit"
     ns, _, name = key.partition(".")
-    if ns in profilekeys.TABLE and name:
+    if ns in keytable.TABLE and name:
         why = _profile_problem(ns, name, value)
         if why:
             return why
@@ -97,7 +97,7 @@ def _property_problem(key: str, value: str) -> str | None:
 def _note_replaced(key: str, value: str, where: str) -> None:
     """Say (once per plan) a property that carries a profile pilot replaces (planner.replaced)."""
     ns, _, name = key.partition(".")
-    if ns not in profilekeys.TABLE or not name:
+    if ns not in keytable.TABLE or not name:
         return
     if ns == "pegasus" and profilekeys.lookup(ns, name, "properties")[1] is None:
         return

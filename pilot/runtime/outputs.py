@@ -45,15 +45,23 @@ def open_task_output(opts: RunOptions) -> tuple[BinaryIO | None, BinaryIO | None
     out = err = None
     stdout, stderr = opts.stdout, opts.stderr
     if stdout is not None:
-        out = opened(stdout, "the task stdout file (-o)", "create its directory or pick another path",
-                     lambda: open(stdout, "ab"))  # noqa: SIM115 - kept open for the run; the run closes it
+        out = opened(
+            stdout,
+            "the task stdout file (-o)",
+            "create its directory or pick another path",
+            lambda: open(stdout, "ab"),  # noqa: SIM115 - kept open for the run; the run closes it
+        )
     if stderr is not None:
         if stderr == stdout:
             err = out
         else:
             try:
-                err = opened(stderr, "the task stderr file (-e)", "create its directory or pick another path",
-                             lambda: open(stderr, "ab"))  # noqa: SIM115 - kept open for the run; the run closes it
+                err = opened(
+                    stderr,
+                    "the task stderr file (-e)",
+                    "create its directory or pick another path",
+                    lambda: open(stderr, "ab"),  # noqa: SIM115 - kept open for the run; the run closes it
+                )
             except DagError:
                 if out is not None:
                     out.close()

@@ -1,9 +1,9 @@
 """A worker rank: register, run what the master sends, report, repeat.
 
 The worker owns everything that touches the task's process: spawning,
-stdio files, forwarding pipes and files, the ``[cluster-task]`` record, the
-host script of its host, and ending tasks on KillTask or SIGTERM. It keeps
-no DAG state.
+stdio files, forwarding pipes and files, the records each attempt leaves
+(``taskrecords``), the host script of its host, and ending tasks on KillTask
+or SIGTERM. It keeps no DAG state.
 
 Nothing a task does can leave the master waiting: an error while starting or
 watching a task is that task's failure, and an error in the worker's own loop
@@ -21,7 +21,6 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
-from pilot.contracts import taskrecord
 from pilot.runtime import crashes, hostinfo, instances, reaper, taskdir, taskexec
 from pilot.runtime.hostscript import HostScript
 from pilot.runtime.options import RunOptions
@@ -41,6 +40,7 @@ from pilot.runtime.protocol import (
     TaskResult,
     WorkerFailed,
 )
+from pilot.runtime.taskrecords import TaskRecords, file_size
 from pilot.runtime.taskstdio import TaskStdio
 from pilot.runtime.transport import Transport
 from pilot.runtime.watchdog import Watchdog
@@ -83,10 +83,7 @@ class Worker:
         self._slot: crashes.Slot | None = None  # the name of the running task, for the next run (pilot.runtime.crashes)
         self._containers = instances.Instances(self.token, not opts.containers_exec) if opts.containers_once else None
         self._dirs = taskdir.TaskDirs(taskdir.local_scratch(opts.local_scratch, self._env), opts.keep_task_dirs)
-        if opts.invocation_records:
-            from pilot.monitor import kickstart  # noqa: PLC0415 - imported before the first task, only when asked for
-
-            self._kickstart = kickstart
+        self._records = TaskRecords(opts, self.hostname, self.rank)  # what each attempt appends to its stdout
 
     # -- lifecycle ------------------------------------------------------------
     def run(self) -> int:
@@ -264,7 +261,7 @@ class Worker:
             return TaskResult(msg.name, 1, time.time(), 0.0, error=error)
         if self._slot is not None:
             self._slot.running(msg.name)
-        out_start = _size(out_fd)
+        out_start = file_size(out_fd)
         try:
             return self._execute(msg, out_fd, err_fd, out_path, err_path)
         except OSError as exc:  # a full or failing disk under the stdio files: report, do not vanish
@@ -304,7 +301,7 @@ class Worker:
         argv, env = msg.argv, self._task_env(msg)
         if self._containers is not None:
             argv, env = self._containers.command_for(argv, env, msg.cwd, self.mark, self._must_end)
-        err_start = _size(err_fd) if self.opts.invocation_records else 0
+        err_start = file_size(err_fd) if self.opts.invocation_records else 0
         if self.opts.strict_limits and msg.memory > 0:
             argv = taskexec.limited_argv(argv, msg.memory)
         bind = self.opts.set_affinity and bool(msg.cpu_ids)
@@ -332,7 +329,7 @@ class Worker:
                 failure = f"Unable to open {exc.filename} as stdio of task {msg.name}: {exc.strerror or exc}"
             os.write(err_fd, (failure + "\n").encode())
             status = 127 if msg.files is None or task_dir is None else self._dirs.finish(msg.name, task_dir, msg.cwd, msg.files, 127, err_fd)
-            self._record(msg, out_fd, start, 0.0, status, err_fd, err_start)
+            self._records.append(msg, out_fd, start, 0.0, status, err_fd, err_start)
             return TaskResult(msg.name, status, start, 0.0, error=failure, stdout=out_path, stderr=err_path)
         assert self._waker is not None
         taskexec.wait(run, self._waker, self._must_end)
@@ -358,33 +355,8 @@ class Worker:
                 os.write(err_fd, (error + "\n").encode("utf-8", "surrogateescape"))
                 status = 1
                 forwards = []
-        self._record(msg, out_fd, run.start, duration, status, err_fd, err_start)
+        self._records.append(msg, out_fd, run.start, duration, status, err_fd, err_start)
         return TaskResult(msg.name, status, run.start, duration, forwards, error, out_path, err_path)
-
-    def _record(self, msg: RunTask, out_fd: int, start: float, duration: float, status: int, err_fd: int,
-                err_start: int) -> None:
-        """Append the [cluster-task] record (and, for monitord, an invocation record) in one write."""
-        text = taskrecord.cluster_task(
-            msg.name, start, duration, status, msg.argv[0], self.hostname, self.rank, msg.cpus, msg.memory, msg.pegasus_id
-        )
-        if self.opts.invocation_records:
-            kickstart = self._kickstart
-            stderr = kickstart.tail(err_fd, err_start, _size(err_fd)) if status != 0 else ""
-            text = "\n" + kickstart.xml_invocation(
-                msg.transformation or msg.name, msg.dax_id or msg.name, start, duration, status, msg.argv, self.hostname,
-                stderr, msg.cwd,
-            ) + text
-        elif self.opts.monitord_hack and self.opts.per_task_stdio:
-            from pilot.monitor import kickstart  # noqa: PLC0415 - json and getpass only when asked for
-
-            if not kickstart.has_record(out_fd):
-                text += kickstart.invocation(
-                    msg.transformation or msg.name, msg.dax_id or msg.name, start, duration, status, msg.argv[0], self.hostname
-                )
-        data = text.encode("utf-8", "surrogateescape")
-        written = os.write(out_fd, data)
-        while written < len(data):  # a short write: the disk filled in the middle (the next one raises ENOSPC)
-            written += os.write(out_fd, data[written:])
 
     def _must_end(self) -> bool:
         """Pump the master's messages while a task runs; True once it must be ended."""
@@ -396,13 +368,6 @@ class Worker:
         if self.terminating:
             self._drop_queue()
         return self.kill_requested or self.terminating
-
-
-def _size(fd: int) -> int:
-    try:
-        return os.fstat(fd).st_size
-    except OSError:
-        return 0
 
 
 def _truncate(fd: int, size: int) -> None:

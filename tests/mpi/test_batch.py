@@ -174,8 +174,12 @@ def test_host_script_runs_once_per_host_and_is_stopped(dagfile, tmp_path):
     assert sorted((tmp_path / "heard").read_text().split()) == sorted(f"t{i}" for i in range(8))
     for host in ("h1", "h2"):
         pid = int((tmp_path / f"{host}.sock.pid").read_text())
-        wait_for(lambda: not Path(f"/proc/{pid}").exists(), 10, "the service started by the host script to end with the run",  # noqa: B023 - called only within this iteration
-                 every=0.05)
+        wait_for(
+            lambda: not Path(f"/proc/{pid}").exists(),  # noqa: B023 - called only within this iteration
+            10,
+            "the service started by the host script to end with the run",
+            every=0.05,
+        )
 
 
 def test_host_script_failure_aborts(dagfile, tmp_path):

@@ -1,7 +1,8 @@
 """Every profile key of Pegasus' namespaces is honoured by pilot (with a test of its effect), replaced (pilot
 reaches its result its own way: accepted, the plan unchanged, one warning line), refused at plan time in one line
 naming namespace::key and the entry, or, where Pegasus itself ignores it in a glite/sharedfs/PMC plan, accepted
-without changing the plan (pilot.planner.profilekeys; docs/pegasus-fields.md, "Profile keys").
+without changing the plan (the table pilot.planner.keytable, which pilot.planner.profilekeys rules by;
+docs/pegasus-fields.md, "Profile keys").
 
 The key lists below are read from Pegasus' source (the checkKey method of each namespace class): a key a new
 Pegasus adds fails test_the_table_rules_on_every_key_pegasus_knows until pilot rules on it.
@@ -19,7 +20,7 @@ import yaml
 from pilot.cli.main import main as pilot
 from pilot.dag import read_dag
 from pilot.errors import ConfigError
-from pilot.planner import profilekeys
+from pilot.planner import keytable, profilekeys
 from pilot.planner.plan import PlanRequest, plan
 from pilot.sites import load_site
 from tests.planner.data_wf import data_workflow
@@ -100,7 +101,7 @@ HONOURED = {
     ("pegasus", "transfer.threads"): f"{REPLACED}::test_transfer_threads_profile_sets_the_data_jobs_threads",
     ("pegasus", "transfer.arguments"): f"{HERE}::test_transfer_arguments_profile_reaches_pegasus_transfer",
     **{("pegasus", key): f"{REPLACED}::test_a_sites_ssh_key_reaches_the_data_jobs_as_pegasus_transfer_reads_it"
-       for key in profilekeys.CREDENTIALS},
+       for key in keytable.CREDENTIALS},
     ("condor", "request_memory"): BATCH, ("condor", "batch_queue"): QUEUES,
     ("globus", "queue"): QUEUES, ("globus", "project"): QUEUES, ("globus", "maxwalltime"): GLOBUS,
     ("globus", "count"): GLOBUS, ("globus", "totalmemory"): GLOBUS, ("globus", "hostcount"): SIZE,
@@ -116,11 +117,11 @@ HONOURED = {
 
 def entries():
     """(namespace, key, entry) of the whole table, the pegasus.<key> properties under namespace "properties"."""
-    for ns, table in profilekeys.TABLE.items():
+    for ns, table in keytable.TABLE.items():
         for key, entry in table.items():
             if not (ns == "hints" and key in ("executionpool", "pfnhint")):  # aliases of execution.site and pfn
                 yield ns, key, entry
-    for key, entry in profilekeys.PROPERTIES.items():
+    for key, entry in keytable.PROPERTIES.items():
         yield "properties", key, entry
 
 
@@ -133,10 +134,10 @@ def test_the_table_rules_on_every_key_pegasus_knows(ns):
 def test_every_honoured_key_names_a_test_of_its_effect_and_the_docs_list_every_key():
     docs = (ROOT / "docs" / "pegasus-fields.md").read_text()
     for ns, key, entry in entries():
-        assert entry.verdict in (profilekeys.HONOURED, profilekeys.REPLACED, profilekeys.REFUSED, profilekeys.NO_EFFECT)
-        if entry.verdict == profilekeys.NO_EFFECT:
+        assert entry.verdict in (keytable.HONOURED, keytable.REPLACED, keytable.REFUSED, keytable.NO_EFFECT)
+        if entry.verdict == keytable.NO_EFFECT:
             assert "NO_EFFECT" in entry.why and ".java" in entry.why, f"{ns}::{key} names no Pegasus source"
-        if entry.verdict == profilekeys.HONOURED:
+        if entry.verdict == keytable.HONOURED:
             assert (ns, key) in HONOURED, f"{ns}::{key} is honoured: name the test of its effect"
         name = f"`pegasus.{key}` (properties)" if ns == "properties" else f"`{ns}::{key}`"
         assert name in docs, f"{name} is missing from docs/pegasus-fields.md"
@@ -163,7 +164,7 @@ def concrete(key: str) -> str:
     return key.replace("*", "X") if key.endswith(".*") else key.replace("*", "JOBS")
 
 
-REFUSED = [(ns, key) for ns, key, e in entries() if e.verdict == profilekeys.REFUSED and ns != "properties"]
+REFUSED = [(ns, key) for ns, key, e in entries() if e.verdict == keytable.REFUSED and ns != "properties"]
 
 
 @pytest.mark.parametrize("ns, key", REFUSED)
@@ -226,7 +227,7 @@ def planned(tmp_path: Path, name: str, paths: dict, **kw) -> list[str]:
 
 
 ACCEPT = [(ns, concrete(key), "1") for ns, key, e in entries()
-          if e.verdict in (profilekeys.NO_EFFECT, profilekeys.REPLACED) and ns != "properties"]
+          if e.verdict in (keytable.NO_EFFECT, keytable.REPLACED) and ns != "properties"]
 ACCEPT += [("pegasus", "style", "glite"), ("pegasus", "style", "ssh"), ("pegasus", "auxillary.local", "true"),
            ("pegasus", "nodes", "1"), ("globus", "hostcount", "1"), ("pegasus", "job.aggregator", "mpiexec"),
            ("dagman", "stagein.maxjobs", "3")]
@@ -244,7 +245,7 @@ def test_keys_pegasus_ignores_here_or_pilot_does_already_leave_the_plan_unchange
                    sets={"pegasus_site": "local"}) == plain
     said = plan_of(tmp_path, one_job(tmp_path / "c", ns, key, value), "said").warnings
     entry = profilekeys.lookup(ns, key)[1]
-    if entry is not None and entry.verdict in (profilekeys.NO_EFFECT, profilekeys.REPLACED):
+    if entry is not None and entry.verdict in (keytable.NO_EFFECT, keytable.REPLACED):
         assert len(said) == 1 and said[0].startswith(f"warning: {ns}::{key} (") and "jobs[0].profiles" in said[0], said
     else:
         assert said == []
