@@ -1,20 +1,37 @@
 """Late binding against a batch job per cluster, in the same run: batch jobs submitted, the wait of each cluster
-between becoming ready and its first task starting (summed), and makespan.
+between becoming ready and its first task starting, scheduler commands, and makespan.
 
     python bench/latebinding.py [--site local] [--set KEY=VALUE]... [--pilots 2] [--pilot-nodes 1] [--tasks 2]
-    python bench/latebinding.py --site container --set "pilot_command=$PWD/.venv/bin/python -m pilot"  # real Slurm
+                                [--poll 0.2] [--repeat 1] [--keep DIR]
+
+On the local site (no batch system), three runs, medians:
+
+    python bench/latebinding.py --site local --pilots 1 --repeat 3
+
+On the real single-node Slurm of containers/ (site ``container``; the bench's catalog names site ``local``, and the
+pilot jobs run this checkout's pilot through the same Python):
+
+    SLURM_CPUS=8 bash containers/start-slurm.sh
+    PATH="$PWD/.venv/bin:$PATH" PYTHONPATH=$PWD python bench/latebinding.py --site container --pilots 1 --repeat 3 \
+        --set pegasus_site=local --set "pilot_command=$PWD/.venv/bin/python -m pilot"
 
 Two workflows of short tasks (/bin/true), planned with --cluster label: a chain of 10 dependent clusters and a fan
-of 20 independent ones. Each runs with ``pilot submit`` as it is (one batch job per cluster) and with
-``--pilots N``, where each pilot job runs one long-lived pilot run and the driver feeds it each ready cluster
-through its inbox. A cluster is ready when the driver submits it (its SUBMIT in the root jobstate.log); it starts
-at its first task's EXECUTE in its own jobstate.log. Target: pilot mode submits at most N batch jobs and waits at
-most 0.05 s per cluster. Each mode's scheduler commands (sbatch, squeue, scancel, qsub, qstat,
-qdel; ps, the local site's queue query) are counted through shims on PATH, per 1,000 tasks. Beside them, HyperQueue (when ``pip install hyperqueue`` provides its LocalCluster) on
-the same shapes, a job per cluster, with as many cores as the pilot job has workers. Beside the fan, its floor: its clusters started all at once with no scheduler at all
-(bare mpiexec), what starting that many MPI runs at once costs on this machine whatever runs them. On a batch
-site (--site FILE of a Slurm or PBS site) the per-cluster gap includes the queue wait, which is what pilot jobs
-save.
+of 20 independent ones (each cluster's one parent is the workflow's create-dir job). Each runs with ``pilot submit``
+as it is (one batch job per cluster) and with ``--pilots N``, where each pilot job runs one long-lived pilot run
+and the driver feeds it each ready cluster through its inbox. A cluster is ready when the last task of its parents
+ended (in their own jobstate.logs: what the driver must notice, at its next poll); it starts at its first task's
+EXECUTE in its own jobstate.log. Also shown, from the driver's SUBMIT of the cluster in the root jobstate.log
+(after the site's ``max_queued`` let it go; in pilot mode the driver writes it just after feeding the cluster, so
+it can come after the first task). Target: pilot mode submits at most N batch jobs and waits at most 0.05 s per
+cluster from ready. Each mode's scheduler commands (sbatch, squeue, scancel, qsub, qstat, qdel; ps, the local
+site's queue query) are counted through shims first on PATH, per 1,000 tasks (tasks of every cluster, the
+create-dir and cleanup jobs among them), with the most queue queries in one poll (calls less than half a poll
+apart): 1 when one query serves every job of the site. Beside them, HyperQueue (when ``pip install hyperqueue``
+provides its LocalCluster) on the same shapes, a job per cluster, with as many cores as the pilot job has workers,
+measured the same way (a chain's job is submitted when the client learns the one before ended). Beside the fan,
+its floor: its clusters started all at once with no scheduler at all (bare mpiexec), what starting that many MPI
+runs at once costs on this machine whatever runs them. On a batch site the per-cluster gap includes the queue
+wait, which is what pilot jobs save.
 """
 
 from __future__ import annotations
@@ -31,14 +48,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from Pegasus import api  # noqa: E402 - after the sys.path set-up above
 
 GAP_TARGET = 0.05  # seconds from a cluster ready to its first task, per cluster, in pilot mode
-POLL = 0.2  # the driver's poll (pilot submit --poll)
 
 
 def workflow(path: str, shape: str, clusters: int, tasks: int) -> str:
@@ -120,7 +137,7 @@ def shims(where: str) -> tuple[str, str]:
 QUERIES = ("squeue", "qstat", "ps")  # the queue queries, one per poll if one serves every job
 
 
-def calls(log: str) -> tuple[dict[str, int], float]:
+def calls(log: str, poll: float) -> tuple[dict[str, int], float]:
     """(calls of each command, the most queue queries in one poll: those less than half a poll apart)."""
     if not os.path.exists(log):
         return {}, 0.0
@@ -130,7 +147,7 @@ def calls(log: str) -> tuple[dict[str, int], float]:
     queries = sorted(float(w[1]) for w in said if w[0] in QUERIES)
     bursts = [1]
     for before, now in zip(queries, queries[1:]):
-        if now - before < POLL / 2:
+        if now - before < poll / 2:
             bursts[-1] += 1
         else:
             bursts.append(1)
@@ -150,11 +167,11 @@ class Result:
     per_poll: float  # the most queue queries in one poll
 
 
-def run(site: str, sets: list[str], wf: str, sub: str, extra: list[str]) -> Result:
+def run(site: str, sets: list[str], wf: str, sub: str, extra: list[str], poll: float) -> Result:
     start = time.monotonic()
     shim_dir, log = shims(sub + "-shims")
     env = dict(os.environ, PATH=shim_dir + os.pathsep + os.environ.get("PATH", ""))
-    res = subprocess.run([sys.executable, "-m", "pilot", "submit", "--no-monitord", "--poll", str(POLL), "--site", site,
+    res = subprocess.run([sys.executable, "-m", "pilot", "submit", "--no-monitord", "--poll", str(poll), "--site", site,
                           *(f"--set={s}" for s in sets), "--cluster", "label", wf, "--dir", sub, *extra],
                          capture_output=True, text=True, env=env)
     wall = time.monotonic() - start
@@ -168,7 +185,7 @@ def run(site: str, sets: list[str], wf: str, sub: str, extra: list[str]) -> Resu
     gap, from_submit, makespan = measure(sub, clusters)
     tasks = sum(len(times(os.path.join(sub, n, "jobstate.log"), "JOB_SUCCESS")) for n in os.listdir(sub)
                 if os.path.exists(os.path.join(sub, n, "jobstate.log")))
-    counts, per_poll = calls(log)
+    counts, per_poll = calls(log, poll)
     return Result(batch_jobs(sub), gap / max(1, len(clusters)), from_submit / max(1, len(clusters)), makespan, wall,
                   {k: 1000.0 * v / max(1, tasks) for k, v in counts.items()}, per_poll)
 
@@ -210,13 +227,14 @@ def quiet_stdout():
         os.close(saved)
 
 
-def hyperqueue(tmp: str, shape: str, count: int, tasks: int, cores: int) -> tuple[float, float] | None:
+def hyperqueue(tmp: str, shape: str, count: int, tasks: int, cores: int) -> tuple[float, float, float] | None:
     """The same shape on HyperQueue (pip install hyperqueue: its LocalCluster, one worker of ``cores`` cores):
     a job of ``tasks`` tasks per cluster, submitted as it becomes ready (a chain: when the client learns the one
     before ended; a fan: all at once); seconds per cluster from ready (a chain: the last task of the one before
     ended; a fan: the submission of the first) to its first task's start, as pilot's are measured, and from its
-    submission. Each task writes its start and end times (a shell's start counts against it). None without the
-    package."""
+    submission; and the chain as one job whose clusters' tasks depend on the one before's, which HyperQueue's
+    server releases itself (nan for the fan). Each task writes its start and end times (a shell's start counts
+    against it). None without the package."""
     try:
         from hyperqueue import Job, LocalCluster
         from hyperqueue.cluster import WorkerConfig
@@ -225,38 +243,46 @@ def hyperqueue(tmp: str, shape: str, count: int, tasks: int, cores: int) -> tupl
     d = os.path.join(tmp, f"hq-{shape}")
     os.makedirs(d)
 
-    def job(c: int) -> Job:
-        out = Job()
-        for t in range(tasks):
-            out.program(["/bin/sh", "-c", f"date +%s.%N > {d}/c{c}t{t}.start; date +%s.%N > {d}/c{c}t{t}.end"])
-        return out
+    def add(job: Job, c: int, deps: Sequence[Any] = ()) -> list[Any]:
+        return [job.program(["/bin/sh", "-c", f"date +%s.%N > {d}/c{c}t{t}.start; date +%s.%N > {d}/c{c}t{t}.end"],
+                            deps=deps) for t in range(tasks)]
+
+    def alone(c: int) -> Job:
+        job = Job()
+        add(job, c)
+        return job
 
     def stamp(c: int, t: int, what: str) -> float:
         with open(os.path.join(d, f"c{c}t{t}.{what}"), encoding="utf-8") as fh:
             return float(fh.read())
 
+    def gap(first: int, ready: Callable[[int], float]) -> float:
+        return sum(min(stamp(c, t, "start") for t in range(tasks)) - ready(c) for c in range(first, first + count)) / count
+
+    def after(c: int) -> float:
+        return max(stamp(c - 1, t, "end") for t in range(tasks))
+
     with quiet_stdout(), LocalCluster(os.path.join(tmp, f"hq-{shape}-server"), WorkerConfig(cores=cores)) as cluster, \
             contextlib.redirect_stderr(io.StringIO()):  # its progress bars
         client = cluster.client()
-        client.wait_for_jobs([client.submit(job(-1))])  # the worker is up
+        client.wait_for_jobs([client.submit(alone(-1))])  # the worker is up
         fan_ready = time.time()
         submitted = [fan_ready] * count
         if shape == "chain":
             for c in range(count):
                 submitted[c] = time.time()
-                client.wait_for_jobs([client.submit(job(c))])
+                client.wait_for_jobs([client.submit(alone(c))])
+            one, deps = Job(), []
+            for c in range(count, 2 * count):
+                deps = add(one, c, deps)
+            whole = time.time()
+            client.wait_for_jobs([client.submit(one)])
         else:
-            client.wait_for_jobs([client.submit(job(c)) for c in range(count)])
-    gap = from_submit = 0.0
-    for c in range(count):
-        first = min(stamp(c, t, "start") for t in range(tasks))
-        if shape == "chain":
-            ready = max(stamp(c - 1, t, "end") for t in range(tasks)) if c else submitted[c]
-        else:
-            ready = fan_ready
-        gap += first - ready
-        from_submit += first - submitted[c]
-    return gap / count, from_submit / count
+            client.wait_for_jobs([client.submit(alone(c)) for c in range(count)])
+    if shape == "chain":
+        return (gap(0, lambda c: after(c) if c else submitted[c]), gap(0, lambda c: submitted[c]),
+                gap(count, lambda c: after(c) if c > count else whole))
+    return gap(0, lambda c: fan_ready), gap(0, lambda c: fan_ready), float("nan")
 
 
 @contextlib.contextmanager
@@ -288,21 +314,22 @@ def main() -> None:
     p.add_argument("--tasks", type=int, default=2, help="tasks per cluster (default 2)")
     p.add_argument("--ranks", type=int, default=3, help="ranks of a cluster in the floor (default 3)")
     p.add_argument("--repeat", type=int, default=1, help="runs of everything, one after the other; medians (default 1)")
+    p.add_argument("--poll", type=float, default=0.2, help="the driver's seconds between queue polls (default 0.2)")
     p.add_argument("--keep", metavar="DIR", help="keep each run's submit directories and scheduler call logs here")
     ns = p.parse_args()
-    if ns.repeat < 1 or ns.pilots < 1:
-        p.error("--repeat and --pilots are at least 1")
+    if ns.repeat < 1 or ns.pilots < 1 or ns.poll <= 0:
+        p.error("--repeat and --pilots are at least 1, --poll more than 0")
     modes = ("a batch job per cluster", f"--pilots {ns.pilots}")
     for shape, count in (("chain", 10), ("fan", 20)):
         got: dict[str, list[Result]] = {m: [] for m in modes}
-        hq: list[tuple[float, float]] = []
+        hq: list[tuple[float, float, float]] = []
         least: list[float] = []
         for r in range(ns.repeat):
             with kept(ns.keep, f"{shape}-{r + 1}") as tmp:
                 wf = workflow(os.path.join(tmp, f"{shape}.yml"), shape, count, ns.tasks)
-                got[modes[0]].append(run(ns.site, ns.set, wf, os.path.join(tmp, f"{shape}-per-cluster"), []))
+                got[modes[0]].append(run(ns.site, ns.set, wf, os.path.join(tmp, f"{shape}-per-cluster"), [], ns.poll))
                 got[modes[1]].append(run(ns.site, ns.set, wf, os.path.join(tmp, f"{shape}-pilots"),
-                                         ["--pilots", str(ns.pilots), "--pilot-nodes", str(ns.pilot_nodes)]))
+                                         ["--pilots", str(ns.pilots), "--pilot-nodes", str(ns.pilot_nodes)], ns.poll))
                 h = hyperqueue(tmp, shape, count, ns.tasks, ns.ranks - 1)
                 if h is not None:
                     hq.append(h)
@@ -332,7 +359,8 @@ def main() -> None:
         print(f"  HyperQueue, one worker of {ns.ranks - 1} cores: " +
               (f"gap {median([h[0] for h in hq]):6.3f} s per cluster (from its submission "
                f"{median([h[1] for h in hq]):6.3f} s); pilots/HyperQueue {ratio(late['gap'], median([h[0] for h in hq]))}"
-               if hq else
+               + (f"; the chain as one job of dependent tasks: gap {median([h[2] for h in hq]):6.3f} s"
+                  if shape == "chain" else "") if hq else
                "not measured (pip install hyperqueue)"))
         if least:
             print(f"  floor: {count} clusters started at once by mpiexec here, no scheduler: gap {median(least):.2f} s "
