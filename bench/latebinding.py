@@ -248,7 +248,8 @@ def hyperqueue(tmp: str, shape: str, count: int, tasks: int, cores: int) -> tupl
 
     def add(job: Job, c: int, deps: Sequence[Any] = ()) -> list[Any]:
         return [job.program(["/bin/sh", "-c", f"date +%s.%N > {d}/c{c}t{t}.start; date +%s.%N > {d}/c{c}t{t}.end"],
-                            deps=deps) for t in range(tasks)]
+                            deps=deps, cwd=d, stdout=None, stderr=None)  # its default: N.stdout in the caller's cwd
+                for t in range(tasks)]
 
     def alone(c: int) -> Job:
         job = Job()
