@@ -30,6 +30,12 @@ the submit directory itself. Files, all in the inbox:
   ones end as after SIGTERM and resume elsewhere from their rescue logs.
 
 ``<id>`` is the cluster's job name: letters, digits, ``_``, ``-`` and ``.``.
+
+Each file is written whole (a temporary name, then a rename) and not fsynced:
+these are messages between two live processes, each file lives no longer
+than the run that reads it, and the cluster's lasting record is its
+``<dag>.result`` and rescue log; two fsyncs a message would cost more than
+the rest of the exchange.
 """
 
 import json
@@ -70,7 +76,7 @@ def write_request(inbox: str, req: Request) -> str:
     """Feed ``req`` to the run reading ``inbox``; the request's path."""
     path = os.path.join(inbox, _checked_id(req.id) + REQUEST_SUFFIX)
     write_atomic(path, json.dumps({"format": 1, "dag": os.path.abspath(req.dag), "args": list(req.args),
-                                   "out": req.out, "err": req.err, "hosts": req.hosts}) + "\n")
+                                   "out": req.out, "err": req.err, "hosts": req.hosts}) + "\n", durable=False)
     return path
 
 
@@ -118,7 +124,7 @@ def look(inbox: str) -> Look:
 
 
 def write_cancel(inbox: str, job_id: str) -> None:
-    write_atomic(os.path.join(inbox, _checked_id(job_id) + CANCEL_SUFFIX), "")
+    write_atomic(os.path.join(inbox, _checked_id(job_id) + CANCEL_SUFFIX), "", durable=False)
 
 
 def _done_path(inbox: str, job_id: str) -> str:
@@ -127,7 +133,7 @@ def _done_path(inbox: str, job_id: str) -> str:
 
 def write_done(inbox: str, job_id: str, exit_code: int) -> None:
     os.makedirs(os.path.join(inbox, DONE_DIR), exist_ok=True)
-    write_atomic(_done_path(inbox, job_id), f"{exit_code}\n")
+    write_atomic(_done_path(inbox, job_id), f"{exit_code}\n", durable=False)
 
 
 def read_done(inbox: str, job_id: str) -> int | None:
@@ -150,11 +156,11 @@ def clear(inbox: str, job_id: str) -> None:
 
 
 def write_stop(inbox: str) -> None:
-    write_atomic(os.path.join(inbox, STOP_FILE), "")
+    write_atomic(os.path.join(inbox, STOP_FILE), "", durable=False)
 
 
 def write_up(inbox: str) -> None:
-    write_atomic(os.path.join(inbox, UP_FILE), "")
+    write_atomic(os.path.join(inbox, UP_FILE), "", durable=False)
 
 
 def is_up(inbox: str) -> bool:

@@ -25,6 +25,10 @@ class Submitted:
     job_id: str
     stdout: str | None = None  # where the batch job's own stdout/stderr go
     stderr: str | None = None
+    # A batch job in a scheduler's queue: the driver records its id at once. False: a cluster handed to a running
+    # pilot job within milliseconds, recorded with the pass's other changes (a driver that dies before finds its
+    # run by the DAG lock and its pilot job in pilots.json).
+    queued: bool = True
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,10 @@ class Backend(Protocol):
     def cancel(self, site: SiteConfig, jobs: Sequence[JobRef]) -> list[str]:
         """Cancel these jobs (finding those in doubt by name); return the ids cancelled. SubmitError when one
         could not be cancelled, or the queue could not be asked whether it exists."""
+
+    def ended(self) -> bool | None:
+        """Between polls: whether a job may have ended since the last look, learnt without asking the queue
+        (True ends the driver's wait early); None when the backend cannot tell (the driver sleeps the poll)."""
 
 
 class SchedulerBackend:
@@ -78,6 +86,10 @@ class SchedulerBackend:
         from providers import find
 
         return find(site, workdir, job_name)
+
+    def ended(self) -> None:
+        """A batch job's end is learnt from its queue only (at the next poll)."""
+        return None
 
     def cancel(self, site: SiteConfig, jobs: Sequence[JobRef]) -> list[str]:
         """Cancel what the queue has of ``jobs``; SubmitError(transient=True) naming what could not be cancelled

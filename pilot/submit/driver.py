@@ -82,6 +82,7 @@ from pilot.submit.outages import Outages
 from pilot.submit.throttle import plan_throttle
 
 log = logging.getLogger("pilot.submit")
+WAKE_EVERY = 0.005  # seconds between looks for a cluster's end while the driver waits for its next poll
 
 
 class Driver:
@@ -160,8 +161,19 @@ class Driver:
                 self.stopping = True
             if self.finished():
                 break
-            self.clock.sleep(self.opts.poll)
+            self._wait()
         return self.all_done()
+
+    def _wait(self) -> None:
+        """Sleep until the next poll, or less: a backend that learns cheaply that a cluster ended (a pilot job's
+        run wrote its done file) ends the wait then, so the cluster's children are released at once, not a poll
+        later (a chain of clusters would wait a poll per link)."""
+        until = self.clock.monotonic() + self.opts.poll
+        while (left := until - self.clock.monotonic()) > 0:
+            ended = self.backend.ended()
+            if ended:
+                return
+            self.clock.sleep(left if ended is None else min(left, WAKE_EVERY))
 
     def all_done(self) -> bool:
         return all(c.state is ClusterState.DONE for c in self.state.clusters.values())
@@ -473,10 +485,9 @@ class Driver:
         for c, site, before in batch:
             if site.name in self._silent:
                 self._put_back(c, before, site)
-            else:
-                self._submit(c, site)
-            self._save()  # and its job id as soon as it has one
-        return True
+            elif self._submit(c, site):
+                self._save()  # and its batch job's id as soon as it has one
+        return True  # a fed cluster's record is written at the end of the pass (step)
 
     def _throttled(self) -> tuple[int, int]:
         """(batch jobs submitted, of them not yet running) for dagman.maxjobs and dagman.maxidle: a job being
@@ -551,7 +562,8 @@ class Driver:
         c.state = ClusterState.SUBMITTING
         c.queue, c.queue_reason = None, ""
 
-    def _submit(self, c: ClusterRecord, site: SiteConfig) -> None:
+    def _submit(self, c: ClusterRecord, site: SiteConfig) -> bool:
+        """Submit ``c``; True when it went into a batch queue (or may have): its state is to be written at once."""
         spec = self.specs[c.name]
         # The size the plan kept (the aggregator's nodes, ppn, runtime), else the cluster's ranks on the site's nodes.
         req = request_for(site, spec.name, spec.dir,
@@ -567,7 +579,7 @@ class Driver:
             if not exc.transient:  # refused for good: no job exists
                 self._log(lambda: self.monitor.refused(c.name))
                 self._fail(c, f"{site.name} refused the job: {c.reason}")
-                return
+                return True
             # The job may exist all the same (a timeout after sbatch accepted it): stay in doubt,
             # and let _resolve look for it before anything is submitted again.
             delay = min(self.opts.max_backoff, self.opts.backoff * 2 ** (c.submit_errors - 1))
@@ -575,7 +587,7 @@ class Driver:
             self.outages.failed(site.name, site.unreachable_limit, c.reason)  # says it once for the site
             self._silent.add(site.name)
             log.debug("cluster %s: %s; checking the queue and retrying in %.0f s", c.name, c.reason, delay)
-            return
+            return True
         self.outages.answered(site.name)
         c.job_ids.append(job.job_id)
         c.job_stdout, c.job_stderr = job.stdout, job.stderr
@@ -584,6 +596,7 @@ class Driver:
         if c.submit_errors:  # the reason was the failed submission's
             c.reason, c.submit_errors = "", 0
         log.info("cluster %s submitted to %s as job %s (attempt %d)", c.name, site.name, job.job_id, c.attempts)
+        return job.queued
 
     # -- cancel -------------------------------------------------------------------
     def cancel_all(self) -> list[str]:

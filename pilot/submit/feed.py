@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pilot.contracts import inbox
@@ -145,3 +146,58 @@ def stop(block: blocks.Block) -> None:
             inbox.write_stop(block.inbox)
         except OSError:
             pass
+
+
+class DoneWatch:
+    """Tells the driver, between its polls, that a fed cluster may have ended, so that its children are
+    released then and not a poll later (a chain of clusters would wait a poll per link).
+
+    Each look stats the done directory of each block running fed clusters: one metadata call per block,
+    whatever the number of clusters, cheap on the shared file system (a look per cluster would not be).
+    A directory's time can be coarse (a clock tick on ext4; over NFS its attribute cache may hide a change
+    for seconds): two done files landing within one tick show as one change, so each change is followed
+    by one more wake ``RECHECK`` seconds later, and what is still missed is read at the next poll as before.
+    """
+
+    RECHECK = 0.05
+
+    def __init__(self, poll: float) -> None:
+        self.poll = poll
+        self._seen: dict[str, int] = {}  # inbox -> its done directory's modification time, last looked at
+        self._again: float | None = None  # when to wake once more after a change
+        self._early: set[str] = set()  # sites whose next query comes in a pass woken early
+        self._asked: dict[str, float] = {}  # site -> when its queue was last asked about its blocks
+
+    def may_ask(self, site: str, now: float) -> bool:
+        """Whether this pass asks the site's queue: a pass at a poll does; one woken early by ``changed`` only
+        when a poll's time has passed since the last query, so that the queue is asked once a poll."""
+        early = site in self._early
+        self._early.discard(site)
+        if early and now - self._asked.get(site, now - self.poll) < self.poll:
+            return False
+        self._asked[site] = now
+        return True
+
+    def changed(self, every: Iterable[blocks.Block], sites: Iterable[str], now: float) -> bool | None:
+        """Whether a done file may have come since the last look (then the next pass of each of ``sites`` is an
+        early one); None when no block runs a fed cluster."""
+        watched = [b for b in every if b.apps and b.agent is not None]
+        if not watched:
+            return None
+        hit = False
+        for block in watched:
+            try:
+                mtime = os.stat(os.path.join(block.inbox, inbox.DONE_DIR)).st_mtime_ns
+            except OSError:
+                mtime = 0  # none ended there yet
+            if self._seen.get(block.inbox) != mtime:
+                self._seen[block.inbox] = mtime
+                hit = True
+        if hit:
+            self._again = now + self.RECHECK
+        elif self._again is not None and now >= self._again:
+            self._again = None
+        else:
+            return False
+        self._early = set(sites)
+        return True

@@ -178,6 +178,9 @@ class Routed:
         rest = [j for j in jobs if not self.nested.owns(os.path.basename(j.workdir))]
         return [*(self.batch.cancel(site, rest) if rest else []), *self.nested.cancel(site, mine)]
 
+    def ended(self) -> bool | None:
+        return self.batch.ended()  # a sub-workflow's end is seen at the poll
+
 
 def routed(batch: Backend, submit_dir: str, specs: Sequence[ClusterSpec], sites: dict[str, dict[str, Any]],
            opts: Options) -> Backend:

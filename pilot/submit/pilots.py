@@ -89,6 +89,7 @@ class PilotBackend:
         # its block, on the slots the driver counts for it); the first request of a site sizes that run.
         self.fed = fed
         self._first: dict[str, JobRequest] = {}
+        self._done_watch = feed.DoneWatch(opts.poll)  # between polls the driver asks ``ended``
 
     # -- the record of blocks (pilot.submit.blockrecord) ------------------------------------
     def _save(self) -> None:
@@ -110,18 +111,25 @@ class PilotBackend:
         self.launches[job_id] = Launch.of(job_id, site.name, req, makespan(self.specs.get(req.name)))
         base = req.pilot_args[-1][:-4] if req.pilot_args[-1].endswith(".dag") else req.pilot_args[-1]
         self._place(self.launches[job_id], self.clock())  # at once, when a running block has room for it
-        return Submitted(job_id, os.path.join(req.workdir, base + ".block.out"), os.path.join(req.workdir, base + ".block.err"))
+        out, err = (os.path.join(req.workdir, base + suffix) for suffix in (".block.out", ".block.err"))
+        return Submitted(job_id, out, err, queued=False)
+
+    def ended(self) -> bool | None:
+        """Whether a fed cluster's run may have written its done file since the last look (None: none is fed)."""
+        return self._done_watch.changed(self.blocks, self.settings, self.clock())
 
     def query(self, site: SiteConfig, job_ids: Sequence[str]) -> dict[str, QueueStatus]:
-        """Where the clusters stand; one queue query asks about the site's batch jobs and pilot jobs alike."""
+        """Where the clusters stand; one queue query asks about the site's batch jobs and pilot jobs alike, at
+        most once a poll (a pass woken early by ``ended`` reads the done files and asks the queue nothing)."""
         rest = {j for j in job_ids if not j.startswith(PREFIX)}
         own = [b.job_id for b in self.blocks if b.site == site.name] if site.name in self.settings else []
-        try:
-            states = self.batch.query(site, [*rest, *own]) if rest or own else {}
-        except SubmitError:
-            if rest:
-                raise  # the driver's (an outage of the queue)
-            states = None  # the queue does not answer: nothing is decided about the blocks this time
+        states: dict[str, QueueStatus] | None = None  # None: nothing is decided about the blocks this time
+        if self._done_watch.may_ask(site.name, self.clock()) or rest:
+            try:
+                states = self.batch.query(site, [*rest, *own]) if rest or own else {}
+            except SubmitError:
+                if rest:
+                    raise  # the driver's (an outage of the queue)
         if site.name in self.settings:
             self.tick(site, states)
         out = {j: s for j, s in (states or {}).items() if j in rest}

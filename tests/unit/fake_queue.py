@@ -94,6 +94,9 @@ class FakeQueue:
             return None
         return next((j.job_id for j in self.jobs.values() if j.name == job_name), "")
 
+    def ended(self):
+        return None  # a batch job's end is learnt at the poll
+
     def cancel(self, site, refs: list[JobRef]):
         done = []
         failing = [r.job_id for r in refs if r.job_id and self.jobs[r.job_id].cluster in self.cancel_fails]
