@@ -29,11 +29,7 @@ ALIASES = {
     "pmc_arguments": "pmc_task_arguments",  # the name in the pegasus-mpi-cluster man page
     "glite_arguments": "glite.arguments",
 }
-# Properties that are profiles when written as pegasus.<key>.
-PROPERTY_PROFILES = (
-    "clusters.size", "clusters.num", "clusters.maxruntime", "runtime", "job.aggregator",
-    "pmc_request_memory", "pmc_request_cpus", "pmc_priority", "pmc_task_arguments", "label",
-)
+Env = tuple[tuple[str, str], ...]  # a task's variables, in order
 
 
 def canonical(key: str) -> str:
@@ -105,7 +101,7 @@ class ProfileResolver:
         self.catalogs = catalogs
         self.label_key = label_key
         profilekeys.check_unknown(catalog_profiles(catalogs), label_key)
-        wanted = set(PROPERTY_PROFILES) | PEGASUS_KEYS_READ | {label_key}
+        wanted = PEGASUS_KEYS_READ | {label_key}
         layer: dict[str, dict[str, str]] = {"pegasus": {}, "globus": {}}
         for prop, value in catalogs.properties.items():
             ns, _, key = prop.partition(".")
