@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -88,7 +88,7 @@ def _plain_words(value: str, where: str, key: str) -> str:
     return " ".join(words)
 
 
-def batch_options(cluster: Cluster, templates: Sequence[Template], aggregator: Aggregator | None,
+def batch_options(cluster: Cluster, templates: Iterable[Template], aggregator: Aggregator | None,
                   site: SiteConfig) -> BatchOptions:
     """The batch options of ``cluster``'s job on ``site`` (see the module doc), from its jobs' ``templates`` (by
     their places; planner.resolve) and, for a clustered job, the ``aggregator``'s entry on the cluster's site:

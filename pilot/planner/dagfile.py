@@ -16,7 +16,7 @@ import collections
 import functools
 import itertools
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from pilot.dag.lexer import quote_arg
@@ -198,7 +198,7 @@ def _member_of(cluster: Cluster) -> Callable[[Job], int]:
     return member
 
 
-def write_dag(path: str, cluster: Cluster, templates: Sequence[Template], cdir: str = ".") -> None:
+def write_dag(path: str, cluster: Cluster, templates: Iterable[Template], cdir: str = ".") -> None:
     """Write the cluster's PMC DAG to ``path``; a job's known runtime goes on a ``#pilot runtime=`` line, and the
     directory its jobs run in and the variables of its env profiles on ``#pilot cwd=`` and ``#pilot env`` lines
     where they change (PMC skips all three). A TASK that the DAG parser would refuse is a ConfigError naming
@@ -207,7 +207,7 @@ def write_dag(path: str, cluster: Cluster, templates: Sequence[Template], cdir: 
         fh.writelines(dag_lines(cluster, templates, cdir))
 
 
-def dag_lines(cluster: Cluster, templates: Sequence[Template], cdir: str = ".") -> Iterator[str]:
+def dag_lines(cluster: Cluster, templates: Iterable[Template], cdir: str = ".") -> Iterator[str]:
     """The text of write_dag, CHUNK jobs' lines at a time, then the EDGE lines, spelled by pilot.dag.writer.
 
     ``templates`` are the jobs' by their places (planner.resolve): each job's label, environment, runtime and

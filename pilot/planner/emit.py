@@ -152,16 +152,16 @@ def _emit_one(ctx: EmitContext, k: int) -> Row:
     options, retry)."""
     cluster = ctx.clusters[k]
     cdir = os.path.join(ctx.submit_dir, cluster.name)
-    templates = ctx.resolved.of_cluster(cluster)
-    retry = cluster_retry(templates)
+    templates = ctx.resolved.of_cluster  # one at a time, each time: a cluster may hold a million jobs
+    retry = cluster_retry(templates(cluster))
     if cluster.kind is ClusterKind.SUBWORKFLOW:
         dag = subworkflow.write(cdir, cluster.name, ctx.subplans[cluster.jobs[0].index])
         return k, dag, "", 0, None, BatchOptions(), None, (), retry
-    width, critical, roots = shape(cluster, list(map(_runtime, templates)))
+    width, critical, roots = shape(cluster, list(map(_runtime, templates(cluster))))
     aggregator = ctx.resolved.aggregator(cluster.site) if cluster.kind in CLUSTERED else None
-    batch = batch_options(cluster, templates, aggregator, ctx.site)
+    batch = batch_options(cluster, templates(cluster), aggregator, ctx.site)
     run_options = ctx.taskdirs.write(os.path.join(cdir, cluster.name + ".dag"), cluster) if ctx.taskdirs else ()
-    e = write_cluster(ctx.submit_dir, cluster, lambda path: write_dag(path, cluster, templates, cdir),
+    e = write_cluster(ctx.submit_dir, cluster, lambda path: write_dag(path, cluster, templates(cluster), cdir),
                       width, critical, ctx.site, ctx.planner_arguments, batch, ctx.static_bp, run_options)
     for job in cluster.jobs:
         if job.stdin_text is not None:

@@ -8,7 +8,7 @@ import itertools
 import operator
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Protocol
@@ -41,7 +41,7 @@ class Emitted:
 class Templates(Protocol):
     """Where a cluster's templates come from: the plan's (planner.resolve.Resolved), or a PMC DAG's own."""
 
-    def of_cluster(self, cluster: Cluster) -> Sequence[Template]: ...
+    def of_cluster(self, cluster: Cluster) -> Iterable[Template]: ...
 
 
 # A job's fields read by C-level accessors: a cluster's task table is built a column at a time (a million jobs).
@@ -89,7 +89,7 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
                      job_hooks=job_hooks(emitted, catalogs) if catalogs else None)
 
 
-def task_table(cluster: Cluster, templates: Sequence[Template], data_ids: set[str] | None = None) -> TaskTable:
+def task_table(cluster: Cluster, templates: Iterable[Template], data_ids: set[str] | None = None) -> TaskTable:
     """The cluster's compute jobs as tasks of the root workflow: each with its files that have metadata, and the
     outputs it registers, as Pegasus maps them; ``templates`` are the jobs' by their places (their requests).
     A data job is no task (Pegasus' tasks are the workflow's own jobs), but what it asks for is asked of the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pilot.contracts.clusters import ClusterKind
@@ -303,7 +303,7 @@ class _DagTemplates:
     def __init__(self, templates: list[Template]) -> None:
         self.templates = templates
 
-    def of_cluster(self, cluster: Cluster) -> Sequence[Template]:  # noqa: ARG002 - the DAG is its one cluster
+    def of_cluster(self, cluster: Cluster) -> Iterable[Template]:  # noqa: ARG002 - the DAG is its one cluster
         return self.templates
 
 

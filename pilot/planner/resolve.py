@@ -12,7 +12,7 @@ cost one lookup. A job with profiles of its own gets its own, equal ones being o
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -117,15 +117,15 @@ class Resolved:
         start = len(self.by_index)
         self.by_index += [data[k] for k in range(start, start + made)]
 
-    def of_cluster(self, cluster: Cluster) -> list[Template]:
-        """The templates of ``cluster``'s jobs by their places, on the cluster's site (a job whose own site is
+    def of_cluster(self, cluster: Cluster) -> Iterator[Template]:
+        """The templates of ``cluster``'s jobs in their order, on the cluster's site (a job whose own site is
         another, clustered there by whole clustering, is resolved for the cluster's but keeps its executable
-        and runtime)."""
-        out = list(map(self.by_index.__getitem__, map(_index, cluster.jobs)))
-        site = cluster.site
-        if out and set(map(_site, out)) != {site}:
-            out = [t if t.site == site else self._elsewhere(job, t, site) for job, t in zip(cluster.jobs, out)]
-        return out
+        and runtime); one at a time, as a cluster may hold a million jobs."""
+        at, site = self.by_index.__getitem__, cluster.site
+        if set(map(_site, map(at, map(_index, cluster.jobs)))) <= {site}:
+            return map(at, map(_index, cluster.jobs))
+        return (t if t.site == site else self._elsewhere(job, t, site) for job, t in zip(cluster.jobs,
+                                                                                      map(at, map(_index, cluster.jobs))))
 
     def aggregator(self, handle: str) -> Aggregator:
         """The aggregator's entry on site ``handle``, looked up once per site."""
@@ -281,7 +281,7 @@ def _retry_in(layer: Mapping[str, str]) -> str | None:
     return value
 
 
-def cluster_retry(templates: Sequence[Template]) -> int | None:
+def cluster_retry(templates: Iterable[Template]) -> int | None:
     """A cluster is retried as often as the most-retried of its jobs asks (None: no job says)."""
     retries = set(map(_retry_of, templates))
     retries.discard(None)
