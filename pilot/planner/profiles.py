@@ -95,7 +95,8 @@ def check_value(key: str, raw: str) -> str | None:
 
 
 class ProfileResolver:
-    """Resolved pegasus profiles per job on a site (memoised per transformation and site)."""
+    """A job's profiles on a site, merged in the order of the module doc (the catalogs' layers merged once per
+    transformation and site: clustering asks a job's pegasus profiles job by job)."""
 
     def __init__(self, catalogs: Catalogs, label_key: str) -> None:
         self.catalogs = catalogs
@@ -115,10 +116,8 @@ class ProfileResolver:
         self._below: dict[str, dict[str, str]] = {}  # per namespace: properties, then the workflow's profiles
         self._upper: dict[tuple, dict[str, str]] = {}
         self._shared: dict[tuple, dict[str, str]] = {}  # (transformation, site) -> pegasus() of a job with none
-        self._envs: dict[tuple, tuple[tuple[str, str], ...] | None] = {}
-        self._tx_env: dict[tuple, tuple[tuple[str, str], ...] | None] = {}  # (transformation, site) -> its env
+        self._envs: dict[Env, Env | None] = {}
         self.data_env = credentials_env(catalogs)
-        self.memo: dict[str, dict] = {}  # per-plan lookups of other modules (planner.batchopts' aggregator)
 
     def _catalog_layers(self, job: Job, site: str, ns: str = "pegasus") -> dict[str, str]:
         key = (job.tx_key, site, ns)
@@ -193,19 +192,11 @@ class ProfileResolver:
         merged.update(upper)
         return merged
 
-    def env(self, job: Job, site: str) -> tuple[tuple[str, str], ...] | None:
+    def env(self, job: Job, site: str) -> Env | None:
         """The variables the job's task gets (None: none). Equal environments are one tuple, so a DAG of
-        jobs that share one says it once; a job without env profiles of its own has its transformation's."""
-        shared = "env" not in job.profiles
-        if shared:
-            hit = self._tx_env.get((job.tx_key, site), False)
-            if hit is not False:
-                return hit  # type: ignore[return-value]  # False marks a miss; any other value is what the cache holds
+        jobs that share one says it once (the resolve step asks once per template)."""
         key = tuple(self.other(job, site, "env").items())
-        value = self._envs.setdefault(key, key or None)
-        if shared:
-            self._tx_env[(job.tx_key, site)] = value
-        return value
+        return self._envs.setdefault(key, key or None)
 
 
 def credentials_env(catalogs: Catalogs) -> tuple[tuple[str, str], ...] | None:
