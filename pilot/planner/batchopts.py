@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pilot.contracts.clusters import ClusterKind
 from pilot.errors import ConfigError
@@ -45,6 +46,9 @@ from pilot.sites import SiteConfig
 from pilot.siteschema import format_walltime, parse_walltime
 from pilot.util.safetext import is_plain
 from providers import scheduler_for
+
+if TYPE_CHECKING:  # resolve reads each job's values with job_values
+    from pilot.planner.resolve import Aggregator, Template
 
 
 @dataclass(frozen=True)
@@ -84,36 +88,34 @@ def _plain_words(value: str, where: str, key: str) -> str:
     return " ".join(words)
 
 
-def batch_options(cluster: Cluster, resolver: ProfileResolver, site: SiteConfig) -> BatchOptions:
-    """The batch options of ``cluster``'s job on ``site`` (see the module doc): its scheduler's plug-in says
-    which directive lines a memory request and ``glite.arguments`` become (none without a batch system)."""
+def batch_options(cluster: Cluster, templates: Iterable[Template], aggregator: Aggregator | None,
+                  site: SiteConfig) -> BatchOptions:
+    """The batch options of ``cluster``'s job on ``site`` (see the module doc), from its jobs' ``templates`` (by
+    their places; planner.resolve) and, for a clustered job, the ``aggregator``'s entry on the cluster's site:
+    its scheduler's plug-in says which directive lines a memory request and ``glite.arguments`` become (none
+    without a batch system)."""
     scheduler = scheduler_for(site)
     size = Size()
     asked: dict[str, None] = {}
-    seen: dict[tuple, tuple] = {}  # jobs with no profiles of their own share their transformation's values
     merged: list[tuple] = [(None,) * len(KEYS), (None,) * len(KEYS)]  # data jobs' values, compute jobs'
     last: list[tuple | None] = [None, None]  # the values merged last into each: the same again changes nothing
-    for job in cluster.jobs:
-        values = seen.get(job.tx_key) if not job.profiles else None
+    for job, template in zip(cluster.jobs, templates):
+        values = template.batch
         if values is None:
-            values = _job_values(job, resolver, cluster.site)
-            asked.update((key, None) for key, value in zip(KEYS, values) if value is not None)
-            if not job.profiles:
-                seen[job.tx_key] = values
+            continue  # a sub-workflow's: no batch job of this cluster's
         slot = job.command is None  # 1: a compute job, 0: a data job of the planner's own
         if values is not last[slot]:  # most jobs share their transformation's tuple: no merge each
             last[slot] = values
             merged[slot] = _over(merged[slot], values)
+            asked.update((key, None) for key, value in zip(KEYS, values) if value is not None)
     queue, account, extra, memory = _over(merged[0], merged[1])
-    if cluster.kind in CLUSTERED:
-        aggregator = aggregator_values(resolver, cluster.site)
-        if aggregator is not None:
-            asked.update((key, None) for key, value in zip(KEYS, aggregator) if value is not None)
-            queue, account, extra, memory = _over((queue, account, extra, memory), aggregator)
-        sized = aggregator_size(resolver, cluster.site, site)
-        if sized is not None:
-            asked.update(dict.fromkeys(sized[1]))
-            size = sized[0]
+    if cluster.kind in CLUSTERED and aggregator is not None:
+        if aggregator.values is not None:
+            asked.update((key, None) for key, value in zip(KEYS, aggregator.values) if value is not None)
+            queue, account, extra, memory = _over((queue, account, extra, memory), aggregator.values)
+        if aggregator.size is not None:
+            asked.update(dict.fromkeys(aggregator.size[1]))
+            size = aggregator.size[0]
     directives = []
     if memory is not None and scheduler.memory_directive:
         directives.append(scheduler.memory_directive.format(memory))
@@ -188,34 +190,28 @@ def _over(below: tuple, above: tuple) -> tuple:
 
 def aggregator_values(resolver: ProfileResolver, site: str) -> tuple | None:
     """The values of the aggregator's own entry (``pegasus::mpiexec``: the transformation and its entry for
-    ``site``), as _job_values reads a job's; None: the catalog has no such entry. Looked up once per site."""
-    memo = resolver.memo.setdefault("aggregator", {})
-    if site not in memo:
-        tx = resolver.catalogs.find_transformation(AGGREGATOR)
-        memo[site] = None if tx is None else _values(
-            lambda ns: resolver.transformation_profiles(tx, site, ns),
-            "the transformation catalog: transformation pegasus::mpiexec")
-    return memo[site]
+    ``site``), as job_values reads a job's; None: the catalog has no such entry."""
+    tx = resolver.catalogs.find_transformation(AGGREGATOR)
+    if tx is None:
+        return None
+    return _values(lambda ns: resolver.transformation_profiles(tx, site, ns),
+                   "the transformation catalog: transformation pegasus::mpiexec")
 
 
 def aggregator_size(resolver: ProfileResolver, handle: str, site: SiteConfig) -> tuple[Size, tuple[str, ...]] | None:
     """(the batch job's size, the keys that ask for it) from the aggregator's own entry on ``handle`` (the module
     doc), checked against ``site``; on a site without batch system the size is the site config's (the keys are
-    named in the plan's warning there). None: the catalog has no such entry. Looked up once per site."""
-    memo = resolver.memo.setdefault("aggregator size", {})
-    if handle not in memo:
-        tx = resolver.catalogs.find_transformation(AGGREGATOR)
-        if tx is None:
-            memo[handle] = None
-        else:
-            entry = tx.sites.get(handle)
-            where = f"{entry.where if entry is not None else 'the transformation catalog'}, transformation " \
-                    f"{tx.namespace}::{tx.name}"
-            profiles = resolver.transformation_profiles(tx, handle, "pegasus")
-            asked = tuple(k for k in SIZE_KEYS if profiles.get(k) not in (None, ""))
-            single = scheduler_for(site).single_host
-            memo[handle] = (Size() if single or not asked else _size(profiles, site, where)), asked
-    return memo[handle]
+    named in the plan's warning there). None: the catalog has no such entry."""
+    tx = resolver.catalogs.find_transformation(AGGREGATOR)
+    if tx is None:
+        return None
+    entry = tx.sites.get(handle)
+    where = f"{entry.where if entry is not None else 'the transformation catalog'}, transformation " \
+            f"{tx.namespace}::{tx.name}"
+    profiles = resolver.transformation_profiles(tx, handle, "pegasus")
+    asked = tuple(k for k in SIZE_KEYS if profiles.get(k) not in (None, ""))
+    single = scheduler_for(site).single_host
+    return (Size() if single or not asked else _size(profiles, site, where)), asked
 
 
 # The pegasus keys of the aggregator's entry that size its batch job (its globus ones are folded into these).
@@ -227,7 +223,7 @@ def _size(profiles: dict[str, str], site: SiteConfig, where: str) -> Size:
     CORES from one another; one the site config cannot give is refused (ConfigError naming ``where``)."""
     def whole(key: str) -> int | None:
         raw = profiles.get(key)
-        if raw in (None, ""):
+        if raw is None or raw == "":
             return None
         try:
             value = float(raw)
@@ -273,7 +269,7 @@ def _size(profiles: dict[str, str], site: SiteConfig, where: str) -> Size:
 def _walltime(runtime: str | None, site: SiteConfig, where: str) -> float | None:
     """Pegasus ``runtime`` (seconds) as the batch job's walltime in minutes, rounded up to a whole minute as
     Pegasus writes WALLTIME; at most the site config's max_walltime."""
-    if runtime in (None, ""):
+    if runtime is None or runtime == "":
         return None
     minutes = math.ceil(float(runtime) / 60.0)
     if minutes < 1:
@@ -286,14 +282,14 @@ def _walltime(runtime: str | None, site: SiteConfig, where: str) -> float | None
     return float(minutes)
 
 
-def _job_values(job: Job, resolver: ProfileResolver, site: str) -> tuple:
+def job_values(job: Job, resolver: ProfileResolver, site: str) -> tuple:
     """(queue, project, glite.arguments as directive words, request_memory in MB) of one job, checked."""
     where = job.where if job.command is None else f"{job.where}, from transformation {job.tx_label}'s profiles"
     return _values(lambda ns: resolver.pegasus(job, site) if ns == "pegasus" else resolver.other(job, site, ns), where)
 
 
 def _values(profiles_of: Callable[[str], dict[str, str]], where: str) -> tuple:
-    """_job_values of the profiles ``profiles_of(namespace)`` gives; an error names ``where``."""
+    """job_values of the profiles ``profiles_of(namespace)`` gives; an error names ``where``."""
     pegasus, globus, condor = profiles_of("pegasus"), profiles_of("globus"), profiles_of("condor")
     # condor batch_queue is the attribute glite gives the batch system; Pegasus' queue profile, when set, fills it
     queue = _first("queue", pegasus, globus) or _first("batch_queue", condor)

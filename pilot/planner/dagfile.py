@@ -16,8 +16,8 @@ import collections
 import functools
 import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from pilot.dag.lexer import quote_arg
 from pilot.dag.model import NO_DAX_ID
@@ -34,10 +34,12 @@ from pilot.dag.writer import (
 )
 from pilot.errors import ConfigError, DagError
 from pilot.planner.clustering import Cluster
-from pilot.planner.model import Job, tx_key_of
-from pilot.planner.profiles import ProfileResolver
+from pilot.planner.model import Job
 from pilot.planner.staging import INPUT_FILE
 from pilot.util.safeopen import open_file
+
+if TYPE_CHECKING:  # resolve builds its templates with this module's TASK heads and requests
+    from pilot.planner.resolve import Template
 
 # The profiles each TASK option comes from, the first one set. As Pegasus' PMC code generator does (since
 # 4.6), -m and -c fall back to the job's memory (MB) and cores where the pmc_* keys are unset, so a task
@@ -49,7 +51,7 @@ WRITE_BUFFER = 1 << 20
 CHUNK = 4096  # jobs' lines, or EDGE lines, joined per write
 
 
-def requested(profiles: dict[str, str], keys: tuple[str, ...]) -> tuple[str, str] | None:
+def requested(profiles: Mapping[str, str], keys: tuple[str, ...]) -> tuple[str, str] | None:
     """(value, profile key) of the first of ``keys`` the job sets, or None."""
     for key in keys:
         value = profiles.get(key)
@@ -58,13 +60,13 @@ def requested(profiles: dict[str, str], keys: tuple[str, ...]) -> tuple[str, str
     return None
 
 
-def task_options(profiles: dict[str, str]) -> list[str]:
+def task_options(profiles: Mapping[str, str]) -> list[str]:
     """The PMC options of a job's TASK line, from its resource and pmc_* profiles (see REQUESTS)."""
     return list(_options(tuple(map(profiles.get, REQUEST_KEYS)), profiles.get("pmc_task_arguments")))
 
 
 @functools.lru_cache(maxsize=1024)
-def _options(values: tuple, extra) -> tuple[str, ...]:
+def _options(values: tuple, extra: str | None) -> tuple[str, ...]:
     """Cached like _request: the jobs of a workflow share a handful of requests."""
     profiles = dict(zip(REQUEST_KEYS, values))
     parts: list[str] = []
@@ -77,9 +79,14 @@ def _options(values: tuple, extra) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def _head(job: Job, pfn: str, profiles: dict[str, str]) -> list[str]:
-    """A compute job's TASK words between its id and its arguments: options, container wrapper, executable."""
-    return [*task_options(profiles), *(quote_arg(w) for w in job.wrapper or ()), quote_arg(pfn)]
+def task_head(job: Job, pfn: str, profiles: Mapping[str, str], wrapper: Sequence[str] | None) -> str:
+    """A compute job's TASK words between its id and its arguments: options, container wrapper, executable;
+    checked by the DAG parser (a ConfigError naming the job if it refuses them)."""
+    head = " ".join([*task_options(profiles), *(quote_arg(w) for w in wrapper or ()), quote_arg(pfn)])
+    message = _refusal(("TASK t " + head,))
+    if message is not None:
+        raise ConfigError(f"{job.where}: the PMC task made from this job is invalid: {message}")
+    return head
 
 
 def input_file(cdir: str, job: Job) -> str:
@@ -88,7 +95,7 @@ def input_file(cdir: str, job: Job) -> str:
     return os.path.join(os.path.abspath(cdir), job.id + ".in")
 
 
-def _with_credentials(env: tuple[tuple[str, str], ...] | None,
+def with_credentials(env: tuple[tuple[str, str], ...] | None,
                       credentials: tuple[tuple[str, str], ...] | None) -> tuple[tuple[str, str], ...] | None:
     """A data job's variables: its transformation's env profiles, then the credentials pegasus-transfer reads
     (the planner's, set last). ``credentials`` itself when the transformation has none."""
@@ -113,7 +120,7 @@ def command_text(job: Job) -> str:
     return " ".join(quote_arg(a) for a in job.command)
 
 
-def task_request(profiles: dict[str, str]) -> tuple[int, int, int]:
+def task_request(profiles: Mapping[str, str]) -> tuple[int, int, int]:
     """The CPUs, memory (MB) and GPUs a job's task asks for, as pilot run reads its TASK line.
 
     The options are read by the DAG parser itself, so what the submit
@@ -124,10 +131,11 @@ def task_request(profiles: dict[str, str]) -> tuple[int, int, int]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _request(values: tuple, extra) -> tuple[int, int, int]:
+def _request(values: tuple, extra: str | None) -> tuple[int, int, int]:
     """Cached: a workflow's jobs share a handful of requests, and parsing each of millions would cost seconds."""
-    profiles = dict(zip(REQUEST_KEYS, values))
-    profiles["pmc_task_arguments"] = extra
+    profiles = {key: value for key, value in zip(REQUEST_KEYS, values) if value is not None}
+    if extra is not None:
+        profiles["pmc_task_arguments"] = extra
     task = next(iter(parse_dag([" ".join(["TASK", "t", *task_options(profiles), "x"])]).tasks.values()))
     return max(1, task.cpus), task.memory, task.gpus
 
@@ -190,61 +198,48 @@ def _member_of(cluster: Cluster) -> Callable[[Job], int]:
     return member
 
 
-def write_dag(path: str, cluster: Cluster, resolver: ProfileResolver, pfn_of,
-              runtimes: Sequence[float | None] | None = None, cdir: str = ".") -> None:
+def write_dag(path: str, cluster: Cluster, templates: Iterable[Template], cdir: str = ".") -> None:
     """Write the cluster's PMC DAG to ``path``; a job's known runtime goes on a ``#pilot runtime=`` line, and the
     directory its jobs run in and the variables of its env profiles on ``#pilot cwd=`` and ``#pilot env`` lines
     where they change (PMC skips all three). A TASK that the DAG parser would refuse is a ConfigError naming
     the job it was made from."""
     with open_file(path, "w", encoding="utf-8", errors="surrogateescape", buffering=WRITE_BUFFER) as fh:  # bytes PMC passes
-        fh.writelines(dag_lines(cluster, resolver, pfn_of, runtimes, cdir))
+        fh.writelines(dag_lines(cluster, templates, cdir))
 
 
-def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Sequence[float | None] | None = None,
-              cdir: str = ".") -> Iterator[str]:
+def dag_lines(cluster: Cluster, templates: Iterable[Template], cdir: str = ".") -> Iterator[str]:
     """The text of write_dag, CHUNK jobs' lines at a time, then the EDGE lines, spelled by pilot.dag.writer.
 
-    ``pfn_of(job, site)`` is the job's executable; ``runtimes`` the jobs' runtimes by their places. A cluster
-    may hold a million jobs, most of them alike: the jobs of a transformation that have no profiles of their
-    own or container share its environment, executable and TASK head, looked up once (``_Heads.plain``)."""
+    ``templates`` are the jobs' by their places (planner.resolve): each job's label, environment, runtime and
+    checked TASK head come from its template, which the jobs of a transformation without profiles share."""
     checks = _Checks()
-    heads = _Heads(resolver, cluster.site, pfn_of, checks)
-    plains = heads.plains
     ids: list[str] = []
     known: set[str] = set()  # the task ids written (a set grows by one each, or the id is a duplicate)
     notes = ContextNotes()
     cwd_now: object = None  # the cwd and env the notes were last asked about (skip asking while they stay these)
     env_now: object = None
-    data_env = resolver.data_env  # the data jobs' variables (pegasus-transfer's credentials), or None
-    data_envs: dict[tuple, tuple[tuple[str, str], ...] | None] = {}  # a data transformation's, with those
     runtime_notes: dict[float, list[str]] = {}
-    site = cluster.site
     texts: list[str] = []  # jobs' lines, joined CHUNK jobs at a time: a write each would cost more
     try:
-        for n, job in enumerate(cluster.jobs, 1):
+        for n, (job, template) in enumerate(zip(cluster.jobs, templates), 1):
             if len(texts) == CHUNK:
                 yield "".join(texts)
                 texts.clear()
             data = job.command is not None  # a data job: the pilot's environment, a command of the planner's
-            plain = None  # or, for a job with no profiles of its own or container, its transformation's values
-            if not (data or job.profiles or job.wrapper is not None):
-                plain = plains.get(tx_key_of(job)) or heads.plain(job)
-            if data:  # its transformation's (pegasus::transfer, ...) variables with pegasus-transfer's credentials
-                job_env = data_envs.get(job.tx_key, False)
-                if job_env is False:
-                    job_env = data_envs[job.tx_key] = _with_credentials(resolver.env(job, site), data_env)
-            else:
-                job_env = plain.env if plain is not None else resolver.env(job, site)
-            before = ()
+            job_env = template.env
+            before: Sequence[str] = ()
             if job.cwd is not cwd_now or job_env is not env_now:  # notes before the job's '#@' line, if any
                 before = notes.context(job.cwd, job_env)
                 cwd_now, env_now = job.cwd, job_env
-            runtime = runtimes[n - 1] if runtimes is not None else None
+            runtime = template.runtime
+            after: Sequence[str]
             if job.stdio is not None:
                 after = details(runtime, job.stdio)
             elif runtime is None:
                 after = ()
-            elif (after := runtime_notes.get(runtime)) is None:
+            elif (known_after := runtime_notes.get(runtime)) is not None:
+                after = known_after
+            else:
                 after = runtime_notes[runtime] = details(runtime, None)
             if before or after:
                 for note in (*before, *after):
@@ -255,12 +250,12 @@ def dag_lines(cluster: Cluster, resolver: ProfileResolver, pfn_of, runtimes: Seq
                 raise _duplicate(cluster, job, tid)
             qid = quote_arg(tid)
             ids.append(qid)
-            label = job.tx_label if plain is None else plain.label
+            label = template.label
             if data:
                 line = data_task_line(job, cdir)
                 checks.check([line], job)
             else:
-                head = heads.of(job) if plain is None else plain.head or heads.plain_head(job, plain)
+                head = template.head
                 if not (before or after):  # most jobs
                     texts.append(plain_task(n, label, job.id, qid, head, job.args_line))
                     continue
@@ -298,48 +293,6 @@ def _edge_lines(cluster: Cluster, ids: list[str]) -> Iterator[str]:
                  if child.index < size and (c := where[child.index]) >= 0 and jobs[c] is child)
     while chunk := list(itertools.islice(edges, CHUNK)):
         yield edge_lines(chunk)
-
-
-class _Plain:
-    """What the jobs of a transformation that have no profiles of their own or container share on a site: their
-    environment, the transformation's label, and their TASK head (None until the first of them is written)."""
-
-    __slots__ = ("env", "label", "head")
-
-    def __init__(self, env: tuple[tuple[str, str], ...] | None, label: str) -> None:
-        self.env, self.label = env, label
-        self.head: str | None = None
-
-
-class _Heads:
-    """The TASK words between a job's id and its arguments (``_head``), each distinct one checked by the DAG
-    parser once; and a transformation's shared values (``_Plain``) on the cluster's site."""
-
-    def __init__(self, resolver: ProfileResolver, site: str, pfn_of, checks: _Checks) -> None:
-        self.resolver, self.site, self.pfn_of, self.checks = resolver, site, pfn_of, checks
-        self.heads: dict[tuple, str] = {}  # (options, wrapper, pfn) -> head
-        self.plains: dict[tuple, _Plain] = {}  # transformation -> its shared values
-
-    def plain(self, job: Job) -> _Plain:
-        plain = self.plains[job.tx_key] = _Plain(self.resolver.env(job, self.site), job.tx_label)
-        return plain
-
-    def plain_head(self, job: Job, plain: _Plain) -> str:
-        """The head of the first job of ``plain``'s transformation, which its others share."""
-        plain.head = self.of(job)
-        return plain.head
-
-    def of(self, job: Job) -> str:
-        profiles = self.resolver.pegasus(job, self.site)
-        pfn = self.pfn_of(job, self.site)
-        key = (tuple(map(profiles.get, REQUEST_KEYS)), profiles.get("pmc_task_arguments"),
-               tuple(job.wrapper) if job.wrapper else None, pfn)
-        head = self.heads.get(key)
-        if head is None:
-            head = " ".join(_head(job, pfn, profiles))
-            self.checks.check(["TASK t " + head], job)
-            self.heads[key] = head
-        return head
 
 
 class Shape(NamedTuple):

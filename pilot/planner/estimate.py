@@ -66,10 +66,11 @@ class Layout:
 def layout_for(site: SiteConfig, ranks: int, min_cpus: int = 1) -> Layout:
     """The nodes and per-node resources ``pilot submit`` would request for ``ranks`` ranks on ``site``
     (given nodes enough: the "more ranks" fix may ask for more than the site config has)."""
+    rpn = site.ranks_per_node or 2  # never None once the site config is made (its cores_per_node, else 2)
     if scheduler_for(site).single_host:  # one machine: more ranks are more ranks per node
-        grown = dataclasses.replace(site, nodes=1, ranks_per_node=max(site.ranks_per_node, ranks))
+        grown = dataclasses.replace(site, nodes=1, ranks_per_node=max(rpn, ranks))
     else:
-        grown = dataclasses.replace(site, nodes=max(site.nodes, -(-ranks // site.ranks_per_node)))
+        grown = dataclasses.replace(site, nodes=max(site.nodes, -(-ranks // rpn)))
     req = request_for(grown, "estimate", ".", [], ranks=ranks)
     cpus = site.cores_per_node or max(req.ranks_per_node, min_cpus)
     memory = site.memory_per_node_mb or UNKNOWN_MEMORY_MB
@@ -216,7 +217,7 @@ class PlanEstimate:
 
 
 def estimate_plan(emitted, site: SiteConfig, from_dag: bool = False) -> PlanEstimate:
-    """Estimates for the clusters ``pilot plan`` wrote (``pilot.planner.emit.Emitted``), in cluster-DAG order.
+    """Estimates for the clusters ``pilot plan`` wrote (``pilot.planner.emitroot.Emitted``), in cluster-DAG order.
 
     A cluster planned from a Pegasus workflow has runtimes for all its jobs
     exactly when the planner found a critical path; only those DAGs are read

@@ -5,18 +5,19 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pilot.contracts.clusters import ClusterKind
 from pilot.contracts.rootfiles import PROPERTIES
 from pilot.dag.cycles import widest_level
+from pilot.dag.model import Dag, Task
 from pilot.dag.parser import read_dag
 from pilot.errors import ConfigError
 from pilot.planner import (
     batchopts,
     catalogs,
     cleanup,
-    containers,
     datalayout,
     gateways,
     properties,
@@ -25,19 +26,19 @@ from pilot.planner import (
     replaced,
     replicas,
     subworkflow,
-    sysinfo,
     taskdirs,
     yamlstream,
 )
 from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
 from pilot.planner.dagfile import requested
-from pilot.planner.emit import Emitted, emit
+from pilot.planner.emit import emit
+from pilot.planner.emitroot import Emitted
 from pilot.planner.estimate import PlanEstimate, estimate_plan
-from pilot.planner.executables import Executable, executable_lfn, required_executables
-from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, TransformationSite, Use, Workflow
+from pilot.planner.model import Catalogs, Job, Workflow
 from pilot.planner.placement import attach, units_of
-from pilot.planner.profiles import ProfileResolver, float_profile
-from pilot.planner.staging import DataJobs, expected_runtime
+from pilot.planner.profiles import ProfileResolver
+from pilot.planner.resolve import Resolved, Template, job_sites
+from pilot.planner.staging import DataJobs
 from pilot.planner.yamlvalues import SAFE_ID
 from pilot.sites import SiteConfig
 from pilot.util import safetext
@@ -46,7 +47,6 @@ from pilot.util.safeopen import open_file
 from pilot.util.tables import plural, table
 from providers import scheduler_for
 
-SITE_HINTS = ("selector.execution.site", "hints.execution.site")
 log = logging.getLogger("pilot.plan")
 
 
@@ -185,124 +185,23 @@ def _plan(req: PlanRequest) -> Plan:
     resolver = ProfileResolver(wf.catalogs, props.get("pegasus.clusterer.label.key", "label"))
     runtime_pref = props.get("pegasus.clusterer.preference", "").lower() == "runtime"
 
-    def hinted_site(job: Job) -> str:
-        if job.profiles:
-            for key in SITE_HINTS:
-                value = job.profiles.get("pegasus", {}).get(key) or job.profiles.get("selector", {}).get("execution.site")
-                if value:
-                    why = safetext.problem_word(value)
-                    if why:  # a site names the cluster's .sub file lines, directories and batch job
-                        raise ConfigError(f"{job.where}: profile selector execution.site {value[:80]!r} {why}")
-                    return value
-        return site.handle
-
-    sites = [hinted_site(job) if job.profiles else site.handle for job in wf.jobs]
+    sites = job_sites(wf.jobs, site.handle)  # each job's site handle by its index
     gateways.check(wf.catalogs, site, {site.handle, *sites})  # the site catalog's batch system is the site config's
+    resolved = Resolved(wf, resolver, site, lay.workdir, sites)  # fails early on unknown transformations, ...
 
-    def site_of(job: Job) -> str:
-        return sites[job.index]
-
-    stageable: dict[int, list[Executable]] = {}  # job index -> the executables staged into its directory first
-
-    entries: dict[tuple, TransformationSite] = {}  # (transformation, site) -> the entry its jobs there run
-    inside_dirs: dict[int, str] = {}  # job index -> where its directory is inside its container
-    images: dict[str, containers.StagedImage] = {}  # lfn -> a container image the stage-in jobs bring
-
-    def catalog_entry(job: Job, handle: str) -> TransformationSite:
-        """The entry a job runs on its site: the same for every job of a transformation there (looked up once)."""
-        key = (job.tx_key, handle)
-        entry = entries.get(key)
-        if entry is None:
-            entry = entries[key] = find_entry(job, handle)
-        return entry
-
-    def find_entry(job: Job, handle: str) -> TransformationSite:
-        tx = wf.catalogs.find_transformation(job.tx_key)
-        if tx is None:
-            raise ConfigError(f"{job.where}: unknown transformation {job.tx_label}: add it to the transformation catalog (--tc)")
-        # The site's own entry, else a stageable one of another site (staged to the site, as pegasus-plan does),
-        # built for the site's system (arch, os.*): planner.sysinfo, which says why none is.
-        entry = sysinfo.entry_for(job, tx, handle, wf.catalogs.sites.get(handle))
-        if entry is None:
-            hint = f", or name the catalogs' site with --set pegasus_site={next(iter(tx.sites))}" if tx.sites else ""
-            raise ConfigError(
-                f"{job.where}: transformation {job.tx_label} has no entry for site {handle!r} "
-                f"(it has: {', '.join(tx.sites) or 'none'}); add one, plan for another --site{hint}"
-            )
-        return entry
-
-    def pfn_of(job: Job, handle: str) -> str:
-        """The executable the job runs: its transformation's entry, or the copy staged into its directory; the
-        same for the jobs of a transformation that have no profiles of their own (the DAG writer asks once)."""
-        if job.index in stageable:
-            inside = inside_dirs.get(job.index)  # in a container the job's directory is bound there
-            return f"{inside}/{executable_lfn(job)}" if inside else lay.workdir.file(executable_lfn(job))[0]
-        return catalog_entry(job, handle).pfn
-
-    def in_container(job: Job, name: str, handle: str) -> None:
-        """Wrap the job in its container's runtime, its image staged in as an input (planner.containers)."""
-        spec = wf.catalogs.containers.get(name)
-        if spec is None:
-            raise ConfigError(f"{job.where}: transformation {job.tx_label} names container {name!r}, which the "
-                              "transformation catalog's containers do not list: add it there")
-        runtime, spec = containers.runtime_for(job, spec, site, handle)
-        env_names = tuple(name for name, _ in resolver.env(job, handle) or ())
-        job.wrapper = containers.wrapper(spec, runtime, lay.workdir.path, resolver.pegasus(job, handle), env_names)
-        inside_dirs[job.index] = containers.WORKDIR[spec.kind]
-        image = containers.staged_image(spec, runtime, lay.workdir.path)
-        if image is not None:
-            job.uses = [*job.uses, Use(image.lfn, Link.INPUT)]  # a job's uses may be the shared empty tuple
-            checksum = {"checksum.type": "sha256", "checksum.value": spec.sha256} if spec.sha256 else {}
-            wf.catalogs.replicas.setdefault(image.lfn, [Replica(image.url, spec.image_site or "local", spec.where, checksum)])
-            images[image.lfn] = image
-
-    def staged_executables(job: Job, entry: TransformationSite, handle: str) -> list[Executable]:
-        tx = wf.catalogs.find_transformation(job.tx_key)
-        assert tx is not None
-        return [Executable(executable_lfn(job), replicas.url_of(entry.pfn), entry.site, tx.sha256),
-                *required_executables(wf.catalogs, job, tx, handle)]
-
-    compute, dax = JobType.COMPUTE, JobType.DAX  # looked up once (an enum's members cost a lookup each time)
-    runtimes: list[float | None] = []
-    # (transformation, site) -> (staged executables, runtime) of its jobs there that have no profiles of their own
-    plain: dict[tuple, tuple[list[Executable] | None, float | None]] = {}
-    for job in wf.jobs:  # fail early on unknown transformations, sites and bad runtimes
-        if job.type is dax:
-            runtimes.append(None)  # a sub-workflow: planned when it is ready (pilot.planner.subworkflow)
-            continue
-        handle = sites[job.index]
-        key = (job.tx_key, handle)
-        entry = entries.get(key) or catalog_entry(job, handle)
-        if entry.container is not None:
-            in_container(job, entry.container, handle)
-        shared = None if job.profiles else plain.get(key)
-        if shared is None:
-            shared = (staged_executables(job, entry, handle) if entry.stageable else None,
-                      float_profile(resolver.pegasus(job, handle), "runtime"))
-            if not job.profiles:
-                plain[key] = shared
-        staged, runtime = shared
-        if staged is not None:
-            stageable[job.index] = staged
-        runtimes.append(runtime)
-
-    def runtime_of(job: Job) -> float | None:
-        if job.type is compute:
-            return runtimes[job.index]
-        return None if job.type is dax else expected_runtime(job)  # a sub-workflow's: its own plan's
-
-    clusters: list[Cluster] = Clusterer(wf, resolver, site_of, runtime_of, runtime_pref).run(techniques)
+    clusters: list[Cluster] = Clusterer(wf, resolver, sites_of(sites), resolved.runtime_of, runtime_pref).run(techniques)
     if not clusters and "whole" in techniques:  # data reuse left no job: the data jobs are still one cluster
         clusters = [Cluster(f"merge_{wf.name}", [], ClusterKind.WHOLE, site.handle)]
-    data = DataJobs(wf, lay, wf.catalogs, stageable, reused, images)
+    data = DataJobs(wf, lay, wf.catalogs, resolved.stageable(), reused, resolved.images)
     data.add(lambda: units_of(wf, clusters))
     cleanup.add(wf, data, lay, mode)
     clusters = attach(wf, clusters, data.made, lay.exec_site)
     batchopts.note_unused_keys(clusters, data.made, resolver)
+    resolved.add_data(clusters, len(data.made))
 
     subplans = subworkflow.prepare(wf, lay, site.handle, _passed_down(req, submit_dir))
-    emitted = emit(submit_dir, clusters, site, resolver, pfn_of, runtime_of, wf.name, planner_arguments, subplans,
-                   req.cluster_static_bp, taskdirs.plan_for(lay))
+    emitted = emit(submit_dir, clusters, site, resolved, wf.name, planner_arguments, subplans, req.cluster_static_bp,
+                   taskdirs.plan_for(lay))
     for line in node_fit_warnings(emitted, site, resolver):
         log.warning("%s", line)
     asked = next((e for e in emitted if e.batch.asked), None)
@@ -310,6 +209,11 @@ def _plan(req: PlanRequest) -> Plan:
         log.warning("cluster %s: its jobs set %s, batch options that site %s, which has no batch system, does not use",
                     asked.cluster.name, ", ".join(asked.batch.asked), site.name)
     return Plan(submit_dir, wf.name, emitted, pruned=len(reused), data_jobs=len(data.made))
+
+
+def sites_of(sites: list[str]) -> Callable[[Job], str]:
+    """job -> its site handle (``sites`` by Job.index), as clustering asks it."""
+    return lambda job: sites[job.index]
 
 
 MAX_FIT_WARNINGS = 5
@@ -363,7 +267,8 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
     from pilot.dag.lexer import quote_arg
     from pilot.dag.model import NO_DAX_ID
     from pilot.dag.writer import format_dag
-    from pilot.planner.emit import cluster_static_bp, write_cluster, write_cluster_dag, write_root_monitoring
+    from pilot.planner.emit import cluster_static_bp, write_cluster
+    from pilot.planner.emitroot import write_cluster_dag, write_root_monitoring
 
     dag = read_dag(req.workflow)
     for line in _dag_fit(dag, req.site):
@@ -387,13 +292,28 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
         jobs[t.name].children = [jobs[c.name] for c in t.children]
     cluster.jobs = list(jobs.values())
     write_cluster_dag(submit_dir, [emitted], req.site, wf.name)
-    requests = {jobs[t.name].id: (max(1, t.cpus), t.memory, t.gpus) for t in dag}
     write_root_monitoring(submit_dir, [emitted], req.site, wf.name, planner_arguments,
-                          lambda job, handle: requests[job.id])  # noqa: ARG005 - request_of's signature
+                          _DagTemplates([_task_template(t, req.site.handle) for t in dag]))
     return Plan(submit_dir, wf.name, [emitted])
 
 
-def _dag_fit(dag, site: SiteConfig) -> list[str]:
+class _DagTemplates:
+    """A PMC DAG's one cluster's templates, its tasks' own (in the DAG's order, as its jobs are)."""
+
+    def __init__(self, templates: list[Template]) -> None:
+        self.templates = templates
+
+    def of_cluster(self, cluster: Cluster) -> Iterable[Template]:  # noqa: ARG002 - the DAG is its one cluster
+        return self.templates
+
+
+def _task_template(task: Task, handle: str) -> Template:
+    """What the task table reads of a PMC DAG's task: its request, as its TASK line says it."""
+    return Template(handle, task.transformation or task.name, task.env, (max(1, task.cpus), task.memory, task.gpus),
+                    None, None, task.runtime)
+
+
+def _dag_fit(dag: Dag, site: SiteConfig) -> list[str]:
     """Tasks of a PMC .dag that ask for more than a node of the site has: pilot run would refuse them at start."""
     out = []
     for t in dag:
@@ -430,6 +350,6 @@ def _submit_dir(req: PlanRequest, name: str) -> str:
 def _number(raw: str | None) -> float | None:
     """A profile's number; None when unset or not a number (the DAG writer reports those)."""
     try:
-        return float(raw) if raw not in (None, "") else None
+        return None if raw is None or raw == "" else float(raw)
     except ValueError:
         return None

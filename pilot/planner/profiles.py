@@ -30,11 +30,7 @@ ALIASES = {
     "pmc_arguments": "pmc_task_arguments",  # the name in the pegasus-mpi-cluster man page
     "glite_arguments": "glite.arguments",
 }
-# Properties that are profiles when written as pegasus.<key>.
-PROPERTY_PROFILES = (
-    "clusters.size", "clusters.num", "clusters.maxruntime", "runtime", "job.aggregator",
-    "pmc_request_memory", "pmc_request_cpus", "pmc_priority", "pmc_task_arguments", "label",
-)
+Env = tuple[tuple[str, str], ...]  # a task's variables, in order
 
 
 def canonical(key: str) -> str:
@@ -100,13 +96,14 @@ def check_value(key: str, raw: str) -> str | None:
 
 
 class ProfileResolver:
-    """Resolved pegasus profiles per job on a site (memoised per transformation and site)."""
+    """A job's profiles on a site, merged in the order of the module doc (the catalogs' layers merged once per
+    transformation and site: clustering asks a job's pegasus profiles job by job)."""
 
     def __init__(self, catalogs: Catalogs, label_key: str) -> None:
         self.catalogs = catalogs
         self.label_key = label_key
         profilekeys.check_unknown(catalog_profiles(catalogs), label_key)
-        wanted = set(PROPERTY_PROFILES) | PEGASUS_KEYS_READ | {label_key}
+        wanted = PEGASUS_KEYS_READ | {label_key}
         layer: dict[str, dict[str, str]] = {"pegasus": {}, "globus": {}}
         for prop, value in catalogs.properties.items():
             ns, _, key = prop.partition(".")
@@ -120,10 +117,8 @@ class ProfileResolver:
         self._below: dict[str, dict[str, str]] = {}  # per namespace: properties, then the workflow's profiles
         self._upper: dict[tuple, dict[str, str]] = {}
         self._shared: dict[tuple, dict[str, str]] = {}  # (transformation, site) -> pegasus() of a job with none
-        self._envs: dict[tuple, tuple[tuple[str, str], ...] | None] = {}
-        self._tx_env: dict[tuple, tuple[tuple[str, str], ...] | None] = {}  # (transformation, site) -> its env
+        self._envs: dict[Env, Env | None] = {}
         self.data_env = credentials_env(catalogs)
-        self.memo: dict[str, dict] = {}  # per-plan lookups of other modules (planner.batchopts' aggregator)
 
     def _catalog_layers(self, job: Job, site: str, ns: str = "pegasus") -> dict[str, str]:
         key = (job.tx_key, site, ns)
@@ -198,19 +193,11 @@ class ProfileResolver:
         merged.update(upper)
         return merged
 
-    def env(self, job: Job, site: str) -> tuple[tuple[str, str], ...] | None:
+    def env(self, job: Job, site: str) -> Env | None:
         """The variables the job's task gets (None: none). Equal environments are one tuple, so a DAG of
-        jobs that share one says it once; a job without env profiles of its own has its transformation's."""
-        shared = "env" not in job.profiles
-        if shared:
-            hit = self._tx_env.get((job.tx_key, site), False)
-            if hit is not False:
-                return hit  # type: ignore[return-value]  # False marks a miss; any other value is what the cache holds
+        jobs that share one says it once (the resolve step asks once per template)."""
         key = tuple(self.other(job, site, "env").items())
-        value = self._envs.setdefault(key, key or None)
-        if shared:
-            self._tx_env[(job.tx_key, site)] = value
-        return value
+        return self._envs.setdefault(key, key or None)
 
 
 def credentials_env(catalogs: Catalogs) -> tuple[tuple[str, str], ...] | None:

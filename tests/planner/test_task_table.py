@@ -9,10 +9,11 @@ import pytest
 
 from pilot.contracts.clusters import ClusterKind
 from pilot.contracts.rootfiles import RootTask, TaskTable
-from pilot.planner import emit
+from pilot.planner import emitroot
 from pilot.planner.clustering import Cluster
 from pilot.planner.dagfile import command_text
 from pilot.planner.model import Job, JobType, Link, Use
+from pilot.planner.resolve import Template
 
 
 def jobs() -> list[Job]:
@@ -34,21 +35,26 @@ def jobs() -> list[Job]:
     return out
 
 
-def request_of(job: Job, handle: str) -> tuple[int, int, int]:
-    """As emit.requests_of: a job without profiles asks what its transformation asks."""
+def request_of(job: Job) -> tuple[int, int, int]:
+    """As a job's template has it: a job without profiles asks what its transformation asks."""
     return (2 if job.name == "a" else 1, int(job.profiles.get("pegasus", {}).get("pmc_request_memory", 0)), 0)
+
+
+def template(job: Job) -> Template:
+    return Template("local", job.tx_label, None, request_of(job), None, ())
 
 
 @pytest.mark.parametrize("chunk", [1, 3, 4096])
 def test_the_columns_hold_each_tasks_record(monkeypatch, chunk):
-    monkeypatch.setattr(emit, "CHUNK", chunk)
+    monkeypatch.setattr(emitroot, "CHUNK", chunk)
     members = jobs()
     data_ids: set[str] = set()
-    table = emit.task_table(Cluster("merge_w", members, ClusterKind.WHOLE, "local"), request_of, data_ids)
+    table = emitroot.task_table(Cluster("merge_w", members, ClusterKind.WHOLE, "local"), list(map(template, members)),
+                           data_ids)
     # the data job is no task, as in a Pegasus plan, whose tasks are the workflow's own jobs
     one_by_one = TaskTable.of(
-        RootTask(j.id, j.tx_label, command_text(j), tuple(c.id for c in j.children), *request_of(j, "local"),
-                 j.type.value, j.metadata, emit._mapped_files(j.uses)) for j in members[1:])
+        RootTask(j.id, j.tx_label, command_text(j), tuple(c.id for c in j.children), *request_of(j),
+                 j.type.value, j.metadata, emitroot._mapped_files(j.uses)) for j in members[1:])
     for column in (f.name for f in dataclasses.fields(TaskTable)):
         if column != "requests":
             assert getattr(table, column) == getattr(one_by_one, column), column
