@@ -33,10 +33,8 @@ from pilot.dag.writer import (
     task_text,
 )
 from pilot.errors import ConfigError, DagError
-from pilot.planner.clustering import Cluster
-from pilot.planner.model import Job, tx_key_of
+from pilot.planner.model import INPUT_FILE, Cluster, Job, tx_key_of
 from pilot.planner.profiles import ProfileResolver
-from pilot.planner.staging import INPUT_FILE
 from pilot.util.safeopen import open_file
 
 # The profiles each TASK option comes from, the first one set. As Pegasus' PMC code generator does (since

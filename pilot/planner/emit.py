@@ -31,9 +31,8 @@ from pilot.errors import ConfigError
 from pilot.jobrequest import pilot_args, request_for
 from pilot.planner import subworkflow
 from pilot.planner.batchopts import BatchOptions, batch_options
-from pilot.planner.clustering import Cluster
 from pilot.planner.dagfile import input_file, roots_of, shape, task_request, write_dag
-from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Job, JobType, tx_key_of
+from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Cluster, Job, JobType, tx_key_of
 from pilot.planner.profiles import ProfileResolver
 from pilot.planner.taskdirs import TaskDirPlan
 from pilot.sites import SiteConfig

@@ -29,13 +29,14 @@ from pilot.planner import (
     taskdirs,
     yamlstream,
 )
-from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
+from pilot.planner.clustering import DEFAULT_CLUSTER, Clusterer, parse_techniques
 from pilot.planner.dagfile import requested
+from pilot.planner.dataclusters import attach_data_jobs as attach
+from pilot.planner.dataclusters import transfer_units as units_of
 from pilot.planner.emit import Emitted, emit
 from pilot.planner.estimate import PlanEstimate, estimate_plan
 from pilot.planner.executables import Executable, executable_lfn, required_executables
-from pilot.planner.model import Catalogs, Job, JobType, Link, Replica, TransformationSite, Use, Workflow
-from pilot.planner.placement import attach, units_of
+from pilot.planner.model import Catalogs, Cluster, Job, JobType, Link, Replica, TransformationSite, Use, Workflow
 from pilot.planner.profiles import ProfileResolver, float_profile
 from pilot.planner.staging import DataJobs, expected_runtime
 from pilot.planner.yamlvalues import SAFE_ID

@@ -8,8 +8,8 @@ import random
 import pytest
 
 from pilot.planner.clustering import topological_positions
-from pilot.planner.model import Job, Workflow
-from pilot.planner.placement import _levels_along
+from pilot.planner.dataclusters import _levels_along
+from pilot.planner.model import Cluster, Job, Workflow
 from pilot.util import graphs
 
 
@@ -99,7 +99,6 @@ def test_a_clusters_shape_is_its_longest_paths(seed):
     """A cluster's width, critical path and roots, from its jobs' parents inside it, whether its members' indexes
     are distinct (a table by index) or not (a table by job), with parents outside it and out of order."""
     from pilot.contracts.clusters import ClusterKind
-    from pilot.planner.clustering import Cluster
     from pilot.planner.dagfile import shape
 
     jobs = random_jobs(seed, parents_first=seed % 2 == 0)
@@ -117,7 +116,7 @@ def test_a_clusters_shape_is_its_longest_paths(seed):
     for dup in (False, True):
         if dup:
             members[-1].index = members[0].index  # two members share an index
-        c = Cluster("c", members, ClusterKind.WHOLE, "local")
+        c = Cluster(name="c", jobs=members, kind=ClusterKind.WHOLE, site="local")
         assert shape(c, runtimes) == (width, max(finish), roots)
         assert shape(c, [None] * len(members)) == (width, None, roots)
 
@@ -127,7 +126,7 @@ def test_a_whole_cluster_without_staging_is_ordered_as_the_index_order(seed):
     """A whole cluster's jobs with create-dir before them and cleanup after them are placed as the general order
     places them, without it; any other data jobs (a stage-in between, a second first job, a job with no edges)
     go to the general order."""
-    from pilot.planner.placement import _around
+    from pilot.planner.dataclusters import _around
 
     def plan(extra: str) -> tuple[list[Job], list[Job]]:
         jobs = random_jobs(seed, parents_first=True)
