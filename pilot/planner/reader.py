@@ -159,16 +159,15 @@ def _read_job(raw: Any, path: str, index: int, names: dict[str, str], shared: di
     one = names.get(name) if type(name) is str else None
     if one is None or type(job_id) is not str or not (job_id.isalnum() and job_id.isascii()):
         one = _id_and_name(raw, path, f"jobs[{index}]", names, shared)
-    ypath = f"jobs[{index}]"
     args = raw.get("arguments")
     if type(args) is not list:
-        args = need_list(args, path, f"{ypath}.arguments", "of arguments")
-    args_line = _args_line(args, path, ypath)
+        args = need_list(args, path, f"jobs[{index}].arguments", "of arguments")
+    args_line = _args_line(args, path, index)
     uses_raw = raw.get("uses")
-    uses: tuple[Use, ...] = () if uses_raw is None or uses_raw == [] else tuple(
-        _use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(need_list(uses_raw, path, f"{ypath}.uses", "of files")))
+    uses: tuple[Use, ...] = () if uses_raw is None or uses_raw == [] else _uses(uses_raw, path, f"jobs[{index}]")
     if _OPTIONAL.isdisjoint(raw):  # most jobs of a big workflow: nothing more to read
         return Job(id=job_id, name=one, args_line=args_line, source=path, index=index, yaml_index=index, uses=uses)
+    ypath = f"jobs[{index}]"
     stdio = tuple(_stdio_file(raw, key, path, ypath) for key in ("stdin", "stdout", "stderr"))
     optional_text(raw, "nodeLabel", path, ypath)  # a description: Pegasus only prints it in its debug dump of a job
     namespace, version = identifier(raw, "namespace", path, ypath), identifier(raw, "version", path, ypath)
@@ -323,9 +322,13 @@ def _argument(value: Any, path: str, ypath: str) -> str:
     return value
 
 
-def _args_line(args: list, path: str, ypath: str) -> str:
-    """A job's arguments as the one quoted command line the DAG writes (see _words): for plain words (most
-    jobs) the items joined by single spaces, with no list of words made."""
+def _uses(raw: Any, path: str, ypath: str) -> tuple[Use, ...]:
+    return tuple(_use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(need_list(raw, path, f"{ypath}.uses", "of files")))
+
+
+def _args_line(args: list, path: str, index: int) -> str:
+    """``jobs[index]``'s arguments as the one quoted command line the DAG writes (see _words): for plain words
+    (most jobs) the items joined by single spaces, with no list of words made."""
     items = args
     try:  # one join and three scans in C, not a test of each item
         text = " ".join(args)
@@ -333,14 +336,14 @@ def _args_line(args: list, path: str, ypath: str) -> str:
     except TypeError:  # an item is no string: a file ({lfn: ...}), a mapping, nothing
         plain = False
     if not plain:
-        items = [_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)]
+        items = [_argument(a, path, f"jobs[{index}].arguments[{k}]") for k, a in enumerate(args)]
         text = " ".join(items)
     if SPECIAL.search(text) is None:
         # In printable text " " is the only space split() splits at: most arguments are already as it joins them
         if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
             return text
         return " ".join(text.split())
-    return " ".join(quote_arg(w) for w in _words(items, path, ypath))
+    return " ".join(quote_arg(w) for w in _words(items, path, f"jobs[{index}]"))
 
 
 def _words(items: list[str], path: str, ypath: str) -> list[str]:
