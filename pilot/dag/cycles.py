@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 from array import array
+from collections.abc import Sequence
 
 from pilot.dag.model import Dag, Task
 from pilot.util import graphs
@@ -47,10 +48,10 @@ def widest_level(dag: Dag) -> int:
     return max(collections.Counter(levels.values()).values(), default=1)
 
 
-def _parents(task: Task) -> list[Task]:
+def _parents(task: Task) -> Sequence[Task]:
     return task.parents
 
 
-def _children(task: Task) -> list[Task]:
+def _children(task: Task) -> Sequence[Task]:
     return task.children
 

@@ -39,8 +39,7 @@ from typing import TYPE_CHECKING
 from pilot.contracts.clusters import ClusterKind
 from pilot.errors import ConfigError
 from pilot.planner import profilekeys, replaced
-from pilot.planner.clustering import Cluster
-from pilot.planner.model import Job
+from pilot.planner.model import Cluster, Job
 from pilot.planner.profiles import ProfileResolver
 from pilot.sites import SiteConfig
 from pilot.siteschema import format_walltime, parse_walltime

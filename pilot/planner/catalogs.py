@@ -121,7 +121,7 @@ def read_site_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> N
         why = safetext.problem_word(name)
         if why:  # a site names a cluster's .sub lines, directories and batch job
             raise fail(path, f"{spath}.name", f"{name[:80]!r} {why}")
-        site = Site(name, read_profiles(raw.get("profiles"), path, f"{spath}.profiles"),
+        site = Site(name=name, profiles=read_profiles(raw.get("profiles"), path, f"{spath}.profiles"),
                     sysinfo=sysinfo.read(raw, path, spath))
         for k, d in enumerate(need_list(raw.get("directories"), path, f"{spath}.directories", "of {type: ..., path: ...}")):
             directory = _directory(d, path, f"{spath}.directories[{k}]", name)
@@ -145,7 +145,7 @@ def _directory(raw: Any, path: str, ypath: str, site: str) -> Directory:
     if dtype is None:
         raise fail(path, f"{ypath}.type", f"{kind!r}: use one of {', '.join(DIRECTORY_TYPES)}")
     where = f"{path}: {ypath}"
-    directory = Directory(dtype, expand(need_text(raw["path"], path, f"{ypath}.path"), f"{path}: {ypath}.path"),
+    directory = Directory(type=dtype, path=expand(need_text(raw["path"], path, f"{ypath}.path"), f"{path}: {ypath}.path"),
                           where=where)
     # sharedFileSystem (worker nodes see the directory) is checked, not kept: only PegasusLite (nonsharedfs) reads
     # it, and a sharedfs plan assumes it.
@@ -193,7 +193,7 @@ def read_replica_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -
                 raise fail(path, ppath, "a replica needs a pfn (its URL or path)")
             site = "local" if p.get("site") is None else need_text(p["site"], path, f"{ppath}.site")
             pfn = expand(need_text(p["pfn"], path, f"{ppath}.pfn"), f"{path}: {ppath}.pfn")
-            copies.append(Replica(pfn, site, f"{path}: {ppath}", attributes))
+            copies.append(Replica(pfn=pfn, site=site, where=f"{path}: {ppath}", metadata=attributes))
         if not copies:
             raise fail(path, f"{rpath}.pfns", f"replica {lfn!r} names no pfn: give at least one {{site, pfn}}")
         if flag(raw, "regex", False, path, rpath):

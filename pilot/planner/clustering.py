@@ -40,14 +40,16 @@ import graphlib
 import heapq
 import logging
 import re
-from dataclasses import dataclass, field
-from operator import attrgetter
+from collections.abc import Sequence
+from typing import TypeVar
 
 from pilot.contracts.clusters import ClusterKind
 from pilot.errors import ConfigError
-from pilot.planner.model import Job, JobType, Workflow
+from pilot.planner.model import Cluster, Job, JobType, Workflow, children_of, parents_of, type_of
 from pilot.planner.profiles import ProfileResolver, float_profile, int_profile
 from pilot.util import graphs
+
+T = TypeVar("T")
 
 TECHNIQUES = ("horizontal", "label", "whole")
 NO_CLUSTERING = "none"
@@ -78,21 +80,6 @@ def parse_techniques(words: list[str]) -> list[str]:
     return techniques
 
 
-@dataclass(eq=False)
-class Cluster:
-    name: str
-    jobs: list[Job]
-    kind: ClusterKind  # a pegasusWorkflow job is always a cluster of its own (SUBWORKFLOW), which no technique merges
-    site: str
-    parents: list[Cluster] = field(default_factory=list)
-    children: list[Cluster] = field(default_factory=list)
-    runtime: float | None = None  # sum of known job runtimes
-    in_order: bool = False  # its jobs are in topological order (as --cluster whole lists them)
-
-    def __repr__(self) -> str:
-        return f"Cluster({self.name}, {len(self.jobs)} jobs)"
-
-
 class Clusterer:
     def __init__(self, wf: Workflow, resolver: ProfileResolver, site_of, runtime_of, runtime_preference: bool) -> None:
         self.wf = wf
@@ -106,10 +93,12 @@ class Clusterer:
     # -- driver ---------------------------------------------------------------
     def run(self, techniques: list[str]) -> list[Cluster]:
         """Cluster with ``techniques`` (as parse_techniques gives them), in order."""
-        if techniques == ["whole"] and JobType.DAX not in map(attrgetter("type"), self.wf.jobs):
+        if techniques == ["whole"] and JobType.DAX not in map(type_of, self.wf.jobs):
             return self._whole_only()
-        nodes = [Cluster(j.task_id, [j], ClusterKind.SUBWORKFLOW, self.site_of(j)) if j.type is JobType.DAX
-                 else Cluster(f"{j.name}_{j.id}", [j], ClusterKind.SINGLE, self.site_of(j)) for j in self.wf.jobs]
+        nodes = [Cluster(name=j.task_id, jobs=[j], kind=ClusterKind.SUBWORKFLOW, site=self.site_of(j))
+                 if j.type is JobType.DAX
+                 else Cluster(name=f"{j.name}_{j.id}", jobs=[j], kind=ClusterKind.SINGLE, site=self.site_of(j))
+                 for j in self.wf.jobs]
         self._names = {n.name for n in nodes}
         if len(self._names) < len(nodes):  # jobs a_b + c and a + b_c: one directory, one DAG for two clusters
             self._names = set()
@@ -146,7 +135,8 @@ class Clusterer:
         base = f"merge_{self.wf.name}"
         near = {n for n in {j.name for j in jobs} if base.startswith(n) or n.startswith(base)}
         self._names = {f"{j.name}_{j.id}" for j in jobs if j.name in near}  # the single nodes' names it could meet
-        cluster = Cluster(self._unique(base), ordered, ClusterKind.WHOLE, self.site_of(jobs[0]), in_order=True)
+        cluster = Cluster(name=self._unique(base), jobs=ordered, kind=ClusterKind.WHOLE, site=self.site_of(jobs[0]),
+                          in_order=True)
         known = [r for r in map(self.runtime_of, ordered) if r is not None]
         cluster.runtime = sum(known) if known else None
         return [cluster]
@@ -178,7 +168,7 @@ class Clusterer:
             sites = {m.site for m in members}
             if len(sites) > 1 and kind is ClusterKind.LABEL:
                 raise ConfigError(f"{self.wf.path}: jobs of label {name[len('merge_'):]!r} are on sites {', '.join(sorted(sites))}; a label cluster runs on one site")
-            cluster = Cluster(self._unique(name), jobs, kind, members[0].site)
+            cluster = Cluster(name=self._unique(name), jobs=jobs, kind=kind, site=members[0].site)
             merged[id(members[0])] = cluster
             replaced.update(id(m) for m in members)
         out = []
@@ -235,7 +225,7 @@ class Clusterer:
         timed.sort(key=lambda p: -p[0])  # stable: equal runtimes keep workflow order
         if maxruntime is not None:
             return first_fit_decreasing(timed, maxruntime)
-        return balanced(timed, num)
+        return balanced(timed, 1 if num is None else num)  # never None here: without maxruntime, num is set above
 
     # -- whole ----------------------------------------------------------------
     def _whole(self, nodes: list[Cluster]) -> list[tuple[ClusterKind, str, list[Cluster]]]:
@@ -244,7 +234,7 @@ class Clusterer:
         stage, into a sub-workflow of that stage, or out of one to a later stage, and no cycle can form."""
         if not any(n.kind is ClusterKind.SUBWORKFLOW for n in nodes):
             return [(ClusterKind.WHOLE, f"merge_{self.wf.name}", nodes)]
-        order = graphs.topological_order(nodes, _parents, _children)
+        order = graphs.topological_order(nodes, parents_of, children_of)
         at = {id(n): k for k, n in enumerate(order)}
         subs = [int(n.kind is ClusterKind.SUBWORKFLOW) for n in order]
         paths = graphs.longest_paths(subs, lambda k: [at[id(p)] for p in order[k].parents])
@@ -285,10 +275,10 @@ def split_by_count(members: list, num: int | None, size: int | None) -> list[lis
     return [[m] for m in members]
 
 
-def first_fit_decreasing(timed: list[tuple[float, object]], maxruntime: float) -> list[list]:
-    bins: list[list] = []
+def first_fit_decreasing(timed: Sequence[tuple[float, T]], maxruntime: float) -> list[list[T]]:
+    bins: list[list[T]] = []
     loads: list[float] = []
-    alone: list[list] = []
+    alone: list[list[T]] = []
     for rt, m in timed:
         if rt > maxruntime:
             alone.append([m])
@@ -304,9 +294,9 @@ def first_fit_decreasing(timed: list[tuple[float, object]], maxruntime: float) -
     return bins + alone
 
 
-def balanced(timed: list[tuple[float, object]], num: int) -> list[list]:
+def balanced(timed: Sequence[tuple[float, T]], num: int) -> list[list[T]]:
     num = min(num, len(timed))
-    bins: list[list] = [[] for _ in range(num)]
+    bins: list[list[T]] = [[] for _ in range(num)]
     heap = [(0.0, k) for k in range(num)]
     for rt, m in timed:
         load, k = heapq.heappop(heap)
@@ -339,12 +329,12 @@ def link(nodes: list[Cluster], node_of: list[Cluster]) -> None:
 
 def node_levels(nodes: list[Cluster]) -> dict[int, int]:
     """Longest path from a root, roots at level 1 (keyed by ``id``)."""
-    return graphs.levels(nodes, _parents, _children)
+    return graphs.levels(nodes, parents_of, children_of)
 
 
 def check_acyclic(nodes: list[Cluster]) -> None:
     try:
-        graphs.topological_order(nodes, _parents, _children)
+        graphs.topological_order(nodes, parents_of, children_of)
     except graphlib.CycleError as exc:
         names = [c.name[len("merge_"):] if c.kind is ClusterKind.LABEL else c.name for c in exc.args[1]]
         raise ConfigError(
@@ -361,7 +351,7 @@ def topological_positions(wf: Workflow) -> list[int]:
     if all_parents_first(wf.jobs):
         return list(range(len(wf.jobs)))
     try:
-        order = graphs.index_order(wf.jobs)
+        order = graphs.topological_order(wf.jobs, parents_of, children_of)
     except graphlib.CycleError as exc:
         raise ConfigError(f"{wf.path}: jobDependencies form a cycle: {' -> '.join(j.id for j in exc.args[1])}") from None
     pos = [-1] * len(wf.jobs)
@@ -378,9 +368,3 @@ def all_parents_first(jobs: list[Job]) -> bool:
             if parent.index >= here:
                 return False
     return True
-
-
-# A node's (job's or cluster's) parents and children, read by C-level accessors: the graph functions call them
-# per node of a million.
-_parents = attrgetter("parents")
-_children = attrgetter("children")

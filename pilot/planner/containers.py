@@ -95,8 +95,9 @@ def read(name: str, raw: dict, env: dict[str, str], path: str, cpath: str) -> Co
         if not value or any(c.isspace() or c in "\0'\";" for c in value):
             raise fail(path, f"{cpath}.{key}", f"{value!r}: a container's image, mounts and env values are single words "
                        "(no spaces, quotes or ';'): they are words of the task's command line")
-    return ContainerSpec(name, kind, image, optional_text(raw, "image.site", path, cpath), mounts,
-                         flag(raw, "bypass", False, path, cpath), tuple(env.items()), f"{path}: {cpath}")
+    return ContainerSpec(name=name, kind=kind, image=image, image_site=optional_text(raw, "image.site", path, cpath),
+                         mounts=mounts, bypass=flag(raw, "bypass", False, path, cpath), env=tuple(env.items()),
+                         where=f"{path}: {cpath}")
 
 
 def image_lfn(spec: ContainerSpec) -> str:

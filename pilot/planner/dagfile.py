@@ -33,9 +33,7 @@ from pilot.dag.writer import (
     task_text,
 )
 from pilot.errors import ConfigError, DagError
-from pilot.planner.clustering import Cluster
-from pilot.planner.model import Job
-from pilot.planner.staging import INPUT_FILE
+from pilot.planner.model import INPUT_FILE, Cluster, Job
 from pilot.util.safeopen import open_file
 
 if TYPE_CHECKING:  # resolve builds its templates with this module's TASK heads and requests

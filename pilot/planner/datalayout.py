@@ -120,10 +120,10 @@ def default_local_site(base: str) -> Site:
     """The ``local`` site pegasus-plan adds when the site catalog has none. Its system is Pegasus' default
     (x86_64 linux), the one a transformation entry that names none is for, whatever this machine is: pegasus-plan
     gives it this machine's arch, which on an ARM laptop would refuse every such entry."""
-    site = Site("local")
+    site = Site(name="local")
     for dtype, path in ((DirectoryType.SHARED_SCRATCH, os.path.join(base, "wf-scratch", "LOCAL")),
                         (DirectoryType.SHARED_STORAGE, os.path.join(base, "wf-output"))):
-        site.directories[dtype] = Directory(dtype, path, [("file://" + path, "all")], where="the default local site")
+        site.directories[dtype] = Directory(type=dtype, path=path, servers=[("file://" + path, "all")], where="the default local site")
     return site
 
 
@@ -165,11 +165,11 @@ def scratch_directory(catalogs: Catalogs, site: SiteConfig, base: str) -> Direct
         if not os.path.isabs(path):
             raise ConfigError(f"{site.path or site.name}: shared_scratch {site.shared_scratch!r} is not an absolute path "
                               "(after expanding $VARS): give the site's scratch directory, e.g. $SCRATCH/pilot")
-        return Directory(DirectoryType.SHARED_SCRATCH, path, where=f"{site.path or site.name}: shared_scratch")
+        return Directory(type=DirectoryType.SHARED_SCRATCH, path=path, where=f"{site.path or site.name}: shared_scratch")
     path = os.path.join(base, "wf-scratch", site.handle)
     log.info("site %s has no shared scratch in the site catalog or its config (shared_scratch): using %s",
              site.handle, path)
-    return Directory(DirectoryType.SHARED_SCRATCH, path, where="the default scratch")
+    return Directory(type=DirectoryType.SHARED_SCRATCH, path=path, where="the default scratch")
 
 
 def storage_place(catalogs: Catalogs, output_site: str, operation: str = "put") -> Place | None:

@@ -29,9 +29,9 @@ from pilot.dag.parser import read_dag
 from pilot.jobrequest import pilot_args, request_for
 from pilot.planner import subworkflow
 from pilot.planner.batchopts import CLUSTERED, BatchOptions, batch_options
-from pilot.planner.clustering import Cluster
 from pilot.planner.dagfile import input_file, shape, write_dag
 from pilot.planner.emitroot import Emitted, write_cluster_dag, write_root_monitoring
+from pilot.planner.model import Cluster
 from pilot.planner.resolve import Resolved, cluster_retry
 from pilot.planner.taskdirs import TaskDirPlan
 from pilot.sites import SiteConfig

@@ -19,9 +19,8 @@ from pilot.errors import ConfigError
 from pilot.jobrequest import pilot_args, request_for
 from pilot.planner import subworkflow
 from pilot.planner.batchopts import BatchOptions
-from pilot.planner.clustering import Cluster
 from pilot.planner.dagfile import roots_of
-from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, JobType
+from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Cluster, JobType
 from pilot.planner.resolve import Template
 from pilot.sites import SiteConfig
 

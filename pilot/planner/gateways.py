@@ -51,8 +51,8 @@ def read_grid(raw: Any, path: str, ypath: str) -> Grid:
         if raw.get(key) is None:
             raise fail(path, ypath, f"a grid needs a {key}")
     jobtype = None if raw.get("jobtype") is None else _one_of(raw, "jobtype", JOB_TYPES, path, ypath)
-    return Grid(_one_of(raw, "type", TYPES, path, ypath), need_text(raw["contact"], path, f"{ypath}.contact"),
-                _one_of(raw, "scheduler", SCHEDULERS, path, ypath), jobtype, f"{path}: {ypath}")
+    return Grid(type=_one_of(raw, "type", TYPES, path, ypath), contact=need_text(raw["contact"], path, f"{ypath}.contact"),
+                scheduler=_one_of(raw, "scheduler", SCHEDULERS, path, ypath), jobtype=jobtype, where=f"{path}: {ypath}")
 
 
 def _one_of(raw: dict, key: str, allowed: tuple[str, ...], path: str, ypath: str) -> str:

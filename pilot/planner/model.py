@@ -1,12 +1,19 @@
-"""The abstract workflow as the planner sees it: jobs, edges, catalogs, properties."""
+"""The abstract workflow as the planner sees it (jobs, edges, catalogs, properties), and the records every step
+of the plan shares: its clusters (``Cluster``), the nodes data jobs are grouped by (``Unit``), the C-level
+accessors the loops over a million jobs read them by.
+
+Every record is built by keyword: two fields of one type (a job's namespace and version, ``str | None``)
+swapped by position would be wrong data that no check catches."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
+
+from pilot.contracts.clusters import ClusterKind
 
 Profiles = dict[str, dict[str, str]]  # namespace -> key -> value
 
@@ -94,7 +101,7 @@ _READING = (Link.INPUT, Link.INOUT, Link.CHECKPOINT)
 _WRITING = (Link.OUTPUT, Link.INOUT, Link.CHECKPOINT)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class Use:
     """One file a job reads or writes."""
 
@@ -125,7 +132,7 @@ class SubJob:
     sites: tuple[str, ...] = ()  # the execution sites its --sites names ((): the parent's)
 
 
-@dataclass(eq=False, slots=True)
+@dataclass(eq=False, slots=True, kw_only=True)
 class Job:
     """One compute job of the abstract workflow.
 
@@ -267,7 +274,7 @@ class Site:
     grids: list[Grid] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Replica:
     """One physical copy of a file: its URL (or path) and site; ``pattern`` for a regex entry."""
 
@@ -325,5 +332,38 @@ class Workflow:
     catalogs: Catalogs = field(default_factory=Catalogs)
 
 
-# Job.tx_key as a C-level accessor, for the loops over a million jobs (a property costs a call each).
-tx_key_of = attrgetter("namespace", "name", "version")
+INPUT_FILE = "@INPUT_FILE@"  # a data job's command word that emit replaces with the path of the job's input file
+
+
+@dataclass(eq=False, kw_only=True)
+class Cluster:
+    """Jobs planned as one batch job: one PMC DAG, one line of clusters.yml."""
+
+    name: str
+    jobs: list[Job]
+    kind: ClusterKind  # a pegasusWorkflow job is always a cluster of its own (SUBWORKFLOW), which no technique merges
+    site: str
+    parents: list[Cluster] = field(default_factory=list)
+    children: list[Cluster] = field(default_factory=list)
+    runtime: float | None = None  # sum of known job runtimes
+    in_order: bool = False  # its jobs are in topological order (as --cluster whole lists them)
+
+    def __repr__(self) -> str:
+        return f"Cluster({self.name}, {len(self.jobs)} jobs)"
+
+
+@dataclass(slots=True, kw_only=True)
+class Unit:
+    """A node of the clustered workflow that data jobs are grouped by: the jobs of one cluster (one job under
+    whole clustering: a million)."""
+
+    jobs: Sequence[Job]
+    level: int  # 0 for roots
+
+
+# C-level accessors for the loops over a million jobs or clusters (a property or a lambda costs a call each).
+tx_key_of = attrgetter("namespace", "name", "version")  # Job.tx_key
+parents_of = attrgetter("parents")  # a job's or a cluster's
+children_of = attrgetter("children")
+uses_of = attrgetter("uses")  # a job's files
+type_of = attrgetter("type")  # a job's JobType

@@ -29,13 +29,13 @@ from pilot.planner import (
     taskdirs,
     yamlstream,
 )
-from pilot.planner.clustering import DEFAULT_CLUSTER, Cluster, Clusterer, parse_techniques
+from pilot.planner.clustering import DEFAULT_CLUSTER, Clusterer, parse_techniques
 from pilot.planner.dagfile import requested
+from pilot.planner.dataclusters import attach_data_jobs, transfer_units
 from pilot.planner.emit import emit
 from pilot.planner.emitroot import Emitted
 from pilot.planner.estimate import PlanEstimate, estimate_plan
-from pilot.planner.model import Catalogs, Job, Workflow
-from pilot.planner.placement import attach, units_of
+from pilot.planner.model import Catalogs, Cluster, Job, Workflow
 from pilot.planner.profiles import ProfileResolver
 from pilot.planner.resolve import Resolved, Template, job_sites
 from pilot.planner.staging import DataJobs
@@ -191,11 +191,11 @@ def _plan(req: PlanRequest) -> Plan:
 
     clusters: list[Cluster] = Clusterer(wf, resolver, sites_of(sites), resolved.runtime_of, runtime_pref).run(techniques)
     if not clusters and "whole" in techniques:  # data reuse left no job: the data jobs are still one cluster
-        clusters = [Cluster(f"merge_{wf.name}", [], ClusterKind.WHOLE, site.handle)]
+        clusters = [Cluster(name=f"merge_{wf.name}", jobs=[], kind=ClusterKind.WHOLE, site=site.handle)]
     data = DataJobs(wf, lay, wf.catalogs, resolved.stageable(), reused, resolved.images)
-    data.add(lambda: units_of(wf, clusters))
+    data.add(lambda: transfer_units(wf, clusters))
     cleanup.add(wf, data, lay, mode)
-    clusters = attach(wf, clusters, data.made, lay.exec_site)
+    clusters = attach_data_jobs(wf, clusters, data.made, lay.exec_site)
     batchopts.note_unused_keys(clusters, data.made, resolver)
     resolved.add_data(clusters, len(data.made))
 
@@ -275,7 +275,7 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
         log.warning("%s", line)
     width = widest_level(dag)
     os.makedirs(submit_dir, exist_ok=True)
-    cluster = Cluster(wf.name, [], ClusterKind.WHOLE, req.site.handle)
+    cluster = Cluster(name=wf.name, jobs=[], kind=ClusterKind.WHOLE, site=req.site.handle)
     text = format_dag(dag)
 
     def write_text(path: str) -> None:

@@ -12,7 +12,7 @@ a name belongs is never turned into its printed form.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 from pilot.dag.lexer import SPECIAL, quote_arg, split_args, unterminated_quote
 from pilot.errors import ConfigError
@@ -48,9 +48,7 @@ class _Reading:
         self.names: dict[str, str] = {}  # the transformation names found valid, each as its string in shared
 
     def on_job(self, raw: Any, i: int) -> None:
-        job = _quick_job(raw, self.path, i, self.names, self.shared)
-        if job is None:
-            job = _read_job(raw, self.path, f"jobs[{i}]", i, self.shared)
+        job = _read_job(raw, self.path, i, self.names, self.shared)
         first = self.by_id.setdefault(job.id, job)
         if first is not job:
             raise fail(self.path, f"jobs[{i}].id", f"duplicate job id {job.id!r} (first at {first.where})")
@@ -138,7 +136,7 @@ def _add_dependency(dep: Any, path: str, i: int, by_id: dict[str, Job]) -> None:
             above.append(parent)
 
 
-def _bad_child(children: list, child_id: Any, child: Job | None, path: str, i: int) -> None:
+def _bad_child(children: list, child_id: Any, child: Job | None, path: str, i: int) -> NoReturn:
     """The error of ``jobDependencies[i]``'s child ``child_id``: no job, or the parent itself."""
     k = next(k for k, c in enumerate(children) if c is child_id)
     if child is None:
@@ -147,83 +145,35 @@ def _bad_child(children: list, child_id: Any, child: Job | None, path: str, i: i
     raise fail(path, f"jobDependencies[{i}].children[{k}]", f"job {child.id} depends on itself")
 
 
-def _quick_job(raw: Any, path: str, index: int, names: dict[str, str], shared: dict[str, str]) -> Job | None:
-    """The job most jobs of a big workflow are, read as _read_job reads it but with no error path at hand: a
-    job of type job, with a valid id and name, arguments that are plain words, no files and none of the
-    optional keys; None for any other, which _read_job then reads with its checks and messages. ``names``:
-    the names found valid, each as its string in ``shared`` (see _read_job)."""
+def _read_job(raw: Any, path: str, index: int, names: dict[str, str], shared: dict[str, str]) -> Job:
+    """``jobs[index]``. ``shared`` maps each transformation name, namespace and version to one string for all
+    jobs; ``names`` holds the names found valid, each as its string in ``shared``. Each check's error path is
+    built only when it fails, and the common job (type job, a name seen before, an id of letters and digits)
+    passes with a dict look-up and two str methods: a workflow may list a million."""
     if type(raw) is not dict:
-        return None
-    uses = raw.get("uses")
-    if uses is not None and uses != []:
-        return None  # files first: a job with files is left at once
-    job_id, name, args, kind = raw.get("id"), raw.get("name"), raw.get("arguments"), raw.get("type")
-    if len(raw) != 2 + (uses is not None) + (args is not None) + (kind is not None):  # most jobs: only these keys
-        if not _OPTIONAL.isdisjoint(raw) or (kind is None and "type" in raw):
-            return None
-    if type(job_id) is not str or type(name) is not str or type(args) is not list or (kind != "job" and kind is not None):
-        return None
-    one = names.get(name)
-    if one is None:
-        if not SAFE_ID.match(name):
-            return None
-        one = names[name] = shared.setdefault(name, name)
-    if not (job_id.isalnum() and job_id.isascii()) and not SAFE_ID.match(job_id):  # most ids: letters and digits
-        return None
-    try:
-        text = " ".join(args)
-    except TypeError:  # an item is no string: a file, a mapping, nothing
-        return None
-    if "\n" in text or "\r" in text or "\0" in text or "'" in text or '"' in text or "\\" in text:
-        return None
-    # In printable text " " is the only space split() splits at: most arguments are already as it joins them
-    if not text.isprintable() or "  " in text or text[:1] == " " or text[-1:] == " ":
-        text = " ".join(text.split())
-    # Positional, in Job's field order (0.3 µs against 0.5 by keyword, a million times): id, name, namespace,
-    # version, args_line, profiles, source, index, yaml_index, parents, children, uses.
-    return Job(job_id, one, None, None, text, NO_PROFILES, path, index, index, [], [], ())
-
-
-def _read_job(raw: Any, path: str, ypath: str, index: int, shared: dict[str, str]) -> Job:
-    """One job; ``shared`` maps each transformation name, namespace and version to one string for all jobs."""
-    if type(raw) is not dict:  # each check's error path is built only when it fails (a million jobs)
-        raw = need_mapping(raw, path, ypath, "a job: {type: job, id: ..., name: ...}")
+        raw = need_mapping(raw, path, f"jobs[{index}]", "a job: {type: job, id: ..., name: ...}")
     kind = raw.get("type", "job")
-    if kind == "pegasusWorkflow":
-        return _read_subworkflow(raw, path, ypath, index)
-    if kind == "condorWorkflow":
-        raise fail(path, f"{ypath}.type", "a condorWorkflow job runs a DAG already planned for HTCondor's DAGMan, which "
-                   "pilot runs without: add the workflow's Pegasus YAML as a pegasusWorkflow job (SubWorkflow(file, False))")
     if kind != "job":
-        raise fail(path, f"{ypath}.type", f"{kind!r}: a job's type is job, pegasusWorkflow or condorWorkflow")
-    for key in ("id", "name"):
-        if key not in raw:
-            raise fail(path, ypath, f"missing '{key}'")
-    job_id, name = raw["id"], raw["name"]
-    if type(job_id) is not str:
-        need_text(job_id, path, f"{ypath}.id")
-    if type(name) is not str:
-        need_text(name, path, f"{ypath}.name")
-    if not SAFE_ID.match(job_id):
-        raise fail(path, f"{ypath}.id", f"{job_id!r}: job ids may use letters, digits, '_', '.', '+', '-' only")
-    if not SAFE_ID.match(name):
-        raise fail(path, f"{ypath}.name", f"{name!r}: transformation names may use letters, digits, '_', '.', '+', '-' only")
+        return _other_kind(raw, kind, path, f"jobs[{index}]", index)
+    job_id, name = raw.get("id"), raw.get("name")
+    one = names.get(name) if type(name) is str else None
+    if one is None or type(job_id) is not str or not (job_id.isalnum() and job_id.isascii()):
+        one = _id_and_name(raw, path, f"jobs[{index}]", names, shared)
     args = raw.get("arguments")
     if type(args) is not list:
-        args = need_list(args, path, f"{ypath}.arguments", "of arguments")
-    args_line = _args_line(args, path, ypath)
+        args = need_list(args, path, f"jobs[{index}].arguments", "of arguments")
+    args_line = _args_line(args, path, index)
     uses_raw = raw.get("uses")
-    uses: tuple[Use, ...] = () if uses_raw is None or uses_raw == [] else tuple(
-        _use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(need_list(uses_raw, path, f"{ypath}.uses", "of files")))
+    uses: tuple[Use, ...] = () if uses_raw is None or uses_raw == [] else _uses(uses_raw, path, f"jobs[{index}]")
     if _OPTIONAL.isdisjoint(raw):  # most jobs of a big workflow: nothing more to read
-        return Job(id=job_id, name=shared.setdefault(name, name), args_line=args_line, source=path,
-                   index=index, yaml_index=index, uses=uses)
+        return Job(id=job_id, name=one, args_line=args_line, source=path, index=index, yaml_index=index, uses=uses)
+    ypath = f"jobs[{index}]"
     stdio = tuple(_stdio_file(raw, key, path, ypath) for key in ("stdin", "stdout", "stderr"))
     optional_text(raw, "nodeLabel", path, ypath)  # a description: Pegasus only prints it in its debug dump of a job
     namespace, version = identifier(raw, "namespace", path, ypath), identifier(raw, "version", path, ypath)
     return Job(
         id=job_id,
-        name=shared.setdefault(name, name),
+        name=one,
         namespace=None if namespace is None else shared.setdefault(namespace, namespace),
         version=None if version is None else shared.setdefault(version, version),
         args_line=args_line,
@@ -236,6 +186,34 @@ def _read_job(raw: Any, path: str, ypath: str, index: int, shared: dict[str, str
         metadata=_or_none(raw, "metadata", read_metadata, path, ypath, NO_METADATA),
         hooks=_or_none(raw, "hooks", read_hooks, path, ypath, ()),
     )
+
+
+def _other_kind(raw: dict, kind: Any, path: str, ypath: str, index: int) -> Job:
+    """A job whose type is not ``job``: a sub-workflow, or an error naming what to write instead."""
+    if kind == "pegasusWorkflow":
+        return _read_subworkflow(raw, path, ypath, index)
+    if kind == "condorWorkflow":
+        raise fail(path, f"{ypath}.type", "a condorWorkflow job runs a DAG already planned for HTCondor's DAGMan, which "
+                   "pilot runs without: add the workflow's Pegasus YAML as a pegasusWorkflow job (SubWorkflow(file, False))")
+    raise fail(path, f"{ypath}.type", f"{kind!r}: a job's type is job, pegasusWorkflow or condorWorkflow")
+
+
+def _id_and_name(raw: dict, path: str, ypath: str, names: dict[str, str], shared: dict[str, str]) -> str:
+    """A job's id and transformation name checked, with their errors; the name as its string in ``shared``."""
+    for key in ("id", "name"):
+        if key not in raw:
+            raise fail(path, ypath, f"missing '{key}'")
+    job_id, name = raw["id"], raw["name"]
+    if type(job_id) is not str:
+        need_text(job_id, path, f"{ypath}.id")
+    if type(name) is not str:
+        need_text(name, path, f"{ypath}.name")
+    if not SAFE_ID.match(job_id):
+        raise fail(path, f"{ypath}.id", f"{job_id!r}: job ids may use letters, digits, '_', '.', '+', '-' only")
+    if not SAFE_ID.match(name):
+        raise fail(path, f"{ypath}.name", f"{name!r}: transformation names may use letters, digits, '_', '.', '+', '-' only")
+    one = names[name] = shared.setdefault(name, name)
+    return one
 
 
 # The keys of a job that most jobs lack; a job with none of them has its defaults at once.
@@ -325,7 +303,7 @@ def _use(raw: Any, path: str, ypath: str) -> Use:
         raise fail(path, f"{ypath}.type", f"file {lfn!r} is listed as input and output (inout), which Pegasus refuses: "
                    "write the output under another name, or make it a checkpoint file")
     flag(raw, "bypass", False, path, ypath)  # Pegasus bypasses staging outside sharedfs only: staged here too
-    return Use(lfn, link, stage_out=flag(raw, "stageOut", True, path, ypath),
+    return Use(lfn=lfn, link=link, stage_out=flag(raw, "stageOut", True, path, ypath),
                register=flag(raw, "registerReplica", True, path, ypath),
                optional=link is Link.CHECKPOINT or flag(raw, "optional", False, path, ypath),
                metadata=read_file_metadata(raw.get("metadata"), path, f"{ypath}.metadata") or None)
@@ -344,9 +322,13 @@ def _argument(value: Any, path: str, ypath: str) -> str:
     return value
 
 
-def _args_line(args: list, path: str, ypath: str) -> str:
-    """A job's arguments as the one quoted command line the DAG writes (see _words): for plain words (most
-    jobs) the items joined by single spaces, with no list of words made."""
+def _uses(raw: Any, path: str, ypath: str) -> tuple[Use, ...]:
+    return tuple(_use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(need_list(raw, path, f"{ypath}.uses", "of files")))
+
+
+def _args_line(args: list, path: str, index: int) -> str:
+    """``jobs[index]``'s arguments as the one quoted command line the DAG writes (see _words): for plain words
+    (most jobs) the items joined by single spaces, with no list of words made."""
     items = args
     try:  # one join and three scans in C, not a test of each item
         text = " ".join(args)
@@ -354,11 +336,14 @@ def _args_line(args: list, path: str, ypath: str) -> str:
     except TypeError:  # an item is no string: a file ({lfn: ...}), a mapping, nothing
         plain = False
     if not plain:
-        items = [_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)]
+        items = [_argument(a, path, f"jobs[{index}].arguments[{k}]") for k, a in enumerate(args)]
         text = " ".join(items)
     if SPECIAL.search(text) is None:
+        # In printable text " " is the only space split() splits at: most arguments are already as it joins them
+        if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+            return text
         return " ".join(text.split())
-    return " ".join(quote_arg(w) for w in _words(items, path, ypath))
+    return " ".join(quote_arg(w) for w in _words(items, path, f"jobs[{index}]"))
 
 
 def _words(items: list[str], path: str, ypath: str) -> list[str]:

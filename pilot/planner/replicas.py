@@ -73,7 +73,8 @@ def _load_text(path: str, catalogs: Catalogs) -> None:
             raise ConfigError(f"{path}:{lineno}: checksum.type/checksum.value: pilot checks sha256 checksums (64 hex "
                               "digits, as sha256sum prints them), as Pegasus does: give the file's sha256, or leave "
                               "the checksum out")
-        copy = Replica(expand(words[1], f"{path}:{lineno}"), attrs.get("site") or attrs.get("pool") or "local", f"{path}:{lineno}", metadata)
+        copy = Replica(pfn=expand(words[1], f"{path}:{lineno}"), site=attrs.get("site") or attrs.get("pool") or "local",
+                       where=f"{path}:{lineno}", metadata=metadata)
         if attrs.get("regex", "").lower() == "true":
             try:
                 catalogs.regex_replicas.append((re.compile(words[0]), [copy]))
@@ -109,7 +110,7 @@ def find(catalogs: Catalogs, lfn: str) -> list[Replica]:
             return (groups[k] or "") if k < len(groups) else ref.group(0)  # noqa: B023 - called only within this iteration
 
         for copy in regex_copies:
-            out.append(Replica(GROUP.sub(group, copy.pfn), copy.site, copy.where))
+            out.append(Replica(pfn=GROUP.sub(group, copy.pfn), site=copy.site, where=copy.where))
     return out
 
 

@@ -18,11 +18,10 @@ from operator import attrgetter
 
 from pilot.errors import ConfigError
 from pilot.planner import batchopts, containers, replicas, sysinfo
-from pilot.planner.clustering import Cluster
 from pilot.planner.dagfile import task_head, task_request, with_credentials
 from pilot.planner.datalayout import Place
 from pilot.planner.executables import Executable, executable_lfn, required_executables
-from pilot.planner.model import Job, JobType, Link, Replica, TransformationSite, Use, Workflow
+from pilot.planner.model import Cluster, Job, JobType, Link, Replica, TransformationSite, Use, Workflow
 from pilot.planner.profiles import Env, ProfileResolver, float_profile
 from pilot.planner.staging import expected_runtime
 from pilot.sites import SiteConfig
@@ -191,10 +190,10 @@ class Resolved:
                                              env_names)
         image = containers.staged_image(spec, runtime, self.workdir.path)
         if image is not None:
-            job.uses = [*job.uses, Use(image.lfn, Link.INPUT)]  # a job's uses may be the shared empty tuple
+            job.uses = [*job.uses, Use(lfn=image.lfn, link=Link.INPUT)]  # a job's uses may be the shared empty tuple
             checksum = {"checksum.type": "sha256", "checksum.value": spec.sha256} if spec.sha256 else {}
-            self.catalogs.replicas.setdefault(image.lfn, [Replica(image.url, spec.image_site or "local", spec.where,
-                                                                  checksum)])
+            self.catalogs.replicas.setdefault(image.lfn, [Replica(pfn=image.url, site=spec.image_site or "local",
+                                                                  where=spec.where, metadata=checksum)])
             self.images[image.lfn] = image
         return containers.WORKDIR[spec.kind]
 

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from operator import attrgetter
 
 from pilot.errors import ConfigError
 from pilot.planner import replicas
@@ -41,13 +40,12 @@ from pilot.planner.containers import StagedImage
 from pilot.planner.datainputs import map_line, transfer_input
 from pilot.planner.datalayout import DataLayout
 from pilot.planner.executables import Executable, checksum_of
-from pilot.planner.model import Catalogs, Job, JobType, Link, Use, Workflow
+from pilot.planner.model import INPUT_FILE, Catalogs, Job, JobType, Link, Unit, Use, Workflow, uses_of
+from pilot.planner.stagesources import check_pair, producers, replica_sources
 from pilot.util import safetext
 
-INPUT_FILE = "@INPUT_FILE@"  # replaced by emit with the path of the job's input file
 JOBS_PER_TRANSFER = 10  # Pegasus' NUM_COMPUTE_JOBS_PER_TRANSFER_JOB
 REUSED_LEVEL = 1000  # the level Pegasus names stage-outs of jobs removed by data reuse
-LOCAL_SCHEMES = ("file", "symlink")  # a replica's URL that names a path on its site's file system
 DEFAULT_THREADS = "2"  # pegasus::transfer.threads
 # What a data job is expected to take, for the plan's makespan estimate: pegasus-transfer starts its first
 # worker thread 2 s after it starts (its "slow start"), which is most of a local transfer; chmod and
@@ -62,14 +60,6 @@ def expected_runtime(job: Job) -> float:
         else OTHER_SECONDS
 
 
-@dataclass(slots=True)
-class Unit:
-    """A node of the clustered workflow: the jobs of one cluster (one job under whole clustering: a million)."""
-
-    jobs: Sequence[Job]
-    level: int  # 0 for roots
-
-
 @dataclass
 class Container:
     """One transfer job being filled."""
@@ -80,24 +70,6 @@ class Container:
     executables: list[str] = field(default_factory=list)  # paths to make executable
     verify: list[tuple[str, str]] = field(default_factory=list)  # (path, sha256) of what it brings, checked after
     images: list[str] = field(default_factory=list)  # RUNTIME PATH NAME URL of each image it brings (pilot.data.images)
-
-
-_uses = attrgetter("uses")  # a job's files, read by a C-level accessor (a million jobs)
-
-
-def producers(wf: Workflow) -> dict[str, Job]:
-    """Which job writes each file; two jobs writing one file is an error naming both."""
-    out: dict[str, Job] = {}
-    for job in wf.jobs:
-        for k, use in enumerate(job.uses):
-            if not use.writes:
-                continue
-            other = out.get(use.lfn)
-            if other is not None and other is not job:
-                raise ConfigError(f"{job.where}: uses[{k}]: writes {use.lfn!r}, which {other.where} writes too: "
-                                  "two jobs cannot write one file; give one of the outputs another name")
-            out[use.lfn] = job
-    return out
 
 
 class DataJobs:
@@ -152,7 +124,7 @@ class DataJobs:
         return job
 
     def _transfer_job(self, name: str, kind: JobType) -> Container:
-        return Container(self.new_job(name, kind, "transfer"))
+        return Container(job=self.new_job(name, kind, "transfer"))
 
     def edge(self, parent: Job, child: Job) -> None:
         """A dependency, once: every edge added here has a data job at one end, so only these need remembering
@@ -182,44 +154,11 @@ class DataJobs:
                 return value
         return max(1, math.ceil(nodes / JOBS_PER_TRANSFER))
 
-    def _check_url(self, src: str, dest: str, where: str) -> None:
-        pair = f"{replicas.scheme(src)}->{replicas.scheme(dest)}"
-        if pair not in replicas.transfer_protocols():  # read from pegasus-transfer once, when a file moves
-            raise ConfigError(f"{where}: pegasus-transfer cannot move {src} to {dest} ({pair} is not a protocol pair it "
-                              "speaks): give the file a replica it can read, e.g. file://, http(s)://, scp://, s3://")
-
     # -- stage-in -----------------------------------------------------------------------------
     def _sources(self, job: Job, k: int, use: Use) -> list[dict]:
-        copies = replicas.find(self.cat, use.lfn)
-        if not copies and use.optional:
-            return []
-        if not copies:
-            raise ConfigError(
-                f"{job.where}: uses[{k}]: input {use.lfn!r} has no replica in the replica catalog and no job of the "
-                f"workflow writes it: add one (ReplicaCatalog().add_replica(SITE, {use.lfn!r}, PATH), replicas.yml "
-                "or --replicas FILE), or mark it optional")
-        ordered = sorted(copies, key=lambda c: c.site != self.lay.exec_site)  # a copy on the execution site first
-        attributes: dict[str, str] = {}
-        for copy in reversed(ordered):
-            attributes.update(copy.metadata)
+        out, attributes = replica_sources(self.cat, job, k, use, self.lay.exec_site, self.known_sites)
         if attributes:
             self.replica_metadata[use.lfn] = attributes
-        out = []
-        for n, copy in enumerate(ordered):
-            url = replicas.url_of(copy.pfn)
-            if copy.site not in self.known_sites and replicas.scheme(url) in LOCAL_SCHEMES:
-                # A URL names a source pegasus-transfer reads by itself (montage's inputs on ipac over http, an image
-                # on docker_hub), as in Pegasus, where the site is a label; a path is on that site's file system,
-                # which only a site of the catalog says pilot's jobs see.
-                known = ", ".join(sorted(self.known_sites))
-                raise ConfigError(f"{copy.where}: replica {url[:120]!r} of {use.lfn!r} is a path on site "
-                                  f"{copy.site!r}, which no catalog knows (sites: {known}): "
-                                  "add the site to the site catalog, correct the replica's site, or give a URL "
-                                  "pegasus-transfer can read (http://, https://, scp://, s3://, ...)")
-            why = safetext.problem_transfer_url(url)
-            if why:
-                raise ConfigError(f"{copy.where}: replica {url[:120]!r} of {use.lfn!r} {why}")
-            out.append({"site_label": copy.site, "url": url, "priority": len(ordered) - n})
         return out
 
     def _dest(self, lfn: str, src: dict, executable: bool) -> dict:
@@ -234,7 +173,7 @@ class DataJobs:
 
         Its inputs that no job writes, and its stageable executables (negative indexes).
         """
-        out = []
+        out: list[tuple[int, Use, list[dict] | None]] = []
         if job.type is JobType.DAX:
             return out  # a sub-workflow stages its own inputs (its parent's outputs reach it as a cache file)
         for k, use in enumerate(job.uses):
@@ -244,7 +183,7 @@ class DataJobs:
             why = safetext.problem_transfer_url(exe.url)
             if why:
                 raise ConfigError(f"{job.where}: the executable {exe.url[:120]!r} of transformation {exe.lfn} {why}")
-            use = Use(exe.lfn, Link.INPUT, metadata={"checksum.type": "sha256", "checksum.value": exe.sha256}
+            use = Use(lfn=exe.lfn, link=Link.INPUT, metadata={"checksum.type": "sha256", "checksum.value": exe.sha256}
                       if exe.sha256 else None)
             out.append((-1 - n, use, [{"site_label": exe.site, "url": exe.url, "priority": 1}]))
         return out
@@ -263,9 +202,10 @@ class DataJobs:
                 for k, use, sources in self._wanted(job, made):
                     executable = k < 0
                     box = staged.get(use.lfn)
+                    fresh: list[dict] = []  # where a file not on its way yet comes from
                     if box is None:
-                        sources = sources or self._sources(job, k, use)
-                        if not sources:
+                        fresh = sources or self._sources(job, k, use)
+                        if not fresh:
                             continue  # an optional input that no replica provides
                     if use.lfn in self.replica_metadata:  # the replica catalog's attributes, as Pegasus' stage-in adds
                         use.metadata = {**(use.metadata or {}), **self.replica_metadata[use.lfn]}
@@ -274,7 +214,7 @@ class DataJobs:
                             name = f"stage_in_{self.side}_{self.lay.exec_site}_{level}_{len(boxes)}"
                             boxes.append(self._transfer_job(name, JobType.STAGE_IN))
                         box = boxes[self._turn(("in", level)) % count]
-                        self._add_input(box, job, k, use, sources, executable)
+                        self._add_input(box, job, k, use, fresh, executable)
                         staged[use.lfn] = box
                     if not executable:
                         self.edge(box.job, job)
@@ -310,7 +250,7 @@ class DataJobs:
             dest["type"] = image.kind
             box.images += [image.runtime, self.lay.workdir.file(use.lfn)[0], image.tag, sources[0]["url"]]
         for src in sources:
-            self._check_url(src["url"], dest["url"], f"{job.where}: uses[{k}]" if k >= 0 else job.where)
+            check_pair(src["url"], dest["url"], f"{job.where}: uses[{k}]" if k >= 0 else job.where)
         entry = {"type": "transfer", "linkage": "input", "lfn": use.lfn, "id": len(box.entries) + 1,
                  "src_urls": sources, "dest_urls": [dest]}
         if use.metadata:
@@ -341,11 +281,12 @@ class DataJobs:
 
     def _stage_out(self, levels: dict[int, list[Unit]]) -> None:
         """Stage-out jobs per level (files dealt round-robin), each with a registration job beside it."""
-        if not self.lay.output_site:
+        output_site = self.lay.output_site
+        if not output_site:
             return  # as pegasus-plan without an output site: nothing staged out, nothing registered
         by_level = dict(levels)
         if self.reused:
-            by_level[REUSED_LEVEL] = [Unit(self.reused, REUSED_LEVEL)]
+            by_level[REUSED_LEVEL] = [Unit(jobs=self.reused, level=REUSED_LEVEL)]
         for level, on_level in by_level.items():
             reused = level == REUSED_LEVEL
             count = self._count("pegasus.stageout.clusters", JOBS_PER_TRANSFER if reused else len(on_level))
@@ -354,7 +295,7 @@ class DataJobs:
             for job in (j for unit in on_level for j in unit.jobs):
                 for k, use in enumerate(job.uses):
                     if use.writes and use.stage_out:
-                        self._stage_out_file(job, k, use, level, count, boxes, registers)
+                        self._stage_out_file(job, k, use, level, count, boxes, registers, output_site)
                     elif use.writes and use.register and not reused:  # registered where it was written
                         reg = self._register_job(registers, self._turn(("out", level)) % count, level)
                         reg.register.append((use.lfn, self.lay.workdir_read.file(use.lfn)[1], self.lay.exec_site,
@@ -368,7 +309,7 @@ class DataJobs:
                     self.copied_out.append((box.job, [e["lfn"] for e in box.entries]))
 
     def _stage_out_file(self, job: Job, k: int, use: Use, level: int, count: int, boxes: list[Container],
-                        registers: dict[int, Container]) -> None:
+                        registers: dict[int, Container], output_site: str) -> None:
         """One output to the output site's storage: from the workflow's directory, or, for a job data reuse
         left out, from its replicas (a local transfer, level 1000); then its registration."""
         reused = level == REUSED_LEVEL
@@ -380,7 +321,7 @@ class DataJobs:
         if not sources or any(s["url"] == dest for s in sources):
             return  # already where it belongs
         for src in sources:
-            self._check_url(src["url"], dest, f"{job.where}: uses[{k}]")
+            check_pair(src["url"], dest, f"{job.where}: uses[{k}]")
         if len(boxes) < count:
             side, site = ("local", "local") if reused else (self.side, self.lay.exec_site)
             boxes.append(self._transfer_job(f"stage_out_{side}_{site}_{level}_{len(boxes)}", JobType.STAGE_OUT))
@@ -395,7 +336,7 @@ class DataJobs:
             self.edge(job, box.job)
         if use.register:
             reg = self._register_job(registers, slot, level)
-            reg.register.append((use.lfn, self._get_url(use.lfn), self.lay.output_site, use.metadata))
+            reg.register.append((use.lfn, self._get_url(use.lfn), output_site, use.metadata))
             self.edge(box.job, reg.job)
 
     def _register_job(self, registers: dict[int, Container], slot: int, level: int) -> Container:
@@ -403,8 +344,8 @@ class DataJobs:
         reg = registers.get(slot)
         if reg is None:
             command = [sys.executable, "-m", "pilot.data.register", "--db", self.lay.replica_db, "--insert", INPUT_FILE]
-            reg = Container(self.new_job(f"register_{self.lay.exec_site}_{level}_{slot}", JobType.REGISTRATION,
-                                      "rc-client", command))
+            reg = Container(job=self.new_job(f"register_{self.lay.exec_site}_{level}_{slot}", JobType.REGISTRATION,
+                                             "rc-client", command))
             registers[slot] = reg
         return reg
 
@@ -416,7 +357,7 @@ class DataJobs:
         cwd = self.lay.workdir.path
         for job in self.wf.jobs:
             job.cwd = cwd
-        if self.stageable or self.reused or any(map(_uses, self.wf.jobs)):
+        if self.stageable or self.reused or any(map(uses_of, self.wf.jobs)):
             by_level = _levels(units())
             self._stage_in(by_level, made)
             self._stage_out(by_level)

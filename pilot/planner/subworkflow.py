@@ -67,8 +67,9 @@ def plan_options(lfn: str, words: list[str], path: str, ypath: str) -> SubJob:
             k += 1  # -vvv: how much the planner logs; -X: options of pegasus-plan's JVM, which pilot has not
             continue
         if name in FLAGS and not eq:
-            if FLAGS[name]:
-                out.append(FLAGS[name])
+            flag = FLAGS[name]
+            if flag:
+                out.append(flag)
             k += 1
             continue
         if name in WITH_VALUE:
@@ -79,14 +80,15 @@ def plan_options(lfn: str, words: list[str], path: str, ypath: str) -> SubJob:
             else:
                 raise fail(path, f"{ypath}.arguments", f"{name} needs a value")
             k += 1
-            if WITH_VALUE[name] is None:
+            option = WITH_VALUE[name]
+            if option is None:
                 sites = tuple(s.strip() for s in value.split(",") if s.strip())
             else:
-                out += [WITH_VALUE[name], value]
+                out += [option, value]
             continue
         raise fail(path, f"{ypath}.arguments", f"pegasus-plan option {word!r} of a sub-workflow is not supported: "
                    + REFUSED_HINT)
-    return SubJob(lfn, tuple(out), sites)
+    return SubJob(lfn=lfn, options=tuple(out), sites=sites)
 
 
 @dataclass(frozen=True)

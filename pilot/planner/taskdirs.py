@@ -19,9 +19,8 @@ import os
 from dataclasses import dataclass
 
 from pilot.contracts.taskfiles import taskfiles_path, write_taskfiles
-from pilot.planner.clustering import Cluster
 from pilot.planner.datalayout import SHAREDFS, DataLayout
-from pilot.planner.model import JobType
+from pilot.planner.model import Cluster, JobType
 from pilot.util.safeopen import make_dir
 
 _COMPUTE = JobType.COMPUTE

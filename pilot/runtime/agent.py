@@ -41,8 +41,8 @@ from pilot.errors import PilotError, UsageError
 from pilot.monitor.events import RunEvents
 from pilot.runtime.dagrun import DagRun
 from pilot.runtime.options import RunOptions
-from pilot.runtime.policy import Allocation, Matcher
 from pilot.runtime.protocol import KILL_GRACE, Bye, KillTask, Shutdown, TaskResult, WorkerFailed
+from pilot.runtime.slotmatch import Allocation, Matcher
 from pilot.runtime.startup import Startup
 from pilot.runtime.timeleft import Limits
 from pilot.runtime.transport import Transport

@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 from pilot.dag.model import Task
 from pilot.runtime.engine import Engine
-from pilot.runtime.policy import Allocation, Matcher
 from pilot.runtime.protocol import Recall, Recalled
+from pilot.runtime.slotmatch import Allocation, Matcher
 from pilot.runtime.slots import Slots
 from pilot.runtime.transport import Transport
 

@@ -55,7 +55,7 @@ if TYPE_CHECKING:  # the master's side only: every worker rank imports this modu
     from pilot.monitor.events import RunEvents
     from pilot.runtime.engine import Engine
     from pilot.runtime.options import RunOptions
-    from pilot.runtime.policy import Matcher
+    from pilot.runtime.slotmatch import Matcher
     from pilot.runtime.slots import Slots
 
 log = logging.getLogger("pilot.master")

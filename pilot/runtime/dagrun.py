@@ -40,9 +40,9 @@ from pilot.runtime.engine import Engine, State
 from pilot.runtime.forwarding import FdCache
 from pilot.runtime.lock import DagLock
 from pilot.runtime.options import RunOptions
-from pilot.runtime.policy import Allocation, Host, Matcher
 from pilot.runtime.protocol import RunTask, TaskResult
 from pilot.runtime.report import RunReport
+from pilot.runtime.slotmatch import Allocation, Host, Matcher
 from pilot.runtime.timeleft import Limits
 
 log = logging.getLogger("pilot.master")

@@ -42,7 +42,6 @@ from pilot.runtime.engine import Engine
 from pilot.runtime.forwarding import FdCache
 from pilot.runtime.lock import DagLock
 from pilot.runtime.options import RunOptions
-from pilot.runtime.policy import Allocation, Host, Matcher
 from pilot.runtime.protocol import (
     KILL_GRACE,
     Bye,
@@ -55,6 +54,7 @@ from pilot.runtime.protocol import (
     WorkerFailed,
 )
 from pilot.runtime.report import RunReport
+from pilot.runtime.slotmatch import Allocation, Host, Matcher
 from pilot.runtime.slots import Slots
 from pilot.runtime.startup import Startup
 from pilot.runtime.timeleft import Limits

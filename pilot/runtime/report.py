@@ -29,7 +29,7 @@ from pilot.runtime.crashes import recorded_crashes
 from pilot.runtime.engine import Engine, State
 from pilot.runtime.forwarding import FdCache
 from pilot.runtime.options import RunOptions
-from pilot.runtime.policy import Matcher
+from pilot.runtime.slotmatch import Matcher
 from pilot.util import stdstreams
 
 log = logging.getLogger("pilot.master")

@@ -16,7 +16,7 @@ import collections
 from collections.abc import Callable, Iterator
 
 from pilot.dag.model import Task
-from pilot.runtime.policy import Allocation
+from pilot.runtime.slotmatch import Allocation
 
 
 class Slots:

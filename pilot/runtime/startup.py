@@ -14,8 +14,8 @@ from pilot.dag.model import Dag
 from pilot.errors import InfeasibleTask, RunAborted
 from pilot.runtime.engine import Engine, State
 from pilot.runtime.options import RunOptions
-from pilot.runtime.policy import Matcher
 from pilot.runtime.protocol import PROTOCOL_VERSION, Hello, HostReady, HostSetup, Message, WorkerFailed
+from pilot.runtime.slotmatch import Matcher
 from pilot.runtime.timeleft import Limits
 from pilot.runtime.transport import Transport
 

@@ -28,7 +28,7 @@ from types import FrameType
 
 from pilot.dag.model import Dag
 from pilot.runtime.options import RunOptions
-from pilot.runtime.policy import Matcher
+from pilot.runtime.slotmatch import Matcher
 
 log = logging.getLogger("pilot.master")
 

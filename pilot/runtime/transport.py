@@ -21,7 +21,7 @@ every rank on one host there is nothing to gain from that, and it is skipped.
 
 ``InProcTransport`` connects a master to simulated workers in one process:
 sending to a simulated rank calls that worker's handler synchronously, and
-whatever it sends back is queued for the master. Engine, policy and master
+whatever it sends back is queued for the master. Engine, slot matching and master
 logic are tested and benchmarked through it without MPI.
 """
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 from typing import Any, BinaryIO
 
-Handler = Callable[[Any, int], None]
+from pilot.util.yamlstream import NULLS, Handler
 
 BLOCK = 1 << 20  # bytes read at a time: whole lines of it are checked and split at C speed
 MAX_LINE = 1 << 26  # a longer line is no Pegasus.api output
@@ -43,7 +43,6 @@ class NotPlain(Exception):
     """The file holds a line outside what is read here: the event reader must read the file."""
 
 
-_NULLS = frozenset(("~", "null", "Null", "NULL"))  # and an empty plain scalar: "key:" with nothing below
 # The ASCII characters a plain scalar may start with: YAML's indicators and a space start something else, and
 # "-", "?" and ":" are a plain scalar's first character only before a non-space (see _plain).
 _START = frozenset(map(chr, range(0x21, 0x7F))) - frozenset("-?:,[]{}#&*!|>'\"%@`")
@@ -125,7 +124,7 @@ def _plain_key(k: str) -> Any:
     item), "..." (at the start of a line, the end of a document) or is longer than libyaml looks for a key."""
     if len(k) > MAX_KEY or not _plain(k) or k[0] == "-" or k.startswith("..."):
         raise NotPlain
-    return None if k in _NULLS else k
+    return None if k in NULLS else k
 
 
 def _quoted(text: str) -> tuple[str, str]:
@@ -153,7 +152,7 @@ def _flow_list(v: str) -> list[Any]:
     if _FLOW_LIST.fullmatch(v) is None:
         raise NotPlain
     items: list[Any] = v[1:-1].split(", ")
-    return items if _NULLS.isdisjoint(items) else [None if x in _NULLS else x for x in items]
+    return items if NULLS.isdisjoint(items) else [None if x in NULLS else x for x in items]
 
 
 def _scalar(v: str) -> Any:
@@ -171,7 +170,7 @@ def _scalar(v: str) -> Any:
     if c == " ":
         return _scalar(v.lstrip(" "))  # "key:   value", aligned by hand
     if _plain(v):
-        return None if v in _NULLS else v
+        return None if v in NULLS else v
     raise NotPlain
 
 
@@ -204,7 +203,6 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
     indent: ``inline[n]`` holds the ``"  key"`` of lines ``  key: value`` (or _OUT), ``block[n]`` the lines
     ``  key:``, ``firsts[n]`` the ``"  - key"`` of list items ``  - key: value``."""
     nxt = source.__next__
-    flow_list = _FLOW_LIST.fullmatch
     pads = [" " * n for n in range(MAX_INDENT + 1)]
     dashes = [pad + "- " for pad in pads]
     inline: list[dict[str, Any]] = [{} for _ in pads]
@@ -269,21 +267,18 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
             raise NotPlain
         known, known_block, seen = inline[n], block[n], lines_seen[n]
         out: dict[Any, Any] = {}
+        value: Any
         line = ""  # the first entry's line may be a list item's: it is not remembered here (no line is "")
         while True:
             if sep:
-                if v[-1:] not in ": " and v[0] in _START and ": " not in v and " #" not in v:
-                    value = None if v in _NULLS else v
+                if _plain(v):
+                    value = None if v in NULLS else v
                     if line and len(seen) < CACHE:
                         seen[line] = (key, value)
                 elif v == "[]":
                     value = []
                     if line and len(seen) < CACHE:
                         seen[line] = (key, _EMPTY)  # each hit makes a list of its own
-                elif v[:1] == "[" and flow_list(v) is not None:  # _flow_list, in line
-                    value = v[1:-1].split(", ")
-                    if ("~" in v or "ull" in v or "ULL" in v) and not _NULLS.isdisjoint(value):  # _NULLS' texts
-                        value = [None if x in _NULLS else x for x in value]
                 else:
                     value = _scalar(v)
                 line = nxt()
@@ -307,10 +302,10 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
             k, sep, v = line.partition(": ")
             key = known.get(k) if sep else known_block.get(line)
             if key is None:
-                got = entry(n, line)
-                if got is None:
+                split = entry(n, line)
+                if split is None:
                     return out, line
-                key, sep, v = got
+                key, sep, v = split
             elif key is _OUT:
                 return out, line
 
@@ -336,6 +331,7 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
         dash, first, cut = dashes[m], firsts[m], m + 2
         out: list[Any] = []
         append = out.append if handler is None else None
+        value: Any
         n = 0
         while True:
             k, sep, v = line.partition(": ")
@@ -343,9 +339,8 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
                 value, line = mapping(cut, key, sep, v, depth + 1)
             elif line.startswith(dash):
                 body = line[cut:]
-                if not sep and body[-1:] not in ": " and " #" not in body and \
-                        ((c := body[0]) in _START or c in "-?:" and body[1:2] not in " "):  # _plain, in line
-                    value = None if body in _NULLS else body
+                if _plain(body):
+                    value = None if body in NULLS else body
                     line = nxt()
                 else:
                     value, line = item(m, body, depth)

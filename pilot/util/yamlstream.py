@@ -61,7 +61,7 @@ ALIAS_RATIO = 10
 ALIAS_FLOOR = 10_000_000
 
 Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_NULLS = frozenset(("", "~", "null", "Null", "NULL"))
+NULLS = frozenset(("", "~", "null", "Null", "NULL"))  # the plain scalars YAML 1.1 reads as null
 _COLLECTIONS = (MappingStartEvent, SequenceStartEvent)
 
 Handler = Callable[[Any, int], None]
@@ -104,7 +104,7 @@ class Reader:
         kind = type(ev)
         if kind is ScalarEvent:
             v: Any = ev.value
-            if len(v) < 5 and v in _NULLS and ev.implicit[0]:
+            if len(v) < 5 and v in NULLS and ev.implicit[0]:
                 v = None
             if ev.anchor:
                 self._anchor(ev.anchor, v)
@@ -127,7 +127,7 @@ class Reader:
                     break
                 if tk is ScalarEvent and not k.anchor:
                     key = k.value  # the common case, inline
-                    if len(key) < 5 and key in _NULLS and k.implicit[0]:
+                    if len(key) < 5 and key in NULLS and k.implicit[0]:
                         key = None
                 else:
                     key = value(k)
@@ -138,7 +138,7 @@ class Reader:
                 item = nxt()
                 if type(item) is ScalarEvent and not item.anchor:
                     x = item.value  # the common case, inline
-                    if len(x) < 5 and x in _NULLS and item.implicit[0]:
+                    if len(x) < 5 and x in NULLS and item.implicit[0]:
                         x = None
                     v[key] = x
                 else:
@@ -153,7 +153,7 @@ class Reader:
                     break
                 if ti is ScalarEvent and not item.anchor:
                     x = item.value  # the common case, inline
-                    if len(x) < 5 and x in _NULLS and item.implicit[0]:
+                    if len(x) < 5 and x in NULLS and item.implicit[0]:
                         x = None
                     append(x)
                 else:

@@ -10,21 +10,20 @@ import pytest
 from pilot.contracts.clusters import ClusterKind
 from pilot.contracts.rootfiles import RootTask, TaskTable
 from pilot.planner import emitroot
-from pilot.planner.clustering import Cluster
 from pilot.planner.dagfile import command_text
-from pilot.planner.model import Job, JobType, Link, Use
+from pilot.planner.model import Cluster, Job, JobType, Link, Use
 from pilot.planner.resolve import Template
 
 
 def jobs() -> list[Job]:
-    plain = [Job(f"ID{k}", "a", args_line=f"-i f.{k}", index=k) for k in range(5)]
-    qualified = Job("Q1", "a", namespace="ns", version="1", args_line="x", metadata={"k": "v"}, index=5)
-    versioned = Job("Q2", "a", version="2", index=6)
-    profiled = Job("P1", "b", profiles={"pegasus": {"pmc_request_memory": "100"}}, index=7)
-    data = Job("create_dir_w_0_local", "dirmanager", namespace="pegasus", type=JobType.CREATE_DIR,
+    plain = [Job(id=f"ID{k}", name="a", args_line=f"-i f.{k}", index=k) for k in range(5)]
+    qualified = Job(id="Q1", name="a", namespace="ns", version="1", args_line="x", metadata={"k": "v"}, index=5)
+    versioned = Job(id="Q2", name="a", version="2", index=6)
+    profiled = Job(id="P1", name="b", profiles={"pegasus": {"pmc_request_memory": "100"}}, index=7)
+    data = Job(id="create_dir_w_0_local", name="dirmanager", namespace="pegasus", type=JobType.CREATE_DIR,
                command=["pegasus-transfer", "-f", "a b"], index=8)
-    files = Job("F1", "c", uses=[Use("f.out", Link.OUTPUT), Use("f.in", Link.INPUT, metadata={"size": "3"}),
-                                 Use("f.tmp", Link.OUTPUT, register=False)], index=9)
+    files = Job(id="F1", name="c", uses=[Use(lfn="f.out", link=Link.OUTPUT), Use(lfn="f.in", link=Link.INPUT, metadata={"size": "3"}),
+                                          Use(lfn="f.tmp", link=Link.OUTPUT, register=False)], index=9)
     out = [data, *plain, qualified, versioned, profiled, files]
     for child in out[1:]:
         data.children.append(child)
@@ -49,7 +48,7 @@ def test_the_columns_hold_each_tasks_record(monkeypatch, chunk):
     monkeypatch.setattr(emitroot, "CHUNK", chunk)
     members = jobs()
     data_ids: set[str] = set()
-    table = emitroot.task_table(Cluster("merge_w", members, ClusterKind.WHOLE, "local"), list(map(template, members)),
+    table = emitroot.task_table(Cluster(name="merge_w", jobs=members, kind=ClusterKind.WHOLE, site="local"), list(map(template, members)),
                            data_ids)
     # the data job is no task, as in a Pegasus plan, whose tasks are the workflow's own jobs
     one_by_one = TaskTable.of(

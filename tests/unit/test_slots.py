@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pilot.dag.model import Task
-from pilot.runtime.policy import Allocation
+from pilot.runtime.slotmatch import Allocation
 from pilot.runtime.slots import Slots
 
 

@@ -1,4 +1,5 @@
-"""Resource-aware matching of ready tasks to idle worker slots.
+"""Resource-aware matching of ready tasks to idle worker slots: which task runs where, at run time (the planner's
+choice of cluster for each data job is pilot.planner.dataclusters).
 
 Each worker rank is a slot on a host; slots on one host share its CPUs,
 memory and GPUs. A ready task runs on an idle slot of a host that has its

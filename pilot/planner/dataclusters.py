@@ -1,4 +1,5 @@
-"""Where the data jobs go once the workflow is clustered.
+"""Which cluster each data job goes in once the workflow is clustered (planner's data-job clustering; not the
+runtime's matching of tasks to worker slots, pilot.runtime.slotmatch).
 
 Pegasus adds its data jobs after clustering, to the clustered workflow:
 
@@ -12,12 +13,9 @@ Pegasus adds its data jobs after clustering, to the clustered workflow:
 
 from __future__ import annotations
 
-from operator import attrgetter
-
 from pilot.contracts.clusters import ClusterKind
-from pilot.planner.clustering import Cluster, check_acyclic, link, node_levels
-from pilot.planner.model import Job, Workflow
-from pilot.planner.staging import Unit
+from pilot.planner.clustering import check_acyclic, link, node_levels
+from pilot.planner.model import Cluster, Job, Unit, Workflow, children_of, parents_of
 from pilot.util import graphs
 
 
@@ -25,17 +23,14 @@ def _whole(clusters: list[Cluster]) -> bool:
     return len(clusters) == 1 and clusters[0].kind is ClusterKind.WHOLE
 
 
-def units_of(wf: Workflow, clusters: list[Cluster]) -> list[Unit]:
+def transfer_units(wf: Workflow, clusters: list[Cluster]) -> list[Unit]:
     """The nodes transfers are grouped by, each with its level (roots 0)."""
     if _whole(clusters):
-        levels = _levels_along(clusters[0].jobs, len(wf.jobs))
-        if levels is None:
-            levels = graphs.index_levels(wf.jobs)
-        units = [Unit((job,), levels[job.index] - 1) for job in wf.jobs]
-    else:
-        levels = node_levels(clusters)
-        units = [Unit(c.jobs, levels[id(c)] - 1) for c in clusters]
-    return units
+        along = _levels_along(clusters[0].jobs, len(wf.jobs))
+        levels = graphs.index_levels(wf.jobs) if along is None else along
+        return [Unit(jobs=(job,), level=levels[job.index] - 1) for job in wf.jobs]
+    by_node = node_levels(clusters)
+    return [Unit(jobs=c.jobs, level=by_node[id(c)] - 1) for c in clusters]
 
 
 def _levels_along(order: list[Job], count: int) -> list[int] | None:
@@ -62,14 +57,14 @@ def _levels_along(order: list[Job], count: int) -> list[int] | None:
     return level
 
 
-def attach(wf: Workflow, clusters: list[Cluster], made: list[Job], site: str) -> list[Cluster]:
+def attach_data_jobs(wf: Workflow, clusters: list[Cluster], made: list[Job], site: str) -> list[Cluster]:
     """``clusters`` with the data jobs ``made`` in them (see the module doc), linked and checked."""
     if not made:
         return clusters
     if _whole(clusters):
         whole = clusters[0]
         around = _around(whole.jobs, made) if whole.in_order else None
-        whole.jobs = around if around is not None else graphs.index_order([*whole.jobs, *made], ordered=len(whole.jobs))
+        whole.jobs = around if around is not None else graphs.topological_order([*whole.jobs, *made], parents_of, children_of)
         return clusters
     names = {c.name for c in clusters}
     out = list(clusters)
@@ -78,18 +73,18 @@ def attach(wf: Workflow, clusters: list[Cluster], made: list[Job], site: str) ->
         while name in names:
             name += "_data"
         names.add(name)
-        out.append(Cluster(name, [job], ClusterKind.DATA, site))
+        out.append(Cluster(name=name, jobs=[job], kind=ClusterKind.DATA, site=site))
     node_of: list[Cluster] = [None] * (len(wf.jobs) + len(made))  # type: ignore[list-item]  # every slot is filled before the list is read
     for c in out:
         for j in c.jobs:
             node_of[j.index] = c
     link(out, node_of)
     check_acyclic(out)
-    return graphs.topological_order(out, _parents, _children)  # parents first, as clusters.yml lists them
+    return graphs.topological_order(out, parents_of, children_of)  # parents first, as clusters.yml lists them
 
 
 def _around(jobs: list[Job], made: list[Job]) -> list[Job] | None:
-    """What graphs.index_order gives for ``jobs``, in topological order, and the data jobs ``made`` after them,
+    """What graphs.topological_order gives for ``jobs``, in topological order, and the data jobs ``made`` after them,
     in the plan of a workflow with no files to stage: one data job before them all (create-dir, the only one
     with children, and every job without a parent of its own its child), the others after them (cleanup, with
     parents, without children). Then each job is ready when the one before it is taken, before any data job
@@ -97,11 +92,6 @@ def _around(jobs: list[Job], made: list[Job]) -> list[Job] | None:
     the jobs' edges (for a million jobs, almost half a second)."""
     heads = [m for m in made if m.children]
     tails = [m for m in made if not m.children]
-    if len(heads) != 1 or heads[0].parents or not all(map(_parents, tails)) or not all(map(_parents, jobs)):
+    if len(heads) != 1 or heads[0].parents or not all(map(parents_of, tails)) or not all(map(parents_of, jobs)):
         return None
     return [heads[0], *jobs, *tails]
-
-
-# A node's parents and children, read by C-level accessors: the graph functions call them per node of a million.
-_parents = attrgetter("parents")
-_children = attrgetter("children")

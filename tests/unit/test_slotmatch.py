@@ -1,5 +1,5 @@
 from pilot.dag import parse_dag
-from pilot.runtime.policy import Matcher
+from pilot.runtime.slotmatch import Matcher
 
 
 def dag(text):
