@@ -351,7 +351,7 @@ def topological_positions(wf: Workflow) -> list[int]:
     if all_parents_first(wf.jobs):
         return list(range(len(wf.jobs)))
     try:
-        order = graphs.topological_order(wf.jobs, parents_of, children_of)
+        order = graphs.index_order(wf.jobs)
     except graphlib.CycleError as exc:
         raise ConfigError(f"{wf.path}: jobDependencies form a cycle: {' -> '.join(j.id for j in exc.args[1])}") from None
     pos = [-1] * len(wf.jobs)
