@@ -86,3 +86,9 @@ def _no_pmc_env(monkeypatch):
     for var in ("PMC_HOST_SCRIPT", "PMC_HOST_MEMORY", "PMC_HOST_CPUS", "PMC_HOST_GPUS", "PMC_MAX_WALL_TIME"):
         monkeypatch.delenv(var, raising=False)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longer property-based runs first: under pytest-xdist a worker that took one last would run on alone
+    for most of a minute after the others had finished (xdist hands out tests in this order)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
