@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,32 @@ def _no_pmc_env(monkeypatch):
     for var in ("PMC_HOST_SCRIPT", "PMC_HOST_MEMORY", "PMC_HOST_CPUS", "PMC_HOST_GPUS", "PMC_MAX_WALL_TIME"):
         monkeypatch.delenv(var, raising=False)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longer property-based runs first: under pytest-xdist a worker that took one last would run on alone
+    for most of a minute after the others had finished (xdist hands out tests in this order)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+_PYCACHE = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Where PYTHONDONTWRITEBYTECODE is set, every interpreter the tests start (thousands: each pilot command, each
+    MPI rank, each Pegasus tool) would compile pilot's modules from source again. The run keeps their bytecode in a
+    directory of its own instead (PYTHONPYCACHEPREFIX), which nothing in the checkout holds and which goes when the
+    run ends. Set before pytest-xdist starts its workers, so they and what they start share it."""
+    if hasattr(config, "workerinput") or not os.environ.get("PYTHONDONTWRITEBYTECODE") \
+            or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    prefix = tempfile.mkdtemp(prefix="pilot-tests-pycache-")
+    config.stash[_PYCACHE] = prefix
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    prefix = config.stash.get(_PYCACHE, None)
+    if prefix is not None:
+        shutil.rmtree(prefix, ignore_errors=True)

@@ -10,6 +10,7 @@ cases run in parallel, each in a subprocess with its own timeout.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from pilot.util.boundedload import parse_json
 
 ROOT = Path(__file__).resolve().parents[2]
 # Long enough for a loaded machine (each case takes a second or two alone); a hang still fails.
@@ -157,6 +160,23 @@ def _run(base: Path, name: str, case: Case) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict[str, tuple[int, str]]:
+    """Every case's (exit status, stderr), found once a run: under pytest-xdist the first worker to need them runs
+    the cases and leaves the results in the run's directory (above each worker's own), and the others, waiting on
+    its lock, read them there instead of running every case again."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    found = shared / "untrusted-results.json"
+    with open(shared / "untrusted-results.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if found.exists():
+            return {name: (code, err) for name, (code, err) in parse_json(found.read_text(), str(found)).items()}
+        ran = _run_every_case(tmp_path_factory)
+        found.write_text(json.dumps(ran))
+        return ran
+
+
+def _run_every_case(tmp_path_factory) -> dict[str, tuple[int, str]]:
     base = tmp_path_factory.mktemp("untrusted")
     planned = base / "planned"
     planned.mkdir()
