@@ -123,12 +123,14 @@ def tasks_of(out: Path) -> list[str]:
         [ln.split(",")[0] for ln in lines if ln.startswith("[cluster-summary")]
 
 
-def chain(tmp_path: Path, seconds: int = 6) -> Path:
-    """a (sleep SECONDS) -> b: two label clusters, the driver killed while a runs."""
+def chain(tmp_path: Path, seconds: int = 6, gate: Path | None = None) -> Path:
+    """a (sleep SECONDS, or until the file ``gate`` exists) -> b: two label clusters, the driver killed while a
+    runs."""
     tc = api.TransformationCatalog().add_transformations(
         api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
     ran = tmp_path / "ran.txt"  # outside the workflow's directory, which its cleanup removes
-    a = api.Job("sh", _id="a").add_args("-c", f"'sleep {seconds}; echo a >> {ran}'").add_profiles(
+    wait = f"until [ -e {gate} ]; do sleep 0.1; done" if gate is not None else f"sleep {seconds}"
+    a = api.Job("sh", _id="a").add_args("-c", f"'{wait}; echo a >> {ran}'").add_profiles(
         api.Namespace.PEGASUS, key="label", value="first")
     b = api.Job("sh", _id="b").add_args("-c", f"'echo b >> {ran}'").add_profiles(
         api.Namespace.PEGASUS, key="label", value="second")
@@ -142,10 +144,10 @@ def started(cluster: Path) -> bool:
     return log.exists() and " EXECUTE " in log.read_text()
 
 
-def start_chain(tmp_path: Path, sub: Path, seconds: int = 6) -> subprocess.Popen:
+def start_chain(tmp_path: Path, sub: Path, seconds: int = 6, gate: Path | None = None) -> subprocess.Popen:
     """pilot submit --pilots 1 of the chain on the local site, in a session of its own."""
     return subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--site", "local", "--cluster", "label",
-                             "--pilots", "1", str(chain(tmp_path, seconds)), "--dir", str(sub)],
+                             "--pilots", "1", str(chain(tmp_path, seconds, gate)), "--dir", str(sub)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
@@ -153,7 +155,8 @@ def test_a_killed_drivers_pilot_job_is_ended_by_the_next_driver_and_nothing_runs
     sub = tmp_path / "sub"
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    proc = start_chain(tmp_path, sub)
+    gate = tmp_path / "gate"  # a runs until it exists: the killed driver's attempt of a can never finish
+    proc = start_chain(tmp_path, sub, gate=gate)
     try:
         first = wait_for(lambda: started(sub / "sh_a"), 120, "the first cluster to start in a block")
         blocks = json.loads((sub / "pilots.json").read_text())["blocks"]
@@ -165,9 +168,16 @@ def test_a_killed_drivers_pilot_job_is_ended_by_the_next_driver_and_nothing_runs
             os.killpg(proc.pid, signal.SIGKILL)
     block_pid, interchange = int(blocks[0]["job_id"]), int(blocks[0]["interchange_pid"])
     assert alive(block_pid) and alive(interchange) and first
-    again = submit("--no-monitord", "--pilots", "1", str(sub))
-    assert again.returncode == 0, again.stderr
-    assert not alive(block_pid) and not alive(interchange)  # ended before anything was started again
+    again = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--pilots", "1", str(sub)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        wait_for(lambda: not alive(block_pid) and not alive(interchange), 120, "the next driver to end the pilot job")
+        gate.touch()  # only now may a finish: in the next driver's pilot job
+        _, err = again.communicate(timeout=300)
+    finally:
+        if again.poll() is None:
+            os.killpg(again.pid, signal.SIGKILL)
+    assert again.returncode == 0, err
     text = (tmp_path / "ran.txt").read_text()
     assert text.count("b") == 1 and text.count("a") == 1  # the killed attempt never finished a; it ran once after
     assert state(sub)["sh_a"]["attempts"] == 2  # the first attempt ended with its pilot job, then a second ran
