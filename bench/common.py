@@ -18,10 +18,17 @@ def pilot(ranks: int, *args: str) -> list[str]:
     return [mpiexec(), "-n", str(ranks), sys.executable, "-m", "pilot", "run", *args]
 
 
-def timed(cmd: list[str], stdin: bytes | None = None, cwd: str | None = None, check: bool = True,
-          env: dict[str, str] | None = None) -> float:
+def timed(
+    cmd: list[str],
+    stdin: bytes | None = None,
+    cwd: str | None = None,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=check, cwd=cwd, env=env)
+    subprocess.run(
+        cmd, input=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=check, cwd=cwd, env=env
+    )
     return time.perf_counter() - start
 
 

@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import pilot, timed, write_dag  # noqa: E402 - bench/ is put on sys.path above
+from common import pilot, timed, write_dag
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGE = "localhost/pilot-bench:busybox"
@@ -58,17 +58,35 @@ def run(argv: list[str], env: dict[str, str], **kw) -> None:
 def podman_env(tmp: str, tar: str) -> dict[str, str]:
     with open(os.path.join(tmp, "storage.conf"), "w") as fh:
         fh.write(f'[storage]\ndriver = "vfs"\ngraphroot = "{tmp}/graph"\nrunroot = "{tmp}/run"\n')
-    env = {**os.environ, "CONTAINERS_CONF": os.path.join(REPO, "containers", "containers.conf"),
-           "CONTAINERS_STORAGE_CONF": os.path.join(tmp, "storage.conf")}
+    env = {
+        **os.environ,
+        "CONTAINERS_CONF": os.path.join(REPO, "containers", "containers.conf"),
+        "CONTAINERS_STORAGE_CONF": os.path.join(tmp, "storage.conf"),
+    }
     run(["podman", "import", tar, IMAGE], env)
     return env
 
 
 def start_dockerd(home: str, tar: str) -> tuple[subprocess.Popen, dict[str, str]]:
     sock = f"unix://{home}/docker.sock"
-    proc = subprocess.Popen(["dockerd", "--data-root", f"{home}/data", "--exec-root", f"{home}/x", "-H", sock,
-                             "--pidfile", f"{home}/pid", "--iptables=false", "--bridge=none"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            "dockerd",
+            "--data-root",
+            f"{home}/data",
+            "--exec-root",
+            f"{home}/x",
+            "-H",
+            sock,
+            "--pidfile",
+            f"{home}/pid",
+            "--iptables=false",
+            "--bridge=none",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     env = {**os.environ, "DOCKER_HOST": sock}
     deadline = time.monotonic() + 60
     while subprocess.run(["docker", "info"], env=env, capture_output=True).returncode != 0:
@@ -116,8 +134,12 @@ def main() -> None:
         if shutil.which("ch-run") and shutil.which("mksquashfs"):
             sqfs = os.path.join(tmp, "image.sqfs")
             run(["mksquashfs", os.path.join(tmp, "root"), sqfs, "-quiet", "-noappend", "-all-root"], dict(os.environ))
-            standin = {**os.environ, "PATH": f"{REPO}/tests/bin{os.pathsep}{os.environ['PATH']}",
-                       "PILOT_APPTAINER_STANDIN_STATE": os.path.join(tmp, "standin"), "USER": os.environ.get("USER", "root")}
+            standin = {
+                **os.environ,
+                "PATH": f"{REPO}/tests/bin{os.pathsep}{os.environ['PATH']}",
+                "PILOT_APPTAINER_STANDIN_STATE": os.path.join(tmp, "standin"),
+                "USER": os.environ.get("USER", "root"),
+            }
             runtimes.append(("apptainer", standin, sqfs))
         try:
             for name, env, image in runtimes:
@@ -128,15 +150,19 @@ def main() -> None:
                 each = per_task([line], work, env, args.tasks, args.repeat)
                 exe = per_task([line], work, env, args.tasks, args.repeat, "--containers", "once-exec")
                 label = "apptainer (ch-run stand-in)" if name == "apptainer" else name
-                print(f"{label}: per task {each * 1000:.1f} ms, started once with {name} exec {exe * 1000:.1f} ms per "
-                      f"task; a container adds {(each - host) * 1000:.1f} ms per task, started once "
-                      f"{(exe - host) * 1000:.1f} ms; per task / started once = {each / exe:.1f}")
+                print(
+                    f"{label}: per task {each * 1000:.1f} ms, started once with {name} exec {exe * 1000:.1f} ms per "
+                    f"task; a container adds {(each - host) * 1000:.1f} ms per task, started once "
+                    f"{(exe - host) * 1000:.1f} ms; per task / started once = {each / exe:.1f}"
+                )
                 if name == "apptainer":
                     continue  # --containers once runs apptainer's tasks through instance:// too
                 once = per_task([line], work, env, args.tasks, args.repeat, "--containers", "once")
-                print(f"{label}: started once with nsenter {once * 1000:.1f} ms per task, adds "
-                      f"{(once - host) * 1000:.1f} ms (target on podman: at most 20); per task / nsenter = "
-                      f"{each / once:.1f}, {name} exec / nsenter = {exe / once:.1f}")
+                print(
+                    f"{label}: started once with nsenter {once * 1000:.1f} ms per task, adds "
+                    f"{(once - host) * 1000:.1f} ms (target on podman: at most 20); per task / nsenter = "
+                    f"{each / once:.1f}, {name} exec / nsenter = {exe / once:.1f}"
+                )
         finally:
             if dockerd is not None:
                 dockerd.send_signal(signal.SIGTERM)

@@ -45,11 +45,15 @@ def write(base: str, n: int, staged: bool) -> str:
     path = os.path.join(base, "staged.yml" if staged else "inplace.yml")
     with open(path, "w") as fh:
         fh.write("pegasus: 5.0.4\nname: copies\n")
-        fh.write("transformationCatalog:\n  transformations:\n  - name: cp\n    sites:\n    - name: local\n"
-                 "      pfn: /bin/cp\n      type: installed\n")
-        fh.write(f"siteCatalog:\n  sites:\n  - name: local\n    directories:\n"
-                 f"    - type: sharedScratch\n      path: {base}/scratch\n"
-                 f"    - type: localStorage\n      path: {base}/output\n")
+        fh.write(
+            "transformationCatalog:\n  transformations:\n  - name: cp\n    sites:\n    - name: local\n"
+            "      pfn: /bin/cp\n      type: installed\n"
+        )
+        fh.write(
+            f"siteCatalog:\n  sites:\n  - name: local\n    directories:\n"
+            f"    - type: sharedScratch\n      path: {base}/scratch\n"
+            f"    - type: localStorage\n      path: {base}/output\n"
+        )
         if staged:
             fh.write("replicaCatalog:\n  replicas:\n")
             for i in range(n):
@@ -57,9 +61,11 @@ def write(base: str, n: int, staged: bool) -> str:
         fh.write("jobs:\n")
         for i in range(n):
             if staged:
-                fh.write(f"- type: job\n  name: cp\n  id: j{i}\n  arguments: [in{i}, out{i}]\n  uses:\n"
-                         f"  - {{lfn: in{i}, type: input}}\n"
-                         f"  - {{lfn: out{i}, type: output, stageOut: true, registerReplica: true}}\n")
+                fh.write(
+                    f"- type: job\n  name: cp\n  id: j{i}\n  arguments: [in{i}, out{i}]\n  uses:\n"
+                    f"  - {{lfn: in{i}, type: input}}\n"
+                    f"  - {{lfn: out{i}, type: output, stageOut: true, registerReplica: true}}\n"
+                )
             else:
                 fh.write(f"- type: job\n  name: cp\n  id: j{i}\n  arguments: [{data}/in{i}, out{i}]\n")
     for i in range(n):
@@ -81,8 +87,24 @@ def run(submit: str) -> tuple[float, int]:
     mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     cdir = os.path.join(submit, "merge_copies")
     t = time.perf_counter()
-    res = subprocess.run([mpiexec if os.path.exists(mpiexec) else "mpiexec", "-n", "3", sys.executable, "-m", "pilot",
-                          "run", "-s", "-q", "-o", "/dev/null", "merge_copies.dag"], cwd=cdir, capture_output=True)
+    res = subprocess.run(
+        [
+            mpiexec if os.path.exists(mpiexec) else "mpiexec",
+            "-n",
+            "3",
+            sys.executable,
+            "-m",
+            "pilot",
+            "run",
+            "-s",
+            "-q",
+            "-o",
+            "/dev/null",
+            "merge_copies.dag",
+        ],
+        cwd=cdir,
+        capture_output=True,
+    )
     took = time.perf_counter() - t
     if res.returncode != 0:
         sys.exit(f"run of {cdir} failed: {res.stderr.decode()[-2000:]}")
@@ -96,12 +118,23 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=10000)
     p.add_argument("--transfer-jobs", type=int, default=10, help="stage-in, stage-out and cleanup jobs for the run")
     p.add_argument("--no-run", action="store_true", help="plan only")
-    p.add_argument("--layouts", action="store_true",
-                   help="sharedfs against nonsharedfs and condorio: wall time and operations on the shared scratch")
-    p.add_argument("--trace-jobs", type=int, help="with --layouts: jobs of the run counted under strace "
-                   "(default: --jobs; strace slows every system call)")
-    p.add_argument("--tasks-only", action="store_true", help="with --layouts: time the compute tasks alone, not "
-                   "the whole workflow (its data jobs, the same in every layout, take most of its time)")
+    p.add_argument(
+        "--layouts",
+        action="store_true",
+        help="sharedfs against nonsharedfs and condorio: wall time and operations on the shared scratch",
+    )
+    p.add_argument(
+        "--trace-jobs",
+        type=int,
+        help="with --layouts: jobs of the run counted under strace "
+        "(default: --jobs; strace slows every system call)",
+    )
+    p.add_argument(
+        "--tasks-only",
+        action="store_true",
+        help="with --layouts: time the compute tasks alone, not "
+        "the whole workflow (its data jobs, the same in every layout, take most of its time)",
+    )
     ns = p.parse_args()
     if ns.layouts:
         from datalayouts import compare  # noqa: PLC0415 - bench/ is on sys.path as the script's directory
@@ -113,23 +146,29 @@ def main() -> None:
         staged, inplace = write(base, ns.jobs, True), write(base, ns.jobs, False)
         tp_staged = plan(staged, os.path.join(base, "plan-staged"), None)
         tp_inplace = plan(inplace, os.path.join(base, "plan-inplace"), None)
-        print(f"{ns.jobs} jobs, plan (Pegasus' default grouping): staged {tp_staged:.2f} s, in place {tp_inplace:.2f} s, "
-              f"ratio {tp_staged / tp_inplace:.2f}")
+        print(
+            f"{ns.jobs} jobs, plan (Pegasus' default grouping): staged {tp_staged:.2f} s, in place {tp_inplace:.2f} s, "
+            f"ratio {tp_staged / tp_inplace:.2f}"
+        )
         if ns.no_run:
             return
         props = os.path.join(base, "pegasus.properties")
         with open(props, "w") as fh:
             k = ns.transfer_jobs
-            fh.write(f"pegasus.stagein.clusters = {k}\npegasus.stageout.clusters = {k}\n"
-                     f"pegasus.file.cleanup.clusters.num = {k}\npegasus.transfer.arguments = -m 1\n")
+            fh.write(
+                f"pegasus.stagein.clusters = {k}\npegasus.stageout.clusters = {k}\n"
+                f"pegasus.file.cleanup.clusters.num = {k}\npegasus.transfer.arguments = -m 1\n"
+            )
         plan(staged, os.path.join(base, "run-staged"), props)
         plan(inplace, os.path.join(base, "run-inplace"), props)
         tr_staged, calls_staged = run(os.path.join(base, "run-staged"))
         tr_inplace, calls_inplace = run(os.path.join(base, "run-inplace"))
         outputs = len(os.listdir(os.path.join(base, "output")))
-        print(f"{ns.jobs} jobs, run (mpiexec -n 3): staged {tr_staged:.1f} s ({calls_staged} pegasus-transfer calls, "
-              f"{outputs} outputs staged out), in place {tr_inplace:.1f} s ({calls_inplace} calls), "
-              f"ratio {tr_staged / tr_inplace:.2f}")
+        print(
+            f"{ns.jobs} jobs, run (mpiexec -n 3): staged {tr_staged:.1f} s ({calls_staged} pegasus-transfer calls, "
+            f"{outputs} outputs staged out), in place {tr_inplace:.1f} s ({calls_inplace} calls), "
+            f"ratio {tr_staged / tr_inplace:.2f}"
+        )
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -46,8 +46,11 @@ PATHS = re.compile(r'(?:AT_FDCWD|-?\d+)<([^>]*)>, "([^"]*)"|(?:^\w+\(|, )"([^"]*
 def node_local(base: str) -> str:
     """The nodes' local scratch: /dev/shm where there is one (a RAM file system, as many clusters' $TMPDIR is),
     else a directory beside the shared scratch."""
-    return tempfile.mkdtemp(prefix="pilot-bench-node-", dir="/dev/shm") if os.path.isdir("/dev/shm") \
+    return (
+        tempfile.mkdtemp(prefix="pilot-bench-node-", dir="/dev/shm")
+        if os.path.isdir("/dev/shm")
         else os.path.join(base, "node-local")
+    )
 
 
 def write(base: str, n: int, layout: str, transfer_jobs: int, local: str) -> tuple[str, str]:
@@ -61,34 +64,59 @@ def write(base: str, n: int, layout: str, transfer_jobs: int, local: str) -> tup
     path = os.path.join(base, f"{layout}.yml")
     with open(path, "w") as fh:
         fh.write("pegasus: 5.0.4\nname: layouts\n")
-        fh.write(f"transformationCatalog:\n  transformations:\n  - name: work\n    sites:\n    - name: local\n"
-                 f"      pfn: {work}\n      type: installed\n")
-        fh.write(f"siteCatalog:\n  sites:\n  - name: local\n    directories:\n"
-                 f"    - type: sharedScratch\n      path: {base}/scratch-{layout}\n"
-                 f"    - type: localScratch\n      path: {local}\n"
-                 f"    - type: localStorage\n      path: {base}/output-{layout}\n")
+        fh.write(
+            f"transformationCatalog:\n  transformations:\n  - name: work\n    sites:\n    - name: local\n"
+            f"      pfn: {work}\n      type: installed\n"
+        )
+        fh.write(
+            f"siteCatalog:\n  sites:\n  - name: local\n    directories:\n"
+            f"    - type: sharedScratch\n      path: {base}/scratch-{layout}\n"
+            f"    - type: localScratch\n      path: {local}\n"
+            f"    - type: localStorage\n      path: {base}/output-{layout}\n"
+        )
         fh.write("replicaCatalog:\n  replicas:\n")
         for i in range(n):
             fh.write(f"  - lfn: in{i}\n    pfns:\n    - site: local\n      pfn: {data}/in{i}\n")
         fh.write("jobs:\n")
         for i in range(n):
-            fh.write(f"- type: job\n  name: work\n  id: j{i}\n  arguments: [in{i}, out{i}]\n  uses:\n"
-                     f"  - {{lfn: in{i}, type: input}}\n"
-                     f"  - {{lfn: out{i}, type: output, stageOut: true, registerReplica: true}}\n")
+            fh.write(
+                f"- type: job\n  name: work\n  id: j{i}\n  arguments: [in{i}, out{i}]\n  uses:\n"
+                f"  - {{lfn: in{i}, type: input}}\n"
+                f"  - {{lfn: out{i}, type: output, stageOut: true, registerReplica: true}}\n"
+            )
     for i in range(n):
         with open(os.path.join(data, f"in{i}"), "w") as out:
             out.write(f"{i}\n")
     props = os.path.join(base, f"{layout}.properties")
     with open(props, "w") as fh:
-        fh.write(f"pegasus.data.configuration = {layout}\npegasus.stagein.clusters = {transfer_jobs}\n"
-                 f"pegasus.stageout.clusters = {transfer_jobs}\npegasus.file.cleanup.clusters.num = {transfer_jobs}\n"
-                 "pegasus.transfer.arguments = -m 1\n")
+        fh.write(
+            f"pegasus.data.configuration = {layout}\npegasus.stagein.clusters = {transfer_jobs}\n"
+            f"pegasus.stageout.clusters = {transfer_jobs}\npegasus.file.cleanup.clusters.num = {transfer_jobs}\n"
+            "pegasus.transfer.arguments = -m 1\n"
+        )
     return path, props
 
 
 def plan(workflow: str, props: str, submit: str) -> str:
-    subprocess.run([sys.executable, "-m", "pilot", "plan", workflow, "--site", "local", "--cluster", "whole",
-                    "--dir", submit, "--conf", props], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            workflow,
+            "--site",
+            "local",
+            "--cluster",
+            "whole",
+            "--dir",
+            submit,
+            "--conf",
+            props,
+        ],
+        check=True,
+        capture_output=True,
+    )
     (cdir,) = [os.path.join(submit, d) for d in os.listdir(submit) if d.startswith("merge_")]
     return cdir
 
@@ -99,14 +127,25 @@ def run(cdir: str, dag: str | None = None, trace: str | None = None) -> float:
     with open(next(os.path.join(cdir, f) for f in os.listdir(cdir) if f.endswith(".sh"))) as fh:
         line = next(x for x in fh if " run " in x)
     words = shlex.split(line)
-    words = words[words.index("run") + 1:]
+    words = words[words.index("run") + 1 :]
     if dag:
         words[-1] = dag
         if "--task-files" in words:
             words[words.index("--task-files") + 1] = dag + ".taskfiles"
     mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    cmd = [mpiexec if os.path.exists(mpiexec) else "mpiexec", "-n", "3", sys.executable, "-m", "pilot", "run", "-s",
-           "-q", "-n", *words]
+    cmd = [
+        mpiexec if os.path.exists(mpiexec) else "mpiexec",
+        "-n",
+        "3",
+        sys.executable,
+        "-m",
+        "pilot",
+        "run",
+        "-s",
+        "-q",
+        "-n",
+        *words,
+    ]
     if trace:
         cmd = ["strace", "-f", "-qq", "-y", "-o", trace, "-e", "trace=%file", *cmd]
     t = time.perf_counter()
@@ -165,7 +204,9 @@ def count(trace: str, shared: str) -> collections.Counter:
                 words = re.findall(r'(?:(?:AT_FDCWD|\d+)<([^>]*)>, )?"([^"]*)"', rest)[1:2]  # ("", path) if no dirfd
                 paths = [rel if rel.startswith("/") else f"{d}/{rel}" for d, rel in words]
             else:  # every path it names (a rename names two)
-                paths = [plain or (rel if rel.startswith("/") else f"{d}/{rel}") for d, rel, plain in PATHS.findall(rest)]
+                paths = [
+                    plain or (rel if rel.startswith("/") else f"{d}/{rel}") for d, rel, plain in PATHS.findall(rest)
+                ]
             if any((p + "/").startswith(prefix) for p in paths):
                 out[name] += 1
     return out
@@ -198,20 +239,26 @@ def compare(jobs: int, trace_jobs: int, transfer_jobs: int, tasks_only: bool = F
             run(cdir, compute_only(cdir, workdir, os.path.join(where, "inputs"), trace_jobs), trace)
             ops[layout] = count(trace, scratch)
             shutil.rmtree(where, ignore_errors=True)
-        print(f"{jobs} jobs, each with three temporary files (mpiexec -n 3 pilot run, --cluster whole, "
-              f"{transfer_jobs} stage-in, stage-out and cleanup jobs; shared scratch in {tempfile.gettempdir()}, "
-              f"local scratch in {os.path.dirname(local)}); wall time of the whole workflow and of its "
-              f"compute tasks alone; operations on the shared scratch counted under strace over {trace_jobs} "
-              "compute tasks")
+        print(
+            f"{jobs} jobs, each with three temporary files (mpiexec -n 3 pilot run, --cluster whole, "
+            f"{transfer_jobs} stage-in, stage-out and cleanup jobs; shared scratch in {tempfile.gettempdir()}, "
+            f"local scratch in {os.path.dirname(local)}); wall time of the whole workflow and of its "
+            f"compute tasks alone; operations on the shared scratch counted under strace over {trace_jobs} "
+            "compute tasks"
+        )
         for layout in LAYOUTS:
             total = sum(ops[layout].values())
             top = ", ".join(f"{k} {v}" for k, v in ops[layout].most_common(5))
-            print(f"  {layout:<12} workflow {whole[layout]:7.1f} s  tasks {tasks[layout]:7.1f} s  shared-scratch "
-                  f"operations {total:7d} ({total / trace_jobs:.1f} per task: {top})")
+            print(
+                f"  {layout:<12} workflow {whole[layout]:7.1f} s  tasks {tasks[layout]:7.1f} s  shared-scratch "
+                f"operations {total:7d} ({total / trace_jobs:.1f} per task: {top})"
+            )
         for layout in LAYOUTS[1:]:
-            print(f"  {layout} / sharedfs: workflow {whole[layout] / whole['sharedfs']:.2f}, tasks "
-                  f"{tasks[layout] / tasks['sharedfs']:.2f}, shared-scratch operations per task "
-                  f"{sum(ops[layout].values()) / max(1, sum(ops['sharedfs'].values())):.2f}")
+            print(
+                f"  {layout} / sharedfs: workflow {whole[layout] / whole['sharedfs']:.2f}, tasks "
+                f"{tasks[layout] / tasks['sharedfs']:.2f}, shared-scratch operations per task "
+                f"{sum(ops[layout].values()) / max(1, sum(ops['sharedfs'].values())):.2f}"
+            )
     finally:
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(local, ignore_errors=True)

@@ -29,9 +29,9 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import mpiexec, pilot, timed, write_dag  # noqa: E402 - bench/ is put on sys.path above
+from common import mpiexec, pilot, timed, write_dag
 
-from pilot.runtime.mpistart import MPI_START_ENV, ONE_HOST_START_ENV  # noqa: E402 - after the sys.path set-up above
+from pilot.runtime.mpistart import MPI_START_ENV, ONE_HOST_START_ENV
 
 
 def main() -> None:
@@ -61,13 +61,19 @@ def main() -> None:
             p, f, b, x = min(p_times), min(f_times), min(b_times), min(x_times)
             per_task, x_task = (p - f) / (args.tasks - 1), x / args.tasks
             paired = statistics.median(q / r for r, q in zip(p_times, x_times))
-            print(f"{args.tasks} x /bin/true, {workers} workers: pilot -n {ranks} {p:.2f} s ({args.tasks / p:.0f} tasks/s), "
-                  f"xargs -P {workers} {x:.2f} s ({args.tasks / x:.0f} tasks/s): pilot/xargs throughput = {x / p:.2f} "
-                  f"(best runs); {paired:.2f} (median of back-to-back pairs)")
-            print(f"  made of: pilot's fixed cost {f:.2f} s (a one-task DAG), then {1e3 * per_task:.3f} ms per task "
-                  f"against xargs' {1e3 * x_task:.3f} ms: per-task throughput ratio {x_task / per_task:.2f}")
-            print(f"  floor: an mpi4py program doing nothing on {ranks} ranks takes {b:.2f} s here, so pilot's own start "
-                  f"and end cost {f - b:.2f} s; were they free, pilot/xargs would be {x / (b + args.tasks * per_task):.2f}")
+            print(
+                f"{args.tasks} x /bin/true, {workers} workers: pilot -n {ranks} {p:.2f} s ({args.tasks / p:.0f} tasks/s), "
+                f"xargs -P {workers} {x:.2f} s ({args.tasks / x:.0f} tasks/s): pilot/xargs throughput = {x / p:.2f} "
+                f"(best runs); {paired:.2f} (median of back-to-back pairs)"
+            )
+            print(
+                f"  made of: pilot's fixed cost {f:.2f} s (a one-task DAG), then {1e3 * per_task:.3f} ms per task "
+                f"against xargs' {1e3 * x_task:.3f} ms: per-task throughput ratio {x_task / per_task:.2f}"
+            )
+            print(
+                f"  floor: an mpi4py program doing nothing on {ranks} ranks takes {b:.2f} s here, so pilot's own start "
+                f"and end cost {f - b:.2f} s; were they free, pilot/xargs would be {x / (b + args.tasks * per_task):.2f}"
+            )
 
 
 if __name__ == "__main__":

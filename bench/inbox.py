@@ -28,8 +28,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from pilot.contracts import inbox  # noqa: E402 - after the sys.path set-up above
-from pilot.runtime.agent import INBOX_EVERY  # noqa: E402 - after the sys.path set-up above
+from pilot.contracts import inbox
+from pilot.runtime.agent import INBOX_EVERY
 
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 
@@ -48,8 +48,11 @@ def wait(path: str, timeout: float = 120.0) -> None:
 
 
 def agent(box: str) -> subprocess.Popen:
-    return subprocess.Popen([MPIEXEC, "-n", "3", sys.executable, "-m", "pilot", "run", "--inbox", box],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [MPIEXEC, "-n", "3", sys.executable, "-m", "pilot", "run", "--inbox", box],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def pickup(tmp: str, feeds: int) -> tuple[list[float], list[float]]:
@@ -123,8 +126,13 @@ def throughput(tmp: str, tasks: int) -> tuple[float, float]:
         os.makedirs(d)
         with open(os.path.join(d, "c.dag"), "w", encoding="utf-8") as fh:
             fh.write(text)
-    subprocess.run([MPIEXEC, "-n", "3", sys.executable, "-m", "pilot", "run", "--jobstate-log", "c.dag"], cwd=plain,
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [MPIEXEC, "-n", "3", sys.executable, "-m", "pilot", "run", "--jobstate-log", "c.dag"],
+        cwd=plain,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     box = os.path.join(tmp, "tbox")
     proc = agent(box)
     os.makedirs(box, exist_ok=True)
@@ -148,20 +156,28 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pilot-inbox-") as tmp:
         taken, started = pickup(tmp, ns.feeds)
         ms = sorted(1000 * t for t in taken)
-        print(f"pick-up, request written -> its task queued: median {ms[len(ms) // 2]:.1f} ms, max {ms[-1]:.1f} ms; "
-              f"-> first task started: median {1000 * sorted(started)[len(started) // 2]:.1f} ms "
-              f"({ns.feeds} DAGs fed to an idle run; looks every {1000 * INBOX_EVERY:g} ms)")
+        print(
+            f"pick-up, request written -> its task queued: median {ms[len(ms) // 2]:.1f} ms, max {ms[-1]:.1f} ms; "
+            f"-> first task started: median {1000 * sorted(started)[len(started) // 2]:.1f} ms "
+            f"({ns.feeds} DAGs fed to an idle run; looks every {1000 * INBOX_EVERY:g} ms)"
+        )
         read, stat = look_cost(tmp)
-        print(f"one read of the inbox: {1e6 * read:.1f} us ({100 * read / INBOX_EVERY:.2f}% of the master's time at one "
-              f"per look); the stat that skips it while nothing changed: {1e6 * stat:.1f} us "
-              f"({100 * stat / INBOX_EVERY:.3f}%)")
+        print(
+            f"one read of the inbox: {1e6 * read:.1f} us ({100 * read / INBOX_EVERY:.2f}% of the master's time at one "
+            f"per look); the stat that skips it while nothing changed: {1e6 * stat:.1f} us "
+            f"({100 * stat / INBOX_EVERY:.3f}%)"
+        )
         lat = inotify_latency(tmp)
         if lat:
-            print(f"inotify, the same write -> its event: median {1e3 * sorted(lat)[len(lat) // 2]:.2f} ms "
-                  "(local file systems only; the writer's write and fsyncs included)")
+            print(
+                f"inotify, the same write -> its event: median {1e3 * sorted(lat)[len(lat) // 2]:.2f} ms "
+                "(local file systems only; the writer's write and fsyncs included)"
+            )
         plain, fed = throughput(tmp, ns.tasks)
-        print(f"dispatch of {ns.tasks} /bin/true, 2 workers: pilot run {plain:.0f} tasks/s, fed to pilot run --inbox "
-              f"{fed:.0f} tasks/s (ratio {fed / plain:.2f})")
+        print(
+            f"dispatch of {ns.tasks} /bin/true, 2 workers: pilot run {plain:.0f} tasks/s, fed to pilot run --inbox "
+            f"{fed:.0f} tasks/s (ratio {fed / plain:.2f})"
+        )
 
 
 if __name__ == "__main__":

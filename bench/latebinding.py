@@ -53,19 +53,22 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from Pegasus import api  # noqa: E402 - after the sys.path set-up above
+from Pegasus import api
 
 GAP_TARGET = 0.05  # seconds from a cluster ready to its first task, per cluster, in pilot mode
 
 
 def workflow(path: str, shape: str, clusters: int, tasks: int) -> str:
     tc = api.TransformationCatalog().add_transformations(
-        api.Transformation("true", site="local", pfn="/bin/true", is_stageable=False))
+        api.Transformation("true", site="local", pfn="/bin/true", is_stageable=False)
+    )
     wf = api.Workflow(shape).add_transformation_catalog(tc)
     last = None
     for c in range(clusters):
-        jobs = [api.Job("true", _id=f"c{c}t{t}").add_profiles(api.Namespace.PEGASUS, key="label", value=f"L{c}")
-                for t in range(tasks)]
+        jobs = [
+            api.Job("true", _id=f"c{c}t{t}").add_profiles(api.Namespace.PEGASUS, key="label", value=f"L{c}")
+            for t in range(tasks)
+        ]
         wf.add_jobs(*jobs)
         if shape == "chain" and last is not None:
             for job in jobs:
@@ -91,8 +94,10 @@ def measure(sub: str, clusters: dict[str, list[str]]) -> tuple[float, float, flo
     makespan of the run). A cluster is ready when the last task of its parents ended (their own jobstate.logs:
     what the driver must notice, in either mode), or at the run's first SUBMIT without parents."""
     submitted = times(os.path.join(sub, "jobstate.log"), "SUBMIT")
-    ended = {name: times(os.path.join(sub, name, "jobstate.log"), "JOB_SUCCESS") for name in
-             {*clusters, *(p for parents in clusters.values() for p in parents)}}
+    ended = {
+        name: times(os.path.join(sub, name, "jobstate.log"), "JOB_SUCCESS")
+        for name in {*clusters, *(p for parents in clusters.values() for p in parents)}
+    }
     gap = from_submit = last = 0.0
     for name, parents in clusters.items():
         first = min(times(os.path.join(sub, name, "jobstate.log"), "EXECUTE").values())
@@ -110,7 +115,9 @@ def batch_jobs(sub: str) -> int:
         state = json.load(fh)
     ids = {j for c in state["clusters"] for j in c["job_ids"]}
     if any(j.startswith("pilot:") for j in ids):
-        return len([d for d in os.listdir(os.path.join(sub, "pilots")) if os.path.isdir(os.path.join(sub, "pilots", d))])
+        return len(
+            [d for d in os.listdir(os.path.join(sub, "pilots")) if os.path.isdir(os.path.join(sub, "pilots", d))]
+        )
     return len(ids)
 
 
@@ -128,8 +135,10 @@ def shims(where: str) -> tuple[str, str]:
         if real is not None:
             path = os.path.join(where, name)
             with open(path, "w", encoding="utf-8") as fh:
-                fh.write(f"#!/bin/bash\necho {name} $EPOCHREALTIME >> {shlex.quote(log)}\n"
-                         f"exec {shlex.quote(real)} \"$@\"\n")
+                fh.write(
+                    f"#!/bin/bash\necho {name} $EPOCHREALTIME >> {shlex.quote(log)}\n"
+                    f'exec {shlex.quote(real)} "$@"\n'
+                )
             os.chmod(path, 0o755)
     return where, log
 
@@ -172,25 +181,58 @@ def run(site: str, sets: list[str], wf: str, sub: str, extra: list[str], poll: f
     start = time.monotonic()
     shim_dir, log = shims(sub + "-shims")
     env = dict(os.environ, PATH=shim_dir + os.pathsep + os.environ.get("PATH", ""))
-    res = subprocess.run([sys.executable, "-m", "pilot", "submit", "--no-monitord", "--poll", str(poll), "--site", site,
-                          *(f"--set={s}" for s in sets), "--cluster", "label", wf, "--dir", sub, *extra],
-                         capture_output=True, text=True, env=env)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "submit",
+            "--no-monitord",
+            "--poll",
+            str(poll),
+            "--site",
+            site,
+            *(f"--set={s}" for s in sets),
+            "--cluster",
+            "label",
+            wf,
+            "--dir",
+            sub,
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     wall = time.monotonic() - start
     if res.returncode != 0:
         sys.exit(f"pilot submit failed ({res.returncode}): {res.stderr[-2000:]}")
     import yaml
 
     with open(os.path.join(sub, "clusters.yml"), encoding="utf-8") as fh:
-        clusters = {c["name"]: list(c["parents"]) for c in yaml.safe_load(fh)["clusters"]
-                    if c["name"].startswith(("true_", "merge_L"))}
+        clusters = {
+            c["name"]: list(c["parents"])
+            for c in yaml.safe_load(fh)["clusters"]
+            if c["name"].startswith(("true_", "merge_L"))
+        }
     gap, from_submit, makespan = measure(sub, clusters)
-    tasks = sum(len(times(os.path.join(sub, n, "jobstate.log"), "JOB_SUCCESS")) for n in os.listdir(sub)
-                if os.path.exists(os.path.join(sub, n, "jobstate.log")))
+    tasks = sum(
+        len(times(os.path.join(sub, n, "jobstate.log"), "JOB_SUCCESS"))
+        for n in os.listdir(sub)
+        if os.path.exists(os.path.join(sub, n, "jobstate.log"))
+    )
     with open(os.path.join(sub, "jobstate.log"), encoding="utf-8") as fh:
         last_event = float(fh.read().split("\n")[-2].split()[0])
     counts, per_poll = calls(log, poll, last_event)
-    return Result(batch_jobs(sub), gap / max(1, len(clusters)), from_submit / max(1, len(clusters)), makespan, wall,
-                  {k: 1000.0 * v / max(1, tasks) for k, v in counts.items()}, per_poll)
+    return Result(
+        batch_jobs(sub),
+        gap / max(1, len(clusters)),
+        from_submit / max(1, len(clusters)),
+        makespan,
+        wall,
+        {k: 1000.0 * v / max(1, tasks) for k, v in counts.items()},
+        per_poll,
+    )
 
 
 def floor(tmp: str, count: int, tasks: int, ranks: int) -> float:
@@ -206,13 +248,20 @@ def floor(tmp: str, count: int, tasks: int, ranks: int) -> float:
             fh.writelines(f"TASK t{t} /bin/true\n" for t in range(tasks))
     for c in range(count):
         launched.append(time.time())
-        procs.append(subprocess.Popen([mpiexec, "-n", str(ranks), sys.executable, "-m", "pilot", "run",
-                                       "--jobstate-log", "c.dag"], cwd=os.path.join(tmp, f"floor-{c}"),
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(
+            subprocess.Popen(
+                [mpiexec, "-n", str(ranks), sys.executable, "-m", "pilot", "run", "--jobstate-log", "c.dag"],
+                cwd=os.path.join(tmp, f"floor-{c}"),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
     if any(p.wait() for p in procs):
         sys.exit("a pilot run of the floor failed")
-    gap = sum(min(times(os.path.join(tmp, f"floor-{c}", "jobstate.log"), "EXECUTE").values()) - launched[c]
-              for c in range(count))
+    gap = sum(
+        min(times(os.path.join(tmp, f"floor-{c}", "jobstate.log"), "EXECUTE").values()) - launched[c]
+        for c in range(count)
+    )
     return gap / count
 
 
@@ -247,9 +296,16 @@ def hyperqueue(tmp: str, shape: str, count: int, tasks: int, cores: int) -> tupl
     os.makedirs(d)
 
     def add(job: Job, c: int, deps: Sequence[Any] = ()) -> list[Any]:
-        return [job.program(["/bin/sh", "-c", f"date +%s.%N > {d}/c{c}t{t}.start; date +%s.%N > {d}/c{c}t{t}.end"],
-                            deps=deps, cwd=d, stdout=None, stderr=None)  # its default: N.stdout in the caller's cwd
-                for t in range(tasks)]
+        return [
+            job.program(
+                ["/bin/sh", "-c", f"date +%s.%N > {d}/c{c}t{t}.start; date +%s.%N > {d}/c{c}t{t}.end"],
+                deps=deps,
+                cwd=d,
+                stdout=None,
+                stderr=None,
+            )  # its default: N.stdout in the caller's cwd
+            for t in range(tasks)
+        ]
 
     def alone(c: int) -> Job:
         job = Job()
@@ -261,13 +317,18 @@ def hyperqueue(tmp: str, shape: str, count: int, tasks: int, cores: int) -> tupl
             return float(fh.read())
 
     def gap(first: int, ready: Callable[[int], float]) -> float:
-        return sum(min(stamp(c, t, "start") for t in range(tasks)) - ready(c) for c in range(first, first + count)) / count
+        return (
+            sum(min(stamp(c, t, "start") for t in range(tasks)) - ready(c) for c in range(first, first + count)) / count
+        )
 
     def after(c: int) -> float:
         return max(stamp(c - 1, t, "end") for t in range(tasks))
 
-    with quiet_stdout(), LocalCluster(os.path.join(tmp, f"hq-{shape}-server"), WorkerConfig(cores=cores)) as cluster, \
-            contextlib.redirect_stderr(io.StringIO()):  # its progress bars
+    with (
+        quiet_stdout(),
+        LocalCluster(os.path.join(tmp, f"hq-{shape}-server"), WorkerConfig(cores=cores)) as cluster,
+        contextlib.redirect_stderr(io.StringIO()),
+    ):  # its progress bars
         client = cluster.client()
         client.wait_for_jobs([client.submit(alone(-1))])  # the worker is up
         fan_ready = time.time()
@@ -284,8 +345,11 @@ def hyperqueue(tmp: str, shape: str, count: int, tasks: int, cores: int) -> tupl
         else:
             client.wait_for_jobs([client.submit(alone(c)) for c in range(count)])
     if shape == "chain":
-        return (gap(0, lambda c: after(c) if c else submitted[c]), gap(0, lambda c: submitted[c]),
-                gap(count, lambda c: after(c) if c > count else whole))
+        return (
+            gap(0, lambda c: after(c) if c else submitted[c]),
+            gap(0, lambda c: submitted[c]),
+            gap(count, lambda c: after(c) if c > count else whole),
+        )
     return gap(0, lambda c: fan_ready), gap(0, lambda c: fan_ready), float("nan")
 
 
@@ -332,43 +396,76 @@ def main() -> None:
             with kept(ns.keep, f"{shape}-{r + 1}") as tmp:
                 wf = workflow(os.path.join(tmp, f"{shape}.yml"), shape, count, ns.tasks)
                 got[modes[0]].append(run(ns.site, ns.set, wf, os.path.join(tmp, f"{shape}-per-cluster"), [], ns.poll))
-                got[modes[1]].append(run(ns.site, ns.set, wf, os.path.join(tmp, f"{shape}-pilots"),
-                                         ["--pilots", str(ns.pilots), "--pilot-nodes", str(ns.pilot_nodes)], ns.poll))
+                got[modes[1]].append(
+                    run(
+                        ns.site,
+                        ns.set,
+                        wf,
+                        os.path.join(tmp, f"{shape}-pilots"),
+                        ["--pilots", str(ns.pilots), "--pilot-nodes", str(ns.pilot_nodes)],
+                        ns.poll,
+                    )
+                )
                 h = hyperqueue(tmp, shape, count, ns.tasks, ns.ranks - 1)
                 if h is not None:
                     hq.append(h)
                 if shape == "fan":
                     least.append(floor(tmp, count, ns.tasks, ns.ranks))
-            print(f"  [{shape} run {r + 1}: gap {' / '.join(f'{got[m][-1].gap:.3f}' for m in modes)} s, HyperQueue "
-                  f"{f'{hq[-1][0]:.3f}' if hq else '-'} s; load {os.getloadavg()[0]:.1f}]", flush=True)
-        print(f"{shape} of {count} clusters on {ns.site}, median of {ns.repeat} run(s), per cluster from ready (its "
-              f"parents' last task ended) to its first task:")
+            print(
+                f"  [{shape} run {r + 1}: gap {' / '.join(f'{got[m][-1].gap:.3f}' for m in modes)} s, HyperQueue "
+                f"{f'{hq[-1][0]:.3f}' if hq else '-'} s; load {os.getloadavg()[0]:.1f}]",
+                flush=True,
+            )
+        print(
+            f"{shape} of {count} clusters on {ns.site}, median of {ns.repeat} run(s), per cluster from ready (its "
+            f"parents' last task ended) to its first task:"
+        )
         med = {}
         for m in modes:
             rs = got[m]
-            med[m] = {k: median([getattr(x, k) for x in rs]) for k in ("jobs", "gap", "from_submit", "makespan", "wall")}
+            med[m] = {
+                k: median([getattr(x, k) for x in rs]) for k in ("jobs", "gap", "from_submit", "makespan", "wall")
+            }
             med[m]["per_poll"] = max(x.per_poll for x in rs)
-            cmds = {k: median([x.per_1000.get(k, 0.0) for x in rs]) for k in COUNTED if any(k in x.per_1000 for x in rs)}
-            print(f"  {m:24s} batch jobs {med[m]['jobs']:3.0f}  gap {med[m]['gap']:6.3f} s (from its SUBMIT "
-                  f"{med[m]['from_submit']:6.3f} s)  makespan {med[m]['makespan']:6.2f} s  (submit wall "
-                  f"{med[m]['wall']:.1f} s)")
-            print(f"  {'':24s} scheduler commands per 1,000 tasks: "
-                  f"{', '.join(f'{k} {v:.0f}' for k, v in cmds.items()) or 'none'}; queue queries in one poll, "
-                  f"at most (all runs): {med[m]['per_poll']:.0f}")
+            cmds = {
+                k: median([x.per_1000.get(k, 0.0) for x in rs]) for k in COUNTED if any(k in x.per_1000 for x in rs)
+            }
+            print(
+                f"  {m:24s} batch jobs {med[m]['jobs']:3.0f}  gap {med[m]['gap']:6.3f} s (from its SUBMIT "
+                f"{med[m]['from_submit']:6.3f} s)  makespan {med[m]['makespan']:6.2f} s  (submit wall "
+                f"{med[m]['wall']:.1f} s)"
+            )
+            print(
+                f"  {'':24s} scheduler commands per 1,000 tasks: "
+                f"{', '.join(f'{k} {v:.0f}' for k, v in cmds.items()) or 'none'}; queue queries in one poll, "
+                f"at most (all runs): {med[m]['per_poll']:.0f}"
+            )
         late, base = med[modes[1]], med[modes[0]]
-        print(f"  ratio pilots/per-cluster: gap {ratio(late['gap'], base['gap'])}, makespan "
-              f"{ratio(late['makespan'], base['makespan'])}; target: at most {ns.pilots} batch jobs "
-              f"({'met' if late['jobs'] <= ns.pilots else 'NOT met'}), gap <= {GAP_TARGET} s "
-              f"({'met' if late['gap'] <= GAP_TARGET else 'NOT met'})")
-        print(f"  HyperQueue, one worker of {ns.ranks - 1} cores: " +
-              (f"gap {median([h[0] for h in hq]):6.3f} s per cluster (from its submission "
-               f"{median([h[1] for h in hq]):6.3f} s); pilots/HyperQueue {ratio(late['gap'], median([h[0] for h in hq]))}"
-               + (f"; the chain as one job of dependent tasks: gap {median([h[2] for h in hq]):6.3f} s"
-                  if shape == "chain" else "") if hq else
-               "not measured (pip install hyperqueue)"))
+        print(
+            f"  ratio pilots/per-cluster: gap {ratio(late['gap'], base['gap'])}, makespan "
+            f"{ratio(late['makespan'], base['makespan'])}; target: at most {ns.pilots} batch jobs "
+            f"({'met' if late['jobs'] <= ns.pilots else 'NOT met'}), gap <= {GAP_TARGET} s "
+            f"({'met' if late['gap'] <= GAP_TARGET else 'NOT met'})"
+        )
+        print(
+            f"  HyperQueue, one worker of {ns.ranks - 1} cores: "
+            + (
+                f"gap {median([h[0] for h in hq]):6.3f} s per cluster (from its submission "
+                f"{median([h[1] for h in hq]):6.3f} s); pilots/HyperQueue {ratio(late['gap'], median([h[0] for h in hq]))}"
+                + (
+                    f"; the chain as one job of dependent tasks: gap {median([h[2] for h in hq]):6.3f} s"
+                    if shape == "chain"
+                    else ""
+                )
+                if hq
+                else "not measured (pip install hyperqueue)"
+            )
+        )
         if least:
-            print(f"  floor: {count} clusters started at once by mpiexec here, no scheduler: gap {median(least):.2f} s "
-                  f"per cluster; pilots/floor {ratio(late['gap'], median(least))}")
+            print(
+                f"  floor: {count} clusters started at once by mpiexec here, no scheduler: gap {median(least):.2f} s "
+                f"per cluster; pilots/floor {ratio(late['gap'], median(least))}"
+            )
 
 
 if __name__ == "__main__":

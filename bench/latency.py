@@ -29,14 +29,16 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import pilot, timed, write_dag  # noqa: E402 - bench/ is put on sys.path above
+from common import pilot, timed, write_dag
 
-from pilot.contracts.taskrecord import read_task_record  # noqa: E402 - after the sys.path set-up above
+from pilot.contracts.taskrecord import read_task_record
 
 
 def chain_once(dag: str, steps: int) -> tuple[float, float]:
     """(per-step cost, median end-to-start gap), both in ms."""
-    out = subprocess.run(pilot(3, "-s", "-q", "--no-resource-log", dag), capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        pilot(3, "-s", "-q", "--no-resource-log", dag), capture_output=True, text=True, check=True
+    ).stdout
     spans = {}
     for rec in filter(None, map(read_task_record, out.splitlines())):
         spans[int(rec.name[1:])] = (rec.start, rec.start + rec.duration)
@@ -62,12 +64,16 @@ def chain(tmp: str, steps: int, repeat: int) -> None:
         gaps_ms.append(gap)
         xargs_ms.append(xargs_once(xin, count))
     step, x = statistics.median(steps_ms), statistics.median(xargs_ms)
-    print(f"chain of {steps} dependent /bin/true: {step:.2f} ms per step (runs: {', '.join(f'{v:.2f}' for v in steps_ms)}); "
-          f"end-to-start gap {statistics.median(gaps_ms):.2f} ms")
+    print(
+        f"chain of {steps} dependent /bin/true: {step:.2f} ms per step (runs: {', '.join(f'{v:.2f}' for v in steps_ms)}); "
+        f"end-to-start gap {statistics.median(gaps_ms):.2f} ms"
+    )
     print(f"xargs -P 1: {x:.2f} ms per /bin/true (runs: {', '.join(f'{v:.2f}' for v in xargs_ms)})")
     paired = statistics.median(p / q for p, q in zip(steps_ms, xargs_ms))
-    print(f"per-step cost / xargs per-task cost = {step / x:.2f} (medians); {paired:.2f} (median of the ratios of "
-          f"back-to-back pairs, steadier on a shared machine); target <= 1.5, and <= 1.5 ms per step")
+    print(
+        f"per-step cost / xargs per-task cost = {step / x:.2f} (medians); {paired:.2f} (median of the ratios of "
+        f"back-to-back pairs, steadier on a shared machine); target <= 1.5, and <= 1.5 ms per step"
+    )
 
 
 def master_cpu(tmp: str, repeat: int) -> None:
@@ -76,25 +82,59 @@ def master_cpu(tmp: str, repeat: int) -> None:
     ratios = []
     for _ in range(max(1, repeat // 2)):
         # Rank 0 runs under /usr/bin/time, which reports the master's own CPU time.
-        cmd = [pilot(3)[0], "-n", "1", "/usr/bin/time", "-o", stats, "-f", "%U %S %e", sys.executable, "-m", "pilot", "run",
-               "-s", "-q", dag, ":", "-n", "2", sys.executable, "-m", "pilot", "run", "-s", "-q", dag]
+        cmd = [
+            pilot(3)[0],
+            "-n",
+            "1",
+            "/usr/bin/time",
+            "-o",
+            stats,
+            "-f",
+            "%U %S %e",
+            sys.executable,
+            "-m",
+            "pilot",
+            "run",
+            "-s",
+            "-q",
+            dag,
+            ":",
+            "-n",
+            "2",
+            sys.executable,
+            "-m",
+            "pilot",
+            "run",
+            "-s",
+            "-q",
+            dag,
+        ]
         subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         user, system, wall = map(float, pathlib.Path(stats).read_text().split()[-3:])
         ratios.append((user + system) / wall)
-    print(f"idle master on sleep 1 tasks: CPU/wall = {statistics.median(ratios):.3f} "
-          f"(runs: {', '.join(f'{r:.3f}' for r in ratios)}; target < 0.10)")
+    print(
+        f"idle master on sleep 1 tasks: CPU/wall = {statistics.median(ratios):.3f} "
+        f"(runs: {', '.join(f'{r:.3f}' for r in ratios)}; target < 0.10)"
+    )
 
 
 def abort(tmp: str) -> None:
-    dag = write_dag(os.path.join(tmp, "abort.dag"), [
-        "TASK a /bin/sleep 60\n",
-        "TASK b /bin/sh -c 'trap : TERM; while :; do sleep 0.1; done'\n",
-    ])
+    dag = write_dag(
+        os.path.join(tmp, "abort.dag"),
+        [
+            "TASK a /bin/sleep 60\n",
+            "TASK b /bin/sh -c 'trap : TERM; while :; do sleep 0.1; done'\n",
+        ],
+    )
     start = time.perf_counter()
-    subprocess.run(pilot(3, "-s", "-q", "--max-wall-time", "0.05", dag), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        pilot(3, "-s", "-q", "--max-wall-time", "0.05", dag), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     total = time.perf_counter() - start
-    print(f"wall-time abort: exit {total - 3.0:.2f} s after the 3 s limit, one task ignoring SIGTERM "
-          f"(SIGKILL after 3 s grace; target <= 5 s)")
+    print(
+        f"wall-time abort: exit {total - 3.0:.2f} s after the 3 s limit, one task ignoring SIGTERM "
+        f"(SIGKILL after 3 s grace; target <= 5 s)"
+    )
 
 
 def main() -> None:

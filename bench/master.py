@@ -49,7 +49,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from common import mpiexec, write_dag  # noqa: E402 - bench/ is put on sys.path above
+from common import mpiexec, write_dag
 
 MEMORY_TARGET_KB = 0.43
 CPU_TARGET_US = 70.0
@@ -84,8 +84,10 @@ def mpi_part(sizes: list[int], repeat: int, tmp: str, warm: int) -> None:
     programs = {"pilot": [sys.executable, "-m", "pilot", "run", "-s", "-q"]}
     if os.environ.get("PMC"):
         programs["PMC"] = [os.environ["PMC"], "-s", "-q"]
-    dags = {n: write_dag(os.path.join(tmp, f"true{n}.dag"), (f"TASK t{i} /bin/true\n" for i in range(n)))
-            for n in sorted({1, warm, *sizes})}
+    dags = {
+        n: write_dag(os.path.join(tmp, f"true{n}.dag"), (f"TASK t{i} /bin/true\n" for i in range(n)))
+        for n in sorted({1, warm, *sizes})
+    }
     best: dict[tuple[str, int], tuple[float, int]] = {}
     for _ in range(repeat):  # interleaved: every program and size sees the same machine
         for name, program in programs.items():
@@ -104,19 +106,25 @@ def mpi_part(sizes: list[int], repeat: int, tmp: str, warm: int) -> None:
             cpu, rss = best[(name, n)]
             us, kb = (cpu - cpu1) / (n - 1) * 1e6, (rss - rss1) / (n - 1)
             per_task[(name, n)] = (us, kb)
-            print(f"{name}, {n} x /bin/true: rank 0 {cpu:.2f} s CPU, peak RSS {rss / 1024:.1f} MB: per task beyond the "
-                  f"one-task DAG {us:.1f} us CPU ({us / CPU_TARGET_US:.2f}x the {CPU_TARGET_US:g} us target), "
-                  f"{kb:.3f} KB ({kb / MEMORY_TARGET_KB:.2f}x the {MEMORY_TARGET_KB} KB target); "
-                  f"start {rss1 / 1024:.1f} MB")
+            print(
+                f"{name}, {n} x /bin/true: rank 0 {cpu:.2f} s CPU, peak RSS {rss / 1024:.1f} MB: per task beyond the "
+                f"one-task DAG {us:.1f} us CPU ({us / CPU_TARGET_US:.2f}x the {CPU_TARGET_US:g} us target), "
+                f"{kb:.3f} KB ({kb / MEMORY_TARGET_KB:.2f}x the {MEMORY_TARGET_KB} KB target); "
+                f"start {rss1 / 1024:.1f} MB"
+            )
             if warm < n:
                 cpuw, rssw = best[(name, warm)]
-                print(f"  beyond a DAG of {warm} tasks instead (MPI's queues in use): "
-                      f"{(cpu - cpuw) / (n - warm) * 1e6:.1f} us CPU, {(rss - rssw) / (n - warm):.3f} KB a task")
+                print(
+                    f"  beyond a DAG of {warm} tasks instead (MPI's queues in use): "
+                    f"{(cpu - cpuw) / (n - warm) * 1e6:.1f} us CPU, {(rss - rssw) / (n - warm):.3f} KB a task"
+                )
     if "PMC" in programs:
         for n in sizes:
             (us, kb), (pus, pkb) = per_task[("pilot", n)], per_task[("PMC", n)]
-            print(f"pilot/PMC at {n} tasks: CPU per task {us / pus:.2f}x, memory per task {kb / pkb:.2f}x, "
-                  f"start {best[('pilot', 1)][1] / best[('PMC', 1)][1]:.2f}x")
+            print(
+                f"pilot/PMC at {n} tasks: CPU per task {us / pus:.2f}x, memory per task {kb / pkb:.2f}x, "
+                f"start {best[('pilot', 1)][1] / best[('PMC', 1)][1]:.2f}x"
+            )
 
 
 def sim_run(workers: int, tasks: int, tmp: str) -> tuple[float, float]:
@@ -141,7 +149,9 @@ def sim_run(workers: int, tasks: int, tmp: str) -> tuple[float, float]:
             spent[0] += time.perf_counter() - start
 
     path = write_dag(os.path.join(tmp, f"sim{tasks}.dag"), (f"TASK t{i} /bin/true\n" for i in range(tasks)))
-    hosts = [SimHost(f"h{h}", cpus=16, memory=64000, slots=min(16, workers - 16 * h)) for h in range((workers + 15) // 16)]
+    hosts = [
+        SimHost(f"h{h}", cpus=16, memory=64000, slots=min(16, workers - 16 * h)) for h in range((workers + 15) // 16)
+    ]
     cluster = Timed(hosts, duration=lambda name: 1.0)
     master = Master(RunOptions(dag=path, resource_log=False, nolock=True, skip_rescue=True), cluster.transport)
     start = time.perf_counter()
@@ -159,11 +169,15 @@ def sim_part(tasks: int, repeat: int, tmp: str) -> None:
         total = min((sim_run(workers, tasks, tmp) for _ in range(repeat)), key=lambda t: t[1])
         cost[workers] = (total[1] - fixed[1]) / (tasks - 1)
         whole[workers] = (total[0] - fixed[0]) / (tasks - 1)
-        print(f"simulated, {workers:>6} workers, {tasks} tasks: {total[0]:.1f} s, the master's part {total[1]:.1f} s, "
-              f"of which {fixed[1]:.2f} s start and end (a one-task run): the master {cost[workers] * 1e6:.1f} us per "
-              f"task (with the simulated workers {whole[workers] * 1e6:.1f} us)")
-    print(f"simulated: the master's cost per task at 100,000 workers = {cost[100_000] / cost[100]:.2f}x that at 100 "
-          f"(target <= {SIM_TARGET}); with the simulated workers' {whole[100_000] / whole[100]:.2f}x")
+        print(
+            f"simulated, {workers:>6} workers, {tasks} tasks: {total[0]:.1f} s, the master's part {total[1]:.1f} s, "
+            f"of which {fixed[1]:.2f} s start and end (a one-task run): the master {cost[workers] * 1e6:.1f} us per "
+            f"task (with the simulated workers {whole[workers] * 1e6:.1f} us)"
+        )
+    print(
+        f"simulated: the master's cost per task at 100,000 workers = {cost[100_000] / cost[100]:.2f}x that at 100 "
+        f"(target <= {SIM_TARGET}); with the simulated workers' {whole[100_000] / whole[100]:.2f}x"
+    )
 
 
 def main() -> None:

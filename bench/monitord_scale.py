@@ -49,11 +49,15 @@ def write_workflow(base: str, n: int) -> str:
     path = os.path.join(base, "flat.yml")
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("pegasus: 5.0.4\nname: flat\n")
-        fh.write("transformationCatalog:\n  transformations:\n  - name: 'true'\n    sites:\n    - name: local\n"
-                 "      pfn: /bin/true\n      type: installed\n")
-        fh.write(f"siteCatalog:\n  sites:\n  - name: local\n    directories:\n"
-                 f"    - type: sharedScratch\n      path: {base}/scratch\n"
-                 f"    - type: localStorage\n      path: {base}/output\n")
+        fh.write(
+            "transformationCatalog:\n  transformations:\n  - name: 'true'\n    sites:\n    - name: local\n"
+            "      pfn: /bin/true\n      type: installed\n"
+        )
+        fh.write(
+            f"siteCatalog:\n  sites:\n  - name: local\n    directories:\n"
+            f"    - type: sharedScratch\n      path: {base}/scratch\n"
+            f"    - type: localStorage\n      path: {base}/output\n"
+        )
         fh.write("jobs:\n")
         for i in range(n):
             fh.write(f"- type: job\n  name: 'true'\n  id: j{i}\n  arguments: []\n")
@@ -61,8 +65,11 @@ def write_workflow(base: str, n: int) -> str:
 
 
 def plan(workflow: str, submit: str) -> None:
-    subprocess.run([sys.executable, "-m", "pilot", "plan", workflow, "--site", "local", "--cluster", "whole",
-                    "--dir", submit], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "pilot", "plan", workflow, "--site", "local", "--cluster", "whole", "--dir", submit],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def _hwm_kib(pid: int) -> int:
@@ -164,8 +171,11 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=250_000)
     ap.add_argument("--baseline", action="store_true", help="also run without monitord and print the wall ratio")
     ap.add_argument("--dir", default=None, help="where the runs go (default: the system temp dir)")
-    ap.add_argument("--plan-in-submit", action="store_true", help="let pilot submit plan the workflow (the driver's "
-                    "peak RSS then includes the plan's)")
+    ap.add_argument(
+        "--plan-in-submit",
+        action="store_true",
+        help="let pilot submit plan the workflow (the driver's " "peak RSS then includes the plan's)",
+    )
     args = ap.parse_args()
     if args.plan_in_submit and args.baseline:
         ap.error("--baseline copies a planned directory: leave out --plan-in-submit")
@@ -176,8 +186,10 @@ def main() -> None:
         sub = os.path.join(base, "submit")
         if not args.plan_in_submit:
             plan(wf, sub)
-            print(f"{args.tasks} jobs ({cluster_tasks(sub)} tasks with Pegasus' data jobs), whole cluster, written "
-                  f"and planned in {time.time() - t:.1f} s")
+            print(
+                f"{args.tasks} jobs ({cluster_tasks(sub)} tasks with Pegasus' data jobs), whole cluster, written "
+                f"and planned in {time.time() - t:.1f} s"
+            )
         if args.baseline:
             plain = os.path.join(base, "plain")
             shutil.copytree(sub, plain, symlinks=True)
@@ -188,18 +200,24 @@ def main() -> None:
         lag = on["monitord_end"] - end
         ok, all_tasks, state = statistics(sub)
         p = on["peak"]
-        print(f"submit wall {on['wall']:.1f} s; run (batch job) {run:.1f} s; monitord lag after the run "
-              f"{lag:.1f} s = {lag / run if run else float('nan'):.3f} of the run (target <= 0.10)")
+        print(
+            f"submit wall {on['wall']:.1f} s; run (batch job) {run:.1f} s; monitord lag after the run "
+            f"{lag:.1f} s = {lag / run if run else float('nan'):.3f} of the run (target <= 0.10)"
+        )
         print(f"peak RSS: driver {p['driver']:.0f} MiB, master {p['master']:.0f} MiB, monitord {p['monitord']:.0f} MiB")
-        print(f"pegasus-statistics: {ok} of {all_tasks} tasks succeeded (planned {total}); "
-              f"every task counted: {ok == total == all_tasks}; workflow {state}; "
-              f"monitord.incomplete left: {os.path.exists(os.path.join(sub, INCOMPLETE))}")
+        print(
+            f"pegasus-statistics: {ok} of {all_tasks} tasks succeeded (planned {total}); "
+            f"every task counted: {ok == total == all_tasks}; workflow {state}; "
+            f"monitord.incomplete left: {os.path.exists(os.path.join(sub, INCOMPLETE))}"
+        )
         if "replaying" in on["log"]:
             print("(monitord's DB was completed by a replay after the run: see submit.log)")
         if args.baseline:
             off = submit(plain, monitord=False)
-            print(f"without monitord: submit wall {off['wall']:.1f} s, driver {off['peak']['driver']:.0f} MiB, "
-                  f"master {off['peak']['master']:.0f} MiB; wall ratio on/off {on['wall'] / off['wall']:.3f}")
+            print(
+                f"without monitord: submit wall {off['wall']:.1f} s, driver {off['peak']['driver']:.0f} MiB, "
+                f"master {off['peak']['master']:.0f} MiB; wall ratio on/off {on['wall'] / off['wall']:.3f}"
+            )
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -32,7 +32,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from common import pilot, timed, write_dag  # noqa: E402 - bench/ is put on sys.path above
+from common import pilot, timed, write_dag
 
 ROOT_FLAGS = ["--jobstate-log", "--invocation-records"]
 PER_DAG_FLAGS = ["--jobstate-log", "--monitord-hack"]
@@ -47,8 +47,27 @@ def plan(run_dir: str, tasks: int) -> tuple[str, str, list[str]]:
     os.makedirs(run_dir)
     dag = write_dag(os.path.join(run_dir, "bench.dag"), [f"TASK t{i} /bin/true\n" for i in range(tasks)])
     sub = os.path.join(run_dir, "submit")
-    subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", "--cluster", "whole", dag, "--dir", sub,
-                    "--set", "ranks_per_node=3", "--set", "nodes=1"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            "--site",
+            "local",
+            "--cluster",
+            "whole",
+            dag,
+            "--dir",
+            sub,
+            "--set",
+            "ranks_per_node=3",
+            "--set",
+            "nodes=1",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     cdir = os.path.join(sub, "bench")
     script = pathlib.Path(cdir, "bench.sh").read_text(encoding="utf-8").strip().splitlines()[-1]
     return sub, cdir, shlex.split(script)
@@ -128,13 +147,17 @@ def main() -> None:
             per_dag.append(timed(pilot(3, "-s", *PER_DAG_FLAGS, dag), cwd=pdir))
             files_per_dag = count_files(pdir) - before
         n = args.tasks
-        print(f"{n} x /bin/true, 1 master + 2 workers, as pilot submit runs a cluster: "
-              f"monitoring off {min(off):.2f} s, root monitoring on {min(on):.2f} s: "
-              f"on/off time = {min(on) / min(off):.3f} (target <= 1.05); "
-              f"files created: {files_on} for the whole cluster with monitoring on ({files_on / n:.4f} per task), "
-              f"{files_off} off (target: none per task); CPU time on/off = {min(cpu_on) / min(cpu_off):.3f}")
-        print(f"for comparison, a PMC DAG alone in per-DAG mode ({' '.join(PER_DAG_FLAGS)}): "
-              f"{min(per_dag) / min(plain):.3f} x the plain run, {files_per_dag / n:.2f} files per task")
+        print(
+            f"{n} x /bin/true, 1 master + 2 workers, as pilot submit runs a cluster: "
+            f"monitoring off {min(off):.2f} s, root monitoring on {min(on):.2f} s: "
+            f"on/off time = {min(on) / min(off):.3f} (target <= 1.05); "
+            f"files created: {files_on} for the whole cluster with monitoring on ({files_on / n:.4f} per task), "
+            f"{files_off} off (target: none per task); CPU time on/off = {min(cpu_on) / min(cpu_off):.3f}"
+        )
+        print(
+            f"for comparison, a PMC DAG alone in per-DAG mode ({' '.join(PER_DAG_FLAGS)}): "
+            f"{min(per_dag) / min(plain):.3f} x the plain run, {files_per_dag / n:.2f} files per task"
+        )
 
 
 if __name__ == "__main__":

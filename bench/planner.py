@@ -44,11 +44,15 @@ def write_workflow(path: str, n: int) -> None:
     """n jobs in LEVELS levels; job k of a level has parents k and k-1 (wrapping) of the level above."""
     width = max(1, n // LEVELS)
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write("pegasus: 5.0.4\nname: synthetic\ntransformationCatalog:\n  transformations:\n"
-                 "  - name: step\n    sites:\n    - name: local\n      pfn: /bin/true\n      type: installed\n")
+        fh.write(
+            "pegasus: 5.0.4\nname: synthetic\ntransformationCatalog:\n  transformations:\n"
+            "  - name: step\n    sites:\n    - name: local\n      pfn: /bin/true\n      type: installed\n"
+        )
         fh.write("jobs:\n")
         for i in range(LEVELS * width):
-            fh.write(f"- type: job\n  name: step\n  id: ID{i:07d}\n  arguments: [-i, f.{i}, -o, f.{i}.out]\n  uses: []\n")
+            fh.write(
+                f"- type: job\n  name: step\n  id: ID{i:07d}\n  arguments: [-i, f.{i}, -o, f.{i}.out]\n  uses: []\n"
+            )
         fh.write("jobDependencies:\n")
         for i in range((LEVELS - 1) * width):
             level, k = divmod(i, width)
@@ -90,8 +94,14 @@ def run(repo: str, workflow: str, submit: str) -> tuple[float, float, int, int, 
     """(plan seconds, event stream seconds, peak RSS bytes, bytes written, RSS bytes before planning, the plan's
     kernel seconds) of one plan in a fresh process."""
     env = {**os.environ, "PYTHONPATH": repo}
-    out = subprocess.run([sys.executable, "-c", CHILD, workflow, submit, repo], capture_output=True, text=True,
-                         check=True, env=env, cwd=os.path.dirname(submit)).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, workflow, submit, repo],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        cwd=os.path.dirname(submit),
+    ).stdout.split()
     return float(out[0]), float(out[1]), int(out[2]), int(out[3]), int(out[4]), float(out[5])
 
 
@@ -113,17 +123,24 @@ def main() -> None:
             size = os.path.getsize(wf)
             for k in range(args.repeat):
                 for label, checkout in runs:
-                    took, events, rss, written, start, kernel = run(checkout, wf, os.path.join(tmp, f"submit{n}-{label}-{k}"))
+                    took, events, rss, written, start, kernel = run(
+                        checkout, wf, os.path.join(tmp, f"submit{n}-{label}-{k}")
+                    )
                     per_job = first.setdefault(label, (took / n, (rss - start) / n))
                     ratios.setdefault((label, n), []).append(took / events)
-                    print(f"{label:>4} {n:>8} jobs ({size / 1e6:6.1f} MB): plan {took:6.1f} s ({kernel:4.1f} s in the kernel) = "
-                          f"{took / events:4.2f}x libyaml's events ({events:.1f} s); peak {rss / 1e6:6.0f} MB; wrote "
-                          f"{written / 1e6:7.1f} MB = {written / size:5.2f}x the workflow; per job vs {sizes[0]}: time "
-                          f"{took / n / per_job[0]:.2f}x, RSS above the start {(rss - start) / n / per_job[1]:.2f}x", flush=True)
+                    print(
+                        f"{label:>4} {n:>8} jobs ({size / 1e6:6.1f} MB): plan {took:6.1f} s ({kernel:4.1f} s in the kernel) = "
+                        f"{took / events:4.2f}x libyaml's events ({events:.1f} s); peak {rss / 1e6:6.0f} MB; wrote "
+                        f"{written / 1e6:7.1f} MB = {written / size:5.2f}x the workflow; per job vs {sizes[0]}: time "
+                        f"{took / n / per_job[0]:.2f}x, RSS above the start {(rss - start) / n / per_job[1]:.2f}x",
+                        flush=True,
+                    )
     if args.repeat > 1:
         for (label, n), values in ratios.items():
-            print(f"{label:>4} {n:>8} jobs: median {statistics.median(values):.2f}x libyaml's events over {len(values)} plans "
-                  f"({min(values):.2f}x-{max(values):.2f}x)")
+            print(
+                f"{label:>4} {n:>8} jobs: median {statistics.median(values):.2f}x libyaml's events over {len(values)} plans "
+                f"({min(values):.2f}x-{max(values):.2f}x)"
+            )
 
 
 if __name__ == "__main__":

@@ -20,11 +20,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from pilot.contracts.rescue import RescueLog, read_rescue  # noqa: E402 - after the sys.path set-up above
-from pilot.dag import read_dag  # noqa: E402 - after the sys.path set-up above
-from pilot.runtime.master import Master  # noqa: E402 - after the sys.path set-up above
-from pilot.runtime.options import RunOptions  # noqa: E402 - after the sys.path set-up above
-from pilot.runtime.simulate import SimCluster, SimHost  # noqa: E402 - after the sys.path set-up above
+from pilot.contracts.rescue import RescueLog, read_rescue
+from pilot.dag import read_dag
+from pilot.runtime.master import Master
+from pilot.runtime.options import RunOptions
+from pilot.runtime.simulate import SimCluster, SimHost
 
 
 def write_dag(path: str, n: int) -> None:
@@ -82,8 +82,10 @@ def main() -> None:
         start = time.perf_counter()
         dag = read_dag(dag_path)
         parse = time.perf_counter() - start
-        print(f"parse: {len(dag)} tasks, {sum(len(t.children) for t in dag)} edges in {parse:.2f} s "
-              f"(target < 10 s; {parse / base:.1f}x a bare line split of the file, {base:.2f} s)")
+        print(
+            f"parse: {len(dag)} tasks, {sum(len(t.children) for t in dag)} edges in {parse:.2f} s "
+            f"(target < 10 s; {parse / base:.1f}x a bare line split of the file, {base:.2f} s)"
+        )
 
         rescue_path = os.path.join(tmp, "big.dag.rescue")
         with open(rescue_path, "w") as fh:
@@ -94,8 +96,10 @@ def main() -> None:
         log.close()
         replay = time.perf_counter() - start
         base = baseline_read(rescue_path)
-        print(f"rescue replay: {len(done)} DONE records read and rewritten in {replay:.2f} s "
-              f"(target < 10 s; {replay / base:.1f}x a bare line split, {base:.2f} s)")
+        print(
+            f"rescue replay: {len(done)} DONE records read and rewritten in {replay:.2f} s "
+            f"(target < 10 s; {replay / base:.1f}x a bare line split, {base:.2f} s)"
+        )
         del dag, done
         gc.collect()  # the million-task DAG is cyclic garbage: gone before the timings below
 
@@ -105,7 +109,9 @@ def main() -> None:
             costs[workers] = min(schedule(workers, args.sched_tasks, tmp) for _ in range(2))
         base = costs[10]
         for workers, cost in costs.items():
-            print(f"scheduling: {workers:>6} workers: {cost * 1e6:6.1f} us/task ({cost / base:.2f}x the 10-worker cost)")
+            print(
+                f"scheduling: {workers:>6} workers: {cost * 1e6:6.1f} us/task ({cost / base:.2f}x the 10-worker cost)"
+            )
 
 
 if __name__ == "__main__":

@@ -32,9 +32,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from common import pilot, write_dag  # noqa: E402 - bench/ is put on sys.path above
+from common import pilot, write_dag
 
-from pilot.contracts.taskrecord import read_task_record  # noqa: E402 - after the sys.path set-up above
+from pilot.contracts.taskrecord import read_task_record
 
 # Runtimes in DAG order: short and long tasks mixed, as a level of a real workflow.
 RUNTIMES = [1, 3, 2, 5, 1, 2, 4, 1, 3, 2, 5, 1, 2, 4, 1, 3]
@@ -58,8 +58,11 @@ def to_completion(dag: str, workers: int, limit: float, extra: list[str]) -> tup
     while True:
         runs += 1
         start = time.perf_counter()
-        out = subprocess.run(pilot(workers + 1, "-q", "--no-resource-log", "--max-wall-time", str(limit), *extra, dag),
-                             capture_output=True, text=True).stdout
+        out = subprocess.run(
+            pilot(workers + 1, "-q", "--no-resource-log", "--max-wall-time", str(limit), *extra, dag),
+            capture_output=True,
+            text=True,
+        ).stdout
         total += time.perf_counter() - start
         killed += sum(rec.duration for rec in filter(None, map(read_task_record, out.splitlines())) if rec.status < 0)
         if '[cluster-summary stat="ok"' in out:
@@ -70,7 +73,9 @@ def to_completion(dag: str, workers: int, limit: float, extra: list[str]) -> tup
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--limit", type=float, default=0.1, help="--max-wall-time of each run, in minutes (default 0.1: 6 s)")
+    ap.add_argument(
+        "--limit", type=float, default=0.1, help="--max-wall-time of each run, in minutes (default 0.1: 6 s)"
+    )
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=1)
     args = ap.parse_args()
@@ -85,14 +90,18 @@ def main() -> None:
     finally:
         shutil.rmtree(tmp)
     work = sum(RUNTIMES) + 1
-    print(f"{len(RUNTIMES) + 1} sleep tasks, {work} CPU-s of work, {args.workers} workers, --max-wall-time {args.limit:g} "
-          f"({args.limit * 60:g} s) per run, resubmitted until done; medians of {args.repeat} run(s)")
+    print(
+        f"{len(RUNTIMES) + 1} sleep tasks, {work} CPU-s of work, {args.workers} workers, --max-wall-time {args.limit:g} "
+        f"({args.limit * 60:g} s) per run, resubmitted until done; medians of {args.repeat} run(s)"
+    )
     span = {}
     for mode, rows in results.items():
         runs = statistics.median(r[0] for r in rows)
         killed = statistics.median(r[1] for r in rows)
         span[mode] = statistics.median(r[2] for r in rows)
-        print(f"  {mode:26s} runs {runs:g}, killed work {killed:6.2f} CPU-s, makespan to completion {span[mode]:6.2f} s")
+        print(
+            f"  {mode:26s} runs {runs:g}, killed work {killed:6.2f} CPU-s, makespan to completion {span[mode]:6.2f} s"
+        )
     aware, fifo = span["runtime-aware"], span["FIFO (--ignore-runtimes)"]
     print(f"makespan runtime-aware / FIFO = {aware / fifo:.2f} (target < 1; killed work target 0)")
 

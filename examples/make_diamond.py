@@ -41,16 +41,24 @@ wf.add_transformation_catalog(tc)
 wf.add_replica_catalog(rc)
 wf.add_jobs(
     Job("preprocess", namespace="diamond", version="1.0", _id="preprocess")
-    .add_args(fb1, fb2).set_stdin(fa).add_outputs(fb1, fb2, stage_out=False, register_replica=False)
+    .add_args(fb1, fb2)
+    .set_stdin(fa)
+    .add_outputs(fb1, fb2, stage_out=False, register_replica=False)
     .add_profiles(Namespace.PEGASUS, key="label", value="top"),
     Job("findrange", namespace="diamond", version="1.0", _id="left")
-    .add_args("-o", fc1, fb1).add_inputs(fb1).add_outputs(fc1, stage_out=False, register_replica=False)
+    .add_args("-o", fc1, fb1)
+    .add_inputs(fb1)
+    .add_outputs(fc1, stage_out=False, register_replica=False)
     .add_profiles(Namespace.PEGASUS, key="label", value="middle"),
     Job("findrange", namespace="diamond", version="1.0", _id="right")
-    .add_args("-o", fc2, fb2).add_inputs(fb2).add_outputs(fc2, stage_out=False, register_replica=False)
+    .add_args("-o", fc2, fb2)
+    .add_inputs(fb2)
+    .add_outputs(fc2, stage_out=False, register_replica=False)
     .add_profiles(Namespace.PEGASUS, key="label", value="middle"),
     Job("analyze", namespace="diamond", version="1.0", _id="analyze")
-    .add_args("-o", fd, fc1, fc2).add_inputs(fc1, fc2).add_outputs(fd)
+    .add_args("-o", fd, fc1, fc2)
+    .add_inputs(fc1, fc2)
+    .add_outputs(fd)
     .add_profiles(Namespace.PEGASUS, key="label", value="bottom"),
 )
 wf.write("diamond.yml")

@@ -54,17 +54,31 @@ def host_options(site: SiteConfig) -> list[str]:
     return opts
 
 
-def pilot_args(site: SiteConfig, dag_name: str, walltime_minutes: float | None = None,
-               extra: Sequence[str] = ()) -> list[str]:
+def pilot_args(
+    site: SiteConfig, dag_name: str, walltime_minutes: float | None = None, extra: Sequence[str] = ()
+) -> list[str]:
     """``pilot run`` options for a cluster's batch job on ``site`` (planner scripts and pilot submit alike), whose
     walltime is ``walltime_minutes`` (None: the site's); ``extra``: the cluster's own (its task files,
     ClusterSpec.run_options), before the DAG, which comes last."""
     # -o/-e and the invocation records make <cluster>.out the job output pegasus-monitord reads (no file per task);
     # a worker starts a job's container once and runs its tasks of that image in it (pilot.runtime.instances).
     base = dag_name[:-4] if dag_name.endswith(".dag") else dag_name
-    return ["--max-wall-time", f"{pilot_wall_time(walltime_minutes or site.walltime_minutes):g}", "--jobstate-log",
-            "--invocation-records", "-o", base + ".out", "-e", base + ".err", "--containers", "once",
-            *host_options(site), *split(site.pilot_options), *extra, dag_name]
+    return [
+        "--max-wall-time",
+        f"{pilot_wall_time(walltime_minutes or site.walltime_minutes):g}",
+        "--jobstate-log",
+        "--invocation-records",
+        "-o",
+        base + ".out",
+        "-e",
+        base + ".err",
+        "--containers",
+        "once",
+        *host_options(site),
+        *split(site.pilot_options),
+        *extra,
+        dag_name,
+    ]
 
 
 @dataclass
@@ -131,10 +145,19 @@ def resolve_pilot(site: SiteConfig) -> list[str]:
     return [here] if os.access(here, os.X_OK) else [os.path.abspath(sys.executable), "-m", "pilot"]
 
 
-def request_for(site: SiteConfig, name: str, workdir: str, pilot_args: list[str], ranks: int | None = None,
-                walltime_minutes: float | None = None, queue: str | None = None, account: str | None = None,
-                directives: tuple[str, ...] = (), nodes: int | None = None,
-                ranks_per_node: int | None = None) -> JobRequest:
+def request_for(
+    site: SiteConfig,
+    name: str,
+    workdir: str,
+    pilot_args: list[str],
+    ranks: int | None = None,
+    walltime_minutes: float | None = None,
+    queue: str | None = None,
+    account: str | None = None,
+    directives: tuple[str, ...] = (),
+    nodes: int | None = None,
+    ranks_per_node: int | None = None,
+) -> JobRequest:
     """Size a job on ``site``: at most the site's nodes x ranks_per_node, fewer if ``ranks`` is smaller.
     ``queue``, ``account`` and ``directives`` (whole directive lines) are what the cluster's jobs ask for
     over the site's values, ``nodes``, ``ranks_per_node`` and ``walltime_minutes`` what the aggregator's entry

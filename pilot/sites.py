@@ -66,8 +66,12 @@ class SiteConfig:
     launcher: str = field(default="mpiexec", metadata=spec(choice(_launcher)))
     # Where mpiexec/mpirun come from: "environment" = the one beside the Python pilot was planned
     # with (the mpich wheel), when it has one; "path" = the job's PATH after worker_init (a site module).
-    launcher_from: str = field(default="environment", metadata=spec(choice(
-        lambda v: None if v in ("environment", "path") else f"{v!r} is not 'environment' or 'path'")))
+    launcher_from: str = field(
+        default="environment",
+        metadata=spec(
+            choice(lambda v: None if v in ("environment", "path") else f"{v!r} is not 'environment' or 'path'")
+        ),
+    )
     launcher_options: str = field(default="", metadata=spec(ARGS))
     nodes: int = field(default=1, metadata=spec(integer(1)))
     ranks_per_node: int | None = field(default=None, metadata=spec(integer(1)))  # default: cores_per_node, else 2
@@ -150,8 +154,11 @@ def shipped_sites() -> dict[str, str]:
 
 # Names people use for a shipped site of another name: the site, and the one line said when it is used.
 ALIASES = {
-    "cori": ("cori-haswell", "NERSC retired Cori at the end of May 2023: --site cori plans for its Haswell partition "
-                             "as it was (cori-haswell; cori-knl for KNL); NERSC's current system is perlmutter-cpu"),
+    "cori": (
+        "cori-haswell",
+        "NERSC retired Cori at the end of May 2023: --site cori plans for its Haswell partition "
+        "as it was (cori-haswell; cori-knl for KNL); NERSC's current system is perlmutter-cpu",
+    ),
 }
 
 
@@ -171,7 +178,9 @@ def site_path(name_or_path: str) -> str:
     if not path:
         close = difflib.get_close_matches(name_or_path, sites, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(f"unknown site {name_or_path!r}{hint}; known sites: {', '.join(sites)}; or pass a path to your own YAML")
+        raise ConfigError(
+            f"unknown site {name_or_path!r}{hint}; known sites: {', '.join(sites)}; or pass a path to your own YAML"
+        )
     return path
 
 
@@ -225,13 +234,18 @@ def _check_key(key: str, where: str) -> None:
 
 def _check_site(site: SiteConfig, lines: dict[str, int], need_required: bool) -> None:
     """Rules across keys, once every key has its type."""
+
     def where(key: str) -> str:
         return f"{site.path}:{lines[key]}" if key in lines else site.path
 
     if site.nodes * (site.ranks_per_node or 0) < 2:
-        raise ConfigError(f"{where('ranks_per_node')}: ranks_per_node: a pilot needs at least 2 MPI ranks (nodes x ranks_per_node)")
+        raise ConfigError(
+            f"{where('ranks_per_node')}: ranks_per_node: a pilot needs at least 2 MPI ranks (nodes x ranks_per_node)"
+        )
     if site.max_walltime and site.walltime_minutes > parse_walltime(site.max_walltime):
-        raise ConfigError(f"{where('walltime')}: walltime: {site.walltime} is longer than the site's max_walltime {site.max_walltime}")
+        raise ConfigError(
+            f"{where('walltime')}: walltime: {site.walltime} is longer than the site's max_walltime {site.max_walltime}"
+        )
     prefix = SCHEDULERS[site.scheduler].directive_prefix
     for line in site.scheduler_options:
         if not prefix or not line.startswith(prefix + " "):

@@ -87,8 +87,9 @@ def _text(value: Any, from_text: bool) -> str:  # noqa: ARG001 - every converter
 def _word(value: Any, from_text: bool) -> str:  # noqa: ARG001 - every converter takes from_text; this one reads values alike
     text = _one_line(value, "a single word")
     if not is_plain(text):
-        raise ValueError(f"{text!r} has characters that cannot go into a batch directive "
-                         "(letters, digits and _.,:=@+/%- only)")
+        raise ValueError(
+            f"{text!r} has characters that cannot go into a batch directive " "(letters, digits and _.,:=@+/%- only)"
+        )
     return text
 
 
@@ -142,6 +143,7 @@ def _lines(value: Any, from_text: bool) -> list[str]:
 
 def key_list(keys: Callable[[], Sequence[str]]) -> Kind:
     """A list of the keys ``keys()`` names: those of the class whose field holds it, known once it is made."""
+
     def key(value: Any, from_text: bool) -> str:  # noqa: ARG001 - every converter takes from_text; this one reads values alike
         text = _one_line(value, "a site key")
         if text not in keys():
@@ -154,7 +156,11 @@ def key_list(keys: Callable[[], Sequence[str]]) -> Kind:
 
 def integer(minimum: int) -> Kind:
     def convert(value: Any, from_text: bool) -> int:  # noqa: ARG001 - every converter takes from_text; this one reads values alike
-        if isinstance(value, bool) or isinstance(value, float) or (isinstance(value, str) and not re.fullmatch(r"-?\d+", value.strip())):
+        if (
+            isinstance(value, bool)
+            or isinstance(value, float)
+            or (isinstance(value, str) and not re.fullmatch(r"-?\d+", value.strip()))
+        ):
             raise ValueError(f"{shown(value)} is not a whole number")
         if not isinstance(value, (int, str)):
             raise ValueError(f"{shown(value)} is not a whole number")
@@ -190,8 +196,14 @@ DURATION = Kind("a duration", _duration)
 LINES = Kind("a list of lines", _lines)
 # Container runtimes a site's compute nodes have, and the container kind of Pegasus' each runs, in the order a
 # site whose runtimes are found on PATH offers them (the first of a kind runs its containers).
-CONTAINER_RUNTIMES = {"apptainer": "singularity", "singularity": "singularity", "podman-hpc": "docker",
-                      "podman": "docker", "docker": "docker", "shifter": "shifter"}
+CONTAINER_RUNTIMES = {
+    "apptainer": "singularity",
+    "singularity": "singularity",
+    "podman-hpc": "docker",
+    "podman": "docker",
+    "docker": "docker",
+    "shifter": "shifter",
+}
 
 
 def _runtime(value: Any, from_text: bool) -> str:  # noqa: ARG001 - every converter takes from_text; this one reads values alike

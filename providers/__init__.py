@@ -35,8 +35,22 @@ from providers.pbspro import PBSPro
 from providers.slurm import Slurm
 from providers.torque import Torque
 
-__all__ = ["SCHEDULERS", "Outlook", "PendingReason", "QueueState", "QueueStatus", "Scheduler", "find", "provider_for",
-           "query", "scheduler_for", "script_for", "script_suffixes", "submit", "track"]
+__all__ = [
+    "SCHEDULERS",
+    "Outlook",
+    "PendingReason",
+    "QueueState",
+    "QueueStatus",
+    "Scheduler",
+    "find",
+    "provider_for",
+    "query",
+    "scheduler_for",
+    "script_for",
+    "script_suffixes",
+    "submit",
+    "track",
+]
 
 # The one registry: a site's ``scheduler:`` value -> its plug-in.
 SCHEDULERS: dict[str, Scheduler] = {s.name: s for s in (Slurm(), PBSPro(), Torque(), Local())}
@@ -46,8 +60,9 @@ def scheduler_for(site: Site) -> Scheduler:
     try:
         return SCHEDULERS[site.scheduler]
     except KeyError:
-        raise ConfigError(f"{site.path or site.name}: scheduler {site.scheduler!r} is not one of "
-                          f"{', '.join(SCHEDULERS)}") from None
+        raise ConfigError(
+            f"{site.path or site.name}: scheduler {site.scheduler!r} is not one of " f"{', '.join(SCHEDULERS)}"
+        ) from None
 
 
 def script_for(site: Site, req: Request) -> tuple[str, str]:

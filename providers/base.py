@@ -147,5 +147,12 @@ class Scheduler(abc.ABC):
             found = sorted(glob.glob(os.path.join(glob.escape(workdir), glob.escape(job_name) + ".*.stdout")))
             out = found[-1] if found else os.devnull
             err = out[: -len(".stdout")] + ".stderr" if found else os.devnull
-            provider.resources.setdefault(job_id, {"job_id": job_id, "status": JobStatus(JobState.PENDING),
-                                                   "job_stdout_path": out, "job_stderr_path": err})
+            provider.resources.setdefault(
+                job_id,
+                {
+                    "job_id": job_id,
+                    "status": JobStatus(JobState.PENDING),
+                    "job_stdout_path": out,
+                    "job_stderr_path": err,
+                },
+            )

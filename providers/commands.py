@@ -43,7 +43,9 @@ def run_command(argv: Sequence[str], timeout: float) -> Output:
     try:
         res = run_saying_waits(argv, timeout)
     except FileNotFoundError:
-        raise SubmitError(f"{argv[0]}: command not found (is the scheduler's client on PATH?)", transient=True) from None
+        raise SubmitError(
+            f"{argv[0]}: command not found (is the scheduler's client on PATH?)", transient=True
+        ) from None
     except OSError as exc:
         raise SubmitError(f"{argv[0]}: cannot run: {exc.strerror}", transient=True) from None
     except subprocess.TimeoutExpired:
@@ -51,19 +53,26 @@ def run_command(argv: Sequence[str], timeout: float) -> Output:
     return Output(tuple(argv), res.returncode, res.stdout, res.stderr)
 
 
-def run_saying_waits(argv: Sequence[str], timeout: float | None, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_saying_waits(
+    argv: Sequence[str], timeout: float | None, cwd: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """``subprocess.run(argv, capture_output=True, text=True, timeout=timeout)`` without stdin, which logs one
     line when the command has not answered within SLOW_COMMAND seconds (and how long it is given)."""
-    with subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                          text=True, cwd=cwd) as proc:
+    with subprocess.Popen(
+        list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, cwd=cwd
+    ) as proc:
         try:
             try:
                 out, err = proc.communicate(timeout=SLOW_COMMAND if timeout is None else min(SLOW_COMMAND, timeout))
             except subprocess.TimeoutExpired:
                 if timeout is not None and timeout <= SLOW_COMMAND:
                     raise
-                log.warning("%s has not answered for %g s; waiting%s (site key cmd_timeout)", argv[0], SLOW_COMMAND,
-                            "" if timeout is None else f" up to {timeout:g} s")
+                log.warning(
+                    "%s has not answered for %g s; waiting%s (site key cmd_timeout)",
+                    argv[0],
+                    SLOW_COMMAND,
+                    "" if timeout is None else f" up to {timeout:g} s",
+                )
                 out, err = proc.communicate(timeout=None if timeout is None else timeout - SLOW_COMMAND)
         except subprocess.TimeoutExpired:
             proc.kill()

@@ -39,8 +39,13 @@ def _mpirun(path: str, extra: list[str], ranks: int, per_node: int) -> list[str]
     return [path, *extra, "-n", str(ranks)]
 
 
-LAUNCHERS: dict[str, LaunchLine] = {"srun": _srun, "mpiexec": _mpiexec, "aprun": _aprun, "ibrun": _ibrun,
-                                    "mpirun": _mpirun}
+LAUNCHERS: dict[str, LaunchLine] = {
+    "srun": _srun,
+    "mpiexec": _mpiexec,
+    "aprun": _aprun,
+    "ibrun": _ibrun,
+    "mpirun": _mpirun,
+}
 # Launchers that belong to the batch system: always the site's own, found on the job's PATH.
 SITE_LAUNCHERS = ("srun", "aprun", "ibrun")
 

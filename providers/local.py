@@ -55,8 +55,12 @@ class Local(Scheduler):
             parts = line.split()
             if len(parts) == 2:
                 alive[parts[0]] = parts[1]
-        return {j: QueueStatus(QueueState.RUNNING) if j in alive and not alive[j].startswith("Z")
-                else QueueStatus(QueueState.FINISHED, "process ended") for j in job_ids}
+        return {
+            j: QueueStatus(QueueState.RUNNING)
+            if j in alive and not alive[j].startswith("Z")
+            else QueueStatus(QueueState.FINISHED, "process ended")
+            for j in job_ids
+        }
 
     def track(self, provider: Any, jobs: Sequence[tuple[str, str, str]]) -> None:
         """LocalProvider keeps the pid and script of each job; rebuild them after a restart."""
@@ -66,8 +70,15 @@ class Local(Scheduler):
             script = _script(workdir, job_name)
             if script is None or not job_id.isdigit() or not _runs(job_id, script):
                 continue  # a local job id is the pid of its script's shell: any other process is not ours to stop
-            provider.resources.setdefault(job_id, {"job_id": job_id, "status": JobStatus(JobState.RUNNING),
-                                                   "remote_pid": int(job_id), "script_path": script})
+            provider.resources.setdefault(
+                job_id,
+                {
+                    "job_id": job_id,
+                    "status": JobStatus(JobState.RUNNING),
+                    "remote_pid": int(job_id),
+                    "script_path": script,
+                },
+            )
 
     def find(self, site: Site, workdir: str, job_name: str) -> str | None:  # noqa: ARG002 - the provider interface's signature
         """The pid of the ``bash <script>`` LocalProvider started for ``job_name``; "" if none runs."""
@@ -83,12 +94,19 @@ def _runs(pid: str, script: str) -> bool:
     args = cmdline(pid) or []
     if len(args) >= 2 and args[0].endswith(b"bash") and args[1] == script.encode():
         return True
-    return len(args) >= 3 and args[0].endswith(b"bash") and args[1] == b"-c" and b"bash " + script.encode() + b" " in args[2]
+    return (
+        len(args) >= 3
+        and args[0].endswith(b"bash")
+        and args[1] == b"-c"
+        and b"bash " + script.encode() + b" " in args[2]
+    )
 
 
 def _script(workdir: str, job_name: str) -> str | None:
     """The script LocalProvider wrote for ``job_name``, by its absolute path: the one its process was started
     with, whatever directory ``pilot cancel`` was given relative to."""
     workdir = os.path.abspath(workdir)
-    found = sorted(glob.glob(os.path.join(glob.escape(workdir), glob.escape(job_name) + ".[0-9]*" + Local.parsl_suffix)))
+    found = sorted(
+        glob.glob(os.path.join(glob.escape(workdir), glob.escape(job_name) + ".[0-9]*" + Local.parsl_suffix))
+    )
     return found[-1] if found else None

@@ -32,8 +32,9 @@ class OwnScript:
     request: Request | None = None
     block_ranks: int = 0  # ranks per node of a pilot job (0: none, a cluster's job)
 
-    def _write_submit_script(self, template: Any, script_filename: str, job_name: str | None = None,
-                             configs: dict[str, Any] | None = None) -> bool:
+    def _write_submit_script(
+        self, template: Any, script_filename: str, job_name: str | None = None, configs: dict[str, Any] | None = None
+    ) -> bool:
         from providers.script import render
 
         if self.request is None:  # a pilot job (block): Parsl's own script, which starts its worker pool
@@ -46,8 +47,13 @@ class OwnScript:
         if job_name is None:  # LocalProvider: <script_dir>/<job name>.sh, output captured by Parsl itself
             job_name = script_filename.rsplit("/", 1)[-1][: -len(".sh")]
         configs = configs or {}
-        text = render(self.pilot_scheduler, self.request, job_name=job_name,
-                      stdout=configs.get("job_stdout_path"), stderr=configs.get("job_stderr_path"))
+        text = render(
+            self.pilot_scheduler,
+            self.request,
+            job_name=job_name,
+            stdout=configs.get("job_stdout_path"),
+            stderr=configs.get("job_stderr_path"),
+        )
         with open(script_filename, "w", encoding="utf-8") as fh:
             fh.write(text)
         return True

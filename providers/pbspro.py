@@ -24,10 +24,18 @@ from providers.parsl_script import OwnScript
 from providers.qstat import find_by_name
 
 _STATES = {
-    "Q": QueueState.PENDING, "W": QueueState.PENDING, "T": QueueState.PENDING,
-    "H": QueueState.HELD, "S": QueueState.HELD, "U": QueueState.HELD,
-    "R": QueueState.RUNNING, "E": QueueState.RUNNING, "B": QueueState.RUNNING,
-    "F": QueueState.FINISHED, "X": QueueState.FINISHED, "M": QueueState.FINISHED,
+    "Q": QueueState.PENDING,
+    "W": QueueState.PENDING,
+    "T": QueueState.PENDING,
+    "H": QueueState.HELD,
+    "S": QueueState.HELD,
+    "U": QueueState.HELD,
+    "R": QueueState.RUNNING,
+    "E": QueueState.RUNNING,
+    "B": QueueState.RUNNING,
+    "F": QueueState.FINISHED,
+    "X": QueueState.FINISHED,
+    "M": QueueState.FINISHED,
 }
 
 # PBS explains a queued job in its ``comment``; keyed by the text before the first colon.
@@ -54,9 +62,12 @@ class PBSPro(Scheduler):
     pending_reasons = PENDING_REASONS
 
     def directives(self, req: Request) -> dict[str, str | None]:
-        return {"queue": req.queue, "account": req.account,
-                "resources": f":{req.constraint}" if req.constraint else "",
-                "place": "scatter:excl" if req.exclusive else None}
+        return {
+            "queue": req.queue,
+            "account": req.account,
+            "resources": f":{req.constraint}" if req.constraint else "",
+            "place": "scatter:excl" if req.exclusive else None,
+        }
 
     def make_provider(self, site: Site) -> Any:
         from parsl.providers import PBSProProvider
@@ -64,8 +75,14 @@ class PBSPro(Scheduler):
         from providers.common import block_kwargs
 
         cls = OwnScript.subclass(PBSProProvider, self)
-        return cls(account=site.account, queue=site.queue, nodes_per_block=site.nodes, walltime=site.walltime,
-                   cpus_per_node=site.ranks_per_node, **block_kwargs(site))
+        return cls(
+            account=site.account,
+            queue=site.queue,
+            nodes_per_block=site.nodes,
+            walltime=site.walltime,
+            cpus_per_node=site.ranks_per_node,
+            **block_kwargs(site),
+        )
 
     def query_command(self, job_ids: Sequence[str]) -> list[str]:
         return ["qstat", "-x", "-f", "-F", "json", *job_ids]
@@ -80,8 +97,10 @@ class PBSPro(Scheduler):
         try:
             jobs = parse_json(out.stdout, "qstat").get("Jobs", {}) if out.stdout.strip() else {}
         except (ConfigError, AttributeError):
-            raise SubmitError(f"qstat printed no JSON (exit {out.returncode}): {out.stdout[:200]!r} "
-                              f"{out.stderr.strip()}", transient=True) from None
+            raise SubmitError(
+                f"qstat printed no JSON (exit {out.returncode}): {out.stdout[:200]!r} " f"{out.stderr.strip()}",
+                transient=True,
+            ) from None
         unknown = {_short(line.rsplit(None, 1)[-1]) for line in out.stderr.splitlines() if "Unknown Job Id" in line}
         other = [line for line in out.stderr.splitlines() if line.strip() and "Unknown Job Id" not in line]
         if out.returncode != 0 and (other or not unknown):

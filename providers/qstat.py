@@ -43,6 +43,9 @@ def find_by_name(site: Site, job_name: str) -> str | None:
     user = getpass.getuser()
     for job_id, job in parse_qstat_full(out.stdout).items():
         name = job.get("Job_Name", "")
-        if name.startswith((job_name + ".", "parsl." + job_name + ".")) and job.get("Job_Owner", "").split("@")[0] == user:
+        if (
+            name.startswith((job_name + ".", "parsl." + job_name + "."))
+            and job.get("Job_Owner", "").split("@")[0] == user
+        ):
             return job_id
     return ""

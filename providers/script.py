@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
 
 
-
 @functools.cache
 def _template(name: str) -> str:
     return (resources.files("providers") / "templates" / name).read_text(encoding="utf-8")
@@ -47,8 +46,9 @@ def output_files(req: Request, job_name: str) -> tuple[str, str]:
     return base + ".batch.out", base + ".batch.err"
 
 
-def values(scheduler: Scheduler, req: Request, job_name: str, stdout: str | None, stderr: str | None
-           ) -> tuple[dict[str, str | None], dict[str, str | None]]:
+def values(
+    scheduler: Scheduler, req: Request, job_name: str, stdout: str | None, stderr: str | None
+) -> tuple[dict[str, str | None], dict[str, str | None]]:
     """(words, blocks): words are quoted here; blocks are whole lines already made safe."""
     out, err = output_files(req, job_name)
     words: dict[str, str | None] = {
@@ -69,8 +69,13 @@ def values(scheduler: Scheduler, req: Request, job_name: str, stdout: str | None
     return words, blocks
 
 
-def render(scheduler: Scheduler, req: Request, job_name: str | None = None, stdout: str | None = None,
-           stderr: str | None = None) -> str:
+def render(
+    scheduler: Scheduler,
+    req: Request,
+    job_name: str | None = None,
+    stdout: str | None = None,
+    stderr: str | None = None,
+) -> str:
     """The batch script for ``req`` (named ``job_name``, default the cluster's name)."""
     words, blocks = values(scheduler, req, job_name or req.name, stdout, stderr)
     lines = []
@@ -94,4 +99,3 @@ def _value(key: str, line: str, words: dict[str, str | None], blocks: dict[str, 
     if line.startswith("#") and quoted != value:
         raise ConfigError(f"{key} {value!r} cannot go into a batch directive: use letters, digits and _.,:=@+/%- only")
     return quoted
-

@@ -22,18 +22,44 @@ SQUEUE_FORMAT = "%i|%T|%r"
 # or, when every node is out, "Nodes required for job are DOWN, DRAINED or reserved ...".
 _NODE_WAIT = ("ReqNodeNotAvail", "Nodes required for job are DOWN")
 # sinfo %t states of nodes that take no new job until an administrator acts ("*": not responding).
-_OUT_OF_SERVICE = {"down", "drain", "drng", "drained", "draining", "fail", "failg", "maint", "futr", "inval", "unk",
-                   "npc"}
+_OUT_OF_SERVICE = {
+    "down",
+    "drain",
+    "drng",
+    "drained",
+    "draining",
+    "fail",
+    "failg",
+    "maint",
+    "futr",
+    "inval",
+    "unk",
+    "npc",
+}
 
 _STATES = {
-    "PENDING": QueueState.PENDING, "REQUEUED": QueueState.PENDING, "REQUEUE_FED": QueueState.PENDING,
-    "CONFIGURING": QueueState.RUNNING, "RUNNING": QueueState.RUNNING, "COMPLETING": QueueState.RUNNING,
-    "STAGE_OUT": QueueState.RUNNING, "SIGNALING": QueueState.RUNNING, "RESIZING": QueueState.RUNNING,
-    "SUSPENDED": QueueState.HELD, "STOPPED": QueueState.HELD, "REQUEUE_HOLD": QueueState.HELD,
+    "PENDING": QueueState.PENDING,
+    "REQUEUED": QueueState.PENDING,
+    "REQUEUE_FED": QueueState.PENDING,
+    "CONFIGURING": QueueState.RUNNING,
+    "RUNNING": QueueState.RUNNING,
+    "COMPLETING": QueueState.RUNNING,
+    "STAGE_OUT": QueueState.RUNNING,
+    "SIGNALING": QueueState.RUNNING,
+    "RESIZING": QueueState.RUNNING,
+    "SUSPENDED": QueueState.HELD,
+    "STOPPED": QueueState.HELD,
+    "REQUEUE_HOLD": QueueState.HELD,
     "SPECIAL_EXIT": QueueState.HELD,
-    "COMPLETED": QueueState.FINISHED, "CANCELLED": QueueState.FINISHED, "FAILED": QueueState.FINISHED,
-    "TIMEOUT": QueueState.FINISHED, "NODE_FAIL": QueueState.FINISHED, "PREEMPTED": QueueState.FINISHED,
-    "BOOT_FAIL": QueueState.FINISHED, "DEADLINE": QueueState.FINISHED, "OUT_OF_MEMORY": QueueState.FINISHED,
+    "COMPLETED": QueueState.FINISHED,
+    "CANCELLED": QueueState.FINISHED,
+    "FAILED": QueueState.FINISHED,
+    "TIMEOUT": QueueState.FINISHED,
+    "NODE_FAIL": QueueState.FINISHED,
+    "PREEMPTED": QueueState.FINISHED,
+    "BOOT_FAIL": QueueState.FINISHED,
+    "DEADLINE": QueueState.FINISHED,
+    "OUT_OF_MEMORY": QueueState.FINISHED,
     "REVOKED": QueueState.FINISHED,
 }
 
@@ -102,8 +128,13 @@ class Slurm(Scheduler):
     pending_reasons = PENDING_REASONS
 
     def directives(self, req: Request) -> dict[str, str | None]:
-        return {"partition": req.queue, "account": req.account, "qos": req.qos, "constraint": req.constraint,
-                "exclusive": "" if req.exclusive else None}
+        return {
+            "partition": req.queue,
+            "account": req.account,
+            "qos": req.qos,
+            "constraint": req.constraint,
+            "exclusive": "" if req.exclusive else None,
+        }
 
     def make_provider(self, site: Site) -> Any:
         from parsl.providers import SlurmProvider
@@ -111,9 +142,16 @@ class Slurm(Scheduler):
         from providers.common import block_kwargs
 
         cls = OwnScript.subclass(SlurmProvider, self)
-        return cls(partition=site.partition, account=site.account, qos=site.qos, constraint=site.constraint,
-                   nodes_per_block=site.nodes, walltime=site.walltime, exclusive=bool(site.exclusive),
-                   **block_kwargs(site))
+        return cls(
+            partition=site.partition,
+            account=site.account,
+            qos=site.qos,
+            constraint=site.constraint,
+            nodes_per_block=site.nodes,
+            walltime=site.walltime,
+            exclusive=bool(site.exclusive),
+            **block_kwargs(site),
+        )
 
     def query_command(self, job_ids: Sequence[str]) -> list[str]:
         return ["squeue", "-h", "-j", ",".join(job_ids), "-o", SQUEUE_FORMAT]
@@ -137,8 +175,9 @@ class Slurm(Scheduler):
                 continue
             job_id, state_name, reason = parts
             # "None" (no reason) shows as the state, which no reason names
-            seen[job_id] = self.status(_STATES.get(state_name, QueueState.UNKNOWN),
-                                       reason if reason != "None" else state_name)
+            seen[job_id] = self.status(
+                _STATES.get(state_name, QueueState.UNKNOWN), reason if reason != "None" else state_name
+            )
         return {j: seen.get(j, QueueStatus(QueueState.FINISHED, "not in the queue")) for j in job_ids}
 
     def reason_code(self, reason: str) -> str:
@@ -157,12 +196,19 @@ class Slurm(Scheduler):
         out = run_command(argv, site.cmd_timeout)
         if out.returncode != 0:
             raise out.failure()
-        lines = out.stdout if site.partition else "\n".join(x for x in out.stdout.splitlines() if x.split("|")[0].endswith("*"))
+        lines = (
+            out.stdout
+            if site.partition
+            else "\n".join(x for x in out.stdout.splitlines() if x.split("|")[0].endswith("*"))
+        )
         if in_service(lines):
             return statuses
         for j in waiting:
-            statuses[j] = dataclasses.replace(statuses[j], reason=f"{statuses[j].reason} (no node of the partition is "
-                                              "in service)", never_starts=True)
+            statuses[j] = dataclasses.replace(
+                statuses[j],
+                reason=f"{statuses[j].reason} (no node of the partition is " "in service)",
+                never_starts=True,
+            )
         return statuses
 
     def find(self, site: Site, workdir: str, job_name: str) -> str | None:  # noqa: ARG002 - the provider interface's signature

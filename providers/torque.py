@@ -20,9 +20,13 @@ from providers.parsl_script import OwnScript
 from providers.qstat import find_by_name, parse_qstat_full
 
 _STATES = {
-    "Q": QueueState.PENDING, "W": QueueState.PENDING, "T": QueueState.PENDING,
-    "H": QueueState.HELD, "S": QueueState.HELD,
-    "R": QueueState.RUNNING, "E": QueueState.RUNNING,
+    "Q": QueueState.PENDING,
+    "W": QueueState.PENDING,
+    "T": QueueState.PENDING,
+    "H": QueueState.HELD,
+    "S": QueueState.HELD,
+    "R": QueueState.RUNNING,
+    "E": QueueState.RUNNING,
     "C": QueueState.FINISHED,
 }
 
@@ -49,8 +53,13 @@ class Torque(Scheduler):
         from providers.common import block_kwargs
 
         cls = OwnScript.subclass(TorqueProvider, self)
-        return cls(account=site.account, queue=site.queue, nodes_per_block=site.nodes, walltime=site.walltime,
-                   **block_kwargs(site))
+        return cls(
+            account=site.account,
+            queue=site.queue,
+            nodes_per_block=site.nodes,
+            walltime=site.walltime,
+            **block_kwargs(site),
+        )
 
     def query_command(self, job_ids: Sequence[str]) -> list[str]:
         return ["qstat", "-f", *job_ids]

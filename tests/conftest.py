@@ -103,8 +103,11 @@ def pytest_configure(config: pytest.Config) -> None:
     MPI rank, each Pegasus tool) would compile pilot's modules from source again. The run keeps their bytecode in a
     directory of its own instead (PYTHONPYCACHEPREFIX), which nothing in the checkout holds and which goes when the
     run ends. Set before pytest-xdist starts its workers, so they and what they start share it."""
-    if hasattr(config, "workerinput") or not os.environ.get("PYTHONDONTWRITEBYTECODE") \
-            or os.environ.get("PYTHONPYCACHEPREFIX"):
+    if (
+        hasattr(config, "workerinput")
+        or not os.environ.get("PYTHONDONTWRITEBYTECODE")
+        or os.environ.get("PYTHONPYCACHEPREFIX")
+    ):
         return
     prefix = tempfile.mkdtemp(prefix="pilot-tests-pycache-")
     config.stash[_PYCACHE] = prefix

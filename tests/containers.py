@@ -78,10 +78,13 @@ class PrivatePodman:
     def __init__(self, where: Path) -> None:
         need("podman", "runc")
         where.mkdir(parents=True, exist_ok=True)
-        (where / "storage.conf").write_text(f'[storage]\ndriver = "vfs"\ngraphroot = "{where}/graph"\n'
-                                            f'runroot = "{where}/run"\n')
-        self.env = {"CONTAINERS_CONF": str(REPO / "containers" / "containers.conf"),
-                    "CONTAINERS_STORAGE_CONF": str(where / "storage.conf")}
+        (where / "storage.conf").write_text(
+            f'[storage]\ndriver = "vfs"\ngraphroot = "{where}/graph"\n' f'runroot = "{where}/run"\n'
+        )
+        self.env = {
+            "CONTAINERS_CONF": str(REPO / "containers" / "containers.conf"),
+            "CONTAINERS_STORAGE_CONF": str(where / "storage.conf"),
+        }
         self.where = where
 
     def __call__(self, *args: str) -> subprocess.CompletedProcess:
@@ -109,8 +112,9 @@ def podman(rootfs, tmp_path_factory) -> Runtime:
     runtime("import", "--change", "ENV {}={}".format(*IMAGE_ENV), str(tar), IMAGE)
     runtime("save", "--format", "docker-archive", "-o", str(runtime.where / "image.tar"), IMAGE)
     yield Runtime("podman", runtime.env, IMAGE)
-    subprocess.run(["podman", "rm", "-a", "-f", "-t", "0"], env={**os.environ, **runtime.env}, capture_output=True,
-                   timeout=120)
+    subprocess.run(
+        ["podman", "rm", "-a", "-f", "-t", "0"], env={**os.environ, **runtime.env}, capture_output=True, timeout=120
+    )
 
 
 @pytest.fixture(scope="session")
@@ -128,10 +132,27 @@ def dockerd(docker_archive) -> Runtime:
     sock = f"unix://{home}/docker.sock"
     env = {"DOCKER_HOST": sock}
     with open(home / "dockerd.log", "wb") as log:
-        proc = subprocess.Popen(["dockerd", "--data-root", str(home / "data"), "--exec-root", str(home / "x"), "-H", sock,
-                                 "--pidfile", str(home / "dockerd.pid"), "--iptables=false", "--bridge=none"],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                "dockerd",
+                "--data-root",
+                str(home / "data"),
+                "--exec-root",
+                str(home / "x"),
+                "-H",
+                sock,
+                "--pidfile",
+                str(home / "dockerd.pid"),
+                "--iptables=false",
+                "--bridge=none",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
     try:
+
         def up() -> bool:
             if proc.poll() is not None:
                 pytest.fail(f"dockerd exited {proc.returncode}: {(home / 'dockerd.log').read_text()[-2000:]}")
@@ -140,8 +161,12 @@ def dockerd(docker_archive) -> Runtime:
         wait_for(up, 60, "dockerd answering on its socket", every=0.2)
         _run(["docker", "load", "-i", str(docker_archive)], env)
         yield Runtime("docker", env, IMAGE)
-        subprocess.run(["docker", "rm", "-f", *_run(["docker", "ps", "-aq"], env).stdout.split()],
-                       env={**os.environ, **env}, capture_output=True, timeout=120)
+        subprocess.run(
+            ["docker", "rm", "-f", *_run(["docker", "ps", "-aq"], env).stdout.split()],
+            env={**os.environ, **env},
+            capture_output=True,
+            timeout=120,
+        )
     finally:
         proc.send_signal(signal.SIGTERM)  # dockerd stops its containerd and containers, then exits
         try:
@@ -164,6 +189,9 @@ def squashfs(rootfs, tmp_path_factory) -> Path:
 def apptainer_standin(squashfs, tmp_path) -> Runtime:
     """The apptainer stand-in (tests/bin/apptainer: ch-run under apptainer's command line) first on PATH, its
     instances recorded under the test's own directory. The image is the SquashFS file's path."""
-    env = {"PATH": f"{STANDIN}{os.pathsep}{os.environ['PATH']}",
-           "PILOT_APPTAINER_STANDIN_STATE": str(tmp_path / "apptainer-standin"), "USER": os.environ.get("USER", "root")}
+    env = {
+        "PATH": f"{STANDIN}{os.pathsep}{os.environ['PATH']}",
+        "PILOT_APPTAINER_STANDIN_STATE": str(tmp_path / "apptainer-standin"),
+        "USER": os.environ.get("USER", "root"),
+    }
     return Runtime("apptainer", env, str(squashfs))

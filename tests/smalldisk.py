@@ -16,11 +16,14 @@ def small_disk(where: Path, size_kib: int) -> Iterator[Path]:
     """``where``, a tmpfs of ``size_kib`` KiB until the end of the block (the test is skipped, saying why, where
     it cannot be mounted: mounting needs root)."""
     where.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kib}k", "tmpfs", str(where)],
-                             capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_kib}k", "tmpfs", str(where)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip() or 'mount failed'}): run as root to test a "
-                    "disk that fills")
+        pytest.skip(
+            f"cannot mount a tmpfs here ({mounted.stderr.strip() or 'mount failed'}): run as root to test a "
+            "disk that fills"
+        )
     try:
         yield where
     finally:

@@ -87,10 +87,14 @@ class StandIn:
         jobs = {}
         for job in self.wf["jobs"]:
             inputs = [use["lfn"] for use in uses(job, "input")]
-            expect = {lfn: (f"{made_by[lfn]} wrote {lfn}\n" if lfn in made_by else replica_content(lfn))
-                      for lfn in inputs}
-            jobs[job["id"]] = {"inputs": inputs, "expect": expect,
-                               "outputs": [use["lfn"] for use in uses(job, "output")]}
+            expect = {
+                lfn: (f"{made_by[lfn]} wrote {lfn}\n" if lfn in made_by else replica_content(lfn)) for lfn in inputs
+            }
+            jobs[job["id"]] = {
+                "inputs": inputs,
+                "expect": expect,
+                "outputs": [use["lfn"] for use in uses(job, "output")],
+            }
         path.write_text(json.dumps(jobs))
 
     def _catalog(self, file: str, key: str, change) -> None:
@@ -127,8 +131,12 @@ class StandIn:
 
     def outputs(self, *, registered: bool) -> set[str]:
         """The outputs marked stageOut (and registerReplica, where ``registered``)."""
-        return {use["lfn"] for job in self.wf["jobs"] for use in uses(job, "output")
-                if use.get("stageOut", True) and (use.get("registerReplica", True) or not registered)}
+        return {
+            use["lfn"]
+            for job in self.wf["jobs"]
+            for use in uses(job, "output")
+            if use.get("stageOut", True) and (use.get("registerReplica", True) or not registered)
+        }
 
     def staged_wrong(self) -> list[str]:
         """What is wrong with the outputs staged out: each marked stageOut must be in storage, as its job wrote it."""
@@ -136,8 +144,11 @@ class StandIn:
         wanted = self.outputs(registered=False)
         wrong = [f"{lfn}: not staged out" for lfn in sorted(wanted - set(staged))]
         wrong += [f"{lfn}: staged out but not an output marked stageOut" for lfn in sorted(set(staged) - wanted)]
-        return wrong + [f"{lfn}: holds {text!r}" for lfn, text in sorted(staged.items())
-                        if lfn in wanted and not text.endswith(f" wrote {lfn}\n")]
+        return wrong + [
+            f"{lfn}: holds {text!r}"
+            for lfn, text in sorted(staged.items())
+            if lfn in wanted and not text.endswith(f" wrote {lfn}\n")
+        ]
 
 
 Build = Callable[[str, busybox.Files], Path]  # an image's name and files -> the docker-archive tar holding them
@@ -174,10 +185,14 @@ class CasaWindInImage(StandIn):
         for use in uses(job, "input"):
             lfn = use["lfn"]
             expect = f"{made_by[lfn]} wrote {lfn}" if lfn in made_by else f"replica {lfn}"
-            lines.append(f'[ "$(cat {shlex.quote(lfn)})" = {shlex.quote(expect)} ] || '
-                         f'{{ echo "stand-in: {job["id"]}: input {lfn} is not what was staged" >&2; exit 1; }}')
+            lines.append(
+                f'[ "$(cat {shlex.quote(lfn)})" = {shlex.quote(expect)} ] || '
+                f'{{ echo "stand-in: {job["id"]}: input {lfn} is not what was staged" >&2; exit 1; }}'
+            )
         for use in uses(job, "output"):
-            lines.append(f"printf '%s\\n' {shlex.quote(job['id'] + ' wrote ' + use['lfn'])} > {shlex.quote(use['lfn'])}")
+            lines.append(
+                f"printf '%s\\n' {shlex.quote(job['id'] + ' wrote ' + use['lfn'])} > {shlex.quote(use['lfn'])}"
+            )
         return "\n".join(lines) + "\n"
 
     def on_host(self) -> list[str]:
@@ -186,9 +201,23 @@ class CasaWindInImage(StandIn):
 
     def submit_args(self, sub: Path) -> list[str]:
         """pilot submit's arguments (after ``pilot``) that run it on the local site with podman."""
-        return ["submit", "workflow.yml", "--site", "local", "--sites", self.published.sites,
-                "--set", "container_runtimes=podman", "--cluster", "horizontal", "--dir", str(sub), "--poll", "0.2",
-                "--no-monitord"]
+        return [
+            "submit",
+            "workflow.yml",
+            "--site",
+            "local",
+            "--sites",
+            self.published.sites,
+            "--set",
+            "container_runtimes=podman",
+            "--cluster",
+            "horizontal",
+            "--dir",
+            str(sub),
+            "--poll",
+            "0.2",
+            "--no-monitord",
+        ]
 
 
 def main() -> int:
@@ -206,17 +235,26 @@ def main() -> int:
     if res.returncode != 0:
         failed = {line.job for line in read_jobstate(jobstate_path(str(sub))) if line.event == Event.JOB_FAILURE.value}
         for err in sorted(p for cluster in failed for p in (sub / cluster).glob("*.err.*") if p.is_file()):
-            print(f"--- {err.relative_to(sub)}", *err.read_text(errors="replace").splitlines()[-20:], sep="\n",
-                  file=sys.stderr)
+            print(
+                f"--- {err.relative_to(sub)}",
+                *err.read_text(errors="replace").splitlines()[-20:],
+                sep="\n",
+                file=sys.stderr,
+            )
         return 1
     ran = sorted(run.ledger.read_text().split()) if run.ledger.exists() else []
-    wrong = run.staged_wrong() + ([] if ran == sorted(run.on_host()) else
-                                  [f"the host's stand-in ran {ran}, not the jobs installed on the host only"])
+    wrong = run.staged_wrong() + (
+        []
+        if ran == sorted(run.on_host())
+        else [f"the host's stand-in ran {ran}, not the jobs installed on the host only"]
+    )
     for line in wrong:
         print(f"casa-wind: {line}", file=sys.stderr)
     if not wrong:
-        print(f"casa-wind: its {len(run.wf['jobs']) - len(ran)} container jobs ran in their image on podman, "
-              f"{len(ran)} on the host, and its {len(run.outputs(registered=False))} outputs were staged out")
+        print(
+            f"casa-wind: its {len(run.wf['jobs']) - len(ran)} container jobs ran in their image on podman, "
+            f"{len(ran)} on the host, and its {len(run.outputs(registered=False))} outputs were staged out"
+        )
     return 1 if wrong else 0
 
 

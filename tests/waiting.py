@@ -9,8 +9,13 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(predicate: Callable[[], T], timeout: float = 60.0, what: str = "the condition", every: float = 0.1,
-             detail: Callable[[], object] | None = None) -> T:
+def wait_for(
+    predicate: Callable[[], T],
+    timeout: float = 60.0,
+    what: str = "the condition",
+    every: float = 0.1,
+    detail: Callable[[], object] | None = None,
+) -> T:
     """Poll ``predicate`` until it returns something true and return that; fail after ``timeout`` seconds,
     saying ``what`` was waited for and, with ``detail``, what it returns then (the state that was seen)."""
     deadline = time.monotonic() + timeout

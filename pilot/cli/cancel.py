@@ -15,13 +15,18 @@ def main(argv: Sequence[str]) -> int:
     from pilot.submit.daemon import parsl_to_log
     from pilot.submit.session import cancel
 
-    p = Parser(prog="pilot cancel", description="Stop the pilot submit driving a submit directory (if one still does), "
-                "cancel every batch job it submitted and end any pilot run of its clusters that outlived its job (found "
-                "by its DAG lock on this host). Exit status: 0 when nothing of the run is left running, 1 when something "
-                "could not be ended (one line each; those clusters keep their state).")
+    p = Parser(
+        prog="pilot cancel",
+        description="Stop the pilot submit driving a submit directory (if one still does), "
+        "cancel every batch job it submitted and end any pilot run of its clusters that outlived its job (found "
+        "by its DAG lock on this host). Exit status: 0 when nothing of the run is left running, 1 when something "
+        "could not be ended (one line each; those clusters keep their state).",
+    )
     p.add_argument("submit_dir", help="a submit directory written by pilot plan or pilot submit")
     p.add_argument("--site", help="site config(s) the run used (default: those recorded in submit.state.json)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a site config key (repeatable)")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a site config key (repeatable)"
+    )
     p.add_argument("-v", "--verbose", action="count", default=0, help="show tracebacks of errors")
     ns = p.parse_args(list(argv))
     if is_submit_dir(ns.submit_dir):  # (a wrong directory is told so by cancel, and gets no log)

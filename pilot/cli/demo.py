@@ -57,9 +57,12 @@ def _check_launcher(site_name: str) -> None:
 
 def main(argv: Sequence[str]) -> int:
     p = Parser(prog="pilot demo", description=DESCRIPTION)
-    p.add_argument("--site", default=DEFAULT_SITE,
-                   help=f"site config (default: {DEFAULT_SITE}, this machine without a batch system; "
-                   "container: the Slurm of the container image)")
+    p.add_argument(
+        "--site",
+        default=DEFAULT_SITE,
+        help=f"site config (default: {DEFAULT_SITE}, this machine without a batch system; "
+        "container: the Slurm of the container image)",
+    )
     p.add_argument("--workflow", help="Pegasus workflow (default: the bundled diamond)")
     p.add_argument("--dir", help="submit directory (default: a new one under the system temp dir)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="show tracebacks of errors")
@@ -73,8 +76,9 @@ def main(argv: Sequence[str]) -> int:
     submit_dir = ns.dir or os.path.join(tempfile.mkdtemp(prefix="pilot-demo-"), "submit")
     me = [sys.executable, "-m", "pilot"]
     print(f"== pilot submit --site {ns.site} --cluster label {workflow}", flush=True)
-    code = subprocess.call([*me, "submit", "--site", ns.site, "--cluster", "label", "--poll", "0.5", workflow,
-                            "--dir", submit_dir])
+    code = subprocess.call(
+        [*me, "submit", "--site", ns.site, "--cluster", "label", "--poll", "0.5", workflow, "--dir", submit_dir]
+    )
     if not is_submit_dir(submit_dir):
         return code or 1  # planning failed; pilot submit said why
     print(f"\n== pilot status {submit_dir}", flush=True)
@@ -83,11 +87,15 @@ def main(argv: Sequence[str]) -> int:
         code = monitoring(submit_dir) or code
     else:
         # pilot-hpc installs only pegasus-wms.worker (pegasus-transfer): the run is whole without the monitoring tools
-        print(f"\n(monitoring step skipped: pegasus-wms is not installed; {PEGASUS_HINT} for pegasus-status "
-              "and pegasus-statistics on the run)")
+        print(
+            f"\n(monitoring step skipped: pegasus-wms is not installed; {PEGASUS_HINT} for pegasus-status "
+            "and pegasus-statistics on the run)"
+        )
     where = os.path.dirname(os.path.abspath(submit_dir))
-    print(f"\nThe run is in {submit_dir}; its outputs are in {os.path.join(where, 'wf-output')}"
-          + ("" if ns.dir else f"; remove it all with: rm -rf {where}"))
+    print(
+        f"\nThe run is in {submit_dir}; its outputs are in {os.path.join(where, 'wf-output')}"
+        + ("" if ns.dir else f"; remove it all with: rm -rf {where}")
+    )
     return code
 
 
@@ -114,6 +122,8 @@ def monitoring(submit_dir: str) -> int:
         print(f"no statistics (see {os.path.join(submit_dir, 'monitord.out')})")
         return 1
     for counts, what in ((stats.tasks, "tasks (Pegasus jobs)"), (stats.jobs, "jobs (clusters)")):
-        print(f"{what}: succeeded {counts.succeeded}, failed {counts.failed}, incomplete {counts.incomplete}, "
-              f"total {counts.total}, retries {counts.retries}")
+        print(
+            f"{what}: succeeded {counts.succeeded}, failed {counts.failed}, incomplete {counts.incomplete}, "
+            f"total {counts.total}, retries {counts.retries}"
+        )
     return 0 if stats.tasks.complete and stats.jobs.complete else 1

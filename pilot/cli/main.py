@@ -33,8 +33,11 @@ HELP = ("-h", "--help", "help")
 def usage() -> str:
     lines = [f"  {name:<9} {summary}" for name, summary in COMMANDS.items()]
     lines.append(f"  {'version':<9} print the version")
-    return "usage: pilot <command> [options]\n\ncommands:\n" + "\n".join(lines) + \
-        "\n\n'pilot <command> --help' describes a command."
+    return (
+        "usage: pilot <command> [options]\n\ncommands:\n"
+        + "\n".join(lines)
+        + "\n\n'pilot <command> --help' describes a command."
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,9 +57,12 @@ def _top(argv: list[str]) -> int:
     if argv[0] in VERSION:
         print(f"pilot {__version__}")
         return 0
-    print(f"pilot: unknown command {argv[0]!r}; commands: {', '.join([*COMMANDS, 'version'])} (see pilot --help)",
-          file=sys.stderr)
+    print(
+        f"pilot: unknown command {argv[0]!r}; commands: {', '.join([*COMMANDS, 'version'])} (see pilot --help)",
+        file=sys.stderr,
+    )
     return 2
+
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -46,23 +46,32 @@ def write_shims(target: str, site: str | None, python: str = sys.executable) -> 
                 fh.write(script(name, python, site))
             os.chmod(path, 0o755)
     except OSError as exc:
-        raise UsageError(f"pilot pegasus-shims: cannot write {exc.filename or bindir}: {exc.strerror}; "
-                         "choose a directory you can write") from None
+        raise UsageError(
+            f"pilot pegasus-shims: cannot write {exc.filename or bindir}: {exc.strerror}; "
+            "choose a directory you can write"
+        ) from None
     return bindir
 
 
 def main(argv: Sequence[str]) -> int:
-    p = Parser(prog="pilot pegasus-shims", description="Write DIR/bin/pegasus-plan, pegasus-run, pegasus-status, "
-               "pegasus-remove (and pegasus-version, pegasus-analyzer, pegasus-statistics, condor_q) answered by "
-               "pilot, so that a Pegasus.api script's wf.plan(submit=True).wait() runs its workflow through pilot: "
-               "put DIR/bin first in PATH (the line printed) and run the script unchanged.")
+    p = Parser(
+        prog="pilot pegasus-shims",
+        description="Write DIR/bin/pegasus-plan, pegasus-run, pegasus-status, "
+        "pegasus-remove (and pegasus-version, pegasus-analyzer, pegasus-statistics, condor_q) answered by "
+        "pilot, so that a Pegasus.api script's wf.plan(submit=True).wait() runs its workflow through pilot: "
+        "put DIR/bin first in PATH (the line printed) and run the script unchanged.",
+    )
     p.add_argument("dir", help="directory to write bin/ into (created if missing)")
-    p.add_argument("--site", help="pilot site config pegasus-plan plans for (a name from 'pilot sites' or a YAML "
-                   "path; default: the first of the script's sites=[...] as a pilot site name)")
+    p.add_argument(
+        "--site",
+        help="pilot site config pegasus-plan plans for (a name from 'pilot sites' or a YAML "
+        "path; default: the first of the script's sites=[...] as a pilot site name)",
+    )
     p.add_argument("-v", "--verbose", action="count", default=0, help="show tracebacks of errors")
     ns = p.parse_args(list(argv))
-    site = os.path.abspath(ns.site) if ns.site and (os.sep in ns.site or ns.site.endswith((".yml", ".yaml"))) \
-        else ns.site
+    site = (
+        os.path.abspath(ns.site) if ns.site and (os.sep in ns.site or ns.site.endswith((".yml", ".yaml"))) else ns.site
+    )
     bindir = write_shims(ns.dir, site)
-    print(f"export PATH={shlex.quote(bindir)}:\"$PATH\"")
+    print(f'export PATH={shlex.quote(bindir)}:"$PATH"')
     return 0

@@ -33,9 +33,15 @@ SITE_ENV = "PILOT_PEGASUS_SITE"
 
 # pegasus-plan options pilot has no use for: what Pegasus does with them is HTCondor's or the Java
 # planner's business (names, JVM options, DAGMan arguments); one warning each, the plan goes on.
-IGNORED = {"basename": "--basename", "job_prefix": "--job-prefix", "forward": "--forward",
-           "force_replan": "--force-replan", "relative_submit_dir": "--relative-submit-dir", "randomdir": "--randomdir",
-           "java": "-X"}
+IGNORED = {
+    "basename": "--basename",
+    "job_prefix": "--job-prefix",
+    "forward": "--forward",
+    "force_replan": "--force-replan",
+    "relative_submit_dir": "--relative-submit-dir",
+    "randomdir": "--randomdir",
+    "java": "-X",
+}
 # Options that say where data comes from or goes to in ways pilot's plan cannot follow: refused, since
 # planning without them would read or write other files than the user asked for.
 REFUSED = {
@@ -110,15 +116,19 @@ def run_dir(base: str, name: str, user: str) -> str:
     return os.path.join(parent, f"run{n:04d}")
 
 
-def plan_call(argv: Sequence[str], site_env: str | None = None, cwd: str | None = None,
-              user: str | None = None) -> PlanCall:
+def plan_call(
+    argv: Sequence[str], site_env: str | None = None, cwd: str | None = None, user: str | None = None
+) -> PlanCall:
     """pilot's command line for one pegasus-plan command line (bad options: UsageError)."""
     ns = plan_parser().parse_args(argv)
     for name, how in REFUSED.items():
         if getattr(ns, name) is not None:
             raise UsageError(f"pegasus-plan: --{name.replace('_', '-')} is not supported by pilot: {how}")
-    warnings = [f"pegasus-plan: {option} has no effect in pilot; ignored" for name, option in IGNORED.items()
-                if getattr(ns, name)]
+    warnings = [
+        f"pegasus-plan: {option} has no effect in pilot; ignored"
+        for name, option in IGNORED.items()
+        if getattr(ns, name)
+    ]
     for pair in ns.props:
         if "=" not in pair or pair.startswith("="):
             raise UsageError(f"pegasus-plan: -D{pair}: expected -Dkey=value, e.g. -Dpegasus.mode=development")
@@ -168,9 +178,11 @@ def _plan(argv: Sequence[str]) -> int:
     sys.stderr.write(done.stdout + done.stderr)
     if done.returncode != 0:
         return done.returncode
-    message = (f"pilot submit drives {call.submit_dir} in the background; see: pegasus-status {call.submit_dir}"
-               if call.submit else f"pilot planned the workflow into {call.submit_dir}; run it with: "
-               f"pegasus-run {call.submit_dir}")
+    message = (
+        f"pilot submit drives {call.submit_dir} in the background; see: pegasus-status {call.submit_dir}"
+        if call.submit
+        else f"pilot planned the workflow into {call.submit_dir}; run it with: " f"pegasus-run {call.submit_dir}"
+    )
     if call.json:
         print(json.dumps({"submit_dir": call.submit_dir, "message": message, "planner": "pilot " + __version__}))
     else:
@@ -247,8 +259,10 @@ def _delegated(tool_name: str, argv: Sequence[str]) -> int:
 
     cmd = pegasus_cli(tool_name)
     if cmd is None:
-        raise UsageError(f"{tool_name}: pegasus-wms is not installed (pip install pegasus-wms); "
-                         "pilot status DIR and pilot report DIR show the run meanwhile")
+        raise UsageError(
+            f"{tool_name}: pegasus-wms is not installed (pip install pegasus-wms); "
+            "pilot status DIR and pilot report DIR show the run meanwhile"
+        )
     return subprocess.call([*cmd, *argv])
 
 

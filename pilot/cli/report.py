@@ -12,16 +12,27 @@ from pilot.util.cmdline import Parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="pilot report", description="Where the time of a run went: a timeline PNG (one row per worker "
-                "slot, one panel per cluster job) and its numbers (makespan, utilisation, critical path, "
-                "per-transformation runtimes, tries and failures).")
+    p = Parser(
+        prog="pilot report",
+        description="Where the time of a run went: a timeline PNG (one row per worker "
+        "slot, one panel per cluster job) and its numbers (makespan, utilisation, critical path, "
+        "per-transformation runtimes, tries and failures).",
+    )
     p.add_argument("path", help="a submit directory (pilot plan/submit), a cluster directory, or a DAG that ran")
     p.add_argument("--json", action="store_true", help="print the numbers as JSON instead of text")
-    p.add_argument("--png", metavar="FILE", help="where to write the timeline (default: report.png in the directory, "
-                   "<dag>.report.png for a DAG)")
+    p.add_argument(
+        "--png",
+        metavar="FILE",
+        help="where to write the timeline (default: report.png in the directory, " "<dag>.report.png for a DAG)",
+    )
     p.add_argument("--no-png", action="store_true", help="numbers only")
-    p.add_argument("--stdout", action="append", default=[], metavar="FILE",
-                   help="also read [cluster-task] records from this captured stdout of pilot run (repeatable)")
+    p.add_argument(
+        "--stdout",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="also read [cluster-task] records from this captured stdout of pilot run (repeatable)",
+    )
     p.add_argument("-v", "--verbose", action="count", default=0, help="show tracebacks of errors")
     return p
 

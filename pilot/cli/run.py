@@ -78,64 +78,180 @@ def build_parser(prog: str, sides: OptionSides | None = None) -> argparse.Argume
 
     add(OptionSide.CLUSTER, "dag", metavar="workflow.dag", nargs="?", help="the DAG file (PMC format)")
     add(OptionSide.RUN, "-V", "--version", action="version", version=f"%(prog)s {__version__}")
-    add(OptionSide.CLUSTER, "-v", "--verbose", action="count", default=0, help="more logging (repeatable); also shows tracebacks")
+    add(
+        OptionSide.CLUSTER,
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="more logging (repeatable); also shows tracebacks",
+    )
     add(OptionSide.CLUSTER, "-q", "--quiet", action="count", default=0, help="less logging (repeatable)")
-    add(OptionSide.CLUSTER, "-s", "--skip-rescue", action="store_true", help="ignore the rescue log (a new one is still written)")
-    add(OptionSide.CLUSTER, "-o", "--stdout", metavar="path", help="file for task stdout (default: the master's stdout)")
-    add(OptionSide.CLUSTER, "-e", "--stderr", metavar="path", help="file for task stderr (default: the master's stderr)")
-    add(OptionSide.CLUSTER, "-m", "--max-failures", metavar="M", type=leading_whole_number(0), default=0,
-                   help="stop starting tasks after M tasks failed permanently (0: no limit)")
-    add(OptionSide.WORKER, "--max-crashes", metavar="N", type=whole_number(1),
-                   help="fail a task that was running alone when its worker died N times, instead of starting it "
-                        f"again (PMC_MAX_CRASHES; default {DEFAULT_MAX_CRASHES})")
-    add(OptionSide.CLUSTER, "-t", "--tries", metavar="T", type=leading_whole_number(1), default=1, help="tries per task (default 1)")
+    add(
+        OptionSide.CLUSTER,
+        "-s",
+        "--skip-rescue",
+        action="store_true",
+        help="ignore the rescue log (a new one is still written)",
+    )
+    add(
+        OptionSide.CLUSTER, "-o", "--stdout", metavar="path", help="file for task stdout (default: the master's stdout)"
+    )
+    add(
+        OptionSide.CLUSTER, "-e", "--stderr", metavar="path", help="file for task stderr (default: the master's stderr)"
+    )
+    add(
+        OptionSide.CLUSTER,
+        "-m",
+        "--max-failures",
+        metavar="M",
+        type=leading_whole_number(0),
+        default=0,
+        help="stop starting tasks after M tasks failed permanently (0: no limit)",
+    )
+    add(
+        OptionSide.WORKER,
+        "--max-crashes",
+        metavar="N",
+        type=whole_number(1),
+        help="fail a task that was running alone when its worker died N times, instead of starting it "
+        f"again (PMC_MAX_CRASHES; default {DEFAULT_MAX_CRASHES})",
+    )
+    add(
+        OptionSide.CLUSTER,
+        "-t",
+        "--tries",
+        metavar="T",
+        type=leading_whole_number(1),
+        default=1,
+        help="tries per task (default 1)",
+    )
     add(OptionSide.CLUSTER, "-n", "--nolock", action="store_true", help="do not lock the DAG file")
     add(OptionSide.CLUSTER, "-r", "--rescue", metavar="path", help="rescue log path (default: DAG.rescue)")
-    add(OptionSide.WORKER, "--host-script", metavar="path", help="script run once per host before any task (PMC_HOST_SCRIPT)")
-    add(OptionSide.WORKER, "--host-memory", metavar="MB", type=_host_size, help="memory per host in MB (PMC_HOST_MEMORY; "
-                   "0: detect, the default)")
-    add(OptionSide.WORKER, "--host-cpus", metavar="N", type=_host_size, help="CPUs per host (PMC_HOST_CPUS; 0: detect, the default)")
+    add(
+        OptionSide.WORKER,
+        "--host-script",
+        metavar="path",
+        help="script run once per host before any task (PMC_HOST_SCRIPT)",
+    )
+    add(
+        OptionSide.WORKER,
+        "--host-memory",
+        metavar="MB",
+        type=_host_size,
+        help="memory per host in MB (PMC_HOST_MEMORY; " "0: detect, the default)",
+    )
+    add(
+        OptionSide.WORKER,
+        "--host-cpus",
+        metavar="N",
+        type=_host_size,
+        help="CPUs per host (PMC_HOST_CPUS; 0: detect, the default)",
+    )
     add(OptionSide.WORKER, "--host-gpus", metavar="N", type=whole_number(0), help="GPUs per host (PMC_HOST_GPUS)")
     add(OptionSide.WORKER, "--strict-limits", action="store_true", help="enforce each task's memory request")
-    add(OptionSide.CLUSTER, "--max-wall-time", metavar="minutes", type=_wall_minutes,
-                   help="abort the run after this many minutes (PMC_MAX_WALL_TIME; fractions allowed; 0 or less: no "
-                        "limit, as Pegasus writes for short clustered jobs)")
+    add(
+        OptionSide.CLUSTER,
+        "--max-wall-time",
+        metavar="minutes",
+        type=_wall_minutes,
+        help="abort the run after this many minutes (PMC_MAX_WALL_TIME; fractions allowed; 0 or less: no "
+        "limit, as Pegasus writes for short clustered jobs)",
+    )
     add(OptionSide.WORKER, "--per-task-stdio", action="store_true", help="write TASK.out.NNN/TASK.err.NNN per attempt")
     add(OptionSide.CLUSTER, "--jobstate-log", action="store_true", help="append to jobstate.log next to the DAG")
-    add(OptionSide.CLUSTER, "--monitord-hack", action="store_true", implies="--per-task-stdio",
-        help="write DAG.dagman.out for pegasus-monitord (implies --per-task-stdio)")
-    add(OptionSide.WORKER, "--invocation-records", action="store_true",
-                   help="after each task's [cluster-task] record, an invocation record (arguments, exit, stderr) "
-                        "for pegasus-monitord, in the task's stdout stream: no file per task")
+    add(
+        OptionSide.CLUSTER,
+        "--monitord-hack",
+        action="store_true",
+        implies="--per-task-stdio",
+        help="write DAG.dagman.out for pegasus-monitord (implies --per-task-stdio)",
+    )
+    add(
+        OptionSide.WORKER,
+        "--invocation-records",
+        action="store_true",
+        help="after each task's [cluster-task] record, an invocation record (arguments, exit, stderr) "
+        "for pegasus-monitord, in the task's stdout stream: no file per task",
+    )
     add(OptionSide.CLUSTER, "--no-resource-log", action="store_true", help="do not write DAG.resource")
-    add(OptionSide.WORKER, "--no-sleep-on-recv", action="store_true", help="poll for messages without sleeping (for MPIs that block cheaply)")
-    add(OptionSide.CLUSTER, "--maxfds", metavar="N", type=whole_number(1), help="open files kept by the master for I/O forwarding")
-    add(OptionSide.WORKER, "--keep-affinity", action="store_true", help="keep the inherited CPU affinity instead of resetting it")
-    add(OptionSide.WORKER, "--set-affinity", action="store_true",
-                   help="bind each multi-CPU task to the CPUs it was given (PMC_AFFINITY lists them either way)")
-    add(OptionSide.WORKER, "--keep-task-processes", action="store_true",
-                   help="leave processes that tasks started in the background running when the run ends")
-    add(OptionSide.CLUSTER, "--ignore-runtimes", action="store_true",
-                   help="schedule as if no task had a '#pilot runtime=' line: equal priorities in DAG order, and "
-                        "under --max-wall-time tasks start even when their runtime exceeds the time left")
-    add(OptionSide.WORKER, "--containers", choices=("per-task", "once", "once-exec"), default="per-task",
-                   help="once: run the tasks whose command is a container runtime's (apptainer/singularity exec, "
-                        "docker/podman run) in one container per worker and image, started when its first task "
-                        "arrives and ended with the run, each docker/podman task entering it with nsenter; "
-                        "once-exec: the same, each task through the runtime's own exec; per-task (default): each "
-                        "command as written")
-    add(OptionSide.RUN, "--inbox", metavar="DIR",
-                   help="run the DAGs fed to this directory as they come, each with its own record, until told to stop "
-                        "(pilot submit --pilots runs one such run per pilot job)")
-    add(OptionSide.CLUSTER, "--task-files", metavar="path",
-                   help="run each task this file lists (pilot plan writes it for the nonsharedfs and condorio data "
-                        "configurations) in a directory of its own on node-local storage: its declared inputs "
-                        "linked in, its declared outputs moved to its working directory when it exits 0")
-    add(OptionSide.WORKER, "--local-scratch", metavar="dir",
-                   help="node-local directory for those task directories; $VARS are read from the job's "
-                        "environment on each node (default: $TMPDIR, else /tmp)")
-    add(OptionSide.WORKER, "--keep-task-dirs", action="store_true",
-                   help="leave each task's directory behind instead of removing it (to look at what a task left)")
+    add(
+        OptionSide.WORKER,
+        "--no-sleep-on-recv",
+        action="store_true",
+        help="poll for messages without sleeping (for MPIs that block cheaply)",
+    )
+    add(
+        OptionSide.CLUSTER,
+        "--maxfds",
+        metavar="N",
+        type=whole_number(1),
+        help="open files kept by the master for I/O forwarding",
+    )
+    add(
+        OptionSide.WORKER,
+        "--keep-affinity",
+        action="store_true",
+        help="keep the inherited CPU affinity instead of resetting it",
+    )
+    add(
+        OptionSide.WORKER,
+        "--set-affinity",
+        action="store_true",
+        help="bind each multi-CPU task to the CPUs it was given (PMC_AFFINITY lists them either way)",
+    )
+    add(
+        OptionSide.WORKER,
+        "--keep-task-processes",
+        action="store_true",
+        help="leave processes that tasks started in the background running when the run ends",
+    )
+    add(
+        OptionSide.CLUSTER,
+        "--ignore-runtimes",
+        action="store_true",
+        help="schedule as if no task had a '#pilot runtime=' line: equal priorities in DAG order, and "
+        "under --max-wall-time tasks start even when their runtime exceeds the time left",
+    )
+    add(
+        OptionSide.WORKER,
+        "--containers",
+        choices=("per-task", "once", "once-exec"),
+        default="per-task",
+        help="once: run the tasks whose command is a container runtime's (apptainer/singularity exec, "
+        "docker/podman run) in one container per worker and image, started when its first task "
+        "arrives and ended with the run, each docker/podman task entering it with nsenter; "
+        "once-exec: the same, each task through the runtime's own exec; per-task (default): each "
+        "command as written",
+    )
+    add(
+        OptionSide.RUN,
+        "--inbox",
+        metavar="DIR",
+        help="run the DAGs fed to this directory as they come, each with its own record, until told to stop "
+        "(pilot submit --pilots runs one such run per pilot job)",
+    )
+    add(
+        OptionSide.CLUSTER,
+        "--task-files",
+        metavar="path",
+        help="run each task this file lists (pilot plan writes it for the nonsharedfs and condorio data "
+        "configurations) in a directory of its own on node-local storage: its declared inputs "
+        "linked in, its declared outputs moved to its working directory when it exits 0",
+    )
+    add(
+        OptionSide.WORKER,
+        "--local-scratch",
+        metavar="dir",
+        help="node-local directory for those task directories; $VARS are read from the job's "
+        "environment on each node (default: $TMPDIR, else /tmp)",
+    )
+    add(
+        OptionSide.WORKER,
+        "--keep-task-dirs",
+        action="store_true",
+        help="leave each task's directory behind instead of removing it (to look at what a task left)",
+    )
     return p
 
 
@@ -213,14 +329,18 @@ def _local_scratch(value: str | None, env: Mapping[str, str], prog: str) -> str 
     try:
         path = string.Template(value).substitute(env)
     except KeyError as exc:
-        raise UsageError(f"{prog}: --local-scratch {value!r}: ${exc.args[0]} is not set in this job's environment on "
-                         "this node; set it, or give the directory itself") from None
+        raise UsageError(
+            f"{prog}: --local-scratch {value!r}: ${exc.args[0]} is not set in this job's environment on "
+            "this node; set it, or give the directory itself"
+        ) from None
     except ValueError:
-        raise UsageError(f"{prog}: --local-scratch {value!r}: a '$' that starts no variable name; write $$ for a "
-                         "'$' itself") from None
+        raise UsageError(
+            f"{prog}: --local-scratch {value!r}: a '$' that starts no variable name; write $$ for a " "'$' itself"
+        ) from None
     if not os.path.isabs(path):
-        raise UsageError(f"{prog}: --local-scratch {value!r} is not an absolute path: give a node-local directory, "
-                         "e.g. /tmp")
+        raise UsageError(
+            f"{prog}: --local-scratch {value!r} is not an absolute path: give a node-local directory, " "e.g. /tmp"
+        )
     return path
 
 

@@ -50,11 +50,26 @@ def site_summary(name: str) -> str:
     rows = [
         ("site", f"{site.name}: {site.description}" if site.description else site.name),
         ("scheduler", site.scheduler),
-        ("queue", ", ".join(f"{k} {v}" for k, v in (("partition", site.partition), ("queue", site.queue),
-                                                       ("qos", site.qos), ("constraint", site.constraint)) if v) or "-"),
+        (
+            "queue",
+            ", ".join(
+                f"{k} {v}"
+                for k, v in (
+                    ("partition", site.partition),
+                    ("queue", site.queue),
+                    ("qos", site.qos),
+                    ("constraint", site.constraint),
+                )
+                if v
+            )
+            or "-",
+        ),
         ("launcher", f"{launcher} {site.launcher_options}".rstrip()),
-        ("per node", f"{site.cores_per_node or '?'} cores, {size(site.memory_per_node_mb)} memory, "
-                     f"{site.gpus_per_node if site.gpus_per_node is not None else '?'} GPUs; {site.ranks_per_node} ranks"),
+        (
+            "per node",
+            f"{site.cores_per_node or '?'} cores, {size(site.memory_per_node_mb)} memory, "
+            f"{site.gpus_per_node if site.gpus_per_node is not None else '?'} GPUs; {site.ranks_per_node} ranks",
+        ),
         ("nodes", f"{site.nodes} per job{', whole nodes' if site.exclusive else ''}"),
         ("walltime", f"{site.walltime} per job; max walltime {site.max_walltime or 'not stated'}"),
         ("worker_init", "; ".join(site.worker_init) or "-"),

@@ -110,8 +110,14 @@ def write_clusters(submit_dir: str, plan: PlanInfo, clusters: Iterable[ClusterSp
     thousands of clusters of a big plan.
     """
     j = json.dumps
-    lines = [f"format: {CLUSTERS_FORMAT}", f"workflow: {j(plan.workflow)}", f"site: {j(plan.site)}",
-             f"site_file: {j(plan.site_file)}", f"scheduler: {j(plan.scheduler)}", "clusters:"]
+    lines = [
+        f"format: {CLUSTERS_FORMAT}",
+        f"workflow: {j(plan.workflow)}",
+        f"site: {j(plan.site)}",
+        f"site_file: {j(plan.site_file)}",
+        f"scheduler: {j(plan.scheduler)}",
+        "clusters:",
+    ]
     for c in clusters:
         lines += [
             f"- name: {j(c.name)}",
@@ -130,19 +136,32 @@ def write_clusters(submit_dir: str, plan: PlanInfo, clusters: Iterable[ClusterSp
             f"  parents: {j(list(c.parents))}",
             f"  retry: {j(c.retry)}",
         ]
-        lines += [f"  {key}: {j(value)}" for key, value in (("queue", c.queue), ("account", c.account)) if value is not None]
+        lines += [
+            f"  {key}: {j(value)}" for key, value in (("queue", c.queue), ("account", c.account)) if value is not None
+        ]
         if c.directives:
             lines.append(f"  directives: {j(list(c.directives))}")
-        lines += [f"  {key}: {j(value)}" for key, value in (("nodes", c.nodes), ("ranks_per_node", c.ranks_per_node),
-                                                            ("walltime_minutes", c.walltime_minutes)) if value is not None]
+        lines += [
+            f"  {key}: {j(value)}"
+            for key, value in (
+                ("nodes", c.nodes),
+                ("ranks_per_node", c.ranks_per_node),
+                ("walltime_minutes", c.walltime_minutes),
+            )
+            if value is not None
+        ]
         if c.category is not None:
             lines += [f"  category: {j(c.category)}", f"  maxjobs: {j(c.maxjobs)}"]
         if c.run_options:
             lines.append(f"  run_options: {j(list(c.run_options))}")
         sub = c.subworkflow
         if sub is not None:
-            lines += ["  subworkflow:", f"    workflow: {j(os.path.abspath(sub.workflow))}",
-                      f"    submit_dir: {j(_relative(sub.submit_dir, submit_dir))}", f"    plan_args: {j(list(sub.plan_args))}"]
+            lines += [
+                "  subworkflow:",
+                f"    workflow: {j(os.path.abspath(sub.workflow))}",
+                f"    submit_dir: {j(_relative(sub.submit_dir, submit_dir))}",
+                f"    plan_args: {j(list(sub.plan_args))}",
+            ]
     write_atomic(clusters_path(submit_dir), "\n".join(lines) + "\n")
 
 
@@ -150,7 +169,7 @@ def _relative(path: str, submit_dir: str) -> str:
     """``path``, inside the submit directory, relative to it (as the reader wants it)."""
     prefix = os.path.join(submit_dir, "")
     if path.startswith(prefix):  # the usual case, without relpath's cost per cluster of a big plan
-        return path[len(prefix):]
+        return path[len(prefix) :]
     return os.path.relpath(path, submit_dir)
 
 
@@ -167,10 +186,16 @@ def read_clusters(submit_dir: str) -> list[ClusterSpec]:
             retry = item.get("retry")
             runtime, critical = item.get("runtime"), item.get("critical_path")
             spec = ClusterSpec(
-                name=name, kind=ClusterKind(item["kind"]), dir=os.path.join(submit_dir, item["dir"]),
-                dag=os.path.join(submit_dir, item["dag"]), tasks=int(item["tasks"]), ranks=int(item["ranks"]),
-                parents=parents, retry=None if retry is None else int(retry),
-                runtime=None if runtime is None else float(runtime), critical_path=None if critical is None else float(critical),
+                name=name,
+                kind=ClusterKind(item["kind"]),
+                dir=os.path.join(submit_dir, item["dir"]),
+                dag=os.path.join(submit_dir, item["dag"]),
+                tasks=int(item["tasks"]),
+                ranks=int(item["ranks"]),
+                parents=parents,
+                retry=None if retry is None else int(retry),
+                runtime=None if runtime is None else float(runtime),
+                critical_path=None if critical is None else float(critical),
                 category=None if item.get("category") is None else str(item["category"]),
                 maxjobs=None if item.get("maxjobs") is None else int(item["maxjobs"]),
                 roots=None if item.get("roots") is None else int(item["roots"]),
@@ -185,10 +210,14 @@ def read_clusters(submit_dir: str) -> list[ClusterSpec]:
                 run_options=tuple(str(o) for o in item.get("run_options") or ()),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"{path}: cluster #{n}: bad or missing field ({type(exc).__name__}: {exc}); re-plan with pilot plan") from None
+            raise ConfigError(
+                f"{path}: cluster #{n}: bad or missing field ({type(exc).__name__}: {exc}); re-plan with pilot plan"
+            ) from None
         missing = [p for p in parents if p not in seen]
         if missing:
-            raise ConfigError(f"{path}: cluster {name}: parent {missing[0]} is not listed before it; re-plan with pilot plan")
+            raise ConfigError(
+                f"{path}: cluster {name}: parent {missing[0]} is not listed before it; re-plan with pilot plan"
+            )
         seen.add(name)
         out.append(spec)
     if not out:
@@ -204,8 +233,11 @@ def _subworkflow(submit_dir: str, raw: object) -> SubworkflowSpec | None:
     sub = str(raw["submit_dir"])
     if os.path.isabs(sub) or ".." in sub.split("/"):
         raise ValueError(f"subworkflow submit_dir {sub!r} leaves the submit directory")
-    return SubworkflowSpec(workflow=os.path.join(submit_dir, str(raw["workflow"])), submit_dir=os.path.join(submit_dir, sub),
-                           plan_args=tuple(str(a) for a in raw.get("plan_args") or ()))
+    return SubworkflowSpec(
+        workflow=os.path.join(submit_dir, str(raw["workflow"])),
+        submit_dir=os.path.join(submit_dir, sub),
+        plan_args=tuple(str(a) for a in raw.get("plan_args") or ()),
+    )
 
 
 def _load(submit_dir: str) -> dict[str, Any]:
@@ -223,8 +255,10 @@ def _load(submit_dir: str) -> dict[str, Any]:
         raise ConfigError(f"{path}: not a cluster DAG (expected a mapping with 'format' and 'clusters'); {replan}")
     version = data.get("format")
     if version != CLUSTERS_FORMAT:
-        raise ConfigError(f"{path}: cluster DAG format {repr(version)[:40]}, this pilot reads format {CLUSTERS_FORMAT}; "
-                          f"re-plan the workflow with this pilot (pilot plan) or use the pilot that wrote it")
+        raise ConfigError(
+            f"{path}: cluster DAG format {repr(version)[:40]}, this pilot reads format {CLUSTERS_FORMAT}; "
+            f"re-plan the workflow with this pilot (pilot plan) or use the pilot that wrote it"
+        )
     clusters = data.get("clusters")
     if clusters is not None and not isinstance(clusters, list):
         raise ConfigError(f"{path}: clusters: must be a list of clusters; {replan}")
@@ -233,10 +267,13 @@ def _load(submit_dir: str) -> dict[str, Any]:
             raise ConfigError(f"{path}: cluster #{n}: must be a mapping of fields; {replan}")
         for key in ("dir", "dag", "script"):
             value = item.get(key)
-            if value is not None and (not isinstance(value, str) or os.path.isabs(value)
-                                      or ".." in value.split("/") or "\0" in value):
-                raise ConfigError(f"{path}: cluster #{n}: {key}: {str(value)[:80]!r} is not a path inside the submit "
-                                  f"directory (relative, without '..'); {replan}")
+            if value is not None and (
+                not isinstance(value, str) or os.path.isabs(value) or ".." in value.split("/") or "\0" in value
+            ):
+                raise ConfigError(
+                    f"{path}: cluster #{n}: {key}: {str(value)[:80]!r} is not a path inside the submit "
+                    f"directory (relative, without '..'); {replan}"
+                )
         for key in ("tasks", "ranks", "roots", "retry", "maxjobs", "nodes", "ranks_per_node"):
             value = item.get(key)
             least = 1 if key in ("nodes", "ranks_per_node") else 0  # a batch job of no nodes is no job
@@ -245,9 +282,12 @@ def _load(submit_dir: str) -> dict[str, Any]:
         for key in ("runtime", "critical_path"):
             value = item.get(key)
             if value is not None and (type(value) not in (int, float) or not 0 <= value < 1e12):
-                raise ConfigError(f"{path}: cluster #{n}: {key}: {str(value)[:40]!r} is not a number of seconds; {replan}")
+                raise ConfigError(
+                    f"{path}: cluster #{n}: {key}: {str(value)[:40]!r} is not a number of seconds; {replan}"
+                )
         value = item.get("walltime_minutes")
         if value is not None and (type(value) not in (int, float) or not 0 < value < 1e9):
-            raise ConfigError(f"{path}: cluster #{n}: walltime_minutes: {str(value)[:40]!r} is not a number of minutes; "
-                              f"{replan}")
+            raise ConfigError(
+                f"{path}: cluster #{n}: walltime_minutes: {str(value)[:40]!r} is not a number of minutes; " f"{replan}"
+            )
     return data

@@ -75,15 +75,30 @@ def _checked_id(job_id: str) -> str:
 def write_request(inbox: str, req: Request) -> str:
     """Feed ``req`` to the run reading ``inbox``; the request's path."""
     path = os.path.join(inbox, _checked_id(req.id) + REQUEST_SUFFIX)
-    write_atomic(path, json.dumps({"format": 1, "dag": os.path.abspath(req.dag), "args": list(req.args),
-                                   "out": req.out, "err": req.err, "hosts": req.hosts}) + "\n", durable=False)
+    write_atomic(
+        path,
+        json.dumps(
+            {
+                "format": 1,
+                "dag": os.path.abspath(req.dag),
+                "args": list(req.args),
+                "out": req.out,
+                "err": req.err,
+                "hosts": req.hosts,
+            }
+        )
+        + "\n",
+        durable=False,
+    )
     return path
 
 
 class Look(NamedTuple):
     """What one look at the inbox found."""
 
-    requests: list[Request | tuple[str, str]]  # Request, or (id, why) for one that cannot be read: the run answers it with a failed done file
+    requests: list[
+        Request | tuple[str, str]
+    ]  # Request, or (id, why) for one that cannot be read: the run answers it with a failed done file
     cancels: set[str]  # ids with a cancel file
     stop: bool
 
@@ -109,9 +124,14 @@ def look(inbox: str) -> Look:
         try:
             raw = load_json(entry.path, MAX_REQUEST_BYTES)
             dag, args, dest, err, hosts = (raw.get(k) for k in ("dag", "args", "out", "err", "hosts"))
-            if not isinstance(dag, str) or not os.path.isabs(dag) or not isinstance(args, list) \
-                    or not all(isinstance(a, str) for a in args) or not all(p is None or isinstance(p, str) for p in (dest, err)) \
-                    or not (hosts is None or isinstance(hosts, list) and all(isinstance(h, str) for h in hosts)):
+            if (
+                not isinstance(dag, str)
+                or not os.path.isabs(dag)
+                or not isinstance(args, list)
+                or not all(isinstance(a, str) for a in args)
+                or not all(p is None or isinstance(p, str) for p in (dest, err))
+                or not (hosts is None or isinstance(hosts, list) and all(isinstance(h, str) for h in hosts))
+            ):
                 raise ConfigError(f"{entry.path}: not an inbox request (dag, args, out, err, hosts)")
             requests.append(Request(job_id, dag, args, dest, err, hosts))
         except (ConfigError, OSError, AttributeError) as exc:
@@ -148,7 +168,10 @@ def read_done(inbox: str, job_id: str) -> int | None:
 
 def clear(inbox: str, job_id: str) -> None:
     """Forget an earlier attempt's files of ``job_id`` (its done file would end the next attempt at once)."""
-    for path in (_done_path(inbox, job_id), *(os.path.join(inbox, job_id + s) for s in (CANCEL_SUFFIX, REQUEST_SUFFIX))):
+    for path in (
+        _done_path(inbox, job_id),
+        *(os.path.join(inbox, job_id + s) for s in (CANCEL_SUFFIX, REQUEST_SUFFIX)),
+    ):
         try:
             os.unlink(path)
         except FileNotFoundError:

@@ -67,7 +67,9 @@ def read_rescue(path: str, known: Iterable[str] | None = None) -> set[str]:
     except FileNotFoundError:
         return done
     except OSError as exc:
-        raise DagError(path, None, f"cannot read rescue log: {exc.strerror}; fix its permissions or use -s to ignore it") from exc
+        raise DagError(
+            path, None, f"cannot read rescue log: {exc.strerror}; fix its permissions or use -s to ignore it"
+        ) from exc
     with fh:
         pmc_style = False
         for lineno, raw in enumerate(fh, 1):
@@ -83,9 +85,15 @@ def read_rescue(path: str, known: Iterable[str] | None = None) -> set[str]:
                 continue
             name = done_record(line)
             if name is None:
-                raise DagError(path, lineno, f"invalid rescue record {line!r}: expected 'DONE <task>' (use -s to ignore this log)")
+                raise DagError(
+                    path, lineno, f"invalid rescue record {line!r}: expected 'DONE <task>' (use -s to ignore this log)"
+                )
             if known_set is not None and name not in known_set:
-                raise DagError(path, lineno, f"rescue log names unknown task {name!r}: it belongs to another DAG (use -s to ignore it, or -r to pick another log)")
+                raise DagError(
+                    path,
+                    lineno,
+                    f"rescue log names unknown task {name!r}: it belongs to another DAG (use -s to ignore it, or -r to pick another log)",
+                )
             done.add(name)
     return done
 
@@ -110,8 +118,10 @@ class RescueLog:
                 self._fd = open_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o666)
         except OSError as exc:
             if is_no_space(exc):  # the old log is intact (an atomic rewrite): room is all a rerun needs
-                raise OutOfSpace(f"{path}: cannot write the rescue log: {exc.strerror}; free space and rerun: the log "
-                                 "keeps what is done") from exc
+                raise OutOfSpace(
+                    f"{path}: cannot write the rescue log: {exc.strerror}; free space and rerun: the log "
+                    "keeps what is done"
+                ) from exc
             raise DagError(path, None, f"cannot write the rescue log: {exc.strerror or exc}; {_FIX}") from exc
         self._dirty = not carried  # an emptied log is synced like a new record
         self._last_sync = time.monotonic()
@@ -127,8 +137,11 @@ class RescueLog:
         except OSError as exc:
             if not self.write_failed:
                 self.write_failed = True
-                log.error("cannot append to rescue log %s (%s): tasks that end from now on will run again after a restart",
-                          self.path, exc.strerror or exc)
+                log.error(
+                    "cannot append to rescue log %s (%s): tasks that end from now on will run again after a restart",
+                    self.path,
+                    exc.strerror or exc,
+                )
             return
         self._dirty = True
         now = time.monotonic()

@@ -79,8 +79,11 @@ class RunResult(NamedTuple):
         names = sorted(crashed)
         counts = sorted(set(crashed.values()))
         times = f"{counts[0]} times" if len(counts) == 1 else f"{counts[0]}-{counts[-1]} times"
-        who = f"task {names[0]} crashed its worker" if len(names) == 1 else \
-            f"tasks {', '.join(names[:5])}{' ...' if len(names) > 5 else ''} crashed their workers"
+        who = (
+            f"task {names[0]} crashed its worker"
+            if len(names) == 1
+            else f"tasks {', '.join(names[:5])}{' ...' if len(names) > 5 else ''} crashed their workers"
+        )
         return f"{who} {times} (--max-crashes)" if names else ""
 
     @property
@@ -102,9 +105,15 @@ def result_path(dag: str) -> str:
 def write_result(path: str, result: RunResult) -> None:
     """Replace the result file ``path`` (``result_path(dag)``; a nested pilot submit is given its parent's)."""
     data: dict[str, object] = {
-        "ok": result.ok, "reason": result.outcome.value, "tasks": result.tasks, "done": result.done,
-        "unfinished": result.unfinished[:MAX_UNFINISHED], "exit": result.exit_code, "pid": os.getpid(),
-        "host": os.uname().nodename, "end": time.time() if result.end is None else result.end,
+        "ok": result.ok,
+        "reason": result.outcome.value,
+        "tasks": result.tasks,
+        "done": result.done,
+        "unfinished": result.unfinished[:MAX_UNFINISHED],
+        "exit": result.exit_code,
+        "pid": os.getpid(),
+        "host": os.uname().nodename,
+        "end": time.time() if result.end is None else result.end,
     }
     if result.failed is not None:
         crashed = dict(list((result.crashed or {}).items())[:MAX_UNFINISHED])
@@ -126,7 +135,9 @@ def read_result(dag: str) -> RunResult | None:
     except FileNotFoundError:
         return None
     except ConfigError as exc:  # "PATH[:LINE]: what" -> what
-        raise ResultError(f"{path}: not a pilot result ({str(exc).removeprefix(path).lstrip(':0123456789 ')}); {see}") from None
+        raise ResultError(
+            f"{path}: not a pilot result ({str(exc).removeprefix(path).lstrip(':0123456789 ')}); {see}"
+        ) from None
     try:
         if not isinstance(raw, dict):
             raise TypeError("not a JSON object")
@@ -144,10 +155,17 @@ def read_result(dag: str) -> RunResult | None:
         if not isinstance(aborted, bool):
             raise TypeError("aborted is not true or false")
         failed = raw.get("failed")
-        return RunResult(outcome, _count(raw["tasks"], "tasks"), _count(raw["done"], "done"), unfinished,
-                         _count(raw.get("exit", 0 if outcome is RunOutcome.DONE else 1), "exit", low=-(1 << 31)),
-                         None if end is None else float(end), None if failed is None else _count(failed, "failed"),
-                         aborted, {k: _count(v, "crashes") for k, v in crashed.items()} if "crashed" in raw else None)
+        return RunResult(
+            outcome,
+            _count(raw["tasks"], "tasks"),
+            _count(raw["done"], "done"),
+            unfinished,
+            _count(raw.get("exit", 0 if outcome is RunOutcome.DONE else 1), "exit", low=-(1 << 31)),
+            None if end is None else float(end),
+            None if failed is None else _count(failed, "failed"),
+            aborted,
+            {k: _count(v, "crashes") for k, v in crashed.items()} if "crashed" in raw else None,
+        )
     except (ValueError, KeyError, TypeError) as exc:
         raise ResultError(f"{path}: not a pilot result ({type(exc).__name__}: {str(exc)[:200]}); {see}") from None
 

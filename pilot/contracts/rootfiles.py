@@ -204,10 +204,17 @@ def write_properties(submit_dir: str, properties: dict[str, str] | None) -> str:
     return path
 
 
-def write_root_files(submit_dir: str, workflow: str, jobs: list[RootJob], planner_arguments: str,
-                     wf_uuid: str | None = None, properties: dict[str, str] | None = None,
-                     metadata: dict[str, str] | None = None, workflow_hooks: list[tuple[str, str]] | None = None,
-                     job_hooks: dict[str, list[tuple[str, str]]] | None = None) -> str:
+def write_root_files(
+    submit_dir: str,
+    workflow: str,
+    jobs: list[RootJob],
+    planner_arguments: str,
+    wf_uuid: str | None = None,
+    properties: dict[str, str] | None = None,
+    metadata: dict[str, str] | None = None,
+    workflow_hooks: list[tuple[str, str]] | None = None,
+    job_hooks: dict[str, list[tuple[str, str]]] | None = None,
+) -> str:
     """Write the root DAG, static.bp, .sub files, properties and braindump; return the workflow uuid."""
     submit_dir = os.path.abspath(submit_dir)
     wf_uuid = wf_uuid or str(uuid.uuid4())
@@ -217,13 +224,22 @@ def write_root_files(submit_dir: str, workflow: str, jobs: list[RootJob], planne
     _write_static_bp(os.path.join(submit_dir, dag_name[:-4] + ".static.bp"), jobs, wf_uuid, metadata or {})
     notify = os.path.join(submit_dir, NOTIFY_FILE)
     _write_notifications(notify, wf_uuid, workflow_hooks or [], job_hooks or {})
-    write_braindump(os.path.join(submit_dir, BRAINDUMP), os.path.join(submit_dir, dag_name), submit_dir, wf_uuid,
-                    workflow, planner_arguments, notify, write_properties(submit_dir, properties))
+    write_braindump(
+        os.path.join(submit_dir, BRAINDUMP),
+        os.path.join(submit_dir, dag_name),
+        submit_dir,
+        wf_uuid,
+        workflow,
+        planner_arguments,
+        notify,
+        write_properties(submit_dir, properties),
+    )
     return wf_uuid
 
 
-def _write_notifications(path: str, wf_uuid: str, workflow_hooks: list[tuple[str, str]],
-                         job_hooks: dict[str, list[tuple[str, str]]]) -> None:
+def _write_notifications(
+    path: str, wf_uuid: str, workflow_hooks: list[tuple[str, str]], job_hooks: dict[str, list[tuple[str, str]]]
+) -> None:
     """The notifications file pegasus-monitord reads (braindump's ``notify``): ``WORKFLOW <uuid> <condition>
     <command>`` and ``JOB <job> <condition> <command>`` lines; monitord runs each command at its event."""
     lines = [f"WORKFLOW {wf_uuid} {cond} {cmd}\n" for cond, cmd in workflow_hooks]
@@ -240,9 +256,10 @@ def _write_subs(submit_dir: str, jobs: list[RootJob]) -> None:
         for what, value in (("command", " ".join(job.command)), ("site", job.site), ("directory", base)):
             why = safetext.problem_line(value) or (safetext.problem_word(value) if what == "site" else None)
             if why:  # each is one line of the .sub file, which pegasus-monitord reads line by line
-                raise ConfigError(f"{sub_path(submit_dir, job.name)}: cluster {job.name}'s {what} {value[:120]!r} {why}")
-        how = ("as a nested pilot submit of its workflow" if job.kind == DAX_KIND
-               else "through the site's batch system")
+                raise ConfigError(
+                    f"{sub_path(submit_dir, job.name)}: cluster {job.name}'s {what} {value[:120]!r} {why}"
+                )
+        how = "as a nested pilot submit of its workflow" if job.kind == DAX_KIND else "through the site's batch system"
         text = (
             f"# Cluster {job.name} as pegasus-monitord and pegasus-analyzer read a job; pilot submit runs it\n"
             f"# {how} (no HTCondor).\n"
@@ -269,9 +286,11 @@ def set_environment(submit_dir: str, cluster: str, env: dict[str, str]) -> None:
     between), replacing an earlier one: pegasus-monitord reads a sub-workflow's dagman.out from its
     ``_CONDOR_DAGMAN_LOG``. A value is one word: none with a space, quote or newline is written."""
     for key, value in env.items():
-        if any(c in key + value for c in ' "\'\n\r\0'):
-            raise ConfigError(f"{sub_path(submit_dir, cluster)}: {key}={value!r} cannot be written into an HTCondor "
-                              "environment line (no spaces or quotes); move the submit directory to a plainer path")
+        if any(c in key + value for c in " \"'\n\r\0"):
+            raise ConfigError(
+                f"{sub_path(submit_dir, cluster)}: {key}={value!r} cannot be written into an HTCondor "
+                "environment line (no spaces or quotes); move the submit directory to a plainer path"
+            )
     path = sub_path(submit_dir, cluster)
     text = read_at_most(path, MAX_SUB_BYTES).decode("utf-8")
     lines = [line for line in text.splitlines(True) if not line.startswith("environment =")]
@@ -281,7 +300,9 @@ def set_environment(submit_dir: str, cluster: str, env: dict[str, str]) -> None:
 
 
 def _write_dag(path: str, submit_dir: str, jobs: list[RootJob]) -> None:
-    out = ["# The clusters of this workflow as DAGMan nodes, for pegasus-monitord and friends; pilot submit drives it.\n"]
+    out = [
+        "# The clusters of this workflow as DAGMan nodes, for pegasus-monitord and friends; pilot submit drives it.\n"
+    ]
     for job in jobs:
         out.append(f"JOB {job.name} {os.path.relpath(sub_path(submit_dir, job.name), submit_dir)}\n")
         out.append(f"SCRIPT POST {job.name} {' '.join(post_command(submit_dir, job.name))}\n")
@@ -319,32 +340,48 @@ def _write_static_bp(path: str, jobs: list[RootJob], wf_uuid: str, metadata: dic
     pre, wf = f"ts={ts} event=", f"xwf.id={wf_uuid}"
     ids = [_escaped(job.tasks.ids) for job in jobs]
     with open_file(path, "w", encoding="utf-8", buffering=1 << 20) as fh:
+
         def out(lines: Iterator[str]) -> None:
             while chunk := list(itertools.islice(lines, CHUNK)):
                 fh.write("".join(chunk))
 
         for job, tids in zip(jobs, ids):
             t = job.tasks
-            out(f'{pre}task.info {wf} task.id="{i}" type="{kind[0]}" type_desc="{kind[1]}" transformation="{x}" '
-                f'argv="{a}"\n' for i, kind, x, a in zip(tids, t.kinds, _escaped(t.transformations), _escaped(t.argvs)))
+            out(
+                f'{pre}task.info {wf} task.id="{i}" type="{kind[0]}" type_desc="{kind[1]}" transformation="{x}" '
+                f'argv="{a}"\n'
+                for i, kind, x, a in zip(tids, t.kinds, _escaped(t.transformations), _escaped(t.argvs))
+            )
         head = f'{pre}task.edge {wf} parent.task.id="'
         for job in jobs:
             t = job.tasks
-            out(f'{head}{p}" child.task.id="{c}"\n' for p, c in zip(_escaped(t.edge_parents), _escaped(t.edge_children)))
-        out(f'{pre}job.info {wf} job.id={_q(job.name)} '
+            out(
+                f'{head}{p}" child.task.id="{c}"\n' for p, c in zip(_escaped(t.edge_parents), _escaped(t.edge_children))
+            )
+        out(
+            f'{pre}job.info {wf} job.id={_q(job.name)} '
             f'submit_file={_q(job.name + "/" + job.name + ".sub")} type="{job.kind[0]}" type_desc="{job.kind[1]}" '
             f'clustered="{1 if len(job.tasks) > 1 else 0}" max_retries="0" '
             f"executable={_q(job.command[0])} argv={_q(' '.join(job.command[1:]))} "
-            f'task_count="{len(job.tasks)}"\n' for job in jobs)
+            f'task_count="{len(job.tasks)}"\n'
+            for job in jobs
+        )
         for job, tids in zip(jobs, ids):
-            head = f"{pre}wf.map.task_job {wf} job.id={_q(job.name)} task.id=\""
+            head = f'{pre}wf.map.task_job {wf} job.id={_q(job.name)} task.id="'
             out(f'{head}{i}"\n' for i in tids)
-        out(f"{pre}job.edge {wf} parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n"
-            for job in jobs for parent in job.parents)
+        out(
+            f"{pre}job.edge {wf} parent.job.id={_q(parent)} child.job.id={_q(job.name)}\n"
+            for job in jobs
+            for parent in job.parents
+        )
         # metadata after the tasks it names, as monitord looks them up
         out(f"{pre}xwf.meta {wf} key={_q(key)} value={_q(value)}\n" for key, value in metadata.items())
-        out(f'{pre}task.meta {wf} task.id="{tids[place]}" key={_q(key)} value={_q(value)}\n'
-            for job, tids in zip(jobs, ids) for place, meta in job.tasks.metadata.items() for key, value in meta.items())
+        out(
+            f'{pre}task.meta {wf} task.id="{tids[place]}" key={_q(key)} value={_q(value)}\n'
+            for job, tids in zip(jobs, ids)
+            for place, meta in job.tasks.metadata.items()
+            for key, value in meta.items()
+        )
         out(_file_lines(jobs, ids, pre, wf))
 
 
@@ -352,7 +389,7 @@ def _escaped(values: list[str]) -> list[str]:
     """``values`` as they stand between a NetLogger value's quotes (``_q`` less its quotes): the list itself when
     none needs escaping, which is tested a few thousand values at a time at C speed."""
     for k in range(0, len(values), CHUNK):
-        text = "".join(values[k:k + CHUNK])
+        text = "".join(values[k : k + CHUNK])
         if not text.isascii() or '"' in text:
             return [v if v.isascii() and '"' not in v else _q(v)[1:-1] for v in values]
     return values
@@ -382,7 +419,14 @@ def read_braindump(submit_dir: str) -> dict[str, Any]:
             "plan it again with pilot plan (or pilot submit WORKFLOW.yml) into a new --dir"
         ) from None
     dag = data.get("dag")
-    if not isinstance(dag, str) or not dag or os.path.isabs(dag) or ".." in dag.split("/") \
-            or not os.path.isfile(os.path.join(submit_dir, dag)):
-        raise ConfigError(f"{path}: names no root DAG that exists in the submit directory ({str(dag)[:80]!r}); {REPLAN}")
+    if (
+        not isinstance(dag, str)
+        or not dag
+        or os.path.isabs(dag)
+        or ".." in dag.split("/")
+        or not os.path.isfile(os.path.join(submit_dir, dag))
+    ):
+        raise ConfigError(
+            f"{path}: names no root DAG that exists in the submit directory ({str(dag)[:80]!r}); {REPLAN}"
+        )
     return data

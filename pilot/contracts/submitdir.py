@@ -56,10 +56,16 @@ def user_name() -> str:
 
 # The type (number, description) of a job Pegasus adds, by the prefix of the name Pegasus (and pilot plan)
 # gives it; the longest prefixes first.
-DATA_JOB_TYPES = (("stage_inter_", (5, "inter-site-tx")), ("stage_in_", (2, "stage-in-tx")),
-                  ("stage_out_", (3, "stage-out-tx")), ("register_", (4, "registration")),
-                  ("create_dir_", (6, "create-dir")), ("clean_up_", (8, "cleanup")), ("cleanup_", (8, "cleanup")),
-                  ("chmod_", (9, "chmod")))
+DATA_JOB_TYPES = (
+    ("stage_inter_", (5, "inter-site-tx")),
+    ("stage_in_", (2, "stage-in-tx")),
+    ("stage_out_", (3, "stage-out-tx")),
+    ("register_", (4, "registration")),
+    ("create_dir_", (6, "create-dir")),
+    ("clean_up_", (8, "cleanup")),
+    ("cleanup_", (8, "cleanup")),
+    ("chmod_", (9, "chmod")),
+)
 
 
 def task_id(task: Task) -> str:
@@ -89,31 +95,47 @@ def write_static_bp(dag: Dag, path: str, wf_uuid: str, now: float | None = None)
     out = []
     for k, t in enumerate(tasks):
         if own[k]:
-            out.append(f'ts={ts} event=task.info xwf.id={wf_uuid} task.id={ids[k]} type="1" type_desc="compute" '
-                       f"transformation={_q(transformation(t))} argv={args[k]}\n")
+            out.append(
+                f'ts={ts} event=task.info xwf.id={wf_uuid} task.id={ids[k]} type="1" type_desc="compute" '
+                f"transformation={_q(transformation(t))} argv={args[k]}\n"
+            )
     for k, t in enumerate(tasks):
         for c in t.children:
             if own[k] and own[where[c.name]]:
-                out.append(f"ts={ts} event=task.edge xwf.id={wf_uuid} parent.task.id={ids[k]} "
-                           f"child.task.id={ids[where[c.name]]}\n")
+                out.append(
+                    f"ts={ts} event=task.edge xwf.id={wf_uuid} parent.task.id={ids[k]} "
+                    f"child.task.id={ids[where[c.name]]}\n"
+                )
     for k, t in enumerate(tasks):
         kind = (1, "compute") if own[k] else data_job_type(t.name)
-        out.append(f'ts={ts} event=job.info xwf.id={wf_uuid} job.id={names[k]} submit_file={_q(t.name + ".sub")} '
-                   f'type="{kind[0]}" type_desc="{kind[1]}" clustered="0" max_retries={_q(str(t.tries or 1))} '
-                   f"executable={_q(t.argv[0])} argv={args[k]} task_count=\"{int(own[k])}\"\n")
+        out.append(
+            f'ts={ts} event=job.info xwf.id={wf_uuid} job.id={names[k]} submit_file={_q(t.name + ".sub")} '
+            f'type="{kind[0]}" type_desc="{kind[1]}" clustered="0" max_retries={_q(str(t.tries or 1))} '
+            f"executable={_q(t.argv[0])} argv={args[k]} task_count=\"{int(own[k])}\"\n"
+        )
     for k in range(len(tasks)):
         if own[k]:
             out.append(f"ts={ts} event=wf.map.task_job xwf.id={wf_uuid} job.id={names[k]} task.id={ids[k]}\n")
     for k, t in enumerate(tasks):
         for c in t.children:
-            out.append(f"ts={ts} event=job.edge xwf.id={wf_uuid} parent.job.id={names[k]} "
-                       f"child.job.id={names[where[c.name]]}\n")
+            out.append(
+                f"ts={ts} event=job.edge xwf.id={wf_uuid} parent.job.id={names[k]} "
+                f"child.job.id={names[where[c.name]]}\n"
+            )
     with open_file(path, "w", encoding="utf-8") as fh:
         fh.write("".join(out))
 
 
-def write_braindump(path: str, dag_file: str, submit_dir: str, wf_uuid: str, label: str, planner_arguments: str = "",
-                    notify: str | None = None, properties: str = "pegasus.properties") -> None:
+def write_braindump(
+    path: str,
+    dag_file: str,
+    submit_dir: str,
+    wf_uuid: str,
+    label: str,
+    planner_arguments: str = "",
+    notify: str | None = None,
+    properties: str = "pegasus.properties",
+) -> None:
     """Only keys Pegasus' Braindump knows (an unknown key is a TypeError in monitord). ``properties``: the
     properties file of the plan, which monitord and pegasus-analyzer read (they warn when it is missing)."""
     data = {
@@ -153,13 +175,21 @@ def load_braindump(path: str) -> dict[str, Any]:
     """A braindump.yml (the root one or a cluster's) as pegasus-monitord reads it, bounded (pilot.util.boundedload):
     a mapping of keys to single values, or one line saying what it is instead. FileNotFoundError when there is none."""
     data = load_yaml(path, CONFIG_BYTES, REPLAN)
-    if not isinstance(data, dict) or any(not isinstance(k, str) or isinstance(v, (dict, list)) for k, v in data.items()):
+    if not isinstance(data, dict) or any(
+        not isinstance(k, str) or isinstance(v, (dict, list)) for k, v in data.items()
+    ):
         raise ConfigError(f"{path}: not a braindump (a mapping of keys to single values); {REPLAN}")
     return data
 
 
-def write_monitoring_files(dag: Dag | None, dag_file: str, wf_uuid: str | None = None, planner_arguments: str = "",
-                           notify: str | None = None, properties: str = "pegasus.properties") -> str:
+def write_monitoring_files(
+    dag: Dag | None,
+    dag_file: str,
+    wf_uuid: str | None = None,
+    planner_arguments: str = "",
+    notify: str | None = None,
+    properties: str = "pegasus.properties",
+) -> str:
     """Write braindump.yml and the static bp next to ``dag_file``; return the workflow uuid. With ``dag`` None,
     the braindump only: a planner's cluster whose tasks the submit directory's root static.bp maps already.
 
@@ -176,6 +206,14 @@ def write_monitoring_files(dag: Dag | None, dag_file: str, wf_uuid: str | None =
         notify = os.path.join(submit_dir, base + ".notify")
         if not os.path.exists(notify):
             open_file(notify, "w").close()
-    write_braindump(os.path.join(submit_dir, "braindump.yml"), os.path.abspath(dag_file), submit_dir, wf_uuid, base,
-                    planner_arguments, notify, properties)
+    write_braindump(
+        os.path.join(submit_dir, "braindump.yml"),
+        os.path.abspath(dag_file),
+        submit_dir,
+        wf_uuid,
+        base,
+        planner_arguments,
+        notify,
+        properties,
+    )
     return wf_uuid

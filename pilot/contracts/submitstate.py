@@ -105,8 +105,12 @@ def _sites(value: Any) -> dict[str, dict[str, Any]]:
         raise TypeError(f"sites: must be a mapping, not {shown(value)}")
     out: dict[str, dict[str, Any]] = {}
     for name, v in value.items():
-        if not isinstance(v, dict) or not isinstance(v.get("file"), str) or not isinstance(v.get("set", {}), dict) \
-                or not all(isinstance(x, str) for x in v.get("set", {}).values()):
+        if (
+            not isinstance(v, dict)
+            or not isinstance(v.get("file"), str)
+            or not isinstance(v.get("set", {}), dict)
+            or not all(isinstance(x, str) for x in v.get("set", {}).values())
+        ):
             raise TypeError(f"sites.{name}: must be {{file: PATH, set: {{KEY: VALUE}}}}, not {shown(v)}")
         out[name] = {"file": v["file"], "set": dict(v.get("set", {}))}
     return out
@@ -119,7 +123,9 @@ def _queue_state(value: str | None) -> QueueState | None:
     try:
         return QueueState(value)
     except ValueError:
-        raise ValueError(f"queue: {shown(value)} is not a queue state ({', '.join(s.value for s in QueueState)})") from None
+        raise ValueError(
+            f"queue: {shown(value)} is not a queue state ({', '.join(s.value for s in QueueState)})"
+        ) from None
 
 
 def _record(item: Any) -> ClusterRecord:
@@ -133,13 +139,23 @@ def _record(item: Any) -> ClusterRecord:
         if key in item and (type(item[key]) is not int or not 0 <= item[key] < 1 << 31):
             raise TypeError(f"{key}: {shown(item[key])} is not a count")
     for key in (*_TEXTS, *_OPTIONAL_TEXTS):
-        if (key in item or key == "name") and not isinstance(item[key], str) and not (key in _OPTIONAL_TEXTS and item[key] is None):
+        if (
+            (key in item or key == "name")
+            and not isinstance(item[key], str)
+            and not (key in _OPTIONAL_TEXTS and item[key] is None)
+        ):
             raise TypeError(f"{key}: {shown(item[key])} is not text")
     ids = item.get("job_ids", [])
     if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
         raise TypeError(f"job_ids: {shown(ids)} is not a list of job ids")
-    c = ClusterRecord(**{**item, "job_ids": list(ids), "state": ClusterState(item.get("state")),
-                         "queue": _queue_state(item.get("queue"))})
+    c = ClusterRecord(
+        **{
+            **item,
+            "job_ids": list(ids),
+            "state": ClusterState(item.get("state")),
+            "queue": _queue_state(item.get("queue")),
+        }
+    )
     if c.state in ACTIVE and not c.site:
         raise ValueError(f"cluster {c.name} is {c.state.value} on no site")
     if c.state is ClusterState.QUEUED and not c.job_ids:
@@ -166,8 +182,10 @@ class SubmitState:
             return None
         version = raw.get("format") if isinstance(raw, dict) else None
         if version != STATE_FORMAT:
-            raise ConfigError(f"{path}: state format {shown(version)}, this pilot reads format {STATE_FORMAT}; use the "
-                              f"pilot that wrote it, or remove the file to start the run over (rescue logs keep finished tasks)")
+            raise ConfigError(
+                f"{path}: state format {shown(version)}, this pilot reads format {STATE_FORMAT}; use the "
+                f"pilot that wrote it, or remove the file to start the run over (rescue logs keep finished tasks)"
+            )
         try:
             state = cls(path, plan_id=_plan_id(raw.get("plan_id")), sites=_sites(raw.get("sites")))
         except (TypeError, ValueError) as exc:
@@ -184,8 +202,12 @@ class SubmitState:
         return state
 
     def save(self) -> None:
-        data = {"format": STATE_FORMAT, "plan_id": self.plan_id, "sites": self.sites,
-                "clusters": [c.to_json() for c in self.clusters.values()]}
+        data = {
+            "format": STATE_FORMAT,
+            "plan_id": self.plan_id,
+            "sites": self.sites,
+            "clusters": [c.to_json() for c in self.clusters.values()],
+        }
         with atomic_file(self.path) as fh:
             json.dump(data, fh, indent=1)
 

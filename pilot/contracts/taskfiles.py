@@ -67,8 +67,9 @@ def read_taskfiles(path: str) -> dict[str, TaskFiles]:
     except ConfigError:
         head = None
     if head != {"format": TASKFILES_FORMAT}:
-        raise ConfigError(f"{path}:1: expected {{\"format\": {TASKFILES_FORMAT}}}, a task files list of this "
-                          f"pilot version; {hint}")
+        raise ConfigError(
+            f'{path}:1: expected {{"format": {TASKFILES_FORMAT}}}, a task files list of this ' f"pilot version; {hint}"
+        )
     for lineno, line in enumerate(lines[1:], 2):
         if not line.strip():
             continue
@@ -80,7 +81,9 @@ def read_taskfiles(path: str) -> dict[str, TaskFiles]:
             if not isinstance(name, str) or not all(isinstance(f, str) for part in files for f in part):
                 raise ValueError
         except (ValueError, TypeError, ConfigError):
-            raise ConfigError(f"{path}:{lineno}: expected [\"<task>\", [inputs], [outputs], [optional outputs]]; {hint}") from None
+            raise ConfigError(
+                f'{path}:{lineno}: expected ["<task>", [inputs], [outputs], [optional outputs]]; {hint}'
+            ) from None
         for f in (f for part in files for f in part):
             why = problem_name(f)
             if why:

@@ -83,8 +83,8 @@ def cluster_task(
     """The record of one task attempt, a whole line (``cluster_task(*record)`` writes a ``TaskRecord``)."""
     ident = f"id={pegasus_id}, " if pegasus_id else ""
     return (
-        f"[cluster-task {ident}name={name}, start=\"{iso_time(start)}\", duration={duration:.3f}, "
-        f"status={status}, app=\"{app}\", hostname=\"{hostname}\", slot={slot}, cpus={cpus}, memory={memory}]\n"
+        f'[cluster-task {ident}name={name}, start="{iso_time(start)}", duration={duration:.3f}, '
+        f'status={status}, app="{app}", hostname="{hostname}", slot={slot}, cpus={cpus}, memory={memory}]\n'
     )
 
 
@@ -100,5 +100,15 @@ def read_task_record(line: str) -> TaskRecord | None:
         start = datetime.datetime.fromisoformat(m["start"]).timestamp()
     except ValueError:
         return None
-    return TaskRecord(m["name"], start, float(m["duration"]), int(m["status"]), m["app"], m["host"], int(m["slot"]),
-                      int(m["cpus"]), int(m["memory"]), m["id"] or None)
+    return TaskRecord(
+        m["name"],
+        start,
+        float(m["duration"]),
+        int(m["status"]),
+        m["app"],
+        m["host"],
+        int(m["slot"]),
+        int(m["cpus"]),
+        int(m["memory"]),
+        m["id"] or None,
+    )

@@ -54,4 +54,3 @@ def _parents(task: Task) -> Sequence[Task]:
 
 def _children(task: Task) -> Sequence[Task]:
     return task.children
-

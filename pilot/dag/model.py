@@ -20,9 +20,18 @@ class Spec:
 
     __slots__ = ("memory", "cpus", "gpus", "tries", "priority", "pipe_forwards", "file_forwards", "cwd", "env", "key")
 
-    def __init__(self, memory: int = 0, cpus: int = 1, gpus: int = 0, tries: int | None = None, priority: int = 0,
-                 pipe_forwards: tuple[tuple[str, str], ...] = (), file_forwards: tuple[tuple[str, str], ...] = (),
-                 cwd: str | None = None, env: tuple[tuple[str, str], ...] | None = None) -> None:
+    def __init__(
+        self,
+        memory: int = 0,
+        cpus: int = 1,
+        gpus: int = 0,
+        tries: int | None = None,
+        priority: int = 0,
+        pipe_forwards: tuple[tuple[str, str], ...] = (),
+        file_forwards: tuple[tuple[str, str], ...] = (),
+        cwd: str | None = None,
+        env: tuple[tuple[str, str], ...] | None = None,
+    ) -> None:
         self.memory = memory
         self.cpus = cpus
         self.gpus = gpus
@@ -36,8 +45,17 @@ class Spec:
 
     def values(self) -> tuple:
         """Every field, in ``__init__``'s order: equal values, equal Specs."""
-        return (self.memory, self.cpus, self.gpus, self.tries, self.priority, self.pipe_forwards, self.file_forwards,
-                self.cwd, self.env)
+        return (
+            self.memory,
+            self.cpus,
+            self.gpus,
+            self.tries,
+            self.priority,
+            self.pipe_forwards,
+            self.file_forwards,
+            self.cwd,
+            self.env,
+        )
 
     def but(self, **changes) -> Spec:
         """A copy with ``changes`` (field=value)."""
@@ -86,8 +104,20 @@ class Task:
     sooner, and the master keeps no argument list of a task it has sent.
     """
 
-    __slots__ = ("name", "_cmd", "spec", "pegasus_id", "transformation", "dax_id", "_line", "order", "parents", "children",
-                 "runtime", "stdio")
+    __slots__ = (
+        "name",
+        "_cmd",
+        "spec",
+        "pegasus_id",
+        "transformation",
+        "dax_id",
+        "_line",
+        "order",
+        "parents",
+        "children",
+        "runtime",
+        "stdio",
+    )
 
     def __init__(
         self,
@@ -112,7 +142,9 @@ class Task:
         self.name = name
         self._cmd: str | list[str] | None = argv if argv is not None else raw_args
         if spec is None:
-            spec = Spec(memory, cpus, gpus, tries, priority, tuple(pipe_forwards or ()), tuple(file_forwards or ()), cwd)
+            spec = Spec(
+                memory, cpus, gpus, tries, priority, tuple(pipe_forwards or ()), tuple(file_forwards or ()), cwd
+            )
             if spec.values() == DEFAULT_SPEC.values():
                 spec = DEFAULT_SPEC
         self.spec = spec
@@ -170,10 +202,12 @@ class Task:
     priority = property(lambda self: self.spec.priority, lambda self, v: self._change(priority=v))
     cwd = property(lambda self: self.spec.cwd, lambda self, v: self._change(cwd=v))
     env = property(lambda self: self.spec.env, lambda self, v: self._change(env=v))
-    pipe_forwards = property(lambda self: list(self.spec.pipe_forwards),
-                             lambda self, v: self._change(pipe_forwards=tuple(v)))
-    file_forwards = property(lambda self: list(self.spec.file_forwards),
-                             lambda self, v: self._change(file_forwards=tuple(v)))
+    pipe_forwards = property(
+        lambda self: list(self.spec.pipe_forwards), lambda self, v: self._change(pipe_forwards=tuple(v))
+    )
+    file_forwards = property(
+        lambda self: list(self.spec.file_forwards), lambda self, v: self._change(file_forwards=tuple(v))
+    )
 
     def _change(self, **changes) -> None:
         self.spec = self.spec.but(**changes)

@@ -114,7 +114,7 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
                     raise DagError(path, lineno, "invalid '#@' annotation: expected '#@ <id> <transformation> <daxid>'")
                 note = (parts[0], parts[1], parts[2])
             elif line.startswith(PILOT_NOTE) and (len(line) == len(PILOT_NOTE) or line[len(PILOT_NOTE)].isspace()):
-                body = line[len(PILOT_NOTE):].lstrip()
+                body = line[len(PILOT_NOTE) :].lstrip()
                 if body.startswith(CWD_NOTE):
                     cwd = _cwd_note(body, path, lineno)
                     base = DEFAULT_SPEC.but(cwd=cwd, env=env).shared(specs)
@@ -132,7 +132,9 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
                 if len(args) != 3:
                     raise DagError(path, lineno, "invalid EDGE record: expected 'EDGE <parent> <child>'")
                 parent, child = args[1], args[2]
-                if not waiting and parent != child and parent in tasks and child in tasks:  # _edge, inlined: the usual EDGE
+                if (
+                    not waiting and parent != child and parent in tasks and child in tasks
+                ):  # _edge, inlined: the usual EDGE
                     dag.add_edge(parent, child)
                 else:
                     waiting.append((parent, child, lineno))
@@ -165,7 +167,11 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
                 stdio = None
             if task.name in tasks:
                 first_line = tasks[task.name].line
-                raise DagError(path, lineno, f"duplicate task {task.name!r} (first defined on line {first_line}); task ids must be unique")
+                raise DagError(
+                    path,
+                    lineno,
+                    f"duplicate task {task.name!r} (first defined on line {first_line}); task ids must be unique",
+                )
             dag.add(task)
         elif kind == "EDGE":
             args = split_args(line)
@@ -173,7 +179,11 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
                 raise DagError(path, lineno, "invalid EDGE record: expected 'EDGE <parent> <child>'")
             _edge(dag, waiting, args[1], args[2], lineno)
         else:
-            raise DagError(path, lineno, f"invalid record {split_args(line)[0]!r}: expected TASK or EDGE (comments must start the line with '#')")
+            raise DagError(
+                path,
+                lineno,
+                f"invalid record {split_args(line)[0]!r}: expected TASK or EDGE (comments must start the line with '#')",
+            )
     for parent, child, lineno in waiting:
         for name in (parent, child):
             if name not in tasks:
@@ -184,7 +194,9 @@ def parse_dag(lines, path: str = "<dag>") -> Dag:
     cycle = find_cycle(dag)
     if cycle:
         first_line = dag.tasks[cycle[0]].line
-        raise DagError(path, first_line, "cycle: " + " -> ".join(cycle + [cycle[0]]) + "; remove one of these EDGE records")
+        raise DagError(
+            path, first_line, "cycle: " + " -> ".join(cycle + [cycle[0]]) + "; remove one of these EDGE records"
+        )
     return dag
 
 
@@ -231,8 +243,12 @@ def _env_note(line: str, path: str, lineno: int) -> tuple[tuple[str, str], ...] 
     for word in split_args(line)[2:]:
         name, sep, value = word.partition("=")
         if not sep or not ENV_NAME.match(name):
-            raise DagError(path, lineno, f"invalid '#pilot env' word {word!r}: expected NAME=VALUE, NAME made of "
-                           "letters, digits and '_', not starting with a digit")
+            raise DagError(
+                path,
+                lineno,
+                f"invalid '#pilot env' word {word!r}: expected NAME=VALUE, NAME made of "
+                "letters, digits and '_', not starting with a digit",
+            )
         out[name] = value
     return tuple(out.items()) or None
 
@@ -244,8 +260,11 @@ def _stdio_note(line: str, path: str, lineno: int) -> tuple[str, str, str]:
     for word in split_args(line)[1:]:
         key, sep, value = word.partition("=")
         if not sep or key not in files or not value:
-            raise DagError(path, lineno, f"invalid '#pilot' stdio annotation {word!r}: expected stdin=FILE, stdout=FILE "
-                           "or stderr=FILE")
+            raise DagError(
+                path,
+                lineno,
+                f"invalid '#pilot' stdio annotation {word!r}: expected stdin=FILE, stdout=FILE " "or stderr=FILE",
+            )
         files[key] = value
     return files["stdin"], files["stdout"], files["stderr"]
 
@@ -253,7 +272,7 @@ def _stdio_note(line: str, path: str, lineno: int) -> tuple[str, str, str]:
 def _cwd_note(body: str, path: str, lineno: int) -> str | None:
     """``#pilot cwd=<dir>`` (``body``: what follows ``#pilot``): the rest of the line, an absolute directory
     (spaces allowed), or empty."""
-    value = body[len(CWD_NOTE):].strip()
+    value = body[len(CWD_NOTE) :].strip()
     if not value:
         return None
     if not value.startswith("/"):
@@ -264,11 +283,13 @@ def _cwd_note(body: str, path: str, lineno: int) -> str | None:
 def _pilot_note(line: str, path: str, lineno: int) -> float:
     """``#pilot runtime=<seconds>``: the next TASK's expected run time (finite, not negative)."""
     fields = line.split()[1:]
-    usage = ("expected '#pilot runtime=<seconds>', '#pilot cwd=<dir>', '#pilot env NAME=VALUE ...' or '#pilot stdout=FILE' "
-             "(other comments must not begin with the word '#pilot')")
+    usage = (
+        "expected '#pilot runtime=<seconds>', '#pilot cwd=<dir>', '#pilot env NAME=VALUE ...' or '#pilot stdout=FILE' "
+        "(other comments must not begin with the word '#pilot')"
+    )
     if len(fields) != 1 or not fields[0].startswith("runtime="):
         raise DagError(path, lineno, f"invalid '#pilot' annotation: {usage}")
-    raw = fields[0][len("runtime="):]
+    raw = fields[0][len("runtime=") :]
     try:
         value = float(raw)
     except ValueError:

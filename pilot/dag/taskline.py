@@ -53,7 +53,9 @@ _TASK_OPTIONS: dict[str, tuple[str, str]] = {
 }
 
 
-def parse_task(line: str, path: str, lineno: int, base: Spec = DEFAULT_SPEC, specs: dict[tuple, Spec] | None = None) -> Task:
+def parse_task(
+    line: str, path: str, lineno: int, base: Spec = DEFAULT_SPEC, specs: dict[tuple, Spec] | None = None
+) -> Task:
     """TASK id and options now; the command stays raw until used (see Task). ``base``: the Spec of a task without
     options here; one with options gets the equal Spec in ``specs``, or a new one put there."""
     rest = line[4:]
@@ -110,15 +112,20 @@ def _spec(fields: dict[str, Any], base: Spec, specs: dict[tuple, Spec] | None) -
     return spec
 
 
-def _parse_task_tokens(args: list[str], path: str, lineno: int, base: Spec = DEFAULT_SPEC,
-                       specs: dict[tuple, Spec] | None = None) -> Task:
+def _parse_task_tokens(
+    args: list[str], path: str, lineno: int, base: Spec = DEFAULT_SPEC, specs: dict[tuple, Spec] | None = None
+) -> Task:
     """The general path, for ids and options that are quoted or escaped."""
     if len(args) < 2:
         raise DagError(path, lineno, "invalid TASK record: expected 'TASK <id> [options] <executable> [arguments]'")
     name = args[1]
     if not name or name != name.strip():  # the rescue log's "DONE <task>" line could not give it back
-        raise DagError(path, lineno, f"task id {name!r} is empty or starts or ends with a blank: give the task "
-                       "an id without blanks at its ends")
+        raise DagError(
+            path,
+            lineno,
+            f"task id {name!r} is empty or starts or ends with a blank: give the task "
+            "an id without blanks at its ends",
+        )
     fields: dict[str, Any] = {}
     i = 2
     n = len(args)
@@ -142,8 +149,9 @@ def _parse_task_tokens(args: list[str], path: str, lineno: int, base: Spec = DEF
     return Task(name, args[i:], line=lineno, spec=_spec(fields, base, specs))
 
 
-def _apply_option(fields: dict[str, Any], name: str, spec: tuple[str, str], opt: str, value: str, path: str,
-                  lineno: int) -> None:
+def _apply_option(
+    fields: dict[str, Any], name: str, spec: tuple[str, str], opt: str, value: str, path: str, lineno: int
+) -> None:
     """Check one option of task ``name`` and put its value in ``fields`` (a Spec's field -> value)."""
     attr, kind = spec
 

@@ -177,11 +177,19 @@ def format_dag(dag: Dag) -> str:
     escapes, written back as the same bytes), as PMC passes them to the task; a task id, or a ``#@`` annotation,
     must be UTF-8 text, since the monitoring files name the task as text: else a DagError naming its line."""
     for task in dag:
-        for what, value in (("task id", task.name), ("'#@' annotation", task.pegasus_id), ("'#@' annotation", task.transformation),
-                            ("'#@' annotation", task.dax_id)):
+        for what, value in (
+            ("task id", task.name),
+            ("'#@' annotation", task.pegasus_id),
+            ("'#@' annotation", task.transformation),
+            ("'#@' annotation", task.dax_id),
+        ):
             if value is not None and not value.isascii() and not _is_text(value):
-                raise DagError(dag.path, task.line, f"{what} {value!r} has bytes that are not UTF-8: pegasus-monitord "
-                               "and the Pegasus tools name tasks as text; rename it (pilot run itself runs it as written)")
+                raise DagError(
+                    dag.path,
+                    task.line,
+                    f"{what} {value!r} has bytes that are not UTF-8: pegasus-monitord "
+                    "and the Pegasus tools name tasks as text; rename it (pilot run itself runs it as written)",
+                )
     return "".join(iter_dag_text(dag))
 
 

@@ -91,18 +91,21 @@ def main(argv: list[str] | None = None) -> int:
     if cut < 0 or cut % 4 or cut == len(args) - 1:
         print("usage: python -m pilot.data.images RUNTIME PATH NAME URL ... -- COMMAND [ARGS...]", file=sys.stderr)
         return 2
-    images = [args[k:k + 4] for k in range(0, cut, 4)]
+    images = [args[k : k + 4] for k in range(0, cut, 4)]
     gone = [line for line in (missing(url) for *_, url in images) if line]
     for line in gone:
         print(line, file=sys.stderr, flush=True)
     if gone:
         return 1
-    rc = subprocess.run(args[cut + 1:], check=False).returncode
+    rc = subprocess.run(args[cut + 1 :], check=False).returncode
     if rc != 0:
         for _, path, _, url in images:  # a registry that cannot be reached, an image it does not have
             if not os.path.exists(path):
-                print(f"container image {url}: not staged: the transfer exited {rc} (its messages above say why)",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"container image {url}: not staged: the transfer exited {rc} (its messages above say why)",
+                    file=sys.stderr,
+                    flush=True,
+                )
         return 128 - rc if rc < 0 else rc  # a signal, as a shell reports it
     for runtime, path, name, url in images:
         why = None if runtime == NO_LOAD else load(runtime, path, name, url)

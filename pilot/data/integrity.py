@@ -41,8 +41,10 @@ def mismatches(expected: list[tuple[str, str]]) -> list[str]:
             out.append(f"{path}: cannot be checked against its sha256 {sha}: {exc.strerror or exc}")
             continue
         if found != sha.lower():
-            out.append(f"{path}: sha256 is {found}, the catalog says {sha}: the staged copy is not the file the "
-                       "workflow names (correct the replica, or its checksum)")
+            out.append(
+                f"{path}: sha256 is {found}, the catalog says {sha}: the staged copy is not the file the "
+                "workflow names (correct the replica, or its checksum)"
+            )
     return out
 
 
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(not path for path, _ in expected):
         print("pilot.data.integrity: each file is PATH=SHA256", file=sys.stderr)
         return 2
-    rc = subprocess.run(args[cut + 1:], check=False).returncode
+    rc = subprocess.run(args[cut + 1 :], check=False).returncode
     if rc != 0:
         return 128 - rc if rc < 0 else rc  # a signal, as a shell reports it
     bad = mismatches(expected)  # type: ignore[arg-type]  # rpartition's halves: pairs, though typed as tuples of any length

@@ -26,8 +26,8 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS rc_pfn (pfn_id INTEGER NOT NULL PRIMARY KEY, lfn_id INTEGER NOT NULL, "
     "pfn VARCHAR(245) NOT NULL, site VARCHAR(245), CONSTRAINT UNIQUE_PFN UNIQUE (lfn_id, pfn, site), "
     "FOREIGN KEY(lfn_id) REFERENCES rc_lfn (lfn_id) ON DELETE CASCADE)",
-    "CREATE TABLE IF NOT EXISTS rc_meta (lfn_id INTEGER NOT NULL, \"key\" VARCHAR(245) NOT NULL, "
-    "value VARCHAR(245) NOT NULL, PRIMARY KEY (lfn_id, \"key\"), "
+    'CREATE TABLE IF NOT EXISTS rc_meta (lfn_id INTEGER NOT NULL, "key" VARCHAR(245) NOT NULL, '
+    'value VARCHAR(245) NOT NULL, PRIMARY KEY (lfn_id, "key"), '
     "FOREIGN KEY(lfn_id) REFERENCES rc_lfn (lfn_id) ON DELETE CASCADE)",
 )
 
@@ -67,24 +67,28 @@ def insert(db: str, entries: list[tuple[str, str, str | None, dict[str, str]]]) 
             for lfn, pfn, site, attrs in entries:
                 con.execute("INSERT OR IGNORE INTO rc_lfn (lfn) VALUES (?)", (lfn,))
                 (lfn_id,) = con.execute("SELECT lfn_id FROM rc_lfn WHERE lfn = ?", (lfn,)).fetchone()
-                known = con.execute("SELECT 1 FROM rc_pfn WHERE lfn_id = ? AND pfn = ? AND site IS ?",
-                                    (lfn_id, pfn, site)).fetchone()
+                known = con.execute(
+                    "SELECT 1 FROM rc_pfn WHERE lfn_id = ? AND pfn = ? AND site IS ?", (lfn_id, pfn, site)
+                ).fetchone()
                 if known is None:
                     con.execute("INSERT INTO rc_pfn (lfn_id, pfn, site) VALUES (?, ?, ?)", (lfn_id, pfn, site))
                     new += 1
                 for key, value in attrs.items():
-                    con.execute('INSERT OR REPLACE INTO rc_meta (lfn_id, "key", value) VALUES (?, ?, ?)',
-                                (lfn_id, key, value))
+                    con.execute(
+                        'INSERT OR REPLACE INTO rc_meta (lfn_id, "key", value) VALUES (?, ?, ?)', (lfn_id, key, value)
+                    )
         return new
     finally:
         con.close()
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m pilot.data.register",
-                                description="Insert LFN PFN site=\"SITE\" lines into a JDBCRC SQLite replica catalog.")
+    p = argparse.ArgumentParser(
+        prog="python -m pilot.data.register",
+        description='Insert LFN PFN site="SITE" lines into a JDBCRC SQLite replica catalog.',
+    )
     p.add_argument("--db", required=True, help="the SQLite file of the output replica catalog (made if missing)")
-    p.add_argument("--insert", required=True, metavar="MAPFILE", help="lines 'LFN PFN site=\"SITE\" [key=\"value\" ...]'")
+    p.add_argument("--insert", required=True, metavar="MAPFILE", help='lines \'LFN PFN site="SITE" [key="value" ...]\'')
     ns = p.parse_args(argv)
     try:
         entries = read_map(ns.insert)

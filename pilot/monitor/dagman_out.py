@@ -95,8 +95,10 @@ class DagmanOut(RunEvents):
 
     def terminated(self, node: str, seq: str, status: int) -> None:
         """The job's end: ``status`` is the exit code, or minus the signal number."""
-        self._write(f"Event: ULOG_JOB_TERMINATED for HTCondor Node {node} ({seq}.0) {{{self._now()}}}",
-                    _outcome(f"Node {node} job proc ({seq}.0)", status))
+        self._write(
+            f"Event: ULOG_JOB_TERMINATED for HTCondor Node {node} ({seq}.0) {{{self._now()}}}",
+            _outcome(f"Node {node} job proc ({seq}.0)", status),
+        )
 
     def post_script(self, node: str, seq: str, status: int) -> None:
         """A POST script's run and outcome, as DAGMan logs it."""

@@ -137,8 +137,17 @@ def host_address(hostname: str) -> str:
     return _PROCESS[key]
 
 
-def xml_invocation(transformation: str, derivation: str, start: float, duration: float, status: int,
-                   argv: list[str], hostname: str, stderr: str = "", cwd: str | None = None) -> str:
+def xml_invocation(
+    transformation: str,
+    derivation: str,
+    start: float,
+    duration: float,
+    status: int,
+    argv: list[str],
+    hostname: str,
+    stderr: str = "",
+    cwd: str | None = None,
+) -> str:
     """One invocation record in kickstart's XML form (version 2), as monitord's XML parser reads it;
     ``cwd``: the task's own working directory, where it has one (else the worker's)."""
     when = iso_time(start)

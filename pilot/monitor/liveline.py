@@ -26,10 +26,22 @@ CLEAR = "\r\x1b[K"
 MAX_HOPS = 4  # rank -> launcher proxy -> mpiexec: a longer chain of pipes is not a launcher's
 MAX_FDS = 256
 # Processes that copy their ranks' stderr to their own (names as /proc/PID/comm shows them: 15 characters at most).
-LAUNCHERS = frozenset({
-    "mpiexec", "mpirun", "mpiexec.hydra", "hydra_pmi_proxy", "mpiexec.mpich", "mpirun.mpich",
-    "mpiexec.openmpi", "mpirun.openmpi", "orted", "prted", "prterun", "mpiexec.gforker",
-})
+LAUNCHERS = frozenset(
+    {
+        "mpiexec",
+        "mpirun",
+        "mpiexec.hydra",
+        "hydra_pmi_proxy",
+        "mpiexec.mpich",
+        "mpirun.mpich",
+        "mpiexec.openmpi",
+        "mpirun.openmpi",
+        "orted",
+        "prted",
+        "prterun",
+        "mpiexec.gforker",
+    }
+)
 
 
 def stderr_reaches_terminal() -> bool:
@@ -131,8 +143,10 @@ class LiveLine(RunEvents):
     def text(self) -> str:
         done, running, ready, failed = self.counts
         spent = int(time.monotonic() - self.start)
-        return (f"pilot: {done}/{self.total} done, {running} running, {failed} failed, {ready} ready "
-                f"[{spent // 3600}:{spent // 60 % 60:02d}:{spent % 60:02d}]")
+        return (
+            f"pilot: {done}/{self.total} done, {running} running, {failed} failed, {ready} ready "
+            f"[{spent // 3600}:{spent // 60 % 60:02d}:{spent % 60:02d}]"
+        )
 
     def drained(self) -> None:
         """The run's last counts stay on the terminal, on a line of their own before the report."""

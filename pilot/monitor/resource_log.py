@@ -16,8 +16,9 @@ from pilot.util.safeopen import open_file
 
 
 class ResourceLog:
-    def __init__(self, path: str, flush_interval: float = 1.0,
-                 on_error: Callable[[str, OSError], None] | None = None) -> None:
+    def __init__(
+        self, path: str, flush_interval: float = 1.0, on_error: Callable[[str, OSError], None] | None = None
+    ) -> None:
         self.path = path
         self._fh = open_file(path, "a", encoding="utf-8", buffering=1 << 16)
         self._flush_interval = flush_interval

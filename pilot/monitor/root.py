@@ -35,9 +35,11 @@ from pilot.errors import ConfigError
 from pilot.monitor import joboutput
 from pilot.monitor.dagman_out import DagmanOut
 
-_EVENT = re.compile(r"Submitting HTCondor Node (?P<submit>\S+) job|ULOG_EXECUTE for HTCondor Node (?P<execute>\S+) |"
-                    r"POST Script of Node (?P<post>\S+) (?P<outcome>completed successfully|failed)|"
-                    r"Retrying node (?P<retry>\S+) |ULOG_JOB_ABORTED for HTCondor Node (?P<aborted>\S+) ")
+_EVENT = re.compile(
+    r"Submitting HTCondor Node (?P<submit>\S+) job|ULOG_EXECUTE for HTCondor Node (?P<execute>\S+) |"
+    r"POST Script of Node (?P<post>\S+) (?P<outcome>completed successfully|failed)|"
+    r"Retrying node (?P<retry>\S+) |ULOG_JOB_ABORTED for HTCondor Node (?P<aborted>\S+) "
+)
 _KINDS = ("submit", "execute", "post", "retry", "aborted")
 
 
@@ -138,8 +140,10 @@ class RootMonitor(RootEvents):
             if self.out is not None:
                 self.out.close()
                 self.out = None
-            raise ConfigError(f"{path}: cannot write: {exc.strerror}; pilot submit writes the root monitoring files "
-                              f"in the submit directory") from None
+            raise ConfigError(
+                f"{path}: cannot write: {exc.strerror}; pilot submit writes the root monitoring files "
+                f"in the submit directory"
+            ) from None
         self._out().header(len(self.nodes))
         self._jobstate().internal(Marker.DAGMAN_STARTED, 0)
         self._status()
@@ -178,13 +182,16 @@ class RootMonitor(RootEvents):
         status, _ = joboutput.outcome(cdir, cluster)
         self._out().terminated(cluster, seq, status)
         self._jobstate().event(cluster, Event.JOB_TERMINATED, seq, node.attempts)
-        self._jobstate().event(cluster, Event.JOB_SUCCESS if status == 0 else Event.JOB_FAILURE, str(status), node.attempts)
+        self._jobstate().event(
+            cluster, Event.JOB_SUCCESS if status == 0 else Event.JOB_FAILURE, str(status), node.attempts
+        )
         post = 0 if status == 0 else 1
         self._out().post_script(cluster, seq, post)
         self._jobstate().event(cluster, Event.POST_SCRIPT_STARTED, "-", node.attempts)
         self._jobstate().event(cluster, Event.POST_SCRIPT_TERMINATED, seq, node.attempts)
-        self._jobstate().event(cluster, Event.POST_SCRIPT_SUCCESS if post == 0 else Event.POST_SCRIPT_FAILURE, str(post),
-                            node.attempts)
+        self._jobstate().event(
+            cluster, Event.POST_SCRIPT_SUCCESS if post == 0 else Event.POST_SCRIPT_FAILURE, str(post), node.attempts
+        )
         if post == 0:
             node.phase = Phase.DONE
         elif retry:

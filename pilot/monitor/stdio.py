@@ -104,7 +104,7 @@ def _ranks_on_disk(dag: str) -> set[int]:
         return out
     for name in names:
         if name.startswith(prefix):
-            kind, _, rank = name[len(prefix):].partition(".")
+            kind, _, rank = name[len(prefix) :].partition(".")
             if kind in ("out", "err") and rank.isdigit():
                 out.add(int(rank))
     return out
@@ -120,8 +120,14 @@ class MergeError(Exception):
         self.kept = kept
 
 
-def merge_worker_files(dag: str, ranks: list[int], stdout: BinaryIO | None, stderr: BinaryIO | None, delete: bool,
-                       offsets: dict[str, int] | None = None) -> list[str]:
+def merge_worker_files(
+    dag: str,
+    ranks: list[int],
+    stdout: BinaryIO | None,
+    stderr: BinaryIO | None,
+    delete: bool,
+    offsets: dict[str, int] | None = None,
+) -> list[str]:
     """Append per-worker files to the targets (open files, None for our own stdout/stderr); return the files left on disk.
 
     The targets are opened by the caller before any task runs, so a bad -o/-e
@@ -158,8 +164,11 @@ def merge_worker_files(dag: str, ranks: list[int], stdout: BinaryIO | None, stde
         except OSError as exc:
             lost = [path for rank in ranks if os.path.exists(path := worker_paths(dag, rank)[which])]
             kept.extend(lost)
-            merged.extend((offsets[os.path.abspath(path)], os.path.abspath(path)) for path in lost
-                          if os.path.abspath(path) in offsets)
+            merged.extend(
+                (offsets[os.path.abspath(path)], os.path.abspath(path))
+                for path in lost
+                if os.path.abspath(path) in offsets
+            )
             failed = failed or MergeError("stdout" if which == 0 else "stderr", exc, lost)
             continue
         for end, path in copied:

@@ -82,13 +82,16 @@ def _plain_words(value: str, where: str, key: str) -> str:
     words = value.replace('"', "").split()
     bad = next((w for w in words if not is_plain(w)), None)
     if bad is not None or any(c in value for c in "\n\r\0"):
-        raise ConfigError(f"{where}: {key} {value!r} cannot go into a batch directive: use words of letters, "
-                          "digits and _.,:=@+/%- only")
+        raise ConfigError(
+            f"{where}: {key} {value!r} cannot go into a batch directive: use words of letters, "
+            "digits and _.,:=@+/%- only"
+        )
     return " ".join(words)
 
 
-def batch_options(cluster: Cluster, templates: Iterable[Template], aggregator: Aggregator | None,
-                  site: SiteConfig) -> BatchOptions:
+def batch_options(
+    cluster: Cluster, templates: Iterable[Template], aggregator: Aggregator | None, site: SiteConfig
+) -> BatchOptions:
     """The batch options of ``cluster``'s job on ``site`` (see the module doc), from its jobs' ``templates`` (by
     their places; planner.resolve) and, for a clustered job, the ``aggregator``'s entry on the cluster's site:
     its scheduler's plug-in says which directive lines a memory request and ``glite.arguments`` become (none
@@ -132,21 +135,30 @@ CLUSTERED = (ClusterKind.HORIZONTAL, ClusterKind.LABEL, ClusterKind.WHOLE)
 # The keys of a data job's or the aggregator's own entry that act on its batch job or task, by namespace; every
 # other key the catalog reader let pass in silence (one pilot honours on a job's transformation) is said once per
 # plan with what becomes of it (the keys pilot replaces everywhere were said where the catalog was read).
-BATCH_KEYS = {"pegasus": frozenset(("queue", "project", "glite.arguments")), "globus": frozenset(("queue", "project")),
-              "condor": frozenset(("request_memory", "batch_queue"))}
+BATCH_KEYS = {
+    "pegasus": frozenset(("queue", "project", "glite.arguments")),
+    "globus": frozenset(("queue", "project")),
+    "condor": frozenset(("request_memory", "batch_queue")),
+}
 # The aggregator's entry sizes its batch job too (aggregator_size); globus maxwalltime and pegasus maxwalltime are
 # its runtime in minutes, hostcount its nodes, xcount its ppn, count its cores (profilekeys.fold).
-AGGREGATOR_KEYS = {**BATCH_KEYS,
-                   "pegasus": BATCH_KEYS["pegasus"] | {"nodes", "ppn", "cores", "runtime", "maxwalltime"},
-                   "globus": BATCH_KEYS["globus"] | {"hostcount", "xcount", "count", "maxwalltime"}}
+AGGREGATOR_KEYS = {
+    **BATCH_KEYS,
+    "pegasus": BATCH_KEYS["pegasus"] | {"nodes", "ppn", "cores", "runtime", "maxwalltime"},
+    "globus": BATCH_KEYS["globus"] | {"hostcount", "xcount", "count", "maxwalltime"},
+}
 DATA_KEYS = {**BATCH_KEYS, "env": None}  # None: every key (a data task's environment)
 TRANSFER_KEYS = {**DATA_KEYS, "pegasus": BATCH_KEYS["pegasus"] | {"transfer.threads", "transfer.arguments"}}
-DATA_INSTEAD = ("no effect on a data job: its task asks the pilot for one core, and its batch job has the site "
-                "config's nodes, ranks_per_node and walltime; set those there, or queue, project or "
-                "glite.arguments here")
-AGGREGATOR_INSTEAD = ("no effect on the clustered job: its batch job takes this entry's queue, project, "
-                      "glite.arguments, request_memory, nodes, ppn, cores and runtime, and its tasks the environment "
-                      "and resources of their own transformations; set those there")
+DATA_INSTEAD = (
+    "no effect on a data job: its task asks the pilot for one core, and its batch job has the site "
+    "config's nodes, ranks_per_node and walltime; set those there, or queue, project or "
+    "glite.arguments here"
+)
+AGGREGATOR_INSTEAD = (
+    "no effect on the clustered job: its batch job takes this entry's queue, project, "
+    "glite.arguments, request_memory, nodes, ppn, cores and runtime, and its tasks the environment "
+    "and resources of their own transformations; set those there"
+)
 
 
 def note_unused_keys(clusters: list[Cluster], data_jobs: list[Job], resolver: ProfileResolver) -> None:
@@ -164,15 +176,18 @@ def note_unused_keys(clusters: list[Cluster], data_jobs: list[Job], resolver: Pr
         _note_unused(resolver, AGGREGATOR, site, AGGREGATOR_KEYS, AGGREGATOR_INSTEAD)
 
 
-def _note_unused(resolver: ProfileResolver, key: tuple, site: str, honoured: Mapping[str, frozenset[str] | None],
-                 instead: str) -> None:
+def _note_unused(
+    resolver: ProfileResolver, key: tuple, site: str, honoured: Mapping[str, frozenset[str] | None], instead: str
+) -> None:
     """note_unused_keys for transformation ``key``'s entry on ``site``: its keys ``honoured`` does not name."""
     tx = resolver.catalogs.find_transformation(key)
     if tx is None:
         return
     entry = tx.sites.get(site)
-    where = f"{entry.where if entry is not None else 'the transformation catalog'}, " \
-            f"transformation {tx.namespace}::{tx.name}"
+    where = (
+        f"{entry.where if entry is not None else 'the transformation catalog'}, "
+        f"transformation {tx.namespace}::{tx.name}"
+    )
     for ns in ("pegasus", "globus", "condor", "env"):
         acts = honoured.get(ns, frozenset())
         if acts is None:
@@ -193,8 +208,10 @@ def aggregator_values(resolver: ProfileResolver, site: str) -> tuple | None:
     tx = resolver.catalogs.find_transformation(AGGREGATOR)
     if tx is None:
         return None
-    return _values(lambda ns: resolver.transformation_profiles(tx, site, ns),
-                   "the transformation catalog: transformation pegasus::mpiexec")
+    return _values(
+        lambda ns: resolver.transformation_profiles(tx, site, ns),
+        "the transformation catalog: transformation pegasus::mpiexec",
+    )
 
 
 def aggregator_size(resolver: ProfileResolver, handle: str, site: SiteConfig) -> tuple[Size, tuple[str, ...]] | None:
@@ -205,8 +222,10 @@ def aggregator_size(resolver: ProfileResolver, handle: str, site: SiteConfig) ->
     if tx is None:
         return None
     entry = tx.sites.get(handle)
-    where = f"{entry.where if entry is not None else 'the transformation catalog'}, transformation " \
-            f"{tx.namespace}::{tx.name}"
+    where = (
+        f"{entry.where if entry is not None else 'the transformation catalog'}, transformation "
+        f"{tx.namespace}::{tx.name}"
+    )
     profiles = resolver.transformation_profiles(tx, handle, "pegasus")
     asked = tuple(k for k in SIZE_KEYS if profiles.get(k) not in (None, ""))
     single = scheduler_for(site).single_host
@@ -220,6 +239,7 @@ SIZE_KEYS = ("nodes", "ppn", "cores", "runtime")
 def _size(profiles: dict[str, str], site: SiteConfig, where: str) -> Size:
     """The Size the aggregator's pegasus ``profiles`` ask for, as Pegasus' glite style derives NODES, PROCS and
     CORES from one another; one the site config cannot give is refused (ConfigError naming ``where``)."""
+
     def whole(key: str) -> int | None:
         raw = profiles.get(key)
         if raw is None or raw == "":
@@ -229,20 +249,25 @@ def _size(profiles: dict[str, str], site: SiteConfig, where: str) -> Size:
         except ValueError:
             value = 0.0
         if not value.is_integer() or value < 1:
-            raise ConfigError(f"{where}: pegasus::{key} = {raw[:40]!r}: the clustered job's {key} is a whole number "
-                              "of 1 or more")
+            raise ConfigError(
+                f"{where}: pegasus::{key} = {raw[:40]!r}: the clustered job's {key} is a whole number " "of 1 or more"
+            )
         return int(value)
 
     nodes, ppn, cores = whole("nodes"), whole("ppn"), whole("cores")
     ranks = None
     if cores is not None and nodes is not None and ppn is not None and cores != nodes * ppn:
-        raise ConfigError(f"{where}: pegasus::cores = {cores} is not nodes x ppn ({nodes} x {ppn}), as Pegasus "
-                          f"requires of a job that sets all three: drop cores, or make it {nodes * ppn}")
+        raise ConfigError(
+            f"{where}: pegasus::cores = {cores} is not nodes x ppn ({nodes} x {ppn}), as Pegasus "
+            f"requires of a job that sets all three: drop cores, or make it {nodes * ppn}"
+        )
     if cores is not None and (nodes is None) != (ppn is None):
         given, other = ("nodes", nodes) if nodes is not None else ("ppn", ppn)
         if cores % other:  # type: ignore[operator]  # other is the one of nodes and ppn that is given, not None
-            raise ConfigError(f"{where}: pegasus::cores = {cores} is not a multiple of {given} {other}, as Pegasus "
-                              f"requires to derive the job's {'ppn' if given == 'nodes' else 'nodes'}: give a multiple")
+            raise ConfigError(
+                f"{where}: pegasus::cores = {cores} is not a multiple of {given} {other}, as Pegasus "
+                f"requires to derive the job's {'ppn' if given == 'nodes' else 'nodes'}: give a multiple"
+            )
         nodes, ppn = (nodes, cores // nodes) if nodes is not None else (cores // ppn, ppn)  # type: ignore[operator]  # exactly one of nodes and ppn is None here (tested above)
     elif cores is not None and nodes is None:
         ranks = cores
@@ -251,17 +276,23 @@ def _size(profiles: dict[str, str], site: SiteConfig, where: str) -> Size:
     if nodes is None and ranks is not None:
         nodes_needed = -(-ranks // site_rpn)
         if nodes_needed > site.nodes:
-            raise ConfigError(f"{where}: pegasus::cores = {ranks}: site {site.name} has {site.nodes} node(s) of "
-                              f"{site_rpn} ranks ({path}: nodes, ranks_per_node): ask for at most "
-                              f"{site.nodes * site_rpn}, or raise the site config's nodes (--set nodes={nodes_needed})")
+            raise ConfigError(
+                f"{where}: pegasus::cores = {ranks}: site {site.name} has {site.nodes} node(s) of "
+                f"{site_rpn} ranks ({path}: nodes, ranks_per_node): ask for at most "
+                f"{site.nodes * site_rpn}, or raise the site config's nodes (--set nodes={nodes_needed})"
+            )
     if nodes is not None and nodes > site.nodes:
-        raise ConfigError(f"{where}: pegasus::nodes = {nodes}: site {site.name} has {site.nodes} node(s) per batch "
-                          f"job ({path}: nodes): ask for at most {site.nodes}, or raise the site config's nodes "
-                          f"(--set nodes={nodes})")
-    most = (ranks if ranks is not None else (nodes or site.nodes) * (ppn or site_rpn))
+        raise ConfigError(
+            f"{where}: pegasus::nodes = {nodes}: site {site.name} has {site.nodes} node(s) per batch "
+            f"job ({path}: nodes): ask for at most {site.nodes}, or raise the site config's nodes "
+            f"(--set nodes={nodes})"
+        )
+    most = ranks if ranks is not None else (nodes or site.nodes) * (ppn or site_rpn)
     if most < 2:
-        raise ConfigError(f"{where}: pegasus::nodes/ppn/cores ask for {most} MPI rank: a clustered job needs at least "
-                          "2 (one hands out the tasks, as in pegasus-mpi-cluster): ask for ppn 2 or more")
+        raise ConfigError(
+            f"{where}: pegasus::nodes/ppn/cores ask for {most} MPI rank: a clustered job needs at least "
+            "2 (one hands out the tasks, as in pegasus-mpi-cluster): ask for ppn 2 or more"
+        )
     return Size(nodes, ppn, ranks, _walltime(profiles.get("runtime"), site, where))
 
 
@@ -272,12 +303,16 @@ def _walltime(runtime: str | None, site: SiteConfig, where: str) -> float | None
         return None
     minutes = math.ceil(float(runtime) / 60.0)
     if minutes < 1:
-        raise ConfigError(f"{where}: pegasus::runtime = {runtime!r}: a batch job needs a walltime of more than 0 s: "
-                          "give the clustered job's seconds")
+        raise ConfigError(
+            f"{where}: pegasus::runtime = {runtime!r}: a batch job needs a walltime of more than 0 s: "
+            "give the clustered job's seconds"
+        )
     if site.max_walltime and minutes > parse_walltime(site.max_walltime):
-        raise ConfigError(f"{where}: pegasus::runtime = {runtime!r} ({format_walltime(minutes)}) is longer than site "
-                          f"{site.name}'s max_walltime {site.max_walltime} ({site.path or site.name}: max_walltime): "
-                          "ask for less")
+        raise ConfigError(
+            f"{where}: pegasus::runtime = {runtime!r} ({format_walltime(minutes)}) is longer than site "
+            f"{site.name}'s max_walltime {site.max_walltime} ({site.path or site.name}: max_walltime): "
+            "ask for less"
+        )
     return float(minutes)
 
 
@@ -295,18 +330,24 @@ def _values(profiles_of: Callable[[str], dict[str, str]], where: str) -> tuple:
     project = _first("project", pegasus, globus)
     for key, value in (("queue", queue), ("project", project)):
         if value is not None and not is_plain(value):
-            raise ConfigError(f"{where}: {key} {value!r} cannot go into a batch directive: use letters, "
-                              "digits and _.,:=@+/%- only")
+            raise ConfigError(
+                f"{where}: {key} {value!r} cannot go into a batch directive: use letters, " "digits and _.,:=@+/%- only"
+            )
     raw = _first("glite.arguments", pegasus)
     mem = _first("request_memory", condor)
-    return queue, project, None if raw is None else _plain_words(raw, where, "glite.arguments"), \
-        None if mem is None else _megabytes(mem, where)
+    return (
+        queue,
+        project,
+        None if raw is None else _plain_words(raw, where, "glite.arguments"),
+        None if mem is None else _megabytes(mem, where),
+    )
 
 
 # HTCondor's units for a request (condor_submit: request_memory, request_disk): K/KB, M/MB, G/GB, T/TB, any case,
 # powers of 1024, a space allowed before them; Ki/Mi/Gi/Ti(B) are read as the same binary units.
-_QUANTITY = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?\s*(?:([kmgt])i?b?)?\s*\Z",
-                       re.IGNORECASE)
+_QUANTITY = re.compile(
+    r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?\s*(?:([kmgt])i?b?)?\s*\Z", re.IGNORECASE
+)
 _POWER = {"k": 1, "m": 2, "g": 3, "t": 4}
 
 
@@ -332,6 +373,8 @@ def _megabytes(mem: str, where: str) -> int:
     when it is submitted)."""
     value = htcondor_quantity(mem)
     if value is None:
-        raise ConfigError(f"{where}: condor request_memory {mem[:80]!r} is not an amount of memory: give a "
-                          "number of MB, 0 or more, or one with HTCondor's unit (e.g. 2048, 2 GB, 512M)")
+        raise ConfigError(
+            f"{where}: condor request_memory {mem[:80]!r} is not an amount of memory: give a "
+            "number of MB, 0 or more, or one with HTCondor's unit (e.g. 2048, 2 GB, 512M)"
+        )
     return math.ceil(value)

@@ -61,8 +61,10 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
             profiles=read_profiles(raw.get("profiles"), path, f"{tpath}.profiles", aggregator),
             hooks=read_hooks(raw.get("hooks"), path, f"{tpath}.hooks"),
             sha256=read_checksum(raw.get("checksum"), path, f"{tpath}.checksum"),
-            requires=tuple(_requirement(r, path, f"{tpath}.requires[{k}]") for k, r in
-                           enumerate(need_list(raw.get("requires"), path, f"{tpath}.requires", "of NS::NAME:VERSION"))),
+            requires=tuple(
+                _requirement(r, path, f"{tpath}.requires[{k}]")
+                for k, r in enumerate(need_list(raw.get("requires"), path, f"{tpath}.requires", "of NS::NAME:VERSION"))
+            ),
         )
         read_metadata(raw.get("metadata"), path, f"{tpath}.metadata")  # checked; no plan step reads it (see docs)
         for k, site in enumerate(need_list(raw.get("sites"), path, f"{tpath}.sites", "of {name: SITE, pfn: PATH}")):
@@ -76,9 +78,13 @@ def read_transformation_catalog(data: Any, path: str, ypath: str, catalogs: Cata
                 raise fail(path, f"{spath}.type", f"{kind!r}: use installed or stageable")
             profiles = read_profiles(site.get("profiles"), path, f"{spath}.profiles", aggregator)
             entry = TransformationSite(
-                handle, _pfn(site["pfn"], path, f"{spath}.pfn"), profiles,
-                stageable=kind == "stageable", container=optional_text(site, "container", path, spath),
-                sysinfo=sysinfo.read(site, path, spath), where=f"{path}: {spath}",
+                handle,
+                _pfn(site["pfn"], path, f"{spath}.pfn"),
+                profiles,
+                stageable=kind == "stageable",
+                container=optional_text(site, "container", path, spath),
+                sysinfo=sysinfo.read(site, path, spath),
+                where=f"{path}: {spath}",
             )
             flag(site, "bypass", False, path, spath)  # Pegasus bypasses staging outside sharedfs only: staged here too
             tx.entries.append(entry)  # a site may have one entry per system: planner.sysinfo picks a job's
@@ -121,9 +127,14 @@ def read_site_catalog(data: Any, path: str, ypath: str, catalogs: Catalogs) -> N
         why = safetext.problem_word(name)
         if why:  # a site names a cluster's .sub lines, directories and batch job
             raise fail(path, f"{spath}.name", f"{name[:80]!r} {why}")
-        site = Site(name=name, profiles=read_profiles(raw.get("profiles"), path, f"{spath}.profiles"),
-                    sysinfo=sysinfo.read(raw, path, spath))
-        for k, d in enumerate(need_list(raw.get("directories"), path, f"{spath}.directories", "of {type: ..., path: ...}")):
+        site = Site(
+            name=name,
+            profiles=read_profiles(raw.get("profiles"), path, f"{spath}.profiles"),
+            sysinfo=sysinfo.read(raw, path, spath),
+        )
+        for k, d in enumerate(
+            need_list(raw.get("directories"), path, f"{spath}.directories", "of {type: ..., path: ...}")
+        ):
             directory = _directory(d, path, f"{spath}.directories[{k}]", name)
             site.directories[directory.type] = directory
         grids = need_list(raw.get("grids"), path, f"{spath}.grids", "of {type, contact, scheduler, jobtype}")
@@ -145,8 +156,9 @@ def _directory(raw: Any, path: str, ypath: str, site: str) -> Directory:
     if dtype is None:
         raise fail(path, f"{ypath}.type", f"{kind!r}: use one of {', '.join(DIRECTORY_TYPES)}")
     where = f"{path}: {ypath}"
-    directory = Directory(type=dtype, path=expand(need_text(raw["path"], path, f"{ypath}.path"), f"{path}: {ypath}.path"),
-                          where=where)
+    directory = Directory(
+        type=dtype, path=expand(need_text(raw["path"], path, f"{ypath}.path"), f"{path}: {ypath}.path"), where=where
+    )
     # sharedFileSystem (worker nodes see the directory) is checked, not kept: only PegasusLite (nonsharedfs) reads
     # it, and a sharedfs plan assumes it.
     flag(raw, "sharedFileSystem", False, path, ypath)
@@ -158,9 +170,13 @@ def _directory(raw: Any, path: str, ypath: str, site: str) -> Directory:
         if "url" not in fs:
             raise fail(path, fpath, "a file server needs a url")
         if fs.get("profiles"):  # Pegasus' FileServerDeserializer refuses the key too: no planner step reads them
-            raise fail(path, f"{fpath}.profiles", f"site {site}: Pegasus does not use a file server's profiles (its "
-                       "planner refuses them): remove them; set profiles on the site, or pegasus-transfer's "
-                       "credentials in ~/.pegasus/credentials.conf")
+            raise fail(
+                path,
+                f"{fpath}.profiles",
+                f"site {site}: Pegasus does not use a file server's profiles (its "
+                "planner refuses them): remove them; set profiles on the site, or pegasus-transfer's "
+                "credentials in ~/.pegasus/credentials.conf",
+            )
         operation = need_text(fs.get("operation", "all"), path, f"{fpath}.operation").lower()
         if operation not in OPERATIONS:
             raise fail(path, f"{fpath}.operation", f"{operation!r}: use all, get or put")

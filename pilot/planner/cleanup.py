@@ -49,8 +49,15 @@ def add(wf: Workflow, data: DataJobs, lay: DataLayout, mode: str) -> list[Job]:
         out += _in_place(wf, jobs, lay, data)
     sinks = [j for j in (*jobs, *out) if not j.children]
     leaf = data.new_job(f"cleanup_{wf.name}_0_{lay.exec_site}", JobType.CLEANUP, "cleanup")
-    leaf.stdin_text = transfer_input([{"id": 1, "type": "remove", "target": {
-        "site_label": lay.exec_site, "url": lay.workdir.url, "recursive": "True"}}])
+    leaf.stdin_text = transfer_input(
+        [
+            {
+                "id": 1,
+                "type": "remove",
+                "target": {"site_label": lay.exec_site, "url": lay.workdir.url, "recursive": "True"},
+            }
+        ]
+    )
     data.edges_of_new(leaf, sinks, below=False)
     return [*out, leaf]
 
@@ -90,9 +97,16 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) ->
             group = owners[k::count]
             files = [f for _, fs in group for f in fs]
             job = data.new_job(f"clean_up_{lay.exec_site}_level_{level}_{k}", JobType.CLEANUP, "cleanup")
-            job.stdin_text = transfer_input([{"id": n, "type": "remove", "target": {
-                "site_label": lay.exec_site, "url": lay.workdir.file(f)[1], "recursive": "False"}}
-                for n, f in enumerate(files, 1)])
+            job.stdin_text = transfer_input(
+                [
+                    {
+                        "id": n,
+                        "type": "remove",
+                        "target": {"site_label": lay.exec_site, "url": lay.workdir.file(f)[1], "recursive": "False"},
+                    }
+                    for n, f in enumerate(files, 1)
+                ]
+            )
             for f in files:
                 for user in users[f]:
                     data.edge(user, job)
@@ -107,5 +121,7 @@ def _clusters_num(wf: Workflow) -> int | None:
     try:
         value = int(raw)
     except ValueError:
-        raise ConfigError(f"pegasus.properties: pegasus.file.cleanup.clusters.num = {raw!r} is not a whole number") from None
+        raise ConfigError(
+            f"pegasus.properties: pegasus.file.cleanup.clusters.num = {raw!r} is not a whole number"
+        ) from None
     return value if value >= 1 else None

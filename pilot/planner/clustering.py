@@ -66,8 +66,10 @@ def parse_techniques(words: list[str]) -> list[str]:
     """``--cluster`` split at commas -> techniques in order; ``none`` (alone) means no clustering, nothing is an error."""
     techniques = [w.strip() for w in words if w.strip()]
     if not techniques:
-        raise ConfigError(f"--cluster {','.join(words)!r}: name a technique (whole, label, horizontal, a comma list of "
-                          "them) or none")
+        raise ConfigError(
+            f"--cluster {','.join(words)!r}: name a technique (whole, label, horizontal, a comma list of "
+            "them) or none"
+        )
     if techniques == [NO_CLUSTERING]:
         return []
     spec = ",".join(techniques)
@@ -75,8 +77,10 @@ def parse_techniques(words: list[str]) -> list[str]:
         if t == NO_CLUSTERING:
             raise ConfigError(f"--cluster {spec}: none (no clustering) stands alone; drop it or the other techniques")
         if t not in TECHNIQUES:
-            raise ConfigError(f"--cluster {spec}: unknown clustering technique {t!r}; "
-                              "use whole, label, horizontal, a comma list of them, or none")
+            raise ConfigError(
+                f"--cluster {spec}: unknown clustering technique {t!r}; "
+                "use whole, label, horizontal, a comma list of them, or none"
+            )
     return techniques
 
 
@@ -95,10 +99,12 @@ class Clusterer:
         """Cluster with ``techniques`` (as parse_techniques gives them), in order."""
         if techniques == ["whole"] and JobType.DAX not in map(type_of, self.wf.jobs):
             return self._whole_only()
-        nodes = [Cluster(name=j.task_id, jobs=[j], kind=ClusterKind.SUBWORKFLOW, site=self.site_of(j))
-                 if j.type is JobType.DAX
-                 else Cluster(name=f"{j.name}_{j.id}", jobs=[j], kind=ClusterKind.SINGLE, site=self.site_of(j))
-                 for j in self.wf.jobs]
+        nodes = [
+            Cluster(name=j.task_id, jobs=[j], kind=ClusterKind.SUBWORKFLOW, site=self.site_of(j))
+            if j.type is JobType.DAX
+            else Cluster(name=f"{j.name}_{j.id}", jobs=[j], kind=ClusterKind.SINGLE, site=self.site_of(j))
+            for j in self.wf.jobs
+        ]
         self._names = {n.name for n in nodes}
         if len(self._names) < len(nodes):  # jobs a_b + c and a + b_c: one directory, one DAG for two clusters
             self._names = set()
@@ -135,8 +141,9 @@ class Clusterer:
         base = f"merge_{self.wf.name}"
         near = {n for n in {j.name for j in jobs} if base.startswith(n) or n.startswith(base)}
         self._names = {f"{j.name}_{j.id}" for j in jobs if j.name in near}  # the single nodes' names it could meet
-        cluster = Cluster(name=self._unique(base), jobs=ordered, kind=ClusterKind.WHOLE, site=self.site_of(jobs[0]),
-                          in_order=True)
+        cluster = Cluster(
+            name=self._unique(base), jobs=ordered, kind=ClusterKind.WHOLE, site=self.site_of(jobs[0]), in_order=True
+        )
         known = [r for r in map(self.runtime_of, ordered) if r is not None]
         cluster.runtime = sum(known) if known else None
         return [cluster]
@@ -167,7 +174,9 @@ class Clusterer:
                 jobs.sort(key=lambda j: self.topo[j.index])
             sites = {m.site for m in members}
             if len(sites) > 1 and kind is ClusterKind.LABEL:
-                raise ConfigError(f"{self.wf.path}: jobs of label {name[len('merge_'):]!r} are on sites {', '.join(sorted(sites))}; a label cluster runs on one site")
+                raise ConfigError(
+                    f"{self.wf.path}: jobs of label {name[len('merge_'):]!r} are on sites {', '.join(sorted(sites))}; a label cluster runs on one site"
+                )
             cluster = Cluster(name=self._unique(name), jobs=jobs, kind=kind, site=members[0].site)
             merged[id(members[0])] = cluster
             replaced.update(id(m) for m in members)
@@ -200,7 +209,9 @@ class Clusterer:
             out += [(ClusterKind.HORIZONTAL, f"{name}_{k}", chunk) for k, chunk in enumerate(chunks, 1)]
         return out
 
-    def _by_runtime(self, members: list[Cluster], prof: dict[str, str], job: Job, level: int, site: str) -> list[list[Cluster]]:
+    def _by_runtime(
+        self, members: list[Cluster], prof: dict[str, str], job: Job, level: int, site: str
+    ) -> list[list[Cluster]]:
         maxruntime = float_profile(prof, "clusters.maxruntime")
         num = int_profile(prof, "clusters.num")
         if len(members) < 2:
@@ -210,8 +221,11 @@ class Clusterer:
             if (int_profile(prof, "clusters.size") or 1) <= 1:
                 log.info("%s: no clusters.maxruntime, clusters.num or clusters.size: not clustered", what)
                 return [[m] for m in members]
-            log.warning("%s: neither clusters.maxruntime nor clusters.num is set, so they become one clustered job, "
-                        "as pegasus-plan does; set one of them to split it", what)
+            log.warning(
+                "%s: neither clusters.maxruntime nor clusters.num is set, so they become one clustered job, "
+                "as pegasus-plan does; set one of them to split it",
+                what,
+            )
             num = 1
         timed = []
         for m in members:
@@ -271,7 +285,7 @@ def split_by_count(members: list, num: int | None, size: int | None) -> list[lis
             start = end
         return out
     if size is not None and size > 1:
-        return [members[i:i + size] for i in range(0, n, size)]
+        return [members[i : i + size] for i in range(0, n, size)]
     return [[m] for m in members]
 
 
@@ -336,9 +350,10 @@ def check_acyclic(nodes: list[Cluster]) -> None:
     try:
         graphs.topological_order(nodes, parents_of, children_of)
     except graphlib.CycleError as exc:
-        names = [c.name[len("merge_"):] if c.kind is ClusterKind.LABEL else c.name for c in exc.args[1]]
+        names = [c.name[len("merge_") :] if c.kind is ClusterKind.LABEL else c.name for c in exc.args[1]]
         raise ConfigError(
-            "clusters form a cycle: " + " -> ".join(names)
+            "clusters form a cycle: "
+            + " -> ".join(names)
             + "; jobs outside a label sit between jobs of that label: give them the label too, or split the label"
         ) from None
 
@@ -353,7 +368,9 @@ def topological_positions(wf: Workflow) -> list[int]:
     try:
         order = graphs.index_order(wf.jobs)
     except graphlib.CycleError as exc:
-        raise ConfigError(f"{wf.path}: jobDependencies form a cycle: {' -> '.join(j.id for j in exc.args[1])}") from None
+        raise ConfigError(
+            f"{wf.path}: jobDependencies form a cycle: {' -> '.join(j.id for j in exc.args[1])}"
+        ) from None
     pos = [-1] * len(wf.jobs)
     for k, job in enumerate(order):
         pos[job.index] = k

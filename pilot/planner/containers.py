@@ -89,15 +89,28 @@ def read(name: str, raw: dict, env: dict[str, str], path: str, cpath: str) -> Co
     if "image" not in raw:
         raise fail(path, cpath, "missing 'image' (the container's image URL)")
     image = expand(need_text(raw["image"], path, f"{cpath}.image"), f"{path}: {cpath}.image")
-    mounts = tuple(expand(need_text(m, path, f"{cpath}.mounts[{k}]"), f"{path}: {cpath}.mounts[{k}]")
-                   for k, m in enumerate(need_list(raw.get("mounts"), path, f"{cpath}.mounts", "of HOST:CONTAINER")))
+    mounts = tuple(
+        expand(need_text(m, path, f"{cpath}.mounts[{k}]"), f"{path}: {cpath}.mounts[{k}]")
+        for k, m in enumerate(need_list(raw.get("mounts"), path, f"{cpath}.mounts", "of HOST:CONTAINER"))
+    )
     for key, value in (("image", image), *((f"mounts[{k}]", m) for k, m in enumerate(mounts)), *env.items()):
         if not value or any(c.isspace() or c in "\0'\";" for c in value):
-            raise fail(path, f"{cpath}.{key}", f"{value!r}: a container's image, mounts and env values are single words "
-                       "(no spaces, quotes or ';'): they are words of the task's command line")
-    return ContainerSpec(name=name, kind=kind, image=image, image_site=optional_text(raw, "image.site", path, cpath),
-                         mounts=mounts, bypass=flag(raw, "bypass", False, path, cpath), env=tuple(env.items()),
-                         where=f"{path}: {cpath}")
+            raise fail(
+                path,
+                f"{cpath}.{key}",
+                f"{value!r}: a container's image, mounts and env values are single words "
+                "(no spaces, quotes or ';'): they are words of the task's command line",
+            )
+    return ContainerSpec(
+        name=name,
+        kind=kind,
+        image=image,
+        image_site=optional_text(raw, "image.site", path, cpath),
+        mounts=mounts,
+        bypass=flag(raw, "bypass", False, path, cpath),
+        env=tuple(env.items()),
+        where=f"{path}: {cpath}",
+    )
 
 
 def image_lfn(spec: ContainerSpec) -> str:
@@ -115,10 +128,12 @@ def image_lfn(spec: ContainerSpec) -> str:
     base = os.path.basename(rest)
     if ":" in base or "." not in base:
         return spec.name
-    suffix = base[base.index("."):]
+    suffix = base[base.index(".") :]
     if suffix not in SINGULARITY_SUFFIXES:
-        raise ConfigError(f"{spec.where}: image {spec.image}: {suffix!r} is not a singularity image suffix "
-                          f"({', '.join(SINGULARITY_SUFFIXES)})")
+        raise ConfigError(
+            f"{spec.where}: image {spec.image}: {suffix!r} is not a singularity image suffix "
+            f"({', '.join(SINGULARITY_SUFFIXES)})"
+        )
     return spec.name + suffix
 
 
@@ -157,21 +172,27 @@ def runtime_for(job: Job, spec: ContainerSpec, site: SiteConfig, handle: str) ->
     if spec.kind == "singularity" and spec.image.lower().startswith("docker://") and not spec.bypass:
         for runtime in site.container_runtimes:
             if CONTAINER_RUNTIMES[runtime] == "docker":
-                replaced.note(f"singularity container on {runtime}", spec.where,
-                              f"site {site.name} has no apptainer or singularity: the container's docker:// image "
-                              f"runs as a docker container on {runtime}, the job's directory at /srv as in "
-                              "singularity (the job's env profiles passed in by name)")
+                replaced.note(
+                    f"singularity container on {runtime}",
+                    spec.where,
+                    f"site {site.name} has no apptainer or singularity: the container's docker:// image "
+                    f"runs as a docker container on {runtime}, the job's directory at /srv as in "
+                    "singularity (the job's env profiles passed in by name)",
+                )
                 return runtime, replace(spec, kind="docker")
     offers = ", ".join(site.container_runtimes) or "no container runtime"
     runs = [r for r, kind in CONTAINER_RUNTIMES.items() if kind == spec.kind]
     hint = f"add its runtime to the site's container_runtimes ({', '.join(runs)})"
-    raise ConfigError(f"{job.where}: transformation {job.tx_label} runs in {spec.kind} container {spec.name} "
-                      f"(image {spec.image}) on site {handle}, and site {site.name} offers {offers}: {hint}, "
-                      "or remove 'container' from the transformation's site entry to run it on the host")
+    raise ConfigError(
+        f"{job.where}: transformation {job.tx_label} runs in {spec.kind} container {spec.name} "
+        f"(image {spec.image}) on site {handle}, and site {site.name} offers {offers}: {hint}, "
+        "or remove 'container' from the transformation's site entry to run it on the host"
+    )
 
 
-def wrapper(spec: ContainerSpec, runtime: str, workdir: str, profiles: dict[str, Any],
-            env_names: tuple[str, ...] = ()) -> list[str]:
+def wrapper(
+    spec: ContainerSpec, runtime: str, workdir: str, profiles: dict[str, Any], env_names: tuple[str, ...] = ()
+) -> list[str]:
     """The words before the job's executable: its container's runtime command (see the module doc).
 
     ``env_names`` are the job's env profiles, which its task gets from pilot run: apptainer and shifter pass the
@@ -214,5 +235,7 @@ def bypassed_reference(spec: ContainerSpec) -> str:
     scheme, sep, rest = spec.image.partition("://")
     if sep and scheme.lower() == "docker" and rest.strip("/"):
         return rest.strip("/")
-    raise ConfigError(f"{spec.where}: image {spec.image}: a docker container used from its URL (bypass) needs a "
-                      "docker:// image, which the runtime pulls; stage any other image (drop bypass)")
+    raise ConfigError(
+        f"{spec.where}: image {spec.image}: a docker container used from its URL (bypass) needs a "
+        "docker:// image, which the runtime pulls; stage any other image (drop bypass)"
+    )

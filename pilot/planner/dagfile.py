@@ -42,8 +42,12 @@ if TYPE_CHECKING:  # resolve builds its templates with this module's TASK heads 
 # The profiles each TASK option comes from, the first one set. As Pegasus' PMC code generator does (since
 # 4.6), -m and -c fall back to the job's memory (MB) and cores where the pmc_* keys are unset, so a task
 # asks the pilot for what it asked Pegasus. PMC has no GPU option; pilot's -g carries the gpus profile.
-REQUESTS = (("-m", ("pmc_request_memory", "memory")), ("-c", ("pmc_request_cpus", "cores")),
-            ("-p", ("pmc_priority",)), ("-g", ("gpus",)))
+REQUESTS = (
+    ("-m", ("pmc_request_memory", "memory")),
+    ("-c", ("pmc_request_cpus", "cores")),
+    ("-p", ("pmc_priority",)),
+    ("-g", ("gpus",)),
+)
 REQUEST_KEYS = tuple(k for _, keys in REQUESTS for k in keys)
 WRITE_BUFFER = 1 << 20
 CHUNK = 4096  # jobs' lines, or EDGE lines, joined per write
@@ -93,8 +97,9 @@ def input_file(cdir: str, job: Job) -> str:
     return os.path.join(os.path.abspath(cdir), job.id + ".in")
 
 
-def with_credentials(env: tuple[tuple[str, str], ...] | None,
-                      credentials: tuple[tuple[str, str], ...] | None) -> tuple[tuple[str, str], ...] | None:
+def with_credentials(
+    env: tuple[tuple[str, str], ...] | None, credentials: tuple[tuple[str, str], ...] | None
+) -> tuple[tuple[str, str], ...] | None:
     """A data job's variables: its transformation's env profiles, then the credentials pegasus-transfer reads
     (the planner's, set last). ``credentials`` itself when the transformation has none."""
     if not env:
@@ -201,7 +206,9 @@ def write_dag(path: str, cluster: Cluster, templates: Iterable[Template], cdir: 
     directory its jobs run in and the variables of its env profiles on ``#pilot cwd=`` and ``#pilot env`` lines
     where they change (PMC skips all three). A TASK that the DAG parser would refuse is a ConfigError naming
     the job it was made from."""
-    with open_file(path, "w", encoding="utf-8", errors="surrogateescape", buffering=WRITE_BUFFER) as fh:  # bytes PMC passes
+    with open_file(
+        path, "w", encoding="utf-8", errors="surrogateescape", buffering=WRITE_BUFFER
+    ) as fh:  # bytes PMC passes
         fh.writelines(dag_lines(cluster, templates, cdir))
 
 
@@ -273,8 +280,10 @@ def dag_lines(cluster: Cluster, templates: Iterable[Template], cdir: str = ".") 
 
 def _duplicate(cluster: Cluster, job: Job, tid: str) -> ConfigError:
     first = next(other for other in cluster.jobs if other.task_id == tid)
-    return ConfigError(f"{job.where}: the PMC task made from this job is invalid: duplicate task {tid!r} "
-                       f"(the task of job {first.id} has that id too)")
+    return ConfigError(
+        f"{job.where}: the PMC task made from this job is invalid: duplicate task {tid!r} "
+        f"(the task of job {first.id} has that id too)"
+    )
 
 
 def _edge_lines(cluster: Cluster, ids: list[str]) -> Iterator[str]:
@@ -287,8 +296,12 @@ def _edge_lines(cluster: Cluster, ids: list[str]) -> Iterator[str]:
         edges = ((ids[k], ids[c]) for k, job in enumerate(jobs) for c in map(member, job.children) if c >= 0)
     else:
         size = len(where)
-        edges = ((ids[k], ids[c]) for k, job in enumerate(jobs) for child in job.children
-                 if child.index < size and (c := where[child.index]) >= 0 and jobs[c] is child)
+        edges = (
+            (ids[k], ids[c])
+            for k, job in enumerate(jobs)
+            for child in job.children
+            if child.index < size and (c := where[child.index]) >= 0 and jobs[c] is child
+        )
     while chunk := list(itertools.islice(edges, CHUNK)):
         yield edge_lines(chunk)
 

@@ -121,9 +121,13 @@ def default_local_site(base: str) -> Site:
     (x86_64 linux), the one a transformation entry that names none is for, whatever this machine is: pegasus-plan
     gives it this machine's arch, which on an ARM laptop would refuse every such entry."""
     site = Site(name="local")
-    for dtype, path in ((DirectoryType.SHARED_SCRATCH, os.path.join(base, "wf-scratch", "LOCAL")),
-                        (DirectoryType.SHARED_STORAGE, os.path.join(base, "wf-output"))):
-        site.directories[dtype] = Directory(type=dtype, path=path, servers=[("file://" + path, "all")], where="the default local site")
+    for dtype, path in (
+        (DirectoryType.SHARED_SCRATCH, os.path.join(base, "wf-scratch", "LOCAL")),
+        (DirectoryType.SHARED_STORAGE, os.path.join(base, "wf-output")),
+    ):
+        site.directories[dtype] = Directory(
+            type=dtype, path=path, servers=[("file://" + path, "all")], where="the default local site"
+        )
     return site
 
 
@@ -150,8 +154,10 @@ def _place(site: str, directory: Directory, operation: str, tail: str = "") -> P
         path, url = f"{path.rstrip('/')}/{tail}", f"{url}/{tail}"
         why = safetext.problem_staged_path(url) or safetext.problem_line_value(path)
         if why:  # the path is every task's "#pilot cwd=" line
-            raise ConfigError(f"pilot plan: the workflow's directory {path[:160]!r} (from the submit directory's "
-                              f"name and the user name) {why}")
+            raise ConfigError(
+                f"pilot plan: the workflow's directory {path[:160]!r} (from the submit directory's "
+                f"name and the user name) {why}"
+            )
     return Place(site, path, url)
 
 
@@ -163,12 +169,17 @@ def scratch_directory(catalogs: Catalogs, site: SiteConfig, base: str) -> Direct
     if site.shared_scratch:
         path = os.path.expandvars(os.path.expanduser(site.shared_scratch))
         if not os.path.isabs(path):
-            raise ConfigError(f"{site.path or site.name}: shared_scratch {site.shared_scratch!r} is not an absolute path "
-                              "(after expanding $VARS): give the site's scratch directory, e.g. $SCRATCH/pilot")
-        return Directory(type=DirectoryType.SHARED_SCRATCH, path=path, where=f"{site.path or site.name}: shared_scratch")
+            raise ConfigError(
+                f"{site.path or site.name}: shared_scratch {site.shared_scratch!r} is not an absolute path "
+                "(after expanding $VARS): give the site's scratch directory, e.g. $SCRATCH/pilot"
+            )
+        return Directory(
+            type=DirectoryType.SHARED_SCRATCH, path=path, where=f"{site.path or site.name}: shared_scratch"
+        )
     path = os.path.join(base, "wf-scratch", site.handle)
-    log.info("site %s has no shared scratch in the site catalog or its config (shared_scratch): using %s",
-             site.handle, path)
+    log.info(
+        "site %s has no shared scratch in the site catalog or its config (shared_scratch): using %s", site.handle, path
+    )
     return Directory(type=DirectoryType.SHARED_SCRATCH, path=path, where="the default scratch")
 
 
@@ -196,8 +207,9 @@ def transfer_command() -> tuple[str, ...] | None:
     return (found,) if found else None
 
 
-def layout(catalogs: Catalogs, site: SiteConfig, submit_dir: str, workflow: str,
-           output_site: str | None = DEFAULT_OUTPUT_SITE) -> DataLayout:
+def layout(
+    catalogs: Catalogs, site: SiteConfig, submit_dir: str, workflow: str, output_site: str | None = DEFAULT_OUTPUT_SITE
+) -> DataLayout:
     """Where the workflow's directory and outputs go; adds the default ``local`` site where the catalog has none."""
     configuration = data_configuration(catalogs, site.handle)
     base = os.path.dirname(os.path.abspath(submit_dir))
@@ -209,10 +221,20 @@ def layout(catalogs: Catalogs, site: SiteConfig, submit_dir: str, workflow: str,
     storage_get = storage_place(catalogs, output_site, "get") if output_site else None
     command = transfer_command()
     if command is None:
-        raise ConfigError("pegasus-transfer not found, which stages the workflow's files and makes its directory: "
-                          "pip install 'pegasus-wms.worker==5.1.*' into pilot's environment (or put a Pegasus "
-                          "installation's bin on PATH)")
-    return DataLayout(site.handle, workdir, output_site, storage, storage_get, command,
-                      os.path.join(os.path.abspath(submit_dir), f"{workflow}-0.replicas.db"),
-                      _place(site.handle, scratch, "get", relative_dir(submit_dir, workflow)), configuration,
-                      local_scratch(catalogs, site.handle))
+        raise ConfigError(
+            "pegasus-transfer not found, which stages the workflow's files and makes its directory: "
+            "pip install 'pegasus-wms.worker==5.1.*' into pilot's environment (or put a Pegasus "
+            "installation's bin on PATH)"
+        )
+    return DataLayout(
+        site.handle,
+        workdir,
+        output_site,
+        storage,
+        storage_get,
+        command,
+        os.path.join(os.path.abspath(submit_dir), f"{workflow}-0.replicas.db"),
+        _place(site.handle, scratch, "get", relative_dir(submit_dir, workflow)),
+        configuration,
+        local_scratch(catalogs, site.handle),
+    )

@@ -70,9 +70,18 @@ _runtime = attrgetter("runtime")  # a template's
 Row = tuple[int, str, str, int, float | None, BatchOptions, int | None, tuple[str, ...], int | None]
 
 
-def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolved: Resolved, workflow_name: str,
-         planner_arguments: str, subplans: dict[int, subworkflow.SubPlan] | None = None, static_bp: bool = False,
-         taskdirs: TaskDirPlan | None = None, parallel: Parallelism | None = None) -> list[Emitted]:
+def emit(
+    submit_dir: str,
+    clusters: list[Cluster],
+    site: SiteConfig,
+    resolved: Resolved,
+    workflow_name: str,
+    planner_arguments: str,
+    subplans: dict[int, subworkflow.SubPlan] | None = None,
+    static_bp: bool = False,
+    taskdirs: TaskDirPlan | None = None,
+    parallel: Parallelism | None = None,
+) -> list[Emitted]:
     """``resolved``: the jobs' templates (planner.resolve); ``subplans``: each sub-workflow job's plan (by job
     index), written for pilot submit instead of a DAG; ``static_bp``: the user asked for each cluster's own
     static.bp (see cluster_static_bp); ``taskdirs``: the tasks run in directories of their own (nonsharedfs,
@@ -80,19 +89,39 @@ def emit(submit_dir: str, clusters: list[Cluster], site: SiteConfig, resolved: R
     parallel = parallel or PARALLELISM
     os.makedirs(submit_dir, exist_ok=True)
     open_file(os.path.join(submit_dir, NOTIFY_FILE), "a").close()
-    ctx = EmitContext(submit_dir, clusters, site, resolved, planner_arguments, subplans or {},
-                      cluster_static_bp(site, static_bp), taskdirs, parallel)
+    ctx = EmitContext(
+        submit_dir,
+        clusters,
+        site,
+        resolved,
+        planner_arguments,
+        subplans or {},
+        cluster_static_bp(site, static_bp),
+        taskdirs,
+        parallel,
+    )
     workers = parallel.workers
     if len(clusters) >= parallel.from_clusters and workers > 1 and "fork" in multiprocessing.get_all_start_methods():
         rows = _in_workers(ctx, workers)
     else:
         rows = [_emit_one(ctx, k) for k in range(len(clusters))]
-    out = [Emitted(clusters[k], dag, script, ranks, critical, batch, roots, run_options)
-           for k, dag, script, ranks, critical, batch, roots, run_options, _ in rows]
+    out = [
+        Emitted(clusters[k], dag, script, ranks, critical, batch, roots, run_options)
+        for k, dag, script, ranks, critical, batch, roots, run_options, _ in rows
+    ]
     catalogs = resolved.catalogs
     write_cluster_dag(submit_dir, out, site, workflow_name, [row[-1] for row in rows], catalogs.properties, subplans)
-    write_root_monitoring(submit_dir, out, site, workflow_name, planner_arguments, resolved, catalogs.properties,
-                          catalogs.workflow_metadata, catalogs)
+    write_root_monitoring(
+        submit_dir,
+        out,
+        site,
+        workflow_name,
+        planner_arguments,
+        resolved,
+        catalogs.properties,
+        catalogs.workflow_metadata,
+        catalogs,
+    )
     return out
 
 
@@ -114,8 +143,9 @@ def _in_workers(ctx: EmitContext, workers: int) -> list[Row]:
                 ok, got = receive.recv()
             except EOFError:  # it died before it could say why (killed, or an error it could not send)
                 process.join()
-                raise RuntimeError(f"a worker writing the plan's clusters ended with exit code {process.exitcode}") \
-                    from None
+                raise RuntimeError(
+                    f"a worker writing the plan's clusters ended with exit code {process.exitcode}"
+                ) from None
             if not ok:
                 raise got
             rows += got
@@ -161,8 +191,18 @@ def _emit_one(ctx: EmitContext, k: int) -> Row:
     aggregator = ctx.resolved.aggregator(cluster.site) if cluster.kind in CLUSTERED else None
     batch = batch_options(cluster, templates(cluster), aggregator, ctx.site)
     run_options = ctx.taskdirs.write(os.path.join(cdir, cluster.name + ".dag"), cluster) if ctx.taskdirs else ()
-    e = write_cluster(ctx.submit_dir, cluster, lambda path: write_dag(path, cluster, templates(cluster), cdir),
-                      width, critical, ctx.site, ctx.planner_arguments, batch, ctx.static_bp, run_options)
+    e = write_cluster(
+        ctx.submit_dir,
+        cluster,
+        lambda path: write_dag(path, cluster, templates(cluster), cdir),
+        width,
+        critical,
+        ctx.site,
+        ctx.planner_arguments,
+        batch,
+        ctx.static_bp,
+        run_options,
+    )
     for job in cluster.jobs:
         if job.stdin_text is not None:
             with open_file(input_file(cdir, job), "w", encoding="utf-8") as fh:
@@ -170,10 +210,18 @@ def _emit_one(ctx: EmitContext, k: int) -> Row:
     return k, e.dag, e.script, e.ranks, e.critical_path, batch, roots, run_options, retry
 
 
-def write_cluster(submit_dir: str, cluster: Cluster, write_dag_file: Callable[[str], None], width: int,
-                  critical: float | None, site: SiteConfig, planner_arguments: str,
-                  batch: BatchOptions = BatchOptions(), static_bp: bool = False,  # noqa: B008 - BatchOptions is frozen: one shared default is safe
-                  run_options: tuple[str, ...] = ()) -> Emitted:
+def write_cluster(
+    submit_dir: str,
+    cluster: Cluster,
+    write_dag_file: Callable[[str], None],
+    width: int,
+    critical: float | None,
+    site: SiteConfig,
+    planner_arguments: str,
+    batch: BatchOptions = BatchOptions(),  # noqa: B008 - BatchOptions is frozen: one shared default is safe
+    static_bp: bool = False,
+    run_options: tuple[str, ...] = (),
+) -> Emitted:
     """The cluster's directory: its PMC DAG (``write_dag_file(path)`` writes it), batch script (its pilot run
     given ``run_options`` too) and monitoring files (its static.bp only where ``static_bp`` asks, see
     cluster_static_bp)."""
@@ -182,17 +230,29 @@ def write_cluster(submit_dir: str, cluster: Cluster, write_dag_file: Callable[[s
     dag_file = os.path.join(cdir, cluster.name + ".dag")
     write_dag_file(dag_file)
     size = batch.size  # the aggregator's entry's, as Pegasus sizes a PMC job; else the cluster's width's
-    req = request_for(site, cluster.name, cdir,
-                      pilot_args(site, cluster.name + ".dag", size.walltime_minutes, run_options),
-                      ranks=size.ranks or width + 1, queue=batch.queue, account=batch.account,
-                      directives=batch.directives, nodes=size.nodes, ranks_per_node=size.ranks_per_node,
-                      walltime_minutes=size.walltime_minutes)
+    req = request_for(
+        site,
+        cluster.name,
+        cdir,
+        pilot_args(site, cluster.name + ".dag", size.walltime_minutes, run_options),
+        ranks=size.ranks or width + 1,
+        queue=batch.queue,
+        account=batch.account,
+        directives=batch.directives,
+        nodes=size.nodes,
+        ranks_per_node=size.ranks_per_node,
+        walltime_minutes=size.walltime_minutes,
+    )
     suffix, script = script_for(site, req)
     script_file = os.path.join(cdir, cluster.name + suffix)
     with open_file(script_file, "w", encoding="utf-8") as fh:
         fh.write(script)
     os.chmod(script_file, 0o755)
-    write_monitoring_files(read_dag(dag_file) if static_bp else None, dag_file, planner_arguments=planner_arguments,
-                           notify=os.path.join(os.path.abspath(submit_dir), NOTIFY_FILE),
-                           properties=os.path.join(os.path.abspath(submit_dir), PROPERTIES))
+    write_monitoring_files(
+        read_dag(dag_file) if static_bp else None,
+        dag_file,
+        planner_arguments=planner_arguments,
+        notify=os.path.join(os.path.abspath(submit_dir), NOTIFY_FILE),
+        properties=os.path.join(os.path.abspath(submit_dir), PROPERTIES),
+    )
     return Emitted(cluster, dag_file, script_file, req.ranks, critical, batch, run_options=run_options)

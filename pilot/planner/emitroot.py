@@ -52,9 +52,18 @@ _request = attrgetter("request")  # a template's
 
 CHUNK = 4096  # jobs whose columns are read at a time: they stay in the processor's cache across the columns
 
-def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
-                          planner_arguments: str, templates: Templates, properties: dict[str, str] | None = None,
-                          metadata: dict[str, str] | None = None, catalogs: Catalogs | None = None) -> None:
+
+def write_root_monitoring(
+    submit_dir: str,
+    emitted: list[Emitted],
+    site: SiteConfig,
+    workflow_name: str,
+    planner_arguments: str,
+    templates: Templates,
+    properties: dict[str, str] | None = None,
+    metadata: dict[str, str] | None = None,
+    catalogs: Catalogs | None = None,
+) -> None:
     """The submit directory as one Pegasus workflow (pilot.contracts.rootfiles): clusters are its jobs, and
     ``templates`` give each task its request (planner.resolve)."""
     jobs = []
@@ -72,10 +81,16 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
             command = [sys.executable, "-m", "pilot", "submit", subworkflow.nested_dir(c)]
         else:
             size = e.batch.size
-            command = request_for(site, c.name, cdir, pilot_args(site, os.path.basename(e.dag), size.walltime_minutes,
-                                                                 e.run_options),
-                                  ranks=e.ranks, nodes=size.nodes, ranks_per_node=size.ranks_per_node,
-                                  walltime_minutes=size.walltime_minutes).command()
+            command = request_for(
+                site,
+                c.name,
+                cdir,
+                pilot_args(site, os.path.basename(e.dag), size.walltime_minutes, e.run_options),
+                ranks=e.ranks,
+                nodes=size.nodes,
+                ranks_per_node=size.ranks_per_node,
+                walltime_minutes=size.walltime_minutes,
+            ).command()
         job = RootJob(c.name, c.site, tasks, [p.name for p in c.parents], command)
         if alone:
             job.kind, job.transformation = c.jobs[0].type.value, c.jobs[0].tx_label
@@ -83,9 +98,16 @@ def write_root_monitoring(submit_dir: str, emitted: list[Emitted], site: SiteCon
     if data_ids:  # a task's edges to a data job (stage-out, cleanup, ...) are no edges between tasks
         for job in jobs:
             _drop_edges_to(job.tasks, data_ids)
-    write_root_files(submit_dir, workflow_name, jobs, planner_arguments, properties=properties, metadata=metadata,
-                     workflow_hooks=catalogs.workflow_hooks if catalogs else None,
-                     job_hooks=job_hooks(emitted, catalogs) if catalogs else None)
+    write_root_files(
+        submit_dir,
+        workflow_name,
+        jobs,
+        planner_arguments,
+        properties=properties,
+        metadata=metadata,
+        workflow_hooks=catalogs.workflow_hooks if catalogs else None,
+        job_hooks=job_hooks(emitted, catalogs) if catalogs else None,
+    )
 
 
 def task_table(cluster: Cluster, templates: Iterable[Template], data_ids: set[str] | None = None) -> TaskTable:
@@ -99,7 +121,7 @@ def task_table(cluster: Cluster, templates: Iterable[Template], data_ids: set[st
     metadata, files = table.metadata, table.files
     table.requests.update(map(_request, templates))
     for start in range(0, len(cluster.jobs), CHUNK):
-        jobs = cluster.jobs[start:start + CHUNK]
+        jobs = cluster.jobs[start : start + CHUNK]
         data = list(itertools.compress(jobs, map(_command, jobs)))  # data jobs: a command of the planner's
         if data:
             if data_ids is not None:
@@ -110,8 +132,10 @@ def task_table(cluster: Cluster, templates: Iterable[Template], data_ids: set[st
         ids = list(map(_id, jobs))
         argvs = list(map(_args_line, jobs))
         labels = list(map(_name, jobs))  # tx_label: the name, unless a namespace or version is set
-        qualified = {*itertools.compress(range(len(jobs)), map(_namespace, jobs)),
-                     *itertools.compress(range(len(jobs)), map(_version, jobs))}
+        qualified = {
+            *itertools.compress(range(len(jobs)), map(_namespace, jobs)),
+            *itertools.compress(range(len(jobs)), map(_version, jobs)),
+        }
         for k in qualified:
             labels[k] = jobs[k].tx_label
         children = list(map(_children, jobs))
@@ -160,9 +184,11 @@ def job_hooks(emitted: list[Emitted], catalogs: Catalogs) -> dict[str, list[tupl
             if not hooks:
                 continue
             if len(e.cluster.jobs) > 1:
-                raise ConfigError(f"{job.where}: shell hooks of a job clustered with {len(e.cluster.jobs) - 1} other "
-                                  f"job(s) in {e.cluster.name} cannot be told apart from theirs; give the job a "
-                                  "label of its own (--cluster label) or plan with --cluster none, or drop the hooks")
+                raise ConfigError(
+                    f"{job.where}: shell hooks of a job clustered with {len(e.cluster.jobs) - 1} other "
+                    f"job(s) in {e.cluster.name} cannot be told apart from theirs; give the job a "
+                    "label of its own (--cluster label) or plan with --cluster none, or drop the hooks"
+                )
             out[e.cluster.name] = hooks
     return out
 
@@ -184,25 +210,53 @@ def category_of(cluster: Cluster, properties: dict[str, str]) -> tuple[str | Non
     return category, value if value > 0 else None
 
 
-def write_cluster_dag(submit_dir: str, emitted: list[Emitted], site: SiteConfig, workflow_name: str,
-                      retries: list[int | None] | None = None, properties: dict[str, str] | None = None,
-                      subplans: dict[int, subworkflow.SubPlan] | None = None) -> None:
+def write_cluster_dag(
+    submit_dir: str,
+    emitted: list[Emitted],
+    site: SiteConfig,
+    workflow_name: str,
+    retries: list[int | None] | None = None,
+    properties: dict[str, str] | None = None,
+    subplans: dict[int, subworkflow.SubPlan] | None = None,
+) -> None:
     """clusters.yml (pilot.contracts.clusters), one entry per emitted cluster, parents first."""
     specs = []
     for k, e in enumerate(emitted):
         c, b = e.cluster, e.batch
         cdir = os.path.join(submit_dir, c.name)
         category, maxjobs = category_of(c, properties or {})
-        sub = (subworkflow.spec_of(subplans[c.jobs[0].index], os.path.dirname(e.dag), submit_dir)
-               if c.kind is ClusterKind.SUBWORKFLOW and subplans else None)
-        specs.append(ClusterSpec(
-            name=c.name, kind=c.kind, dir=cdir, dag=e.dag, tasks=len(c.jobs), ranks=e.ranks,
-            parents=tuple(p.name for p in c.parents), retry=retries[k] if retries else None, runtime=c.runtime,
-            critical_path=e.critical_path, category=category, maxjobs=maxjobs,
-            roots=roots_of(c) if e.roots is None else e.roots, queue=b.queue, account=b.account,
-            directives=tuple(b.directives), nodes=b.size.nodes, ranks_per_node=b.size.ranks_per_node,
-            walltime_minutes=b.size.walltime_minutes, subworkflow=sub, script=e.script or None,
-            run_options=e.run_options,
-        ))
-    plan = PlanInfo(workflow=workflow_name, site=site.name, site_file=os.path.abspath(site.path), scheduler=site.scheduler)
+        sub = (
+            subworkflow.spec_of(subplans[c.jobs[0].index], os.path.dirname(e.dag), submit_dir)
+            if c.kind is ClusterKind.SUBWORKFLOW and subplans
+            else None
+        )
+        specs.append(
+            ClusterSpec(
+                name=c.name,
+                kind=c.kind,
+                dir=cdir,
+                dag=e.dag,
+                tasks=len(c.jobs),
+                ranks=e.ranks,
+                parents=tuple(p.name for p in c.parents),
+                retry=retries[k] if retries else None,
+                runtime=c.runtime,
+                critical_path=e.critical_path,
+                category=category,
+                maxjobs=maxjobs,
+                roots=roots_of(c) if e.roots is None else e.roots,
+                queue=b.queue,
+                account=b.account,
+                directives=tuple(b.directives),
+                nodes=b.size.nodes,
+                ranks_per_node=b.size.ranks_per_node,
+                walltime_minutes=b.size.walltime_minutes,
+                subworkflow=sub,
+                script=e.script or None,
+                run_options=e.run_options,
+            )
+        )
+    plan = PlanInfo(
+        workflow=workflow_name, site=site.name, site_file=os.path.abspath(site.path), scheduler=site.scheduler
+    )
     write_clusters(submit_dir, plan, specs)

@@ -95,7 +95,9 @@ def simulate(dag: Dag, layout: Layout, tries: int = 1, max_wall_time: float | No
     for i in range(layout.nodes):
         slots = layout.ranks_per_node - (1 if i == 0 else 0)
         if slots > 0:
-            hosts.append(SimHost(f"node{i}", layout.cpus, layout.memory, tuple(str(g) for g in range(layout.gpus)), slots))
+            hosts.append(
+                SimHost(f"node{i}", layout.cpus, layout.memory, tuple(str(g) for g in range(layout.gpus)), slots)
+            )
     if not hosts:
         raise ValueError("a pilot needs at least 2 ranks")
     runtimes = {t.name: (t.runtime or 0.0) + DISPATCH_OVERHEAD for t in dag}
@@ -103,8 +105,15 @@ def simulate(dag: Dag, layout: Layout, tries: int = 1, max_wall_time: float | No
         link = os.path.join(tmp, os.path.basename(dag.path))
         os.symlink(os.path.abspath(dag.path), link)
         cluster = SimCluster(hosts, duration=runtimes.__getitem__, timeouts=max_wall_time is not None)
-        opts = RunOptions(dag=link, nolock=True, resource_log=False, per_task_stdio=True, skip_rescue=True, tries=tries,
-                          max_wall_time=max_wall_time)
+        opts = RunOptions(
+            dag=link,
+            nolock=True,
+            resource_log=False,
+            per_task_stdio=True,
+            skip_rescue=True,
+            tries=tries,
+            max_wall_time=max_wall_time,
+        )
         logger = logging.getLogger("pilot.master")
         was_disabled = logger.disabled
         logger.disabled = True
@@ -144,7 +153,9 @@ def estimate_cluster(name: str, dag_path: str, ranks: int, site: SiteConfig) -> 
     dag = read_dag(dag_path)
     missing = [t for t in dag if t.runtime is None]
     if missing:
-        return ClusterEstimate(name, ranks, None, limit, f"{len(missing)} task(s) without a runtime, e.g. {missing[0].name}")
+        return ClusterEstimate(
+            name, ranks, None, limit, f"{len(missing)} task(s) without a runtime, e.g. {missing[0].name}"
+        )
     min_cpus = max((t.cpus for t in dag), default=1)
     try:
         makespan = simulate(dag, layout_for(site, ranks, min_cpus))
@@ -161,8 +172,10 @@ def _fix(dag: Dag, ranks: int, site: SiteConfig, limit: float, min_cpus: int) ->
     would give it), or a clusters.maxruntime that fits."""
     longest = max(dag, key=lambda t: t.runtime or 0.0)
     if (longest.runtime or 0.0) + DISPATCH_OVERHEAD > limit:
-        return (f"task {longest.name} alone runs {longest.runtime:g} s: ask for a longer walltime "
-                f"(the site's walltime {site.walltime} leaves the pilot {limit:g} s)")
+        return (
+            f"task {longest.name} alone runs {longest.runtime:g} s: ask for a longer walltime "
+            f"(the site's walltime {site.walltime} leaves the pilot {limit:g} s)"
+        )
     useful = widest_level(dag) + 1
     options = []
     if useful > ranks:
@@ -182,7 +195,9 @@ def _fix(dag: Dag, ranks: int, site: SiteConfig, limit: float, min_cpus: int) ->
                 how = f", e.g. --set nodes={nodes}" if nodes > site.nodes else ""
             options.append(f"more ranks: {hi}{how}")
         else:
-            options.append(f"more ranks do not suffice (with {useful}, its widest level + 1, it still takes {best:.1f} s)")
+            options.append(
+                f"more ranks do not suffice (with {useful}, its widest level + 1, it still takes {best:.1f} s)"
+            )
     options.append(f"clusters.maxruntime <= {math.floor(limit)} with pegasus.clusterer.preference=Runtime")
     return "; ".join(options)
 
@@ -200,8 +215,13 @@ class PlanEstimate:
             return []
         out = ["estimated makespan (real scheduling policy in virtual time, from the tasks' runtime profiles):"]
         shown = self.clusters[:60]
-        out += table([(e.name, f"{e.ranks} ranks", f"{e.makespan:.1f} s" if e.makespan is not None else f"- ({e.note})")
-                      for e in shown], indent="  ")
+        out += table(
+            [
+                (e.name, f"{e.ranks} ranks", f"{e.makespan:.1f} s" if e.makespan is not None else f"- ({e.note})")
+                for e in shown
+            ],
+            indent="  ",
+        )
         if len(self.clusters) > len(shown):
             out.append(f"  ... and {len(self.clusters) - len(shown)} more clusters")
         if self.end_to_end is not None:
@@ -230,7 +250,9 @@ def estimate_plan(emitted, site: SiteConfig, from_dag: bool = False) -> PlanEsti
         minutes = e.batch.size.walltime_minutes  # the aggregator's runtime, where it sets the batch job's walltime
         own = site if minutes is None else dataclasses.replace(site, walltime=format_walltime(minutes))
         if e.critical_path is None and not from_dag:
-            est = ClusterEstimate(c.name, e.ranks, None, pilot_wall_time(own.walltime_minutes) * 60.0, "no runtime profiles")
+            est = ClusterEstimate(
+                c.name, e.ranks, None, pilot_wall_time(own.walltime_minutes) * 60.0, "no runtime profiles"
+            )
         else:
             est = estimate_cluster(c.name, e.dag, e.ranks, own)
         estimates.append(est)

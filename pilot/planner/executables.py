@@ -41,8 +41,10 @@ def required_executables(catalogs: Catalogs, job: Job, tx: Transformation, handl
         need = catalogs.find_transformation(split_requirement(text))
         entry = None if need is None else sysinfo.usable(need, handle, catalogs.sites.get(handle))
         if need is None or entry is None:
-            raise ConfigError(f"{job.where}: transformation {job.tx_label} requires {text!r}, which the transformation "
-                              f"catalog has no entry of for site {handle!r} and its system: add one, or drop it from requires")
+            raise ConfigError(
+                f"{job.where}: transformation {job.tx_label} requires {text!r}, which the transformation "
+                f"catalog has no entry of for site {handle!r} and its system: add one, or drop it from requires"
+            )
         if entry.stageable:
             lfn = "-".join(p for p in (need.namespace, need.name, need.version) if p)
             out.append(Executable(lfn, replicas.url_of(entry.pfn), entry.site, need.sha256))

@@ -28,12 +28,16 @@ def expand(text: str, where: str) -> str:
     def value(m: re.Match) -> str:
         name = m.group(1)
         if not NAME.match(name):
-            raise ConfigError(f"{where}: ${{{name}}} names no environment variable (letters, digits and '_', not "
-                              "starting with a digit): correct the name, or write the value itself")
+            raise ConfigError(
+                f"{where}: ${{{name}}} names no environment variable (letters, digits and '_', not "
+                "starting with a digit): correct the name, or write the value itself"
+            )
         found = os.environ.get(name)
         if found is None:
-            raise ConfigError(f"{where}: ${{{name}}} is not set in the environment: set {name} (export {name}=...) "
-                              "before planning, or write the value itself")
+            raise ConfigError(
+                f"{where}: ${{{name}}} is not set in the environment: set {name} (export {name}=...) "
+                "before planning, or write the value itself"
+            )
         return found
 
     return VARIABLE.sub(value, text)

@@ -53,8 +53,11 @@ def read_profiles(raw: Any, path: str, ypath: str, aggregator: bool = False) -> 
                 check_env(key, text, path, kpath)
             name, why = profilekeys.problem(ns, key, text, where)
             if aggregator and (ns, name) in AGGREGATOR_SIZE:
-                why = None if check_value("clusters.size", text) is None else \
-                    f"{key} = {text!r} is not a whole number of 1 or more"
+                why = (
+                    None
+                    if check_value("clusters.size", text) is None
+                    else f"{key} = {text!r} is not a whole number of 1 or more"
+                )
                 if why:
                     raise fail(path, kpath, why)
             elif why and ns == "pegasus" and profilekeys.lookup(ns, key)[1] is None:
@@ -71,7 +74,8 @@ def read_profiles(raw: Any, path: str, ypath: str, aggregator: bool = False) -> 
                     said = f"{ns}::{key}"
                     if per_site:  # said when a job runs on the site (profilekeys.check_deferred)
                         out.setdefault(profilekeys.DEFERRED_NOTES, {}).setdefault(
-                            said, replaced.line(said, f"{path}: {kpath}", instead))
+                            said, replaced.line(said, f"{path}: {kpath}", instead)
+                        )
                     else:
                         replaced.note(said, f"{path}: {kpath}", instead)
             if ns == "pegasus":
@@ -102,8 +106,11 @@ AGGREGATOR_SIZE = (("pegasus", "nodes"), ("pegasus", "ppn"), ("globus", "hostcou
 def check_env(name: str, value: str, path: str, kpath: str) -> None:
     """An env profile becomes a variable of the task's environment, written into a PMC DAG line."""
     if not ENV_NAME.match(name):
-        raise fail(path, kpath, f"{name!r} is not an environment variable name: use letters, digits and '_', "
-                   "not starting with a digit")
+        raise fail(
+            path,
+            kpath,
+            f"{name!r} is not an environment variable name: use letters, digits and '_', " "not starting with a digit",
+        )
     if any(c in value for c in "\n\r\0"):
         raise fail(path, kpath, "an environment value cannot hold a newline or NUL: pass such data in a file")
 
@@ -120,7 +127,9 @@ def read_hooks(raw: Any, path: str, ypath: str) -> list[tuple[str, str]]:
     out = []
     for kind, entries in need_mapping(raw, path, ypath, "shell: [{_on: EVENT, cmd: COMMAND}]").items():
         if kind != "shell":
-            raise fail(path, f"{ypath}.{kind}", f"{kind!r} hooks: only shell hooks exist (shell: [{{_on: ..., cmd: ...}}])")
+            raise fail(
+                path, f"{ypath}.{kind}", f"{kind!r} hooks: only shell hooks exist (shell: [{{_on: ..., cmd: ...}}])"
+            )
         for k, entry in enumerate(need_list(entries, path, f"{ypath}.shell", "of {_on: EVENT, cmd: COMMAND}")):
             epath = f"{ypath}.shell[{k}]"
             entry = need_mapping(entry, path, epath, "{_on: EVENT, cmd: COMMAND}")
@@ -147,16 +156,18 @@ def read_metadata(raw: Any, path: str, ypath: str) -> dict[str, str]:
     return out
 
 
-
-
 def read_file_metadata(raw: Any, path: str, ypath: str) -> dict[str, str]:
     """A file's metadata: as any metadata, with keys that also fit a ``key="value"`` word of the output replica
     catalog's map lines (no '=', quote or whitespace), where Pegasus registers them."""
     out = read_metadata(raw, path, ypath)
     for key in out:
         if not key or any(c in key for c in "=\"' \t"):
-            raise fail(path, f"{ypath}.{key}", f"{key!r}: a file's metadata key is one word without '=' or quotes "
-                       "(it is registered as key=\"value\")")
+            raise fail(
+                path,
+                f"{ypath}.{key}",
+                f"{key!r}: a file's metadata key is one word without '=' or quotes "
+                '(it is registered as key="value")',
+            )
     return out
 
 
@@ -171,8 +182,12 @@ def read_checksum(raw: Any, path: str, ypath: str) -> str | None:
     out = None
     for kind, value in need_mapping(raw, path, ypath, "{sha256: HEX}").items():
         if str(kind).lower() != "sha256":
-            raise fail(path, f"{ypath}.{kind}", f"{kind!r} checksums are not checked (Pegasus knows sha256 only): give "
-                       "the file's sha256 (sha256sum FILE), or leave the checksum out")
+            raise fail(
+                path,
+                f"{ypath}.{kind}",
+                f"{kind!r} checksums are not checked (Pegasus knows sha256 only): give "
+                "the file's sha256 (sha256sum FILE), or leave the checksum out",
+            )
         out = need_text(value, path, f"{ypath}.{kind}")
         if not SHA256.fullmatch(out):
             raise fail(path, f"{ypath}.{kind}", f"{out[:80]!r} is not a sha256 (64 hex digits, as sha256sum prints it)")

@@ -51,8 +51,13 @@ def read_grid(raw: Any, path: str, ypath: str) -> Grid:
         if raw.get(key) is None:
             raise fail(path, ypath, f"a grid needs a {key}")
     jobtype = None if raw.get("jobtype") is None else _one_of(raw, "jobtype", JOB_TYPES, path, ypath)
-    return Grid(type=_one_of(raw, "type", TYPES, path, ypath), contact=need_text(raw["contact"], path, f"{ypath}.contact"),
-                scheduler=_one_of(raw, "scheduler", SCHEDULERS, path, ypath), jobtype=jobtype, where=f"{path}: {ypath}")
+    return Grid(
+        type=_one_of(raw, "type", TYPES, path, ypath),
+        contact=need_text(raw["contact"], path, f"{ypath}.contact"),
+        scheduler=_one_of(raw, "scheduler", SCHEDULERS, path, ypath),
+        jobtype=jobtype,
+        where=f"{path}: {ypath}",
+    )
 
 
 def _one_of(raw: dict, key: str, allowed: tuple[str, ...], path: str, ypath: str) -> str:
@@ -76,12 +81,16 @@ def check(catalogs: Catalogs, site: SiteConfig, handles: set[str]) -> None:
                 continue  # data jobs on the head node: pilot runs them in the cluster or as batch jobs instead
             jobs = f"its {grid.jobtype} jobs" if grid.jobtype else "jobs"
             names = _pilot_names(grid.scheduler)
-            fix = (f"plan with a site config whose scheduler is {names} (--site)" if names else
-                   f"pilot has no {grid.scheduler} plug-in: plan for a site whose batch system pilot submits to")
+            fix = (
+                f"plan with a site config whose scheduler is {names} (--site)"
+                if names
+                else f"pilot has no {grid.scheduler} plug-in: plan for a site whose batch system pilot submits to"
+            )
             raise ConfigError(
                 f"{grid.where}: site {handle} runs {jobs} through {grid.scheduler} (grid {grid.type} {grid.contact}), "
                 f"but site config {config} submits to {site.scheduler}: {fix}, or correct the grid's scheduler in "
-                "the site catalog")
+                "the site catalog"
+            )
 
 
 def _pilot_names(scheduler: str) -> str:

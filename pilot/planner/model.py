@@ -78,8 +78,12 @@ class JobType(enum.Enum):
         return CATEGORIES.get(self)
 
 
-CATEGORIES = {JobType.STAGE_IN: "stagein", JobType.STAGE_OUT: "stageout", JobType.CLEANUP: "cleanup",
-              JobType.REGISTRATION: "registration"}
+CATEGORIES = {
+    JobType.STAGE_IN: "stagein",
+    JobType.STAGE_OUT: "stageout",
+    JobType.CLEANUP: "cleanup",
+    JobType.REGISTRATION: "registration",
+}
 # Members as module names: `JobType.X` is a lookup through the enum's metaclass each time (tens of nanoseconds),
 # which Job's properties would pay for each of a million jobs.
 _COMPUTE, _DAX = JobType.COMPUTE, JobType.DAX

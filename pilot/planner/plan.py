@@ -85,20 +85,29 @@ class Plan:
         rows = [("cluster", "kind", "tasks", "ranks", "runtime", "critical path", "after")]
         for e in self.emitted:
             c = e.cluster
-            rows.append((
-                c.name, c.kind.value, str(len(c.jobs)), str(e.ranks),
-                "-" if c.runtime is None else f"{c.runtime:g} s",
-                "-" if e.critical_path is None else f"{e.critical_path:g} s",
-                ", ".join(p.name for p in c.parents[:3]) + (" ..." if len(c.parents) > 3 else "") or "-",
-            ))
+            rows.append(
+                (
+                    c.name,
+                    c.kind.value,
+                    str(len(c.jobs)),
+                    str(e.ranks),
+                    "-" if c.runtime is None else f"{c.runtime:g} s",
+                    "-" if e.critical_path is None else f"{e.critical_path:g} s",
+                    ", ".join(p.name for p in c.parents[:3]) + (" ..." if len(c.parents) > 3 else "") or "-",
+                )
+            )
         out = table(rows[:60])
         if len(rows) > 60:  # the header and 59 clusters shown
             out.append(f"... and {plural(len(rows) - 60, 'more cluster')} (see clusters.yml)")
         tasks = sum(len(e.cluster.jobs) for e in self.emitted)
         data = f" ({self.data_jobs} of them data jobs)" if self.data_jobs else ""
-        out.append(f"{plural(tasks, 'task')}{data} in {plural(len(self.emitted), 'cluster')}, written to {self.submit_dir}")
+        out.append(
+            f"{plural(tasks, 'task')}{data} in {plural(len(self.emitted), 'cluster')}, written to {self.submit_dir}"
+        )
         if self.pruned:
-            out.append(f"{plural(self.pruned, 'job')} left out: their outputs are in the replica catalog (--force runs them)")
+            out.append(
+                f"{plural(self.pruned, 'job')} left out: their outputs are in the replica catalog (--force runs them)"
+            )
         if self.estimate is not None:
             out += self.estimate.lines()
         return out
@@ -132,8 +141,14 @@ def load(req: PlanRequest) -> Workflow:
 def _passed_down(req: PlanRequest, submit_dir: str) -> list[str]:
     """The pilot plan options a sub-workflow inherits (as pairs) unless its own arguments name them: the
     parent's clustering, output site, cleanup, catalog files and properties (those of its submit directory)."""
-    out = ["--cluster", ",".join(req.cluster) or "none", "--output-sites", req.output_site or "none",
-           "--conf", os.path.join(submit_dir, PROPERTIES)]
+    out = [
+        "--cluster",
+        ",".join(req.cluster) or "none",
+        "--output-sites",
+        req.output_site or "none",
+        "--conf",
+        os.path.join(submit_dir, PROPERTIES),
+    ]
     if req.cleanup:
         out += ["--cleanup", req.cleanup]
     for option, value in (("--tc", req.tc), ("--sc", req.sc), ("--replicas", req.replicas)):
@@ -180,8 +195,12 @@ def _plan(req: PlanRequest) -> Plan:
     lay = datalayout.layout(wf.catalogs, site, submit_dir, wf.name, req.output_site)
     reused = reduce.reduce(wf, req.force)
     if reused:
-        log.info("data reuse: %d of %d jobs left out (%s)", len(reused), len(reused) + len(wf.jobs),
-                 ", ".join(j.id for j in reused[:5]) + (" ..." if len(reused) > 5 else ""))
+        log.info(
+            "data reuse: %d of %d jobs left out (%s)",
+            len(reused),
+            len(reused) + len(wf.jobs),
+            ", ".join(j.id for j in reused[:5]) + (" ..." if len(reused) > 5 else ""),
+        )
     resolver = ProfileResolver(wf.catalogs, props.get("pegasus.clusterer.label.key", "label"))
     runtime_pref = props.get("pegasus.clusterer.preference", "").lower() == "runtime"
 
@@ -189,7 +208,9 @@ def _plan(req: PlanRequest) -> Plan:
     gateways.check(wf.catalogs, site, {site.handle, *sites})  # the site catalog's batch system is the site config's
     resolved = Resolved(wf, resolver, site, lay.workdir, sites)  # fails early on unknown transformations, ...
 
-    clusters: list[Cluster] = Clusterer(wf, resolver, sites_of(sites), resolved.runtime_of, runtime_pref).run(techniques)
+    clusters: list[Cluster] = Clusterer(wf, resolver, sites_of(sites), resolved.runtime_of, runtime_pref).run(
+        techniques
+    )
     if not clusters and "whole" in techniques:  # data reuse left no job: the data jobs are still one cluster
         clusters = [Cluster(name=f"merge_{wf.name}", jobs=[], kind=ClusterKind.WHOLE, site=site.handle)]
     data = DataJobs(wf, lay, wf.catalogs, resolved.stageable(), reused, resolved.images)
@@ -200,14 +221,27 @@ def _plan(req: PlanRequest) -> Plan:
     resolved.add_data(clusters, len(data.made))
 
     subplans = subworkflow.prepare(wf, lay, site.handle, _passed_down(req, submit_dir))
-    emitted = emit(submit_dir, clusters, site, resolved, wf.name, planner_arguments, subplans, req.cluster_static_bp,
-                   taskdirs.plan_for(lay))
+    emitted = emit(
+        submit_dir,
+        clusters,
+        site,
+        resolved,
+        wf.name,
+        planner_arguments,
+        subplans,
+        req.cluster_static_bp,
+        taskdirs.plan_for(lay),
+    )
     for line in node_fit_warnings(emitted, site, resolver):
         log.warning("%s", line)
     asked = next((e for e in emitted if e.batch.asked), None)
     if asked is not None and scheduler_for(site).single_host:
-        log.warning("cluster %s: its jobs set %s, batch options that site %s, which has no batch system, does not use",
-                    asked.cluster.name, ", ".join(asked.batch.asked), site.name)
+        log.warning(
+            "cluster %s: its jobs set %s, batch options that site %s, which has no batch system, does not use",
+            asked.cluster.name,
+            ", ".join(asked.batch.asked),
+            site.name,
+        )
     return Plan(submit_dir, wf.name, emitted, pruned=len(reused), data_jobs=len(data.made))
 
 
@@ -235,12 +269,15 @@ def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: Profil
         c = e.cluster
         if c.kind is ClusterKind.SUBWORKFLOW:
             continue  # no batch job of its own
-        rpn = request_for(site, c.name, "", [], ranks=e.ranks, nodes=e.batch.size.nodes,
-                          ranks_per_node=e.batch.size.ranks_per_node).ranks_per_node
+        rpn = request_for(
+            site, c.name, "", [], ranks=e.ranks, nodes=e.batch.size.nodes, ranks_per_node=e.batch.size.ranks_per_node
+        ).ranks_per_node
         if cores and rpn > cores:
             fix = "pegasus::mpiexec's ppn" if e.batch.size.ranks_per_node else "ranks_per_node"
-            out.append(f"cluster {c.name} asks for {rpn} MPI ranks per node, but a node of site {site.name} has {cores} "
-                       f"cores ({where}: cores_per_node): its batch job may never start; lower {fix}")
+            out.append(
+                f"cluster {c.name} asks for {rpn} MPI ranks per node, but a node of site {site.name} has {cores} "
+                f"cores ({where}: cores_per_node): its batch job may never start; lower {fix}"
+            )
         if resolver is None:
             continue
         for job in c.jobs:
@@ -249,15 +286,21 @@ def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: Profil
             mem_key = requested(profiles, ("pmc_request_memory", "memory")) or ("", "")
             cpus, mem = _number(cpus_key[0]), _number(mem_key[0])
             if cores and cpus and cpus > cores:
-                out.append(f"{job.where}: asks for {cpus:g} CPUs ({cpus_key[1]}), but a node of site {site.name} has {cores} "
-                           f"(cores_per_node): cluster {c.name} cannot run it")
+                out.append(
+                    f"{job.where}: asks for {cpus:g} CPUs ({cpus_key[1]}), but a node of site {site.name} has {cores} "
+                    f"(cores_per_node): cluster {c.name} cannot run it"
+                )
                 break
             if memory and mem and mem > memory:
-                out.append(f"{job.where}: asks for {mem:g} MB ({mem_key[1]}), but a node of site {site.name} has "
-                           f"{memory} MB (memory_per_node_mb): cluster {c.name} cannot run it")
+                out.append(
+                    f"{job.where}: asks for {mem:g} MB ({mem_key[1]}), but a node of site {site.name} has "
+                    f"{memory} MB (memory_per_node_mb): cluster {c.name} cannot run it"
+                )
                 break
     if len(out) > MAX_FIT_WARNINGS:
-        out = out[:MAX_FIT_WARNINGS] + [f"... and {len(out) - MAX_FIT_WARNINGS} more clusters that do not fit a node of {site.name}"]
+        out = out[:MAX_FIT_WARNINGS] + [
+            f"... and {len(out) - MAX_FIT_WARNINGS} more clusters that do not fit a node of {site.name}"
+        ]
     return out
 
 
@@ -282,18 +325,38 @@ def _plan_pmc_dag(req: PlanRequest, wf: Workflow, submit_dir: str, planner_argum
         with open_file(path, "w", encoding="utf-8", errors="surrogateescape") as fh:  # bytes PMC passes through
             fh.write(text)
 
-    emitted = write_cluster(submit_dir, cluster, write_text, width, None, req.site, planner_arguments,
-                            static_bp=cluster_static_bp(req.site, req.cluster_static_bp))
+    emitted = write_cluster(
+        submit_dir,
+        cluster,
+        write_text,
+        width,
+        None,
+        req.site,
+        planner_arguments,
+        static_bp=cluster_static_bp(req.site, req.cluster_static_bp),
+    )
     # a task whose annotation names no job of the workflow's (a data job of a cluster pilot plan wrote) is no task
-    jobs = {t.name: Job(id=task_id(t), name=t.transformation or t.name,
-                        args_line=" ".join(quote_arg(a) for a in t.argv[1:]),
-                        command=t.argv if t.dax_id == NO_DAX_ID else None) for t in dag}
+    jobs = {
+        t.name: Job(
+            id=task_id(t),
+            name=t.transformation or t.name,
+            args_line=" ".join(quote_arg(a) for a in t.argv[1:]),
+            command=t.argv if t.dax_id == NO_DAX_ID else None,
+        )
+        for t in dag
+    }
     for t in dag:
         jobs[t.name].children = [jobs[c.name] for c in t.children]
     cluster.jobs = list(jobs.values())
     write_cluster_dag(submit_dir, [emitted], req.site, wf.name)
-    write_root_monitoring(submit_dir, [emitted], req.site, wf.name, planner_arguments,
-                          _DagTemplates([_task_template(t, req.site.handle) for t in dag]))
+    write_root_monitoring(
+        submit_dir,
+        [emitted],
+        req.site,
+        wf.name,
+        planner_arguments,
+        _DagTemplates([_task_template(t, req.site.handle) for t in dag]),
+    )
     return Plan(submit_dir, wf.name, [emitted])
 
 
@@ -309,21 +372,34 @@ class _DagTemplates:
 
 def _task_template(task: Task, handle: str) -> Template:
     """What the task table reads of a PMC DAG's task: its request, as its TASK line says it."""
-    return Template(handle, task.transformation or task.name, task.env, (max(1, task.cpus), task.memory, task.gpus),
-                    None, None, task.runtime)
+    return Template(
+        handle,
+        task.transformation or task.name,
+        task.env,
+        (max(1, task.cpus), task.memory, task.gpus),
+        None,
+        None,
+        task.runtime,
+    )
 
 
 def _dag_fit(dag: Dag, site: SiteConfig) -> list[str]:
     """Tasks of a PMC .dag that ask for more than a node of the site has: pilot run would refuse them at start."""
     out = []
     for t in dag:
-        for asked, has, what, key in ((t.cpus, site.cores_per_node, "CPUs", "cores_per_node"),
-                                      (t.memory, site.memory_per_node_mb, "MB", "memory_per_node_mb"),
-                                      (t.gpus, site.gpus_per_node, "GPUs", "gpus_per_node")):
+        for asked, has, what, key in (
+            (t.cpus, site.cores_per_node, "CPUs", "cores_per_node"),
+            (t.memory, site.memory_per_node_mb, "MB", "memory_per_node_mb"),
+            (t.gpus, site.gpus_per_node, "GPUs", "gpus_per_node"),
+        ):
             if has is not None and asked > has:
-                out.append(f"{dag.path or 'DAG'}:{t.line}: task {t.name} asks for {asked} {what}, but a node of site "
-                           f"{site.name} has {has} ({key}): pilot run will refuse it; ask for less or use another site")
-    return out[:MAX_FIT_WARNINGS] + ([f"... and {len(out) - MAX_FIT_WARNINGS} more"] if len(out) > MAX_FIT_WARNINGS else [])
+                out.append(
+                    f"{dag.path or 'DAG'}:{t.line}: task {t.name} asks for {asked} {what}, but a node of site "
+                    f"{site.name} has {has} ({key}): pilot run will refuse it; ask for less or use another site"
+                )
+    return out[:MAX_FIT_WARNINGS] + (
+        [f"... and {len(out) - MAX_FIT_WARNINGS} more"] if len(out) > MAX_FIT_WARNINGS else []
+    )
 
 
 def _submit_dir(req: PlanRequest, name: str) -> str:

@@ -39,10 +39,16 @@ NAMESPACES = ("pegasus", "condor", "globus", "dagman", "env", "hints", "selector
 
 # Names pilot reads besides Pegasus' (Pegasus.api keyword spellings and old pilot names), stored as the key.
 ALIASES = {
-    "clusters_size": "clusters.size", "clusters_num": "clusters.num", "clusters_maxruntime": "clusters.maxruntime",
-    "maxruntime": "clusters.maxruntime", "job_aggregator": "job.aggregator", "job.runtime": "runtime",
-    "pmc_arguments": "pmc_task_arguments", "glite_arguments": "glite.arguments",
-    "selector.execution.site": "selector.execution.site", "hints.execution.site": "hints.execution.site",
+    "clusters_size": "clusters.size",
+    "clusters_num": "clusters.num",
+    "clusters_maxruntime": "clusters.maxruntime",
+    "maxruntime": "clusters.maxruntime",
+    "job_aggregator": "job.aggregator",
+    "job.runtime": "runtime",
+    "pmc_arguments": "pmc_task_arguments",
+    "glite_arguments": "glite.arguments",
+    "selector.execution.site": "selector.execution.site",
+    "hints.execution.site": "hints.execution.site",
 }
 
 # The pegasus keys whose value may be an HTCondor expression, written as <key>.expr: refused with _EXPR.
@@ -89,11 +95,16 @@ def _dagman(name: str, where: str) -> tuple[str, Key | None]:
     category, dot, rest = name.partition(".")
     if dot and name not in DAGMAN:  # <category>.MAXJOBS: a DAG-wide throttle (Dagman.java categoryRelatedKey)
         if where != "properties":
-            return name, Key(NO_EFFECT, "NO_EFFECT on a job: Pegasus ignores category keys there (Dagman.java checkKeyInNS)")
+            return name, Key(
+                NO_EFFECT, "NO_EFFECT on a job: Pegasus ignores category keys there (Dagman.java checkKeyInNS)"
+            )
         if rest == "MAXJOBS" and category.lower() in DAGMAN_CATEGORIES:
             return name, Key(HONOURED, "the most data jobs of the category active at once (pilot submit)")
-        return name, Key(REPLACED, f"pilot throttles the categories {', '.join(DAGMAN_CATEGORIES)} only; other "
-                          "jobs run as the site config's max_queued allows")
+        return name, Key(
+            REPLACED,
+            f"pilot throttles the categories {', '.join(DAGMAN_CATEGORIES)} only; other "
+            "jobs run as the site config's max_queued allows",
+        )
     return name, DAGMAN.get(name)
 
 
@@ -107,7 +118,7 @@ def problem(ns: str, key: str, value: str, where: str = "job", label_key: str = 
         if ns == "pegasus" and key == label_key:
             return key, None
         near = difflib.get_close_matches(name, [k for k in TABLE[ns] if "*" not in k], n=1, cutoff=0.75)
-        hint = f"did you mean {near[0]}?" if near else "see docs/pegasus-fields.md, \"Profile keys\""
+        hint = f"did you mean {near[0]}?" if near else 'see docs/pegasus-fields.md, "Profile keys"'
         return name, f"{ns}::{key} is not a key of Pegasus' {ns} namespace: {hint}"
     if entry.verdict == REFUSED:
         return name, f"{ns}::{key}: {entry.why}"
@@ -150,9 +161,14 @@ def namespace_problem(ns: str) -> str | None:
 
 
 # What a globus (and the pegasus maxwalltime) key stands for among the pegasus keys pilot reads, and the factor.
-FOLDED = {("globus", "maxwalltime"): ("runtime", 60.0), ("pegasus", "maxwalltime"): ("runtime", 60.0),
-          ("globus", "count"): ("cores", 1.0), ("globus", "totalmemory"): ("memory", 1.0),
-          ("globus", "hostcount"): ("nodes", 1.0), ("globus", "xcount"): ("ppn", 1.0)}
+FOLDED = {
+    ("globus", "maxwalltime"): ("runtime", 60.0),
+    ("pegasus", "maxwalltime"): ("runtime", 60.0),
+    ("globus", "count"): ("cores", 1.0),
+    ("globus", "totalmemory"): ("memory", 1.0),
+    ("globus", "hostcount"): ("nodes", 1.0),
+    ("globus", "xcount"): ("ppn", 1.0),
+}
 
 
 def fold(profiles: dict[str, dict[str, str]]) -> None:

@@ -47,6 +47,7 @@ def _whole(minimum: int) -> Callable[[str], str | None]:
         if not value.is_integer():
             return "is not a whole number"
         return None if value >= minimum else f"must be at least {minimum}"
+
     return check
 
 
@@ -63,6 +64,7 @@ def _amount(what: str, positive: bool = False, most: float | None = None) -> Cal
         if most is not None and value > most:
             return f"is more than {most:.0e} {what}: a typo?"
         return "must not be negative" if value < 0 else None
+
     return check
 
 
@@ -179,8 +181,11 @@ class ProfileResolver:
         """The job's profiles of namespace ``ns`` (env, condor, globus, ...), in the order of the module doc."""
         below = self._below.get(ns)
         if below is None:
-            below = {prop[len(ns) + 1:]: value for prop, value in self.catalogs.properties.items()
-                     if prop.startswith(ns + ".") and len(prop) > len(ns) + 1}
+            below = {
+                prop[len(ns) + 1 :]: value
+                for prop, value in self.catalogs.properties.items()
+                if prop.startswith(ns + ".") and len(prop) > len(ns) + 1
+            }
             below.update(self.catalogs.workflow_profiles.get(ns, {}))
             self._below[ns] = below
         upper = self._catalog_layers(job, site, ns)
@@ -211,8 +216,10 @@ def credentials_env(catalogs: Catalogs) -> tuple[tuple[str, str], ...] | None:
             if value:
                 name = f"{var}_{handle.replace('-', '_')}"
                 if not ENV_NAME.match(name):
-                    raise ConfigError(f"site {handle}: its {var} would reach pegasus-transfer as {name!r}, which is "
-                                      "no environment variable name: name the site with letters, digits, '_' and '-'")
+                    raise ConfigError(
+                        f"site {handle}: its {var} would reach pegasus-transfer as {name!r}, which is "
+                        "no environment variable name: name the site with letters, digits, '_' and '-'"
+                    )
                 if any(c in value for c in "\n\r\0"):
                     raise ConfigError(f"site {handle}: its {key} holds a newline or NUL: give the file's path")
                 out[name] = value

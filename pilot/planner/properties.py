@@ -88,9 +88,11 @@ def _property_problem(key: str, value: str) -> str | None:
         if why:
             return why
     if key.startswith("pegasus."):
-        return check_value(canonical(key[len("pegasus."):]), value)
-    if key.startswith("env.") and not ENV_NAME.match(key[len("env."):]):
-        return "names no environment variable: env.NAME, NAME made of letters, digits and '_', not starting with a digit"
+        return check_value(canonical(key[len("pegasus.") :]), value)
+    if key.startswith("env.") and not ENV_NAME.match(key[len("env.") :]):
+        return (
+            "names no environment variable: env.NAME, NAME made of letters, digits and '_', not starting with a digit"
+        )
     return None
 
 

@@ -193,8 +193,12 @@ def _other_kind(raw: dict, kind: Any, path: str, ypath: str, index: int) -> Job:
     if kind == "pegasusWorkflow":
         return _read_subworkflow(raw, path, ypath, index)
     if kind == "condorWorkflow":
-        raise fail(path, f"{ypath}.type", "a condorWorkflow job runs a DAG already planned for HTCondor's DAGMan, which "
-                   "pilot runs without: add the workflow's Pegasus YAML as a pegasusWorkflow job (SubWorkflow(file, False))")
+        raise fail(
+            path,
+            f"{ypath}.type",
+            "a condorWorkflow job runs a DAG already planned for HTCondor's DAGMan, which "
+            "pilot runs without: add the workflow's Pegasus YAML as a pegasusWorkflow job (SubWorkflow(file, False))",
+        )
     raise fail(path, f"{ypath}.type", f"{kind!r}: a job's type is job, pegasusWorkflow or condorWorkflow")
 
 
@@ -211,13 +215,17 @@ def _id_and_name(raw: dict, path: str, ypath: str, names: dict[str, str], shared
     if not SAFE_ID.match(job_id):
         raise fail(path, f"{ypath}.id", f"{job_id!r}: job ids may use letters, digits, '_', '.', '+', '-' only")
     if not SAFE_ID.match(name):
-        raise fail(path, f"{ypath}.name", f"{name!r}: transformation names may use letters, digits, '_', '.', '+', '-' only")
+        raise fail(
+            path, f"{ypath}.name", f"{name!r}: transformation names may use letters, digits, '_', '.', '+', '-' only"
+        )
     one = names[name] = shared.setdefault(name, name)
     return one
 
 
 # The keys of a job that most jobs lack; a job with none of them has its defaults at once.
-_OPTIONAL = frozenset(("stdin", "stdout", "stderr", "nodeLabel", "namespace", "version", "profiles", "metadata", "hooks"))
+_OPTIONAL = frozenset(
+    ("stdin", "stdout", "stderr", "nodeLabel", "namespace", "version", "profiles", "metadata", "hooks")
+)
 
 
 def _or_none(raw: dict, key: str, read: Any, path: str, ypath: str, empty: Any) -> Any:
@@ -235,24 +243,44 @@ def _read_subworkflow(raw: dict, path: str, ypath: str, index: int) -> Job:
     job_id = need_text(raw["id"], path, f"{ypath}.id")
     if not SAFE_ID.match(job_id):
         raise fail(path, f"{ypath}.id", f"{job_id!r}: job ids may use letters, digits, '_', '.', '+', '-' only")
-    lfn = need_text(raw["file"]["lfn"] if isinstance(raw["file"], dict) and "lfn" in raw["file"] else raw["file"],
-                    path, f"{ypath}.file")
+    lfn = need_text(
+        raw["file"]["lfn"] if isinstance(raw["file"], dict) and "lfn" in raw["file"] else raw["file"],
+        path,
+        f"{ypath}.file",
+    )
     if not _relative_name(lfn):
-        raise fail(path, f"{ypath}.file", f"{lfn!r}: a sub-workflow file is a logical file name (no leading '/', no '..')")
+        raise fail(
+            path, f"{ypath}.file", f"{lfn!r}: a sub-workflow file is a logical file name (no leading '/', no '..')"
+        )
     stem = re.sub(r"[^A-Za-z0-9_.+-]", "_", lfn.rsplit("/", 1)[-1].rsplit(".", 1)[0]) or "subworkflow"
     args = need_list(raw.get("arguments"), path, f"{ypath}.arguments", "of pegasus-plan options")
     words = _words([_argument(a, path, f"{ypath}.arguments[{k}]") for k, a in enumerate(args)], path, ypath)
-    uses = [_use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(need_list(raw.get("uses"), path, f"{ypath}.uses", "of files"))]
+    uses = [
+        _use(u, path, f"{ypath}.uses[{k}]")
+        for k, u in enumerate(need_list(raw.get("uses"), path, f"{ypath}.uses", "of files"))
+    ]
     for k, use in enumerate(uses):
         if use.writes:
-            raise fail(path, f"{ypath}.uses[{k}]", f"{use.lfn!r} is an output of a sub-workflow job: its own jobs write "
-                       "and stage out their outputs; list it there, and make jobs that read it children of a job "
-                       "that stages it to a place the replica catalog names")
-    return Job(id=job_id, name=stem, args_line=" ".join(quote_arg(w) for w in words),
-               profiles=read_profiles(raw.get("profiles"), path, f"{ypath}.profiles"),
-               source=path, index=index, yaml_index=index, uses=uses, type=JobType.DAX,
-               subworkflow=subworkflow.plan_options(lfn, words, path, ypath),
-               metadata=read_metadata(raw.get("metadata"), path, f"{ypath}.metadata"))
+            raise fail(
+                path,
+                f"{ypath}.uses[{k}]",
+                f"{use.lfn!r} is an output of a sub-workflow job: its own jobs write "
+                "and stage out their outputs; list it there, and make jobs that read it children of a job "
+                "that stages it to a place the replica catalog names",
+            )
+    return Job(
+        id=job_id,
+        name=stem,
+        args_line=" ".join(quote_arg(w) for w in words),
+        profiles=read_profiles(raw.get("profiles"), path, f"{ypath}.profiles"),
+        source=path,
+        index=index,
+        yaml_index=index,
+        uses=uses,
+        type=JobType.DAX,
+        subworkflow=subworkflow.plan_options(lfn, words, path, ypath),
+        metadata=read_metadata(raw.get("metadata"), path, f"{ypath}.metadata"),
+    )
 
 
 LINKS = {link.value: link for link in Link}
@@ -300,13 +328,21 @@ def _use(raw: Any, path: str, ypath: str) -> Use:
     if link is None:
         raise fail(path, f"{ypath}.type", f"{kind!r}: use input, output or checkpoint")
     if link is Link.INOUT:
-        raise fail(path, f"{ypath}.type", f"file {lfn!r} is listed as input and output (inout), which Pegasus refuses: "
-                   "write the output under another name, or make it a checkpoint file")
+        raise fail(
+            path,
+            f"{ypath}.type",
+            f"file {lfn!r} is listed as input and output (inout), which Pegasus refuses: "
+            "write the output under another name, or make it a checkpoint file",
+        )
     flag(raw, "bypass", False, path, ypath)  # Pegasus bypasses staging outside sharedfs only: staged here too
-    return Use(lfn=lfn, link=link, stage_out=flag(raw, "stageOut", True, path, ypath),
-               register=flag(raw, "registerReplica", True, path, ypath),
-               optional=link is Link.CHECKPOINT or flag(raw, "optional", False, path, ypath),
-               metadata=read_file_metadata(raw.get("metadata"), path, f"{ypath}.metadata") or None)
+    return Use(
+        lfn=lfn,
+        link=link,
+        stage_out=flag(raw, "stageOut", True, path, ypath),
+        register=flag(raw, "registerReplica", True, path, ypath),
+        optional=link is Link.CHECKPOINT or flag(raw, "optional", False, path, ypath),
+        metadata=read_file_metadata(raw.get("metadata"), path, f"{ypath}.metadata") or None,
+    )
 
 
 def _argument(value: Any, path: str, ypath: str) -> str:
@@ -317,13 +353,18 @@ def _argument(value: Any, path: str, ypath: str) -> str:
     if isinstance(value, (dict, list)):
         raise fail(path, ypath, f"an argument must be a string or a file ({{lfn: NAME}}), not {kind_of(value)}")
     if any(c in value for c in "\n\r\0"):
-        raise fail(path, ypath, "an argument cannot hold a newline or NUL (a task's command is one line): pass such "
-                   "data in a file")
+        raise fail(
+            path,
+            ypath,
+            "an argument cannot hold a newline or NUL (a task's command is one line): pass such " "data in a file",
+        )
     return value
 
 
 def _uses(raw: Any, path: str, ypath: str) -> tuple[Use, ...]:
-    return tuple(_use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(need_list(raw, path, f"{ypath}.uses", "of files")))
+    return tuple(
+        _use(u, path, f"{ypath}.uses[{k}]") for k, u in enumerate(need_list(raw, path, f"{ypath}.uses", "of files"))
+    )
 
 
 def _args_line(args: list, path: str, index: int) -> str:
@@ -352,7 +393,10 @@ def _words(items: list[str], path: str, ypath: str) -> list[str]:
     escapes). So ``"-database ./database"`` is two words, as under Pegasus."""
     text = " ".join(items)
     if SPECIAL.search(text) is not None and unterminated_quote(text):  # as the DAG parser checks a TASK line
-        raise fail(path, f"{ypath}.arguments", f"unterminated quote in {text!r}: Pegasus passes the arguments as one "
-                   "command line, where quotes group words; close the quote, or escape it with a backslash")
+        raise fail(
+            path,
+            f"{ypath}.arguments",
+            f"unterminated quote in {text!r}: Pegasus passes the arguments as one "
+            "command line, where quotes group words; close the quote, or escape it with a backslash",
+        )
     return split_args(text)
-

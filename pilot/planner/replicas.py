@@ -69,12 +69,19 @@ def _load_text(path: str, catalogs: Catalogs) -> None:
         attrs = dict(w.partition("=")[::2] for w in words[2:])
         metadata = {k: v for k, v in attrs.items() if k not in ("site", "pool", "regex")}
         if metadata.get("checksum.type", "sha256").lower() != "sha256" or (
-                "checksum.value" in metadata and not SHA256.fullmatch(metadata["checksum.value"])):
-            raise ConfigError(f"{path}:{lineno}: checksum.type/checksum.value: pilot checks sha256 checksums (64 hex "
-                              "digits, as sha256sum prints them), as Pegasus does: give the file's sha256, or leave "
-                              "the checksum out")
-        copy = Replica(pfn=expand(words[1], f"{path}:{lineno}"), site=attrs.get("site") or attrs.get("pool") or "local",
-                       where=f"{path}:{lineno}", metadata=metadata)
+            "checksum.value" in metadata and not SHA256.fullmatch(metadata["checksum.value"])
+        ):
+            raise ConfigError(
+                f"{path}:{lineno}: checksum.type/checksum.value: pilot checks sha256 checksums (64 hex "
+                "digits, as sha256sum prints them), as Pegasus does: give the file's sha256, or leave "
+                "the checksum out"
+            )
+        copy = Replica(
+            pfn=expand(words[1], f"{path}:{lineno}"),
+            site=attrs.get("site") or attrs.get("pool") or "local",
+            where=f"{path}:{lineno}",
+            metadata=metadata,
+        )
         if attrs.get("regex", "").lower() == "true":
             try:
                 catalogs.regex_replicas.append((re.compile(words[0]), [copy]))
@@ -126,7 +133,7 @@ def scheme(url: str) -> str:
 
 def path_of(url: str) -> str | None:
     """The local path of a ``file://`` URL, else None."""
-    return url[len("file://"):] if url.startswith("file://") else None
+    return url[len("file://") :] if url.startswith("file://") else None
 
 
 _PROTOCOLS: set[str] | None = None

@@ -82,8 +82,9 @@ class Resolved:
     site), and the aggregator's values per site. ``site`` is the site config; ``workdir`` where staged
     executables are put; ``sites`` each job's site handle by its index."""
 
-    def __init__(self, wf: Workflow, resolver: ProfileResolver, site: SiteConfig, workdir: Place,
-                 sites: Sequence[str]) -> None:
+    def __init__(
+        self, wf: Workflow, resolver: ProfileResolver, site: SiteConfig, workdir: Place, sites: Sequence[str]
+    ) -> None:
         self.resolver, self.site_config, self.workdir = resolver, site, workdir
         self.catalogs = resolver.catalogs
         self.images: dict[str, containers.StagedImage] = {}  # lfn -> a container image the stage-in jobs bring
@@ -103,8 +104,9 @@ class Resolved:
             return {}
         staged = list(map(_staged, self.by_index))
         lists: dict[int, list[Executable]] = {}
-        return {k: lists.setdefault(id(staged[k]), list(staged[k]))
-                for k in itertools.compress(range(len(staged)), staged)}
+        return {
+            k: lists.setdefault(id(staged[k]), list(staged[k])) for k in itertools.compress(range(len(staged)), staged)
+        }
 
     def add_data(self, clusters: Sequence[Cluster], made: int) -> None:
         """The templates of the ``made`` data jobs the plan added (numbered after the workflow's jobs), each on
@@ -123,16 +125,19 @@ class Resolved:
         at, site = self.by_index.__getitem__, cluster.site
         if set(map(_site, map(at, map(_index, cluster.jobs)))) <= {site}:
             return map(at, map(_index, cluster.jobs))
-        return (t if t.site == site else self._elsewhere(job, t, site) for job, t in zip(cluster.jobs,
-                                                                                      map(at, map(_index, cluster.jobs))))
+        return (
+            t if t.site == site else self._elsewhere(job, t, site)
+            for job, t in zip(cluster.jobs, map(at, map(_index, cluster.jobs)))
+        )
 
     def aggregator(self, handle: str) -> Aggregator:
         """The aggregator's entry on site ``handle``, looked up once per site."""
         found = self._aggregators.get(handle)
         if found is None:
-            found = self._aggregators[handle] = Aggregator(batchopts.aggregator_values(self.resolver, handle),
-                                                           batchopts.aggregator_size(self.resolver, handle,
-                                                                                     self.site_config))
+            found = self._aggregators[handle] = Aggregator(
+                batchopts.aggregator_values(self.resolver, handle),
+                batchopts.aggregator_size(self.resolver, handle, self.site_config),
+            )
         return found
 
     def _first(self, job: Job, handle: str) -> Template:
@@ -163,7 +168,9 @@ class Resolved:
     def _entry(self, job: Job, handle: str) -> TransformationSite:
         tx = self.catalogs.find_transformation(job.tx_key)
         if tx is None:
-            raise ConfigError(f"{job.where}: unknown transformation {job.tx_label}: add it to the transformation catalog (--tc)")
+            raise ConfigError(
+                f"{job.where}: unknown transformation {job.tx_label}: add it to the transformation catalog (--tc)"
+            )
         # The site's own entry, else a stageable one of another site (staged to the site, as pegasus-plan does),
         # built for the site's system (arch, os.*): planner.sysinfo, which says why none is.
         entry = sysinfo.entry_for(job, tx, handle, self.catalogs.sites.get(handle))
@@ -181,19 +188,24 @@ class Resolved:
         job's directory inside the container."""
         spec = self.catalogs.containers.get(name)
         if spec is None:
-            raise ConfigError(f"{job.where}: transformation {job.tx_label} names container {name!r}, which the "
-                              "transformation catalog's containers do not list: add it there")
+            raise ConfigError(
+                f"{job.where}: transformation {job.tx_label} names container {name!r}, which the "
+                "transformation catalog's containers do not list: add it there"
+            )
         runtime, spec = containers.runtime_for(job, spec, self.site_config, handle)
         if job.profiles or (job.tx_key, handle, "compute") not in self._shared:  # else its transformation's
             env_names = tuple(name for name, _ in self.resolver.env(job, handle) or ())
-            job.wrapper = containers.wrapper(spec, runtime, self.workdir.path, self.resolver.pegasus(job, handle),
-                                             env_names)
+            job.wrapper = containers.wrapper(
+                spec, runtime, self.workdir.path, self.resolver.pegasus(job, handle), env_names
+            )
         image = containers.staged_image(spec, runtime, self.workdir.path)
         if image is not None:
             job.uses = [*job.uses, Use(lfn=image.lfn, link=Link.INPUT)]  # a job's uses may be the shared empty tuple
             checksum = {"checksum.type": "sha256", "checksum.value": spec.sha256} if spec.sha256 else {}
-            self.catalogs.replicas.setdefault(image.lfn, [Replica(pfn=image.url, site=spec.image_site or "local",
-                                                                  where=spec.where, metadata=checksum)])
+            self.catalogs.replicas.setdefault(
+                image.lfn,
+                [Replica(pfn=image.url, site=spec.image_site or "local", where=spec.where, metadata=checksum)],
+            )
             self.images[image.lfn] = image
         return containers.WORKDIR[spec.kind]
 
@@ -204,20 +216,41 @@ class Resolved:
         if entry.stageable:
             tx = self.catalogs.find_transformation(job.tx_key)
             assert tx is not None  # the entry is one of its
-            staged = (Executable(executable_lfn(job), replicas.url_of(entry.pfn), entry.site, tx.sha256),
-                      *required_executables(self.catalogs, job, tx, handle))
+            staged = (
+                Executable(executable_lfn(job), replicas.url_of(entry.pfn), entry.site, tx.sha256),
+                *required_executables(self.catalogs, job, tx, handle),
+            )
             # in a container the job's directory is bound there
             pfn = f"{inside}/{executable_lfn(job)}" if inside else self.workdir.file(executable_lfn(job))[0]
         runtime = float_profile(profiles, "runtime")
         return self._template(job, handle, profiles, runtime, pfn, job.wrapper, staged)
 
-    def _template(self, job: Job, handle: str, profiles: Mapping[str, str], runtime: float | None, pfn: str,
-                  wrapper, staged: tuple[Executable, ...] | None) -> Template:
+    def _template(
+        self,
+        job: Job,
+        handle: str,
+        profiles: Mapping[str, str],
+        runtime: float | None,
+        pfn: str,
+        wrapper,
+        staged: tuple[Executable, ...] | None,
+    ) -> Template:
         env = self.resolver.env(job, handle)
         batch = batchopts.job_values(job, self.resolver, handle)
         head = task_head(job, pfn, profiles, wrapper)
-        return Template(handle, job.tx_label, env, task_request(profiles), self._retry(job, handle), batch,
-                        runtime, head, pfn, tuple(wrapper) if wrapper else None, staged)
+        return Template(
+            handle,
+            job.tx_label,
+            env,
+            task_request(profiles),
+            self._retry(job, handle),
+            batch,
+            runtime,
+            head,
+            pfn,
+            tuple(wrapper) if wrapper else None,
+            staged,
+        )
 
     def _elsewhere(self, job: Job, own: Template, handle: str) -> Template:
         """A job on a site other than its own: that site's values, with its own executable and runtime."""
@@ -225,15 +258,20 @@ class Resolved:
             return self._dax(job, handle)
         if job.command is not None:
             return self._data(job, handle)
-        pfn = own.pfn if own.staged is not None else (self._entries.get((job.tx_key, handle))
-                                                      or self._entry(job, handle)).pfn
-        made = self._template(job, handle, self.resolver.pegasus(job, handle), own.runtime, pfn, job.wrapper,
-                              own.staged)
+        pfn = (
+            own.pfn
+            if own.staged is not None
+            else (self._entries.get((job.tx_key, handle)) or self._entry(job, handle)).pfn
+        )
+        made = self._template(
+            job, handle, self.resolver.pegasus(job, handle), own.runtime, pfn, job.wrapper, own.staged
+        )
         return self._equal.setdefault(made, made)
 
     def _dax(self, job: Job, handle: str) -> Template:
-        return Template(handle, job.tx_label, None, task_request(self.resolver.pegasus(job, handle)),
-                        self._retry(job, handle), None)
+        return Template(
+            handle, job.tx_label, None, task_request(self.resolver.pegasus(job, handle)), self._retry(job, handle), None
+        )
 
     def _data(self, job: Job, handle: str) -> Template:
         """A data job's: its transformation's environment with pegasus-transfer's credentials, no executable."""
@@ -241,8 +279,15 @@ class Resolved:
 
         def make(job: Job, handle: str) -> Template:
             env = with_credentials(self.resolver.env(job, handle), self.resolver.data_env)
-            return Template(handle, job.tx_label, env, task_request(self.resolver.pegasus(job, handle)),
-                            self._retry(job, handle), batchopts.job_values(job, self.resolver, handle), runtime)
+            return Template(
+                handle,
+                job.tx_label,
+                env,
+                task_request(self.resolver.pegasus(job, handle)),
+                self._retry(job, handle),
+                batchopts.job_values(job, self.resolver, handle),
+                runtime,
+            )
 
         return self._plain(job, handle, ("data", runtime), make)
 
@@ -254,8 +299,12 @@ class Resolved:
         tx_site = tx.sites.get(handle) if tx is not None else None
         site_entry = cat.sites.get(handle)
         value = None
-        for layer in (tx_site.profiles if tx_site else {}, tx.profiles if tx else {},
-                      site_entry.profiles if site_entry else {}, job.profiles):
+        for layer in (
+            tx_site.profiles if tx_site else {},
+            tx.profiles if tx else {},
+            site_entry.profiles if site_entry else {},
+            job.profiles,
+        ):
             value = _retry_in(layer.get("dagman", {}))
             if value is not None:
                 break

@@ -56,8 +56,11 @@ OTHER_SECONDS = 0.1
 
 def expected_runtime(job: Job) -> float:
     """A data job's expected run time in seconds (see TRANSFER_SECONDS)."""
-    return TRANSFER_SECONDS if job.command and INPUT_FILE in job.command and job.type is not JobType.REGISTRATION \
+    return (
+        TRANSFER_SECONDS
+        if job.command and INPUT_FILE in job.command and job.type is not JobType.REGISTRATION
         else OTHER_SECONDS
+    )
 
 
 @dataclass
@@ -75,8 +78,15 @@ class Container:
 class DataJobs:
     """Builds the data jobs for one plan; ``add`` links them to the compute jobs and returns them."""
 
-    def __init__(self, wf: Workflow, lay: DataLayout, catalogs: Catalogs, stageable: dict[int, list[Executable]],
-                 reused: list[Job] | None = None, images: dict[str, StagedImage] | None = None) -> None:
+    def __init__(
+        self,
+        wf: Workflow,
+        lay: DataLayout,
+        catalogs: Catalogs,
+        stageable: dict[int, list[Executable]],
+        reused: list[Job] | None = None,
+        images: dict[str, StagedImage] | None = None,
+    ) -> None:
         self.wf = wf
         self.lay = lay
         self.cat = catalogs
@@ -92,8 +102,12 @@ class DataJobs:
         self.copied_out: list[tuple[Job, list[str]]] = []  # stage-out jobs and the files they copy out of the directory
         self._turns: dict[tuple[str, int], int] = {}  # (in|out, level) -> files dealt to its transfer jobs so far
         self.known_sites = set(catalogs.sites) | {lay.exec_site, "local"}
-        self.transfer = [*lay.transfer, "--threads", self._transfer_setting("transfer.threads") or DEFAULT_THREADS,
-                         *(self._transfer_setting("transfer.arguments") or "").split()]
+        self.transfer = [
+            *lay.transfer,
+            "--threads",
+            self._transfer_setting("transfer.threads") or DEFAULT_THREADS,
+            *(self._transfer_setting("transfer.arguments") or "").split(),
+        ]
         self.side = "local" if lay.exec_site == "local" else "remote"
 
     def _transfer_setting(self, key: str) -> str | None:
@@ -118,8 +132,15 @@ class DataJobs:
         """A data job running ``command``, by default pegasus-transfer on its input file (``pegasus::<tx>``)."""
         if command is None:
             command = [*self.transfer, "-f", INPUT_FILE]
-        job = Job(id=name, name=tx, namespace="pegasus", source=self.wf.path, type=kind, command=command,
-                  index=len(self.wf.jobs) + len(self.made))
+        job = Job(
+            id=name,
+            name=tx,
+            namespace="pegasus",
+            source=self.wf.path,
+            type=kind,
+            command=command,
+            index=len(self.wf.jobs) + len(self.made),
+        )
         self.made.append(job)
         return job
 
@@ -183,8 +204,11 @@ class DataJobs:
             why = safetext.problem_transfer_url(exe.url)
             if why:
                 raise ConfigError(f"{job.where}: the executable {exe.url[:120]!r} of transformation {exe.lfn} {why}")
-            use = Use(lfn=exe.lfn, link=Link.INPUT, metadata={"checksum.type": "sha256", "checksum.value": exe.sha256}
-                      if exe.sha256 else None)
+            use = Use(
+                lfn=exe.lfn,
+                link=Link.INPUT,
+                metadata={"checksum.type": "sha256", "checksum.value": exe.sha256} if exe.sha256 else None,
+            )
             out.append((-1 - n, use, [{"site_label": exe.site, "url": exe.url, "priority": 1}]))
         return out
 
@@ -229,8 +253,14 @@ class DataJobs:
                 box.job.stdin_text = transfer_input(box.entries)
                 assert box.job.command is not None
                 if box.verify:
-                    box.job.command = [sys.executable, "-m", "pilot.data.integrity",
-                                       *(f"{path}={sha}" for path, sha in box.verify), "--", *box.job.command]
+                    box.job.command = [
+                        sys.executable,
+                        "-m",
+                        "pilot.data.integrity",
+                        *(f"{path}={sha}" for path, sha in box.verify),
+                        "--",
+                        *box.job.command,
+                    ]
                 if box.images:  # loaded after their checksums are checked
                     box.job.command = [sys.executable, "-m", "pilot.data.images", *box.images, "--", *box.job.command]
         for chmod, box in chmods.values():  # each makes executable what its stage-in job brought
@@ -251,8 +281,14 @@ class DataJobs:
             box.images += [image.runtime, self.lay.workdir.file(use.lfn)[0], image.tag, sources[0]["url"]]
         for src in sources:
             check_pair(src["url"], dest["url"], f"{job.where}: uses[{k}]" if k >= 0 else job.where)
-        entry = {"type": "transfer", "linkage": "input", "lfn": use.lfn, "id": len(box.entries) + 1,
-                 "src_urls": sources, "dest_urls": [dest]}
+        entry = {
+            "type": "transfer",
+            "linkage": "input",
+            "lfn": use.lfn,
+            "id": len(box.entries) + 1,
+            "src_urls": sources,
+            "dest_urls": [dest],
+        }
         if use.metadata:
             entry["attributes"] = dict(use.metadata)
         box.entries.append(entry)
@@ -265,13 +301,17 @@ class DataJobs:
     # -- stage-out and registration ------------------------------------------------------------
     def _storage_url(self, job: Job, k: int, lfn: str) -> str:
         if self.lay.output_site not in self.cat.sites:
-            raise ConfigError(f"{job.where}: uses[{k}]: output {lfn!r} is to be staged out to site "
-                              f"{self.lay.output_site!r}, which no site catalog names: add it, or choose another "
-                              "--output-sites")
+            raise ConfigError(
+                f"{job.where}: uses[{k}]: output {lfn!r} is to be staged out to site "
+                f"{self.lay.output_site!r}, which no site catalog names: add it, or choose another "
+                "--output-sites"
+            )
         if self.lay.storage is None:
-            raise ConfigError(f"{job.where}: uses[{k}]: output {lfn!r} is to be staged out, but output site "
-                              f"{self.lay.output_site!r} has no storage directory: add a localStorage directory to "
-                              "it in the site catalog, choose another --output-sites, or set stageOut: false")
+            raise ConfigError(
+                f"{job.where}: uses[{k}]: output {lfn!r} is to be staged out, but output site "
+                f"{self.lay.output_site!r} has no storage directory: add a localStorage directory to "
+                "it in the site catalog, choose another --output-sites, or set stageOut: false"
+            )
         return self.lay.storage.file(lfn)[1]
 
     def _get_url(self, lfn: str) -> str:
@@ -298,8 +338,9 @@ class DataJobs:
                         self._stage_out_file(job, k, use, level, count, boxes, registers, output_site)
                     elif use.writes and use.register and not reused:  # registered where it was written
                         reg = self._register_job(registers, self._turn(("out", level)) % count, level)
-                        reg.register.append((use.lfn, self.lay.workdir_read.file(use.lfn)[1], self.lay.exec_site,
-                                             use.metadata))
+                        reg.register.append(
+                            (use.lfn, self.lay.workdir_read.file(use.lfn)[1], self.lay.exec_site, use.metadata)
+                        )
                         self.edge(job, reg.job)
             for reg in registers.values():
                 reg.job.stdin_text = "".join(map_line(*entry) for entry in reg.register)
@@ -308,8 +349,17 @@ class DataJobs:
                 if not reused:
                     self.copied_out.append((box.job, [e["lfn"] for e in box.entries]))
 
-    def _stage_out_file(self, job: Job, k: int, use: Use, level: int, count: int, boxes: list[Container],
-                        registers: dict[int, Container], output_site: str) -> None:
+    def _stage_out_file(
+        self,
+        job: Job,
+        k: int,
+        use: Use,
+        level: int,
+        count: int,
+        boxes: list[Container],
+        registers: dict[int, Container],
+        output_site: str,
+    ) -> None:
         """One output to the output site's storage: from the workflow's directory, or, for a job data reuse
         left out, from its replicas (a local transfer, level 1000); then its registration."""
         reused = level == REUSED_LEVEL
@@ -317,7 +367,9 @@ class DataJobs:
         if reused:
             sources = [{"site_label": c.site, "url": replicas.url_of(c.pfn)} for c in replicas.find(self.cat, use.lfn)]
         else:
-            sources = [{"site_label": self.lay.exec_site, "url": self.lay.workdir_read.file(use.lfn)[1]}]  # its get server
+            sources = [
+                {"site_label": self.lay.exec_site, "url": self.lay.workdir_read.file(use.lfn)[1]}
+            ]  # its get server
         if not sources or any(s["url"] == dest for s in sources):
             return  # already where it belongs
         for src in sources:
@@ -327,8 +379,14 @@ class DataJobs:
             boxes.append(self._transfer_job(f"stage_out_{side}_{site}_{level}_{len(boxes)}", JobType.STAGE_OUT))
         slot = self._turn(("out", level)) % count
         box = boxes[slot]
-        entry = {"type": "transfer", "linkage": "output", "lfn": use.lfn, "id": len(box.entries) + 1,
-                 "src_urls": sources, "dest_urls": [{"site_label": self.lay.output_site, "url": dest}]}
+        entry = {
+            "type": "transfer",
+            "linkage": "output",
+            "lfn": use.lfn,
+            "id": len(box.entries) + 1,
+            "src_urls": sources,
+            "dest_urls": [{"site_label": self.lay.output_site, "url": dest}],
+        }
         if use.metadata:
             entry["attributes"] = dict(use.metadata)
         box.entries.append(entry)
@@ -344,8 +402,11 @@ class DataJobs:
         reg = registers.get(slot)
         if reg is None:
             command = [sys.executable, "-m", "pilot.data.register", "--db", self.lay.replica_db, "--insert", INPUT_FILE]
-            reg = Container(job=self.new_job(f"register_{self.lay.exec_site}_{level}_{slot}", JobType.REGISTRATION,
-                                             "rc-client", command))
+            reg = Container(
+                job=self.new_job(
+                    f"register_{self.lay.exec_site}_{level}_{slot}", JobType.REGISTRATION, "rc-client", command
+                )
+            )
             registers[slot] = reg
         return reg
 
@@ -367,8 +428,9 @@ class DataJobs:
                 self._count("pegasus.stageout.clusters", 1)
         roots = [j for j in (*self.wf.jobs, *self.made) if not j.parents]
         mkdir = self.new_job(f"create_dir_{self.wf.name}_0_{self.lay.exec_site}", JobType.CREATE_DIR, "dirmanager")
-        mkdir.stdin_text = transfer_input([{"id": 1, "type": "mkdir",
-                                        "target": {"site_label": self.lay.exec_site, "url": self.lay.workdir.url}}])
+        mkdir.stdin_text = transfer_input(
+            [{"id": 1, "type": "mkdir", "target": {"site_label": self.lay.exec_site, "url": self.lay.workdir.url}}]
+        )
         self.edges_of_new(mkdir, roots)
         return self.made
 

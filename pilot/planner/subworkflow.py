@@ -44,14 +44,34 @@ CACHE_SUFFIX = ".cache.yml"
 
 # pegasus-plan options a sub-workflow job may pass, and the pilot plan option each becomes (None: dropped,
 # as it changes only how much the planner logs).
-WITH_VALUE = {"--cluster": "--cluster", "-C": "--cluster", "--output-sites": "--output-sites",
-              "--output-site": "--output-sites", "-o": "--output-sites", "--cleanup": "--cleanup",
-              "--conf": "--conf", "--cache": "--cache", "-c": "--cache", "--sites": None, "-s": None}
+WITH_VALUE = {
+    "--cluster": "--cluster",
+    "-C": "--cluster",
+    "--output-sites": "--output-sites",
+    "--output-site": "--output-sites",
+    "-o": "--output-sites",
+    "--cleanup": "--cleanup",
+    "--conf": "--conf",
+    "--cache": "--cache",
+    "-c": "--cache",
+    "--sites": None,
+    "-s": None,
+}
 PATHS = ("--conf", "--cache")  # made absolute from where the parent is planned
-FLAGS = {"--force": "--force", "-f": "--force", "--verbose": None, "-v": None, "--quiet": None, "-q": None,
-         "--submit": None, "-S": None}  # --submit: a sub-workflow is run once planned in any case
-REFUSED_HINT = ("pilot plans a sub-workflow into a directory of its own under the parent's submit directory "
-                "and runs it on the parent's sites; options it takes: " + ", ".join(sorted({*WITH_VALUE, *FLAGS})))
+FLAGS = {
+    "--force": "--force",
+    "-f": "--force",
+    "--verbose": None,
+    "-v": None,
+    "--quiet": None,
+    "-q": None,
+    "--submit": None,
+    "-S": None,
+}  # --submit: a sub-workflow is run once planned in any case
+REFUSED_HINT = (
+    "pilot plans a sub-workflow into a directory of its own under the parent's submit directory "
+    "and runs it on the parent's sites; options it takes: " + ", ".join(sorted({*WITH_VALUE, *FLAGS}))
+)
 
 
 def plan_options(lfn: str, words: list[str], path: str, ypath: str) -> SubJob:
@@ -62,8 +82,9 @@ def plan_options(lfn: str, words: list[str], path: str, ypath: str) -> SubJob:
     while k < len(words):
         word = words[k]
         name, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
-        if (name.startswith("-") and not name.startswith("--") and len(name) > 2 and set(name[1:]) <= {"v", "q"}) \
-                or name.startswith("-X"):
+        if (
+            name.startswith("-") and not name.startswith("--") and len(name) > 2 and set(name[1:]) <= {"v", "q"}
+        ) or name.startswith("-X"):
             k += 1  # -vvv: how much the planner logs; -X: options of pegasus-plan's JVM, which pilot has not
             continue
         if name in FLAGS and not eq:
@@ -86,8 +107,11 @@ def plan_options(lfn: str, words: list[str], path: str, ypath: str) -> SubJob:
             else:
                 out += [option, value]
             continue
-        raise fail(path, f"{ypath}.arguments", f"pegasus-plan option {word!r} of a sub-workflow is not supported: "
-                   + REFUSED_HINT)
+        raise fail(
+            path,
+            f"{ypath}.arguments",
+            f"pegasus-plan option {word!r} of a sub-workflow is not supported: " + REFUSED_HINT,
+        )
     return SubJob(lfn=lfn, options=tuple(out), sites=sites)
 
 
@@ -116,22 +140,27 @@ def prepare(wf: Workflow, lay: DataLayout, exec_handle: str, defaults: list[str]
         assert sub is not None
         other = [s for s in sub.sites if s != exec_handle]
         if other:
-            raise ConfigError(f"{job.where}: --sites {','.join(sub.sites)}: a sub-workflow runs on its parent's site "
-                              f"({exec_handle}); drop --sites from its arguments, or plan the sub-workflow on its own")
+            raise ConfigError(
+                f"{job.where}: --sites {','.join(sub.sites)}: a sub-workflow runs on its parent's site "
+                f"({exec_handle}); drop --sites from its arguments, or plan the sub-workflow on its own"
+            )
         if sub.lfn in writers:
             workflow = lay.workdir.file(sub.lfn)[0]
             if id(job) not in _descendants(writers[sub.lfn]):
-                raise ConfigError(f"{job.where}: its workflow file {sub.lfn!r} is written by {writers[sub.lfn].where}, "
-                                  "which is not its parent: add the dependency, so the file exists when it is planned")
+                raise ConfigError(
+                    f"{job.where}: its workflow file {sub.lfn!r} is written by {writers[sub.lfn].where}, "
+                    "which is not its parent: add the dependency, so the file exists when it is planned"
+                )
         else:
             workflow = _replica_path(wf, job, sub.lfn)
         given = {o for o in sub.options if o.startswith("--")}
         args = [os.path.abspath(a) if k and sub.options[k - 1] in PATHS else a for k, a in enumerate(sub.options)]
         for k in range(0, len(defaults), 2):
             if defaults[k] not in given:
-                args += defaults[k:k + 2]
-        cache = [(u.lfn, lay.workdir.file(u.lfn)[0]) for u in job.uses
-                 if u.reads and u.lfn in writers and u.lfn != sub.lfn]
+                args += defaults[k : k + 2]
+        cache = [
+            (u.lfn, lay.workdir.file(u.lfn)[0]) for u in job.uses if u.reads and u.lfn in writers and u.lfn != sub.lfn
+        ]
         out[job.index] = SubPlan(workflow, nested_dir(job), tuple(args), cache, exec_handle)
     return out
 
@@ -161,8 +190,10 @@ def _replica_path(wf: Workflow, job: Job, lfn: str) -> str:
         if path is not None and os.path.isfile(path):
             return os.path.abspath(path)
     named = ", ".join(c.pfn for c in copies) or "no replica"
-    raise ConfigError(f"{job.where}: sub-workflow file {lfn!r} is not a file here ({named}): add its path to the "
-                      "replica catalog (site local), or let a parent job write it")
+    raise ConfigError(
+        f"{job.where}: sub-workflow file {lfn!r} is not a file here ({named}): add its path to the "
+        "replica catalog (site local), or let a parent job write it"
+    )
 
 
 def write(cdir: str, name: str, plan: SubPlan) -> str:
@@ -172,7 +203,10 @@ def write(cdir: str, name: str, plan: SubPlan) -> str:
     if plan.cache:
         lines = ["pegasus: '5.0'", "replicas:"]
         for lfn, path in plan.cache:
-            lines += [f"- lfn: {json.dumps(lfn)}", f"  pfns: [{{site: {json.dumps(plan.site)}, pfn: {json.dumps(path)}}}]"]
+            lines += [
+                f"- lfn: {json.dumps(lfn)}",
+                f"  pfns: [{{site: {json.dumps(plan.site)}, pfn: {json.dumps(path)}}}]",
+            ]
         with open_file(os.path.join(cdir, name + CACHE_SUFFIX), "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
     return os.path.join(cdir, name + ".dag")
@@ -183,5 +217,6 @@ def spec_of(plan: SubPlan, cdir: str, submit_dir: str) -> SubworkflowSpec:
     args = list(plan.plan_args)
     if plan.cache:
         args += ["--cache", os.path.join(os.path.relpath(cdir, submit_dir), os.path.basename(cdir) + CACHE_SUFFIX)]
-    return SubworkflowSpec(workflow=plan.workflow, submit_dir=os.path.join(submit_dir, plan.submit_dir),
-                           plan_args=tuple(args))
+    return SubworkflowSpec(
+        workflow=plan.workflow, submit_dir=os.path.join(submit_dir, plan.submit_dir), plan_args=tuple(args)
+    )

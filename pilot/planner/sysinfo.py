@@ -107,4 +107,5 @@ def entry_for(job: Job, tx: Transformation, handle: str, site: Site | None) -> T
     raise ConfigError(
         f"{job.where}: transformation {job.tx_label} has no entry for the system of site {handle!r} "
         f"({system}{default}): its entry {entry.where or entry.site} is for {entry.sysinfo}; set that entry's "
-        f"arch/os.* to the site's, add an entry for {system}, or correct the site's arch/os.* in the site catalog")
+        f"arch/os.* to the site's, add an entry for {system}, or correct the site's arch/os.* in the site catalog"
+    )

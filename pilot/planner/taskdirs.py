@@ -35,10 +35,16 @@ class TaskDirPlan:
     def write(self, dag_file: str, cluster: Cluster) -> tuple[str, ...]:
         """Write the cluster's task files beside its DAG; the ``pilot run`` options that read them, or ()
         where no task of the cluster runs in a directory of its own (a data job's cluster)."""
-        lists = [(job.task_id, [u.lfn for u in job.uses if u.reads],
-                  [u.lfn for u in job.uses if u.writes and not u.optional],
-                  [u.lfn for u in job.uses if u.writes and u.optional])
-                 for job in cluster.jobs if job.type is _COMPUTE and job.command is None and job.wrapper is None]
+        lists = [
+            (
+                job.task_id,
+                [u.lfn for u in job.uses if u.reads],
+                [u.lfn for u in job.uses if u.writes and not u.optional],
+                [u.lfn for u in job.uses if u.writes and u.optional],
+            )
+            for job in cluster.jobs
+            if job.type is _COMPUTE and job.command is None and job.wrapper is None
+        ]
         if not lists:
             return ()
         path = taskfiles_path(dag_file)

@@ -47,8 +47,10 @@ def draw(clusters: list[ClusterRun], numbers: dict, path: str) -> None:
     from matplotlib.patches import Patch
 
     shown = [c for c in clusters if c.attempts]
-    t0 = min([a.start for c in shown for a in c.attempts]
-             + [r.submitted for c in shown for r in c.runs if r.submitted is not None])
+    t0 = min(
+        [a.start for c in shown for a in c.attempts]
+        + [r.submitted for c in shown for r in c.runs if r.submitted is not None]
+    )
     txs = sorted({a.transformation for c in shown for a in c.attempts})
     cmap = plt.get_cmap("tab10" if len(txs) <= 10 else "tab20")
     colour = {tx: cmap(i % cmap.N) for i, tx in enumerate(txs)}
@@ -56,8 +58,9 @@ def draw(clusters: list[ClusterRun], numbers: dict, path: str) -> None:
     legend_items = len(txs) + 3
     legend_rows = -(-legend_items // LEGEND_COLUMNS)
     inches = min(40.0, 1.6 + 0.32 * sum(heights) + 0.5 * len(shown) + 0.22 * legend_rows)
-    fig, axes = plt.subplots(len(shown), 1, sharex=True, squeeze=False, figsize=(11, inches),
-                             gridspec_kw={"height_ratios": heights})
+    fig, axes = plt.subplots(
+        len(shown), 1, sharex=True, squeeze=False, figsize=(11, inches), gridspec_kw={"height_ratios": heights}
+    )
     span = max(a.end for c in shown for a in c.attempts) - t0
     for ax, c in zip(axes[:, 0], shown):
         _panel(ax, c, t0, colour, len(shown) > 1, span)
@@ -71,15 +74,21 @@ def draw(clusters: list[ClusterRun], numbers: dict, path: str) -> None:
     # title above, legend below the time axis: long transformation names never cover either
     fig.legend(handles=handles, loc="lower center", fontsize=8, ncol=min(LEGEND_COLUMNS, len(handles)), frameon=False)
     n = numbers
-    fig.suptitle(f"makespan {_secs(n['makespan'])}, utilisation {n['utilisation']:.0%} "
-                 f"({n['cpu_utilisation']:.0%} CPU-weighted), critical path {_secs(n['critical_path_length'])}, "
-                 f"{n['tries']} tries, {n['failures']} failed", fontsize=10, x=0.01, ha="left")
+    fig.suptitle(
+        f"makespan {_secs(n['makespan'])}, utilisation {n['utilisation']:.0%} "
+        f"({n['cpu_utilisation']:.0%} CPU-weighted), critical path {_secs(n['critical_path_length'])}, "
+        f"{n['tries']} tries, {n['failures']} failed",
+        fontsize=10,
+        x=0.01,
+        ha="left",
+    )
     fig.tight_layout(rect=(0, (0.1 + 0.2 * legend_rows) / inches, 1, 1 - 0.4 / inches))
     try:
         fig.savefig(path, dpi=110)
     except OSError as exc:  # a --png path the user chose: one line, not an internal error
-        raise ReportError(f"{path}: cannot write the timeline: {exc.strerror or exc}; pick another --png "
-                          "or pass --no-png") from None
+        raise ReportError(
+            f"{path}: cannot write the timeline: {exc.strerror or exc}; pick another --png " "or pass --no-png"
+        ) from None
     finally:
         plt.close(fig)
 
@@ -97,7 +106,9 @@ def _panel(ax, c: ClusterRun, t0: float, colour: dict, titled: bool, span: float
     groups: dict[tuple[int, str, Outcome], list[tuple[float, float]]] = {}
     for a in c.attempts:
         outcome = Outcome.KILLED if a.status < 0 else (Outcome.FAILED if a.failed else Outcome.OK)
-        groups.setdefault((index[(a.host, a.slot)], a.transformation, outcome), []).append((a.start - t0, max(a.duration, 1e-3)))
+        groups.setdefault((index[(a.host, a.slot)], a.transformation, outcome), []).append(
+            (a.start - t0, max(a.duration, 1e-3))
+        )
     for (y, tx, outcome), bars in groups.items():
         style = {"facecolor": colour[tx], "edgecolor": "black", "linewidth": 0.4}
         if outcome is Outcome.KILLED:  # killed at an abort, or by the system
@@ -108,14 +119,23 @@ def _panel(ax, c: ClusterRun, t0: float, colour: dict, titled: bool, span: float
     if len(c.attempts) <= LABELLED_TRIES:
         for a in c.attempts:
             if a.duration > span * 0.06:  # room for the task's name inside its bar
-                ax.text(a.start - t0 + a.duration / 2, index[(a.host, a.slot)], a.task, ha="center", va="center",
-                        fontsize=6, clip_on=True)
+                ax.text(
+                    a.start - t0 + a.duration / 2,
+                    index[(a.host, a.slot)],
+                    a.task,
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    clip_on=True,
+                )
     labels = [f"{host} slot {slot}" for host, slot in rows]
     if queue_row:
         labels.insert(0, "batch queue")
         for i, r in enumerate(c.runs):
             if r.submitted is not None and r.start is not None:
-                ax.broken_barh([(r.submitted - t0, r.start - r.submitted)], (-0.3, 0.6), facecolor="lightgrey", edgecolor="grey")
+                ax.broken_barh(
+                    [(r.submitted - t0, r.start - r.submitted)], (-0.3, 0.6), facecolor="lightgrey", edgecolor="grey"
+                )
                 ax.text(r.start - t0, 0, f" job {r.job_id or i + 1} starts", va="center", fontsize=7)
     previous = None
     for host, _ in rows:  # a line between hosts
@@ -129,7 +149,11 @@ def _panel(ax, c: ClusterRun, t0: float, colour: dict, titled: bool, span: float
             ax.text(r.start - t0, top, f" resubmitted (run {i + 1})", color="tab:blue", fontsize=7, va="top", ha="left")
         if r.reason in ABORTS and r.end is not None:
             ax.axvline(r.end - t0, color="red", linestyle="--", linewidth=1.2)
-            what = "wall-time abort" if r.reason == "walltime" else ("stopped by a signal" if r.reason == "signal" else "run ended early")
+            what = (
+                "wall-time abort"
+                if r.reason == "walltime"
+                else ("stopped by a signal" if r.reason == "signal" else "run ended early")
+            )
             ax.text(r.end - t0, top, f"{what} ", color="red", fontsize=7, va="top", ha="right")
     ax.set_yticks(range(len(labels)))
     ax.set_yticklabels(labels, fontsize=7)

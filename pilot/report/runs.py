@@ -42,8 +42,24 @@ from providers import SCHEDULERS, script_suffixes
 
 # Files next to a DAG that never hold task records: pilot's logs, the batch scripts of every scheduler
 # plug-in, and stderr (records go to a task's stdout).
-_NOT_OUTPUT = (".dag", RESCUE_SUFFIX, ".resource", RESULT_SUFFIX, ".bp", ".yml", ".yaml", ".dagman.out", ".lock",
-               ".notify", ".json", ".ec", ".png", ".err", ".stderr", *script_suffixes())
+_NOT_OUTPUT = (
+    ".dag",
+    RESCUE_SUFFIX,
+    ".resource",
+    RESULT_SUFFIX,
+    ".bp",
+    ".yml",
+    ".yaml",
+    ".dagman.out",
+    ".lock",
+    ".notify",
+    ".json",
+    ".ec",
+    ".png",
+    ".err",
+    ".stderr",
+    *script_suffixes(),
+)
 # Parsl's name of a submitted script: <job name>.<epoch><the plug-in's parsl_suffix>
 _PARSL_SCRIPT = "(?:" + "|".join(sorted({re.escape(s.parsl_suffix) for s in SCHEDULERS.values()})) + r")\Z"
 _STDERR = re.compile(r"\.(?:err\.\d+|e\d+)\Z")  # <task>.err.NNN, <dag>.err.<rank>, torque's <script>.e<job>
@@ -177,10 +193,22 @@ def _records(dag: Dag, folder: str, extra: list[str]) -> list[Attempt]:
                         continue
                     seen.add(key)
                     task = tasks[r.name]
-                    out.append(Attempt(
-                        r.name, r.start, r.duration, r.status, r.app, r.hostname, r.slot, r.cpus, r.memory,
-                        task.transformation if task.transformation is not None and task.transformation != "-" else os.path.basename(r.app),
-                    ))
+                    out.append(
+                        Attempt(
+                            r.name,
+                            r.start,
+                            r.duration,
+                            r.status,
+                            r.app,
+                            r.hostname,
+                            r.slot,
+                            r.cpus,
+                            r.memory,
+                            task.transformation
+                            if task.transformation is not None and task.transformation != "-"
+                            else os.path.basename(r.app),
+                        )
+                    )
         except OSError as exc:
             raise ReportError(f"{path}: cannot read: {exc.strerror}") from None
     out.sort(key=lambda a: (a.start, a.slot))

@@ -55,8 +55,11 @@ def run_spans(c: ClusterRun) -> list[RunSpan]:
             continue
         slots_seen = {(a.host, a.slot) for a in group}
         slots = sum(s for s, _ in c.hosts.values()) if c.hosts else len(slots_seen)
-        cpus = sum(cp for _, cp in c.hosts.values()) if c.hosts else sum(max(a.cpus for a in group if (a.host, a.slot) == hs)
-                                                                          for hs in slots_seen)
+        cpus = (
+            sum(cp for _, cp in c.hosts.values())
+            if c.hosts
+            else sum(max(a.cpus for a in group if (a.host, a.slot) == hs) for hs in slots_seen)
+        )
         spans.append(RunSpan(min(a.start for a in group), max(a.end for a in group), max(slots, len(slots_seen)), cpus))
     return spans
 
@@ -122,8 +125,12 @@ def summarize(clusters: list[ClusterRun]) -> dict:
         group = per_tx[tx]
         durations = [a.duration for a in group]
         transformations[tx] = {
-            "tasks": len({a.task for a in group}), "tries": len(group), "failures": sum(a.failed for a in group),
-            "mean": sum(durations) / len(durations), "p95": p95(durations), "total": sum(durations),
+            "tasks": len({a.task for a in group}),
+            "tries": len(group),
+            "failures": sum(a.failed for a in group),
+            "mean": sum(durations) / len(durations),
+            "p95": p95(durations),
+            "total": sum(durations),
         }
     tasks = sum(len(c.dag) for c in clusters)
     succeeded = {(c.name, a.task) for c in ran for a in c.attempts if not a.failed}
@@ -153,16 +160,27 @@ def summarize(clusters: list[ClusterRun]) -> dict:
 
 def _cluster_numbers(c: ClusterRun) -> dict:
     spans = run_spans(c)
-    out: dict = {"name": c.name, "dag": c.dag_path, "tasks": len(c.dag), "tries": len(c.attempts),
-                 "failures": sum(a.failed for a in c.attempts)}
+    out: dict = {
+        "name": c.name,
+        "dag": c.dag_path,
+        "tasks": len(c.dag),
+        "tries": len(c.attempts),
+        "failures": sum(a.failed for a in c.attempts),
+    }
     if c.attempts:
         out["makespan"] = max(a.end for a in c.attempts) - min(a.start for a in c.attempts)
         available = sum(s.slots * (s.end - s.start) for s in spans)
         out["utilisation"] = sum(a.duration for a in c.attempts) / available if available > 0 else 0.0
         out["slots"] = max(s.slots for s in spans)
     out["runs"] = [
-        {"start": r.start, "end": r.end, "reason": r.reason, "job_id": r.job_id, "submitted": r.submitted,
-         "queue_wait": (r.start - r.submitted) if r.start is not None and r.submitted is not None else None}
+        {
+            "start": r.start,
+            "end": r.end,
+            "reason": r.reason,
+            "job_id": r.job_id,
+            "submitted": r.submitted,
+            "queue_wait": (r.start - r.submitted) if r.start is not None and r.submitted is not None else None,
+        }
         for r in c.runs
     ]
     return out
@@ -172,17 +190,29 @@ def text(numbers: dict) -> list[str]:
     """The numbers as lines for a terminal."""
     n = numbers
     out = [
-        f"makespan: {n['makespan']:.3f} s" + (f" (end to end with queue wait: {n['end_to_end']:.3f} s)" if "end_to_end" in n else ""),
+        f"makespan: {n['makespan']:.3f} s"
+        + (f" (end to end with queue wait: {n['end_to_end']:.3f} s)" if "end_to_end" in n else ""),
         f"utilisation: {n['utilisation']:.1%} of slot-seconds ({n['busy_slot_seconds']:.3f} busy / "
         f"{n['available_slot_seconds']:.3f} available), {n['cpu_utilisation']:.1%} CPU-weighted",
-        f"critical path: {n['critical_path_length']:.3f} s: " + " -> ".join(n["critical_path"][:12])
+        f"critical path: {n['critical_path_length']:.3f} s: "
+        + " -> ".join(n["critical_path"][:12])
         + (f" ... ({len(n['critical_path'])} tasks)" if len(n["critical_path"]) > 12 else ""),
         f"tasks: {n['tasks']}, succeeded {n['succeeded']}; tries: {n['tries']}, failed {n['failures']}"
         + (f" ({n['killed']} killed by a signal)" if n["killed"] else ""),
     ]
     rows = [("transformation", "tasks", "tries", "failed", "mean s", "p95 s", "total s")]
     for tx, s in n["transformations"].items():
-        rows.append((tx, str(s["tasks"]), str(s["tries"]), str(s["failures"]), f"{s['mean']:.3f}", f"{s['p95']:.3f}", f"{s['total']:.3f}"))
+        rows.append(
+            (
+                tx,
+                str(s["tasks"]),
+                str(s["tries"]),
+                str(s["failures"]),
+                f"{s['mean']:.3f}",
+                f"{s['p95']:.3f}",
+                f"{s['total']:.3f}",
+            )
+        )
     out += table(rows, right=range(1, len(rows[0])))
     if len(n["clusters"]) > 1 or any(len(c["runs"]) > 1 for c in n["clusters"]):
         for c in n["clusters"]:

@@ -57,15 +57,33 @@ FLUSH_EVERY = 0.5  # monitoring files of every run are flushed this often (as th
 BYE_TIMEOUT = 10.0
 # What a fed run takes from the agent rather than from its own command line: what the workers do with every
 # task (they read their own options) and how the hosts are set up.
-WORKER_SIDE = ("verbosity", "host_script", "host_memory", "host_cpus", "host_gpus", "strict_limits", "per_task_stdio",
-               "invocation_records", "sleep_on_recv", "keep_affinity", "set_affinity", "keep_task_processes",
-               "max_crashes")
+WORKER_SIDE = (
+    "verbosity",
+    "host_script",
+    "host_memory",
+    "host_cpus",
+    "host_gpus",
+    "strict_limits",
+    "per_task_stdio",
+    "invocation_records",
+    "sleep_on_recv",
+    "keep_affinity",
+    "set_affinity",
+    "keep_task_processes",
+    "max_crashes",
+)
 
 
 class Agent:
-    def __init__(self, opts: RunOptions, transport: Transport, parse: Callable[[list[str]], RunOptions],
-                 app: str = "pilot", make_events: Callable[[RunOptions], list[RunEvents]] | None = None,
-                 clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        opts: RunOptions,
+        transport: Transport,
+        parse: Callable[[list[str]], RunOptions],
+        app: str = "pilot",
+        make_events: Callable[[RunOptions], list[RunEvents]] | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         assert opts.inbox is not None
         self.opts = opts
         self.inbox = opts.inbox
@@ -88,7 +106,10 @@ class Agent:
         self._closer = ThreadPoolExecutor(1, thread_name_prefix="pilot-end")
         self.run_id = f"{os.uname().nodename}-{os.getpid()}-{time.time_ns():x}"
         self._handlers: dict[type, Callable[[int, Any], None]] = {
-            TaskResult: self._result, WorkerFailed: self._worker_failed, Bye: self._bye}
+            TaskResult: self._result,
+            WorkerFailed: self._worker_failed,
+            Bye: self._bye,
+        }
 
     def run(self) -> int:
         self.limits.start()
@@ -97,8 +118,10 @@ class Agent:
                 try:
                     os.makedirs(self.inbox, exist_ok=True)
                 except OSError as exc:
-                    raise UsageError(f"pilot run: --inbox {self.inbox}: cannot create it ({exc.strerror or exc}); "
-                                     "give a directory this run can write") from None
+                    raise UsageError(
+                        f"pilot run: --inbox {self.inbox}: cannot create it ({exc.strerror or exc}); "
+                        "give a directory this run can write"
+                    ) from None
                 startup = Startup(self.opts, self.t, self.matcher, self.limits, self.run_id)
                 startup.register(self.workers)
                 startup.setup_hosts()
@@ -132,8 +155,11 @@ class Agent:
                 if why is not None and run.abort_reason is None:
                     self._abort(run, why, signalled=False)
             self._dispatch()
-            for run in [r for r in self.runs if r.drained and (r.abort_reason or now >= r.settle_at)
-                        or (r.abort_reason and now >= r.kill_deadline)]:
+            for run in [
+                r
+                for r in self.runs
+                if r.drained and (r.abort_reason or now >= r.settle_at) or (r.abort_reason and now >= r.kill_deadline)
+            ]:
                 self._end(run)
             if self.stopping is not None and not self.runs:
                 return
@@ -189,15 +215,32 @@ class Agent:
             return
         opts = own._replace(**{name: getattr(self.opts, name) for name in WORKER_SIDE}, inbox=None)
         hosts = self._hosts(req)
-        run = DagRun(req.id, opts, self.matcher, self.workers, self.app, self.make_events, req.out, self.limits.clock,
-                     req.err, hosts, self.held)
+        run = DagRun(
+            req.id,
+            opts,
+            self.matcher,
+            self.workers,
+            self.app,
+            self.make_events,
+            req.out,
+            self.limits.clock,
+            req.err,
+            hosts,
+            self.held,
+        )
         try:
             run.open(len(self.workers))
         except (PilotError, OSError) as exc:
             inbox.write_done(self.inbox, req.id, run.fail(exc))
             return
-        log.info("%s: %s taken (%d tasks%s)", req.id, run.opts.dag, run.engine.total if run.engine else 0,
-                 f", on {', '.join(sorted(hosts))} alone" if hosts else "", extra=run.tag)
+        log.info(
+            "%s: %s taken (%d tasks%s)",
+            req.id,
+            run.opts.dag,
+            run.engine.total if run.engine else 0,
+            f", on {', '.join(sorted(hosts))} alone" if hosts else "",
+            extra=run.tag,
+        )
         self.held |= hosts or set()
         self.runs.append(run)
 
@@ -208,8 +251,12 @@ class Agent:
             return None
         hosts = whole_hosts(req.hosts, self.matcher.hosts)
         if hosts is None:
-            log.warning("%s: it holds hosts %s, but this run's workers are on %s: it shares them all", req.id,
-                        ", ".join(req.hosts), ", ".join(sorted(self.matcher.hosts)))
+            log.warning(
+                "%s: it holds hosts %s, but this run's workers are on %s: it shares them all",
+                req.id,
+                ", ".join(req.hosts),
+                ", ".join(sorted(self.matcher.hosts)),
+            )
         return hosts
 
     def _dispatch(self) -> None:

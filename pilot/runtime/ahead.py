@@ -49,8 +49,15 @@ Send = Callable[[Task, Allocation, Task | None], None]
 class Ahead:
     """Prefetching, follow-on children, recalls, and the mean task time that sizes them (see the module doc)."""
 
-    def __init__(self, engine: Engine, matcher: Matcher, slots: Slots, transport: Transport, send: Send,
-                 time_left: Callable[[], float | None]) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        matcher: Matcher,
+        slots: Slots,
+        transport: Transport,
+        send: Send,
+        time_left: Callable[[], float | None],
+    ) -> None:
         self.engine = engine
         self.matcher = matcher
         self.slots = slots
@@ -97,9 +104,18 @@ class Ahead:
         if left is not None:
             left -= self._work_ahead(rank)
         while depth < FOLLOW_ON_DEPTH and not parent.spec.pipe_forwards and not parent.spec.file_forwards:
-            child = next((c for c in parent.children if engine.follow_on(c, parent) and c.spec.cpus <= alloc.cpus
-                          and c.spec.memory <= alloc.memory and c.spec.gpus <= gpus
-                          and (left is None or not self.matcher.too_long(c, left))), None)
+            child = next(
+                (
+                    c
+                    for c in parent.children
+                    if engine.follow_on(c, parent)
+                    and c.spec.cpus <= alloc.cpus
+                    and c.spec.memory <= alloc.memory
+                    and c.spec.gpus <= gpus
+                    and (left is None or not self.matcher.too_long(c, left))
+                ),
+                None,
+            )
             if child is None:
                 return
             if left is not None:

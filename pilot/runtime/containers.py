@@ -34,8 +34,13 @@ class Family(enum.Enum):
     APPTAINER = "apptainer"  # instance start, exec instance://NAME, instance stop
 
 
-RUNTIMES = {"apptainer": Family.APPTAINER, "singularity": Family.APPTAINER,
-            "docker": Family.DOCKER, "podman": Family.DOCKER, "podman-hpc": Family.DOCKER}
+RUNTIMES = {
+    "apptainer": Family.APPTAINER,
+    "singularity": Family.APPTAINER,
+    "docker": Family.DOCKER,
+    "podman": Family.DOCKER,
+    "podman-hpc": Family.DOCKER,
+}
 SUBCOMMAND = {Family.APPTAINER: "exec", Family.DOCKER: "run"}
 
 
@@ -50,21 +55,89 @@ class Where(enum.Enum):
 
 # Option -> (takes a value, where it goes). Anything else makes the line unreadable.
 _DOCKER: dict[str, tuple[bool, Where]] = {
-    **{o: (True, Where.CONTAINER) for o in (
-        "-v", "--volume", "--mount", "--tmpfs", "--network", "--net", "--gpus", "--device", "-u", "--user",
-        "--userns", "--security-opt", "--ipc", "--pid", "--uts", "--cgroupns", "--hostname", "--cap-add", "--cap-drop",
-        "--shm-size", "--ulimit", "--group-add", "--platform", "--pull", "--env-file", "-m", "--memory", "--cpus")},
+    **{
+        o: (True, Where.CONTAINER)
+        for o in (
+            "-v",
+            "--volume",
+            "--mount",
+            "--tmpfs",
+            "--network",
+            "--net",
+            "--gpus",
+            "--device",
+            "-u",
+            "--user",
+            "--userns",
+            "--security-opt",
+            "--ipc",
+            "--pid",
+            "--uts",
+            "--cgroupns",
+            "--hostname",
+            "--cap-add",
+            "--cap-drop",
+            "--shm-size",
+            "--ulimit",
+            "--group-add",
+            "--platform",
+            "--pull",
+            "--env-file",
+            "-m",
+            "--memory",
+            "--cpus",
+        )
+    },
     **{o: (False, Where.CONTAINER) for o in ("--read-only", "--privileged", "--init")},
     **{o: (True, Where.EXEC) for o in ("-w", "--workdir", "-e", "--env")},
     "--rm": (False, Where.DROP),
 }
 _APPTAINER: dict[str, tuple[bool, Where]] = {
-    **{o: (True, Where.CONTAINER) for o in (
-        "-B", "--bind", "--mount", "-H", "--home", "-o", "--overlay", "--network", "--network-args", "--hostname",
-        "--security", "-W", "--workdir", "-S", "--scratch", "--no-mount", "--dns")},
-    **{o: (False, Where.CONTAINER) for o in (
-        "--no-home", "--nv", "--nvccli", "--rocm", "--writable-tmpfs", "-c", "--contain", "-C", "--containall",
-        "-f", "--fakeroot", "--no-privs", "--compat", "--no-init", "-u", "--userns", "--net", "--no-https")},
+    **{
+        o: (True, Where.CONTAINER)
+        for o in (
+            "-B",
+            "--bind",
+            "--mount",
+            "-H",
+            "--home",
+            "-o",
+            "--overlay",
+            "--network",
+            "--network-args",
+            "--hostname",
+            "--security",
+            "-W",
+            "--workdir",
+            "-S",
+            "--scratch",
+            "--no-mount",
+            "--dns",
+        )
+    },
+    **{
+        o: (False, Where.CONTAINER)
+        for o in (
+            "--no-home",
+            "--nv",
+            "--nvccli",
+            "--rocm",
+            "--writable-tmpfs",
+            "-c",
+            "--contain",
+            "-C",
+            "--containall",
+            "-f",
+            "--fakeroot",
+            "--no-privs",
+            "--compat",
+            "--no-init",
+            "-u",
+            "--userns",
+            "--net",
+            "--no-https",
+        )
+    },
     **{o: (True, Where.EXEC) for o in ("--pwd", "--env", "--env-file")},
     **{o: (False, Where.BOTH) for o in ("-e", "--cleanenv")},
 }
@@ -116,8 +189,14 @@ def parse(argv: list[str], cwd: str | None) -> ContainerLine | None:
         k += 1
     if len(argv) - k < 2:  # an image and a command
         return None
-    return ContainerLine(argv[0], family, tuple(container), _absolute_image(family, argv[k], base), tuple(exec_part),
-                         tuple(argv[k + 1:]))
+    return ContainerLine(
+        argv[0],
+        family,
+        tuple(container),
+        _absolute_image(family, argv[k], base),
+        tuple(exec_part),
+        tuple(argv[k + 1 :]),
+    )
 
 
 def _absolute_image(family: Family, image: str, base: str) -> str:
@@ -125,13 +204,14 @@ def _absolute_image(family: Family, image: str, base: str) -> str:
         return image if "://" in image else os.path.join(base, image)
     for transport in _ARCHIVES:
         if image.startswith(transport):
-            return transport + os.path.join(base, image[len(transport):])
+            return transport + os.path.join(base, image[len(transport) :])
     return image  # a name in the runtime's image store
 
 
 def _absolute_bind(family: Family, name: str, value: str, base: str) -> str:
     """An apptainer bind's relative source, made absolute (docker's relative sources are volume names)."""
     if family is Family.APPTAINER and name in ("-B", "--bind") and value and not value.startswith("/"):
-        return ",".join(os.path.join(base, part) if part and not part.startswith("/") else part
-                        for part in value.split(","))
+        return ",".join(
+            os.path.join(base, part) if part and not part.startswith("/") else part for part in value.split(",")
+        )
     return value

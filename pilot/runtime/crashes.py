@@ -95,7 +95,7 @@ class Slot:
     def running(self, name: str) -> None:
         data = name.encode("utf-8", "surrogateescape")
         if len(data) < SLOT_BYTES:
-            self._map[0:len(data) + 1] = data + b"\0"
+            self._map[0 : len(data) + 1] = data + b"\0"
 
     def idle(self) -> None:
         self._map[0:1] = b"\0"
@@ -172,8 +172,12 @@ def _fold(path: str, lines: list[str], known: dict[str, Task]) -> tuple[CrashSta
     for lineno, line in enumerate(lines, 1):
         parts = line.split(" ", 1)
         if len(parts) != 2 or parts[0] not in Event.__members__ or not parts[1]:
-            raise DagError(path, lineno, f"not a crash record ({line[:80]!r}): expected 'SUSPECT|ALONE|CLEAR|CRASH "
-                           "<task>'; delete the file to forget the crashes it recorded")
+            raise DagError(
+                path,
+                lineno,
+                f"not a crash record ({line[:80]!r}): expected 'SUSPECT|ALONE|CLEAR|CRASH "
+                "<task>'; delete the file to forget the crashes it recorded",
+            )
         event, name = Event(parts[0]), parts[1]
         if name not in known:
             continue  # a task the DAG no longer has
@@ -238,6 +242,7 @@ class CrashLog:
 
 # -- the master's side ---------------------------------------------------------
 
+
 class Turn(enum.Enum):
     """What ``Isolation.step`` lets the master's dispatch do."""
 
@@ -253,8 +258,9 @@ class Isolation:
     ready, ``step`` before each dispatch, ``ended`` for each task that ends.
     """
 
-    def __init__(self, suspects: list[Task], engine: Engine, matcher: Matcher, record: CrashLog,
-                 ready: Callable[[Task], None]) -> None:
+    def __init__(
+        self, suspects: list[Task], engine: Engine, matcher: Matcher, record: CrashLog, ready: Callable[[Task], None]
+    ) -> None:
         self.queue = collections.deque(suspects)
         self.alone: Task | None = None
         self.deferred: list[Task] = []  # tasks that became ready meanwhile: queued once every suspect ran
@@ -307,8 +313,18 @@ class CrashGuard:
     ``lose_worker`` take a dead worker out of the run.
     """
 
-    def __init__(self, opts: RunOptions, dag: Dag, engine: Engine, matcher: Matcher, slots: Slots, events: RunEvents,
-                 task_out: BinaryIO | None, ready: Callable[[Task], None], number: Callable[[Task], int]) -> None:
+    def __init__(
+        self,
+        opts: RunOptions,
+        dag: Dag,
+        engine: Engine,
+        matcher: Matcher,
+        slots: Slots,
+        events: RunEvents,
+        task_out: BinaryIO | None,
+        ready: Callable[[Task], None],
+        number: Callable[[Task], int],
+    ) -> None:
         self.opts = opts
         self.record = CrashLog(opts.dag, dag.tasks)
         self._lost = Tail(lost_path(opts.dag), from_end=True)  # earlier runs' lines are not this run's
@@ -332,8 +348,12 @@ class CrashGuard:
         suspects = [by_name.pop(n) for n in state.suspects if n in by_name]
         isolation = None
         if suspects:
-            log.warning("%d task(s) were running when the job died (%s): each runs alone first, so that a task that "
-                        "kills its worker is known", len(suspects), ", ".join(t.name for t in suspects[:5]))
+            log.warning(
+                "%d task(s) were running when the job died (%s): each runs alone first, so that a task that "
+                "kills its worker is known",
+                len(suspects),
+                ", ".join(t.name for t in suspects[:5]),
+            )
             isolation = Isolation(suspects, self.engine, self.matcher, self.record, self.ready)
         return isolation, [task for task in ready if task.name in by_name]
 
@@ -351,7 +371,11 @@ class CrashGuard:
         except OSError:
             pass
         entry, held = self.slots.lose(rank)
-        log.error("worker %d died%s; the run goes on without it", rank, f" while running task {entry[0].name}" if entry else "")
+        log.error(
+            "worker %d died%s; the run goes on without it",
+            rank,
+            f" while running task {entry[0].name}" if entry else "",
+        )
         for task in held:
             engine.unstart(task)
             if engine.is_ready(task) and not engine.stopped:
@@ -396,11 +420,25 @@ class CrashGuard:
         from pilot.monitor import kickstart
 
         host = os.uname().nodename
-        text = taskrecord.cluster_task(task.name, now, 0.0, -signal.SIGKILL, task.argv[0], host, 0, task.cpus, task.memory, task.pegasus_id)
+        text = taskrecord.cluster_task(
+            task.name, now, 0.0, -signal.SIGKILL, task.argv[0], host, 0, task.cpus, task.memory, task.pegasus_id
+        )
         if opts.invocation_records:
-            text = "\n" + kickstart.xml_invocation(task.transformation or task.name, task.dax_id or task.name, now, 0.0,
-                                                   -signal.SIGKILL, task.argv, host, why + "\n", task.cwd) + text
+            text = (
+                "\n"
+                + kickstart.xml_invocation(
+                    task.transformation or task.name,
+                    task.dax_id or task.name,
+                    now,
+                    0.0,
+                    -signal.SIGKILL,
+                    task.argv,
+                    host,
+                    why + "\n",
+                    task.cwd,
+                )
+                + text
+            )
         out = self.task_out if self.task_out is not None else sys.stdout.buffer  # no -o: the master's stdout
         out.write(text.encode("utf-8", "surrogateescape"))
         out.flush()
-

@@ -62,8 +62,13 @@ def in_dag_dir(opts: RunOptions) -> RunOptions:
     def there(path: str | None) -> str | None:
         return None if path is None else os.path.join(where, path)
 
-    return opts._replace(dag=os.path.abspath(opts.dag), stdout=there(opts.stdout), stderr=there(opts.stderr),
-                         rescue=there(opts.rescue), task_files=there(opts.task_files))
+    return opts._replace(
+        dag=os.path.abspath(opts.dag),
+        stdout=there(opts.stdout),
+        stderr=there(opts.stderr),
+        rescue=there(opts.rescue),
+        task_files=there(opts.task_files),
+    )
 
 
 class RunLog(logging.Handler):
@@ -95,10 +100,20 @@ class RunLog(logging.Handler):
 class DagRun:
     """One fed cluster's run: the state and writers of a single-DAG ``pilot run``, over shared workers."""
 
-    def __init__(self, job_id: str, opts: RunOptions, shared: Matcher, workers: list[int], app: str,
-                 make_events: Callable[[RunOptions], list[RunEvents]], out: str | None = None,
-                 clock: Callable[[], float] = time.monotonic, err: str | None = None,
-                 hosts: frozenset[str] | None = None, barred: set[str] | None = None) -> None:
+    def __init__(
+        self,
+        job_id: str,
+        opts: RunOptions,
+        shared: Matcher,
+        workers: list[int],
+        app: str,
+        make_events: Callable[[RunOptions], list[RunEvents]],
+        out: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        err: str | None = None,
+        hosts: frozenset[str] | None = None,
+        barred: set[str] | None = None,
+    ) -> None:
         self.id = job_id
         self.hosts = hosts  # the hosts it holds whole (its tasks run there alone), None: it shares
         self.opts = opts = in_dag_dir(opts)
@@ -117,7 +132,9 @@ class DagRun:
         self.events.on_error = self.report.lost
         self.engine: Engine | None = None
         self.dag: Dag | None = None
-        self.task_files: dict[str, taskdir.Files] = {}  # --task-files: task -> (inputs, outputs, optional outputs), sent with its RunTask
+        self.task_files: dict[
+            str, taskdir.Files
+        ] = {}  # --task-files: task -> (inputs, outputs, optional outputs), sent with its RunTask
         self.rescue: RescueLog | None = None
         self.task_out: BinaryIO | None = None
         self.task_err: BinaryIO | None = None
@@ -155,13 +172,23 @@ class DagRun:
         if not opts.skip_rescue:
             done = read_rescue(opts.rescue_path, dag.tasks)
             if done:
-                log.info("%s: rescue log %s: %d of %d tasks already done", self.id, opts.rescue_path, len(done), len(dag),
-                         extra=self.tag)
+                log.info(
+                    "%s: rescue log %s: %d of %d tasks already done",
+                    self.id,
+                    opts.rescue_path,
+                    len(done),
+                    len(dag),
+                    extra=self.tag,
+                )
         self.rescue = RescueLog(opts.rescue_path, sorted(done))
         if opts.resource_log:
             path = opts.dag + ".resource"
-            self.resource_log = outputs.opened(path, "the resource log", "use --no-resource-log or fix the directory",
-                                               lambda: ResourceLog(path, on_error=self.report.lost))
+            self.resource_log = outputs.opened(
+                path,
+                "the resource log",
+                "use --no-resource-log or fix the directory",
+                lambda: ResourceLog(path, on_error=self.report.lost),
+            )
         self.engine = engine = Engine(dag, opts.tries, opts.max_failures, done)
         self.events.run_started(opts.dag, len(dag), workers)
         self._started_events = True
@@ -169,7 +196,9 @@ class DagRun:
             if engine.state[task.order] is not State.DONE:  # it must fit some host
                 why = self.matcher.infeasible(task)
                 if why:
-                    raise DagError(opts.dag, task.line, f"FATAL ERROR: No host is capable of running task {task.name}: {why}")
+                    raise DagError(
+                        opts.dag, task.line, f"FATAL ERROR: No host is capable of running task {task.name}: {why}"
+                    )
         self.limits.prepare(dag, self.matcher)
         self.queued_seq = array("q", bytes(8 * len(dag)))
         self.matcher.reserve(len(dag))
@@ -194,11 +223,26 @@ class DagRun:
         self.queued_seq[task.order] = 0
         self.events.task_dispatched(task, seq, alloc.rank, alloc.host.name)
         return RunTask(
-            task.name, task.argv, attempt, spec.memory, spec.cpus, alloc.gpu_ids[: spec.gpus] if spec.gpus else (),
-            task.pegasus_id, spec.pipe_forwards, spec.file_forwards, task.transformation, task.dax_id,
-            alloc.cpu_ids[: spec.cpus] if spec.cpus > 1 else (), None, True,  # nothing queued behind it: wake the master
-            os.path.join(self.where, spec.cwd) if spec.cwd else self.where, task.stdio, spec.env, dag=self.opts.dag,
-            files=self.task_files.get(task.name) if self.task_files else None), seq
+            task.name,
+            task.argv,
+            attempt,
+            spec.memory,
+            spec.cpus,
+            alloc.gpu_ids[: spec.gpus] if spec.gpus else (),
+            task.pegasus_id,
+            spec.pipe_forwards,
+            spec.file_forwards,
+            task.transformation,
+            task.dax_id,
+            alloc.cpu_ids[: spec.cpus] if spec.cpus > 1 else (),
+            None,
+            True,  # nothing queued behind it: wake the master
+            os.path.join(self.where, spec.cwd) if spec.cwd else self.where,
+            task.stdio,
+            spec.env,
+            dag=self.opts.dag,
+            files=self.task_files.get(task.name) if self.task_files else None,
+        ), seq
 
     def ended(self, task: Task, seq: int, res: TaskResult) -> None:
         """A task's attempt ended (as ``Master._record_result``)."""
@@ -211,8 +255,13 @@ class DagRun:
                 for dest, data in res.forwards:
                     self.fdcache.write(os.path.join(self.where, dest), data)
             except OSError as exc:
-                log.error("Task %s failed due to collective I/O errors: writing to %s failed (%s)", task.name, dest,
-                          exc.strerror or exc, extra=self.tag)
+                log.error(
+                    "Task %s failed due to collective I/O errors: writing to %s failed (%s)",
+                    task.name,
+                    dest,
+                    exc.strerror or exc,
+                    extra=self.tag,
+                )
                 status = 1
         if status == 0:
             rescue.done(task.name)
@@ -227,8 +276,15 @@ class DagRun:
         why = f" ({res.error})" if res.error else ""
         how = f"exitcode {status}" if status >= 0 else f"signal {-status}"
         if retry:
-            log.error("%s: task %s failed with %s%s on attempt %d; retrying", self.id, task.name, how, why,
-                      engine.attempts[task.order], extra=self.tag)
+            log.error(
+                "%s: task %s failed with %s%s on attempt %d; retrying",
+                self.id,
+                task.name,
+                how,
+                why,
+                engine.attempts[task.order],
+                extra=self.tag,
+            )
             self.ready(task)
         else:
             log.error("%s: task %s failed with %s%s", self.id, task.name, how, why, extra=self.tag)
@@ -277,8 +333,15 @@ class DagRun:
                 self.report.summary(ok, engine, self.runtime_total, self.task_out, self.task_err)
         finally:
             self._close()
-            reason = (RunOutcome.DONE if ok else RunOutcome.SIGNAL if self.signalled else RunOutcome.WALLTIME
-                      if self.abort_reason or (self.matcher.held and not engine.stopped) else RunOutcome.FAILED)
+            reason = (
+                RunOutcome.DONE
+                if ok
+                else RunOutcome.SIGNAL
+                if self.signalled
+                else RunOutcome.WALLTIME
+                if self.abort_reason or (self.matcher.held and not engine.stopped)
+                else RunOutcome.FAILED
+            )
             if self.report.unwritten and reason in (RunOutcome.DONE, RunOutcome.FAILED):
                 reason = RunOutcome.ERROR
             code = 0 if ok and not self.report.unwritten else 1
@@ -324,7 +387,9 @@ class DagRun:
                 except OSError as exc:
                     self.report.lost(written_to(closer), exc)
         if self.rescue is not None and self.rescue.write_failed:
-            self.report.unwritten.append(f"the rescue log {self.rescue.path} (tasks that ended after it failed run again)")
+            self.report.unwritten.append(
+                f"the rescue log {self.rescue.path} (tasks that ended after it failed run again)"
+            )
         self.lock.release()
 
     def end_log(self) -> None:

@@ -47,7 +47,9 @@ _STATES = tuple(State)
 class Engine:
     """Tracks every task of one DAG for one run."""
 
-    def __init__(self, dag: Dag, tries: int = 1, max_failures: int = 0, done: set[str] | frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, dag: Dag, tries: int = 1, max_failures: int = 0, done: set[str] | frozenset[str] = frozenset()
+    ) -> None:
         if tries < 1:
             raise ValueError("tries must be at least 1")
         self.dag = dag

@@ -53,8 +53,15 @@ def restricted(container_options: tuple[str, ...]) -> str | None:
 def inspect(runtime: str, name: str, env: dict[str, str]) -> Entry | str:
     """The started container's Entry, or why it cannot be entered."""
     try:
-        res = subprocess.run([runtime, "inspect", "--format", _FORMAT, name], env=env, stdin=subprocess.DEVNULL,
-                             capture_output=True, text=True, timeout=INSPECT_TIMEOUT, check=False)
+        res = subprocess.run(
+            [runtime, "inspect", "--format", _FORMAT, name],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=INSPECT_TIMEOUT,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{runtime} inspect {name}: {exc}"
     if res.returncode != 0:
@@ -65,8 +72,12 @@ def inspect(runtime: str, name: str, env: dict[str, str]) -> Entry | str:
     where = f"{runtime} inspect {name}"
     try:
         pid_text, env_text, workdir_text, user_text = res.stdout.strip().split("\n")
-        pid, env_list, workdir, user = (parse_json(pid_text, where), parse_json(env_text, where) or [],
-                                        parse_json(workdir_text, where), parse_json(user_text, where))
+        pid, env_list, workdir, user = (
+            parse_json(pid_text, where),
+            parse_json(env_text, where) or [],
+            parse_json(workdir_text, where),
+            parse_json(user_text, where),
+        )
     except (ValueError, ConfigError):
         return f"{runtime} inspect {name} said {res.stdout.strip()!r}, not its PID, env, working directory and user"
     started = start_time(pid)
@@ -112,8 +123,21 @@ def alive(entry: Entry) -> bool:
 
 def argv(nsenter: str, entry: Entry, workdir: str | None, command: tuple[str, ...]) -> list[str]:
     """The task's command line; nsenter forks once, so the task is in the container's PID namespace."""
-    return [*entry.prefix, nsenter, "--target", str(entry.pid), "--mount", "--uts", "--ipc", "--net", "--pid",
-            *entry.credentials, f"--wdns={workdir or entry.workdir}", "--", *command]
+    return [
+        *entry.prefix,
+        nsenter,
+        "--target",
+        str(entry.pid),
+        "--mount",
+        "--uts",
+        "--ipc",
+        "--net",
+        "--pid",
+        *entry.credentials,
+        f"--wdns={workdir or entry.workdir}",
+        "--",
+        *command,
+    ]
 
 
 def task_env(entry: Entry, exec_options: tuple[str, ...], worker_env: dict[str, str]) -> dict[str, str]:
@@ -143,8 +167,15 @@ def workdir(exec_options: tuple[str, ...]) -> str | None:
 def probe(nsenter: str, entry: Entry) -> str | None:
     """None when a task can enter the container, else nsenter's message (no permission, no such namespace)."""
     try:
-        res = subprocess.run(argv(nsenter, entry, "/", ("sleep", "0")), env=entry.env, stdin=subprocess.DEVNULL,
-                             capture_output=True, text=True, timeout=INSPECT_TIMEOUT, check=False)
+        res = subprocess.run(
+            argv(nsenter, entry, "/", ("sleep", "0")),
+            env=entry.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=INSPECT_TIMEOUT,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
     return None if res.returncode == 0 else f"exited {res.returncode}: {res.stderr.strip()}"

@@ -70,8 +70,20 @@ class Container:
         line = self.line
         if line.family is Family.APPTAINER:
             return [line.runtime, "instance", "start", *line.container_options, line.image, self.name]
-        return [line.runtime, "run", "-d", "--rm", "--name", self.name, *line.container_options,
-                "-e", f"{reaper.MARK_VAR}={mark}", line.image, "sleep", FOREVER]
+        return [
+            line.runtime,
+            "run",
+            "-d",
+            "--rm",
+            "--name",
+            self.name,
+            *line.container_options,
+            "-e",
+            f"{reaper.MARK_VAR}={mark}",
+            line.image,
+            "sleep",
+            FOREVER,
+        ]
 
     def exec_argv(self, line: ContainerLine) -> list[str]:
         target = f"instance://{self.name}" if line.family is Family.APPTAINER else self.name
@@ -96,8 +108,9 @@ class Instances:
         self._looked = not enter
         self._said_no_nsenter = not enter
 
-    def command_for(self, argv: list[str], env: dict[str, str], cwd: str | None, mark: str,
-                    must_end: Callable[[], bool]) -> tuple[list[str], dict[str, str]]:
+    def command_for(
+        self, argv: list[str], env: dict[str, str], cwd: str | None, mark: str, must_end: Callable[[], bool]
+    ) -> tuple[list[str], dict[str, str]]:
         """The command and environment to spawn for a task: in its started container, as written, or a command
         that reports a failed start."""
         line = containers.parse(argv, cwd)
@@ -105,8 +118,11 @@ class Instances:
             return argv, env
         box = self.running.get(line.key)
         if box is not None and not box.alive():
-            log.warning("container %s has ended (its process %d is gone): starting another", box.name,
-                        box.entry.pid if box.entry else 0)
+            log.warning(
+                "container %s has ended (its process %d is gone): starting another",
+                box.name,
+                box.entry.pid if box.entry else 0,
+            )
             del self.running[line.key]
             _remove_quietly(box)
             box = None
@@ -119,8 +135,10 @@ class Instances:
             self._read(box)
             self.running[line.key] = box
         if box.enter and box.entry is not None and self._nsenter is not None:
-            return (entering.argv(self._nsenter, box.entry, entering.workdir(line.exec_options), line.command),
-                    entering.task_env(box.entry, line.exec_options, env))
+            return (
+                entering.argv(self._nsenter, box.entry, entering.workdir(line.exec_options), line.command),
+                entering.task_env(box.entry, line.exec_options, env),
+            )
         return box.exec_argv(line), env
 
     def _read(self, box: Container) -> None:
@@ -129,8 +147,12 @@ class Instances:
             return
         found = entering.inspect(box.line.runtime, box.name, dict(os.environ))
         if isinstance(found, str):
-            log.warning("container %s: %s; its tasks run through %s exec, and pilot cannot tell if it ends",
-                        box.name, found, box.line.runtime)
+            log.warning(
+                "container %s: %s; its tasks run through %s exec, and pilot cannot tell if it ends",
+                box.name,
+                found,
+                box.line.runtime,
+            )
             return
         box.entry = found
         why = None
@@ -140,8 +162,10 @@ class Instances:
             self._nsenter, self._looked = shutil.which("nsenter"), True
         if self._nsenter is None:
             if not self._said_no_nsenter:
-                log.warning("nsenter (util-linux) is not on PATH: tasks in started containers run through the "
-                            "runtime's exec, some 100 ms each")
+                log.warning(
+                    "nsenter (util-linux) is not on PATH: tasks in started containers run through the "
+                    "runtime's exec, some 100 ms each"
+                )
             self._said_no_nsenter = True
             return
         option = entering.restricted(box.line.container_options)
@@ -163,8 +187,14 @@ class Instances:
         stopping = []
         for box in boxes:
             try:
-                stopping.append((box, subprocess.Popen(box.stop_argv(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                                       stderr=subprocess.PIPE)))
+                stopping.append(
+                    (
+                        box,
+                        subprocess.Popen(
+                            box.stop_argv(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+                        ),
+                    )
+                )
             except OSError as exc:
                 log.error("cannot end container %s: %s", box.name, exc)
         deadline = time.monotonic() + STOP_TIMEOUT
@@ -175,8 +205,13 @@ class Instances:
                 proc.kill()
                 _, err = proc.communicate()
             if proc.returncode != 0:
-                log.error("ending container %s: %s exited %s: %s", box.name, " ".join(box.stop_argv()), proc.returncode,
-                          err.decode(errors="replace").strip())
+                log.error(
+                    "ending container %s: %s exited %s: %s",
+                    box.name,
+                    " ".join(box.stop_argv()),
+                    proc.returncode,
+                    err.decode(errors="replace").strip(),
+                )
 
 
 def _start(box: Container, cwd: str | None, mark: str, must_end: Callable[[], bool]) -> tuple[str, str] | None:
@@ -193,7 +228,9 @@ def _start(box: Container, cwd: str | None, mark: str, must_end: Callable[[], bo
 
     with tempfile.TemporaryFile() as err:
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err
+            )
         except OSError as exc:
             return "127", f"Unable to start container for {shown}: {exc.strerror or exc}"
         while True:
@@ -219,7 +256,13 @@ def _start(box: Container, cwd: str | None, mark: str, must_end: Callable[[], bo
 def _remove_quietly(box: Container) -> None:
     """Remove what a failed or interrupted start may have left (a created container, an instance half up)."""
     try:
-        subprocess.run(box.stop_argv(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       timeout=STOP_TIMEOUT, check=False)
+        subprocess.run(
+            box.stop_argv(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=STOP_TIMEOUT,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         pass

@@ -35,7 +35,14 @@ def _setup_logging(verbosity: int, rank: int) -> None:
         max(-3, min(2, verbosity)), logging.CRITICAL
     )
     logging.addLevelName(TRACE, "TRACE")
-    names = {TRACE: "trace", logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error", logging.CRITICAL: "fatal"}
+    names = {
+        TRACE: "trace",
+        logging.DEBUG: "debug",
+        logging.INFO: "info",
+        logging.WARNING: "warn",
+        logging.ERROR: "error",
+        logging.CRITICAL: "fatal",
+    }
 
     class _Formatter(logging.Formatter):
         def format(self, record: logging.LogRecord) -> str:
@@ -73,14 +80,17 @@ def run(opts: RunOptions, prog: str, parse: Callable[[list[str]], RunOptions] | 
 
     # Import this rank's side before MPI starts: MPI_Init waits for every rank,
     # so the imports fill that wait instead of delaying the first task after it.
-    importlib.import_module(("pilot.runtime.agent" if opts.inbox else "pilot.runtime.master") if rank == 0 else
-                            "pilot.runtime.worker")
+    importlib.import_module(
+        ("pilot.runtime.agent" if opts.inbox else "pilot.runtime.master") if rank == 0 else "pilot.runtime.worker"
+    )
     try:
         transport = MpiTransport(sleep_on_recv=opts.sleep_on_recv)
     except ImportError as exc:
         if guard is not None:
             guard.release()
-        raise UsageError(f"{prog}: mpi4py is not installed ({exc}); pip install 'pilot-hpc[mpich]' or build mpi4py against your MPI") from None
+        raise UsageError(
+            f"{prog}: mpi4py is not installed ({exc}); pip install 'pilot-hpc[mpich]' or build mpi4py against your MPI"
+        ) from None
     if guard is not None and (transport.rank == 0 or transport.size < 2):
         guard.release()
         guard = None
@@ -149,7 +159,9 @@ def _monitors(opts: RunOptions, live: bool = True) -> list[RunEvents]:
         from pilot.monitor.dagman_out import DagmanOut
 
         path = opts.dag + ".dagman.out"
-        sinks.append(opened(path, "the dagman.out file", "make the DAG's directory writable", lambda: DagmanOut(path, opts.dag)))
+        sinks.append(
+            opened(path, "the dagman.out file", "make the DAG's directory writable", lambda: DagmanOut(path, opts.dag))
+        )
     from pilot.monitor.liveline import LiveLine, stderr_reaches_terminal
 
     if live and stderr_reaches_terminal():  # someone watches: a progress line (never in a batch job)

@@ -25,7 +25,9 @@ class DagLock:
         try:
             locked = self._lock.try_lock()
         except OSError as exc:  # some file systems refuse locks altogether
-            raise LockError(f"{self.path}: cannot lock the DAG ({exc.strerror}); pass -n/--nolock to run without the lock") from None
+            raise LockError(
+                f"{self.path}: cannot lock the DAG ({exc.strerror}); pass -n/--nolock to run without the lock"
+            ) from None
         if not locked:
             raise LockError(
                 f"{self.path}: locked by another pilot run of this DAG; wait for it to end, "

@@ -76,8 +76,15 @@ BYE_TIMEOUT = 10.0
 
 
 class Master:
-    def __init__(self, opts: RunOptions, transport: Transport, events: list[RunEvents] | None = None, app: str = "pilot",
-                 make_events: Callable[[], list[RunEvents]] | None = None, clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        opts: RunOptions,
+        transport: Transport,
+        events: list[RunEvents] | None = None,
+        app: str = "pilot",
+        make_events: Callable[[], list[RunEvents]] | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.opts = opts
         # The wall-time limit and signals; a simulation passes its virtual clock.
         self.limits = Limits(opts, clock or time.monotonic)
@@ -96,7 +103,9 @@ class Master:
         self.abort_reason: str | None = None
         self.engine: Engine | None = None
         self.dag: Dag | None = None
-        self.task_files: dict[str, taskdir.Files] = {}  # --task-files: task -> (inputs, outputs, optional outputs), sent with its RunTask
+        self.task_files: dict[
+            str, taskdir.Files
+        ] = {}  # --task-files: task -> (inputs, outputs, optional outputs), sent with its RunTask
         self.rescue: RescueLog | None = None
         self.ahead: Ahead | None = None
         self.crash: CrashGuard | None = None
@@ -169,14 +178,19 @@ class Master:
                 log.info("Rescue log %s: %d of %d tasks already done", opts.rescue_path, len(done), len(dag))
         self.rescue = RescueLog(opts.rescue_path, sorted(done))
         if opts.resource_log:
-            self.resource_log = outputs.opened(opts.dag + ".resource", "the resource log", "use --no-resource-log or fix the directory",
-                                               lambda: ResourceLog(opts.dag + ".resource", on_error=self.report.lost))
+            self.resource_log = outputs.opened(
+                opts.dag + ".resource",
+                "the resource log",
+                "use --no-resource-log or fix the directory",
+                lambda: ResourceLog(opts.dag + ".resource", on_error=self.report.lost),
+            )
         self.engine = engine = Engine(dag, opts.tries, opts.max_failures, done)
         self.ahead = ahead = Ahead(engine, self.matcher, self.slots, self.t, self.send_task, self.limits.time_left)
         self._handlers.update({TaskResult: self._task_done, Recalled: ahead.recalled})
         # What killed earlier runs' workers (pilot.runtime.crashes).
-        self.crash = CrashGuard(opts, dag, engine, self.matcher, self.slots, self.events, self.task_out, self._ready,
-                                self._number)
+        self.crash = CrashGuard(
+            opts, dag, engine, self.matcher, self.slots, self.events, self.task_out, self._ready, self._number
+        )
         log.info("Master starting with %d workers", len(self.workers))
         startup = Startup(opts, self.t, self.matcher, self.limits, self.run_id)
         startup.register(self.workers)
@@ -293,10 +307,23 @@ class Master:
         self.t.send(
             alloc.rank,
             RunTask(
-                task.name, task.argv, attempt, spec.memory, spec.cpus, gpu_ids, task.pegasus_id,
-                spec.pipe_forwards, spec.file_forwards, task.transformation, task.dax_id,
-                alloc.cpu_ids[: spec.cpus] if spec.cpus > 1 else (), after.name if after is not None else None,
-                bool(task.children), spec.cwd, task.stdio, spec.env,
+                task.name,
+                task.argv,
+                attempt,
+                spec.memory,
+                spec.cpus,
+                gpu_ids,
+                task.pegasus_id,
+                spec.pipe_forwards,
+                spec.file_forwards,
+                task.transformation,
+                task.dax_id,
+                alloc.cpu_ids[: spec.cpus] if spec.cpus > 1 else (),
+                after.name if after is not None else None,
+                bool(task.children),
+                spec.cwd,
+                task.stdio,
+                spec.env,
                 files=self.task_files.get(task.name) if self.task_files else None,
             ),
             ring=alloc.rank not in self.slots.running,  # a busy worker waits on its task, and looks when it ends
@@ -376,7 +403,12 @@ class Master:
                 for dest, data in res.forwards:
                     self.fdcache.write(dest, data)
             except OSError as exc:
-                log.error("Task %s failed due to collective I/O errors: writing to %s failed (%s)", task.name, dest, exc.strerror or exc)
+                log.error(
+                    "Task %s failed due to collective I/O errors: writing to %s failed (%s)",
+                    task.name,
+                    dest,
+                    exc.strerror or exc,
+                )
                 status = 1
         if status == 0:
             self.rescue.done(task.name)
@@ -390,7 +422,9 @@ class Master:
         why = f" ({res.error})" if res.error else ""
         how = f"exitcode {status}" if status >= 0 else f"signal {-status}"
         if retry:
-            log.error("Task %s failed with %s%s on attempt %d; retrying", task.name, how, why, engine.attempts[task.order])
+            log.error(
+                "Task %s failed with %s%s on attempt %d; retrying", task.name, how, why, engine.attempts[task.order]
+            )
             self._ready(task)
         else:
             log.error("Task %s failed with %s%s", task.name, how, why)
@@ -439,14 +473,24 @@ class Master:
             log.warning("worker(s) %s did not confirm shutdown", ", ".join(map(str, sorted(self._alive))))
 
     def _close(self) -> None:
-        for closer in (self.rescue, self.crash, self.resource_log, self.fdcache, self.events, self.task_out, self.task_err):
+        for closer in (
+            self.rescue,
+            self.crash,
+            self.resource_log,
+            self.fdcache,
+            self.events,
+            self.task_out,
+            self.task_err,
+        ):
             if closer is not None:
                 try:
                     closer.close()
                 except OSError as exc:  # a full disk at exit: the last line names the file, the exit status is 1
                     self.report.lost(written_to(closer), exc)
         if self.rescue is not None and self.rescue.write_failed:
-            self.report.unwritten.append(f"the rescue log {self.rescue.path} (tasks that ended after it failed run again)")
+            self.report.unwritten.append(
+                f"the rescue log {self.rescue.path} (tasks that ended after it failed run again)"
+            )
         self.lock.release()
 
     def _finish(self) -> int:
@@ -459,8 +503,15 @@ class Master:
         finally:
             self._close()
             # Tasks held for lack of time end the run as a wall-time cut: the resubmitted job runs them.
-            reason = (RunOutcome.DONE if ok else RunOutcome.SIGNAL if self.limits.signalled else RunOutcome.WALLTIME
-                      if self.abort_reason or (self.matcher.held and not engine.stopped) else RunOutcome.FAILED)
+            reason = (
+                RunOutcome.DONE
+                if ok
+                else RunOutcome.SIGNAL
+                if self.limits.signalled
+                else RunOutcome.WALLTIME
+                if self.abort_reason or (self.matcher.held and not engine.stopped)
+                else RunOutcome.FAILED
+            )
             if self.report.unwritten and reason in (RunOutcome.DONE, RunOutcome.FAILED):
                 reason = RunOutcome.ERROR  # output lost to a full disk: a rerun (from the rescue log) completes it
             self.report.write_outcome(engine, reason, 0 if ok and not self.report.unwritten else 1)

@@ -69,11 +69,15 @@ def network_env(library: str, environ: Mapping[str, str]) -> dict[str, str]:
 
     ``library`` is MPI_Get_library_version's text (callable before MPI_Init).
     """
-    if not environ.get("SLURM_MPI_TYPE", "").startswith("pmi2") or "PMI_FD" not in environ \
-            or "MPIR_CVAR_CH4_NETMOD" in environ:
+    if (
+        not environ.get("SLURM_MPI_TYPE", "").startswith("pmi2")
+        or "PMI_FD" not in environ
+        or "MPIR_CVAR_CH4_NETMOD" in environ
+    ):
         return {}
-    device = next((line.split(":", 1)[1].strip() for line in library.splitlines()
-                   if line.startswith("MPICH Device:")), "")
+    device = next(
+        (line.split(":", 1)[1].strip() for line in library.splitlines() if line.startswith("MPICH Device:")), ""
+    )
     netmods = device.removeprefix("ch4:").replace(",", " ").split() if device.startswith("ch4:") else []
     if netmods[:1] != ["ucx"] or "ofi" not in netmods:
         return {}

@@ -32,7 +32,8 @@ def check_dag_dir(opts: RunOptions) -> None:
     where = os.path.dirname(os.path.abspath(opts.dag))
     if not os.access(where, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
         raise DagError(
-            opts.dag, None,
+            opts.dag,
+            None,
             f"cannot write next to the DAG: directory {where} is not writable (task stdio, DAG.resource and "
             "DAG.result go there); make it writable or copy the DAG to a writable directory",
         )

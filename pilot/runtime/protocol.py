@@ -166,14 +166,36 @@ class WorkerFailed(NamedTuple):
 
 
 Message = (
-    Hello | HostSetup | HostReady | RunTask | Resume | TaskResult | Recall | Recalled | KillTask | Shutdown | Bye | WorkerFailed
+    Hello
+    | HostSetup
+    | HostReady
+    | RunTask
+    | Resume
+    | TaskResult
+    | Recall
+    | Recalled
+    | KillTask
+    | Shutdown
+    | Bye
+    | WorkerFailed
 )
 
 # Every message class, in a fixed order: a message's place here is its MPI tag.
 # Hello stays first: a rank of another pilot version is still understood far
 # enough to be told apart by Hello.version.
 KINDS: tuple[type, ...] = (
-    Hello, HostSetup, HostReady, RunTask, Resume, TaskResult, Recall, Recalled, KillTask, Shutdown, Bye, WorkerFailed,
+    Hello,
+    HostSetup,
+    HostReady,
+    RunTask,
+    Resume,
+    TaskResult,
+    Recall,
+    Recalled,
+    KillTask,
+    Shutdown,
+    Bye,
+    WorkerFailed,
 )
 KIND_OF: dict[type, int] = {cls: tag for tag, cls in enumerate(KINDS)}
 

@@ -44,7 +44,7 @@ def _mark_of(pid: str) -> str | None:
         return None
     end = env.find(b"\0", at)
     # As the worker's str was encoded into the task's environment: a DAG path that is not UTF-8 reads back equal.
-    return env[at + len(_NEEDLE): end if end >= 0 else len(env)].decode("utf-8", "surrogateescape")
+    return env[at + len(_NEEDLE) : end if end >= 0 else len(env)].decode("utf-8", "surrogateescape")
 
 
 def marked(match: Callable[[str], bool]) -> list[int]:

@@ -38,8 +38,9 @@ log = logging.getLogger("pilot.master")
 class RunReport:
     """How one run ended, said in the log, the job output and ``DAG.result``."""
 
-    def __init__(self, opts: RunOptions, app: str, workers: list[int], matcher: Matcher, events: RunEvents,
-                 fdcache: FdCache) -> None:
+    def __init__(
+        self, opts: RunOptions, app: str, workers: list[int], matcher: Matcher, events: RunEvents, fdcache: FdCache
+    ) -> None:
         self.opts = opts
         self.app = app
         self.workers = workers
@@ -73,13 +74,16 @@ class RunReport:
     def drained(self) -> None:
         self.makespan_end = time.time()
 
-    def summary(self, ok: bool, engine: Engine, runtime_total: float, task_out: BinaryIO | None,
-                task_err: BinaryIO | None) -> None:
+    def summary(
+        self, ok: bool, engine: Engine, runtime_total: float, task_out: BinaryIO | None, task_err: BinaryIO | None
+    ) -> None:
         """Utilisation lines, task stdio merged into -o/-e, run_finished to the monitors, the summary record."""
         opts = self.opts
         wall = time.time() - self.start
         makespan = max(0.0, self.makespan_end - self.makespan_start)
-        for line in records.utilisation_report(runtime_total, wall, makespan, len(self.workers), engine.succeeded_this_run):
+        for line in records.utilisation_report(
+            runtime_total, wall, makespan, len(self.workers), engine.succeeded_this_run
+        ):
             log.info("%s", line)
         log.info("File descriptor cache hit rate: %f", self.fdcache.hit_rate)
         if not opts.per_task_stdio:
@@ -94,8 +98,18 @@ class RunReport:
         }
         self.events.run_finished(ok, counts)
         summary = records.cluster_summary(
-            ok, engine.total, engine.submitted, engine.succeeded_this_run, engine.failed_count,
-            self.start, wall, os.getpid(), self.app, runtime_total, len(self.workers), self.matcher.total_cpus,
+            ok,
+            engine.total,
+            engine.submitted,
+            engine.succeeded_this_run,
+            engine.failed_count,
+            self.start,
+            wall,
+            os.getpid(),
+            self.app,
+            runtime_total,
+            len(self.workers),
+            self.matcher.total_cpus,
         )
         try:
             sys.stdout.write(summary)
@@ -137,10 +151,20 @@ class RunReport:
         ``engine`` is None when the run ended before its DAG was read."""
         path = result_path(self.opts.dag)
         try:
-            write_result(path, RunResult(reason, engine.total if engine else 0, engine.done_count if engine else 0,
-                                         engine.unfinished() if engine else [], exit_code, None,
-                                         engine.failed_count if engine else 0, bool(engine and engine.stop_reason),
-                                         self._crashed(engine)))
+            write_result(
+                path,
+                RunResult(
+                    reason,
+                    engine.total if engine else 0,
+                    engine.done_count if engine else 0,
+                    engine.unfinished() if engine else [],
+                    exit_code,
+                    None,
+                    engine.failed_count if engine else 0,
+                    bool(engine and engine.stop_reason),
+                    self._crashed(engine),
+                ),
+            )
         except OSError as exc:
             if reason != RunOutcome.ERROR or stdstreams.is_no_space(exc):
                 self.lost(path, exc)
@@ -153,8 +177,11 @@ class RunReport:
             return {}
         counts = recorded_crashes(self.opts.dag)
         state = engine.state
-        return {t.name: counts[t.name] for t in engine.dag.tasks.values()
-                if counts.get(t.name, 0) >= self.opts.max_crashes and state[t.order] is State.FAILED}
+        return {
+            t.name: counts[t.name]
+            for t in engine.dag.tasks.values()
+            if counts.get(t.name, 0) >= self.opts.max_crashes and state[t.order] is State.FAILED
+        }
 
     def last_line(self, engine: Engine, ok: bool, abort_reason: str | None) -> None:
         """The run's last log line: success, or which tasks are not done and why; then what could not be written."""
@@ -162,8 +189,11 @@ class RunReport:
             self._failed_line(engine, abort_reason)
         if self.unwritten:
             done = f"All {engine.total} tasks done, but the run" if ok else "The run"
-            log.error("%s could not write %s: free space and rerun: the rescue log keeps what is done", done,
-                      "; ".join(self.unwritten))
+            log.error(
+                "%s could not write %s: free space and rerun: the rescue log keeps what is done",
+                done,
+                "; ".join(self.unwritten),
+            )
         elif ok:
             log.info("Workflow succeeded")
 
@@ -175,4 +205,10 @@ class RunReport:
         shown = ", ".join(unfinished[:10]) + (f" and {len(unfinished) - 10} more" if len(unfinished) > 10 else "")
         held = self.matcher.held
         why = abort_reason or (f"{len(held)} task(s) need more time than was left" if held else "")
-        log.error("Workflow failed: %d of %d tasks not done (%s)%s", len(unfinished), engine.total, shown, f"; {why}" if why else "")
+        log.error(
+            "Workflow failed: %d of %d tasks not done (%s)%s",
+            len(unfinished),
+            engine.total,
+            shown,
+            f"; {why}" if why else "",
+        )

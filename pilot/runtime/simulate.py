@@ -71,8 +71,12 @@ class SimRank:
     queue: WorkQueue
     running: tuple[RunTask, float] | None = None  # task, virtual start
     end: float = 0.0  # when the running task ends (with ``choose``)
-    to_worker: collections.deque[Message] = field(default_factory=collections.deque)  # sent by the master, not yet arrived
-    to_master: collections.deque[Message] = field(default_factory=collections.deque)  # sent by the worker, not yet arrived
+    to_worker: collections.deque[Message] = field(
+        default_factory=collections.deque
+    )  # sent by the master, not yet arrived
+    to_master: collections.deque[Message] = field(
+        default_factory=collections.deque
+    )  # sent by the worker, not yet arrived
 
 
 class SimCluster:
@@ -111,7 +115,15 @@ class SimCluster:
         for r in self.ranks:
             self.transport.deliver(
                 r.rank,
-                Hello(PROTOCOL_VERSION, r.rank, r.host.name, r.host.memory, hello_cpus or r.host.cpus, r.host.gpu_ids, 1000 + r.rank),
+                Hello(
+                    PROTOCOL_VERSION,
+                    r.rank,
+                    r.host.name,
+                    r.host.memory,
+                    hello_cpus or r.host.cpus,
+                    r.host.gpu_ids,
+                    1000 + r.rank,
+                ),
             )
 
     # -- worker behaviour ----------------------------------------------------
@@ -225,8 +237,10 @@ class SimCluster:
                     self.clock += timeout  # nothing can happen: the master's wait runs out
                     self._stalled += 1
                     if self._stalled > STALL_LIMIT:
-                        raise RuntimeError("in-process pilot deadlocked: the master keeps waiting with no message in "
-                                           "flight and no task running")
+                        raise RuntimeError(
+                            "in-process pilot deadlocked: the master keeps waiting with no message in "
+                            "flight and no task running"
+                        )
                 return
             self._stalled = 0
             kind, r = moves[choose(len(moves)) if len(moves) > 1 else 0]

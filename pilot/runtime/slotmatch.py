@@ -56,10 +56,24 @@ from pilot.dag.model import Task
 class Host:
     """One host's resources, what is free of them, and its workers (``slots``; ``idle`` ones first in line)."""
 
-    __slots__ = ("name", "cpus", "memory", "gpu_ids", "free_cpus", "free_memory", "free_gpus", "slots", "idle", "cores",
-                 "sockets", "cpu_taken")
+    __slots__ = (
+        "name",
+        "cpus",
+        "memory",
+        "gpu_ids",
+        "free_cpus",
+        "free_memory",
+        "free_gpus",
+        "slots",
+        "idle",
+        "cores",
+        "sockets",
+        "cpu_taken",
+    )
 
-    def __init__(self, name: str, cpus: int, memory: int, gpu_ids: tuple[str, ...], cores: int = 0, sockets: int = 0) -> None:
+    def __init__(
+        self, name: str, cpus: int, memory: int, gpu_ids: tuple[str, ...], cores: int = 0, sockets: int = 0
+    ) -> None:
         """A host with all of its resources free and no worker yet."""
         self.name = name
         self.cpus = cpus
@@ -84,8 +98,8 @@ class Host:
         step = per_socket if cpus >= per_socket else per_core if cpus >= per_core else 1
         taken = self.cpu_taken
         for first in range(0, threads - cpus + 1, step):
-            if not any(taken[first:first + cpus]):
-                taken[first:first + cpus] = b"\1" * cpus
+            if not any(taken[first : first + cpus]):
+                taken[first : first + cpus] = b"\1" * cpus
                 return tuple(range(first, first + cpus))
         return ()
 
@@ -105,8 +119,9 @@ class Allocation:
 
     __slots__ = ("rank", "host", "cpus", "memory", "gpu_ids", "cpu_ids")
 
-    def __init__(self, rank: int, host: Host, cpus: int, memory: int, gpu_ids: tuple[str, ...],
-                 cpu_ids: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self, rank: int, host: Host, cpus: int, memory: int, gpu_ids: tuple[str, ...], cpu_ids: tuple[int, ...] = ()
+    ) -> None:
         self.rank = rank
         self.host = host
         self.cpus = cpus
@@ -174,8 +189,16 @@ class Matcher:
         return host.name in self.only if self.only is not None else host.name not in self.barred
 
     # -- hosts and slots ------------------------------------------------------
-    def add_slot(self, rank: int, hostname: str, cpus: int, memory: int, gpu_ids: tuple[str, ...] = (),
-                 cores: int = 0, sockets: int = 0) -> Host:
+    def add_slot(
+        self,
+        rank: int,
+        hostname: str,
+        cpus: int,
+        memory: int,
+        gpu_ids: tuple[str, ...] = (),
+        cores: int = 0,
+        sockets: int = 0,
+    ) -> Host:
         """Register a worker; the first worker of a host defines its resources."""
         host = self.hosts.get(hostname)
         if host is None:
@@ -196,8 +219,11 @@ class Matcher:
     def infeasible(self, task: Task) -> str | None:
         """Why ``task`` can never run on these hosts, or None if some host could run it."""
         # Its own hosts only; a barred host is held for a while, not for ever.
-        if any(h.could_fit(task.cpus, task.memory, task.gpus) for h in self.hosts.values()
-               if self.only is None or h.name in self.only):
+        if any(
+            h.could_fit(task.cpus, task.memory, task.gpus)
+            for h in self.hosts.values()
+            if self.only is None or h.name in self.only
+        ):
             return None
         return (
             f"it requests {task.cpus} CPU(s), {task.memory} MB memory and {task.gpus} GPU(s), "
@@ -206,7 +232,9 @@ class Matcher:
         )
 
     def describe_hosts(self) -> str:
-        parts = [f"{h.name}: {h.cpus} CPUs, {h.memory} MB, {len(h.gpu_ids)} GPUs" for h in list(self.hosts.values())[:4]]
+        parts = [
+            f"{h.name}: {h.cpus} CPUs, {h.memory} MB, {len(h.gpu_ids)} GPUs" for h in list(self.hosts.values())[:4]
+        ]
         if len(self.hosts) > 4:
             parts.append(f"... {len(self.hosts) - 4} more")
         return "; ".join(parts)

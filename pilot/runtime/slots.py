@@ -92,7 +92,12 @@ class Slots:
             rank = self._prefetchable.pop()
             self._listed.discard(rank)
             entry = self.running.get(rank)
-            if entry is None or rank in self.recalling or rank in self.conditional or len(self.queued.get(rank, ())) >= self.depth:
+            if (
+                entry is None
+                or rank in self.recalling
+                or rank in self.conditional
+                or len(self.queued.get(rank, ())) >= self.depth
+            ):
                 continue
             yield rank, entry[1]
 

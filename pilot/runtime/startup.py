@@ -34,7 +34,9 @@ def dag_key(dag: str) -> str:
 
 
 class Startup:
-    def __init__(self, opts: RunOptions, transport: Transport, matcher: Matcher, limits: Limits, run_id: str = "") -> None:
+    def __init__(
+        self, opts: RunOptions, transport: Transport, matcher: Matcher, limits: Limits, run_id: str = ""
+    ) -> None:
         self.run_id = run_id
         self.dag_key = dag_key(opts.dag)
         self.opts = opts
@@ -62,9 +64,18 @@ class Startup:
             gpus = msg.gpu_ids
             if o.host_gpus is not None:
                 gpus = gpus[: o.host_gpus] if len(gpus) >= o.host_gpus else tuple(str(i) for i in range(o.host_gpus))
-            cores, sockets = (msg.cores, msg.sockets) if o.host_cpus is None else (cpus, 1)  # PMC's rule for --host-cpus
+            cores, sockets = (
+                (msg.cores, msg.sockets) if o.host_cpus is None else (cpus, 1)
+            )  # PMC's rule for --host-cpus
             host = self.matcher.add_slot(source, msg.hostname, cpus, memory, gpus, cores, sockets)
-            log.debug("worker %d registered on %s (%d CPUs, %d MB, %d GPUs)", source, host.name, host.cpus, host.memory, len(host.gpu_ids))
+            log.debug(
+                "worker %d registered on %s (%d CPUs, %d MB, %d GPUs)",
+                source,
+                host.name,
+                host.cpus,
+                host.memory,
+                len(host.gpu_ids),
+            )
 
     def check_feasible(self, dag: Dag, engine: Engine) -> None:
         """Every task not yet done must fit some host, else abort before anything runs."""
@@ -76,7 +87,9 @@ class Startup:
             seen.add(key)
             why = self.matcher.infeasible(task)
             if why:
-                raise InfeasibleTask(f"{self.opts.dag}:{task.line}: FATAL ERROR: No host is capable of running task {task.name}: {why}")
+                raise InfeasibleTask(
+                    f"{self.opts.dag}:{task.line}: FATAL ERROR: No host is capable of running task {task.name}: {why}"
+                )
 
     def setup_hosts(self) -> None:
         """One host script per host (by its first worker); wait until every host script is up.
@@ -120,4 +133,3 @@ class Startup:
             if isinstance(msg, WorkerFailed):
                 raise RunAborted(f"worker {source} failed: {msg.error}")
             return source, msg
-

@@ -53,8 +53,10 @@ def read_lists(path: str, dag: Dag) -> dict[str, Files]:
     lists = read_taskfiles(path)
     stray = next((name for name in lists if name not in dag), None)
     if stray is not None:
-        raise ConfigError(f"{path}: task {stray} is not in {dag.path}: give the task files of this DAG "
-                          "(pilot plan writes <dag>.taskfiles beside it)")
+        raise ConfigError(
+            f"{path}: task {stray} is not in {dag.path}: give the task files of this DAG "
+            "(pilot plan writes <dag>.taskfiles beside it)"
+        )
     return lists
 
 
@@ -111,7 +113,6 @@ class TaskDirs:
             return status
         os.write(err_fd, f"Task {name}: {error}\n".encode("utf-8", "surrogateescape"))
         return 1
-
 
     def _move_outputs(self, path: str, shared: str, outputs: tuple[str, ...], optional: tuple[str, ...]) -> str | None:
         for lfn in outputs:  # all first: a missing one fails the task before anything reaches the shared scratch
@@ -183,7 +184,7 @@ def _copy(src: str, tmp: str) -> None:
                     break
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(fout, view):]
+                    view = view[os.write(fout, view) :]
             os.fsync(fout)
         finally:
             os.close(fout)

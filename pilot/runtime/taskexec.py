@@ -58,7 +58,7 @@ class ChildWaker:
         os.close(self.wfd)
 
 
-def _ignore(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - signal handler signature
+def _ignore(signum: int, frame: FrameType | None) -> None:  # a signal handler's signature
     pass
 
 

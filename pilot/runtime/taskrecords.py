@@ -37,26 +37,53 @@ class TaskRecords:
 
             self._kickstart = kickstart
 
-    def append(self, msg: RunTask, out_fd: int, start: float, duration: float, status: int, err_fd: int,
-               err_start: int) -> None:
+    def append(
+        self, msg: RunTask, out_fd: int, start: float, duration: float, status: int, err_fd: int, err_start: int
+    ) -> None:
         """Append the [cluster-task] record (and, for monitord, an invocation record) in one write; ``err_start``:
         where the attempt's stderr begins in ``err_fd`` (read only for an invocation record)."""
         text = taskrecord.cluster_task(
-            msg.name, start, duration, status, msg.argv[0], self.hostname, self.rank, msg.cpus, msg.memory, msg.pegasus_id
+            msg.name,
+            start,
+            duration,
+            status,
+            msg.argv[0],
+            self.hostname,
+            self.rank,
+            msg.cpus,
+            msg.memory,
+            msg.pegasus_id,
         )
         if self.opts.invocation_records:
             kickstart = self._kickstart
             stderr = kickstart.tail(err_fd, err_start, file_size(err_fd)) if status != 0 else ""
-            text = "\n" + kickstart.xml_invocation(
-                msg.transformation or msg.name, msg.dax_id or msg.name, start, duration, status, msg.argv, self.hostname,
-                stderr, msg.cwd,
-            ) + text
+            text = (
+                "\n"
+                + kickstart.xml_invocation(
+                    msg.transformation or msg.name,
+                    msg.dax_id or msg.name,
+                    start,
+                    duration,
+                    status,
+                    msg.argv,
+                    self.hostname,
+                    stderr,
+                    msg.cwd,
+                )
+                + text
+            )
         elif self.opts.monitord_hack and self.opts.per_task_stdio:
             from pilot.monitor import kickstart  # noqa: PLC0415 - json and getpass only when asked for
 
             if not kickstart.has_record(out_fd):
                 text += kickstart.invocation(
-                    msg.transformation or msg.name, msg.dax_id or msg.name, start, duration, status, msg.argv[0], self.hostname
+                    msg.transformation or msg.name,
+                    msg.dax_id or msg.name,
+                    start,
+                    duration,
+                    status,
+                    msg.argv[0],
+                    self.hostname,
                 )
         data = text.encode("utf-8", "surrogateescape")
         written = os.write(out_fd, data)

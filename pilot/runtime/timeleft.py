@@ -95,9 +95,14 @@ class Limits:
         matcher.full = self.deadline - self.clock() - START_MARGIN
         longer = [t for t in dag if t.runtime is not None and t.runtime > matcher.full]
         if longer:
-            log.warning("%d task(s) have a runtime longer than the %.1f s this run has for tasks (--max-wall-time less start-up; "
-                        "%s: %g s): no run could finish them, they start whenever they are ready",
-                        len(longer), max(0.0, matcher.full), longer[0].name, longer[0].runtime)
+            log.warning(
+                "%d task(s) have a runtime longer than the %.1f s this run has for tasks (--max-wall-time less start-up; "
+                "%s: %g s): no run could finish them, they start whenever they are ready",
+                len(longer),
+                max(0.0, matcher.full),
+                longer[0].name,
+                longer[0].runtime,
+            )
 
     def time_left(self) -> float | None:
         """Seconds a task started now may run (None: no time-left rule)."""
@@ -106,5 +111,11 @@ class Limits:
     def report_held(self, matcher: Matcher) -> None:
         """The run ends with tasks held for lack of time (``matcher.held``): say which, and why."""
         held, left = matcher.held, self.deadline - self.clock()  # type: ignore[operator]  # called only in a timed run, which has a deadline
-        log.error("%d task(s) left for the next run: their runtime exceeds the %.1f s left before the wall-time limit "
-                  "(%s: %g s)", len(held), max(0.0, left), held[0].name, held[0].runtime)
+        log.error(
+            "%d task(s) left for the next run: their runtime exceeds the %.1f s left before the wall-time limit "
+            "(%s: %g s)",
+            len(held),
+            max(0.0, left),
+            held[0].name,
+            held[0].runtime,
+        )

@@ -55,7 +55,10 @@ class Transport(Protocol):
         ...
 
     def recv(
-        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0,
+        self,
+        timeout: float | None = None,
+        wake: Callable[[], bool] | None = None,
+        patience: float = 0.0,
         hot: float = 0.0,
     ) -> tuple[int, Message] | None:
         """Next message as (source, message); None after ``timeout`` s or when ``wake()`` is true.
@@ -166,7 +169,10 @@ class MpiTransport:
         return status.Get_source(), _decode(status, message)
 
     def recv(
-        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0,
+        self,
+        timeout: float | None = None,
+        wake: Callable[[], bool] | None = None,
+        patience: float = 0.0,
         hot: float = 0.0,
     ) -> tuple[int, Message] | None:
         got = self.poll()
@@ -259,7 +265,10 @@ class InProcTransport:
         self.workers[dest - 1].handle(msg, reply)
 
     def recv(
-        self, timeout: float | None = None, wake: Callable[[], bool] | None = None, patience: float = 0.0,  # noqa: ARG002 - the transport interface's signature; a local inbox never waits
+        self,
+        timeout: float | None = None,
+        wake: Callable[[], bool] | None = None,
+        patience: float = 0.0,  # noqa: ARG002 - the transport interface's signature; a local inbox never waits
         hot: float = 0.0,  # noqa: ARG002 - the transport interface's signature; a local inbox never waits
     ) -> tuple[int, Message] | None:
         if self.inbox:

@@ -60,13 +60,17 @@ HOT_WAIT = 0.003
 
 
 class Worker:
-    def __init__(self, opts: RunOptions, transport: Transport, token: str = "", watchdog: Watchdog | None = None) -> None:
+    def __init__(
+        self, opts: RunOptions, transport: Transport, token: str = "", watchdog: Watchdog | None = None
+    ) -> None:
         self.opts = opts
         self.token = token or os.urandom(6).hex()
         self.watchdog = watchdog
         self.dag_key = ""  # the master's HostSetup brings it; no task runs before that
         self.mark = reaper.mark(self.dag_key, "", self.token)
-        self._pending: tuple[TaskResult, bool] | None = None  # a result (and RunTask.urgent) to send once the next task started
+        self._pending: tuple[TaskResult, bool] | None = (
+            None  # a result (and RunTask.urgent) to send once the next task started
+        )
         self.t = transport
         self.rank = transport.rank
         self.hostname = hostinfo.hostname()
@@ -96,8 +100,17 @@ class Worker:
         cores, sockets = hostinfo.cpu_topology()
         self.t.send(
             MASTER,
-            Hello(PROTOCOL_VERSION, self.rank, self.hostname, hostinfo.memory_mb(), hostinfo.cpu_count(), hostinfo.gpu_ids(),
-                  os.getpid(), cores, sockets),
+            Hello(
+                PROTOCOL_VERSION,
+                self.rank,
+                self.hostname,
+                hostinfo.memory_mb(),
+                hostinfo.cpu_count(),
+                hostinfo.gpu_ids(),
+                os.getpid(),
+                cores,
+                sockets,
+            ),
         )
         try:
             try:
@@ -214,7 +227,9 @@ class Worker:
         self.mark = reaper.mark(self.dag_key, msg.run_id, self.token)
         if msg.end_stale and msg.dag_key:
             prefix, current = self.dag_key + ":", f"{self.dag_key}:{msg.run_id}:"
-            stale = reaper.end_marked(lambda value: value.startswith(prefix) and not value.startswith(current), grace=1.0)
+            stale = reaper.end_marked(
+                lambda value: value.startswith(prefix) and not value.startswith(current), grace=1.0
+            )
             if stale:
                 log.warning("ended %d process(es) that an earlier run of this DAG left running", stale)
         if msg.script:
@@ -297,7 +312,9 @@ class Worker:
             env["ROCR_VISIBLE_DEVICES"] = ids
         return env
 
-    def _execute(self, msg: RunTask, out_fd: int, err_fd: int, out_path: str | None, err_path: str | None) -> TaskResult:
+    def _execute(
+        self, msg: RunTask, out_fd: int, err_fd: int, out_path: str | None, err_path: str | None
+    ) -> TaskResult:
         argv, env = msg.argv, self._task_env(msg)
         if self._containers is not None:
             argv, env = self._containers.command_for(argv, env, msg.cwd, self.mark, self._must_end)
@@ -314,8 +331,7 @@ class Worker:
                 if cwd is None and msg.stdio is None:
                     run = taskexec.spawn(argv, env, out_fd, err_fd, msg.pipe_forwards)
                 else:
-                    run = taskexec.spawn_in(cwd, msg.stdio, argv, env, out_fd, err_fd,
-                                            msg.pipe_forwards)
+                    run = taskexec.spawn_in(cwd, msg.stdio, argv, env, out_fd, err_fd, msg.pipe_forwards)
             finally:
                 if bind:
                     _reset_affinity()
@@ -328,14 +344,20 @@ class Worker:
             elif msg.stdio is not None and exc.filename and exc.filename in msg.stdio:
                 failure = f"Unable to open {exc.filename} as stdio of task {msg.name}: {exc.strerror or exc}"
             os.write(err_fd, (failure + "\n").encode())
-            status = 127 if msg.files is None or task_dir is None else self._dirs.finish(msg.name, task_dir, msg.cwd, msg.files, 127, err_fd)
+            status = (
+                127
+                if msg.files is None or task_dir is None
+                else self._dirs.finish(msg.name, task_dir, msg.cwd, msg.files, 127, err_fd)
+            )
             self._records.append(msg, out_fd, start, 0.0, status, err_fd, err_start)
             return TaskResult(msg.name, status, start, 0.0, error=failure, stdout=out_path, stderr=err_path)
         assert self._waker is not None
         taskexec.wait(run, self._waker, self._must_end)
         duration = time.monotonic() - run.started
         status = run.status if run.status is not None else -signal.SIGKILL
-        if msg.files is not None and task_dir is not None:  # its outputs go to the workflow's directory (or it fails), its directory goes
+        if (
+            msg.files is not None and task_dir is not None
+        ):  # its outputs go to the workflow's directory (or it fails), its directory goes
             status = self._dirs.finish(msg.name, task_dir, msg.cwd, msg.files, status, err_fd)
         forwards: list[tuple[str, bytes]] = []
         error: str | None = None

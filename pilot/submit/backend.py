@@ -113,7 +113,7 @@ class SchedulerBackend:
         ids = [j for j, _, _ in known]
         try:
             done = provider.cancel(ids) if ids else []
-        except Exception as exc:  # noqa: BLE001 - Parsl raises SubmitException, OSError, a timeout, ...
+        except Exception as exc:  # Parsl raises SubmitException, OSError, a timeout, ...
             raise SubmitError(f"{site.name}: cancelling job(s) {' '.join(ids)} failed: {exc}", transient=True) from exc
         refused = [j for j, ok in zip(ids, done or [True] * len(ids)) if not ok]
         if refused:  # scancel/qdel also fail for a job that has just ended: only one still in the queue is left

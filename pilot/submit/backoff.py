@@ -36,7 +36,7 @@ class Backoff:
     def failed(self, site: str, now: float, why: str) -> float:
         """Count a failure at ``site``; the seconds until the next try."""
         streak = self._sites.setdefault(site, Streak())
-        delay = min(MAX_DELAY, 2.0 ** streak.failures)
+        delay = min(MAX_DELAY, 2.0**streak.failures)
         streak.failures += 1
         streak.next_try, streak.why = now + delay, why
         return delay

@@ -71,14 +71,17 @@ def run_agent(inbox: str, launcher: list[str], host_flag: str, pilot: list[str],
     return 128 - code if code < 0 else code
 
 
-def run_cluster(workdir: str, dag: str, launcher: list[str], host_flag: str, pilot: list[str], where: list[int],
-                shared: bool) -> int:
+def run_cluster(
+    workdir: str, dag: str, launcher: list[str], host_flag: str, pilot: list[str], where: list[int], shared: bool
+) -> int:
     """Run one cluster's ``pilot run`` on the block's nodes ``where`` (``shared``: with other clusters on them);
     its exit status (128+N for signal N)."""
     argv = [*launcher, *host_words(host_flag, hosts_of(where), shared), *pilot]
     base = dag[:-4] if dag.endswith(".dag") else dag
-    with open(os.path.join(workdir, base + ".block.out"), "ab") as out, \
-            open(os.path.join(workdir, base + ".block.err"), "ab") as err:
+    with (
+        open(os.path.join(workdir, base + ".block.out"), "ab") as out,
+        open(os.path.join(workdir, base + ".block.err"), "ab") as err,
+    ):
         # In the worker pool's process group and session: whatever ends the pilot job (a local kill of its
         # group, OpenPBS ending its sessions, Slurm its cgroup) ends the launch with it. A cancel of this
         # cluster alone signals the launcher, which passes it to its ranks.

@@ -34,11 +34,14 @@ GONE_WAIT = 60.0  # seconds a restart waits for ended blocks to leave the queue 
 
 
 def save(submit_dir: str, blocks: Iterable[Block]) -> None:
-    write_atomic(os.path.join(submit_dir, STATE), json.dumps({"format": 1, "blocks": [b.record() for b in blocks]}) + "\n")
+    write_atomic(
+        os.path.join(submit_dir, STATE), json.dumps({"format": 1, "blocks": [b.record() for b in blocks]}) + "\n"
+    )
 
 
-def end_recorded(submit_dir: str, sites: Mapping[str, SiteConfig], batch: Backend,
-                 clock: Callable[[], float]) -> list[str]:
+def end_recorded(
+    submit_dir: str, sites: Mapping[str, SiteConfig], batch: Backend, clock: Callable[[], float]
+) -> list[str]:
     """End the blocks the record names (each site's scheduler cancels them, their interchanges are stopped),
     and wait until the queue no longer has them (the caller then records the blocks it has); the job ids ended."""
     path = os.path.join(submit_dir, STATE)
@@ -50,22 +53,29 @@ def end_recorded(submit_dir: str, sites: Mapping[str, SiteConfig], batch: Backen
     for r in records:
         site = sites.get(str(r.get("site")))
         if site is None:
-            raise ConfigError(f"{path}: pilot job {r['job_id']} runs on site {r.get('site')!r}: pass that site to "
-                              "--site too, so it can be ended")
+            raise ConfigError(
+                f"{path}: pilot job {r['job_id']} runs on site {r.get('site')!r}: pass that site to "
+                "--site too, so it can be ended"
+            )
         pid = int(r.get("interchange_pid") or 0)
         if pid and b"interchange" in b" ".join(cmdline(pid) or []):
             os.kill(pid, signal.SIGTERM)
-        ended += batch.cancel(site, [JobRef(str(r["job_id"]), str(r.get("script_dir") or ""),
-                                            str(r.get("job_name") or ""))])
+        ended += batch.cancel(
+            site, [JobRef(str(r["job_id"]), str(r.get("script_dir") or ""), str(r.get("job_name") or ""))]
+        )
     if ended:
-        log.info("pilot job(s) %s of an earlier driver ended (a new driver cannot take them over); their clusters "
-                 "resume from their rescue logs", ", ".join(ended))
+        log.info(
+            "pilot job(s) %s of an earlier driver ended (a new driver cannot take them over); their clusters "
+            "resume from their rescue logs",
+            ", ".join(ended),
+        )
     _wait_gone(records, sites, batch, clock)
     return ended
 
 
-def _wait_gone(records: list[dict[str, Any]], sites: Mapping[str, SiteConfig], batch: Backend,
-               clock: Callable[[], float]) -> None:
+def _wait_gone(
+    records: list[dict[str, Any]], sites: Mapping[str, SiteConfig], batch: Backend, clock: Callable[[], float]
+) -> None:
     deadline = clock() + GONE_WAIT
     while records and clock() < deadline:
         left = []
@@ -75,8 +85,12 @@ def _wait_gone(records: list[dict[str, Any]], sites: Mapping[str, SiteConfig], b
                 states = batch.query(sites[site_name], ids)
             except SubmitError:
                 states = {}
-            left += [r for r in records if str(r["job_id"]) in ids and
-                     states.get(str(r["job_id"]), QueueStatus(QueueState.FINISHED)).state is not QueueState.FINISHED]
+            left += [
+                r
+                for r in records
+                if str(r["job_id"]) in ids
+                and states.get(str(r["job_id"]), QueueStatus(QueueState.FINISHED)).state is not QueueState.FINISHED
+            ]
         if not left:
             return
         records = left

@@ -81,8 +81,10 @@ class Block:
     def fit(self, nodes: int, per_node: int) -> tuple[int, ...] | None:
         """``nodes`` nodes with ``per_node`` free slots each, the fullest first (so whole nodes stay free for
         clusters that need them); None when the block has no room for it now."""
-        room = sorted((i for i in range(self.nodes) if self.slots - self.used[i] >= per_node),
-                      key=lambda i: (self.slots - self.used[i], i))
+        room = sorted(
+            (i for i in range(self.nodes) if self.slots - self.used[i] >= per_node),
+            key=lambda i: (self.slots - self.used[i], i),
+        )
         return tuple(sorted(room[:nodes])) if len(room) >= nodes else None
 
     def take(self, job_id: str, where: tuple[int, ...], per_node: int) -> None:
@@ -111,8 +113,15 @@ class Block:
         return self.walltime_s - (now - start)
 
     def record(self) -> dict[str, Any]:
-        return {"label": self.label, "site": self.site, "job_id": self.job_id, "script_dir": self.script_dir,
-                "job_name": self.job_name, "interchange_pid": self.interchange_pid, "nodes": self.nodes}
+        return {
+            "label": self.label,
+            "site": self.site,
+            "job_id": self.job_id,
+            "script_dir": self.script_dir,
+            "job_name": self.job_name,
+            "interchange_pid": self.interchange_pid,
+            "nodes": self.nodes,
+        }
 
 
 def mpi_launcher(site: SiteConfig) -> tuple[str, str]:
@@ -157,8 +166,12 @@ def node_lines(site: SiteConfig, block_dir: str, nodes: int, slots: int) -> list
         lines = [f"{scheduler.hosts_command} > {hosts}"]
     for name in SET_ASIDE:
         lines.append(f'[ -z "${{{name}+x}}" ] || export PILOT_{name}="${name}"')
-    return [*lines, "unset SLURM_NODELIST", f"awk '{{for (i = 0; i < {slots}; i++) print}}' {hosts} > {units}",
-            f"export PBS_NODEFILE={units} PILOT_BLOCK_HOSTS={hosts}"]
+    return [
+        *lines,
+        "unset SLURM_NODELIST",
+        f"awk '{{for (i = 0; i < {slots}; i++) print}}' {hosts} > {units}",
+        f"export PBS_NODEFILE={units} PILOT_BLOCK_HOSTS={hosts}",
+    ]
 
 
 def add_site_directives(provider: Any, site: SiteConfig) -> None:
@@ -169,8 +182,9 @@ def add_site_directives(provider: Any, site: SiteConfig) -> None:
         provider.scheduler_options += "".join(f"{line}\n" for line in site.scheduler_options)
 
 
-def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: float, run_dir: str,
-                apps: int = 0) -> Block:
+def start_block(
+    site: SiteConfig, label: str, nodes: int, walltime_minutes: float, run_dir: str, apps: int = 0
+) -> Block:
     """A new executor with its interchange, and its one block submitted to the site's scheduler; ``apps``:
     the most clusters it may run at once (its pool's workers; default one per node)."""
     from parsl.executors import MPIExecutor
@@ -192,15 +206,31 @@ def start_block(site: SiteConfig, label: str, nodes: int, walltime_minutes: floa
     provider.worker_init = "\n".join([*site.worker_init, *node_lines(site, block_dir, nodes, slots)])
     launcher, _ = mpi_launcher(site)
     executor = MPIExecutor(
-        label=label, provider=provider, max_workers_per_block=max(apps, nodes), mpi_launcher=launcher,
-        launch_cmd=os.path.join(bin_dir, DEFAULT_LAUNCH_CMD), address="127.0.0.1" if scheduler.single_host else None,
+        label=label,
+        provider=provider,
+        max_workers_per_block=max(apps, nodes),
+        mpi_launcher=launcher,
+        launch_cmd=os.path.join(bin_dir, DEFAULT_LAUNCH_CMD),
+        address="127.0.0.1" if scheduler.single_host else None,
         interchange_launch_cmd=os.path.join(bin_dir, "interchange.py"),  # a list in HTEX
-        heartbeat_period=HEARTBEAT[0], heartbeat_threshold=HEARTBEAT[1], block_error_handler=False)
+        heartbeat_period=HEARTBEAT[0],
+        heartbeat_threshold=HEARTBEAT[1],
+        block_error_handler=False,
+    )
     executor.run_dir = block_dir
     executor.start()
     assert executor.interchange_proc is not None  # start() launched it, or raised
-    block = Block(label, site.name, nodes, walltime_minutes * 60, slots, executor, script_dir=block_dir,
-                  interchange_pid=executor.interchange_proc.pid, submitted=time.monotonic())
+    block = Block(
+        label,
+        site.name,
+        nodes,
+        walltime_minutes * 60,
+        slots,
+        executor,
+        script_dir=block_dir,
+        interchange_pid=executor.interchange_proc.pid,
+        submitted=time.monotonic(),
+    )
     try:
         executor.scale_out_facade(1)
     except Exception:

@@ -86,8 +86,16 @@ WAKE_EVERY = 0.005  # seconds between looks for a cluster's end while the driver
 
 
 class Driver:
-    def __init__(self, submit_dir: str, specs: list[ClusterSpec], state: SubmitState, sites: list[SiteConfig],
-                 backend: Backend, opts: Options | None = None, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        submit_dir: str,
+        specs: list[ClusterSpec],
+        state: SubmitState,
+        sites: list[SiteConfig],
+        backend: Backend,
+        opts: Options | None = None,
+        clock: Clock | None = None,
+    ) -> None:
         self.submit_dir = submit_dir
         self.specs = {s.name: s for s in specs}
         self.children: dict[str, list[str]] = {s.name: [] for s in specs}
@@ -116,8 +124,14 @@ class Driver:
         state.clusters = {name: state.clusters.get(name) or ClusterRecord(name) for name in self.specs}
 
     @classmethod
-    def load(cls, submit_dir: str, sites: list[SiteConfig], backend: Backend, opts: Options | None = None,
-             clock: Clock | None = None) -> Driver:
+    def load(
+        cls,
+        submit_dir: str,
+        sites: list[SiteConfig],
+        backend: Backend,
+        opts: Options | None = None,
+        clock: Clock | None = None,
+    ) -> Driver:
         """A driver over a submit directory: its clusters and the state of earlier runs (nothing is written)."""
         specs = read_clusters(submit_dir)
         state = SubmitState.load(submit_dir) or SubmitState(state_path(submit_dir), plan_id=uuid.uuid4().hex[:8])
@@ -130,10 +144,17 @@ class Driver:
         logs keep finished tasks from running again); the state is written."""
         busy = [c.name for c in self.orphans if c.state in ACTIVE]
         if busy:
-            raise ConfigError(f"{self.submit_dir}: {STATE_FILE} has batch jobs for cluster(s) {', '.join(busy[:5])} that "
-                              f"clusters.yml no longer has (re-planned?): pilot cancel them first, or remove {STATE_FILE}")
-        missing = sorted({c.site for c in self.state.clusters.values()
-                          if c.site and c.state in ACTIVE and c.site not in self.site_by_name})
+            raise ConfigError(
+                f"{self.submit_dir}: {STATE_FILE} has batch jobs for cluster(s) {', '.join(busy[:5])} that "
+                f"clusters.yml no longer has (re-planned?): pilot cancel them first, or remove {STATE_FILE}"
+            )
+        missing = sorted(
+            {
+                c.site
+                for c in self.state.clusters.values()
+                if c.site and c.state in ACTIVE and c.site not in self.site_by_name
+            }
+        )
         if missing:
             raise ConfigError(
                 f"{self.submit_dir}: clusters of this run are on site(s) {', '.join(missing)}: pass them to --site too "
@@ -217,8 +238,11 @@ class Driver:
     def _poll(self) -> bool:
         changed = False
         for site in self.sites:
-            queued = [c for c in self.state.clusters.values()
-                      if c.state is ClusterState.QUEUED and c.site == site.name and c.job_id]
+            queued = [
+                c
+                for c in self.state.clusters.values()
+                if c.state is ClusterState.QUEUED and c.site == site.name and c.job_id
+            ]
             if not queued:
                 continue
             try:
@@ -243,8 +267,11 @@ class Driver:
         if status.state is QueueState.PENDING and status.never_starts:
             self._cancel_job(site, c)
             self._log(lambda: self.monitor.aborted(c.name))  # removed from the queue, as condor_rm
-            self._fail(c, f"job {c.job_id} can never start on {site.name}: {status.explained or 'the scheduler says so'} "
-                          f"(cancelled; ask for less, or use another site)")
+            self._fail(
+                c,
+                f"job {c.job_id} can never start on {site.name}: {status.explained or 'the scheduler says so'} "
+                f"(cancelled; ask for less, or use another site)",
+            )
             return True
         if status.state is QueueState.PENDING and self._withdraw(c, site, status):
             return True
@@ -287,13 +314,26 @@ class Driver:
         try:
             self.backend.cancel(site, [JobRef(c.job_id, self.specs[c.name].dir, c.job_name or "")])
         except Exception as exc:  # noqa: BLE001 - not withdrawn: it may still start where it waits
-            log.warning("cluster %s: %s pending on %s for %.0f s, but cancelling it failed (%s): it stays there",
-                        c.name, what, site.name, waited, exc)
+            log.warning(
+                "cluster %s: %s pending on %s for %.0f s, but cancelling it failed (%s): it stays there",
+                c.name,
+                what,
+                site.name,
+                waited,
+                exc,
+            )
             c.withdrawn_from = site.name  # once: not tried again
             self._dirty = True
             return False
-        log.warning("cluster %s: %s pending on %s for %.0f s (its pending_limit %d s): withdrawn and bound to %s",
-                    c.name, what, site.name, waited, site.pending_limit, other.name)
+        log.warning(
+            "cluster %s: %s pending on %s for %.0f s (its pending_limit %d s): withdrawn and bound to %s",
+            c.name,
+            what,
+            site.name,
+            waited,
+            site.pending_limit,
+            other.name,
+        )
         self._log(lambda: self.monitor.aborted(c.name))  # removed from the queue, as condor_rm
         c.withdrawn_from, c.site = site.name, other.name
         c.state, c.reason = ClusterState.WAITING, f"withdrawn from {site.name} after {waited:.0f} s pending"
@@ -311,8 +351,13 @@ class Driver:
         if run is not None:
             note = f"pilot run {run.where()} still holds the DAG lock"
             if (c.queue, c.queue_reason) != (QueueState.RUNNING, note):
-                log.warning("cluster %s: job %s left the queue, but its %s; waiting for it (pilot cancel %s ends it)",
-                            c.name, c.job_id, note, self.submit_dir)
+                log.warning(
+                    "cluster %s: job %s left the queue, but its %s; waiting for it (pilot cancel %s ends it)",
+                    c.name,
+                    c.job_id,
+                    note,
+                    self.submit_dir,
+                )
                 if c.queue is not QueueState.RUNNING:
                     self._log(lambda: self.monitor.running(c.name))
                 c.queue, c.queue_reason = QueueState.RUNNING, note
@@ -337,8 +382,11 @@ class Driver:
             self._dirty = True
             return
         if result is not None and result.outcome is RunOutcome.FAILED and result.only_crashes:
-            self._fail(c, f"{result.crash_text()}; not retried: a task that crashes its worker does so "
-                          f"again ({result.done}/{result.tasks} done)")
+            self._fail(
+                c,
+                f"{result.crash_text()}; not retried: a task that crashes its worker does so "
+                f"again ({result.done}/{result.tasks} done)",
+            )
             return
         if result is not None and result.outcome is RunOutcome.FAILED:
             limit = retries_for(self.opts, spec.retry)
@@ -347,13 +395,21 @@ class Driver:
                 c.retries += 1
                 self._again(c, f"{failed}: retry {c.retries} of {limit}")
             else:
-                self._fail(c, failed + (f" after {c.retries} {'retry' if c.retries == 1 else 'retries'}" if c.retries else ""))
+                self._fail(
+                    c, failed + (f" after {c.retries} {'retry' if c.retries == 1 else 'retries'}" if c.retries else "")
+                )
             return
         if result is not None and result.outcome is RunOutcome.ERROR:
-            self._fail(c, "the pilot could not start, or could not write what it must (a full disk: free space and "
-                          "run pilot submit again, the rescue log keeps what is done); see the batch job's stderr")
+            self._fail(
+                c,
+                "the pilot could not start, or could not write what it must (a full disk: free space and "
+                "run pilot submit again, the rescue log keeps what is done); see the batch job's stderr",
+            )
             return
-        why = {RunOutcome.WALLTIME: "ran out of wall time", RunOutcome.SIGNAL: "was stopped by a signal (time limit, preemption)"}
+        why = {
+            RunOutcome.WALLTIME: "ran out of wall time",
+            RunOutcome.SIGNAL: "was stopped by a signal (time limit, preemption)",
+        }
         what = why[result.outcome] if result is not None else "vanished without a result (node failure or killed)"
         if c.resubmits < self.opts.max_resubmits:
             c.resubmits += 1
@@ -413,15 +469,23 @@ class Driver:
             if now >= outage.until:  # the time said when the outage began (pilot.submit.outages) is up
                 # The scheduler is out of reach: fail rather than wait forever (a rerun looks for the job again).
                 self._log(lambda: self.monitor.refused(c.name))
-                self._fail(c, f"{site.name}'s scheduler could not be reached for {now - outage.since:.0f} s "
-                              f"({c.submit_errors} failed submission(s), {unanswered} looks for job {c.job_name} "
-                              f"unanswered): {c.reason}")
+                self._fail(
+                    c,
+                    f"{site.name}'s scheduler could not be reached for {now - outage.since:.0f} s "
+                    f"({c.submit_errors} failed submission(s), {unanswered} looks for job {c.job_name} "
+                    f"unanswered): {c.reason}",
+                )
                 return True
             delay = min(self.opts.max_backoff, self.opts.backoff * 2 ** (unanswered - 1))
             if now < outage.until:  # the look that may fail it comes when the time said is up, not a back-off later
                 delay = min(delay, outage.until - now)
-            log.debug("cluster %s: cannot ask %s's queue whether job %s exists; asking again in %.0f s",
-                      c.name, site.name, c.job_name, delay)
+            log.debug(
+                "cluster %s: cannot ask %s's queue whether job %s exists; asking again in %.0f s",
+                c.name,
+                site.name,
+                c.job_name,
+                delay,
+            )
             self._next_try[c.name] = now + delay
             return False
         self.outages.answered(site.name)
@@ -442,7 +506,8 @@ class Driver:
     # -- release ------------------------------------------------------------------
     def _is_ready(self, c: ClusterRecord) -> bool:
         return c.state is ClusterState.WAITING and all(
-            self.state.clusters[p].state is ClusterState.DONE for p in self.specs[c.name].parents)
+            self.state.clusters[p].state is ClusterState.DONE for p in self.specs[c.name].parents
+        )
 
     def _release(self) -> bool:
         """Submit every ready cluster that has room on a site. All of them are recorded as SUBMITTING (with
@@ -450,10 +515,14 @@ class Driver:
         soon as it is known: a restart after a crash anywhere in between looks a job up by name instead of
         submitting it twice. Other changes (queue states, outcomes) are written once per pass."""
         now = self.clock.monotonic()
-        active = collections.Counter(c.site for c in self.state.clusters.values()  # a sub-workflow is no batch job
-                                     if c.state in ACTIVE and self.specs[c.name].subworkflow is None)
-        in_category = collections.Counter(self.specs[c.name].category for c in self.state.clusters.values()
-                                          if c.state in ACTIVE)  # DAGMan categories: active data jobs of each kind
+        active = collections.Counter(
+            c.site
+            for c in self.state.clusters.values()  # a sub-workflow is no batch job
+            if c.state in ACTIVE and self.specs[c.name].subworkflow is None
+        )
+        in_category = collections.Counter(
+            self.specs[c.name].category for c in self.state.clusters.values() if c.state in ACTIVE
+        )  # DAGMan categories: active data jobs of each kind
         batch: list[tuple[ClusterRecord, SiteConfig, ClusterRecord]] = []  # (record, site, the record before)
         submitted, idle = self._throttled()
         maxjobs, maxidle = self.throttle.maxjobs, self.throttle.maxidle
@@ -519,8 +588,10 @@ class Driver:
                 c.reason = ""
                 self._dirty = True
             return False
-        reason = (f"a pilot run of this cluster still runs ({run.where()}): waiting for it to end "
-                  f"(pilot cancel {self.submit_dir} ends it)")
+        reason = (
+            f"a pilot run of this cluster still runs ({run.where()}): waiting for it to end "
+            f"(pilot cancel {self.submit_dir} ends it)"
+        )
         if c.reason != reason:
             log.warning("cluster %s: %s", c.name, reason)
             c.reason = reason
@@ -566,10 +637,19 @@ class Driver:
         """Submit ``c``; True when it went into a batch queue (or may have): its state is to be written at once."""
         spec = self.specs[c.name]
         # The size the plan kept (the aggregator's nodes, ppn, runtime), else the cluster's ranks on the site's nodes.
-        req = request_for(site, spec.name, spec.dir,
-                          pilot_args(site, os.path.basename(spec.dag), spec.walltime_minutes, spec.run_options),
-                          ranks=spec.ranks, queue=spec.queue, account=spec.account, directives=spec.directives,
-                          nodes=spec.nodes, ranks_per_node=spec.ranks_per_node, walltime_minutes=spec.walltime_minutes)
+        req = request_for(
+            site,
+            spec.name,
+            spec.dir,
+            pilot_args(site, os.path.basename(spec.dag), spec.walltime_minutes, spec.run_options),
+            ranks=spec.ranks,
+            queue=spec.queue,
+            account=spec.account,
+            directives=spec.directives,
+            nodes=spec.nodes,
+            ranks_per_node=spec.ranks_per_node,
+            walltime_minutes=spec.walltime_minutes,
+        )
         self._dirty = True
         try:
             job = self.backend.submit(site, req, c.job_name or "")
@@ -613,9 +693,18 @@ class Driver:
         cancelled: list[str] = []
         failed: dict[str, str] = {}
         for site in self.sites:
-            mine = [(c, JobRef(c.job_id if c.state is ClusterState.QUEUED else None,
-                               os.path.join(self.submit_dir, c.name), c.job_name or ""))
-                    for c in [*self.state.clusters.values(), *self.orphans] if c.site == site.name and c.state in ACTIVE]
+            mine = [
+                (
+                    c,
+                    JobRef(
+                        c.job_id if c.state is ClusterState.QUEUED else None,
+                        os.path.join(self.submit_dir, c.name),
+                        c.job_name or "",
+                    ),
+                )
+                for c in [*self.state.clusters.values(), *self.orphans]
+                if c.site == site.name and c.state in ACTIVE
+            ]
             if not mine:
                 continue
             try:
@@ -627,8 +716,10 @@ class Driver:
                 try:
                     cancelled += self.backend.cancel(site, [ref])
                 except SubmitError as exc:
-                    failed[c.name] = (f"cluster {c.name}: job {ref.job_id or c.job_name} on {site.name} could not be "
-                                      f"cancelled: {' '.join(str(exc).split())}")
+                    failed[c.name] = (
+                        f"cluster {c.name}: job {ref.job_id or c.job_name} on {site.name} could not be "
+                        f"cancelled: {' '.join(str(exc).split())}"
+                    )
         return cancelled, failed
 
     def mark_cancelled(self, running: Collection[str] = ()) -> None:

@@ -38,8 +38,12 @@ class Ended:
     left: dict[str, str] = field(default_factory=dict)  # cluster -> what of it still runs, one line
 
 
-def end_runs(dags: dict[str, str], waits: tuple[float, float, float] = (CANCEL_WAIT, TERM_WAIT, KILL_WAIT),
-             clock: Callable[[], float] = time.monotonic, pause: Callable[[float], None] = time.sleep) -> Ended:
+def end_runs(
+    dags: dict[str, str],
+    waits: tuple[float, float, float] = (CANCEL_WAIT, TERM_WAIT, KILL_WAIT),
+    clock: Callable[[], float] = time.monotonic,
+    pause: Callable[[float], None] = time.sleep,
+) -> Ended:
     """End the pilot runs holding the DAG locks of these clusters (cluster -> DAG path)."""
     out = Ended()
     held = {name: run for name, dag in dags.items() if (run := running(dag)) is not None}
@@ -59,23 +63,36 @@ def end_runs(dags: dict[str, str], waits: tuple[float, float, float] = (CANCEL_W
 
         tasks = reaper.end_marked(marked, grace=1.0)
         if name not in held:
-            out.ended.append(f"cluster {name}: ended its pilot run ({run.where()})"
-                             + (f" and {tasks} task process(es)" if tasks else ""))
+            out.ended.append(
+                f"cluster {name}: ended its pilot run ({run.where()})"
+                + (f" and {tasks} task process(es)" if tasks else "")
+            )
     for name, run in held.items():
         if name in strangers:
-            out.left[name] = (f"cluster {name}: {run.where()} holds {dags[name]} and is not a pilot run: not signalled; "
-                              f"see what it is (ps -p {run.pid} -o args)")
+            out.left[name] = (
+                f"cluster {name}: {run.where()} holds {dags[name]} and is not a pilot run: not signalled; "
+                f"see what it is (ps -p {run.pid} -o args)"
+            )
         elif run.pid is not None:
-            out.left[name] = (f"cluster {name}: its pilot run ({run.where()}) still holds {dags[name]} after SIGKILL; "
-                              f"end it by hand (kill -9 {run.pid})")
+            out.left[name] = (
+                f"cluster {name}: its pilot run ({run.where()}) still holds {dags[name]} after SIGKILL; "
+                f"end it by hand (kill -9 {run.pid})"
+            )
         else:
-            out.left[name] = (f"cluster {name}: a pilot run on another host still holds {dags[name]}; end its batch "
-                              f"job there (or wait for it), then run pilot cancel again")
+            out.left[name] = (
+                f"cluster {name}: a pilot run on another host still holds {dags[name]}; end its batch "
+                f"job there (or wait for it), then run pilot cancel again"
+            )
     return out
 
 
-def _wait_released(held: dict[str, DagRun], dags: dict[str, str], seconds: float, clock: Callable[[], float],
-                   pause: Callable[[float], None]) -> dict[str, DagRun]:
+def _wait_released(
+    held: dict[str, DagRun],
+    dags: dict[str, str],
+    seconds: float,
+    clock: Callable[[], float],
+    pause: Callable[[float], None],
+) -> dict[str, DagRun]:
     """The runs of ``held`` that still hold their locks after at most ``seconds`` (each looked at again)."""
     deadline = clock() + seconds
     while held:

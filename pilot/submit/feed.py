@@ -65,8 +65,15 @@ def start(block: blocks.Block, site: SiteConfig, req: JobRequest, now: float) ->
     whole = dataclasses.replace(req, nodes=block.nodes, ranks_per_node=block.slots)
     _, host_flag = blocks.mpi_launcher(site)
     minutes = pilot_wall_time(block.time_left(now) / 60.0)
-    pilot = [*req.pilot_command, "run", "--inbox", block.inbox, "--max-wall-time", f"{minutes:g}",
-             *worker_args(req.pilot_args[:-1])]
+    pilot = [
+        *req.pilot_command,
+        "run",
+        "--inbox",
+        block.inbox,
+        "--max-wall-time",
+        f"{minutes:g}",
+        *worker_args(req.pilot_args[:-1]),
+    ]
     block.agent = blocks.launch_agent(block, whole.launch_prefix(), host_flag, pilot)
 
 
@@ -103,10 +110,17 @@ def feed(block: blocks.Block, launch: Launch, minutes: float, where: tuple[int, 
     job = request_id(launch)
     inbox.clear(block.inbox, job)
     base = launch.dag[:-4] if launch.dag.endswith(".dag") else launch.dag
-    inbox.write_request(block.inbox, inbox.Request(
-        job, os.path.join(launch.workdir, launch.dag), ["--max-wall-time", f"{minutes:g}", *launch.run_args[:-1]],
-        os.path.join(launch.workdir, base + ".block.out"), os.path.join(launch.workdir, base + ".block.err"),
-        hosts_at(block, where) if where else None))
+    inbox.write_request(
+        block.inbox,
+        inbox.Request(
+            job,
+            os.path.join(launch.workdir, launch.dag),
+            ["--max-wall-time", f"{minutes:g}", *launch.run_args[:-1]],
+            os.path.join(launch.workdir, base + ".block.out"),
+            os.path.join(launch.workdir, base + ".block.err"),
+            hosts_at(block, where) if where else None,
+        ),
+    )
     block.take(launch.job_id, where, block.slots if where else 0)
     launch.block, launch.future, launch.fed = block, block.agent, True
 

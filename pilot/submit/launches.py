@@ -54,8 +54,18 @@ class Launch:
             pass
         args = req.pilot_args
         at = args.index("--max-wall-time") if "--max-wall-time" in args else len(args)
-        return cls(job_id, site, req.workdir, dag, req.nodes, req.ranks_per_node, req.launch_prefix(),
-                   list(req.pilot_command), args[:at] + args[at + 2:], makespan)
+        return cls(
+            job_id,
+            site,
+            req.workdir,
+            dag,
+            req.nodes,
+            req.ranks_per_node,
+            req.launch_prefix(),
+            list(req.pilot_command),
+            args[:at] + args[at + 2 :],
+            makespan,
+        )
 
     @property
     def marker(self) -> str:
@@ -67,12 +77,19 @@ class Launch:
             return fd is not None
 
 
-def start_own_run(launch: Launch, block: blocks.Block, site: SiteConfig, minutes: float, where: tuple[int, ...]) -> None:
+def start_own_run(
+    launch: Launch, block: blocks.Block, site: SiteConfig, minutes: float, where: tuple[int, ...]
+) -> None:
     """Start the cluster's own ``pilot run`` in ``block`` on its nodes ``where``, with ``minutes`` of wall time."""
     _, host_flag = blocks.mpi_launcher(site)
     pilot = [*launch.pilot, "run", "--max-wall-time", f"{minutes:g}", *launch.run_args]
-    launch.future = blocks.launch(block, launch.job_id, where, launch.ranks_per_node,
-                                  (launch.workdir, launch.dag, launch.launcher, host_flag, pilot))
+    launch.future = blocks.launch(
+        block,
+        launch.job_id,
+        where,
+        launch.ranks_per_node,
+        (launch.workdir, launch.dag, launch.launcher, host_flag, pilot),
+    )
     launch.block = block
 
 

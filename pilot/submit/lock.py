@@ -30,12 +30,16 @@ class SubmitLock:
             try:
                 self._lock.open()
             except OSError as exc:  # a read-only directory, a lock path that is a directory or FIFO
-                raise ConfigError(f"{self.path}: cannot create the lock file ({exc.strerror}): pilot submit keeps its "
-                                  f"lock, state and logs in the submit directory; make it writable (or move what is "
-                                  f"there out of the way)") from None
+                raise ConfigError(
+                    f"{self.path}: cannot create the lock file ({exc.strerror}): pilot submit keeps its "
+                    f"lock, state and logs in the submit directory; make it writable (or move what is "
+                    f"there out of the way)"
+                ) from None
             if not self._lock.try_lock():
-                raise ConfigError(f"{os.path.dirname(self.path)}: another pilot submit drives this directory "
-                                  f"(pid {holder(os.path.dirname(self.path)) or '?'}; see pilot status; pilot cancel stops it)")
+                raise ConfigError(
+                    f"{os.path.dirname(self.path)}: another pilot submit drives this directory "
+                    f"(pid {holder(os.path.dirname(self.path)) or '?'}; see pilot status; pilot cancel stops it)"
+                )
             if self._is_the_file():
                 break
             self._lock.release()  # a driver that ended removed the file we opened: lock the one there now

@@ -99,9 +99,14 @@ class Monitord:
             with open_file(os.path.join(self.submit_dir, RECOVER), "w", encoding="utf-8") as fh:
                 fh.write("line_processed 1\n")
         with open_file(os.path.join(self.submit_dir, LOG_FILE), "ab") as out:
-            self.proc = subprocess.Popen([*cmd, "-j", JOBSTATE, os.path.basename(self.dagman_out)],
-                                         cwd=self.submit_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                [*cmd, "-j", JOBSTATE, os.path.basename(self.dagman_out)],
+                cwd=self.submit_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+            )
         log.info("pegasus-monitord follows %s (pid %d; log %s)", self.dagman_out, self.proc.pid, LOG_FILE)
         return True
 
@@ -123,8 +128,13 @@ class Monitord:
         with open_file(os.path.join(self.submit_dir, RECOVER), "w", encoding="utf-8") as fh:
             fh.write("line_processed 1\n")
         with open_file(os.path.join(self.submit_dir, LOG_FILE), "ab") as out:
-            return subprocess.call([*cmd, "-r", "-j", JOBSTATE, os.path.basename(self.dagman_out)],
-                                   cwd=self.submit_dir, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+            return subprocess.call(
+                [*cmd, "-r", "-j", JOBSTATE, os.path.basename(self.dagman_out)],
+                cwd=self.submit_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+            )
 
     def finish(self, window: float = FINISH_TIMEOUT) -> int | None:
         """Wait for monitord to read the end of the run (it exits on EXITING). It is never stopped while it
@@ -144,8 +154,10 @@ class Monitord:
             if now is None or used is None or now <= used:
                 break
             if waited == window:
-                log.info("pegasus-monitord is still reading the run's records; waiting for it (it is not stopped "
-                         "while it makes progress)")
+                log.info(
+                    "pegasus-monitord is still reading the run's records; waiting for it (it is not stopped "
+                    "while it makes progress)"
+                )
             used = now
         log.warning("pegasus-monitord made no progress for %.0f s; stopping it", window)
         self.proc.send_signal(signal.SIGINT)
@@ -159,8 +171,10 @@ class Monitord:
     def complete_command(self) -> str:
         """The one command that reads the whole run into the DB again (what a stopped monitord left undone)."""
         cmd = pegasus_cli("pegasus-monitord") or ["pegasus-monitord"]
-        return (f"cd {shlex.quote(self.submit_dir)} && echo 'line_processed 1' > {RECOVER} && "
-                f"{shlex.join(cmd)} -r -j {JOBSTATE} {shlex.quote(os.path.basename(self.dagman_out))}")
+        return (
+            f"cd {shlex.quote(self.submit_dir)} && echo 'line_processed 1' > {RECOVER} && "
+            f"{shlex.join(cmd)} -r -j {JOBSTATE} {shlex.quote(os.path.basename(self.dagman_out))}"
+        )
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -218,7 +232,10 @@ def _catch_up(monitor: RootMonitor, driver) -> None:
         elif c.state is ClusterState.QUEUED and node.phase is Phase.WAITING:
             monitor.submitted(c.name, c.job_id or "", c.site or "-")
         elif node.phase in (Phase.QUEUED, Phase.RUNNING) and c.state in (
-                ClusterState.DONE, ClusterState.FAILED, ClusterState.WAITING):
+            ClusterState.DONE,
+            ClusterState.FAILED,
+            ClusterState.WAITING,
+        ):
             limit = retries_for(driver.opts, driver.specs[c.name].retry) + driver.opts.max_resubmits
             monitor.ended(c.name, retry=c.state is ClusterState.WAITING, retry_limit=limit)
 
@@ -265,11 +282,16 @@ def root_monitoring(driver, run_monitord: bool = True, removed: bool = False) ->
         if started:
             status = monitord.finish()
             if early or restarted:  # it may have stopped at the earlier run's EXITING (see Monitord.replay)
-                log.info("replaying %s into the monitoring DB: pegasus-monitord may stop at an earlier run's end",
-                         os.path.basename(monitor.path))
+                log.info(
+                    "replaying %s into the monitoring DB: pegasus-monitord may stop at an earlier run's end",
+                    os.path.basename(monitor.path),
+                )
                 status = monitord.replay()
             complete = None if status == 0 else monitord.complete_command()
             mark_incomplete(monitor.submit_dir, complete)
             if complete:
-                log.warning("the monitoring DB is incomplete (pegasus-monitord ended with %s); complete it with: %s",
-                            "a stop" if status is None else f"status {status}", complete)
+                log.warning(
+                    "the monitoring DB is incomplete (pegasus-monitord ended with %s); complete it with: %s",
+                    "a stop" if status is None else f"status {status}",
+                    complete,
+                )

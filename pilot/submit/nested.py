@@ -54,8 +54,9 @@ def nested_log(spec: ClusterSpec) -> str:
 
 
 class NestedBackend:
-    def __init__(self, submit_dir: str, specs: Sequence[ClusterSpec], sites: dict[str, dict[str, Any]],
-                 opts: Options) -> None:
+    def __init__(
+        self, submit_dir: str, specs: Sequence[ClusterSpec], sites: dict[str, dict[str, Any]], opts: Options
+    ) -> None:
         self.submit_dir = submit_dir
         self.specs = {s.name: s for s in specs if s.subworkflow is not None}
         self.sites = sites  # the driver's state.sites: name -> {"file": path, "set": {key: value}}
@@ -81,42 +82,84 @@ class NestedBackend:
             self._plan(spec, sub)
         dag = str(read_braindump(sub.submit_dir)["dag"])
         # As Pegasus names it: in the directory without the .NNN that monitord adds back.
-        set_environment(self.submit_dir, spec.name, {
-            "_CONDOR_DAGMAN_LOG": os.path.join(sub.submit_dir[:-len(".000")], dag + ".dagman.out"),
-            "_CONDOR_MAX_DAGMAN_LOG": "0"})
+        set_environment(
+            self.submit_dir,
+            spec.name,
+            {
+                "_CONDOR_DAGMAN_LOG": os.path.join(sub.submit_dir[: -len(".000")], dag + ".dagman.out"),
+                "_CONDOR_MAX_DAGMAN_LOG": "0",
+            },
+        )
         log = nested_log(spec)
-        argv = [sys.executable, "-m", "pilot", "submit", "--no-monitord", "--result", result_path(spec.dag),
-                "--retry", str(self.opts.retry), "--max-resubmits", str(self.opts.max_resubmits),
-                "--poll", str(self.opts.poll), *self._site_args(), sub.submit_dir]
+        argv = [
+            sys.executable,
+            "-m",
+            "pilot",
+            "submit",
+            "--no-monitord",
+            "--result",
+            result_path(spec.dag),
+            "--retry",
+            str(self.opts.retry),
+            "--max-resubmits",
+            str(self.opts.max_resubmits),
+            "--poll",
+            str(self.opts.poll),
+            *self._site_args(),
+            sub.submit_dir,
+        ]
         with open(log + ".out", "ab") as out, open(log + ".err", "ab") as err:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=self.submit_dir,
-                                    start_new_session=True)  # a Ctrl-C of the driver leaves it running, as batch jobs
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=self.submit_dir, start_new_session=True
+            )  # a Ctrl-C of the driver leaves it running, as batch jobs
         self._procs[proc.pid] = proc
         return Submitted(f"{PREFIX}{spec.name}:{proc.pid}", log + ".out", log + ".err")
 
     def _plan(self, spec: ClusterSpec, sub: SubworkflowSpec) -> None:
         """pilot plan of the sub-workflow (Pegasus' PRE script); a failure is the job's, in one line."""
         site_file = plan_site_file(self.submit_dir) or next(iter(self.sites.values()))["file"]
-        argv = [sys.executable, "-m", "pilot", "plan", sub.workflow, "--site", site_file, *self._sets(),
-                "--dir", sub.submit_dir, "--force", *sub.plan_args]
+        argv = [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            sub.workflow,
+            "--site",
+            site_file,
+            *self._sets(),
+            "--dir",
+            sub.submit_dir,
+            "--force",
+            *sub.plan_args,
+        ]
         try:
-            done = subprocess.run(argv, cwd=self.submit_dir, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                  errors="replace", timeout=PLAN_TIMEOUT)
+            done = subprocess.run(
+                argv,
+                cwd=self.submit_dir,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=PLAN_TIMEOUT,
+            )
         except subprocess.TimeoutExpired:
-            raise SubmitError(f"planning sub-workflow {sub.workflow} took over {PLAN_TIMEOUT:.0f} s", transient=False) from None
+            raise SubmitError(
+                f"planning sub-workflow {sub.workflow} took over {PLAN_TIMEOUT:.0f} s", transient=False
+            ) from None
         with open(nested_log(spec) + ".plan", "w", encoding="utf-8") as fh:  # as Pegasus keeps <job>.pre.log
             fh.write(done.stdout + done.stderr)
         if done.returncode != 0:
             lines = [line for line in done.stderr.splitlines() if line.strip()]
             why = lines[-1] if lines else f"pilot plan exited {done.returncode}"
-            raise SubmitError(f"planning sub-workflow {os.path.relpath(sub.workflow, self.submit_dir)} failed: {why}",
-                              transient=False)
+            raise SubmitError(
+                f"planning sub-workflow {os.path.relpath(sub.workflow, self.submit_dir)} failed: {why}", transient=False
+            )
 
     def query(self, site: SiteConfig, job_ids: Sequence[str]) -> dict[str, QueueStatus]:  # noqa: ARG002 - the provider interface's signature
         return {j: QueueStatus(QueueState.RUNNING if self._alive(j) else QueueState.FINISHED) for j in job_ids}
 
     def _alive(self, job_id: str) -> bool:
-        name, _, pid_text = job_id[len(PREFIX):].rpartition(":")
+        name, _, pid_text = job_id[len(PREFIX) :].rpartition(":")
         pid = int(pid_text) if pid_text.isdigit() else 0
         proc = self._procs.get(pid)
         if proc is not None:
@@ -142,8 +185,12 @@ class NestedBackend:
             sub = self.specs[os.path.basename(job.workdir)].subworkflow
             assert sub is not None
             if os.path.exists(state_path(sub.submit_dir)) or holder(sub.submit_dir) is not None:
-                subprocess.run([sys.executable, "-m", "pilot", "cancel", sub.submit_dir], stdin=subprocess.DEVNULL,
-                               capture_output=True, timeout=600)
+                subprocess.run(
+                    [sys.executable, "-m", "pilot", "cancel", sub.submit_dir],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=600,
+                )
                 out.append(job.job_id or f"{PREFIX}{os.path.basename(job.workdir)}")
         return out
 
@@ -182,8 +229,9 @@ class Routed:
         return self.batch.ended()  # a sub-workflow's end is seen at the poll
 
 
-def routed(batch: Backend, submit_dir: str, specs: Sequence[ClusterSpec], sites: dict[str, dict[str, Any]],
-           opts: Options) -> Backend:
+def routed(
+    batch: Backend, submit_dir: str, specs: Sequence[ClusterSpec], sites: dict[str, dict[str, Any]], opts: Options
+) -> Backend:
     """``batch``, or a Routed over it when the plan has sub-workflows."""
     if not any(s.subworkflow is not None for s in specs):
         return batch

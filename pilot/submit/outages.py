@@ -43,9 +43,13 @@ class Outages:
         outage = self.by_site.get(site)
         if outage is None:
             outage = self.by_site[site] = Outage(now, now + limit, now, what)
-            log.warning("%s: the scheduler does not answer (%s); retrying with back-off until %s, when the clusters "
-                        "waiting to be submitted there fail (Ctrl-C stops pilot submit)", site, what,
-                        clock_time(outage.until, now))
+            log.warning(
+                "%s: the scheduler does not answer (%s); retrying with back-off until %s, when the clusters "
+                "waiting to be submitted there fail (Ctrl-C stops pilot submit)",
+                site,
+                what,
+                clock_time(outage.until, now),
+            )
         outage.what = what
         return outage
 
@@ -64,10 +68,19 @@ class Outages:
                 if not what_waits:
                     continue
                 outage.said = now
-                until = (f"retrying until {clock_time(outage.until, now)}" if now < outage.until
-                         else "its clusters waiting to be submitted fail at their next look")
-                log.warning("%s: the scheduler still does not answer after %.0f s (%s); %s; %s", site,
-                            now - outage.since, outage.what, what_waits, until)
+                until = (
+                    f"retrying until {clock_time(outage.until, now)}"
+                    if now < outage.until
+                    else "its clusters waiting to be submitted fail at their next look"
+                )
+                log.warning(
+                    "%s: the scheduler still does not answer after %.0f s (%s); %s; %s",
+                    site,
+                    now - outage.since,
+                    outage.what,
+                    what_waits,
+                    until,
+                )
 
 
 def clock_time(at: float, now: float) -> str:

@@ -67,8 +67,16 @@ def _ended(future: Future) -> str:
 
 
 class PilotBackend:
-    def __init__(self, submit_dir: str, sites: Sequence[SiteConfig], specs: Sequence[ClusterSpec], opts: Options,
-                 batch: Backend, clock: Callable[[], float] = time.monotonic, fed: bool = True) -> None:
+    def __init__(
+        self,
+        submit_dir: str,
+        sites: Sequence[SiteConfig],
+        specs: Sequence[ClusterSpec],
+        opts: Options,
+        batch: Backend,
+        clock: Callable[[], float] = time.monotonic,
+        fed: bool = True,
+    ) -> None:
         self.submit_dir = submit_dir
         self.batch = batch
         self.clock = clock
@@ -147,8 +155,9 @@ class PilotBackend:
             why = self._refused.given_up(launch.site) or self._died.given_up(launch.site)
             if why:  # the driver cancels it and fails the cluster with this reason
                 return QueueStatus(QueueState.PENDING, why, never_starts=True)
-            return QueueStatus(QueueState.PENDING, "waiting for a pilot job",
-                               pending_for=self._pending_for(launch.site, self.clock()))
+            return QueueStatus(
+                QueueState.PENDING, "waiting for a pilot job", pending_for=self._pending_for(launch.site, self.clock())
+            )
         if launch.fed:
             status = feed.status(launch)
             if status.state is QueueState.FINISHED:
@@ -250,8 +259,14 @@ class PilotBackend:
                     self._lost(block, f"its pilot run ended ({ended})")
                 else:
                     delay = self._died.failed(site.name, now, f"pilot job {block.job_id}: {ended}")
-                    log.warning("pilot job %s: its pilot run died at start (%s); the next pilot job in %.0f s, for the "
-                                "%d cluster(s) fed to it", block.job_id, ended, delay, len(block.apps))
+                    log.warning(
+                        "pilot job %s: its pilot run died at start (%s); the next pilot job in %.0f s, for the "
+                        "%d cluster(s) fed to it",
+                        block.job_id,
+                        ended,
+                        delay,
+                        len(block.apps),
+                    )
                     self._lost(block, None)
                 changed = True
             elif self._died.failing(site.name) and block.agent is not None and inbox.is_up(block.inbox):
@@ -267,8 +282,12 @@ class PilotBackend:
     def _lost(self, block: blocks.Block, why: str | None = "") -> None:
         """End a block that was lost (``why``: how, or None where that was said already), and free its clusters."""
         if why is not None:
-            log.warning("pilot job %s ended with %d cluster(s) in it%s; they resume from their rescue logs",
-                        block.job_id, len(block.apps), f" ({why})" if why else "")
+            log.warning(
+                "pilot job %s ended with %d cluster(s) in it%s; they resume from their rescue logs",
+                block.job_id,
+                len(block.apps),
+                f" ({why})" if why else "",
+            )
         for job_id in list(block.apps):
             launch = self.launches.get(job_id)
             if launch is not None and launch.fed and not feed.taken(launch):  # never started: it waits for another
@@ -283,11 +302,24 @@ class PilotBackend:
         cut = self._cut.get(launch.workdir, ())
         mine = [b for b in self.blocks if b.site == launch.site]
         # Fed, a cluster of one node shares the block's workers with every other, one of several holds whole nodes.
-        room = {b.label: feed.room(b, launch.nodes, sum(1 for w, _ in b.apps.values() if not w)) if self.fed else
-                b.fit(launch.nodes, launch.ranks_per_node) for b in mine}
-        offers = [binding.Offer(b.label, b.running_since is not None and (b.agent is not None or not self.fed),
-                                room[b.label] is not None, b.time_left(now), b.margin,
-                                len(b.apps) if self.fed else b.free_slots, b.label in cut) for b in mine]
+        room = {
+            b.label: feed.room(b, launch.nodes, sum(1 for w, _ in b.apps.values() if not w))
+            if self.fed
+            else b.fit(launch.nodes, launch.ranks_per_node)
+            for b in mine
+        }
+        offers = [
+            binding.Offer(
+                b.label,
+                b.running_since is not None and (b.agent is not None or not self.fed),
+                room[b.label] is not None,
+                b.time_left(now),
+                b.margin,
+                len(b.apps) if self.fed else b.free_slots,
+                b.label in cut,
+            )
+            for b in mine
+        ]
         label = binding.choose(offers, launch.makespan, self._may_add(launch.site))
         block = next((b for b in mine if b.label == label), None)
         if block is None:
@@ -299,12 +331,20 @@ class PilotBackend:
         assert where is not None  # chosen among the blocks with room
         if self.fed:
             feed.feed(block, launch, minutes, where)
-            log.info("%s: fed to pilot job %s (%.0f s of wall time left there)", launch.job_id, block.job_id,
-                     block.time_left(now))
+            log.info(
+                "%s: fed to pilot job %s (%.0f s of wall time left there)",
+                launch.job_id,
+                block.job_id,
+                block.time_left(now),
+            )
             return
         start_own_run(launch, block, self.sites[launch.site], minutes, where)
-        log.info("%s: started in pilot job %s (%.0f s of wall time left there)", launch.job_id, block.job_id,
-                 block.time_left(now))
+        log.info(
+            "%s: started in pilot job %s (%.0f s of wall time left there)",
+            launch.job_id,
+            block.job_id,
+            block.time_left(now),
+        )
 
     def _pending_for(self, site_name: str, now: float) -> float | None:
         """How long the clusters waiting at the site have waited for a pilot job to start: the seconds its oldest
@@ -317,15 +357,24 @@ class PilotBackend:
     def _unwanted(self, site: SiteConfig, now: float) -> bool:
         """End the site's pilot jobs pending past its ``pending_limit`` once no cluster waits at the site (the
         driver withdrew them to another site): started, each would only idle. ``pilot_min_blocks`` stay."""
-        if not site.pending_limit or site.name not in self.settings or \
-                any(x.site == site.name and x.block is None for x in self.launches.values()):
+        if (
+            not site.pending_limit
+            or site.name not in self.settings
+            or any(x.site == site.name and x.block is None for x in self.launches.values())
+        ):
             return False
         mine = [b for b in self.blocks if b.site == site.name]
         late = [b for b in mine if b.running_since is None and now - b.submitted >= site.pending_limit]
         late = late[: max(0, len(mine) - self.settings[site.name].min_blocks)]
         for block in late:
-            log.warning("%s: pilot job %s pending for %.0f s (its pending_limit %d s) and no cluster waits for it "
-                        "there any more: cancelled", site.name, block.job_id, now - block.submitted, site.pending_limit)
+            log.warning(
+                "%s: pilot job %s pending for %.0f s (its pending_limit %d s) and no cluster waits for it "
+                "there any more: cancelled",
+                site.name,
+                block.job_id,
+                now - block.submitted,
+                site.pending_limit,
+            )
             blocks.end_block(block)
             self.blocks.remove(block)
         return bool(late)
@@ -340,17 +389,25 @@ class PilotBackend:
         coming = sum(b.nodes * b.slots for b in mine if b.running_since is None)  # in slots (cores)
         wanted = sum(x.nodes * x.ranks_per_node for x in waiting)
         changed = False
-        while (wanted > coming or len(mine) < settings.min_blocks) and len(mine) < settings.pilots \
-                and self._refused.ready(site.name, now) and self._died.ready(site.name, now) and site.name not in self._never:
+        while (
+            (wanted > coming or len(mine) < settings.min_blocks)
+            and len(mine) < settings.pilots
+            and self._refused.ready(site.name, now)
+            and self._died.ready(site.name, now)
+            and site.name not in self._never
+        ):
             self._count += 1
             label = f"block{self._count}-{os.getpid()}"
             try:
-                block = blocks.start_block(site, label, settings.nodes, settings.walltime_minutes, self.run_dir,
-                                           settings.apps)
+                block = blocks.start_block(
+                    site, label, settings.nodes, settings.walltime_minutes, self.run_dir, settings.apps
+                )
             except Exception as exc:  # noqa: BLE001 - Parsl raises many kinds: the scheduler said no
                 error = " ".join(str(exc).split())[:300]
                 delay = self._refused.failed(site.name, now, error)
-                log.warning("%s: a pilot job could not be submitted (%s); trying again in %.0f s", site.name, error, delay)
+                log.warning(
+                    "%s: a pilot job could not be submitted (%s); trying again in %.0f s", site.name, error, delay
+                )
                 return changed
             self._refused.cleared(site.name)
             block.submitted = now  # by the clock pending times are measured with
@@ -359,17 +416,27 @@ class PilotBackend:
             mine.append(block)
             coming += block.nodes * block.slots
             changed = True
-            log.info("%s: pilot job %s submitted (%d nodes, %.0f min)", site.name, block.job_id, block.nodes,
-                     settings.walltime_minutes)
+            log.info(
+                "%s: pilot job %s submitted (%d nodes, %.0f min)",
+                site.name,
+                block.job_id,
+                block.nodes,
+                settings.walltime_minutes,
+            )
         for block in [b for b in mine if not b.apps and b.running_since is not None]:
             idle = not waiting and len(mine) > settings.min_blocks and now - block.idle_since >= settings.idle_timeout
             # No waiting cluster can start there (each ran out of its time there, or too little is left): it
             # makes room for a fresh one.
-            spent = bool(waiting) and all(block.label in self._cut.get(x.workdir, ()) or
-                                          block.time_left(now) <= block.margin for x in waiting)
+            spent = bool(waiting) and all(
+                block.label in self._cut.get(x.workdir, ()) or block.time_left(now) <= block.margin for x in waiting
+            )
             if idle or spent:
-                log.info("%s: pilot job %s %s: ending it", site.name, block.job_id,
-                         f"idle for {now - block.idle_since:.0f} s" if idle else "of no use to the clusters waiting")
+                log.info(
+                    "%s: pilot job %s %s: ending it",
+                    site.name,
+                    block.job_id,
+                    f"idle for {now - block.idle_since:.0f} s" if idle else "of no use to the clusters waiting",
+                )
                 blocks.end_block(block)
                 self.blocks.remove(block)
                 mine.remove(block)

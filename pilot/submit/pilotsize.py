@@ -36,15 +36,19 @@ class PilotSettings:
         where = site.path or site.name
         nodes = opts.pilot_nodes or site.pilot_nodes or site.nodes
         if nodes > site.nodes:
-            raise ConfigError(f"{where}: pilot jobs of {nodes} nodes: the site has {site.nodes} (nodes); ask for at "
-                              f"most {site.nodes} (--pilot-nodes or pilot_nodes)")
+            raise ConfigError(
+                f"{where}: pilot jobs of {nodes} nodes: the site has {site.nodes} (nodes); ask for at "
+                f"most {site.nodes} (--pilot-nodes or pilot_nodes)"
+            )
         walltime = opts.pilot_walltime or site.pilot_walltime or site.max_walltime or site.walltime
         minutes = parse_walltime(walltime, f"{where}: pilot_walltime")
         least = opts.pilot_min if opts.pilot_min is not None else site.pilot_min_blocks
         cap = min(opts.pilots, site.max_queued)
         if least > cap:
-            raise ConfigError(f"{where}: {least} pilot jobs kept (--pilot-min or pilot_min_blocks) but at most {cap} "
-                              f"at once (--pilots {opts.pilots}, max_queued {site.max_queued}): keep fewer")
+            raise ConfigError(
+                f"{where}: {least} pilot jobs kept (--pilot-min or pilot_min_blocks) but at most {cap} "
+                f"at once (--pilots {opts.pilots}, max_queued {site.max_queued}): keep fewer"
+            )
         idle = opts.pilot_idle if opts.pilot_idle is not None else site.pilot_idle_timeout
         ranks = fewest_ranks(site, nodes, specs)
         return cls(cap, nodes, minutes, least, float(idle), nodes * (blocks.node_slots(site) // ranks))
@@ -60,11 +64,14 @@ def fewest_ranks(site: SiteConfig, nodes: int, specs: Sequence[ClusterSpec]) -> 
     least = blocks.node_slots(site)
     for spec in specs:
         if spec.subworkflow is None:
-            req = request_for(site, spec.name, spec.dir, [], ranks=spec.ranks, nodes=spec.nodes,
-                              ranks_per_node=spec.ranks_per_node)
+            req = request_for(
+                site, spec.name, spec.dir, [], ranks=spec.ranks, nodes=spec.nodes, ranks_per_node=spec.ranks_per_node
+            )
             if req.nodes > nodes:
-                raise ConfigError(f"cluster {spec.name} needs {req.nodes} nodes ({spec.ranks} ranks), pilot jobs on "
-                                  f"{site.name} have {nodes}: ask for larger ones (--pilot-nodes {req.nodes})")
+                raise ConfigError(
+                    f"cluster {spec.name} needs {req.nodes} nodes ({spec.ranks} ranks), pilot jobs on "
+                    f"{site.name} have {nodes}: ask for larger ones (--pilot-nodes {req.nodes})"
+                )
             least = min(least, req.ranks_per_node)
     return max(1, least)
 

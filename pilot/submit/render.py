@@ -36,8 +36,17 @@ def clustertable(views: list[ClusterView], limit: int | None = None) -> list[str
     shown = views if limit is None else views[:limit]
     for v in shown:
         r = v.record
-        rows.append((v.spec.name, _state_cell(v), f"{v.done}/{v.spec.tasks}", r.job_id or "-", str(r.attempts),
-                     r.site or "-", _note(v)))
+        rows.append(
+            (
+                v.spec.name,
+                _state_cell(v),
+                f"{v.done}/{v.spec.tasks}",
+                r.job_id or "-",
+                str(r.attempts),
+                r.site or "-",
+                _note(v),
+            )
+        )
     lines = table(rows)
     if limit is not None and len(views) > limit:
         lines.append(f"... and {len(views) - limit} more clusters")
@@ -46,8 +55,12 @@ def clustertable(views: list[ClusterView], limit: int | None = None) -> list[str
 
 def total_lines(t: Totals, state: str) -> list[str]:
     """pegasus-status' summary: task counts by state, %DONE and the run's state."""
-    return table([("UNREADY", "READY", "RUNNING", "DONE", "FAILED", "%DONE", "STATE"),
-                   (str(t.unready), str(t.ready), str(t.running), str(t.done), str(t.failed), f"{t.percent:.1f}", state)])
+    return table(
+        [
+            ("UNREADY", "READY", "RUNNING", "DONE", "FAILED", "%DONE", "STATE"),
+            (str(t.unready), str(t.ready), str(t.running), str(t.done), str(t.failed), f"{t.percent:.1f}", state),
+        ]
+    )
 
 
 def status_text(views: list[ClusterView], driving: bool, failures: list[str] | None = None) -> str:
@@ -92,11 +105,17 @@ def failure_lines(views: list[ClusterView], watcher: Watcher, submit_dir: str) -
                     where = f"stderr: {rel(own)}"
                 out.append(f"{name}: task {task} {how} ({where})")
             if len(failed) > MAX_FAILED_TASKS:
-                out.append(f"{name}: ... and {len(failed) - MAX_FAILED_TASKS} more failed tasks (see {rel(jobstate_path(v.spec.dir))})")
+                out.append(
+                    f"{name}: ... and {len(failed) - MAX_FAILED_TASKS} more failed tasks (see {rel(jobstate_path(v.spec.dir))})"
+                )
             if v.spec.subworkflow is not None:  # its own failures are its nested run's to tell
                 out.append(f"{name}: sub-workflow: see pilot status {rel(v.spec.subworkflow.submit_dir)}")
-            if r.job_id and any(p and os.path.exists(p) for p in (r.job_stdout, r.job_stderr)):  # a job that never ran has none
-                out.append(f"{name}: batch job {r.job_id} on {r.site}: stdout {rel(r.job_stdout)}, stderr {rel(r.job_stderr)}")
+            if r.job_id and any(
+                p and os.path.exists(p) for p in (r.job_stdout, r.job_stderr)
+            ):  # a job that never ran has none
+                out.append(
+                    f"{name}: batch job {r.job_id} on {r.site}: stdout {rel(r.job_stdout)}, stderr {rel(r.job_stderr)}"
+                )
         elif v.shown is Shown.NOT_RUN:
             out.append(f"{name}: not run ({v.detail})")
         elif v.shown is Shown.CANCELLED:

@@ -74,8 +74,9 @@ def recorded_sites(submit_dir: str) -> list[SiteChoice]:
     return [SiteChoice(site_file)]
 
 
-def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: TextIO | None = None,
-          monitord: bool = True) -> Outcome:
+def drive(
+    submit_dir: str, choices: list[SiteChoice], opts: Options, stream: TextIO | None = None, monitord: bool = True
+) -> Outcome:
     """Run the cluster DAG of ``submit_dir`` to its end (or until SIGTERM/SIGINT), showing live progress.
 
     The root dagman.out and jobstate.log follow the run, and pegasus-monitord reads them as it goes
@@ -85,7 +86,9 @@ def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: Tex
     sites = [c.load() for c in choices]
     names = [s.name for s in sites]
     if len(set(names)) != len(names):
-        raise ConfigError(f"--site: two sites are named {sorted({n for n in names if names.count(n) > 1})[0]!r}; give each file its own name")
+        raise ConfigError(
+            f"--site: two sites are named {sorted({n for n in names if names.count(n) > 1})[0]!r}; give each file its own name"
+        )
     lock = SubmitLock(submit_dir)
     lock.acquire()
     stop = {"flag": False, "cancel": False}
@@ -122,8 +125,15 @@ def drive(submit_dir: str, choices: list[SiteChoice], opts: Options, stream: Tex
     stopped = stop["flag"] and not driver.all_done()
     problems = [] if stopped else failure_lines(views, watcher, submit_dir)
     queued, in_doubt = left_in_queues(driver)
-    return Outcome(ok, stopped, status_text(views, driving=False), problems, cancelled=stopped and stop["cancel"],
-                   queued=queued, in_doubt=in_doubt)
+    return Outcome(
+        ok,
+        stopped,
+        status_text(views, driving=False),
+        problems,
+        cancelled=stopped and stop["cancel"],
+        queued=queued,
+        in_doubt=in_doubt,
+    )
 
 
 def left_in_queues(driver: Driver) -> tuple[list[str], list[str]]:
@@ -155,7 +165,9 @@ def status(submit_dir: str) -> Status:
     if pid is None:
         views = [unsupervised(v, submit_dir) for v in views]
     failed = pid is None and any(v.shown is Shown.FAILED for v in views)  # as pilot submit said it at the end
-    text = status_text(views, driving=pid is not None, failures=failure_lines(views, watcher, submit_dir) if failed else None)
+    text = status_text(
+        views, driving=pid is not None, failures=failure_lines(views, watcher, submit_dir) if failed else None
+    )
     if pid is not None:
         text += f"\ndriven by pilot submit (pid {pid})"
     note = incomplete_note(submit_dir)
@@ -173,8 +185,11 @@ def unsupervised(v: ClusterView, submit_dir: str) -> ClusterView:
     run = running(v.spec.dag, try_lock=False)
     if run is None:
         return v
-    return replace(v, shown=Shown.RUNNING, detail=f"its pilot run ({run.where()}) runs with no pilot submit: "
-                                                  f"pilot cancel {submit_dir} ends it")
+    return replace(
+        v,
+        shown=Shown.RUNNING,
+        detail=f"its pilot run ({run.where()}) runs with no pilot submit: " f"pilot cancel {submit_dir} ends it",
+    )
 
 
 def status_code(views: list[ClusterView], driving: bool) -> StatusCode:
@@ -214,8 +229,13 @@ def cancel(submit_dir: str, choices: list[SiteChoice] | None) -> Cancelled | Non
     driver = Driver(submit_dir, specs, state, sites, routed(batch, submit_dir, specs, state.sites, Options()))
     with cancel_monitoring(driver):  # the removed jobs logged as aborted, as DAGMan logs a removal
         job_ids, failed = driver.cancel_jobs()
-        runs = end_runs({s.name: s.dag for s in specs
-                         if s.name not in failed and driver.state.clusters[s.name].state is not ClusterState.DONE})
+        runs = end_runs(
+            {
+                s.name: s.dag
+                for s in specs
+                if s.name not in failed and driver.state.clusters[s.name].state is not ClusterState.DONE
+            }
+        )
         left = {**failed, **runs.left}
         driver.mark_cancelled(left)
     return Cancelled(job_ids, runs.ended, [left[name] for name in sorted(left)])

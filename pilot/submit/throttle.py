@@ -50,9 +50,11 @@ def _limit(lineno: int, raw: str, key: str, path: str) -> int | None:
     try:
         value = int(raw)
     except ValueError:
-        raise ConfigError(f"{path}:{lineno}: {key} = {raw!r} is not a whole number: give the most jobs at once, "
-                          "or 0 for no limit") from None
+        raise ConfigError(
+            f"{path}:{lineno}: {key} = {raw!r} is not a whole number: give the most jobs at once, " "or 0 for no limit"
+        ) from None
     if value < 0:
-        raise ConfigError(f"{path}:{lineno}: {key} = {raw!r} is negative: give the most jobs at once, "
-                          "or 0 for no limit")
+        raise ConfigError(
+            f"{path}:{lineno}: {key} = {raw!r} is negative: give the most jobs at once, " "or 0 for no limit"
+        )
     return value or None

@@ -105,8 +105,13 @@ class Watcher:
         return out
 
 
-def _shown(spec: ClusterSpec, rec: ClusterRecord, culprit: str | None, records: dict[str, ClusterRecord],
-           progress: TaskProgress) -> tuple[Shown, str]:
+def _shown(
+    spec: ClusterSpec,
+    rec: ClusterRecord,
+    culprit: str | None,
+    records: dict[str, ClusterRecord],
+    progress: TaskProgress,
+) -> tuple[Shown, str]:
     s = rec.state
     if s is ClusterState.DONE:
         return Shown.DONE, ""
@@ -147,7 +152,8 @@ def totals(views: list[ClusterView]) -> Totals:
         t.running += running
         t.failed += failed
         released = v.shown in (Shown.SUBMITTING, Shown.QUEUED, Shown.HELD, Shown.RUNNING) or (
-            v.shown is Shown.WAITING and v.detail != "" and not v.detail.startswith("after "))
+            v.shown is Shown.WAITING and v.detail != "" and not v.detail.startswith("after ")
+        )
         ready = min(rest, _ready_tasks(v, rest)) if released else 0
         t.ready += ready
         t.unready += rest - ready

@@ -83,13 +83,21 @@ def decode(data: bytes, where: str, hint: str = "") -> str:
     """UTF-8 text without NUL bytes; the first offending byte's line in the error."""
     nul = data.find(b"\0")
     if nul >= 0:
-        raise ConfigError(_line(f"{where}:{_line_of(data, nul)}", "binary data (a NUL byte), not text: "
-                                "is this the right file?", hint))
+        raise ConfigError(
+            _line(
+                f"{where}:{_line_of(data, nul)}", "binary data (a NUL byte), not text: " "is this the right file?", hint
+            )
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(_line(f"{where}:{_line_of(data, exc.start)}",
-                                f"not UTF-8 text (byte {exc.start}): is this the right file?", hint)) from None
+        raise ConfigError(
+            _line(
+                f"{where}:{_line_of(data, exc.start)}",
+                f"not UTF-8 text (byte {exc.start}): is this the right file?",
+                hint,
+            )
+        ) from None
 
 
 def _line_of(data: bytes, offset: int) -> int:
@@ -101,6 +109,7 @@ def read_text(path: str, max_bytes: int, hint: str = "") -> str:
 
 
 # -- YAML -----------------------------------------------------------------------------------------------
+
 
 def load_yaml(path: str, max_bytes: int = CONFIG_BYTES, hint: str = "") -> Any:
     """The first document of a YAML file of pilot's or a user's config, typed as yaml.safe_load types it
@@ -135,8 +144,9 @@ def load_pegasus_streaming(path: str, start: Callable[[], dict[str, Handler]]) -
     return _pegasus(path, start, yamlstream.document)
 
 
-def _pegasus(path: str, start: Callable[[], dict[str, Handler]],
-             body: Callable[[yamlstream.Reader, dict[str, Handler]], Any]) -> Any:
+def _pegasus(
+    path: str, start: Callable[[], dict[str, Handler]], body: Callable[[yamlstream.Reader, dict[str, Handler]], Any]
+) -> Any:
     with os.fdopen(open_regular(path), "rb") as fh:
         try:
             with gc_paused():
@@ -150,8 +160,9 @@ def _pegasus(path: str, start: Callable[[], dict[str, Handler]],
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
         budget = max(yamlstream.ALIAS_FLOOR, yamlstream.ALIAS_RATIO * os.fstat(fh.fileno()).st_size)
-        return _parse(path, fh, lambda next_event: body(
-            yamlstream.Reader(next_event, budget, yamlstream.ALIAS_FLOOR), stream))
+        return _parse(
+            path, fh, lambda next_event: body(yamlstream.Reader(next_event, budget, yamlstream.ALIAS_FLOOR), stream)
+        )
 
 
 def _parse(path: str, source: Any, body: Callable[[Callable[[], Any]], Any], hint: str = "") -> Any:
@@ -177,6 +188,7 @@ def _parse(path: str, source: Any, body: Callable[[Callable[[], Any]], Any], hin
 
 
 # -- JSON -----------------------------------------------------------------------------------------------
+
 
 def load_json(path: str, max_bytes: int, hint: str = "") -> Any:
     """A JSON file of pilot's (submit.state.json, ``<dag>.result``)."""

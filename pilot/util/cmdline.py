@@ -43,7 +43,9 @@ def _help_width() -> int:
 class _Formatter(argparse.HelpFormatter):
     """argparse's help formatter, with the terminal's width taken once per process."""
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None) -> None:
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ) -> None:
         super().__init__(prog, indent_increment, max_help_position, _help_width() if width is None else width)
 
 
@@ -57,7 +59,7 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
-    def _print_message(self, message: str, file=None) -> None:  # noqa: ANN001 - argparse's signature
+    def _print_message(self, message: str, file=None) -> None:  # argparse's signature
         """Help and version text, whose write errors argparse drops (``--help > /dev/full`` said nothing, exit 0):
         here they reach the CLI wrapper, which says a full disk in one line and ends quietly on a closed pipe."""
         if message:

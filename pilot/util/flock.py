@@ -102,6 +102,12 @@ def lock_owner(path: str) -> int | None:
     for line in table.splitlines():
         fields = line.split()  # "1: FLOCK  ADVISORY  WRITE 6812 fe:00:2148708 0 EOF"; a waiter's has "->" too
         # A holder in a pid namespace this one cannot see shows as pid 0 (or -1): not a process to name here.
-        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == where and fields[4].isdigit() and int(fields[4]) > 0:
+        if (
+            len(fields) >= 6
+            and fields[1] == "FLOCK"
+            and fields[5] == where
+            and fields[4].isdigit()
+            and int(fields[4]) > 0
+        ):
             return int(fields[4])
     return None

@@ -31,8 +31,9 @@ from typing import Protocol, TypeVar
 N = TypeVar("N")
 
 
-def topological_order(nodes: Sequence[N], parents: Callable[[N], Collection[N]],
-                      children: Callable[[N], Iterable[N]]) -> list[N]:
+def topological_order(
+    nodes: Sequence[N], parents: Callable[[N], Collection[N]], children: Callable[[N], Iterable[N]]
+) -> list[N]:
     """``nodes`` with every parent before its children, ties in the order of ``nodes``.
 
     ``parents`` and ``children`` must describe the same edges (an edge listed
@@ -43,8 +44,9 @@ def topological_order(nodes: Sequence[N], parents: Callable[[N], Collection[N]],
     return _kahn(nodes, parents, children, ties=True)
 
 
-def find_cycle(nodes: Sequence[N], parents: Callable[[N], Collection[N]],
-               children: Callable[[N], Iterable[N]]) -> list[N] | None:
+def find_cycle(
+    nodes: Sequence[N], parents: Callable[[N], Collection[N]], children: Callable[[N], Iterable[N]]
+) -> list[N] | None:
     """One cycle as ``topological_order`` names it (without the repeated node), or None.
 
     Cheaper than an order: no heap, as any order shows whether one exists.
@@ -56,8 +58,9 @@ def find_cycle(nodes: Sequence[N], parents: Callable[[N], Collection[N]],
     return None
 
 
-def _kahn(nodes: Sequence[N], parents: Callable[[N], Collection[N]], children: Callable[[N], Iterable[N]],
-          ties: bool) -> list[N]:
+def _kahn(
+    nodes: Sequence[N], parents: Callable[[N], Collection[N]], children: Callable[[N], Iterable[N]], ties: bool
+) -> list[N]:
     index = {id(n): i for i, n in enumerate(nodes)}
     indeg = [len(parents(n)) for n in nodes]
     ready = [i for i, d in enumerate(indeg) if d == 0]
@@ -77,7 +80,9 @@ def _kahn(nodes: Sequence[N], parents: Callable[[N], Collection[N]], children: C
     return out
 
 
-def _cycle(nodes: Sequence[N], left: list[int], parents: Callable[[N], Collection[N]], index: dict[int, int]) -> list[N]:
+def _cycle(
+    nodes: Sequence[N], left: list[int], parents: Callable[[N], Collection[N]], index: dict[int, int]
+) -> list[N]:
     """One cycle among the ``left`` nodes (those Kahn's algorithm could not order), from its earliest node."""
     remaining = set(left)
     graph = {i: [index[id(p)] for p in parents(nodes[i]) if index[id(p)] in remaining] for i in left}
@@ -92,8 +97,9 @@ def _cycle(nodes: Sequence[N], left: list[int], parents: Callable[[N], Collectio
     return [nodes[i] for i in ring + ring[:1]]
 
 
-def levels(nodes: Sequence[N], parents: Callable[[N], Collection[N]],
-           children: Callable[[N], Iterable[N]]) -> dict[int, int]:
+def levels(
+    nodes: Sequence[N], parents: Callable[[N], Collection[N]], children: Callable[[N], Iterable[N]]
+) -> dict[int, int]:
     """Level of each node (keyed by ``id``): the longest path from a root, roots at level 1. A cycle raises
     ``graphlib.CycleError`` as ``topological_order`` does.
 

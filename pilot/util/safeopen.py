@@ -33,8 +33,13 @@ class NotAFile(OSError):
 
 def file_kind(mode: int) -> str:
     """What a path that is not a regular file is, for a message."""
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
-                       (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return "not a plain file"
@@ -64,7 +69,9 @@ def _regular(fd: int, path: str, fix: str) -> int:
     return fd
 
 
-LINK = "is a symbolic link, which pilot does not write through (it would rewrite the file it points to): remove the link"
+LINK = (
+    "is a symbolic link, which pilot does not write through (it would rewrite the file it points to): remove the link"
+)
 
 
 def open_fd(path: str, flags: int, mode: int = 0o644) -> int:

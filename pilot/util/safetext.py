@@ -90,15 +90,19 @@ def problem_transfer_url(url: str) -> str | None:
     if why:
         return why
     if "'" in url:
-        return ("holds \"'\", which pegasus-transfer's commands (cp, ln, mkdir, rm) would read as the end of a "
-                "quoted path: rename it without \"'\"")
+        return (
+            "holds \"'\", which pegasus-transfer's commands (cp, ln, mkdir, rm) would read as the end of a "
+            'quoted path: rename it without "\'"'
+        )
     scheme = url.split(":", 1)[0] if ":" in url else "file"
     if scheme in REMOTE_SHELL_SCHEMES:
         path = url.split("://", 1)[-1]
         m = _SHELL_SPECIAL.search(path)
         if m:
-            return (f"holds {describe(m.group())}, which pegasus-transfer passes unquoted to the remote shell of an "
-                    f"{scheme}:// URL: use letters, digits and _.+-/ only")
+            return (
+                f"holds {describe(m.group())}, which pegasus-transfer passes unquoted to the remote shell of an "
+                f"{scheme}:// URL: use letters, digits and _.+-/ only"
+            )
     return None
 
 
@@ -115,8 +119,14 @@ def problem_staged_path(text: str) -> str | None:
     if why:
         return why
     m = _ENV_REFERENCE.search(text)
-    return None if m is None else (f"holds {m.group()!r}, which pegasus-transfer replaces by an environment "
-                                   "variable's value (the job would not find the file): rename it without '$'")
+    return (
+        None
+        if m is None
+        else (
+            f"holds {m.group()!r}, which pegasus-transfer replaces by an environment "
+            "variable's value (the job would not find the file): rename it without '$'"
+        )
+    )
 
 
 _PLAIN = re.compile(r"[A-Za-z0-9_.,:=@+/%-]+\Z")
@@ -140,4 +150,3 @@ def shell_word(text: str, what: str = "a value") -> str:
 def shell_line(words: Iterable[str], what: str = "a command") -> str:
     """``words`` as one POSIX shell command line, each quoted by shell_word."""
     return " ".join(shell_word(w, f"a word of {what}") for w in words)
-

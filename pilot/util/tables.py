@@ -15,8 +15,10 @@ def table(rows: Sequence[Sequence[str]], right: Collection[int] = (), indent: st
         return []
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return [
-        indent + sep.join(cell.rjust(w) if i in right else cell.ljust(w)
-                           for i, (cell, w) in enumerate(zip(r, widths))).rstrip()
+        indent
+        + sep.join(
+            cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths))
+        ).rstrip()
         for r in rows
     ]
 

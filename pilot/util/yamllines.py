@@ -105,6 +105,7 @@ def _split(data: bytes) -> list[str]:
 # Trailing spaces are not YAML's, but they stay in a line here: every test of a value's end below refuses a
 # space (and an empty value), where a plain scalar would end before it.
 
+
 def _plain(text: str) -> bool:
     """Whether ``text`` (after ``key: `` or ``- ``, or a key) is one plain scalar, all of it."""
     if text[-1:] in ": ":  # also empty: the end of a key, a trailing space
@@ -136,13 +137,13 @@ def _quoted(text: str) -> tuple[str, str]:
             j = text.find("'", i)
             if j < 0:
                 raise NotPlain
-            if text[j + 1:j + 2] != "'":
-                return text[1:j].replace("''", "'"), text[j + 1:]
+            if text[j + 1 : j + 2] != "'":
+                return text[1:j].replace("''", "'"), text[j + 1 :]
             i = j + 2
     j = text.find('"', 1)
     if j < 0 or "\\" in text[1:j]:
         raise NotPlain
-    return text[1:j], text[j + 1:]
+    return text[1:j], text[j + 1 :]
 
 
 def _flow_list(v: str) -> list[Any]:
@@ -247,7 +248,7 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
         the line is none (less or more indented, a list item, END). Plain keys are remembered."""
         if n > MAX_INDENT:
             raise NotPlain
-        if not line.startswith(pads[n]) or line[n:n + 1] in " -\n":
+        if not line.startswith(pads[n]) or line[n : n + 1] in " -\n":
             k, sep, _ = line.partition(": ")
             if sep and len(inline[n]) < CACHE:
                 inline[n][k] = _OUT  # whatever follows "k: ", such a line is no entry at n (the next list item)

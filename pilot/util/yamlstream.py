@@ -185,9 +185,12 @@ class Reader:
             raise Invalid(ev.start_mark.line, f"alias *{ev.anchor} names no anchor (&{ev.anchor}) before it") from None
         self.aliased += self.sizes[id(v)]
         if self.aliased > self.alias_budget:
-            raise Invalid(ev.start_mark.line, f"aliases (*{ev.anchor} and those before it) repeat more than "
-                           f"{self.alias_budget:,} nodes and characters ({ALIAS_RATIO} times the file's size, at least "
-                           f"{self.alias_floor:,}): write the values out, or nest fewer aliases")
+            raise Invalid(
+                ev.start_mark.line,
+                f"aliases (*{ev.anchor} and those before it) repeat more than "
+                f"{self.alias_budget:,} nodes and characters ({ALIAS_RATIO} times the file's size, at least "
+                f"{self.alias_floor:,}): write the values out, or nest fewer aliases",
+            )
         return v
 
 
@@ -257,8 +260,10 @@ _COLLECTION_TAGS = (None, "!", _TAG + "map", _TAG + "seq")
 
 
 def _tag_refused(ev: Any, tag: str) -> Invalid:
-    shown = "!!" + tag[len(_TAG):] if tag.startswith(_TAG) else tag
-    return Invalid(ev.start_mark.line, f"tag {shown[:80]} is not allowed: pilot reads plain values only (remove the tag)")
+    shown = "!!" + tag[len(_TAG) :] if tag.startswith(_TAG) else tag
+    return Invalid(
+        ev.start_mark.line, f"tag {shown[:80]} is not allowed: pilot reads plain values only (remove the tag)"
+    )
 
 
 def typed_scalar(ev: Any) -> Any:
@@ -272,8 +277,11 @@ def typed_scalar(ev: Any) -> Any:
     try:
         value = construct(yaml.ScalarNode(tag, ev.value))
     except (ValueError, KeyError, yaml.YAMLError):  # !!int abc, !!bool maybe; more digits than int() reads
-        what = f"a number of {len(ev.value):,} characters, too long to read" if len(ev.value) > 1000 else \
-            f"{ev.value!r} is not {_KIND_NAMES.get(tag, tag)}"
+        what = (
+            f"a number of {len(ev.value):,} characters, too long to read"
+            if len(ev.value) > 1000
+            else f"{ev.value!r} is not {_KIND_NAMES.get(tag, tag)}"
+        )
         raise Invalid(ev.start_mark.line, what) from None
     if isinstance(value, float) and not math.isfinite(value):
         raise Invalid(ev.start_mark.line, f"{ev.value!r} is not a finite number: write one (quote it if it is text)")

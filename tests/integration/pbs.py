@@ -45,5 +45,3 @@ def live(job_ids: set[str]) -> list[str]:
     out = subprocess.run(["qstat", "-x", "-f", "-F", "json", *sorted(job_ids)], capture_output=True, text=True).stdout
     jobs = json.loads(out).get("Jobs", {}) if out.strip() else {}
     return [j for j, v in jobs.items() if v.get("job_state") not in ("F", "X")]
-
-

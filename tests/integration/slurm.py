@@ -27,7 +27,9 @@ def wait_gone(job_ids: list[str], timeout: float = 180) -> None:
     """Wait until Slurm no longer lists the jobs; those still there after ``timeout`` s are cancelled, and the test fails."""
 
     def gone() -> bool:
-        out = subprocess.run(["squeue", "-h", "-o", "%i", "-j", ",".join(job_ids)], capture_output=True, text=True).stdout
+        out = subprocess.run(
+            ["squeue", "-h", "-o", "%i", "-j", ",".join(job_ids)], capture_output=True, text=True
+        ).stdout
         return not out.split()
 
     try:

@@ -92,22 +92,32 @@ def container_workflow(where: Path, image: str, sha256: str | None = None, kind=
     where.mkdir(parents=True, exist_ok=True)
     (where / "join.sh").write_text(SCRIPT)
     (where / "input.txt").write_text("staged in\n")
-    box = api.Container("box", kind, image=image, image_site="local",
-                        checksum={"sha256": sha256} if sha256 else None)
-    tc = api.TransformationCatalog().add_containers(box).add_transformations(
-        api.Transformation("join", site="local", pfn=f"file://{where / 'join.sh'}", is_stageable=True,
-                           container=box))
+    box = api.Container("box", kind, image=image, image_site="local", checksum={"sha256": sha256} if sha256 else None)
+    tc = (
+        api.TransformationCatalog()
+        .add_containers(box)
+        .add_transformations(
+            api.Transformation(
+                "join", site="local", pfn=f"file://{where / 'join.sh'}", is_stageable=True, container=box
+            )
+        )
+    )
     rc = api.ReplicaCatalog().add_replica("local", "input.txt", f"file://{where / 'input.txt'}")
     out = api.File("out.txt")
     job = api.Job("join", _id="j1").add_args("input.txt", out).add_inputs(api.File("input.txt"))
     job.add_env(GREETING="hello")
     job.add_outputs(out, stage_out=True, register_replica=False)
     wf = api.Workflow("boxed").add_transformation_catalog(tc).add_replica_catalog(rc).add_jobs(job)
-    sc = api.SiteCatalog().add_sites(api.Site("local").add_directories(
-        api.Directory(api.Directory.SHARED_SCRATCH, str(where / "scratch")).add_file_servers(
-            api.FileServer(f"file://{where / 'scratch'}", api.Operation.ALL)),
-        api.Directory(api.Directory.LOCAL_STORAGE, str(where / "output")).add_file_servers(
-            api.FileServer(f"file://{where / 'output'}", api.Operation.ALL))))
+    sc = api.SiteCatalog().add_sites(
+        api.Site("local").add_directories(
+            api.Directory(api.Directory.SHARED_SCRATCH, str(where / "scratch")).add_file_servers(
+                api.FileServer(f"file://{where / 'scratch'}", api.Operation.ALL)
+            ),
+            api.Directory(api.Directory.LOCAL_STORAGE, str(where / "output")).add_file_servers(
+                api.FileServer(f"file://{where / 'output'}", api.Operation.ALL)
+            ),
+        )
+    )
     wf.add_site_catalog(sc)
     wf.write(str(where / "workflow.yml"))
     return where / "workflow.yml"
@@ -116,16 +126,31 @@ def container_workflow(where: Path, image: str, sha256: str | None = None, kind=
 def submit(runtime: Runtime, where: Path, *extra: str) -> subprocess.CompletedProcess:
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    args = [*PILOT, "submit", "workflow.yml", "--site", "local", "--set", f"container_runtimes={runtime.name}",
-            "--dir", str(where / "submit"), "--poll", "0.2", "--no-monitord", *extra]
-    return subprocess.run(args, cwd=where, env={**os.environ, **runtime.env}, capture_output=True, text=True,
-                          timeout=300)
+    args = [
+        *PILOT,
+        "submit",
+        "workflow.yml",
+        "--site",
+        "local",
+        "--set",
+        f"container_runtimes={runtime.name}",
+        "--dir",
+        str(where / "submit"),
+        "--poll",
+        "0.2",
+        "--no-monitord",
+        *extra,
+    ]
+    return subprocess.run(
+        args, cwd=where, env={**os.environ, **runtime.env}, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.mark.mpi
 @pytest.mark.containers
-def test_a_docker_container_job_runs_in_its_staged_image_and_its_output_is_staged_out(tmp_path, own_podman,
-                                                                                       site_runtime):
+def test_a_docker_container_job_runs_in_its_staged_image_and_its_output_is_staged_out(
+    tmp_path, own_podman, site_runtime
+):
     archive = own_podman.build("joiner", {"/etc/only-in-image": (MARKER, 0o644)})
     sha = hashlib.sha256(archive.read_bytes()).hexdigest()
     where = tmp_path / "wf"
@@ -141,15 +166,22 @@ def test_a_docker_container_job_runs_in_its_staged_image_and_its_output_is_stage
     else:  # docker ran the image its stage-in job loaded and tagged with the plan's name for it
         image = next(word for word in task.split() if word.startswith("localhost/pilot-box:"))
         assert f" {image} /srv/join " in task
-        tags = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True,
-                              text=True, env={**os.environ, **site_runtime.env}, timeout=60, check=True).stdout
+        tags = subprocess.run(
+            ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **site_runtime.env},
+            timeout=60,
+            check=True,
+        ).stdout
         assert image in tags.split()
 
 
 @pytest.mark.mpi
 @pytest.mark.containers
-def test_a_singularity_container_job_runs_in_its_staged_squashfs_image_on_the_apptainer_stand_in(tmp_path,
-                                                                                                 apptainer_standin):
+def test_a_singularity_container_job_runs_in_its_staged_squashfs_image_on_the_apptainer_stand_in(
+    tmp_path, apptainer_standin
+):
     """apptainer here is the test stand-in tests/bin/apptainer (ch-run under apptainer's command line), first on
     PATH; the image is a SquashFS file with a .sif name, staged into the workflow's directory as box.sif."""
     sif = tmp_path / "box.sif"
@@ -176,8 +208,9 @@ def stage_in_failure(where: Path) -> str:
 @pytest.mark.mpi
 @pytest.mark.containers
 @pytest.mark.parametrize("case", ["missing", "not an image"])
-def test_an_image_that_is_not_there_or_cannot_be_loaded_fails_its_stage_in_job_in_one_line(tmp_path, site_runtime,
-                                                                                             case):
+def test_an_image_that_is_not_there_or_cannot_be_loaded_fails_its_stage_in_job_in_one_line(
+    tmp_path, site_runtime, case
+):
     where = tmp_path / "wf"
     where.mkdir()
     image = where / "box.tar"
@@ -201,8 +234,14 @@ def test_casa_winds_stand_in_runs_its_container_jobs_in_a_locally_built_image_on
     assert all(not Path(pfn).exists() for pfn in run.in_image)  # only the image has them
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    res = subprocess.run([*PILOT, *run.submit_args(tmp_path / "sub")], cwd=run.folder,
-                         env={**os.environ, **own_podman.env}, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [*PILOT, *run.submit_args(tmp_path / "sub")],
+        cwd=run.folder,
+        env={**os.environ, **own_podman.env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert sorted(run.ledger.read_text().split()) == sorted(run.on_host())  # the others ran in the image
     assert run.staged_wrong() == []
@@ -223,12 +262,21 @@ def test_a_squashfs_image_is_staged_by_the_planned_stage_in_job_and_checked_agai
     subprocess.run([mksquashfs, str(root), str(sif), "-quiet", "-noappend"], check=True, timeout=60)
     sha = hashlib.sha256(sif.read_bytes()).hexdigest() if right else "0" * 64
     box = api.Container("img", api.Container.SINGULARITY, image=f"file://{sif}", checksum={"sha256": sha})
-    tc = api.TransformationCatalog().add_containers(box).add_transformations(
-        api.Transformation("cat", site="local", pfn="/bin/cat", is_stageable=False, container=box))
+    tc = (
+        api.TransformationCatalog()
+        .add_containers(box)
+        .add_transformations(api.Transformation("cat", site="local", pfn="/bin/cat", is_stageable=False, container=box))
+    )
     wf = api.Workflow("sq").add_transformation_catalog(tc).add_jobs(api.Job("cat", _id="j").add_args("/etc/x"))
     wf.write(str(tmp_path / "sq.yml"))
-    result = plan(PlanRequest(workflow=str(tmp_path / "sq.yml"), site=load_site("local", {
-        "container_runtimes": "apptainer"}), cluster=["whole"], submit_dir=str(tmp_path / "submit")))
+    result = plan(
+        PlanRequest(
+            workflow=str(tmp_path / "sq.yml"),
+            site=load_site("local", {"container_runtimes": "apptainer"}),
+            cluster=["whole"],
+            submit_dir=str(tmp_path / "submit"),
+        )
+    )
     tasks = read_dag(result.emitted[0].dag).tasks
     for name in sorted(tasks, key=lambda n: not n.startswith("create_dir")):  # the directory first
         if not name.startswith(("create_dir", "stage_in")):

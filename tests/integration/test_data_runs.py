@@ -76,7 +76,8 @@ def test_the_example_moves_its_files_in_every_clustering_mode(tmp_path, cluster)
     assert not list((tmp_path / "scratch").rglob("f.*"))  # the workflow's directory was cleaned up
     db = sqlite3.connect(sub / "data-0.replicas.db")
     assert db.execute("select lfn, pfn, site from rc_lfn natural join rc_pfn").fetchall() == [
-        ("f.c", f"file://{tmp_path}/output/f.c", "local")]
+        ("f.c", f"file://{tmp_path}/output/f.c", "local")
+    ]
     db.close()
     # the real monitord's view, as of a Pegasus run: the workflow's 2 jobs are its tasks; the 10 data jobs are
     # jobs of their Pegasus types with no task
@@ -99,16 +100,20 @@ def two_branches(tmp_path: Path) -> dict:
     (tmp_path / "in" / "f.a").write_text("a\n")
     rc = api.ReplicaCatalog().add_replica("local", "f.a", str(tmp_path / "in" / "f.a"))
     rc.add_replica("local", "f.z", str(tmp_path / "in" / "f.z"))
-    tc = api.TransformationCatalog().add_transformations(api.Transformation("cp", site="local", pfn="/bin/cp",
-                                                                             is_stageable=False))
+    tc = api.TransformationCatalog().add_transformations(
+        api.Transformation("cp", site="local", pfn="/bin/cp", is_stageable=False)
+    )
     wf = api.Workflow("branches")
     for name, src in (("jA", "f.a"), ("jB", "f.z")):
         out = api.File(f"{name}.out")
         wf.add_jobs(api.Job("cp", _id=name).add_args(src, out).add_inputs(api.File(src)).add_outputs(out))
     wf.add_replica_catalog(rc).add_transformation_catalog(tc)
-    sc = api.SiteCatalog().add_sites(api.Site("local").add_directories(
-        api.Directory(api.Directory.SHARED_SCRATCH, str(tmp_path / "scratch")),
-        api.Directory(api.Directory.LOCAL_STORAGE, str(tmp_path / "output"))))
+    sc = api.SiteCatalog().add_sites(
+        api.Site("local").add_directories(
+            api.Directory(api.Directory.SHARED_SCRATCH, str(tmp_path / "scratch")),
+            api.Directory(api.Directory.LOCAL_STORAGE, str(tmp_path / "output")),
+        )
+    )
     wf.add_site_catalog(sc)
     wf.write(str(tmp_path / "branches.yml"))
     props = api.Properties()
@@ -160,7 +165,9 @@ def test_a_failed_stage_in_is_a_failed_job_of_its_type_with_no_task_as_in_a_pega
     assert sorted(r[0] for r in db.execute("select abs_task_id from task")) == ["jA", "jB"]
     # the data jobs' invocations name no task: only the workflow's jobs count as tasks
     assert [r[0] for r in db.execute("select distinct abs_task_id from invocation where task_submit_seq > 0")] in (
-        [None, "jA"], ["jA", None])
+        [None, "jA"],
+        ["jA", None],
+    )
     db.close()
     # Type: Succeeded Failed Incomplete Total: jA ran, jB never did (its stage-in failed); 12 jobs, 1 failed
     table = summary(sub)
@@ -182,9 +189,24 @@ def test_a_clusters_own_monitoring_shows_its_data_jobs_as_jobs_of_their_types(tm
         pytest.skip("no mpiexec (pip install mpich)")
     paths = data_workflow(tmp_path)
     sub = tmp_path / "sub"
-    res = subprocess.run([*PILOT, "plan", "--site", "local", "--cluster", "whole", "--cluster-static-bp",
-                          paths["workflow"], "--conf", paths["conf"], "--dir", str(sub)],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            *PILOT,
+            "plan",
+            "--site",
+            "local",
+            "--cluster",
+            "whole",
+            "--cluster-static-bp",
+            paths["workflow"],
+            "--conf",
+            paths["conf"],
+            "--dir",
+            str(sub),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr
     cdir = sub / "merge_data"
     argv = shlex.split((cdir / "merge_data.sh").read_text().strip().splitlines()[-1])
@@ -232,10 +254,30 @@ def test_the_example_moves_its_files_through_the_real_slurm(tmp_path, cluster):
     require_slurm()
     paths = data_workflow(tmp_path)
     sub = tmp_path / "sub"
-    res = subprocess.run([*PILOT, "submit", "--site", "container", "--set", "pegasus_site=local", "--set",
-                          f"pilot_command={sys.executable} -m pilot", "--cluster", cluster, "--poll", "0.3",
-                          paths["workflow"], "--conf", paths["conf"], "--dir", str(sub)],
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            *PILOT,
+            "submit",
+            "--site",
+            "container",
+            "--set",
+            "pegasus_site=local",
+            "--set",
+            f"pilot_command={sys.executable} -m pilot",
+            "--cluster",
+            cluster,
+            "--poll",
+            "0.3",
+            paths["workflow"],
+            "--conf",
+            paths["conf"],
+            "--dir",
+            str(sub),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "output" / "f.c").read_text() == "hello\nmine\n" and (tmp_path / "output" / "j2.out").exists()
     state = json.loads((sub / "submit.state.json").read_text())["clusters"]

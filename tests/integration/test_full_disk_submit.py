@@ -21,7 +21,9 @@ TIMEOUT = 300
 
 
 def pilot(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pilot", *args], capture_output=True, text=True, cwd=cwd, timeout=TIMEOUT)
+    return subprocess.run(
+        [sys.executable, "-m", "pilot", *args], capture_output=True, text=True, cwd=cwd, timeout=TIMEOUT
+    )
 
 
 def test_a_plan_cut_short_by_a_full_disk_says_how_to_plan_again_and_that_works(tmp_path):
@@ -31,8 +33,10 @@ def test_a_plan_cut_short_by_a_full_disk_says_how_to_plan_again_and_that_works(t
         plan = ["plan", "--site", "local", "--cluster", "label", bundled_workflow(), "--dir", str(sub)]
         first = pilot(*plan, cwd=disk)
         assert first.returncode == 1, first.stderr
-        assert first.stderr == (f"pilot plan: cannot write the plan in {sub}: No space left on device; free space and "
-                                f"plan again with --dir {sub} --force (over the partial plan)\n")
+        assert first.stderr == (
+            f"pilot plan: cannot write the plan in {sub}: No space left on device; free space and "
+            f"plan again with --dir {sub} --force (over the partial plan)\n"
+        )
         filler.unlink()
         again = pilot(*plan, "--force", cwd=disk)
         assert again.returncode == 0, again.stderr
@@ -45,14 +49,17 @@ def test_a_plan_cut_short_by_a_full_disk_says_how_to_plan_again_and_that_works(t
 def test_a_submission_cut_short_by_a_full_disk_resumes_once_there_is_room(tmp_path):
     with small_disk(tmp_path / "disk", 2048) as disk:
         sub = disk / "sub"
-        planned = pilot("plan", "--site", "local", "--cluster", "label", bundled_workflow(), "--dir", str(sub), cwd=disk)
+        planned = pilot(
+            "plan", "--site", "local", "--cluster", "label", bundled_workflow(), "--dir", str(sub), cwd=disk
+        )
         assert planned.returncode == 0, planned.stderr
         filler = fill(disk, 40)
         first = pilot("submit", "--no-monitord", "--poll", "0.5", str(sub), cwd=disk)
         assert first.returncode == 1, first.stderr
         last = first.stderr.splitlines()[-1]
         assert last.startswith("pilot submit: cannot write ") and last.endswith(
-            f": No space left on device; free space and resume with: pilot submit {sub}"), first.stderr
+            f": No space left on device; free space and resume with: pilot submit {sub}"
+        ), first.stderr
         assert "Traceback" not in first.stderr and "internal error" not in first.stderr
         filler.unlink()
         again = pilot("submit", "--no-monitord", "--poll", "0.5", str(sub), cwd=disk)

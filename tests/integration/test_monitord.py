@@ -89,8 +89,13 @@ def test_replay(submit_dir):
 def test_live_monitord_follows_the_run(submit_dir):
     slow = DIAMOND.replace('TASK A /bin/echo "I am A"', "TASK A /bin/sh -c 'sleep 2; echo I am A'")
     (submit_dir / "diamond.dag").write_text(slow)
-    monitord = subprocess.Popen([*pegasus_cli("pegasus-monitord"), "diamond.dag.dagman.out"], cwd=submit_dir,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    monitord = subprocess.Popen(
+        [*pegasus_cli("pegasus-monitord"), "diamond.dag.dagman.out"],
+        cwd=submit_dir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_for(lambda: (submit_dir / "monitord.pid").exists(), 60, "pegasus-monitord started")
         res = run_pilot(["--monitord-hack", str(submit_dir / "diamond.dag")])

@@ -26,8 +26,10 @@ pytestmark = pytest.mark.multinode
 
 CONF = "/var/tmp/multinode-slurm/etc/slurm.conf"
 NODES = ["node1", "node2", "node3"]
-RECORD = re.compile(r'\[cluster-task (?:id=\S+, )?name=([^,]+), start="([^"]+)", duration=([\d.]+), status=(-?\d+), '
-                    r'app="[^"]*", hostname="([^"]+)", slot=(\d+), cpus=(\d+), memory=(\d+)')
+RECORD = re.compile(
+    r'\[cluster-task (?:id=\S+, )?name=([^,]+), start="([^"]+)", duration=([\d.]+), status=(-?\d+), '
+    r'app="[^"]*", hostname="([^"]+)", slot=(\d+), cpus=(\d+), memory=(\d+)'
+)
 
 
 @pytest.fixture
@@ -44,17 +46,32 @@ def multinode(monkeypatch):
 
 def site_file(tmp_path: Path, launcher: str = "srun", **extra: str) -> str:
     path = tmp_path / "mn.yaml"
-    lines = ["description: three-node Slurm on this machine", "scheduler: slurm", "pegasus_site: container",
-             "partition: mn", "nodes: 3", "cores_per_node: 2", "memory_per_node_mb: 4000", "walltime: '00:05:00'",
-             f"launcher: {launcher}", *(f"{k}: {v}" for k, v in extra.items())]
+    lines = [
+        "description: three-node Slurm on this machine",
+        "scheduler: slurm",
+        "pegasus_site: container",
+        "partition: mn",
+        "nodes: 3",
+        "cores_per_node: 2",
+        "memory_per_node_mb: 4000",
+        "walltime: '00:05:00'",
+        f"launcher: {launcher}",
+        *(f"{k}: {v}" for k, v in extra.items()),
+    ]
     if launcher == "srun":
         lines.append("launcher_options: --mpi=pmi2")
     path.write_text("\n".join(lines) + "\n")
     return str(path)
 
 
-def workflow(tmp_path: Path, n: int, argv: list[str], cpus: dict[int, int] | None = None, exe: str = "/bin/sleep",
-             profile: str = "pmc_request_cpus") -> str:
+def workflow(
+    tmp_path: Path,
+    n: int,
+    argv: list[str],
+    cpus: dict[int, int] | None = None,
+    exe: str = "/bin/sleep",
+    profile: str = "pmc_request_cpus",
+) -> str:
     """``n`` independent jobs running ``exe argv``; job i asks for cpus[i] of ``profile`` (CPUs or MB)."""
     wf = api.Workflow("wide", infer_dependencies=False)
     tc = api.TransformationCatalog()
@@ -78,9 +95,18 @@ def records(cluster_dir: Path) -> list[dict]:
             if not m.group(1).startswith("work_"):
                 continue
             start = datetime.fromisoformat(m.group(2)).timestamp()
-            out.append({"name": m.group(1), "start": start, "end": start + float(m.group(3)), "status": int(m.group(4)),
-                        "host": m.group(5), "slot": int(m.group(6)), "cpus": int(m.group(7)),
-                        "memory": int(m.group(8))})
+            out.append(
+                {
+                    "name": m.group(1),
+                    "start": start,
+                    "end": start + float(m.group(3)),
+                    "status": int(m.group(4)),
+                    "host": m.group(5),
+                    "slot": int(m.group(6)),
+                    "cpus": int(m.group(7)),
+                    "memory": int(m.group(8)),
+                }
+            )
     return out
 
 
@@ -96,14 +122,28 @@ def test_pilot_spans_three_nodes(tmp_path, multinode, launcher):
     host_script.chmod(0o755)
     sub = tmp_path / "sub"
     site = site_file(tmp_path, launcher, pilot_options=f"'--host-script {host_script}'")
-    res = pilot("submit", "--site", site, "--cluster", "whole", "--poll", "0.3", workflow(tmp_path, 10, ["2"]),
-                "--dir", str(sub), timeout=240)
+    res = pilot(
+        "submit",
+        "--site",
+        site,
+        "--cluster",
+        "whole",
+        "--poll",
+        "0.3",
+        workflow(tmp_path, 10, ["2"]),
+        "--dir",
+        str(sub),
+        timeout=240,
+    )
     assert res.returncode == 0, res.stderr
     cdir = sub / "merge_wide"
     script = (cdir / "merge_wide.slurm").read_text()
     assert "#SBATCH --nodes=3\n#SBATCH --ntasks-per-node=2\n" in script
-    expected = "srun --mpi=pmi2 --kill-on-bad-exit=0 -n 6 --ntasks-per-node 2 " if launcher == "srun" else \
-        f"{Path(sys.executable).parent / 'mpiexec'} -n 6 -ppn 2 "
+    expected = (
+        "srun --mpi=pmi2 --kill-on-bad-exit=0 -n 6 --ntasks-per-node 2 "
+        if launcher == "srun"
+        else f"{Path(sys.executable).parent / 'mpiexec'} -n 6 -ppn 2 "
+    )
     assert expected in script
     said = " ".join(p.read_text() for p in cdir.glob("pilot-*.stderr"))
     assert "Master starting with 5 workers" in said, said
@@ -118,12 +158,25 @@ def test_pilot_spans_three_nodes(tmp_path, multinode, launcher):
 def test_task_wider_than_any_node_is_infeasible(tmp_path, multinode):
     """Six CPUs in the job, two per node: a task asking for three can never run."""
     sub = tmp_path / "sub"
-    res = pilot("submit", "--site", site_file(tmp_path), "--cluster", "whole", "--poll", "0.3",
-                workflow(tmp_path, 6, ["0"], cpus={0: 3}), "--dir", str(sub), timeout=180)
+    res = pilot(
+        "submit",
+        "--site",
+        site_file(tmp_path),
+        "--cluster",
+        "whole",
+        "--poll",
+        "0.3",
+        workflow(tmp_path, 6, ["0"], cpus={0: 3}),
+        "--dir",
+        str(sub),
+        timeout=180,
+    )
     assert res.returncode == 1
     cdir = sub / "merge_wide"
     said = " ".join(p.read_text() for p in cdir.glob("pilot-*.stderr"))
-    assert "No host is capable of running task work_t0: it requests 3 CPU(s)" in said and "no host has that much" in said, said
+    assert (
+        "No host is capable of running task work_t0: it requests 3 CPU(s)" in said and "no host has that much" in said
+    ), said
     assert all(f"{node}: 2 CPUs" in said for node in NODES), said  # each node's own count, not the job's 6
     assert state(sub)["merge_wide"]["state"] == "failed"
 
@@ -132,9 +185,19 @@ def test_task_wider_than_any_node_is_infeasible(tmp_path, multinode):
 def test_resources_are_counted_per_host(tmp_path, multinode, profile, amount):
     """Tasks of two CPUs, or of 3000 of a node's 4000 MB: one at a time on each node, three at a time in the job."""
     sub = tmp_path / "sub"
-    res = pilot("submit", "--site", site_file(tmp_path), "--cluster", "whole", "--poll", "0.3",
-                workflow(tmp_path, 6, ["2"], cpus={i: amount for i in range(6)}, profile=profile), "--dir", str(sub),
-                timeout=240)
+    res = pilot(
+        "submit",
+        "--site",
+        site_file(tmp_path),
+        "--cluster",
+        "whole",
+        "--poll",
+        "0.3",
+        workflow(tmp_path, 6, ["2"], cpus={i: amount for i in range(6)}, profile=profile),
+        "--dir",
+        str(sub),
+        timeout=240,
+    )
     assert res.returncode == 0, res.stderr
     recs = records(sub / "merge_wide")
     field = "cpus" if profile == "pmc_request_cpus" else "memory"
@@ -157,14 +220,20 @@ def our_jobs(prefix: str) -> list[str]:
     """Jobs named ``prefix``* that have not ended (squeue also lists ended jobs for a while, e.g. NODE_FAIL)."""
     live = "PENDING,CONFIGURING,RUNNING,COMPLETING,SUSPENDED,REQUEUED,RESIZING,SIGNALING,STAGE_OUT,STOPPED"
     out = subprocess.run(["squeue", "-h", "-t", live, "-o", "%i %j"], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in out.splitlines() if len(line.split()) == 2 and line.split()[1].startswith(prefix)]
+    return [
+        line.split()[0] for line in out.splitlines() if len(line.split()) == 2 and line.split()[1].startswith(prefix)
+    ]
 
 
 def submit_watching(sub: Path, site: str, watch: Callable[[], None], timeout: float) -> tuple[int | None, str]:
     """Run ``pilot submit`` on ``sub``, calling ``watch()`` every 0.2 s until it ends (or ``timeout`` s);
     a driver still running then is killed and its jobs cancelled. Returns its exit code and stderr."""
-    driver = subprocess.Popen([*PILOT, "submit", "--site", site, "--poll", "0.3", str(sub)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    driver = subprocess.Popen(
+        [*PILOT, "submit", "--site", site, "--poll", "0.3", str(sub)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + timeout
         while driver.poll() is None and time.monotonic() < deadline:
@@ -186,8 +255,9 @@ def test_node_down_mid_run_completes_without_rerunning_done_tasks(tmp_path, mult
     task.chmod(0o755)
     sub = tmp_path / "sub"
     site = site_file(tmp_path, scheduler_options="['#SBATCH --no-requeue']")
-    plan = pilot("plan", workflow(tmp_path, 16, ["{i}"], exe=str(task)), "--site", site, "--cluster", "whole",
-                 "--dir", str(sub))
+    plan = pilot(
+        "plan", workflow(tmp_path, 16, ["{i}"], exe=str(task)), "--site", site, "--cluster", "whole", "--dir", str(sub)
+    )
     assert plan.returncode == 0, plan.stderr
     rescue = sub / "merge_wide" / "merge_wide.dag.rescue"
     live_max, done_before, downed, first = 0, set(), False, set()
@@ -245,8 +315,11 @@ def _worker_pids(dag_name: str, rank0: bool = False) -> list[int]:
             env = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(a.endswith(dag_name.encode()) for a in argv) and b"run" in argv and any(
-                e.startswith(b"PMI_RANK=") and (e == b"PMI_RANK=0") == rank0 for e in env):
+        if (
+            any(a.endswith(dag_name.encode()) for a in argv)
+            and b"run" in argv
+            and any(e.startswith(b"PMI_RANK=") and (e == b"PMI_RANK=0") == rank0 for e in env)
+        ):
             pids.append(int(entry.name))
     return [p for p in pids if _parent(p) not in pids]  # a worker's watchdog is its fork: same command line
 
@@ -312,10 +385,35 @@ def test_mpi_starts_under_slurms_pmi_whatever_the_heap_holds(tmp_path, multinode
     start = tmp_path / "padded.py"
     start.write_text(PADDED_START.format(size=size))
     dag = tmp_path / "w.dag"
-    dag.write_text("".join(f"TASK t{i} /bin/sh -c 'echo net=${{MPIR_CVAR_CH4_NETMOD-unset}} "
-                           f"fi=${{FI_PROVIDER-unset}} on $(hostname)'\n" for i in range(6)))
-    cmd = ["salloc", "-Q", "-p", "mn", "-N", "3", "-n", "6", "--ntasks-per-node", "2", "-J", "padded-start",
-           "srun", "--mpi=pmi2", "--kill-on-bad-exit=1", sys.executable, str(start), "run", "-s", str(dag)]
+    dag.write_text(
+        "".join(
+            f"TASK t{i} /bin/sh -c 'echo net=${{MPIR_CVAR_CH4_NETMOD-unset}} "
+            f"fi=${{FI_PROVIDER-unset}} on $(hostname)'\n"
+            for i in range(6)
+        )
+    )
+    cmd = [
+        "salloc",
+        "-Q",
+        "-p",
+        "mn",
+        "-N",
+        "3",
+        "-n",
+        "6",
+        "--ntasks-per-node",
+        "2",
+        "-J",
+        "padded-start",
+        "srun",
+        "--mpi=pmi2",
+        "--kill-on-bad-exit=1",
+        sys.executable,
+        str(start),
+        "run",
+        "-s",
+        str(dag),
+    ]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=90)
     except subprocess.TimeoutExpired:
@@ -340,12 +438,28 @@ def test_monitoring_of_a_cluster_whose_tasks_ran_on_several_nodes(tmp_path, mult
     wf.add_transformation_catalog(tc)
     for i in range(9):
         body = "echo broken >&2; exit 3" if i == 4 else "sleep 1; hostname"
-        wf.add_jobs(api.Job("work", _id=f"t{i}").add_args("-c", f"'{body}'").add_profiles(api.Namespace.PEGASUS, key="label",
-                                                                                     value="spread"))
+        wf.add_jobs(
+            api.Job("work", _id=f"t{i}")
+            .add_args("-c", f"'{body}'")
+            .add_profiles(api.Namespace.PEGASUS, key="label", value="spread")
+        )
     wf.write(str(tmp_path / "spread.yml"))
     sub = tmp_path / "sub"
-    res = pilot("submit", "--site", site_file(tmp_path), "--cluster", "label", "--retry", "0", "--poll", "0.3",
-                str(tmp_path / "spread.yml"), "--dir", str(sub), timeout=300)
+    res = pilot(
+        "submit",
+        "--site",
+        site_file(tmp_path),
+        "--cluster",
+        "label",
+        "--retry",
+        "0",
+        "--poll",
+        "0.3",
+        str(tmp_path / "spread.yml"),
+        "--dir",
+        str(sub),
+        timeout=300,
+    )
     assert res.returncode == 1, res.stderr  # t4 fails
     recs = records(sub / "merge_spread")
     assert len({r["host"] for r in recs}) >= 2, recs  # the cluster's tasks ran on several nodes
@@ -373,34 +487,69 @@ def test_monitoring_of_a_cluster_whose_tasks_ran_on_several_nodes(tmp_path, mult
     assert "exitcode    : 3" in analyzer.stdout and "broken" in analyzer.stdout and " - work - t4 - " in analyzer.stdout
 
 
-def test_pilot_job_runs_a_two_node_cluster_beside_a_one_node_one_and_a_node_down_costs_only_a_rerun(tmp_path,
-                                                                                                     multinode):
+def test_pilot_job_runs_a_two_node_cluster_beside_a_one_node_one_and_a_node_down_costs_only_a_rerun(
+    tmp_path, multinode
+):
     """--pilots on three nodes: a cluster of two nodes and one of one node start together in one pilot job of
     three, the first on two whole nodes of it, the other on the third; node3 set DOWN while they run takes the pilot job down, and both resume (in a pilot job of the nodes
     once node3 is back) from their rescue logs: no task ends twice, the run succeeds, no --retry is used."""
     wf = api.Workflow("sidebyside", infer_dependencies=False)
-    wf.add_transformation_catalog(api.TransformationCatalog().add_transformations(
-        api.Transformation("work", site="container", pfn="/bin/sh", is_stageable=False)))
+    wf.add_transformation_catalog(
+        api.TransformationCatalog().add_transformations(
+            api.Transformation("work", site="container", pfn="/bin/sh", is_stageable=False)
+        )
+    )
     done = tmp_path / "done"
     done.mkdir()
     for name, label in (("w0", "wide"), ("w1", "wide"), ("w2", "wide"), ("n0", "narrow")):
-        wf.add_jobs(api.Job("work", _id=name).add_args("-c", f"'sleep 12; hostname >> {done / name}'")
-                    .add_profiles(api.Namespace.PEGASUS, key="label", value=label))
+        wf.add_jobs(
+            api.Job("work", _id=name)
+            .add_args("-c", f"'sleep 12; hostname >> {done / name}'")
+            .add_profiles(api.Namespace.PEGASUS, key="label", value=label)
+        )
     wf.write(str(tmp_path / "wf.yml"))
     sub = tmp_path / "sub"
     site = site_file(tmp_path, pilot_command=f"{sys.executable} -m pilot")
-    proc = subprocess.Popen([*PILOT, "submit", "--site", site, "--cluster", "label", "--pilots", "1", "--poll", "0.5",
-                             "--no-monitord", str(tmp_path / "wf.yml"), "--dir", str(sub)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            *PILOT,
+            "submit",
+            "--site",
+            site,
+            "--cluster",
+            "label",
+            "--pilots",
+            "1",
+            "--poll",
+            "0.5",
+            "--no-monitord",
+            str(tmp_path / "wf.yml"),
+            "--dir",
+            str(sub),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         from tests.integration.test_pilots import pilot_jobs, started
 
-        wait_for(lambda: started(sub / "merge_wide") and started(sub / "work_n0"), 180,
-                 "both clusters to start in the pilot job")
+        wait_for(
+            lambda: started(sub / "merge_wide") and started(sub / "work_n0"),
+            180,
+            "both clusters to start in the pilot job",
+        )
         assert len(pilot_jobs(sub)) == 1  # one block, side by side
         subprocess.run(["scontrol", "update", "nodename=node3", "state=down", "reason=pilot-test"], check=True)
-        wait_for(lambda: subprocess.run(["squeue", "-h", "-o", "%T", "-p", "mn"], capture_output=True,
-                                          text=True).stdout.split() in ([], ["PENDING"]), 120, "the pilot job to go")
+        wait_for(
+            lambda: subprocess.run(
+                ["squeue", "-h", "-o", "%T", "-p", "mn"], capture_output=True, text=True
+            ).stdout.split()
+            in ([], ["PENDING"]),
+            120,
+            "the pilot job to go",
+        )
         subprocess.run(["scontrol", "update", "nodename=node3", "state=resume"], capture_output=True)  # if not back yet
         out, err = proc.communicate(timeout=400)
     finally:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.mpi
 
 # The example's stageable executable, which also says where it runs (its stdout file, j2.out, is staged out)
 # and writes a temporary file of its own.
-MINE = "#!/bin/sh\npwd\nhead -c 100000 /dev/zero > scratch.tmp\ncat \"$1\" > \"$2\" && echo mine >> \"$2\"\n"
+MINE = '#!/bin/sh\npwd\nhead -c 100000 /dev/zero > scratch.tmp\ncat "$1" > "$2" && echo mine >> "$2"\n'
 
 
 @pytest.mark.parametrize("cluster", ["whole", "horizontal"])
@@ -30,10 +30,31 @@ def test_a_nonsharedfs_workflow_keeps_its_temporary_files_off_the_shared_scratch
     node = tmp_path / "node-local"
     node.mkdir()
     sub = tmp_path / "sub"
-    res = subprocess.run([sys.executable, "-m", "pilot", "submit", "--poll", "0.2", "--site", "local",
-                          paths["workflow"], "--conf", paths["conf"], "--dir", str(sub), "--cluster", cluster,
-                          "--cleanup", "none"], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "TMPDIR": str(node)})
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "submit",
+            "--poll",
+            "0.2",
+            "--site",
+            "local",
+            paths["workflow"],
+            "--conf",
+            paths["conf"],
+            "--dir",
+            str(sub),
+            "--cluster",
+            cluster,
+            "--cleanup",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "TMPDIR": str(node)},
+    )
     assert res.returncode == 0, res.stderr
     assert "warning" not in res.stderr
     assert (tmp_path / "output" / "f.c").read_text() == "hello\nmine\n"
@@ -44,7 +65,8 @@ def test_a_nonsharedfs_workflow_keeps_its_temporary_files_off_the_shared_scratch
     assert list(node.iterdir()) == []  # and went with its task's directory
     db = sqlite3.connect(sub / "data-0.replicas.db")
     assert db.execute("select lfn, pfn, site from rc_lfn natural join rc_pfn").fetchall() == [
-        ("f.c", f"file://{tmp_path}/output/f.c", "local")]
+        ("f.c", f"file://{tmp_path}/output/f.c", "local")
+    ]
     db.close()
     done: dict[str, int] = {}
     for log in sub.glob("*/jobstate.log"):

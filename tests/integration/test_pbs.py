@@ -24,8 +24,16 @@ pytestmark = pytest.mark.pbs
 
 def pbs_site(tmp_path: Path, walltime: str = "00:05:00", name: str = "pbs", **extra: str) -> str:
     path = tmp_path / f"{name}.yaml"
-    keys = {"description": "the OpenPBS of this machine", "scheduler": "pbspro", "pegasus_site": "container",
-            "queue": "workq", "nodes": "1", "cores_per_node": str(ncpus()), "walltime": f"'{walltime}'", **extra}
+    keys = {
+        "description": "the OpenPBS of this machine",
+        "scheduler": "pbspro",
+        "pegasus_site": "container",
+        "queue": "workq",
+        "nodes": "1",
+        "cores_per_node": str(ncpus()),
+        "walltime": f"'{walltime}'",
+        **extra,
+    }
     path.write_text("".join(f"{k}: {v}\n" for k, v in keys.items()))  # a key once: a repeated key is refused
     return str(path)
 
@@ -36,7 +44,9 @@ def job_ids(sub: Path) -> set[str]:
 
 def test_example_workflow_runs_with_mpi_in_pbs_jobs(tmp_path, pbs):
     sub = tmp_path / "sub"
-    res = pilot("submit", "--site", pbs_site(tmp_path), "--cluster", "label", "--poll", "0.3", EXAMPLE, "--dir", str(sub))
+    res = pilot(
+        "submit", "--site", pbs_site(tmp_path), "--cluster", "label", "--poll", "0.3", EXAMPLE, "--dir", str(sub)
+    )
     assert res.returncode == 0, res.stderr
     st = state(sub)
     assert all(c["state"] == "done" for c in st.values()) and len(st) == 3 + DIAMOND_DATA_JOBS
@@ -46,22 +56,39 @@ def test_example_workflow_runs_with_mpi_in_pbs_jobs(tmp_path, pbs):
     script = (sub / "merge_middle" / "merge_middle.pbs").read_text()
     mpiexec = str(Path(sys.executable).parent / "mpiexec")
     ranks = min(3, ncpus())  # master + one worker per task of the widest level (2), at most the node's CPUs
-    assert f"\n{mpiexec} -n {ranks} -ppn {ranks} " in script and f"#PBS -l select=1:ncpus={ranks}:mpiprocs={ranks}\n" in script
+    assert (
+        f"\n{mpiexec} -n {ranks} -ppn {ranks} " in script
+        and f"#PBS -l select=1:ncpus={ranks}:mpiprocs={ranks}\n" in script
+    )
     # One MPI job of two ranks ran the cluster: a master and its worker on the PBS node.
     said = " ".join(p.read_text() for p in (sub / "merge_middle").glob("pilot-*.stderr"))
     assert f"Master starting with {ranks - 1} workers" in said and "Workflow succeeded" in said, said
     events = (sub / "merge_middle" / "jobstate.log").read_text()
     assert "findrange_left JOB_SUCCESS" in events and "findrange_right JOB_SUCCESS" in events, events
-    finished = json.loads(subprocess.run(["qstat", "-x", "-f", "-F", "json", *job_ids(sub)], capture_output=True,
-                                         text=True, check=True).stdout)["Jobs"]
+    finished = json.loads(
+        subprocess.run(
+            ["qstat", "-x", "-f", "-F", "json", *job_ids(sub)], capture_output=True, text=True, check=True
+        ).stdout
+    )["Jobs"]
     assert all(j["job_state"] == "F" and j["Exit_status"] == 0 for j in finished.values())
 
 
 def test_too_short_walltime_is_aborted_resubmitted_and_resumed(tmp_path, pbs):
     sub = tmp_path / "sub"
     wf = sleeper_workflow(tmp_path, 4, 6, label_each=False)  # 24 s of work; the pilot gets 15 s per job
-    res = pilot("submit", "--site", pbs_site(tmp_path, walltime="00:00:30"), "--cluster", "label", "--poll", "0.5",
-                wf, "--dir", str(sub), timeout=400)
+    res = pilot(
+        "submit",
+        "--site",
+        pbs_site(tmp_path, walltime="00:00:30"),
+        "--cluster",
+        "label",
+        "--poll",
+        "0.5",
+        wf,
+        "--dir",
+        str(sub),
+        timeout=400,
+    )
     assert res.returncode == 0, res.stderr
     c = state(sub)["merge_chain"]
     assert c["state"] == "done" and c["attempts"] >= 2 and len(c["job_ids"]) == c["attempts"]
@@ -78,9 +105,14 @@ def test_status_shows_pbs_states_and_cancel_leaves_no_job(tmp_path, pbs):
     assert res.returncode == 0, res.stderr
     try:
         wait_for(lambda: (sub / "submit.state.json").exists() and live(job_ids(sub)), 60, "a PBS job")
-        wait_for(lambda: any(line.startswith("sleep_s0 ") and " running " in f"{line} "
-                             for line in pilot("status", str(sub)).stdout.splitlines()),
-                 60, "pilot status shows the cluster's PBS job running")
+        wait_for(
+            lambda: any(
+                line.startswith("sleep_s0 ") and " running " in f"{line} "
+                for line in pilot("status", str(sub)).stdout.splitlines()
+            ),
+            60,
+            "pilot status shows the cluster's PBS job running",
+        )
     finally:
         cancel = pilot("cancel", str(sub), "--site", site)
     assert cancel.returncode == 0, cancel.stderr
@@ -95,7 +127,9 @@ def test_job_pbs_can_never_run_fails_with_its_reason(tmp_path, pbs):
     sub = tmp_path / "sub"
     site = pbs_site(tmp_path, ranks_per_node=str(ncpus() + 2), cores_per_node=str(ncpus() + 2))
     try:
-        res = pilot("submit", "--site", site, "--cluster", "whole", "--poll", "0.3", EXAMPLE, "--dir", str(sub), timeout=90)
+        res = pilot(
+            "submit", "--site", site, "--cluster", "whole", "--poll", "0.3", EXAMPLE, "--dir", str(sub), timeout=90
+        )
     finally:
         pilot("cancel", str(sub), "--site", site)
     assert res.returncode == 1
@@ -124,8 +158,22 @@ def test_alcf_scripts_pass_qsub(tmp_path, pbs, name, per_node):
     """The ALCF scripts' directives as this qsub checks them, for a two-node pilot; only the queue (workq
     here) and ALCF's own custom resource (filesystems) are overridden. PALS' launcher line is checked as text."""
     sub = tmp_path / "sub"
-    res = pilot("plan", wide_workflow(tmp_path, name, 120), "--site", name, "--cluster", "whole", "--dir", str(sub),
-                "--set", "account=proj42", "--set", "queue=workq", "--set", "nodes=2")
+    res = pilot(
+        "plan",
+        wide_workflow(tmp_path, name, 120),
+        "--site",
+        name,
+        "--cluster",
+        "whole",
+        "--dir",
+        str(sub),
+        "--set",
+        "account=proj42",
+        "--set",
+        "queue=workq",
+        "--set",
+        "nodes=2",
+    )
     assert res.returncode == 0, res.stderr
     text = (sub / "merge_wide" / "merge_wide.pbs").read_text()
     assert f"#PBS -l select=2:ncpus={per_node}:mpiprocs={per_node}\n" in text
@@ -145,8 +193,20 @@ def test_pilot_jobs_run_every_cluster_in_one_pbs_job(tmp_path, pbs):
     """--pilots 1 on OpenPBS: Parsl's PBSProProvider submits one pilot job, every cluster runs in it, and the
     job has ended (F) once the run is over."""
     sub = tmp_path / "sub"
-    res = pilot("submit", "--site", pbs_site(tmp_path), "--cluster", "label", "--poll", "0.3", "--pilots", "1", EXAMPLE,
-                "--dir", str(sub))
+    res = pilot(
+        "submit",
+        "--site",
+        pbs_site(tmp_path),
+        "--cluster",
+        "label",
+        "--poll",
+        "0.3",
+        "--pilots",
+        "1",
+        EXAMPLE,
+        "--dir",
+        str(sub),
+    )
     assert res.returncode == 0, res.stderr
     st = state(sub)
     assert all(c["state"] == "done" and c["job_ids"][0].startswith("pilot:") for c in st.values())
@@ -166,9 +226,30 @@ def test_a_pilot_job_lost_to_qdel_costs_only_its_cluster_which_resumes_in_a_new_
 
     sub = tmp_path / "sub"
     site = pbs_site(tmp_path, pegasus_site="local")
-    proc = subprocess.Popen([sys.executable, "-m", "pilot", "submit", "--site", site, "--cluster", "label", "--poll",
-                             "0.3", "--no-monitord", "--pilots", "1", str(chain(tmp_path)), "--dir", str(sub)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "submit",
+            "--site",
+            site,
+            "--cluster",
+            "label",
+            "--poll",
+            "0.3",
+            "--no-monitord",
+            "--pilots",
+            "1",
+            str(chain(tmp_path)),
+            "--dir",
+            str(sub),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         wait_for(lambda: started(sub / "sh_a"), 180, "the first cluster to start in a pilot job")
         job = json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"]
@@ -190,20 +271,37 @@ def test_a_cluster_whose_pbs_pilot_job_is_held_is_withdrawn_to_the_other_site_an
     there is withdrawn to "ok" (one line each, once), runs there, and the held pilot job is qdel'd."""
     from tests.integration.test_pilots import chain
 
-    held = pbs_site(tmp_path, name="held", pegasus_site="local", pending_limit="10",
-                    scheduler_options='["#PBS -h"]')
+    held = pbs_site(tmp_path, name="held", pegasus_site="local", pending_limit="10", scheduler_options='["#PBS -h"]')
     ok = pbs_site(tmp_path, name="ok", pegasus_site="local")
     sub = tmp_path / "sub"
-    res = pilot("submit", "--site", f"{held},{ok}", "--cluster", "label", "--poll", "0.3", "--no-monitord",
-                "--pilots", "1", str(chain(tmp_path, 1)), "--dir", str(sub))
+    res = pilot(
+        "submit",
+        "--site",
+        f"{held},{ok}",
+        "--cluster",
+        "label",
+        "--poll",
+        "0.3",
+        "--no-monitord",
+        "--pilots",
+        "1",
+        str(chain(tmp_path, 1)),
+        "--dir",
+        str(sub),
+    )
     assert res.returncode == 0, res.stderr
     records = state(sub)
-    assert all(c["state"] == "done" and c["site"] == "ok" and c["withdrawn_from"] == "held" and c["attempts"] == 2
-               for c in records.values()), records
+    assert all(
+        c["state"] == "done" and c["site"] == "ok" and c["withdrawn_from"] == "held" and c["attempts"] == 2
+        for c in records.values()
+    ), records
     said = [line for line in res.stderr.splitlines() if "withdrawn and bound to ok" in line]
     assert len(said) == len(records), res.stderr  # one line per cluster, once each
-    cancelled = {line.split("pilot job ")[1].split()[0] for line in res.stderr.splitlines()
-                 if "no cluster waits for it there any more: cancelled" in line}
+    cancelled = {
+        line.split("pilot job ")[1].split()[0]
+        for line in res.stderr.splitlines()
+        if "no cluster waits for it there any more: cancelled" in line
+    }
     assert len(cancelled) == len(records), res.stderr
     wait_for(lambda: not live(cancelled), 60, "the held pilot jobs to leave PBS")
     assert (tmp_path / "ran.txt").read_text().split() == ["a", "b"]

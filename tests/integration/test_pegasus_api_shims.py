@@ -18,8 +18,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PILOT = [sys.executable, "-m", "pilot"]
 
 # examples/make_diamond.py's workflow (a stage-in of f.a, a stage-out of f.d), ending as pegasus-isi's scripts end
-DIAMOND = (EXAMPLES / "make_diamond.py").read_text().replace('wf.write("diamond.yml")', "") + \
-    'wf.plan(sites=["local"], output_sites=["local"], submit=True).wait(delay=1)\n'
+DIAMOND = (EXAMPLES / "make_diamond.py").read_text().replace(
+    'wf.write("diamond.yml")', ""
+) + 'wf.plan(sites=["local"], output_sites=["local"], submit=True).wait(delay=1)\n'
 
 # one job that runs long enough to be seen running and removed
 SLEEPER = """
@@ -47,8 +48,9 @@ def _user_env(tmp_path: Path) -> dict[str, str]:
 
 def _script(tmp_path: Path, text: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     (tmp_path / "gen.py").write_text(text)
-    return subprocess.run([sys.executable, "gen.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "gen.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def _run_dir(tmp_path: Path, name: str) -> Path:
@@ -77,12 +79,18 @@ def test_status_and_remove_of_a_running_workflow(tmp_path):
     res = _script(tmp_path, SLEEPER, _user_env(tmp_path))
     assert res.returncode == 0, res.stdout + res.stderr
     line = next(x for x in res.stdout.splitlines() if x.startswith("STATUS "))
-    assert json.loads(line[len("STATUS "):])["state"] == "Running"
+    assert json.loads(line[len("STATUS ") :])["state"] == "Running"
     sub = _run_dir(tmp_path, "sleeper")
-    wait_for(lambda: subprocess.run([*PILOT, "status", str(sub)], capture_output=True, timeout=120).returncode == 1,
-             timeout=120, what="pilot status says the removed run ended")
-    wait_for(lambda: not any(b"/bin/sleep\x00300" in _cmdline(pid) for pid in _pids()), timeout=60,
-             what="the removed run's job ended")
+    wait_for(
+        lambda: subprocess.run([*PILOT, "status", str(sub)], capture_output=True, timeout=120).returncode == 1,
+        timeout=120,
+        what="pilot status says the removed run ended",
+    )
+    wait_for(
+        lambda: not any(b"/bin/sleep\x00300" in _cmdline(pid) for pid in _pids()),
+        timeout=60,
+        what="the removed run's job ended",
+    )
 
 
 def _pids() -> list[int]:

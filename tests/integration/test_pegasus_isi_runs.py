@@ -28,8 +28,22 @@ def submit(run: StandIn, sub: Path, cluster: str) -> subprocess.CompletedProcess
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
     # monitord is left out: rosetta's properties send its events to a public AMQP server.
-    args = [*PILOT, "submit", "workflow.yml", "--site", "local", "--sites", run.published.sites,
-            "--cluster", cluster, "--dir", str(sub), "--poll", "0.2", "--no-monitord"]
+    args = [
+        *PILOT,
+        "submit",
+        "workflow.yml",
+        "--site",
+        "local",
+        "--sites",
+        run.published.sites,
+        "--cluster",
+        cluster,
+        "--dir",
+        str(sub),
+        "--poll",
+        "0.2",
+        "--no-monitord",
+    ]
     return subprocess.run(args, cwd=run.folder, capture_output=True, text=True, timeout=300)
 
 
@@ -42,8 +56,10 @@ def registered_lfns(sub: Path) -> set[str]:
     return lfns
 
 
-@pytest.mark.parametrize(("name", "cluster"), [("1000genome", "horizontal"), ("rosetta", "whole"),
-                                               ("earthquake", "whole"), ("casa-wind", "horizontal")])
+@pytest.mark.parametrize(
+    ("name", "cluster"),
+    [("1000genome", "horizontal"), ("rosetta", "whole"), ("earthquake", "whole"), ("casa-wind", "horizontal")],
+)
 def test_stand_in_of_a_published_workflow_runs_each_job_once_and_moves_its_files(tmp_path, name, cluster):
     run = StandIn(name, tmp_path)
     sub = tmp_path / "sub"

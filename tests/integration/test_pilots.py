@@ -56,8 +56,9 @@ def test_every_cluster_runs_in_one_pilot_job_and_the_record_is_per_cluster_modes
     assert res.returncode == 0, res.stderr
     assert len(pilot_jobs(late)) == 1  # twelve clusters, one batch job
     records = state(late)
-    assert all(c["state"] == "done" and c["attempts"] == 1 and c["job_ids"][0].startswith("pilot:")
-               for c in records.values())
+    assert all(
+        c["state"] == "done" and c["attempts"] == 1 and c["job_ids"][0].startswith("pilot:") for c in records.values()
+    )
     # each was fed to the pilot job's one pilot run, which answered it
     assert len(list((pilot_jobs(late)[0] / "inbox" / "done").glob("*.done"))) == len(records)
     assert json.loads((late / "pilots.json").read_text())["blocks"] == []  # ended with the run
@@ -66,8 +67,9 @@ def test_every_cluster_runs_in_one_pilot_job_and_the_record_is_per_cluster_modes
     for name in records:  # the record of each cluster is per-cluster mode's
         assert events(late / name / "jobstate.log") == events(per_cluster / name / "jobstate.log"), name
         rescue = f"{name}.dag.rescue"
-        assert sorted((late / name / rescue).read_text().splitlines()) == \
-            sorted((per_cluster / name / rescue).read_text().splitlines())
+        assert sorted((late / name / rescue).read_text().splitlines()) == sorted(
+            (per_cluster / name / rescue).read_text().splitlines()
+        )
         assert tasks_of(late / name / f"{name}.out.000") == tasks_of(per_cluster / name / f"{name}.out.000")
         assert '"reason": "done"' in (late / name / f"{name}.dag.result").read_text()
 
@@ -75,12 +77,16 @@ def test_every_cluster_runs_in_one_pilot_job_and_the_record_is_per_cluster_modes
 def chain_fan_and_a_failure(tmp_path: Path) -> Path:
     """A chain of three label clusters, a fan of three, and a cluster whose job fails (and one that waits on it)."""
     tc = api.TransformationCatalog().add_transformations(
-        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
+        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False)
+    )
     wf = api.Workflow("shapes").add_transformation_catalog(tc)
 
     def job(name: str, label: str, script: str = "echo ok") -> api.Job:
-        return api.Job("sh", _id=name).add_args("-c", f"'{script}'").add_profiles(api.Namespace.PEGASUS, key="label",
-                                                                                  value=label)
+        return (
+            api.Job("sh", _id=name)
+            .add_args("-c", f"'{script}'")
+            .add_profiles(api.Namespace.PEGASUS, key="label", value=label)
+        )
 
     chain = [job(f"c{i}", f"chain{i}") for i in range(3)]
     fan = [job(f"f{i}", f"fan{i}") for i in range(3)]
@@ -96,10 +102,23 @@ def chain_fan_and_a_failure(tmp_path: Path) -> Path:
 def test_a_chain_a_fan_and_a_failing_cluster_fed_to_one_pilot_job_keep_per_cluster_modes_record(tmp_path):
     wf = str(chain_fan_and_a_failure(tmp_path))
     per_cluster, late = tmp_path / "per-cluster", tmp_path / "late"
-    first = submit("--no-monitord", "--retry", "1", "--site", "local", "--cluster", "label", wf, "--dir",
-                   str(per_cluster))
-    res = submit("--no-monitord", "--retry", "1", "--site", "local", "--cluster", "label", "--pilots", "1", wf, "--dir",
-                 str(late))
+    first = submit(
+        "--no-monitord", "--retry", "1", "--site", "local", "--cluster", "label", wf, "--dir", str(per_cluster)
+    )
+    res = submit(
+        "--no-monitord",
+        "--retry",
+        "1",
+        "--site",
+        "local",
+        "--cluster",
+        "label",
+        "--pilots",
+        "1",
+        wf,
+        "--dir",
+        str(late),
+    )
     assert first.returncode == res.returncode == 1, res.stderr
     assert len(pilot_jobs(late)) == 1  # every cluster and both tries of the failing one: one batch job
     records, before = state(late), state(per_cluster)
@@ -110,8 +129,9 @@ def test_a_chain_a_fan_and_a_failing_cluster_fed_to_one_pilot_job_keep_per_clust
     for name, c in records.items():
         if c["state"] == "done":
             assert events(late / name / "jobstate.log") == events(per_cluster / name / "jobstate.log"), name
-            assert (late / name / f"{name}.dag.rescue").read_text() == \
-                (per_cluster / name / f"{name}.dag.rescue").read_text()
+            assert (late / name / f"{name}.dag.rescue").read_text() == (
+                per_cluster / name / f"{name}.dag.rescue"
+            ).read_text()
     # the failing cluster's record holds its two attempts, as its own batch jobs wrote them
     assert events(late / bad / "jobstate.log") == events(per_cluster / bad / "jobstate.log")
 
@@ -119,21 +139,29 @@ def test_a_chain_a_fan_and_a_failing_cluster_fed_to_one_pilot_job_keep_per_clust
 def tasks_of(out: Path) -> list[str]:
     """The tasks a cluster's job output has a [cluster-task] record of, and its summary's status."""
     lines = out.read_text().splitlines()
-    return sorted(ln.split(",")[0] for ln in lines if ln.startswith("[cluster-task")) + \
-        [ln.split(",")[0] for ln in lines if ln.startswith("[cluster-summary")]
+    return sorted(ln.split(",")[0] for ln in lines if ln.startswith("[cluster-task")) + [
+        ln.split(",")[0] for ln in lines if ln.startswith("[cluster-summary")
+    ]
 
 
 def chain(tmp_path: Path, seconds: int = 6, gate: Path | None = None) -> Path:
     """a (sleep SECONDS, or until the file ``gate`` exists) -> b: two label clusters, the driver killed while a
     runs."""
     tc = api.TransformationCatalog().add_transformations(
-        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
+        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False)
+    )
     ran = tmp_path / "ran.txt"  # outside the workflow's directory, which its cleanup removes
     wait = f"until [ -e {gate} ]; do sleep 0.1; done" if gate is not None else f"sleep {seconds}"
-    a = api.Job("sh", _id="a").add_args("-c", f"'{wait}; echo a >> {ran}'").add_profiles(
-        api.Namespace.PEGASUS, key="label", value="first")
-    b = api.Job("sh", _id="b").add_args("-c", f"'echo b >> {ran}'").add_profiles(
-        api.Namespace.PEGASUS, key="label", value="second")
+    a = (
+        api.Job("sh", _id="a")
+        .add_args("-c", f"'{wait}; echo a >> {ran}'")
+        .add_profiles(api.Namespace.PEGASUS, key="label", value="first")
+    )
+    b = (
+        api.Job("sh", _id="b")
+        .add_args("-c", f"'echo b >> {ran}'")
+        .add_profiles(api.Namespace.PEGASUS, key="label", value="second")
+    )
     wf = api.Workflow("chain").add_jobs(a, b).add_dependency(a, children=[b]).add_transformation_catalog(tc)
     wf.write(str(tmp_path / "chain.yml"))
     return tmp_path / "chain.yml"
@@ -146,9 +174,27 @@ def started(cluster: Path) -> bool:
 
 def start_chain(tmp_path: Path, sub: Path, seconds: int = 6, gate: Path | None = None) -> subprocess.Popen:
     """pilot submit --pilots 1 of the chain on the local site, in a session of its own."""
-    return subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--site", "local", "--cluster", "label",
-                             "--pilots", "1", str(chain(tmp_path, seconds, gate)), "--dir", str(sub)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        [
+            *PILOT,
+            "submit",
+            "--poll",
+            "0.3",
+            "--no-monitord",
+            "--site",
+            "local",
+            "--cluster",
+            "label",
+            "--pilots",
+            "1",
+            str(chain(tmp_path, seconds, gate)),
+            "--dir",
+            str(sub),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def test_a_killed_drivers_pilot_job_is_ended_by_the_next_driver_and_nothing_runs_twice(tmp_path):
@@ -168,8 +214,13 @@ def test_a_killed_drivers_pilot_job_is_ended_by_the_next_driver_and_nothing_runs
             os.killpg(proc.pid, signal.SIGKILL)
     block_pid, interchange = int(blocks[0]["job_id"]), int(blocks[0]["interchange_pid"])
     assert alive(block_pid) and alive(interchange) and first
-    again = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--pilots", "1", str(sub)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    again = subprocess.Popen(
+        [*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--pilots", "1", str(sub)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         wait_for(lambda: not alive(block_pid) and not alive(interchange), 120, "the next driver to end the pilot job")
         gate.touch()  # only now may a finish: in the next driver's pilot job
@@ -192,9 +243,17 @@ def test_pilot_cancel_ends_the_pilot_jobs(tmp_path):
     try:
         wait_for(lambda: started(sub / "sh_a"), 120, "the first cluster to start in a block")
         block_pid = int(json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"])
-        shown = wait_for(lambda: [ln for ln in subprocess.run([*PILOT, "status", str(sub)], capture_output=True,
-                                                              text=True).stdout.splitlines() if ln.startswith("sh_a ")
-                                  and "running" in ln], 60, "pilot status to show sh_a running")
+        shown = wait_for(
+            lambda: [
+                ln
+                for ln in subprocess.run(
+                    [*PILOT, "status", str(sub)], capture_output=True, text=True
+                ).stdout.splitlines()
+                if ln.startswith("sh_a ") and "running" in ln
+            ],
+            60,
+            "pilot status to show sh_a running",
+        )
         assert f"(in pilot job {block_pid})" in shown[0]  # the pilot job it runs in
         res = subprocess.run([*PILOT, "cancel", str(sub)], capture_output=True, text=True, timeout=120)
         assert res.returncode == 0, res.stderr
@@ -218,15 +277,50 @@ def test_on_slurm_clusters_run_in_one_pilot_job_and_a_cancelled_one_costs_only_i
 
     require_slurm()
     sub = tmp_path / "diamond"
-    res = submit("--site", "container", "--set", VENV_PILOT, "--set", "pegasus_site=local", "--cluster", "label",
-                 "--pilots", "1", str(ROOT / "examples" / "diamond.yml"), "--dir", str(sub))
+    res = submit(
+        "--site",
+        "container",
+        "--set",
+        VENV_PILOT,
+        "--set",
+        "pegasus_site=local",
+        "--cluster",
+        "label",
+        "--pilots",
+        "1",
+        str(ROOT / "examples" / "diamond.yml"),
+        "--dir",
+        str(sub),
+    )
     assert res.returncode == 0, res.stderr
     assert len(pilot_jobs(sub)) == 1 and all(c["state"] == "done" for c in state(sub).values())
     sub = tmp_path / "chain"
-    proc = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", "--site", "container", "--set",
-                             VENV_PILOT, "--set", "pegasus_site=local", "--cluster", "label", "--pilots", "1",
-                             str(chain(tmp_path)), "--dir", str(sub)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            *PILOT,
+            "submit",
+            "--poll",
+            "0.3",
+            "--no-monitord",
+            "--site",
+            "container",
+            "--set",
+            VENV_PILOT,
+            "--set",
+            "pegasus_site=local",
+            "--cluster",
+            "label",
+            "--pilots",
+            "1",
+            str(chain(tmp_path)),
+            "--dir",
+            str(sub),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         wait_for(lambda: started(sub / "sh_a"), 180, "the first cluster to start in a pilot job")
         job = json.loads((sub / "pilots.json").read_text())["blocks"][0]["job_id"]
@@ -255,17 +349,38 @@ def test_a_cluster_longer_than_a_pilot_job_resumes_in_fresh_ones_and_no_task_run
 
         require_slurm()
     tc = api.TransformationCatalog().add_transformations(
-        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
+        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False)
+    )
     wf = api.Workflow("long").add_transformation_catalog(tc)
     ran = tmp_path / "ran.txt"
-    jobs = [api.Job("sh", _id=f"s{i}").add_args("-c", f"'sleep 20; echo s{i} >> {ran}'").add_profiles(
-        api.Namespace.PEGASUS, key="label", value="long") for i in range(3)]
+    jobs = [
+        api.Job("sh", _id=f"s{i}")
+        .add_args("-c", f"'sleep 20; echo s{i} >> {ran}'")
+        .add_profiles(api.Namespace.PEGASUS, key="label", value="long")
+        for i in range(3)
+    ]
     wf.add_jobs(*jobs).add_dependency(jobs[0], children=[jobs[1]]).add_dependency(jobs[1], children=[jobs[2]])
     wf.write(str(tmp_path / "long.yml"))
     sub = tmp_path / "sub"
     keys = ["--set", VENV_PILOT, "--set", "pegasus_site=local"] if site == "container" else []
-    res = submit("--no-monitord", "--site", site, *keys, "--cluster", "label", "--pilots", "1", "--pilot-walltime",
-                 "00:01:00", "--pilot-idle", "5", str(tmp_path / "long.yml"), "--dir", str(sub), timeout=400)
+    res = submit(
+        "--no-monitord",
+        "--site",
+        site,
+        *keys,
+        "--cluster",
+        "label",
+        "--pilots",
+        "1",
+        "--pilot-walltime",
+        "00:01:00",
+        "--pilot-idle",
+        "5",
+        str(tmp_path / "long.yml"),
+        "--dir",
+        str(sub),
+        timeout=400,
+    )
     assert res.returncode == 0, res.stderr
     c = state(sub)["merge_long"]
     assert c["state"] == "done" and c["attempts"] >= 2 and c["retries"] == 0 and c["resubmits"] == c["attempts"] - 1
@@ -281,16 +396,37 @@ def test_on_slurm_small_clusters_share_the_nodes_of_a_pilot_job(tmp_path):
 
     require_slurm()
     tc = api.TransformationCatalog().add_transformations(
-        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False))
+        api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False)
+    )
     spans = tmp_path / "spans.txt"  # outside the workflow's directory, which its cleanup removes
-    jobs = [api.Job("sh", _id=f"t{i}").add_args("-c", f"'s=$(date +%s.%N); sleep 6; echo $s $(date +%s.%N) >> {spans}'")
-            .add_profiles(api.Namespace.PEGASUS, key="label", value=f"L{i}") for i in range(4)]
+    jobs = [
+        api.Job("sh", _id=f"t{i}")
+        .add_args("-c", f"'s=$(date +%s.%N); sleep 6; echo $s $(date +%s.%N) >> {spans}'")
+        .add_profiles(api.Namespace.PEGASUS, key="label", value=f"L{i}")
+        for i in range(4)
+    ]
     wf = api.Workflow("fan").add_jobs(*jobs).add_transformation_catalog(tc)
     wf.write(str(tmp_path / "fan.yml"))
     sub = tmp_path / "sub"
-    res = submit("--site", "container", "--set", VENV_PILOT, "--set", "pegasus_site=local", "--set",
-                 "cores_per_node=8", "--cluster", "label", "--pilots", "1", "--no-monitord", str(tmp_path / "fan.yml"),
-                 "--dir", str(sub), timeout=400)
+    res = submit(
+        "--site",
+        "container",
+        "--set",
+        VENV_PILOT,
+        "--set",
+        "pegasus_site=local",
+        "--set",
+        "cores_per_node=8",
+        "--cluster",
+        "label",
+        "--pilots",
+        "1",
+        "--no-monitord",
+        str(tmp_path / "fan.yml"),
+        "--dir",
+        str(sub),
+        timeout=400,
+    )
     assert res.returncode == 0, res.stderr
     assert len(pilot_jobs(sub)) == 1 and all(c["state"] == "done" for c in state(sub).values())
     times = [tuple(map(float, line.split())) for line in spans.read_text().splitlines()]
@@ -317,17 +453,37 @@ def test_on_slurm_a_cluster_whose_pilot_job_never_starts_at_one_site_is_withdraw
     held = slurm_site(tmp_path, "held", "pending_limit: 10", "scheduler_options:", '  - "#SBATCH --begin=now+1hour"')
     ok = slurm_site(tmp_path, "ok")
     sub = tmp_path / "sub"
-    res = submit("--no-monitord", "--site", f"{held},{ok}", "--set", VENV_PILOT, "--set", "pegasus_site=local",
-                 "--cluster", "label", "--pilots", "1", str(chain(tmp_path, 1)), "--dir", str(sub), timeout=400)
+    res = submit(
+        "--no-monitord",
+        "--site",
+        f"{held},{ok}",
+        "--set",
+        VENV_PILOT,
+        "--set",
+        "pegasus_site=local",
+        "--cluster",
+        "label",
+        "--pilots",
+        "1",
+        str(chain(tmp_path, 1)),
+        "--dir",
+        str(sub),
+        timeout=400,
+    )
     assert res.returncode == 0, res.stderr
     records = state(sub)
-    assert all(c["state"] == "done" and c["site"] == "ok" and c["withdrawn_from"] == "held" and c["attempts"] == 2
-               for c in records.values()), records
+    assert all(
+        c["state"] == "done" and c["site"] == "ok" and c["withdrawn_from"] == "held" and c["attempts"] == 2
+        for c in records.values()
+    ), records
     said = [line for line in res.stderr.splitlines() if "withdrawn" in line]
     assert len(said) == len(records) == 4, res.stderr  # one line per cluster (a, b, create_dir, cleanup), once
     assert all("the pilot job it waits for pending on held for" in line and "bound to ok" in line for line in said)
-    cancelled = [line.split("pilot job ")[1].split()[0] for line in res.stderr.splitlines()
-                 if "no cluster waits for it there any more: cancelled" in line]
+    cancelled = [
+        line.split("pilot job ")[1].split()[0]
+        for line in res.stderr.splitlines()
+        if "no cluster waits for it there any more: cancelled" in line
+    ]
     assert len(cancelled) == len(records), res.stderr  # each of held's pilot jobs, once its cluster left
     wait_gone(cancelled, timeout=60)
     assert (tmp_path / "ran.txt").read_text().split() == ["a", "b"]

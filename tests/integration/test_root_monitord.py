@@ -55,7 +55,9 @@ def workflow(tmp: Path, slow: int = 3) -> Path:
         return api.Job(tx, _id=ident).add_args(*args).add_profiles(api.Namespace.PEGASUS, key="label", value=label)
 
     a = job("preprocess", "ID1", "first", "a-out").add_pegasus_profile(pmc_request_cpus=2, pmc_request_memory="256 MB")
-    b = job("sh", "ID2", "first", "-c", "'echo b-ok'").add_pegasus_profile(pmc_request_cpus=2, pmc_request_memory="256 MB")
+    b = job("sh", "ID2", "first", "-c", "'echo b-ok'").add_pegasus_profile(
+        pmc_request_cpus=2, pmc_request_memory="256 MB"
+    )
     c = job("sh", "ID3", "second", "-c", "'echo c-is-broken >&2; exit 3'")
     d = job("sh", "ID4", "second", "-c", "'echo d-ok'")
     e = job("sh", "ID5", "third", "-c", f"'sleep {slow}; echo e-ok'")
@@ -72,9 +74,26 @@ def plan(tmp: Path, slow: int = 3) -> Path:
         pytest.skip("no mpiexec (pip install mpich)")
     wfile = workflow(tmp, slow)
     sub = tmp / "submit"
-    res = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", "--cluster", "label", str(wfile),
-                          "--tc", str(tmp / "transformations.yml"), "--dir", str(sub)], capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            "--site",
+            "local",
+            "--cluster",
+            "label",
+            str(wfile),
+            "--tc",
+            str(tmp / "transformations.yml"),
+            "--dir",
+            str(sub),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     return sub
 
@@ -130,12 +149,15 @@ def test_one_workflow_per_submit_directory(tmp_path):
     assert monitord.finish(window=90) == 0, (sub / "monitord.out").read_text()[-3000:]
 
     # Every attempt's job output kept where monitord reads it, and no file per task.
-    assert sorted(p.name for p in (sub / "sh_ID5").glob("sh_ID5.out.*")) == ["sh_ID5.out.000",
-                                                                                        "sh_ID5.out.001"]
+    assert sorted(p.name for p in (sub / "sh_ID5").glob("sh_ID5.out.*")) == ["sh_ID5.out.000", "sh_ID5.out.001"]
     # (the per-worker DAG.out.<rank> of the failed cluster stay for inspection, as after any failed pilot run)
-    assert {p.name for p in sub.glob("*/*.out.[0-9][0-9][0-9]")} == {f"{CREATE_DIR}.out.000", "merge_first.out.000",
-                                                                     "merge_second.out.000", "sh_ID5.out.000",
-                                                                     "sh_ID5.out.001"}
+    assert {p.name for p in sub.glob("*/*.out.[0-9][0-9][0-9]")} == {
+        f"{CREATE_DIR}.out.000",
+        "merge_first.out.000",
+        "merge_second.out.000",
+        "sh_ID5.out.000",
+        "sh_ID5.out.001",
+    }
 
     # pegasus-status after the run.
     row = status_row(sub)
@@ -154,12 +176,18 @@ def test_one_workflow_per_submit_directory(tmp_path):
     cumulative = float(re.search(r"Cumulative job wall time\s*:\s*([\d.]+)", summary).group(1))
     assert wall >= 3 and cumulative >= 3  # ID5 sleeps 3 s in its second attempt
 
-    jobs = [line.split() for line in (sub / "statistics" / "jobs.txt").read_text().splitlines()
-            if line.startswith(("merge_", "sh_"))]
+    jobs = [
+        line.split()
+        for line in (sub / "statistics" / "jobs.txt").read_text().splitlines()
+        if line.startswith(("merge_", "sh_"))
+    ]
     # Job Try Site Kickstart Mult ... : each cluster attempt, its site and the CPUs its tasks ask for.
     assert sorted((j[0], j[1], j[2], j[4]) for j in jobs) == [
-        ("merge_first", "1", "local", "2"), ("merge_second", "1", "local", "1"),
-        ("sh_ID5", "1", "local", "1"), ("sh_ID5", "2", "local", "1")]
+        ("merge_first", "1", "local", "2"),
+        ("merge_second", "1", "local", "1"),
+        ("sh_ID5", "1", "local", "1"),
+        ("sh_ID5", "2", "local", "1"),
+    ]
     breakdown = (sub / "statistics" / "breakdown.txt").read_text()
     # sh failed twice (ID3; ID5 killed at the wall time), ran well three times; runtimes are the tasks' own
     assert re.search(r"^sh\s+failed\s+2\s", breakdown, re.M) and re.search(r"^sh\s+successful\s+3\s", breakdown, re.M)
@@ -170,8 +198,13 @@ def test_one_workflow_per_submit_directory(tmp_path):
     kinds = dict(db.execute("select exec_job_id, type_desc || ' ' || task_count from job"))
     db.close()
     # the data jobs have no task, as in a Pegasus run
-    assert tasks == {"ID1": "merge_first", "ID2": "merge_first", "ID3": "merge_second", "ID4": "merge_second",
-                     "ID5": "sh_ID5"}
+    assert tasks == {
+        "ID1": "merge_first",
+        "ID2": "merge_first",
+        "ID3": "merge_second",
+        "ID4": "merge_second",
+        "ID5": "sh_ID5",
+    }
     assert kinds[CREATE_DIR] == "create-dir 0" and kinds[CLEANUP] == "cleanup 0" and kinds["merge_first"] == "compute 2"
 
     # pegasus-analyzer names the failed task: exit code, site, arguments, stderr, files that exist.
@@ -196,22 +229,41 @@ def test_task_requests_reach_monitord_composite_events(tmp_path):
     / req_cpus / req_gpus of each job instance, written here to an event file.
     """
     sub = plan(tmp_path)
-    run = subprocess.run([sys.executable, "-m", "pilot", "submit", "--site", "local", "--poll", "0.2", "--no-monitord",
-                          str(sub)], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-m", "pilot", "submit", "--site", "local", "--poll", "0.2", "--no-monitord", str(sub)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 1, run.stderr  # ID3 fails
     events = tmp_path / "events.json"
-    out = tool("pegasus-monitord", "-r", "-j", str(tmp_path / "monitord-jobstate.log"), "-e", "json", "--dest",
-               str(events), "blackdiamond-0.dag.dagman.out", cwd=sub)
+    out = tool(
+        "pegasus-monitord",
+        "-r",
+        "-j",
+        str(tmp_path / "monitord-jobstate.log"),
+        "-e",
+        "json",
+        "--dest",
+        str(events),
+        "blackdiamond-0.dag.dagman.out",
+        cwd=sub,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     requests: dict[str, set[tuple]] = {}
     for line in events.read_text().splitlines():
         event = json.loads(line)
         if event["event"] == "stampede.job_inst.composite":
             requests.setdefault(event["job_id"], set()).add(
-                (event.get("req_cpus"), event.get("req_memory_mb"), event.get("req_gpus")))
+                (event.get("req_cpus"), event.get("req_memory_mb"), event.get("req_gpus"))
+            )
     # every attempt of a cluster: the first asks for 2 CPUs and 256 MB per task, the others for nothing but 1 CPU
-    assert requests == {"merge_first": {("2", "256", None)}, "merge_second": {("1", None, None)},
-                        "sh_ID5": {("1", None, None)}, CREATE_DIR: {("1", None, None)}}
+    assert requests == {
+        "merge_first": {("2", "256", None)},
+        "merge_second": {("1", None, None)},
+        "sh_ID5": {("1", None, None)},
+        CREATE_DIR: {("1", None, None)},
+    }
 
 
 def test_pilot_submit_runs_monitord_live_and_a_restart_counts_nothing_twice(tmp_path):
@@ -221,8 +273,10 @@ def test_pilot_submit_runs_monitord_live_and_a_restart_counts_nothing_twice(tmp_
     first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     dagman_out = sub / "blackdiamond-0.dag.dagman.out"
     try:
-        wait_for(lambda: dagman_out.exists() and "ULOG_SUBMIT for HTCondor Node sh_ID5" in dagman_out.read_text(),
-                 what="the slow cluster's submission")
+        wait_for(
+            lambda: dagman_out.exists() and "ULOG_SUBMIT for HTCondor Node sh_ID5" in dagman_out.read_text(),
+            what="the slow cluster's submission",
+        )
         wait_for(lambda: (sub / "monitord.pid").exists(), what="pegasus-monitord")
         row = status_row(sub)  # during the run: the slow cluster queued, create-dir and the first cluster done
         # (the state may already say Failure: DAGMan's status is NODE_FAILED as soon as ID3's cluster failed)
@@ -262,10 +316,13 @@ def test_pilot_cancel_shows_as_aborted_jobs(tmp_path):
     driver = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     dagman_out = sub / "blackdiamond-0.dag.dagman.out"
     try:
-        wait_for(lambda: dagman_out.exists() and "ULOG_EXECUTE for HTCondor Node sh_ID5" in dagman_out.read_text(),
-                 what="the slow cluster running")
-        cancel = subprocess.run([sys.executable, "-m", "pilot", "cancel", str(sub)], capture_output=True, text=True,
-                                timeout=120)
+        wait_for(
+            lambda: dagman_out.exists() and "ULOG_EXECUTE for HTCondor Node sh_ID5" in dagman_out.read_text(),
+            what="the slow cluster running",
+        )
+        cancel = subprocess.run(
+            [sys.executable, "-m", "pilot", "cancel", str(sub)], capture_output=True, text=True, timeout=120
+        )
         _, said = driver.communicate(timeout=120)
     finally:
         if driver.poll() is None:
@@ -294,10 +351,32 @@ def test_slurm_run_is_one_pegasus_workflow(tmp_path):
     require_slurm()
     wfile = workflow(tmp_path)
     sub = tmp_path / "submit"
-    res = subprocess.run([sys.executable, "-m", "pilot", "submit", "--site", "container", "--cluster", "label",
-                          "--poll", "0.5", "--set", f"pilot_command={sys.executable} -m pilot", "--set", "pegasus_site=local",
-                          str(wfile), "--tc", str(tmp_path / "transformations.yml"), "--dir", str(sub)],
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "submit",
+            "--site",
+            "container",
+            "--cluster",
+            "label",
+            "--poll",
+            "0.5",
+            "--set",
+            f"pilot_command={sys.executable} -m pilot",
+            "--set",
+            "pegasus_site=local",
+            str(wfile),
+            "--tc",
+            str(tmp_path / "transformations.yml"),
+            "--dir",
+            str(sub),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 1, res.stderr  # ID3 fails
     log = (sub / "blackdiamond-0.dag.dagman.out").read_text()
     # merge_second (ID3 fails) is tried twice (--retry 1): a DAGMan retry of its node
@@ -322,8 +401,10 @@ def _db_picture(db_path: Path) -> dict:
     """What the stampede DB says of the run: each job's attempts with their states, and each task's invocations."""
     db = sqlite3.connect(db_path)
     try:
-        jobs = db.execute("select j.exec_job_id, ji.job_submit_seq, js.state from job j join job_instance ji on "
-                          "ji.job_id = j.job_id join jobstate js on js.job_instance_id = ji.job_instance_id").fetchall()
+        jobs = db.execute(
+            "select j.exec_job_id, ji.job_submit_seq, js.state from job j join job_instance ji on "
+            "ji.job_id = j.job_id join jobstate js on js.job_instance_id = ji.job_instance_id"
+        ).fetchall()
         calls = db.execute("select abs_task_id, exitcode from invocation where abs_task_id is not null").fetchall()
     finally:
         db.close()
@@ -341,8 +422,10 @@ def test_a_driver_sigkilled_mid_run_and_restarted_leaves_the_db_a_replay_makes(t
     first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     dagman_out = sub / "blackdiamond-0.dag.dagman.out"
     try:
-        wait_for(lambda: dagman_out.exists() and "ULOG_EXECUTE for HTCondor Node sh_ID5" in dagman_out.read_text(),
-                 what="the slow cluster running")
+        wait_for(
+            lambda: dagman_out.exists() and "ULOG_EXECUTE for HTCondor Node sh_ID5" in dagman_out.read_text(),
+            what="the slow cluster running",
+        )
     finally:
         first.kill()
         first.wait()
@@ -351,8 +434,16 @@ def test_a_driver_sigkilled_mid_run_and_restarted_leaves_the_db_a_replay_makes(t
     assert not (sub / "monitord.incomplete").exists(), again.stderr
     replay_db = tmp_path / "replay.db"
     (sub / "monitord.recover").write_text("line_processed 1\n")
-    out = tool("pegasus-monitord", "-r", "-j", str(tmp_path / "replay-jobstate.log"), "--dest",
-               f"sqlite:///{replay_db}", dagman_out.name, cwd=sub)
+    out = tool(
+        "pegasus-monitord",
+        "-r",
+        "-j",
+        str(tmp_path / "replay-jobstate.log"),
+        "--dest",
+        f"sqlite:///{replay_db}",
+        dagman_out.name,
+        cwd=sub,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     live = _db_picture(next(sub.glob("*.stampede.db")))
     assert live == _db_picture(replay_db)

@@ -21,10 +21,12 @@ def test_one_run_ends_with_the_killer_failed_and_the_rest_done(tmp_path):
     dag = tmp_path / "k.dag"
     dag.write_text(EXAMPLE)
     script = tmp_path / "job.sh"
-    script.write_text("#!/bin/bash\n#SBATCH --ntasks=4\n"
-                      f"#SBATCH --output={tmp_path}/job.out\n#SBATCH --error={tmp_path}/job.err\n"
-                      f"cd {shlex.quote(str(tmp_path))}\n"
-                      f"srun --mpi=pmi2 --kill-on-bad-exit=0 {shlex.quote(sys.executable)} -m pilot run --jobstate-log k.dag\n")
+    script.write_text(
+        "#!/bin/bash\n#SBATCH --ntasks=4\n"
+        f"#SBATCH --output={tmp_path}/job.out\n#SBATCH --error={tmp_path}/job.err\n"
+        f"cd {shlex.quote(str(tmp_path))}\n"
+        f"srun --mpi=pmi2 --kill-on-bad-exit=0 {shlex.quote(sys.executable)} -m pilot run --jobstate-log k.dag\n"
+    )
     wait_gone([sbatch(str(script), cwd=str(tmp_path))], timeout=120)
     err = (tmp_path / "job.err").read_text()
     result = json.loads(Path(f"{dag}.result").read_text())

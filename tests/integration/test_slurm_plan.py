@@ -35,11 +35,19 @@ def diamond(tmp_path: Path, labels: dict[str, str] | None = None) -> str:
     wf.add_transformation_catalog(tc)
     kept = {"stage_out": False, "register_replica": False}
     jobs = [
-        api.Job("preprocess", _id="pre").add_args("pre", files["f.a"]).add_inputs(files["f.a"])
+        api.Job("preprocess", _id="pre")
+        .add_args("pre", files["f.a"])
+        .add_inputs(files["f.a"])
         .add_outputs(files["f.b1"], files["f.b2"], **kept),
         api.Job("findrange", _id="left").add_args("left").add_inputs(files["f.b1"]).add_outputs(files["f.c1"], **kept),
-        api.Job("findrange", _id="right").add_args("right").add_inputs(files["f.b2"]).add_outputs(files["f.c2"], **kept),
-        api.Job("analyze", _id="ana").add_args("ana").add_inputs(files["f.c1"], files["f.c2"]).add_outputs(files["f.d"], **kept),
+        api.Job("findrange", _id="right")
+        .add_args("right")
+        .add_inputs(files["f.b2"])
+        .add_outputs(files["f.c2"], **kept),
+        api.Job("analyze", _id="ana")
+        .add_args("ana")
+        .add_inputs(files["f.c1"], files["f.c2"])
+        .add_outputs(files["f.d"], **kept),
     ]
     for j in jobs:
         if labels and j._id in labels:
@@ -52,9 +60,26 @@ def diamond(tmp_path: Path, labels: dict[str, str] | None = None) -> str:
 
 def plan(tmp_path: Path, workflow: str, cluster: str, *sets: str) -> Path:
     sub = tmp_path / "submit"
-    res = subprocess.run([sys.executable, "-m", "pilot", "plan", workflow, "--site", "container", "--cluster", cluster,
-                          "--dir", str(sub), "--set", PILOT, *(x for kv in sets for x in ("--set", kv))],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            workflow,
+            "--site",
+            "container",
+            "--cluster",
+            cluster,
+            "--dir",
+            str(sub),
+            "--set",
+            PILOT,
+            *(x for kv in sets for x in ("--set", kv)),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr
     return sub
 
@@ -73,20 +98,31 @@ def test_whole_workflow_by_hand_then_monitord(tmp_path, monkeypatch):
     own = sum(t.dax_id != NO_DAX_ID for t in dag)  # the 4 jobs: a data job is a job with no task, as in Pegasus
     assert {"stage_in_remote_container_0_0", "preprocess_pre", "analyze_ana"} < set(names)
     n = len(names)
-    assert f'[cluster-summary stat="ok", tasks={n}, submitted={n}, succeeded={n}' in out, \
-        (cdir / "merge_diamond.batch.err").read_text()
+    assert f'[cluster-summary stat="ok", tasks={n}, submitted={n}, succeeded={n}' in out, (
+        cdir / "merge_diamond.batch.err"
+    ).read_text()
     assert sorted((cdir / "merge_diamond.dag.rescue").read_text().split()) == sorted(
-        x for name in names for x in ("DONE", name))
+        x for name in names for x in ("DONE", name)
+    )
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     (tmp_path / "home").mkdir()
-    mon = subprocess.run([*pegasus_cli("pegasus-monitord"), "-r", "merge_diamond.dag.dagman.out"], cwd=cdir,
-                         capture_output=True, text=True, timeout=120)
+    mon = subprocess.run(
+        [*pegasus_cli("pegasus-monitord"), "-r", "merge_diamond.dag.dagman.out"],
+        cwd=cdir,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert mon.returncode == 0, mon.stderr
     db = sqlite3.connect(cdir / "merge_diamond.stampede.db")
-    rows = db.execute("select j.exec_job_id, ji.exitcode from job_instance ji join job j on j.job_id = ji.job_id").fetchall()
+    rows = db.execute(
+        "select j.exec_job_id, ji.exitcode from job_instance ji join job j on j.job_id = ji.job_id"
+    ).fetchall()
     db.close()
     assert sorted(rows) == sorted((t, 0) for t in names)
-    stats = subprocess.run([*pegasus_cli("pegasus-statistics"), "-s", "all", "."], cwd=cdir, capture_output=True, text=True)
+    stats = subprocess.run(
+        [*pegasus_cli("pegasus-statistics"), "-s", "all", "."], cwd=cdir, capture_output=True, text=True
+    )
     assert stats.returncode == 0, stats.stderr
     summary = (cdir / "statistics" / "summary.txt").read_text()
     jobs = next(line.split() for line in summary.splitlines() if line.startswith("Jobs"))
@@ -102,7 +138,8 @@ def test_label_clusters_run_in_dependency_order(tmp_path):
     parents = {c["name"]: c["parents"] for c in clusters}
     assert parents["preprocess_pre"] == ["stage_in_remote_container_0_0"] and parents["merge_mid"] == ["preprocess_pre"]
     assert parents["analyze_ana"] == ["merge_mid"] and parents["stage_in_remote_container_0_0"] == [
-        "create_dir_diamond_0_container"]
+        "create_dir_diamond_0_container"
+    ]
     ids: dict[str, str] = {}
     for c in clusters:  # listed parents first
         deps = [ids[p] for p in c["parents"]]
@@ -113,7 +150,13 @@ def test_label_clusters_run_in_dependency_order(tmp_path):
     for c in clusters:
         out = (sub / c["dir"] / f"{c['name']}.batch.out").read_text()
         assert 'stat="ok"' in out, out
-        starts = [float(x) for x in re.findall(r"^(\d+\.\d+) \S+ EXECUTE", (sub / c["dir"] / "jobstate.log").read_text(), re.M)]
-        ends = [float(x) for x in re.findall(r"^(\d+\.\d+) \S+ JOB_TERMINATED", (sub / c["dir"] / "jobstate.log").read_text(), re.M)]
+        starts = [
+            float(x)
+            for x in re.findall(r"^(\d+\.\d+) \S+ EXECUTE", (sub / c["dir"] / "jobstate.log").read_text(), re.M)
+        ]
+        ends = [
+            float(x)
+            for x in re.findall(r"^(\d+\.\d+) \S+ JOB_TERMINATED", (sub / c["dir"] / "jobstate.log").read_text(), re.M)
+        ]
         spans[c["name"]] = (min(starts), max(ends))
     assert spans["preprocess_pre"][1] <= spans["merge_mid"][0] and spans["merge_mid"][1] <= spans["analyze_ana"][0]

@@ -43,7 +43,8 @@ def test_local_site_runs_the_example(tmp_path):
     assert (tmp_path / "wf-output" / "f.d").read_text().splitlines()[:2] == ["1 one", "1 one"]
     db = sqlite3.connect(sub / "diamond-0.replicas.db")
     assert db.execute("select lfn, pfn, site from rc_lfn natural join rc_pfn").fetchall() == [
-        ("f.d", f"file://{tmp_path}/wf-output/f.d", "local")]
+        ("f.d", f"file://{tmp_path}/wf-output/f.d", "local")
+    ]
     db.close()
     table = pilot("status", str(sub)).stdout
     assert "merge_middle" in table and "2/2" in table
@@ -105,12 +106,21 @@ def driver_killed_while_a_task_runs(tmp_path, seconds: int):
     once the first task runs (the run goes on without it). Returns the submit directory."""
     sub = tmp_path / "sub"
     wf = sleeper_workflow(tmp_path, 2, seconds, label_each=False)
-    plan = pilot("plan", wf, "--site", "local", "--set", "pegasus_site=container", "--cluster", "label", "--dir", str(sub))
+    plan = pilot(
+        "plan", wf, "--site", "local", "--set", "pegasus_site=container", "--cluster", "label", "--dir", str(sub)
+    )
     assert plan.returncode == 0, plan.stderr
-    driver = subprocess.Popen([*PILOT, "submit", "--poll", "0.3", "--no-monitord", str(sub)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(lambda: any(p.endswith(f"/bin/sleep {seconds}") for p in processes_of(sub)), 120,
-             "merge_chain's first task running", every=0.2)
+    driver = subprocess.Popen(
+        [*PILOT, "submit", "--poll", "0.3", "--no-monitord", str(sub)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for(
+        lambda: any(p.endswith(f"/bin/sleep {seconds}") for p in processes_of(sub)),
+        120,
+        "merge_chain's first task running",
+        every=0.2,
+    )
     driver.send_signal(signal.SIGKILL)
     driver.wait()
     return sub
@@ -148,11 +158,26 @@ def test_a_restarted_driver_waits_for_the_run_that_outlived_its_job(tmp_path):
 def test_slurm_label_workflow(tmp_path):
     require_slurm()
     sub = tmp_path / "sub"
-    res = pilot("submit", "--site", "container", "--cluster", "label", "--poll", "0.5", "--set", VENV_PILOT, EXAMPLE, "--dir", str(sub))
+    res = pilot(
+        "submit",
+        "--site",
+        "container",
+        "--cluster",
+        "label",
+        "--poll",
+        "0.5",
+        "--set",
+        VENV_PILOT,
+        EXAMPLE,
+        "--dir",
+        str(sub),
+    )
     assert res.returncode == 0, res.stderr
     assert "submit with:" not in res.stdout  # it is submitting already
     st = state(sub)
-    assert len(st) == 3 + DIAMOND_DATA_JOBS and all(c["state"] == "done" and len(c["job_ids"]) == 1 for c in st.values())
+    assert len(st) == 3 + DIAMOND_DATA_JOBS and all(
+        c["state"] == "done" and len(c["job_ids"]) == 1 for c in st.values()
+    )
     assert "stage_in_remote_container_0_0" in st  # the example's input staged to the site by a job on the site
     assert (tmp_path / "wf-output" / "f.d").exists()
     assert our_squeue(sub) == []
@@ -165,8 +190,23 @@ def test_slurm_wall_time_abort_is_resubmitted_and_resumes(tmp_path):
     require_slurm()
     sub = tmp_path / "sub"
     wf = sleeper_workflow(tmp_path, 4, 6, label_each=False)  # 24 s of work; the pilot gets 15 s per job
-    res = pilot("submit", "--site", "container", "--cluster", "label", "--poll", "0.5", "--set", VENV_PILOT,
-                "--set", "walltime=00:00:30", wf, "--dir", str(sub), timeout=400)
+    res = pilot(
+        "submit",
+        "--site",
+        "container",
+        "--cluster",
+        "label",
+        "--poll",
+        "0.5",
+        "--set",
+        VENV_PILOT,
+        "--set",
+        "walltime=00:00:30",
+        wf,
+        "--dir",
+        str(sub),
+        timeout=400,
+    )
     assert res.returncode == 0, res.stderr
     c = state(sub)["merge_chain"]
     assert c["state"] == "done" and c["attempts"] >= 2 and len(c["job_ids"]) == c["attempts"]
@@ -183,10 +223,19 @@ def test_slurm_killed_driver_resumes_without_duplicates(tmp_path):
     wf = sleeper_workflow(tmp_path, 3, 3, label_each=True)
     plan = pilot("plan", wf, "--site", "container", "--cluster", "label", "--dir", str(sub), "--set", VENV_PILOT)
     assert plan.returncode == 0, plan.stderr
-    driver = subprocess.Popen([*PILOT, "submit", "--site", "container", "--set", VENV_PILOT, "--poll", "0.3", str(sub)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(lambda: (sub / "submit.state.json").exists() and state(sub)["sleep_s0"]["state"] == "done"
-             and state(sub)["sleep_s1"]["job_ids"], 60, "sleep_s0 done and sleep_s1 submitted", every=0.1)
+    driver = subprocess.Popen(
+        [*PILOT, "submit", "--site", "container", "--set", VENV_PILOT, "--poll", "0.3", str(sub)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for(
+        lambda: (sub / "submit.state.json").exists()
+        and state(sub)["sleep_s0"]["state"] == "done"
+        and state(sub)["sleep_s1"]["job_ids"],
+        60,
+        "sleep_s0 done and sleep_s1 submitted",
+        every=0.1,
+    )
     driver.send_signal(signal.SIGKILL)
     driver.wait()
     res = pilot("submit", "--site", "container", "--set", VENV_PILOT, "--poll", "0.3", str(sub))
@@ -198,7 +247,9 @@ def test_slurm_killed_driver_resumes_without_duplicates(tmp_path):
     if jobcomp.exists():  # the scheduler's own record agrees
         text = jobcomp.read_text()
         for name in st:
-            assert text.count(f"Name=pilot-{json.loads((sub / 'submit.state.json').read_text())['plan_id']}-{name}-") == 1
+            assert (
+                text.count(f"Name=pilot-{json.loads((sub / 'submit.state.json').read_text())['plan_id']}-{name}-") == 1
+            )
 
 
 @pytest.mark.slurm
@@ -206,13 +257,32 @@ def test_slurm_cancel_leaves_no_job(tmp_path):
     require_slurm()
     sub = tmp_path / "sub"
     wf = sleeper_workflow(tmp_path, 2, 60, label_each=False)
-    res = pilot("submit", "--site", "container", "--cluster", "label", "--detach", "--poll", "0.3", "--set", VENV_PILOT, wf,
-                "--dir", str(sub))
+    res = pilot(
+        "submit",
+        "--site",
+        "container",
+        "--cluster",
+        "label",
+        "--detach",
+        "--poll",
+        "0.3",
+        "--set",
+        VENV_PILOT,
+        wf,
+        "--dir",
+        str(sub),
+    )
     assert res.returncode == 0, res.stderr
-    wait_for(lambda: (sub / "submit.state.json").exists() and our_squeue(sub), 60, "a job of the run in the queue", every=0.2)
+    wait_for(
+        lambda: (sub / "submit.state.json").exists() and our_squeue(sub), 60, "a job of the run in the queue", every=0.2
+    )
     assert our_squeue(sub)
-    wait_for(lambda: re.search(r"^merge_chain +running", pilot("status", str(sub)).stdout, re.M), 60, "merge_chain running",
-             every=0.2)
+    wait_for(
+        lambda: re.search(r"^merge_chain +running", pilot("status", str(sub)).stdout, re.M),
+        60,
+        "merge_chain running",
+        every=0.2,
+    )
     live = pilot("status", str(sub))
     assert live.returncode == 3 and re.search(r"^merge_chain +running +0/2 ", live.stdout, re.M), live.stdout
     assert "driven by pilot submit (pid" in live.stdout
@@ -232,10 +302,17 @@ def test_slurm_cancel_after_the_driver_was_killed_leaves_nothing_running(tmp_pat
     wf = sleeper_workflow(tmp_path, 2, 60, label_each=False)
     plan = pilot("plan", wf, "--site", "container", "--cluster", "label", "--dir", str(sub), "--set", VENV_PILOT)
     assert plan.returncode == 0, plan.stderr
-    driver = subprocess.Popen([*PILOT, "submit", "--site", "container", "--set", VENV_PILOT, "--poll", "0.3",
-                               "--no-monitord", str(sub)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(lambda: any(p.endswith("/bin/sleep 60") for p in processes_of(sub)), 120, "merge_chain's first task running",
-             every=0.2)
+    driver = subprocess.Popen(
+        [*PILOT, "submit", "--site", "container", "--set", VENV_PILOT, "--poll", "0.3", "--no-monitord", str(sub)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for(
+        lambda: any(p.endswith("/bin/sleep 60") for p in processes_of(sub)),
+        120,
+        "merge_chain's first task running",
+        every=0.2,
+    )
     driver.send_signal(signal.SIGKILL)
     driver.wait()
     cancel = pilot("cancel", str(sub))
@@ -251,19 +328,35 @@ def test_pbs_path_through_torque_wrappers(tmp_path):
     require_slurm()
     site = tmp_path / "torque.yaml"
     mpiexec = Path(sys.executable).parent / "mpiexec"
-    site.write_text(f"description: Slurm through its PBS/Torque wrappers\nscheduler: torque\npegasus_site: container\nlauncher: {mpiexec}\n"
-                    f"queue: debug\nnodes: 1\nranks_per_node: 3\nwalltime: '00:05:00'\npilot_command: {sys.executable} -m pilot\n")
+    site.write_text(
+        f"description: Slurm through its PBS/Torque wrappers\nscheduler: torque\npegasus_site: container\nlauncher: {mpiexec}\n"
+        f"queue: debug\nnodes: 1\nranks_per_node: 3\nwalltime: '00:05:00'\npilot_command: {sys.executable} -m pilot\n"
+    )
     sub = tmp_path / "sub"
     # Slurm's qsub wrapper sends the job's output to the submitting process's directory: keep it in tmp_path.
-    res = pilot("submit", "--site", str(site), "--cluster", "label", "--poll", "0.5", EXAMPLE, "--dir", str(sub), cwd=str(tmp_path))
+    res = pilot(
+        "submit",
+        "--site",
+        str(site),
+        "--cluster",
+        "label",
+        "--poll",
+        "0.5",
+        EXAMPLE,
+        "--dir",
+        str(sub),
+        cwd=str(tmp_path),
+    )
     assert res.returncode == 0, res.stderr
     assert all(c["state"] == "done" for c in state(sub).values()) and len(state(sub)) == 3 + DIAMOND_DATA_JOBS
 
 
 def local_site(tmp_path: Path, name: str, max_queued: int) -> str:
     path = tmp_path / f"{name}.yaml"
-    path.write_text(f"description: test site {name}\nscheduler: local\nlauncher: mpiexec\npegasus_site: local\n"
-                    f"nodes: 1\nranks_per_node: 2\nmax_queued: {max_queued}\n")
+    path.write_text(
+        f"description: test site {name}\nscheduler: local\nlauncher: mpiexec\npegasus_site: local\n"
+        f"nodes: 1\nranks_per_node: 2\nmax_queued: {max_queued}\n"
+    )
     return str(path)
 
 
@@ -295,19 +388,42 @@ def spans(sub: Path) -> dict[str, tuple[float, float]]:
 def test_site_throttle_and_independent_work_after_a_failure(tmp_path):
     site = local_site(tmp_path, "one", max_queued=1)
     sub = tmp_path / "sub"
-    res = pilot("submit", "--site", site, "--poll", "0.2", "--cluster", "horizontal", independent_workflow(tmp_path, 3),
-                "--dir", str(sub))
+    res = pilot(
+        "submit",
+        "--site",
+        site,
+        "--poll",
+        "0.2",
+        "--cluster",
+        "horizontal",
+        independent_workflow(tmp_path, 3),
+        "--dir",
+        str(sub),
+    )
     assert res.returncode == 0, res.stderr
     runs = sorted(spans(sub).values())
     assert len(runs) == 3 + 2 and all(a[1] <= b[0] for a, b in zip(runs, runs[1:]))  # never two at once (with
     # the workflow's create-dir and cleanup jobs)
     sub2 = tmp_path / "sub2"
-    res = pilot("submit", "--site", site, "--poll", "0.2", "--cluster", "horizontal",
-                independent_workflow(tmp_path, 3, fail="j0"), "--dir", str(sub2))
+    res = pilot(
+        "submit",
+        "--site",
+        site,
+        "--poll",
+        "0.2",
+        "--cluster",
+        "horizontal",
+        independent_workflow(tmp_path, 3, fail="j0"),
+        "--dir",
+        str(sub2),
+    )
     assert res.returncode == 1
     st = state(sub2)
     assert st["false_j0"]["state"] == "failed" and st["false_j0"]["attempts"] == 2  # the default --retry 1
-    assert [c["state"] for n, c in st.items() if n.startswith("sleep_")] == ["done", "done"]  # independent work still ran
+    assert [c["state"] for n, c in st.items() if n.startswith("sleep_")] == [
+        "done",
+        "done",
+    ]  # independent work still ran
     assert "false_j0: task false_j0 failed with exit 1 (stderr: false_j0/false_j0.err.001)" in res.stderr.splitlines()
 
 
@@ -315,8 +431,18 @@ def test_site_throttle_and_independent_work_after_a_failure(tmp_path):
 def test_several_sites_share_the_work(tmp_path):
     a, b = local_site(tmp_path, "site_a", 1), local_site(tmp_path, "site_b", 1)
     sub = tmp_path / "sub"
-    res = pilot("submit", "--site", f"{a},{b}", "--poll", "0.2", "--cluster", "horizontal", independent_workflow(tmp_path, 4),
-                "--dir", str(sub))
+    res = pilot(
+        "submit",
+        "--site",
+        f"{a},{b}",
+        "--poll",
+        "0.2",
+        "--cluster",
+        "horizontal",
+        independent_workflow(tmp_path, 4),
+        "--dir",
+        str(sub),
+    )
     assert res.returncode == 0, res.stderr
     used = [c["site"] for c in state(sub).values()]
     assert sorted(set(used)) == ["site_a", "site_b"] and all(c["attempts"] == 1 for c in state(sub).values())
@@ -347,9 +473,31 @@ def test_restart_needs_every_site_of_the_run(tmp_path):
     a = local_site(tmp_path, "site_a", 1)
     local_site(tmp_path, "site_b", 1)  # a site that exists, but the restart below does not name it
     sub = tmp_path / "sub"
-    assert pilot("plan", independent_workflow(tmp_path, 2), "--site", a, "--cluster", "horizontal", "--dir", str(sub)).returncode == 0
-    (sub / "submit.state.json").write_text(json.dumps({"format": 1, "plan_id": "x", "clusters": [
-        {"name": "sleep_j0", "state": "queued", "site": "site_b", "attempts": 1, "job_ids": ["999999"],
-         "job_name": "pilot-x-sleep_j0-1", "submit_errors": 0, "reason": ""}]}))
+    assert (
+        pilot(
+            "plan", independent_workflow(tmp_path, 2), "--site", a, "--cluster", "horizontal", "--dir", str(sub)
+        ).returncode
+        == 0
+    )
+    (sub / "submit.state.json").write_text(
+        json.dumps(
+            {
+                "format": 1,
+                "plan_id": "x",
+                "clusters": [
+                    {
+                        "name": "sleep_j0",
+                        "state": "queued",
+                        "site": "site_b",
+                        "attempts": 1,
+                        "job_ids": ["999999"],
+                        "job_name": "pilot-x-sleep_j0-1",
+                        "submit_errors": 0,
+                        "reason": "",
+                    }
+                ],
+            }
+        )
+    )
     res = pilot("submit", "--site", a, str(sub))
     assert res.returncode == 2 and "on site(s) site_b: pass them to --site too" in res.stderr

@@ -25,11 +25,16 @@ SUB = "subdax_inner_ID0000001"
 
 
 def sites(tmp: Path) -> api.SiteCatalog:
-    return api.SiteCatalog().add_sites(api.Site("local").add_directories(
-        api.Directory(api.Directory.SHARED_SCRATCH, str(tmp / "scratch"))
-        .add_file_servers(api.FileServer(f"file://{tmp / 'scratch'}", api.Operation.ALL)),
-        api.Directory(api.Directory.LOCAL_STORAGE, str(tmp / "output"))
-        .add_file_servers(api.FileServer(f"file://{tmp / 'output'}", api.Operation.ALL))))
+    return api.SiteCatalog().add_sites(
+        api.Site("local").add_directories(
+            api.Directory(api.Directory.SHARED_SCRATCH, str(tmp / "scratch")).add_file_servers(
+                api.FileServer(f"file://{tmp / 'scratch'}", api.Operation.ALL)
+            ),
+            api.Directory(api.Directory.LOCAL_STORAGE, str(tmp / "output")).add_file_servers(
+                api.FileServer(f"file://{tmp / 'output'}", api.Operation.ALL)
+            ),
+        )
+    )
 
 
 def workflows(tmp: Path, inner_job: str) -> Path:
@@ -37,7 +42,8 @@ def workflows(tmp: Path, inner_job: str) -> Path:
     by its own arguments) runs ``inner_job``, which reads data.txt and writes out.txt; then AFTER runs."""
     tc = api.TransformationCatalog().add_transformations(
         api.Transformation("sh", site="local", pfn="/bin/sh", is_stageable=False),
-        api.Transformation("cp", site="local", pfn="/bin/cp", is_stageable=False))
+        api.Transformation("cp", site="local", pfn="/bin/cp", is_stageable=False),
+    )
     data, out, iy, tmpl = api.File("data.txt"), api.File("out.txt"), api.File("inner.yml"), api.File("template.yml")
     inner = api.Workflow("inner").add_transformation_catalog(tc).add_site_catalog(sites(tmp))
     inner.add_jobs(api.Job("sh", _id="IN1").add_args("-c", f"'{inner_job}'").add_inputs(data).add_outputs(out))
@@ -56,11 +62,15 @@ def workflows(tmp: Path, inner_job: str) -> Path:
 def submit(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
     if mpiexec() is None:
         pytest.skip("no mpiexec (pip install mpich)")
-    return subprocess.run([*PILOT, "submit", "--poll", "0.2", *args], capture_output=True, text=True, timeout=timeout, **kw)
+    return subprocess.run(
+        [*PILOT, "submit", "--poll", "0.2", *args], capture_output=True, text=True, timeout=timeout, **kw
+    )
 
 
 def nested_state(sub: Path) -> dict:
-    return {c["name"]: c for c in json.loads((sub / "inner_ID0000001.000" / "submit.state.json").read_text())["clusters"]}
+    return {
+        c["name"]: c for c in json.loads((sub / "inner_ID0000001.000" / "submit.state.json").read_text())["clusters"]
+    }
 
 
 def test_a_sub_workflow_runs_fails_resumes_and_shows_in_the_monitoring_db(tmp_path):
@@ -96,9 +106,25 @@ def test_a_killed_driver_finds_its_running_sub_workflow_again(tmp_path):
     second one, and settles the job when it ends."""
     outer = workflows(tmp_path, "sleep 4; cat data.txt > out.txt")
     sub = tmp_path / "sub"
-    proc = subprocess.Popen([*PILOT, "submit", "--poll", "0.2", "--no-monitord", "--site", "local", "--cluster", "whole",
-                             str(outer), "--dir", str(sub)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            *PILOT,
+            "submit",
+            "--poll",
+            "0.2",
+            "--no-monitord",
+            "--site",
+            "local",
+            "--cluster",
+            "whole",
+            str(outer),
+            "--dir",
+            str(sub),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     if mpiexec() is None:
         proc.kill()
         pytest.skip("no mpiexec (pip install mpich)")

@@ -24,11 +24,32 @@ def test_an_unreachable_http_source_fails_its_stage_in_job_with_pegasus_transfer
     doc["replicaCatalog"]["replicas"][0]["pfns"] = [{"site": "ipac", "pfn": url}]
     Path(paths["workflow"]).write_text(yaml.safe_dump(doc))
     submit = tmp_path / "s"
-    res = subprocess.run([sys.executable, "-m", "pilot", "submit", "--poll", "0.2", "--site", "local", paths["workflow"],
-                          "--conf", paths["conf"], "--dir", str(submit), "--cluster", "none"],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "submit",
+            "--poll",
+            "0.2",
+            "--site",
+            "local",
+            paths["workflow"],
+            "--conf",
+            paths["conf"],
+            "--dir",
+            str(submit),
+            "--cluster",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 1, res.stdout + res.stderr
     assert "stage_in_local_local_0_0: task stage_in_local_local_0_0 failed with exit 1" in res.stdout + res.stderr
-    errors = "".join(p.read_text() for p in (submit / "stage_in_local_local_0_0").glob("stage_in_local_local_0_0.err.*"))
+    errors = "".join(
+        p.read_text() for p in (submit / "stage_in_local_local_0_0").glob("stage_in_local_local_0_0.err.*")
+    )
     assert url in errors and "Some transfers failed!" in errors, errors
     assert not (tmp_path / "output" / "f.c").exists()

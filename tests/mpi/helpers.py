@@ -24,7 +24,9 @@ def pilot_cmd(args, n: int = 3, program: str = "run") -> list[str]:
 def run_pilot(args, n: int = 3, env: dict | None = None, timeout: float = 120, program: str = "run", cwd=None):
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.run(pilot_cmd(args, n, program), capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        pilot_cmd(args, n, program), capture_output=True, text=True, env=full_env, timeout=timeout, cwd=cwd
+    )
 
 
 def events(path: Path) -> list[tuple[str, ...]]:

@@ -37,8 +37,13 @@ def assert_logs_complete(dag: str, ok: bool) -> None:
     jobstate = (d / "jobstate.log").read_text().splitlines()
     assert jobstate[0].endswith("INTERNAL *** PMC_STARTED ***")
     assert jobstate[-1].endswith(f"INTERNAL *** PMC_FINISHED {0 if ok else 1} ***")
-    assert all(re.fullmatch(r"\d+\.\d{6} (INTERNAL \*\*\* .* \*\*\*|\S+ (SUBMIT|EXECUTE|JOB_TERMINATED) \d+\.0 - - \d+|\S+ JOB_(SUCCESS|FAILURE) -?\d+ - - \d+)", x)
-               for x in jobstate)
+    assert all(
+        re.fullmatch(
+            r"\d+\.\d{6} (INTERNAL \*\*\* .* \*\*\*|\S+ (SUBMIT|EXECUTE|JOB_TERMINATED) \d+\.0 - - \d+|\S+ JOB_(SUCCESS|FAILURE) -?\d+ - - \d+)",
+            x,
+        )
+        for x in jobstate
+    )
     out = Path(dag + ".dagman.out").read_text()
     assert out.endswith(f"EXITING WITH STATUS {0 if ok else 1}\n")
     submitted = {m for m in re.findall(r"ULOG_EXECUTE for HTCondor Node (\S+) \((\d+)\.0\.0\)", out)}
@@ -48,8 +53,10 @@ def assert_logs_complete(dag: str, ok: bool) -> None:
 
 @pytest.mark.timing
 def test_wall_time_aborts_and_rerun_resumes(dagfile, tmp_path):
-    dag = dagfile("TASK quick /bin/true\nTASK slow /bin/sleep 60\nTASK stubborn /bin/sh -c 'trap : TERM; while :; do sleep 0.1; done'\n"
-                  "TASK after /bin/true\nEDGE quick after\nEDGE slow after\n")
+    dag = dagfile(
+        "TASK quick /bin/true\nTASK slow /bin/sleep 60\nTASK stubborn /bin/sh -c 'trap : TERM; while :; do sleep 0.1; done'\n"
+        "TASK after /bin/true\nEDGE quick after\nEDGE slow after\n"
+    )
     start = time.monotonic()
     res = run_pilot([*LOG_FLAGS, "--max-wall-time", "0.05", dag], n=4)
     elapsed = time.monotonic() - start
@@ -60,8 +67,10 @@ def test_wall_time_aborts_and_rerun_resumes(dagfile, tmp_path):
     assert Path(dag + ".rescue").read_text() == "DONE quick\n"
     assert_logs_complete(dag, ok=False)
     assert_result(dag, "walltime")
-    fixed = dagfile("TASK quick /bin/true\nTASK slow /bin/true\nTASK stubborn /bin/true\nTASK after /bin/true\n"
-                    "EDGE quick after\nEDGE slow after\n")
+    fixed = dagfile(
+        "TASK quick /bin/true\nTASK slow /bin/true\nTASK stubborn /bin/true\nTASK after /bin/true\n"
+        "EDGE quick after\nEDGE slow after\n"
+    )
     res = run_pilot([*LOG_FLAGS, fixed], n=4)
     assert res.returncode == 0, res.stderr
     assert "submitted=3, succeeded=3" in res.stdout  # quick was not run again
@@ -82,7 +91,9 @@ def _wait_for(path: Path, text: str, timeout: float = 20) -> None:
 @pytest.mark.parametrize("target", ["master", "mpiexec"])
 def test_sigterm_takes_the_wall_time_path(dagfile, tmp_path, target):
     dag = dagfile("TASK quick /bin/true\nTASK slow /bin/sleep 60\nTASK slow2 /bin/sleep 60\n")
-    proc = subprocess.Popen(pilot_cmd([*LOG_FLAGS, dag], n=3), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        pilot_cmd([*LOG_FLAGS, dag], n=3), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     _wait_for(Path(dag + ".dagman.out"), "Node quick job proc")
     # Signalled while both slow tasks run, with quick's DONE on record.
     _wait_for(Path(dag + ".rescue"), "DONE quick\n")
@@ -110,7 +121,11 @@ def test_log_files_complete_on_success_failure_and_max_failures(dagfile):
     assert_result(dag, "done")
     for name, text, extra in [
         ("f.dag", "TASK a /bin/false\nTASK b /bin/true\nEDGE a b\n", []),
-        ("m.dag", "TASK a /bin/false\nTASK b /bin/false\nTASK c /bin/sleep 0.5\nTASK d /bin/true\nEDGE c d\n", ["-m", "1"]),
+        (
+            "m.dag",
+            "TASK a /bin/false\nTASK b /bin/false\nTASK c /bin/sleep 0.5\nTASK d /bin/true\nEDGE c d\n",
+            ["-m", "1"],
+        ),
     ]:
         sub = Path(dag).parent / name.split(".")[0]
         sub.mkdir()
@@ -156,8 +171,29 @@ def _two_hosts(args: list[str], env: dict[str, str] | None = None) -> subprocess
     """1 master + 2 workers on fake host h1 + 2 workers on fake host h2."""
     exe = mpiexec()
     base = [sys.executable, "-m", "pilot", "run", *args]
-    cmd = [exe, "-n", "1", "-env", "PILOT_HOSTNAME", "h0", *base, ":", "-n", "2", "-env", "PILOT_HOSTNAME", "h1", *base,
-           ":", "-n", "2", "-env", "PILOT_HOSTNAME", "h2", *base]
+    cmd = [
+        exe,
+        "-n",
+        "1",
+        "-env",
+        "PILOT_HOSTNAME",
+        "h0",
+        *base,
+        ":",
+        "-n",
+        "2",
+        "-env",
+        "PILOT_HOSTNAME",
+        "h1",
+        *base,
+        ":",
+        "-n",
+        "2",
+        "-env",
+        "PILOT_HOSTNAME",
+        "h2",
+        *base,
+    ]
     full = dict(os.environ)
     full.update(env or {})
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=full)
@@ -225,7 +261,9 @@ def test_pipe_and_file_forwarding(dagfile, tmp_path):
         lines.append(f"TASK p{i} -f A={out_a} {sys.executable} {writer} p{i}")
         src = tmp_path / f"f{i}.tmp"
         lines.append(f"TASK f{i} -F {src}={out_b} /bin/sh -c 'echo file{i} > {src}'")
-    bad = script(tmp_path, "bad.sh", f"#!/bin/sh\necho NOPE > /proc/self/fd/$A\necho NOPE > {tmp_path / 'x.tmp'}\nexit 1\n")
+    bad = script(
+        tmp_path, "bad.sh", f"#!/bin/sh\necho NOPE > /proc/self/fd/$A\necho NOPE > {tmp_path / 'x.tmp'}\nexit 1\n"
+    )
     lines.append(f"TASK failing -f A={out_a} -F {tmp_path / 'x.tmp'}={out_b} {bad}")
     dag = dagfile("\n".join(lines) + "\n")
     res = run_pilot(["--maxfds", "1", dag], n=4)
@@ -274,7 +312,9 @@ def test_affinity_reset_unless_kept(dagfile, tmp_path):
     show = script(tmp_path, "aff.py", "import os\nprint('CPUS', len(os.sched_getaffinity(0)))\n")
     dag = dagfile(f"TASK aff {sys.executable} {show}\n")
     reset = subprocess.run(["taskset", "-c", "0", *pilot_cmd(["-s", dag])], capture_output=True, text=True, timeout=60)
-    kept = subprocess.run(["taskset", "-c", "0", *pilot_cmd(["-s", "--keep-affinity", dag])], capture_output=True, text=True, timeout=60)
+    kept = subprocess.run(
+        ["taskset", "-c", "0", *pilot_cmd(["-s", "--keep-affinity", dag])], capture_output=True, text=True, timeout=60
+    )
     assert f"CPUS {os.cpu_count()}" in reset.stdout
     assert "CPUS 1" in kept.stdout
 

@@ -52,8 +52,9 @@ def entered(request, tmp_path):
 
 
 def _wrapped(rt, tmp_path: Path):
-    real = subprocess.run(["sh", "-c", f"command -v {rt.name}"], env={**os.environ, **rt.env}, capture_output=True,
-                          text=True, check=True).stdout.strip()
+    real = subprocess.run(
+        ["sh", "-c", f"command -v {rt.name}"], env={**os.environ, **rt.env}, capture_output=True, text=True, check=True
+    ).stdout.strip()
     wrapper = tmp_path / "bin" / rt.name
     wrapper.parent.mkdir()
     wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{tmp_path}/calls.log"\nexec "{real}" "$@"\n')
@@ -82,7 +83,7 @@ def start_calls(tmp_path: Path) -> list[tuple[str, str]]:
         words = call.split()
         if words[:2] == ["run", "-d"]:
             at = words.index("--name") + 1
-            started.append((words[at], " ".join(words[:at - 1] + words[at + 1:])))
+            started.append((words[at], " ".join(words[: at - 1] + words[at + 1 :])))
         elif words[:2] == ["instance", "start"]:
             started.append((words[-1], " ".join(words[:-1])))
     return started
@@ -98,16 +99,30 @@ def left_running(rt) -> list[str]:
     if rt.name == "apptainer":
         state = Path(rt.env["PILOT_APPTAINER_STANDIN_STATE"])
         return [p.name for p in state.glob("pilot-*.json")] if state.exists() else []
-    out = subprocess.run([rt.name, "ps", "-a", "--format", "{{.Names}}"], env={**os.environ, **rt.env},
-                         capture_output=True, text=True, timeout=60, check=True).stdout
+    out = subprocess.run(
+        [rt.name, "ps", "-a", "--format", "{{.Names}}"],
+        env={**os.environ, **rt.env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     return [name for name in out.split() if name.startswith("pilot-")]
 
 
-def run(tmp_path: Path, rt, dag_text: str, *extra: str, n: int = 3, timeout: float = 300) -> subprocess.CompletedProcess:
+def run(
+    tmp_path: Path, rt, dag_text: str, *extra: str, n: int = 3, timeout: float = 300
+) -> subprocess.CompletedProcess:
     dag = tmp_path / "wf.dag"
     dag.write_text(dag_text)
-    return subprocess.run(pilot_cmd(["--containers", "once", "-o", "out.txt", "-e", "err.txt", *extra, str(dag)], n=n),
-                          cwd=tmp_path, env={**os.environ, **rt.env}, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        pilot_cmd(["--containers", "once", "-o", "out.txt", "-e", "err.txt", *extra, str(dag)], n=n),
+        cwd=tmp_path,
+        env={**os.environ, **rt.env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_a_workers_tasks_of_one_container_run_in_one_it_starts_once_and_ends(tmp_path, runtime):
@@ -117,8 +132,10 @@ def test_a_workers_tasks_of_one_container_run_in_one_it_starts_once_and_ends(tmp
     for where, count in (("work", 6), ("other", 4)):  # two job directories bound at /srv: two containers
         (tmp_path / where).mkdir()
         (tmp_path / where / "in").write_text("from the host\n")
-        tasks += [f"TASK {where}{k} {line(rt, wrapper, tmp_path / where, rt.image, command % (ONLY_IN_IMAGE, k), env)}\n"
-                  for k in range(count)]
+        tasks += [
+            f"TASK {where}{k} {line(rt, wrapper, tmp_path / where, rt.image, command % (ONLY_IN_IMAGE, k), env)}\n"
+            for k in range(count)
+        ]
     res = run(tmp_path, rt, "".join(tasks) + "TASK host /bin/true\nEDGE work0 work1\nEDGE work1 other2\n")
     assert res.returncode == 0, res.stderr
     for where, count in (("work", 6), ("other", 4)):  # the image's file, the job's directory at /srv, the task's env
@@ -134,27 +151,43 @@ def test_a_workers_tasks_of_one_container_run_in_one_it_starts_once_and_ends(tmp
 
 def test_per_task_the_lines_run_as_written(tmp_path, runtime):
     rt, wrapper = runtime
-    tasks = "".join(f"TASK t{k} {line(rt, wrapper, tmp_path, rt.image, f'/bin/cat {ONLY_IN_IMAGE}')}\n" for k in range(3))
+    tasks = "".join(
+        f"TASK t{k} {line(rt, wrapper, tmp_path, rt.image, f'/bin/cat {ONLY_IN_IMAGE}')}\n" for k in range(3)
+    )
     dag = tmp_path / "wf.dag"
     dag.write_text(tasks)
-    res = subprocess.run(pilot_cmd(["-o", "out.txt", str(dag)], n=2), cwd=tmp_path, env={**os.environ, **rt.env},
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        pilot_cmd(["-o", "out.txt", str(dag)], n=2),
+        cwd=tmp_path,
+        env={**os.environ, **rt.env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     assert starts(tmp_path) == [] and (tmp_path / "out.txt").read_text().count(IMAGE_TEXT) == 3
 
 
-def test_a_container_that_cannot_start_fails_its_task_with_the_runtimes_message_and_the_worker_goes_on(tmp_path,
-                                                                                                        runtime):
+def test_a_container_that_cannot_start_fails_its_task_with_the_runtimes_message_and_the_worker_goes_on(
+    tmp_path, runtime
+):
     rt, wrapper = runtime
     missing = str(tmp_path / "no-such.sqfs") if rt.name == "apptainer" else "localhost/no-such:image"
-    res = run(tmp_path, rt, f"TASK bad {line(rt, wrapper, tmp_path, missing, '/bin/true')}\n"
-                            f"TASK good {line(rt, wrapper, tmp_path, rt.image, '/bin/true')}\nEDGE bad good\n"
-                            "TASK other /bin/true\n")
+    res = run(
+        tmp_path,
+        rt,
+        f"TASK bad {line(rt, wrapper, tmp_path, missing, '/bin/true')}\n"
+        f"TASK good {line(rt, wrapper, tmp_path, rt.image, '/bin/true')}\nEDGE bad good\n"
+        "TASK other /bin/true\n",
+    )
     assert res.returncode == 1
     err = (tmp_path / "err.txt").read_text()
     assert "Unable to start container: " in err and "no-such" in err
-    said = {"podman": "no-such:image", "docker": "Unable to find image 'localhost/no-such:image' locally",
-            "apptainer": "could not open image"}[rt.name]
+    said = {
+        "podman": "no-such:image",
+        "docker": "Unable to find image 'localhost/no-such:image' locally",
+        "apptainer": "could not open image",
+    }[rt.name]
     assert said in err, err  # the runtime's own stderr
     out = (tmp_path / "out.txt").read_text()
     assert "name=bad," in out and "name=other," in out and "status=0" in out  # the worker ran on
@@ -166,8 +199,14 @@ def test_sigterm_of_the_run_ends_its_containers(tmp_path, runtime):
     dag = tmp_path / "wf.dag"
     command = "/bin/sh -c " + quote_arg("echo > /srv/started; sleep 120")
     dag.write_text(f"TASK long {line(rt, wrapper, tmp_path, rt.image, command)}\n")
-    proc = subprocess.Popen(pilot_cmd(["--containers", "once", str(dag)], n=2), cwd=tmp_path,
-                            env={**os.environ, **rt.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        pilot_cmd(["--containers", "once", str(dag)], n=2),
+        cwd=tmp_path,
+        env={**os.environ, **rt.env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for(lambda: (tmp_path / "started").exists(), 120, "the task running in its started container")
         assert len(starts(tmp_path)) == 1
@@ -193,14 +232,17 @@ def _records(tmp_path: Path) -> dict[str, str]:
 
 
 def test_a_task_entering_its_container_runs_in_the_image_with_its_env_the_job_dir_at_srv_and_no_host_files(
-        tmp_path, entered):
+    tmp_path, entered
+):
     rt, wrapper = entered
     (tmp_path / "in").write_text("from the job directory\n")
     host_only = tmp_path / "host-only"  # not under the job directory: outside the container
     host_only.write_text("only on the host\n")
     key, value = IMAGE_ENV
-    script = (f"cat {ONLY_IN_IMAGE} in; echo {key}=${key} TASK=$TASK_VAR PMC_TASK=$PMC_TASK; pwd; "
-              f"test -e {host_only} && echo host file seen; test -e /usr/bin/python3 && echo host python seen; exit 0")
+    script = (
+        f"cat {ONLY_IN_IMAGE} in; echo {key}=${key} TASK=$TASK_VAR PMC_TASK=$PMC_TASK; pwd; "
+        f"test -e {host_only} && echo host file seen; test -e /usr/bin/python3 && echo host python seen; exit 0"
+    )
     command = "/bin/sh -c " + quote_arg(script)
     res = run(tmp_path, rt, f"TASK t {line(rt, wrapper, tmp_path, rt.image, command, 'TASK_VAR=t1')}\n")
     assert res.returncode == 0, res.stderr
@@ -214,8 +256,13 @@ def test_a_task_entering_its_container_runs_in_the_image_with_its_env_the_job_di
 
 def test_under_once_exec_tasks_go_through_the_runtimes_exec(tmp_path, entered):
     rt, wrapper = entered
-    res = run(tmp_path, rt, f"TASK t {line(rt, wrapper, tmp_path, rt.image, f'/bin/cat {ONLY_IN_IMAGE}')}\n",
-              "--containers", "once-exec")
+    res = run(
+        tmp_path,
+        rt,
+        f"TASK t {line(rt, wrapper, tmp_path, rt.image, f'/bin/cat {ONLY_IN_IMAGE}')}\n",
+        "--containers",
+        "once-exec",
+    )
     assert res.returncode == 0, res.stderr
     assert IMAGE_TEXT in (tmp_path / "out.txt").read_text()
     assert len([c for c in _calls(tmp_path) if c.startswith("exec ")]) == 1
@@ -224,12 +271,18 @@ def test_under_once_exec_tasks_go_through_the_runtimes_exec(tmp_path, entered):
 def test_a_container_that_died_is_started_again_for_the_next_task(tmp_path, entered):
     rt, wrapper = entered
     killer = tmp_path / "kill.sh"  # a host task that kills the worker's container, as an OOM kill or an admin would
-    killer.write_text(f'for n in $({rt.name} ps --format "{{{{.Names}}}}"); do case $n in pilot-*) '
-                      f'{rt.name} kill "$n" >/dev/null; {rt.name} wait "$n" >/dev/null 2>&1;; esac; done; exit 0\n')
+    killer.write_text(
+        f'for n in $({rt.name} ps --format "{{{{.Names}}}}"); do case $n in pilot-*) '
+        f'{rt.name} kill "$n" >/dev/null; {rt.name} wait "$n" >/dev/null 2>&1;; esac; done; exit 0\n'
+    )
     cat = f"/bin/cat {ONLY_IN_IMAGE}"
-    res = run(tmp_path, rt, f"TASK a {line(rt, wrapper, tmp_path, rt.image, cat)}\nTASK kill /bin/sh {killer}\n"
-                            f"TASK b {line(rt, wrapper, tmp_path, rt.image, cat)}\nEDGE a kill\nEDGE kill b\n",
-              n=2)
+    res = run(
+        tmp_path,
+        rt,
+        f"TASK a {line(rt, wrapper, tmp_path, rt.image, cat)}\nTASK kill /bin/sh {killer}\n"
+        f"TASK b {line(rt, wrapper, tmp_path, rt.image, cat)}\nEDGE a kill\nEDGE kill b\n",
+        n=2,
+    )
     assert res.returncode == 0, (tmp_path / "err.txt").read_text()
     assert (tmp_path / "out.txt").read_text().count(IMAGE_TEXT) == 2
     assert len(starts(tmp_path)) == 2
@@ -244,8 +297,15 @@ def test_the_wall_time_kill_reaches_a_task_inside_its_container(tmp_path, entere
     rt, wrapper = entered
     stubborn = "trap 'echo TERM > /srv/termed; exit 1' TERM; while :; do sleep 0.1; done"
     command = "/bin/sh -c " + quote_arg(stubborn)
-    res = run(tmp_path, rt, f"TASK long {line(rt, wrapper, tmp_path, rt.image, command)}\n", "--max-wall-time", "0.05",
-              n=2, timeout=90)
+    res = run(
+        tmp_path,
+        rt,
+        f"TASK long {line(rt, wrapper, tmp_path, rt.image, command)}\n",
+        "--max-wall-time",
+        "0.05",
+        n=2,
+        timeout=90,
+    )
     assert res.returncode == 1
     assert "max wall time of 0.05 minutes reached" in res.stderr
     assert (tmp_path / "termed").read_text() == "TERM\n"  # the task's own shell got the worker's SIGTERM
@@ -253,8 +313,7 @@ def test_the_wall_time_kill_reaches_a_task_inside_its_container(tmp_path, entere
     assert left_running(rt) == []
 
 
-def test_a_container_whose_options_restrict_what_nsenter_would_not_keep_runs_its_tasks_through_exec(tmp_path,
-                                                                                                     entered):
+def test_a_container_whose_options_restrict_what_nsenter_would_not_keep_runs_its_tasks_through_exec(tmp_path, entered):
     rt, wrapper = entered
     task = line(rt, wrapper, tmp_path, rt.image, "/bin/sh -c " + quote_arg("grep CapEff /proc/self/status"))
     task = task.replace(" run --rm ", " run --rm --cap-drop ALL ")
@@ -270,14 +329,20 @@ def test_without_nsenter_on_path_tasks_go_through_the_runtimes_exec_with_one_war
     path = tmp_path / "path"  # the machine's programs, less nsenter
     path.mkdir()
     for folder in os.environ["PATH"].split(os.pathsep):
-        for entry in (os.scandir(folder) if os.path.isdir(folder) else ()):
+        for entry in os.scandir(folder) if os.path.isdir(folder) else ():
             if entry.name != "nsenter" and not (path / entry.name).exists():
                 (path / entry.name).symlink_to(entry.path)
     task = line(rt, wrapper, tmp_path, rt.image, f"/bin/cat {ONLY_IN_IMAGE}")
     dag = tmp_path / "wf.dag"
     dag.write_text(f"TASK t {task}\nTASK u {task}\nEDGE t u\n")
-    res = subprocess.run(pilot_cmd(["--containers", "once", "-o", "out.txt", str(dag)], n=2), cwd=tmp_path,
-                         env={**os.environ, **rt.env, "PATH": str(path)}, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        pilot_cmd(["--containers", "once", "-o", "out.txt", str(dag)], n=2),
+        cwd=tmp_path,
+        env={**os.environ, **rt.env, "PATH": str(path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "out.txt").read_text().count(IMAGE_TEXT) == 2
     assert len([c for c in _calls(tmp_path) if c.startswith("exec ")]) == 2

@@ -40,8 +40,11 @@ def test_the_task_that_kills_its_worker_is_named_and_failed_and_the_rest_runs(da
     assert done(dag) == ["a", "c", "d"]
     crashes = Path(dag + ".crashes").read_text().split("\n")
     assert crashes.count("CRASH bad") == 2 and "CRASH c" not in crashes and "CLEAR c" in crashes
-    failure = [line.split() for line in (Path(dag).parent / "jobstate.log").read_text().splitlines()
-               if line.split()[1:3] == ["bad", "JOB_FAILURE"]]
+    failure = [
+        line.split()
+        for line in (Path(dag).parent / "jobstate.log").read_text().splitlines()
+        if line.split()[1:3] == ["bad", "JOB_FAILURE"]
+    ]
     assert failure and failure[-1][3] == "-9"  # the signal that ended its worker, as pegasus-analyzer shows it
     again = run_pilot([dag])
     assert again.returncode == 1 and "not started again" in again.stderr
@@ -79,14 +82,21 @@ def _is_worker(pid: int, dag: str) -> bool:
         env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     except OSError:
         return False
-    return dag.encode() in cmd and b"run" in cmd and b"PMI_RANK=0" not in env and any(e.startswith(b"PMI_RANK=") for e in env)
+    return (
+        dag.encode() in cmd
+        and b"run" in cmd
+        and b"PMI_RANK=0" not in env
+        and any(e.startswith(b"PMI_RANK=") for e in env)
+    )
 
 
 def test_the_crash_count_survives_a_sigkill_of_the_whole_job(dagfile):
     """The record is written line by line: a job SIGKILLed as the suspect starts alone still counts that crash."""
     dag = dagfile(KILLER + "TASK c /bin/true\n")
     assert [r.returncode for r in reruns(dag, 1)] == [9]  # the job died with bad running
-    proc = subprocess.Popen(pilot_cmd([dag]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        pilot_cmd([dag]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     log = Path(dag + ".crashes")
     wait_for(lambda: log.exists() and "ALONE bad" in log.read_text(), 30, "bad to start alone")
     os.killpg(proc.pid, signal.SIGKILL)

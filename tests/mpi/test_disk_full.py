@@ -38,7 +38,8 @@ def test_task_stdout_to_a_full_disk_is_said_kept_and_merged_by_the_rerun(dagfile
     assert res.returncode == 1, res.stderr
     assert last_error(res.stderr) == (
         f"[error] All 4 tasks done, but the run could not write task stdout (/dev/full; kept in "
-        f"{dag}.out.<rank> for the next run): {FREE_AND_RERUN}")
+        f"{dag}.out.<rank> for the next run): {FREE_AND_RERUN}"
+    )
     assert "Traceback" not in res.stderr and "internal error" not in res.stderr
     assert res.stdout.startswith('[cluster-summary stat="ok", tasks=4')
     result = json.loads(Path(dag + ".result").read_text())
@@ -56,17 +57,28 @@ def test_task_stdout_to_a_full_disk_is_said_kept_and_merged_by_the_rerun(dagfile
 CHAIN = "TASK A /bin/echo a\nTASK B {b}\nTASK C /bin/echo c\nEDGE A B\nEDGE B C\n"
 
 
-@pytest.mark.parametrize("how, b, args, reason, why", [
-    ("-m", "/bin/false", ["-m", "1"], "error", "Max failures reached"),
-    ("wall time", "/bin/sleep 30", ["--max-wall-time", "0.05"], "walltime", "max wall time of 0.05 minutes reached"),
-])
+@pytest.mark.parametrize(
+    "how, b, args, reason, why",
+    [
+        ("-m", "/bin/false", ["-m", "1"], "error", "Max failures reached"),
+        (
+            "wall time",
+            "/bin/sleep 30",
+            ["--max-wall-time", "0.05"],
+            "walltime",
+            "max wall time of 0.05 minutes reached",
+        ),
+    ],
+)
 def test_every_end_of_a_run_says_what_it_could_not_write(dagfile, how, b, args, reason, why):
     dag = dagfile(CHAIN.format(b=b))
     res = run_pilot([*args, "-o", "/dev/full", dag], n=2)
     assert res.returncode == 1, res.stderr
     assert why in res.stderr and "Workflow failed: 2 of 3 tasks not done (B, C)" in res.stderr
-    assert last_error(res.stderr) == (f"[error] The run could not write task stdout (/dev/full; kept in {dag}.out.<rank> "
-                                      f"for the next run): {FREE_AND_RERUN}")
+    assert last_error(res.stderr) == (
+        f"[error] The run could not write task stdout (/dev/full; kept in {dag}.out.<rank> "
+        f"for the next run): {FREE_AND_RERUN}"
+    )
     assert res.stdout.startswith('[cluster-summary stat="failed", tasks=3')
     assert json.loads(Path(dag + ".result").read_text())["reason"] == reason  # a wall-time cut stays one
     assert Path(dag + ".rescue").read_text() == "DONE A\n"
@@ -75,8 +87,9 @@ def test_every_end_of_a_run_says_what_it_could_not_write(dagfile, how, b, args, 
 
 def test_a_sigterm_end_says_what_it_could_not_write(dagfile):
     dag = dagfile(CHAIN.format(b="/bin/sleep 30"))
-    proc = subprocess.Popen(pilot_cmd(["-o", "/dev/full", dag], n=2), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        pilot_cmd(["-o", "/dev/full", dag], n=2), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         rescue = Path(dag + ".rescue")
         wait_for(lambda: rescue.exists() and "DONE A" in rescue.read_text(), 60, "task A done")
@@ -90,8 +103,10 @@ def test_a_sigterm_end_says_what_it_could_not_write(dagfile):
             proc.wait()
     assert proc.returncode == 1, err
     assert "SIGTERM received" in err
-    assert last_error(err) == (f"[error] The run could not write task stdout (/dev/full; kept in {dag}.out.<rank> "
-                               f"for the next run): {FREE_AND_RERUN}")
+    assert last_error(err) == (
+        f"[error] The run could not write task stdout (/dev/full; kept in {dag}.out.<rank> "
+        f"for the next run): {FREE_AND_RERUN}"
+    )
     assert out.startswith('[cluster-summary stat="failed"')
     assert json.loads(Path(dag + ".result").read_text())["reason"] == "signal"
 

@@ -32,15 +32,20 @@ def cluster(root: Path, name: str, text: str) -> Path:
 
 def start_agent(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
     box = tmp_path / "inbox"
-    proc = subprocess.Popen(pilot_cmd(["--inbox", str(box), "--invocation-records", *extra], n=3),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        pilot_cmd(["--inbox", str(box), "--invocation-records", *extra], n=3),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return proc, box
 
 
 def feed(box: Path, job_id: str, d: Path, args: list[str]) -> None:
     box.mkdir(exist_ok=True)
-    inbox.write_request(str(box), inbox.Request(job_id, str(d / "c.dag"), args, str(d / "c.block.out"),
-                                                str(d / "c.block.err")))
+    inbox.write_request(
+        str(box), inbox.Request(job_id, str(d / "c.dag"), args, str(d / "c.block.out"), str(d / "c.block.err"))
+    )
 
 
 def done(box: Path, *ids: str) -> list[int]:
@@ -77,11 +82,12 @@ def test_two_dags_in_one_run_write_what_their_own_runs_write(tmp_path):
     for name in ("chain", "fan"):
         a, f = alone / name, fed / name
         assert events(f / "jobstate.log") == events(a / "jobstate.log")
-        assert (f / "c.dag.rescue").read_text() == (a / "c.dag.rescue").read_text() or \
-            sorted((f / "c.dag.rescue").read_text().split()) == sorted((a / "c.dag.rescue").read_text().split())
+        assert (f / "c.dag.rescue").read_text() == (a / "c.dag.rescue").read_text() or sorted(
+            (f / "c.dag.rescue").read_text().split()
+        ) == sorted((a / "c.dag.rescue").read_text().split())
         assert tasks_of(f / "c.out") == tasks_of(a / "c.out")
         assert '"reason": "done"' in (f / "c.dag.result").read_text()
-        assert "[cluster-summary stat=\"ok\"" in (f / "c.block.out").read_text()
+        assert '[cluster-summary stat="ok"' in (f / "c.block.out").read_text()
         assert (f / "c.dag.resource").exists()
         assert not list(f.glob("c.dag.out.*")), "per-worker files merged and removed"
         # each task ran in its DAG's directory, as under its own run
@@ -104,7 +110,9 @@ def test_failing_dag_keeps_its_tries_and_rescue_and_others_go_on(tmp_path):
     # its log lines are in its own job stderr, as its own run would have written them; the other's are not
     err = (bad / "c.block.err").read_text()
     assert "task bad failed with exitcode 1" in err and "Workflow failed" in err and "good" not in err
-    assert "bad" not in (good / "c.block.err").read_text() and "Workflow succeeded" in (good / "c.block.err").read_text()
+    assert (
+        "bad" not in (good / "c.block.err").read_text() and "Workflow succeeded" in (good / "c.block.err").read_text()
+    )
     alone = tmp_path / "alone"
     alone.mkdir()
     d = cluster(alone, "bad", FAILING)
@@ -122,8 +130,11 @@ def test_monitord_hack_writes_the_dagman_out_of_each_dag(tmp_path):
     stop(proc, box)
 
     def node_lines(d: Path) -> list[str]:
-        return [re.sub(r"\{[^}]*\}", "{time}", line.split(" ", 2)[2])
-                for line in (d / "c.dag.dagman.out").read_text().splitlines() if "Node" in line]
+        return [
+            re.sub(r"\{[^}]*\}", "{time}", line.split(" ", 2)[2])
+            for line in (d / "c.dag.dagman.out").read_text().splitlines()
+            if "Node" in line
+        ]
 
     assert node_lines(fed) == node_lines(alone)
     assert sorted(p.name for p in fed.glob("a.*")) == sorted(p.name for p in alone.glob("a.*"))
@@ -133,8 +144,11 @@ def test_cancel_ends_one_dag_and_stop_ends_the_run(tmp_path):
     proc, box = start_agent(tmp_path)
     slow = cluster(tmp_path, "slow", SLOW)
     feed(box, "slow", slow, ARGS)
-    wait_for(lambda: (slow / "jobstate.log").exists() and "EXECUTE" in (slow / "jobstate.log").read_text(), 30,
-             "the slow task started")
+    wait_for(
+        lambda: (slow / "jobstate.log").exists() and "EXECUTE" in (slow / "jobstate.log").read_text(),
+        30,
+        "the slow task started",
+    )
     inbox.write_cancel(str(box), "slow")
     assert done(box, "slow") == [1]
     assert '"reason": "signal"' in (slow / "c.dag.result").read_text()
@@ -143,8 +157,11 @@ def test_cancel_ends_one_dag_and_stop_ends_the_run(tmp_path):
     assert done(box, "again") == [0]
     still = cluster(tmp_path, "still", SLOW)
     feed(box, "still", still, ARGS)
-    wait_for(lambda: (still / "jobstate.log").exists() and "EXECUTE" in (still / "jobstate.log").read_text(), 30,
-             "the second slow task started")
+    wait_for(
+        lambda: (still / "jobstate.log").exists() and "EXECUTE" in (still / "jobstate.log").read_text(),
+        30,
+        "the second slow task started",
+    )
     stop(proc, box)  # within the kill grace, not the task's 60 s
     assert inbox.read_done(str(box), "still") == 1
     assert '"reason": "signal"' in (still / "c.dag.result").read_text()
@@ -175,8 +192,11 @@ def test_each_dag_keeps_its_own_wall_time_and_runtimes(tmp_path):
     the next run (result walltime), while another DAG with time goes on in the same pilot run."""
     proc, box = start_agent(tmp_path)
     # 12 s: first fits; after its 3 s, long's 10 s no longer does (while 10 s fit the whole limit: it is held)
-    short = cluster(tmp_path, "short", "#pilot runtime=3\nTASK first /bin/sleep 3\n#pilot runtime=10\nTASK long /bin/true\n"
-                                       "EDGE first long\n")
+    short = cluster(
+        tmp_path,
+        "short",
+        "#pilot runtime=3\nTASK first /bin/sleep 3\n#pilot runtime=10\nTASK long /bin/true\n" "EDGE first long\n",
+    )
     roomy = cluster(tmp_path, "roomy", "#pilot runtime=10\nTASK long /bin/true\n")
     feed(box, "short", short, [*ARGS, "--max-wall-time", "0.2"])
     feed(box, "roomy", roomy, [*ARGS, "--max-wall-time", "5"])
@@ -217,9 +237,34 @@ def test_a_dag_holding_hosts_runs_there_alone_beside_one_that_shares_the_rest(tm
     runs only on the hosts left: as each had nodes of its own in the pilot job."""
     exe = pilot_cmd([])[0]
     base = [sys.executable, "-m", "pilot", "run", "--inbox", str(tmp_path / "inbox")]
-    proc = subprocess.Popen([exe, "-n", "1", "-env", "PILOT_HOSTNAME", "h0", *base, ":", "-n", "2", "-env",
-                             "PILOT_HOSTNAME", "h1", *base, ":", "-n", "2", "-env", "PILOT_HOSTNAME", "h2", *base],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            exe,
+            "-n",
+            "1",
+            "-env",
+            "PILOT_HOSTNAME",
+            "h0",
+            *base,
+            ":",
+            "-n",
+            "2",
+            "-env",
+            "PILOT_HOSTNAME",
+            "h1",
+            *base,
+            ":",
+            "-n",
+            "2",
+            "-env",
+            "PILOT_HOSTNAME",
+            "h2",
+            *base,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     box = tmp_path / "inbox"
     text = "".join(f"TASK t{i} /bin/sleep 0.3\n" for i in range(6))
     wide, narrow = cluster(tmp_path, "wide", text), cluster(tmp_path, "narrow", text)

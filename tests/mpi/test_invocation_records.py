@@ -33,8 +33,10 @@ def test_records_travel_in_the_job_output(tmp_path):
         main = inv.find(f"{NS}mainjob")
         stderr = inv.find(f"{NS}statcall[@id='stderr']/{NS}data")
         records[inv.get("derivation")] = (
-            inv.get("transformation"), main.find(f"{NS}status/{NS}regular").get("exitcode"),
-            main.find(f"{NS}argument-vector/{NS}arg").text, stderr.text if stderr is not None else None,
+            inv.get("transformation"),
+            main.find(f"{NS}status/{NS}regular").get("exitcode"),
+            main.find(f"{NS}argument-vector/{NS}arg").text,
+            stderr.text if stderr is not None else None,
         )
     assert records == {
         "ID1": ("ns::ok:1", "0", '-c "echo out-ok; echo err-ok >&2"', None),  # a task that succeeded: no stderr copy

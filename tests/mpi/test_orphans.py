@@ -45,7 +45,11 @@ def ranks_of(tag: str, rank: int) -> list[int]:
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             env = _environ(pid)
-            if f"ORPHAN_TEST={tag}".encode() in env and f"PMI_RANK={rank}\0".encode() in env and b"PILOT_TASK_MARK=" not in env:
+            if (
+                f"ORPHAN_TEST={tag}".encode() in env
+                and f"PMI_RANK={rank}\0".encode() in env
+                and b"PILOT_TASK_MARK=" not in env
+            ):
                 found.append(int(pid))
     return [pid for pid in found if _parent(pid) not in found]
 
@@ -80,7 +84,13 @@ def test_sigkill_leaves_no_task_behind(dagfile, victim):
             assert len(pids) == 1
             pid = pids[0]
         os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not tasks_of(tag), 5, "no task left behind", every=0.05, detail=lambda: f"left behind: {tasks_of(tag)}")
+        wait_for(
+            lambda: not tasks_of(tag),
+            5,
+            "no task left behind",
+            every=0.05,
+            detail=lambda: f"left behind: {tasks_of(tag)}",
+        )
     finally:
         for pid in tasks_of(tag):
             os.kill(pid, signal.SIGKILL)
@@ -109,8 +119,12 @@ def test_rerun_ends_the_previous_copy_first(dagfile, tmp_path):
     tag = uuid.uuid4().hex
     log = tmp_path / "starts"
     dag = dagfile(f"TASK a /bin/sh -c 'echo start >> {log}; exec sleep 300'\n")
-    first = subprocess.Popen(pilot_cmd(["--keep-task-processes", dag]), env=dict(os.environ, ORPHAN_TEST=tag),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = subprocess.Popen(
+        pilot_cmd(["--keep-task-processes", dag]),
+        env=dict(os.environ, ORPHAN_TEST=tag),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for(lambda: len(tasks_of(tag)) == 1, 30, "the task to start", every=0.05)
         old = tasks_of(tag)[0]
@@ -118,8 +132,12 @@ def test_rerun_ends_the_previous_copy_first(dagfile, tmp_path):
         first.wait(timeout=30)
         # --keep-task-processes: the watchdog only reports the death, so the old copy still runs here
         assert tasks_of(tag) == [old]
-        second = subprocess.Popen(pilot_cmd([dag]), env=dict(os.environ, ORPHAN_TEST=tag),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        second = subprocess.Popen(
+            pilot_cmd([dag]),
+            env=dict(os.environ, ORPHAN_TEST=tag),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_for(lambda: log.read_text().count("start") == 2, 30, "the second start", every=0.05)
         assert old not in tasks_of(tag)  # ended before the new copy started
         second.kill()

@@ -16,7 +16,9 @@ pytestmark = pytest.mark.mpi
 
 def test_pmc_priority_test_dag(dagfile):
     """PMC's own test: one worker, --host-cpus 2, the 2-CPU task D (priority 8) right after I."""
-    res = run_pilot(["-v", "-v", "-s", "-o", os.devnull, "-e", os.devnull, "--host-cpus", "2", dagfile(PMC_PRIORITY_DAG)], n=2)
+    res = run_pilot(
+        ["-v", "-v", "-s", "-o", os.devnull, "-e", os.devnull, "--host-cpus", "2", dagfile(PMC_PRIORITY_DAG)], n=2
+    )
     assert res.returncode == 0, res.stderr
     assert re.findall(r"\[trace\] Scheduling task (\w)", res.stderr) == list("GIDEON")
 

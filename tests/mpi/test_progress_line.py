@@ -53,7 +53,7 @@ def test_progress_line_on_a_terminal(dagfile):
     assert "\r\x1b[Kpilot: 0/4 done, " in out  # drawn in place from the start
     assert "\r\x1b[Kpilot: 4/4 done, 0 running, 0 failed, 0 ready [" in out  # the last counts stay, on their own line
     last = out.rindex("pilot: 4/4 done")
-    assert "\n" in out[last:out.index("[cluster-summary", last)]
+    assert "\n" in out[last : out.index("[cluster-summary", last)]
 
 
 def test_no_progress_line_when_not_a_terminal(dagfile):

@@ -81,8 +81,25 @@ def test_estimate_within_ten_percent_of_the_measured_makespan(tmp_path):
     side = job("x2", 1.5, [job("x1", 2)])
     job("join", 1, [*works, side])
     paths = write(tmp_path, wf, transformations("local", {"sleep": "/bin/sleep"}))
-    plan = subprocess.run([sys.executable, "-m", "pilot", "plan", paths["workflow"], "--tc", paths["tc"], "--site", "local",
-                           "--cluster", "whole", "--dir", str(tmp_path / "submit")], capture_output=True, text=True)
+    plan = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            paths["workflow"],
+            "--tc",
+            paths["tc"],
+            "--site",
+            "local",
+            "--cluster",
+            "whole",
+            "--dir",
+            str(tmp_path / "submit"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert plan.returncode == 0, plan.stderr
     m = re.search(r"merge_mixed  3 ranks  ([0-9.]+) s", plan.stdout)
     assert m, plan.stdout

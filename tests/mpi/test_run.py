@@ -26,7 +26,11 @@ def test_diamond_merges_stdio_and_succeeds(dagfile):
     assert res.returncode == 0, res.stderr
     for t in "ABCD":
         assert f"I am {t}\n[cluster-task name={t}, start=" in res.stdout
-    assert res.stdout.rstrip().splitlines()[-1].startswith('[cluster-summary stat="ok", tasks=4, submitted=4, succeeded=4, failed=0')
+    assert (
+        res.stdout.rstrip()
+        .splitlines()[-1]
+        .startswith('[cluster-summary stat="ok", tasks=4, submitted=4, succeeded=4, failed=0')
+    )
     assert "Workflow succeeded" in res.stderr and "Resource utilization (with master)" in res.stderr
     assert not list(Path(dag).parent.glob("wf.dag.out.*"))  # merged and removed
     assert Path(dag + ".rescue").read_text().count("DONE") == 4
@@ -38,7 +42,9 @@ def test_pilot_mpi_cluster_is_the_same_program(dagfile):
     res = run_pilot(["--no-resource-log", dagfile(DIAMOND)], program="pmc")
     assert res.returncode == 0 and res.stdout.count("[cluster-task") == 4
     version = run_pilot(["-V"], program="pmc")
-    assert version.returncode == 0 and version.stdout.startswith("pilot-mpi-cluster ") and version.stdout.count("\n") == 1
+    assert (
+        version.returncode == 0 and version.stdout.startswith("pilot-mpi-cluster ") and version.stdout.count("\n") == 1
+    )
 
 
 def test_one_rank_is_a_clear_error(dagfile):
@@ -76,7 +82,10 @@ def test_infeasible_task_aborts_before_anything_runs(dagfile, tmp_path):
     dag = dagfile(f"TASK small /usr/bin/touch {marker}\nTASK big -c 4 -m 100 /bin/true\n")
     res = run_pilot(["--host-cpus", "2", dag])
     assert res.returncode == 1 and not marker.exists()
-    assert "wf.dag:2: FATAL ERROR: No host is capable of running task big: it requests 4 CPU(s), 100 MB memory" in res.stderr
+    assert (
+        "wf.dag:2: FATAL ERROR: No host is capable of running task big: it requests 4 CPU(s), 100 MB memory"
+        in res.stderr
+    )
 
 
 def test_failure_exit_status_and_kept_worker_files(dagfile, tmp_path):
@@ -115,7 +124,11 @@ def test_tries_and_per_task_stdio_numbering(dagfile, tmp_path):
     dag = dagfile(f"TASK flaky -t 3 /bin/sh -c '{script}'\nTASK once /bin/echo single\n")
     res = run_pilot(["--per-task-stdio", dag])
     assert res.returncode == 0, res.stderr
-    assert [(tmp_path / f"flaky.out.{i:03d}").read_text().splitlines()[0] for i in range(3)] == ["try 1", "try 2", "try 3"]
+    assert [(tmp_path / f"flaky.out.{i:03d}").read_text().splitlines()[0] for i in range(3)] == [
+        "try 1",
+        "try 2",
+        "try 3",
+    ]
     assert not (tmp_path / "flaky.out.003").exists()
     assert (tmp_path / "once.out.000").read_text().startswith("single\n[cluster-task name=once,")
     assert "submitted=4, succeeded=2, failed=0" in res.stdout  # retried attempts are not failures
@@ -156,7 +169,9 @@ def test_no_interleaving_within_a_task(dagfile, tmp_path):
 
 
 def test_task_environment_and_annotation(dagfile):
-    dag = dagfile("#@ 12 tx::name ID12\nTASK envtask -m 5 -c 2 /bin/sh -c 'echo $PMC_TASK $PMC_MEMORY $PMC_CPUS $PMC_RANK $PMC_HOST_RANK'\n")
+    dag = dagfile(
+        "#@ 12 tx::name ID12\nTASK envtask -m 5 -c 2 /bin/sh -c 'echo $PMC_TASK $PMC_MEMORY $PMC_CPUS $PMC_RANK $PMC_HOST_RANK'\n"
+    )
     res = run_pilot(["--host-cpus", "4", dag])
     assert res.returncode == 0
     fields = res.stdout.splitlines()[0].split()
@@ -167,9 +182,13 @@ def test_task_environment_and_annotation(dagfile):
 def test_mpi_start_settings_stay_out_of_tasks(dagfile):
     """UCX_MEM_EVENTS=no, heavy yield and (all ranks on one host) UCX_TLS speed up MPI's start only:
     tasks see the job's environment as it was."""
-    dag = dagfile("TASK e /bin/sh -c 'echo ucx=${UCX_MEM_EVENTS-unset} yield=${MPIR_CVAR_ENABLE_HEAVY_YIELD-unset} "
-                  "tls=${UCX_TLS-unset}'\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("UCX_MEM_EVENTS", "MPIR_CVAR_ENABLE_HEAVY_YIELD", "UCX_TLS")}
+    dag = dagfile(
+        "TASK e /bin/sh -c 'echo ucx=${UCX_MEM_EVENTS-unset} yield=${MPIR_CVAR_ENABLE_HEAVY_YIELD-unset} "
+        "tls=${UCX_TLS-unset}'\n"
+    )
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("UCX_MEM_EVENTS", "MPIR_CVAR_ENABLE_HEAVY_YIELD", "UCX_TLS")
+    }
     res = subprocess.run(pilot_cmd(["-s", dag], 3, "run"), capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 0 and "ucx=unset yield=unset tls=unset\n" in res.stdout
     # Set before the MPI library loads: UCX reads it then, and warns of a variable set later as unused.
@@ -186,14 +205,17 @@ def test_ranks_leave_without_the_interpreters_teardown_and_lose_nothing(dagfile,
     dag = dagfile("".join(f"TASK t{i} /bin/echo line {i}\n" for i in range(300)) + "TASK bad /bin/false\n")
     marks = tmp_path / "atexit"
     marks.mkdir()
-    code = ("import atexit, os, sys\n"
-            "atexit.register(lambda: open(os.path.join(sys.argv[1], os.environ.get('PMI_RANK', 'x')), 'w').close())\n"
-            "from pilot.cli.main import main\n"
-            "sys.exit(main(['run', '-s', sys.argv[2]]))\n")
+    code = (
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: open(os.path.join(sys.argv[1], os.environ.get('PMI_RANK', 'x')), 'w').close())\n"
+        "from pilot.cli.main import main\n"
+        "sys.exit(main(['run', '-s', sys.argv[2]]))\n"
+    )
     exe = pilot_cmd([], 3, "run")[0]
     for _ in range(4):
-        res = subprocess.run([exe, "-n", "3", sys.executable, "-c", code, str(marks), dag], capture_output=True, text=True,
-                             timeout=120)
+        res = subprocess.run(
+            [exe, "-n", "3", sys.executable, "-c", code, str(marks), dag], capture_output=True, text=True, timeout=120
+        )
         assert res.returncode == 1, res.stderr
         assert "TERMINATED" not in res.stderr and "Workflow failed: 1 of 301 tasks not done (bad)" in res.stderr
         lines = res.stdout.splitlines()
@@ -202,8 +224,12 @@ def test_ranks_leave_without_the_interpreters_teardown_and_lose_nothing(dagfile,
         assert lines[-1].startswith('[cluster-summary stat="failed", tasks=301, submitted=301, succeeded=300, failed=1')
     assert not list(marks.iterdir())
     # A rank that never started MPI (a usage error, found before) exits as any program does.
-    res = subprocess.run([exe, "-n", "2", sys.executable, "-c", code.replace("'-s'", "'--no-such-option'"), str(marks), dag],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [exe, "-n", "2", sys.executable, "-c", code.replace("'-s'", "'--no-such-option'"), str(marks), dag],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 2 and sorted(p.name for p in marks.iterdir()) == ["0", "1"]
 
 
@@ -311,8 +337,9 @@ def test_append_stdio_as_pegasus_mpi_cluster(dagfile, tmp_path):
 
 def test_a_failed_run_and_its_rerun_merge_each_output_once(dagfile, tmp_path):
     flag = tmp_path / "fixed"
-    dag = dagfile(f"TASK A /bin/echo out-A\nTASK B /bin/sh -c 'echo out-B; test -e {flag}'\nTASK C /bin/echo out-C\n"
-                  "EDGE B C\n")
+    dag = dagfile(
+        f"TASK A /bin/echo out-A\nTASK B /bin/sh -c 'echo out-B; test -e {flag}'\nTASK C /bin/echo out-C\n" "EDGE B C\n"
+    )
     first = run_pilot([dag])
     assert first.returncode == 1 and first.stdout.count("out-A") == 1 and first.stdout.count("out-B") == 1
     assert Path(dag + ".merged").exists()  # how much of each kept file this run merged
@@ -343,7 +370,9 @@ def test_output_of_tasks_done_before_a_sigkill_of_the_whole_job_appears_once_aft
     the killed run's workers wrote, each finished task's output and record once, and runs none of them again."""
     names = [f"t{i:02d}" for i in range(40)]
     dag = dagfile("".join(f"TASK {n} /bin/sh -c 'echo out-$PMC_TASK; sleep 0.05'\n" for n in names))
-    proc = subprocess.Popen(pilot_cmd([dag]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        pilot_cmd([dag]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     rescue = Path(dag + ".rescue")
     wait_for(lambda: rescue.exists() and rescue.read_text().count("DONE") >= 10, 30, "10 tasks done", every=0.02)
     for pid in _pilot_ranks(dag):
@@ -359,4 +388,4 @@ def test_output_of_tasks_done_before_a_sigkill_of_the_whole_job_appears_once_aft
             assert res.stdout.count(f"out-{n}\n") == 1 and res.stdout.count(f"name={n},") == 1, n
         else:  # run in the rerun (a killed attempt's output may precede it)
             assert res.stdout.count(f"out-{n}\n") >= 1 and res.stdout.count(f"name={n},") >= 1, n
-    assert 'tasks=40, submitted=' in res.stdout and f"succeeded={40 - len(done_first)}," in res.stdout
+    assert "tasks=40, submitted=" in res.stdout and f"succeeded={40 - len(done_first)}," in res.stdout

@@ -31,8 +31,14 @@ def setup(tmp_path: Path, body: str, tasks: dict, local: Path | None = None) -> 
     (shared / "in.txt").write_text("payload\n")
     dag = tmp_path / "wf.dag"
     dag.write_text(f"#pilot cwd={shared}\n{body}")
-    args = ["--per-task-stdio", "--task-files", write_lists(tmp_path / "wf.dag.taskfiles", tasks),
-            "--local-scratch", str(local), str(dag)]
+    args = [
+        "--per-task-stdio",
+        "--task-files",
+        write_lists(tmp_path / "wf.dag.taskfiles", tasks),
+        "--local-scratch",
+        str(local),
+        str(dag),
+    ]
     return shared, local, args
 
 
@@ -43,8 +49,12 @@ TASK D /bin/sh -c "echo forgot"
 TASK E /bin/sh -c "pwd > e.txt"
 EDGE A B
 """
-LISTS = {"A": (["in.txt"], ["out.txt", "where.txt"], []), "B": (["out.txt"], ["b.txt"], ["maybe.txt"]),
-         "C": ([], ["partial.out"], []), "D": ([], ["missing.out"], [])}
+LISTS = {
+    "A": (["in.txt"], ["out.txt", "where.txt"], []),
+    "B": (["out.txt"], ["b.txt"], ["maybe.txt"]),
+    "C": ([], ["partial.out"], []),
+    "D": ([], ["missing.out"], []),
+}
 
 
 @pytest.mark.parametrize("where", ["same file system", "another file system"])
@@ -67,8 +77,14 @@ def test_temporary_files_stay_local_outputs_reach_the_shared_scratch_failures_le
         # C failed: nothing of it on the shared scratch. D did not write its declared output: it failed, saying so.
         assert not (shared / "partial.out").exists()
         assert "Task D: declared output missing.out was not written" in (tmp_path / "D.err.000").read_text()
-        records = {t: next(line for line in (tmp_path / f"{t}.out.000").read_text().splitlines()
-                           if line.startswith("[cluster-task")) for t in "ABCDE"}
+        records = {
+            t: next(
+                line
+                for line in (tmp_path / f"{t}.out.000").read_text().splitlines()
+                if line.startswith("[cluster-task")
+            )
+            for t in "ABCDE"
+        }
         assert "status=3" in records["C"] and "status=1" in records["D"] and "status=0" in records["A"]
         # E is not listed: it ran in its working directory, as under sharedfs.
         assert (shared / "e.txt").read_text().strip() == str(shared)
@@ -82,8 +98,9 @@ def test_temporary_files_stay_local_outputs_reach_the_shared_scratch_failures_le
 
 
 def test_keep_task_dirs_keeps_what_a_failed_task_left(tmp_path):
-    shared, local, args = setup(tmp_path, 'TASK C /bin/sh -c "echo half > partial.out; exit 3"\n',
-                                {"C": ([], ["partial.out"], [])})
+    shared, local, args = setup(
+        tmp_path, 'TASK C /bin/sh -c "echo half > partial.out; exit 3"\n', {"C": ([], ["partial.out"], [])}
+    )
     res = run_pilot(["--keep-task-dirs", *args])
     assert res.returncode != 0
     (kept,) = local.iterdir()
@@ -106,7 +123,7 @@ def test_a_task_after_a_killed_run_starts_in_an_empty_directory(tmp_path):
 
 
 def test_a_task_files_list_of_another_dag_is_one_line(tmp_path):
-    shared, local, args = setup(tmp_path, 'TASK A /bin/true\n', {"Z": ([], [], [])})
+    shared, local, args = setup(tmp_path, "TASK A /bin/true\n", {"Z": ([], [], [])})
     res = run_pilot(args)
     assert res.returncode == 2, res.stderr
     assert "wf.dag.taskfiles: task Z is not in" in res.stderr and "Traceback" not in res.stderr

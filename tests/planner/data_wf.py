@@ -12,11 +12,18 @@ from pathlib import Path
 
 from tests.planner.wf import api, write_properties
 
-MINE = "#!/bin/sh\ncat \"$1\" > \"$2\" && echo mine >> \"$2\"\n"
+MINE = '#!/bin/sh\ncat "$1" > "$2" && echo mine >> "$2"\n'
 
 
-def data_workflow(tmp_path: Path, *, site_catalog: bool = True, input_text: str = "hello\n", inline: bool = True,
-                  props: dict[str, str] | None = None, transfer_args: str = "-m 1") -> dict[str, str]:
+def data_workflow(
+    tmp_path: Path,
+    *,
+    site_catalog: bool = True,
+    input_text: str = "hello\n",
+    inline: bool = True,
+    props: dict[str, str] | None = None,
+    transfer_args: str = "-m 1",
+) -> dict[str, str]:
     """Write the example; return the paths (workflow, replicas, conf) and its directories."""
     inputs = tmp_path / "input"
     inputs.mkdir(exist_ok=True)
@@ -33,17 +40,26 @@ def data_workflow(tmp_path: Path, *, site_catalog: bool = True, input_text: str 
     )
     wf = api.Workflow("data")
     fa, fb, fc = api.File("f.a"), api.File("f.b"), api.File("f.c")
-    j1 = api.Job("cp", _id="j1").add_args(fa, fb).add_inputs(fa).add_outputs(fb, stage_out=False, register_replica=False)
-    j2 = api.Job("mine", _id="j2").add_args(fb, fc).add_inputs(fb).add_outputs(fc, stage_out=True, register_replica=True)
+    j1 = (
+        api.Job("cp", _id="j1").add_args(fa, fb).add_inputs(fa).add_outputs(fb, stage_out=False, register_replica=False)
+    )
+    j2 = (
+        api.Job("mine", _id="j2").add_args(fb, fc).add_inputs(fb).add_outputs(fc, stage_out=True, register_replica=True)
+    )
     j2.set_stdout(api.File("j2.out"), stage_out=True, register_replica=False)
     wf.add_jobs(j1, j2)
     wf.add_transformation_catalog(tc)
     if site_catalog:
-        sc = api.SiteCatalog().add_sites(api.Site("local").add_directories(
-            api.Directory(api.Directory.SHARED_SCRATCH, str(tmp_path / "scratch"))
-            .add_file_servers(api.FileServer(f"file://{tmp_path / 'scratch'}", api.Operation.ALL)),
-            api.Directory(api.Directory.LOCAL_STORAGE, str(tmp_path / "output"))
-            .add_file_servers(api.FileServer(f"file://{tmp_path / 'output'}", api.Operation.ALL))))
+        sc = api.SiteCatalog().add_sites(
+            api.Site("local").add_directories(
+                api.Directory(api.Directory.SHARED_SCRATCH, str(tmp_path / "scratch")).add_file_servers(
+                    api.FileServer(f"file://{tmp_path / 'scratch'}", api.Operation.ALL)
+                ),
+                api.Directory(api.Directory.LOCAL_STORAGE, str(tmp_path / "output")).add_file_servers(
+                    api.FileServer(f"file://{tmp_path / 'output'}", api.Operation.ALL)
+                ),
+            )
+        )
         wf.add_site_catalog(sc)
     out = {"workflow": str(tmp_path / "data.yml")}
     if inline:
@@ -51,7 +67,8 @@ def data_workflow(tmp_path: Path, *, site_catalog: bool = True, input_text: str 
     else:
         out["replicas"] = str(tmp_path / "replicas.yml")
         rc.write(out["replicas"])
-    out["conf"] = write_properties(tmp_path / "pegasus.properties",
-                                   {"pegasus.transfer.arguments": transfer_args, **(props or {})})
+    out["conf"] = write_properties(
+        tmp_path / "pegasus.properties", {"pegasus.transfer.arguments": transfer_args, **(props or {})}
+    )
     wf.write(out["workflow"])
     return out

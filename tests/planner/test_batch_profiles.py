@@ -35,14 +35,22 @@ def entry(name: str, pegasus: dict, env: dict | None = None, site: str = "local"
     profiles: dict = {"pegasus": pegasus}
     if env:
         profiles["env"] = env
-    return {"namespace": "pegasus", "name": name,
-            "sites": [{"name": site, "pfn": f"/opt/pegasus/bin/{name}", "type": "installed", "profiles": profiles}]}
+    return {
+        "namespace": "pegasus",
+        "name": name,
+        "sites": [{"name": site, "pfn": f"/opt/pegasus/bin/{name}", "type": "installed", "profiles": profiles}],
+    }
 
 
 def planned(tmp_path: Path, paths: dict, cluster: str, site: str = "perlmutter-cpu", **overrides: str):
-    req = PlanRequest(workflow=paths["workflow"], site=load_site(site, {"pegasus_site": "local", **overrides}),
-                      cluster=[cluster], submit_dir=str(tmp_path / "submit"), conf=paths.get("conf"),
-                      tc=paths.get("tc"))
+    req = PlanRequest(
+        workflow=paths["workflow"],
+        site=load_site(site, {"pegasus_site": "local", **overrides}),
+        cluster=[cluster],
+        submit_dir=str(tmp_path / "submit"),
+        conf=paths.get("conf"),
+        tc=paths.get("tc"),
+    )
     return plan(req)
 
 
@@ -55,10 +63,12 @@ def script(emitted, name: str) -> list[str]:
 
 
 def test_data_jobs_take_their_transformations_profiles_into_their_batch_job(tmp_path):
-    paths = with_entries(data_workflow(tmp_path),
-                         entry("transfer", XFER, env={"XFER_TRACE": "on"}),
-                         entry("dirmanager", {"queue": "dirq", "project": "m2187"}),
-                         entry("rc-client", {"glite.arguments": "--qos=shared"}))
+    paths = with_entries(
+        data_workflow(tmp_path),
+        entry("transfer", XFER, env={"XFER_TRACE": "on"}),
+        entry("dirmanager", {"queue": "dirq", "project": "m2187"}),
+        entry("rc-client", {"glite.arguments": "--qos=shared"}),
+    )
     emitted = run(tmp_path, paths, "label")
     for name in ("stage_in_local_local_0_0", "stage_out_local_local_1_0"):
         lines = script(emitted, name)
@@ -80,8 +90,9 @@ def test_a_data_transformation_without_profiles_leaves_the_batch_job_as_it_was(t
     first = run(tmp_path / "a", data_workflow(tmp_path / "a"), "label")
     again = run(tmp_path / "b", with_entries(data_workflow(tmp_path / "b"), entry("transfer", {})), "label")
     name = "stage_in_local_local_0_0"
-    assert [line.replace(str(tmp_path / "a"), "") for line in script(first, name)] == \
-        [line.replace(str(tmp_path / "b"), "") for line in script(again, name)]
+    assert [line.replace(str(tmp_path / "a"), "") for line in script(first, name)] == [
+        line.replace(str(tmp_path / "b"), "") for line in script(again, name)
+    ]
 
 
 def test_in_a_cluster_of_both_the_compute_jobs_values_win_and_the_data_jobs_fill_the_rest(tmp_path):
@@ -112,8 +123,9 @@ def aggregator_wf(tmp_path: Path, cluster_size: int = 4, globus: dict | None = N
     wf = api.Workflow("agg", infer_dependencies=False)
     jobs(wf, "T", 4)
     tc = transformations("local", {"T": "/bin/true"}, {"T": {"clusters.size": str(cluster_size)}})
-    mpi = api.Transformation("mpiexec", namespace="pegasus", site="local", pfn="/opt/pegasus/bin/pegasus-mpi-cluster",
-                             is_stageable=False)
+    mpi = api.Transformation(
+        "mpiexec", namespace="pegasus", site="local", pfn="/opt/pegasus/bin/pegasus-mpi-cluster", is_stageable=False
+    )
     mpi.add_pegasus_profile(queue="regular", glite_arguments="--nodes=2 --ntasks-per-node=1", project="m2187")
     for key, value in size.items():
         mpi.add_profiles(api.Namespace.PEGASUS, key=key, value=value)
@@ -143,11 +155,15 @@ def merge_cluster(emitted) -> str:
     return name
 
 
-@pytest.mark.parametrize("pegasus, globus", [
-    ({"nodes": "2", "ppn": "4", "runtime": "5400"}, {}),
-    ({}, {"hostcount": "2", "xcount": "4", "maxwalltime": "90"}),  # Globus.java's names of the same three
-    ({"nodes": "2", "cores": "8", "runtime": "5341"}, {}),  # cores with nodes gives ppn; seconds rounded up
-], ids=["pegasus", "globus", "cores"])
+@pytest.mark.parametrize(
+    "pegasus, globus",
+    [
+        ({"nodes": "2", "ppn": "4", "runtime": "5400"}, {}),
+        ({}, {"hostcount": "2", "xcount": "4", "maxwalltime": "90"}),  # Globus.java's names of the same three
+        ({"nodes": "2", "cores": "8", "runtime": "5341"}, {}),  # cores with nodes gives ppn; seconds rounded up
+    ],
+    ids=["pegasus", "globus", "cores"],
+)
 def test_the_aggregators_nodes_ppn_and_runtime_size_the_clustered_batch_job(tmp_path, pegasus, globus):
     """As Pegasus' glite style sizes a PMC job from pegasus-mpi-cluster's entry (NODES, PROCS, WALLTIME): the
     script asks for 2 nodes of 4 ranks for 90 minutes, its MPI launch starts 8 ranks, the pilot stops before the
@@ -177,8 +193,14 @@ def test_the_estimate_measures_a_clustered_job_against_the_aggregators_walltime(
 
 
 def test_the_aggregators_size_reaches_a_pbs_script(tmp_path):
-    emitted = run(tmp_path, aggregator_wf(tmp_path, nodes="2", ppn="4", runtime="1800"), "horizontal", "polaris",
-                  nodes="2", account="m1")
+    emitted = run(
+        tmp_path,
+        aggregator_wf(tmp_path, nodes="2", ppn="4", runtime="1800"),
+        "horizontal",
+        "polaris",
+        nodes="2",
+        account="m1",
+    )
     lines = script(emitted, merge_cluster(emitted))
     assert "#PBS -l select=2:ncpus=4:mpiprocs=4" in lines and "#PBS -l walltime=00:30:00" in lines, lines
     assert any("-n 8 -ppn 4" in line for line in lines), lines
@@ -191,16 +213,27 @@ def test_ppn_alone_spreads_the_clusters_ranks_over_the_nodes_it_needs(tmp_path):
     assert "#SBATCH --time=00:30:00" in lines  # no runtime: the site config's walltime
 
 
-@pytest.mark.parametrize("size, site, said", [
-    ({"nodes": "3"}, {"nodes": "2"}, r"transformation pegasus::mpiexec: pegasus::nodes = 3: site perlmutter-cpu has 2 "
-                                     r"node\(s\) per batch job \(.*perlmutter-cpu.yaml: nodes\): ask for at most 2, or "
-                                     r"raise the site config's nodes \(--set nodes=3\)$"),
-    ({"runtime": "180000"}, {}, r"pegasus::runtime = '180000' \(50:00:00\) is longer than site perlmutter-cpu's "
-                                r"max_walltime 48:00:00"),
-    ({"nodes": "4", "cores": "10"}, {"nodes": "4"}, r"pegasus::cores = 10 is not a multiple of nodes 4"),
-    ({"nodes": "2", "ppn": "4", "cores": "6"}, {"nodes": "2"}, r"pegasus::cores = 6 is not nodes x ppn \(2 x 4\)"),
-    ({"nodes": "1", "ppn": "1"}, {}, r"ask for 1 MPI rank: a clustered job needs at least 2"),
-], ids=["nodes", "walltime", "cores-nodes", "cores-all", "one-rank"])
+@pytest.mark.parametrize(
+    "size, site, said",
+    [
+        (
+            {"nodes": "3"},
+            {"nodes": "2"},
+            r"transformation pegasus::mpiexec: pegasus::nodes = 3: site perlmutter-cpu has 2 "
+            r"node\(s\) per batch job \(.*perlmutter-cpu.yaml: nodes\): ask for at most 2, or "
+            r"raise the site config's nodes \(--set nodes=3\)$",
+        ),
+        (
+            {"runtime": "180000"},
+            {},
+            r"pegasus::runtime = '180000' \(50:00:00\) is longer than site perlmutter-cpu's " r"max_walltime 48:00:00",
+        ),
+        ({"nodes": "4", "cores": "10"}, {"nodes": "4"}, r"pegasus::cores = 10 is not a multiple of nodes 4"),
+        ({"nodes": "2", "ppn": "4", "cores": "6"}, {"nodes": "2"}, r"pegasus::cores = 6 is not nodes x ppn \(2 x 4\)"),
+        ({"nodes": "1", "ppn": "1"}, {}, r"ask for 1 MPI rank: a clustered job needs at least 2"),
+    ],
+    ids=["nodes", "walltime", "cores-nodes", "cores-all", "one-rank"],
+)
 def test_a_size_the_site_cannot_give_is_refused_in_one_line(tmp_path, size, site, said):
     with pytest.raises(ConfigError, match=said) as info:
         planned(tmp_path, aggregator_wf(tmp_path, **size), "horizontal", **site)
@@ -210,8 +243,9 @@ def test_a_size_the_site_cannot_give_is_refused_in_one_line(tmp_path, size, site
 def test_on_a_site_without_batch_system_the_aggregators_size_is_named_not_used(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="pilot"):
         emitted = run(tmp_path, aggregator_wf(tmp_path, nodes="2", ppn="4", runtime="60"), "horizontal", "local")
-    assert any("nodes, ppn, runtime" in r.getMessage() and "has no batch system" in r.getMessage()
-               for r in caplog.records), caplog.text
+    assert any(
+        "nodes, ppn, runtime" in r.getMessage() and "has no batch system" in r.getMessage() for r in caplog.records
+    ), caplog.text
     assert "-n 3 -ppn 3" in Path(emitted[merge_cluster(emitted)].script).read_text()  # the site config's
 
 
@@ -223,8 +257,11 @@ def test_ppn_on_a_jobs_transformation_is_still_refused(tmp_path):
     wf = api.Workflow("ppn", infer_dependencies=False)
     jobs(wf, "T", 1)
     with pytest.raises(ConfigError, match=r"ppn: pilot asks for a task's CPUs with cores"):
-        planned(tmp_path, write(tmp_path, wf, transformations("local", {"T": "/bin/true"}, {"T": {"ppn": "2"}})),
-                "horizontal")
+        planned(
+            tmp_path,
+            write(tmp_path, wf, transformations("local", {"T": "/bin/true"}, {"T": {"ppn": "2"}})),
+            "horizontal",
+        )
 
 
 def test_dagman_maxjobs_and_maxidle_are_kept_for_pilot_submit_without_a_warning(tmp_path):
@@ -255,8 +292,9 @@ def test_the_aggregators_env_and_a_data_transformations_cpus_are_said_not_droppe
     mpi["profiles"]["env"] = {"OMP_NUM_THREADS": "1"}
     Path(paths["tc"]).write_text(yaml.safe_dump(data))
     warnings = planned(tmp_path / "agg", paths, "horizontal").warnings
-    assert [w for w in warnings if w.startswith("warning: env::OMP_NUM_THREADS (") and "pegasus::mpiexec" in w], \
-        warnings
+    assert [
+        w for w in warnings if w.startswith("warning: env::OMP_NUM_THREADS (") and "pegasus::mpiexec" in w
+    ], warnings
     (tmp_path / "data").mkdir()
     xfer = entry("transfer", {"queue": "xfer"}, site="local")
     xfer["sites"][0]["profiles"]["condor"] = {"request_cpus": "4", "request_memory": "2048"}
@@ -271,8 +309,11 @@ def test_a_data_transformations_batch_option_that_cannot_be_a_directive_names_th
     from pilot.errors import ConfigError
 
     paths = with_entries(data_workflow(tmp_path), entry("transfer", {"glite.arguments": "--comment=$(reboot)"}))
-    with pytest.raises(ConfigError, match=r"stage_in_local_local_0_0 .*transformation pegasus::transfer's profiles: "
-                                          r"glite.arguments .* cannot go into a batch directive"):
+    with pytest.raises(
+        ConfigError,
+        match=r"stage_in_local_local_0_0 .*transformation pegasus::transfer's profiles: "
+        r"glite.arguments .* cannot go into a batch directive",
+    ):
         planned(tmp_path, paths, "label")
 
 
@@ -284,8 +325,9 @@ def test_pilot_submits_driver_hands_the_aggregators_size_to_the_slurm_provider(t
     from pilot.submit.driver import Driver
     from pilot.submit.options import Options
 
-    sub = planned(tmp_path, aggregator_wf(tmp_path, nodes="2", ppn="4", runtime="5400"), "horizontal",
-                  nodes="4").submit_dir
+    sub = planned(
+        tmp_path, aggregator_wf(tmp_path, nodes="2", ppn="4", runtime="5400"), "horizontal", nodes="4"
+    ).submit_dir
     site = load_site("perlmutter-cpu", {"pegasus_site": "local", "nodes": "4"})
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -47,8 +47,20 @@ def test_plan_without_cluster_makes_one_batch_job_and_counts_in_words(tmp_path, 
     out = capsys.readouterr().out
     assert code == 0 and re.search(r"^merge_two\s+whole\s+4\s", out, re.M)  # with its create-dir and cleanup
     assert "4 tasks (2 of them data jobs) in 1 cluster, written to" in out
-    code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "n"),
-                  "--cluster", "none"])
+    code = pilot(
+        [
+            "plan",
+            paths["workflow"],
+            "--site",
+            "local",
+            "--tc",
+            paths["tc"],
+            "--dir",
+            str(tmp_path / "n"),
+            "--cluster",
+            "none",
+        ]
+    )
     assert code == 0 and "4 tasks (2 of them data jobs) in 4 clusters," in capsys.readouterr().out
 
 
@@ -82,18 +94,30 @@ def test_demo_runs_from_any_directory_after_pip_install(tmp_path):
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, source / name, follow_symlinks=False)
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
+        check=True,
+        capture_output=True,
+    )
     wheel = next(wheels.glob("pilot_hpc-*.whl"))
     assert "pilot/examples/diamond.yml" in zipfile.ZipFile(wheel).namelist()
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = dict(os.environ, PYTHONPATH=str(target))
-    res = subprocess.run([sys.executable, "-m", "pilot", "demo", "--site", "local", "--dir", str(tmp_path / "submit")],
-                         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "pilot", "demo", "--site", "local", "--dir", str(tmp_path / "submit")],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert str(target / "pilot" / "examples" / "diamond.yml") in res.stdout
     assert "13 tasks (9 of them data jobs) in 12 clusters" in res.stdout
@@ -107,8 +131,10 @@ def test_submit_directory_that_cannot_be_written_is_exit_2(tmp_path, capsys):
     paths = two_jobs(tmp_path)
     blocker = tmp_path / "afile"
     blocker.write_text("")
-    for where, expected in ((blocker, f"{blocker}: not a directory; choose another --dir"),
-                            (blocker / "sub", f"{blocker / 'sub'}: cannot write the plan: Not a directory; choose another --dir")):
+    for where, expected in (
+        (blocker, f"{blocker}: not a directory; choose another --dir"),
+        (blocker / "sub", f"{blocker / 'sub'}: cannot write the plan: Not a directory; choose another --dir"),
+    ):
         code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(where)])
         assert code == 2 and capsys.readouterr().err.strip() == expected
 
@@ -144,15 +170,32 @@ def without_pegasus_wms(where: Path) -> Path:
 def test_demo_without_pegasus_wms_skips_the_monitoring_step_and_exits_0(tmp_path):
     shim = without_pegasus_wms(tmp_path / "shim")
     env = dict(os.environ, PYTHONPATH=str(shim))
-    probe = subprocess.run([sys.executable, "-c", "from pilot.submit.monitord import pegasus_cli; "
-                            "print(pegasus_cli('pegasus-statistics'), pegasus_cli('pegasus-transfer') is not None)"],
-                           env=env, capture_output=True, text=True, check=True)
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from pilot.submit.monitord import pegasus_cli; "
+            "print(pegasus_cli('pegasus-statistics'), pegasus_cli('pegasus-transfer') is not None)",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert probe.stdout.split() == ["None", "True"]
-    res = subprocess.run([sys.executable, "-m", "pilot", "demo", "--dir", str(tmp_path / "submit")],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "pilot", "demo", "--dir", str(tmp_path / "submit")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
-    assert ("(monitoring step skipped: pegasus-wms is not installed; pip install 'pegasus-wms==5.1.*' for "
-            "pegasus-status and pegasus-statistics on the run)") in res.stdout
+    assert (
+        "(monitoring step skipped: pegasus-wms is not installed; pip install 'pegasus-wms==5.1.*' for "
+        "pegasus-status and pegasus-statistics on the run)"
+    ) in res.stdout
     assert "Success" in res.stdout
 
 
@@ -165,12 +208,14 @@ def tx_on(site: str, tmp_path: Path) -> dict[str, str]:
     return write(tmp_path, wf, transformations(site, {"T": "/bin/echo"}))
 
 
-@pytest.mark.parametrize("spelling", [["--sites", "condorpool"], ["-s", "condorpool"],
-                                      ["--set", "pegasus_site=condorpool"]])
+@pytest.mark.parametrize(
+    "spelling", [["--sites", "condorpool"], ["-s", "condorpool"], ["--set", "pegasus_site=condorpool"]]
+)
 def test_pegasus_plan_sites_names_the_catalogs_execution_site(tmp_path, capsys, spelling):
     paths = tx_on("condorpool", tmp_path)
-    code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "s"),
-                  *spelling])
+    code = pilot(
+        ["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "s"), *spelling]
+    )
     assert code == 0, capsys.readouterr().err
     dag = (tmp_path / "s" / "merge_two" / "merge_two.dag").read_text()
     assert "cleanup_two_0_condorpool" in dag  # the workflow's directory is made and removed on that site
@@ -185,8 +230,7 @@ def test_without_sites_a_transformation_of_another_site_is_exit_2(tmp_path, caps
 @pytest.mark.parametrize("command", ["plan", "submit"])
 def test_sites_takes_one_site_as_a_usage_error(tmp_path, capsys, command):
     paths = tx_on("condorpool", tmp_path)
-    code = pilot([command, paths["workflow"], "--site", "local", "--tc", paths["tc"],
-                  "--sites", "condorpool,other"])
+    code = pilot([command, paths["workflow"], "--site", "local", "--tc", paths["tc"], "--sites", "condorpool,other"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "pilot plans for one execution site" in err
 
@@ -201,24 +245,45 @@ def test_pegasus_plan_output_site_spellings(command, spelling):
     assert ns.output_sites == "none" and ns.set == ["pegasus_site=condorpool"]
 
 
-@pytest.mark.parametrize("spelling", [["-D", "pegasus.clusterer.label.key=group"], ["-Dpegasus.clusterer.label.key=group"]])
+@pytest.mark.parametrize(
+    "spelling", [["-D", "pegasus.clusterer.label.key=group"], ["-Dpegasus.clusterer.label.key=group"]]
+)
 def test_pegasus_plan_dash_d_sets_a_property_over_the_conf_file(tmp_path, capsys, spelling):
     paths = tx_on("local", tmp_path)
     conf = tmp_path / "pegasus.properties"
     conf.write_text("pegasus.clusterer.label.key = label\npegasus.mode = development\n")
-    code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--conf", str(conf),
-                  "--dir", str(tmp_path / "s"), *spelling])
+    code = pilot(
+        [
+            "plan",
+            paths["workflow"],
+            "--site",
+            "local",
+            "--tc",
+            paths["tc"],
+            "--conf",
+            str(conf),
+            "--dir",
+            str(tmp_path / "s"),
+            *spelling,
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     kept = (tmp_path / "s" / "pegasus.properties").read_text()  # what the plan ran with, sub-workflows included
     assert "pegasus.clusterer.label.key = group\n" in kept and "pegasus.mode = development\n" in kept
 
 
-@pytest.mark.parametrize("pair, said", [("pegasus.clusterer.preference=Size", "-D pegasus.clusterer.preference=Size: "),
-                                        ("nokey", "-D nokey: expected -D key=value"),
-                                        ("pegasus.x=${PILOT_UNSET_VARIABLE}", "PILOT_UNSET_VARIABLE")])
+@pytest.mark.parametrize(
+    "pair, said",
+    [
+        ("pegasus.clusterer.preference=Size", "-D pegasus.clusterer.preference=Size: "),
+        ("nokey", "-D nokey: expected -D key=value"),
+        ("pegasus.x=${PILOT_UNSET_VARIABLE}", "PILOT_UNSET_VARIABLE"),
+    ],
+)
 def test_a_bad_dash_d_is_one_line_naming_it(tmp_path, capsys, pair, said):
     paths = tx_on("local", tmp_path)
-    code = pilot(["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "s"),
-                  "-D", pair])
+    code = pilot(
+        ["plan", paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "s"), "-D", pair]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and said in err, err

@@ -17,8 +17,16 @@ SITE = "local"
 
 
 def run_plan(tmp_path, paths, cluster, site="local", **kw):
-    req = PlanRequest(workflow=paths["workflow"], site=load_site(site), cluster=cluster.split(",") if cluster else [],
-                      submit_dir=str(tmp_path / "submit"), conf=paths.get("conf"), tc=paths.get("tc"), sc=paths.get("sc"), **kw)
+    req = PlanRequest(
+        workflow=paths["workflow"],
+        site=load_site(site),
+        cluster=cluster.split(",") if cluster else [],
+        submit_dir=str(tmp_path / "submit"),
+        conf=paths.get("conf"),
+        tc=paths.get("tc"),
+        sc=paths.get("sc"),
+        **kw,
+    )
     return plan(req)
 
 
@@ -51,7 +59,11 @@ def test_clusters_num_3_gives_2_1_1(tmp_path):
 
 
 def test_num_beats_size(tmp_path):
-    assert sizes(run_plan(tmp_path, four_b(tmp_path, **{"clusters.num": 3, "clusters.size": 3}), "horizontal")) == [2, 1, 1]
+    assert sizes(run_plan(tmp_path, four_b(tmp_path, **{"clusters.num": 3, "clusters.size": 3}), "horizontal")) == [
+        2,
+        1,
+        1,
+    ]
 
 
 def test_no_factor_no_clustering(tmp_path):
@@ -105,7 +117,10 @@ def test_runtime_num_balances(tmp_path):
 
 def test_runtime_clustering_needs_runtime(tmp_path):
     paths = runtime_wf(tmp_path, [100, None], {"clusters.num": 2})
-    with pytest.raises(ConfigError, match=r"workflow.yml: jobs\[1\] \(id C1\): runtime clustering .* needs the pegasus profile 'runtime'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"workflow.yml: jobs\[1\] \(id C1\): runtime clustering .* needs the pegasus profile 'runtime'",
+    ):
         run_plan(tmp_path, paths, "horizontal")
 
 
@@ -115,9 +130,16 @@ def test_runtime_without_maxruntime_or_num_merges_the_group(tmp_path, caplog):
     with caplog.at_level("INFO", logger="pilot.planner"):
         res = run_plan(tmp_path, paths, "horizontal")
     assert members(res) == [["C0", "C1", "C2"]]
-    assert [j.id for j in compute(res)[0].cluster.jobs] == ["C1", "C2", "C0"]  # decreasing runtime, as bin packing orders
+    assert [j.id for j in compute(res)[0].cluster.jobs] == [
+        "C1",
+        "C2",
+        "C0",
+    ]  # decreasing runtime, as bin packing orders
     warned = [r for r in caplog.records if r.levelname == "WARNING"]
-    assert len(warned) == 1 and "neither clusters.maxruntime nor clusters.num is set, so they become one clustered job" in warned[0].message
+    assert (
+        len(warned) == 1
+        and "neither clusters.maxruntime nor clusters.num is set, so they become one clustered job" in warned[0].message
+    )
     assert "3 C jobs on level 1, site local" in warned[0].message
 
 
@@ -126,7 +148,9 @@ def test_runtime_without_any_factor_leaves_jobs_single_and_says_why(tmp_path, ca
     with caplog.at_level("INFO", logger="pilot.planner"):
         res = run_plan(tmp_path, paths, "horizontal")
     assert members(res) == [["C0"], ["C1"], ["C2"]]  # no runtime needed for jobs that are not clustered
-    assert any("no clusters.maxruntime, clusters.num or clusters.size: not clustered" in r.message for r in caplog.records)
+    assert any(
+        "no clusters.maxruntime, clusters.num or clusters.size: not clustered" in r.message for r in caplog.records
+    )
 
 
 def test_pmc_arguments_is_pmc_task_arguments(tmp_path):
@@ -144,8 +168,11 @@ def test_two_names_of_one_profile_are_an_error(tmp_path):
     wf = api.Workflow("pd", infer_dependencies=False)
     j = api.Job("T", _id="x").add_profiles(api.Namespace.PEGASUS, key="pmc_arguments", value="-t 4")
     wf.add_jobs(j.add_profiles(api.Namespace.PEGASUS, key="pmc_task_arguments", value="-t 5"))
-    with pytest.raises(ConfigError, match=r"jobs\[0\].profiles.pegasus.pmc_task_arguments: pmc_task_arguments and "
-                       r"pmc_arguments name the same profile: keep one"):
+    with pytest.raises(
+        ConfigError,
+        match=r"jobs\[0\].profiles.pegasus.pmc_task_arguments: pmc_task_arguments and "
+        r"pmc_arguments name the same profile: keep one",
+    ):
         run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/bin/echo"})), "whole")
 
 
@@ -176,7 +203,9 @@ def label_wf(tmp_path, key="label", cycle=False, sites=None):
     props = {"pegasus.clusterer.label.key": key} if key != "label" else None
     tc = transformations(SITE, {"T": "/bin/echo"})
     if sites:
-        tc.transformations[next(iter(tc.transformations))].add_sites(api.TransformationSite("other", "/bin/echo", is_stageable=False))
+        tc.transformations[next(iter(tc.transformations))].add_sites(
+            api.TransformationSite("other", "/bin/echo", is_stageable=False)
+        )
     return write(tmp_path, wf, tc, props=props)
 
 
@@ -211,8 +240,15 @@ def test_label_on_two_sites_is_an_error(tmp_path):
 def test_whole_and_recursive(tmp_path):
     res = run_plan(tmp_path, label_wf(tmp_path), "whole")
     assert [len(e.cluster.jobs) for e in compute(res)] == [7]  # the workflow's 5, its create-dir and its cleanup
-    assert [j.id for j in compute(res)[0].cluster.jobs] == ["create_dir_lb_0_local", "a", "b", "c", "d", "e",
-                                                            "cleanup_lb_0_local"]
+    assert [j.id for j in compute(res)[0].cluster.jobs] == [
+        "create_dir_lb_0_local",
+        "a",
+        "b",
+        "c",
+        "d",
+        "e",
+        "cleanup_lb_0_local",
+    ]
 
 
 def test_recursive_label_then_horizontal(tmp_path):
@@ -245,7 +281,9 @@ def test_library_default_is_the_cli_default(tmp_path):
     from pilot.planner.clustering import DEFAULT_CLUSTER
 
     paths = four_b(tmp_path)
-    res = plan(PlanRequest(workflow=paths["workflow"], site=load_site(SITE), tc=paths["tc"], submit_dir=str(tmp_path / "s")))
+    res = plan(
+        PlanRequest(workflow=paths["workflow"], site=load_site(SITE), tc=paths["tc"], submit_dir=str(tmp_path / "s"))
+    )
     assert DEFAULT_CLUSTER == "whole" and [e.cluster.kind for e in compute(res)] == ["whole"]
 
 
@@ -258,9 +296,15 @@ def test_profile_overloading_order(tmp_path):
     wf.add_jobs(j1, j2)
     tc = transformations(SITE, {"T": "/bin/echo", "U": "/bin/echo"}, {"T": {"pmc_request_cpus": 4}})
     sc = api.SiteCatalog().add_sites(
-        api.Site(SITE).add_profiles(api.Namespace.PEGASUS, key="pmc_priority", value=7).add_profiles(api.Namespace.PEGASUS, key="pmc_request_memory", value=64)
+        api.Site(SITE)
+        .add_profiles(api.Namespace.PEGASUS, key="pmc_priority", value=7)
+        .add_profiles(api.Namespace.PEGASUS, key="pmc_request_memory", value=64)
     )
-    res = run_plan(tmp_path, write(tmp_path, wf, tc, sc, props={"pegasus.pmc_request_memory": "10", "pegasus.pmc_priority": "1"}), "whole")
+    res = run_plan(
+        tmp_path,
+        write(tmp_path, wf, tc, sc, props={"pegasus.pmc_request_memory": "10", "pegasus.pmc_priority": "1"}),
+        "whole",
+    )
     dag = read_dag(compute(res)[0].dag)
     t, u = dag["T_j1"], dag["U_j2"]
     assert (t.cpus, t.priority, t.memory) == (4, 7, 64)  # tc beats job (cpus); sc beats job (priority); sc beats props
@@ -270,13 +314,21 @@ def test_profile_overloading_order(tmp_path):
 def test_pmc_profiles_and_task_arguments(tmp_path):
     wf = api.Workflow("pm", infer_dependencies=False)
     j = api.Job("T", _id="ID0000001").add_args("-a", "1", "two words")
-    for key, value in (("pmc_request_memory", 1024), ("pmc_request_cpus", 4), ("pmc_priority", 10), ("pmc_task_arguments", "-t 3 -f A=/tmp/a")):
+    for key, value in (
+        ("pmc_request_memory", 1024),
+        ("pmc_request_cpus", 4),
+        ("pmc_priority", 10),
+        ("pmc_task_arguments", "-t 3 -f A=/tmp/a"),
+    ):
         j.add_profiles(api.Namespace.PEGASUS, key=key, value=value)
     wf.add_jobs(j)
     res = run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/path/to/mytask"})), "whole")
     text = Path(compute(res)[0].dag).read_text()
     # Pegasus joins the argument list into one line, which PMC splits: "two words" is two words
-    assert "#@ 2 T ID0000001\nTASK T_ID0000001 -m 1024 -c 4 -p 10 -t 3 -f A=/tmp/a /path/to/mytask -a 1 two words\n" in text
+    assert (
+        "#@ 2 T ID0000001\nTASK T_ID0000001 -m 1024 -c 4 -p 10 -t 3 -f A=/tmp/a /path/to/mytask -a 1 two words\n"
+        in text
+    )
     t = read_dag(compute(res)[0].dag)["T_ID0000001"]
     assert (t.memory, t.cpus, t.priority, t.tries, t.pipe_forwards) == (1024, 4, 10, 3, [("A", "/tmp/a")])
     assert t.argv == ["/path/to/mytask", "-a", "1", "two", "words"]
@@ -310,8 +362,12 @@ def test_cluster_dag_file_and_monitoring_files(tmp_path):
     res = run_plan(tmp_path, paths, "label", cluster_static_bp=True)
     data = yaml.safe_load((tmp_path / "submit" / "clusters.yml").read_text())
     assert {c["name"]: c["parents"] for c in data["clusters"]} == {
-        "create_dir_lb_0_local": [], "merge_one": ["create_dir_lb_0_local"], "merge_two": ["merge_one"], "T_e": ["merge_two"],
-        "cleanup_lb_0_local": ["merge_two", "T_e"]}
+        "create_dir_lb_0_local": [],
+        "merge_one": ["create_dir_lb_0_local"],
+        "merge_two": ["merge_one"],
+        "T_e": ["merge_two"],
+        "cleanup_lb_0_local": ["merge_two", "T_e"],
+    }
     assert {c["name"]: c["kind"] for c in data["clusters"]}["create_dir_lb_0_local"] == "data"
     for e in compute(res):
         d = tmp_path / "submit" / e.cluster.name
@@ -338,9 +394,11 @@ def test_an_argument_list_reaches_the_task_as_pegasus_passes_it(tmp_path):
     ./database" and casa-wind's "-q 235 -z 11.176,38" are several words; quotes group words, as in PMC."""
     wf = api.Workflow("args", infer_dependencies=False)
     fa = api.File("f.a")
-    wf.add_jobs(api.Job("T", _id="rosetta").add_args("-database ./database", "-in:file:s", fa),
-                api.Job("T", _id="casa").add_args("-q 235 -z 11.176,38"),
-                api.Job("T", _id="quoted").add_args("--title", "'two words'", "a\\ b"))
+    wf.add_jobs(
+        api.Job("T", _id="rosetta").add_args("-database ./database", "-in:file:s", fa),
+        api.Job("T", _id="casa").add_args("-q 235 -z 11.176,38"),
+        api.Job("T", _id="quoted").add_args("--title", "'two words'", "a\\ b"),
+    )
     res = run_plan(tmp_path, write(tmp_path, wf, transformations(SITE, {"T": "/bin/prog"})), "whole")
     tasks = read_dag(compute(res)[0].dag)
     assert tasks["T_rosetta"].argv == ["/bin/prog", "-database", "./database", "-in:file:s", "f.a"]
@@ -348,10 +406,13 @@ def test_an_argument_list_reaches_the_task_as_pegasus_passes_it(tmp_path):
     assert tasks["T_quoted"].argv == ["/bin/prog", "--title", "two words", "a b"]
 
 
-@pytest.mark.parametrize("arg, message", [
-    ("it's", r"jobs\[0\].arguments: unterminated quote in .*close the quote, or escape it with a backslash"),
-    ("a\nTASK evil /bin/rm -rf /", r"jobs\[0\].arguments\[0\]: an argument cannot hold a newline or NUL"),
-])
+@pytest.mark.parametrize(
+    "arg, message",
+    [
+        ("it's", r"jobs\[0\].arguments: unterminated quote in .*close the quote, or escape it with a backslash"),
+        ("a\nTASK evil /bin/rm -rf /", r"jobs\[0\].arguments\[0\]: an argument cannot hold a newline or NUL"),
+    ],
+)
 def test_an_argument_that_cannot_be_one_command_line_is_refused(tmp_path, arg, message):
     wf = api.Workflow("bad", infer_dependencies=False).add_jobs(api.Job("T", _id="j").add_args(arg))
     with pytest.raises(ConfigError, match=message):
@@ -360,19 +421,39 @@ def test_an_argument_that_cannot_be_one_command_line_is_refused(tmp_path, arg, m
 
 def batch_wf(tmp_path):
     wf = api.Workflow("batch", infer_dependencies=False)
-    a = api.Job("T", _id="a").add_pegasus_profile(queue="debug", project="m1234",
-                                                  glite_arguments='--qos=regular --constraint="haswell" --licenses=SCRATCH')
+    a = api.Job("T", _id="a").add_pegasus_profile(
+        queue="debug", project="m1234", glite_arguments='--qos=regular --constraint="haswell" --licenses=SCRATCH'
+    )
     b = api.Job("T", _id="b").add_profiles(api.Namespace.CONDOR, key="request_memory", value="4096")
     b.add_pegasus_profile(project="m9999")  # the later job of the cluster wins, as Pegasus merges clustered jobs
     return write(tmp_path, wf.add_jobs(a, b), transformations(SITE, {"T": "/bin/true"}))
 
 
-@pytest.mark.parametrize("site, sets, lines", [
-    ("container", {"pegasus_site": "local"}, ["#SBATCH --partition=debug", "#SBATCH --account=m9999", "#SBATCH --mem=4096",
-                       "#SBATCH --qos=regular --constraint=haswell --licenses=SCRATCH"]),
-    ("polaris", {"account": "site-acct", "pegasus_site": "local"}, ["#PBS -q debug", "#PBS -A m9999", "#PBS -l mem=4096mb",
-                                           "#PBS --qos=regular --constraint=haswell --licenses=SCRATCH"]),
-])
+@pytest.mark.parametrize(
+    "site, sets, lines",
+    [
+        (
+            "container",
+            {"pegasus_site": "local"},
+            [
+                "#SBATCH --partition=debug",
+                "#SBATCH --account=m9999",
+                "#SBATCH --mem=4096",
+                "#SBATCH --qos=regular --constraint=haswell --licenses=SCRATCH",
+            ],
+        ),
+        (
+            "polaris",
+            {"account": "site-acct", "pegasus_site": "local"},
+            [
+                "#PBS -q debug",
+                "#PBS -A m9999",
+                "#PBS -l mem=4096mb",
+                "#PBS --qos=regular --constraint=haswell --licenses=SCRATCH",
+            ],
+        ),
+    ],
+)
 def test_queue_project_glite_arguments_and_request_memory_reach_the_batch_script(tmp_path, site, sets, lines):
     """Pegasus' glite mapping for Slurm and PBS; the script pilot plan writes and the one pilot submit renders
     from clusters.yml are the same."""
@@ -381,14 +462,27 @@ def test_queue_project_glite_arguments_and_request_memory_reach_the_batch_script
     from providers import script_for
 
     paths = batch_wf(tmp_path)
-    req = PlanRequest(workflow=paths["workflow"], site=load_site(site, sets), cluster=["whole"],
-                      submit_dir=str(tmp_path / "submit"), tc=paths.get("tc"))
+    req = PlanRequest(
+        workflow=paths["workflow"],
+        site=load_site(site, sets),
+        cluster=["whole"],
+        submit_dir=str(tmp_path / "submit"),
+        tc=paths.get("tc"),
+    )
     (e,) = compute(plan(req))
     script = Path(e.script).read_text().splitlines()
     assert all(line in script for line in lines), script
     (spec,) = [s for s in read_clusters(str(tmp_path / "submit")) if s.name == e.cluster.name]
-    again = request_for(req.site, spec.name, spec.dir, pilot_args(req.site, Path(spec.dag).name), ranks=spec.ranks,
-                        queue=spec.queue, account=spec.account, directives=spec.directives)
+    again = request_for(
+        req.site,
+        spec.name,
+        spec.dir,
+        pilot_args(req.site, Path(spec.dag).name),
+        ranks=spec.ranks,
+        queue=spec.queue,
+        account=spec.account,
+        directives=spec.directives,
+    )
     assert script_for(req.site, again)[1].splitlines() == script
 
 

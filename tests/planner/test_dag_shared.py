@@ -20,14 +20,33 @@ def test_a_job_with_profiles_of_its_own_gets_its_own_task_head_and_environment(t
     wf.add_jobs(plain_first, asks, env, plain_after, other)
     tc = transformations("local", {"tool": "/bin/tool", "other": "/bin/other"}, profiles={"tool": {"runtime": "5"}})
     paths = write(tmp_path, wf, tc)
-    result = plan(PlanRequest(workflow=paths["workflow"], site=load_site("local"), cluster=["whole"],
-                              submit_dir=str(tmp_path / "submit"), tc=paths["tc"], cleanup="none"))
+    result = plan(
+        PlanRequest(
+            workflow=paths["workflow"],
+            site=load_site("local"),
+            cluster=["whole"],
+            submit_dir=str(tmp_path / "submit"),
+            tc=paths["tc"],
+            cleanup="none",
+        )
+    )
     lines = Path(result.emitted[0].dag).read_text().splitlines()
-    tasks = lines[lines.index("#@ 2 tool a"):lines.index("EDGE create_dir_shared_0_local tool_a")]
+    tasks = lines[lines.index("#@ 2 tool a") : lines.index("EDGE create_dir_shared_0_local tool_a")]
     assert tasks == [
-        "#@ 2 tool a", "#pilot runtime=5", "TASK tool_a /bin/tool a",
-        "#@ 3 tool b", "#pilot runtime=5", "TASK tool_b -m 64 /bin/tool b",
-        "#pilot env X=1", "#@ 4 tool d", "#pilot runtime=5", "TASK tool_d /bin/tool d",
-        "#pilot env", "#@ 5 tool c", "#pilot runtime=5", "TASK tool_c /bin/tool c",
-        "#@ 6 other e", "TASK other_e /bin/other e",
+        "#@ 2 tool a",
+        "#pilot runtime=5",
+        "TASK tool_a /bin/tool a",
+        "#@ 3 tool b",
+        "#pilot runtime=5",
+        "TASK tool_b -m 64 /bin/tool b",
+        "#pilot env X=1",
+        "#@ 4 tool d",
+        "#pilot runtime=5",
+        "TASK tool_d /bin/tool d",
+        "#pilot env",
+        "#@ 5 tool c",
+        "#pilot runtime=5",
+        "TASK tool_c /bin/tool c",
+        "#@ 6 other e",
+        "TASK other_e /bin/other e",
     ]

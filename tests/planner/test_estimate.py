@@ -32,14 +32,34 @@ def mixed(tmp_path, runtimes=True):
     join = job("join", "j0", 1)
     wf.add_dependency(prep, children=works)
     wf.add_dependency(join, parents=works)
-    return write(tmp_path, wf, transformations("local", {"prep": "/bin/sleep", "work": "/bin/sleep", "join": "/bin/sleep"}))
+    return write(
+        tmp_path, wf, transformations("local", {"prep": "/bin/sleep", "work": "/bin/sleep", "join": "/bin/sleep"})
+    )
 
 
 def pilot_plan(tmp_path, paths, *extra):
     """Planned without cleanup jobs: the estimates below count the workflow's jobs and its create-dir job, a
     pegasus-transfer call of 2 s (TRANSFER_SECONDS) that every other job waits for."""
-    return subprocess.run([sys.executable, "-m", "pilot", "plan", paths["workflow"], "--tc", paths["tc"], "--site", "local",
-                           "--dir", str(tmp_path / "submit"), "--cleanup", "none", *extra], capture_output=True, text=True)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            paths["workflow"],
+            "--tc",
+            paths["tc"],
+            "--site",
+            "local",
+            "--dir",
+            str(tmp_path / "submit"),
+            "--cleanup",
+            "none",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_plan_prints_the_estimate_of_the_master_in_virtual_time(tmp_path):
@@ -83,10 +103,15 @@ def test_a_hand_written_dag_with_runtimes_is_estimated(tmp_path):
     dag.write_text("#pilot runtime=4\nTASK a /bin/true\n#pilot runtime=1\nTASK b /bin/true\nTASK c /bin/true\n")
     est = estimate_cluster("hand", str(dag), 3, load_site("local"))
     assert est.makespan is None and "1 task(s) without a runtime, e.g. c" in est.note
-    dag.write_text("#pilot runtime=4\nTASK a /bin/true\n#pilot runtime=1\nTASK b /bin/true\n#pilot runtime=2\nTASK c /bin/true\n")
+    dag.write_text(
+        "#pilot runtime=4\nTASK a /bin/true\n#pilot runtime=1\nTASK b /bin/true\n#pilot runtime=2\nTASK c /bin/true\n"
+    )
     assert estimate_cluster("hand", str(dag), 3, load_site("local")).makespan == pytest.approx(4 + DISPATCH_OVERHEAD)
-    out = subprocess.run([sys.executable, "-m", "pilot", "plan", str(dag), "--site", "local", "--dir", str(tmp_path / "s")],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "pilot", "plan", str(dag), "--site", "local", "--dir", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert "hand  3 ranks  4.0 s" in out.stdout
 
@@ -110,8 +135,19 @@ def test_pilot_submit_shows_the_estimate_before_submitting(tmp_path):
     from pilot.sites import load_site
 
     paths = mixed(tmp_path)
-    argv = [paths["workflow"], "--tc", paths["tc"], "--site", "local", "--cluster", "whole", "--dir", str(tmp_path / "s"),
-            "--cleanup", "none"]
+    argv = [
+        paths["workflow"],
+        "--tc",
+        paths["tc"],
+        "--site",
+        "local",
+        "--cluster",
+        "whole",
+        "--dir",
+        str(tmp_path / "s"),
+        "--cleanup",
+        "none",
+    ]
     text = "\n".join(plan(plan_request(build_parser().parse_args(argv), argv, load_site("local"))).lines())
     assert "merge_mix  3 ranks  9.5 s" in text and "workflow end to end: 9.5 s" in text
 
@@ -143,7 +179,9 @@ def test_on_a_batch_site_more_ranks_means_more_nodes(tmp_path):
 def test_a_simulated_run_under_a_wall_time_limit_ends_when_nothing_left_fits(tmp_path):
     """The master reads the virtual clock: on one worker, a (4 s) runs, b (3 s) no longer fits in 6 s, c (1 s) does."""
     dag = tmp_path / "cut.dag"
-    dag.write_text("#pilot runtime=4\nTASK a /bin/true\n#pilot runtime=3\nTASK b /bin/true\n#pilot runtime=1\nTASK c /bin/true\n")
+    dag.write_text(
+        "#pilot runtime=4\nTASK a /bin/true\n#pilot runtime=3\nTASK b /bin/true\n#pilot runtime=1\nTASK c /bin/true\n"
+    )
     layout = layout_for(load_site("local"), 2)
     assert simulate(read_dag(str(dag)), layout, max_wall_time=0.1) == pytest.approx(5 + 2 * DISPATCH_OVERHEAD)
     assert simulate(read_dag(str(dag)), layout) == pytest.approx(8 + 3 * DISPATCH_OVERHEAD)

@@ -25,20 +25,31 @@ PILOT = [sys.executable, "-m", "pilot"]
 
 
 def sites(tmp: Path):
-    return api.SiteCatalog().add_sites(api.Site("local").add_directories(
-        api.Directory(api.Directory.SHARED_SCRATCH, str(tmp / "scratch"))
-        .add_file_servers(api.FileServer(f"file://{tmp / 'scratch'}", api.Operation.ALL)),
-        api.Directory(api.Directory.LOCAL_STORAGE, str(tmp / "output"))
-        .add_file_servers(api.FileServer(f"file://{tmp / 'output'}", api.Operation.ALL))))
+    return api.SiteCatalog().add_sites(
+        api.Site("local").add_directories(
+            api.Directory(api.Directory.SHARED_SCRATCH, str(tmp / "scratch")).add_file_servers(
+                api.FileServer(f"file://{tmp / 'scratch'}", api.Operation.ALL)
+            ),
+            api.Directory(api.Directory.LOCAL_STORAGE, str(tmp / "output")).add_file_servers(
+                api.FileServer(f"file://{tmp / 'output'}", api.Operation.ALL)
+            ),
+        )
+    )
 
 
-def data_workflow(tmp: Path, checksum: str | None = None, bypass: bool = False, tx_metadata: bool = True,
-                  **job_fields) -> Path:
+def data_workflow(
+    tmp: Path, checksum: str | None = None, bypass: bool = False, tx_metadata: bool = True, **job_fields
+) -> Path:
     """cat f.in > f.out: f.in from the replica catalog (with metadata, and a checksum if given), f.out with
     metadata, staged out and registered."""
     (tmp / "f.in").write_text("payload\n")
-    rc = api.ReplicaCatalog().add_replica("local", "f.in", str(tmp / "f.in"), metadata={"origin": "lab 7"},
-                                          checksum={"sha256": checksum} if checksum else None)
+    rc = api.ReplicaCatalog().add_replica(
+        "local",
+        "f.in",
+        str(tmp / "f.in"),
+        metadata={"origin": "lab 7"},
+        checksum={"sha256": checksum} if checksum else None,
+    )
     cat = api.Transformation("cat", site="local", pfn="/bin/cat", is_stageable=False)
     tc = api.TransformationCatalog().add_transformations(cat.add_metadata(owner="me") if tx_metadata else cat)
     fin, fout = api.File("f.in").add_metadata(kind="raw"), api.File("f.out").add_metadata(kind="result", run="3")
@@ -49,8 +60,9 @@ def data_workflow(tmp: Path, checksum: str | None = None, bypass: bool = False, 
 
 
 def run_plan(tmp: Path, wf: Path, conf: str | None = None, sub: str = "submit"):
-    return plan(PlanRequest(workflow=str(wf), site=load_site("local"), cluster=["none"], submit_dir=str(tmp / sub),
-                            conf=conf))
+    return plan(
+        PlanRequest(workflow=str(wf), site=load_site("local"), cluster=["none"], submit_dir=str(tmp / sub), conf=conf)
+    )
 
 
 def tasks(result) -> dict[str, list[str]]:
@@ -84,15 +96,29 @@ def test_a_replica_checksum_is_verified_by_the_stage_in_job_and_metadata_goes_wh
     assert path.endswith("/f.in") and digest == PAYLOAD and "pegasus-transfer" in " ".join(command[5:])
     assert path.startswith(str(tmp_path / "scratch"))
     # the transfer entry carries the file's metadata with the replica's, checksum included (Transfer.java)
-    assert entries[0]["attributes"] == {"kind": "raw", "origin": "lab 7", "checksum.type": "sha256",
-                                        "checksum.value": PAYLOAD}
+    assert entries[0]["attributes"] == {
+        "kind": "raw",
+        "origin": "lab 7",
+        "checksum.type": "sha256",
+        "checksum.value": PAYLOAD,
+    }
     # static.bp: rc.meta per key, then wf.map.file, for the input with metadata and the registered output
     bp = next(Path(result.submit_dir).glob("*.static.bp")).read_text()
     metas = re.findall(r'event=rc.meta xwf.id=\S+ lfn.id="([^"]+)" key="([^"]+)" value="([^"]+)"', bp)
-    assert sorted(metas) == sorted([("f.in", "kind", "raw"), ("f.in", "origin", "lab 7"), ("f.in", "checksum.type", "sha256"),
-                                    ("f.in", "checksum.value", PAYLOAD), ("f.out", "kind", "result"),
-                                    ("f.out", "run", "3")])
-    assert sorted(re.findall(r'event=wf.map.file xwf.id=\S+ task.id="(\w+)" lfn.id="([^"]+)"', bp)) == [("j", "f.in"), ("j", "f.out")]
+    assert sorted(metas) == sorted(
+        [
+            ("f.in", "kind", "raw"),
+            ("f.in", "origin", "lab 7"),
+            ("f.in", "checksum.type", "sha256"),
+            ("f.in", "checksum.value", PAYLOAD),
+            ("f.out", "kind", "result"),
+            ("f.out", "run", "3"),
+        ]
+    )
+    assert sorted(re.findall(r'event=wf.map.file xwf.id=\S+ task.id="(\w+)" lfn.id="([^"]+)"', bp)) == [
+        ("j", "f.in"),
+        ("j", "f.out"),
+    ]
     # the registration map line: the file's metadata as key="value", as Pegasus' registration writes it
     reg = next(e.cluster.jobs[0] for e in result.emitted if e.cluster.jobs[0].id.startswith("register_"))
     assert reg.stdin_text == f'f.out file://{tmp_path}/output/f.out site="local" kind="result" run="3"\n'
@@ -112,11 +138,14 @@ def test_integrity_check_fails_the_stage_in_on_a_wrong_copy(tmp_path):
     check = [sys.executable, "-m", "pilot.data.integrity"]
     res = subprocess.run([*check, f"{good}={PAYLOAD}", "--", "/bin/true"], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    res = subprocess.run([*check, f"{good}={PAYLOAD}", f"{bad}={PAYLOAD}", "--", "/bin/true"],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [*check, f"{good}={PAYLOAD}", f"{bad}={PAYLOAD}", "--", "/bin/true"], capture_output=True, text=True
+    )
     assert res.returncode == 1 and res.stderr.count("\n") == 1
     assert f"{bad}: sha256 is {TAMPERED}, the catalog says {PAYLOAD}" in res.stderr
-    res = subprocess.run([*check, f"{good}={sha('x')}", "--", "/bin/sh", "-c", "exit 7"], capture_output=True, text=True)
+    res = subprocess.run(
+        [*check, f"{good}={sha('x')}", "--", "/bin/sh", "-c", "exit 7"], capture_output=True, text=True
+    )
     assert res.returncode == 7 and res.stderr == ""  # the transfer's own failure comes first, unchanged
 
 
@@ -134,12 +163,20 @@ def test_a_staged_executable_and_what_it_requires_are_staged_and_verified(tmp_pa
     tool, helper = tmp_path / "tool", tmp_path / "helper"
     tool.write_text("#!/bin/sh\necho tool\n")
     helper.write_text("#!/bin/sh\necho helper\n")
-    helper_tx = api.Transformation("helper", namespace="ns", version="2", site="local", pfn=str(helper),
-                                   is_stageable=True, checksum={"sha256": sha(helper.read_text())},
-                                   bypass_staging=True)  # staged all the same: Pegasus bypasses outside sharedfs only
+    helper_tx = api.Transformation(
+        "helper",
+        namespace="ns",
+        version="2",
+        site="local",
+        pfn=str(helper),
+        is_stageable=True,
+        checksum={"sha256": sha(helper.read_text())},
+        bypass_staging=True,
+    )  # staged all the same: Pegasus bypasses outside sharedfs only
     inst = api.Transformation("inst", namespace="ns", version="1", site="local", pfn="/bin/true", is_stageable=False)
-    main = api.Transformation("tool", site="local", pfn=str(tool), is_stageable=True,
-                              checksum={"sha256": sha(tool.read_text())})
+    main = api.Transformation(
+        "tool", site="local", pfn=str(tool), is_stageable=True, checksum={"sha256": sha(tool.read_text())}
+    )
     main.add_requirement("helper", namespace="ns", version="2").add_requirement("inst", namespace="ns", version="1")
     tc = api.TransformationCatalog().add_transformations(main, helper_tx, inst)
     wf = api.Workflow("exe").add_jobs(api.Job("tool", _id="t")).add_transformation_catalog(tc)
@@ -148,9 +185,11 @@ def test_a_staged_executable_and_what_it_requires_are_staged_and_verified(tmp_pa
     command, entries = stage_in(result)
     # the executable and the stageable one it requires are staged under Pegasus' names; the installed one is not
     assert sorted(e["lfn"] for e in entries) == ["ns-helper-2", "tool"]
-    checked = dict(w.rpartition("=")[::2] for w in command[3:command.index("--")])
-    assert {Path(p).name: d for p, d in checked.items()} == {"tool": sha(tool.read_text()),
-                                                             "ns-helper-2": sha(helper.read_text())}
+    checked = dict(w.rpartition("=")[::2] for w in command[3 : command.index("--")])
+    assert {Path(p).name: d for p, d in checked.items()} == {
+        "tool": sha(tool.read_text()),
+        "ns-helper-2": sha(helper.read_text()),
+    }
     chmod = [argv for name, argv in tasks(result).items() if name.startswith("chmod_t")]
     assert len(chmod) == 1 and sorted(Path(p).name for p in chmod[0][2:]) == ["ns-helper-2", "tool"]
     # a requirement that the catalog lacks is one line naming the job
@@ -176,13 +215,26 @@ def test_fields_without_an_effect_in_pegasus_sharedfs_plans_change_nothing(tmp_p
 def test_a_container_image_checksum_is_verified_where_the_image_is_staged(tmp_path):
     image = tmp_path / "alp.sif"
     image.write_text("image bytes")
-    box = api.Container("alp", api.Container.SINGULARITY, image=f"file://{image}", checksum={"sha256": sha("image bytes")})
-    tc = api.TransformationCatalog().add_containers(box).add_transformations(
-        api.Transformation("echo", site="local", pfn="/bin/echo", is_stageable=False, container=box))
+    box = api.Container(
+        "alp", api.Container.SINGULARITY, image=f"file://{image}", checksum={"sha256": sha("image bytes")}
+    )
+    tc = (
+        api.TransformationCatalog()
+        .add_containers(box)
+        .add_transformations(
+            api.Transformation("echo", site="local", pfn="/bin/echo", is_stageable=False, container=box)
+        )
+    )
     wf = api.Workflow("box").add_jobs(api.Job("echo", _id="j")).add_transformation_catalog(tc)
     wf.add_site_catalog(sites(tmp_path)).write(str(tmp_path / "box.yml"))
-    result = plan(PlanRequest(workflow=str(tmp_path / "box.yml"), site=load_site("local", {"container_runtimes": "apptainer"}),
-                              cluster=["none"], submit_dir=str(tmp_path / "submit")))
+    result = plan(
+        PlanRequest(
+            workflow=str(tmp_path / "box.yml"),
+            site=load_site("local", {"container_runtimes": "apptainer"}),
+            cluster=["none"],
+            submit_dir=str(tmp_path / "submit"),
+        )
+    )
     command, entries = stage_in(result)
     assert [e["lfn"] for e in entries] == ["alp.sif"]
     at = command.index("pilot.data.integrity")  # inside pilot.data.images, which checks the image is there first

@@ -52,45 +52,83 @@ def one_line(err: str) -> str:
 
 # -- wrong types, each a one-line error with the YAML path -------------------------------------------
 
+
 def _job_profile(value):
     def change(d):
         d["jobs"][0]["profiles"] = {"pegasus": {"pmc_task_arguments": value}}
+
     return change
 
 
 WORKFLOW_FAULTS = {
-    "dependencies a word": (lambda d: d.update(jobDependencies="all"),
-                            r"workflow.yml: jobDependencies: must be a list .*not 'all'"),
-    "children a word": (lambda d: d["jobDependencies"][0].update(children="right"),
-                        r"workflow.yml: jobDependencies\[0\].children: must be a list .*not 'right'"),
-    "children a mapping": (lambda d: d["jobDependencies"][0].update(children={"right": 1}),
-                           r"jobDependencies\[0\].children: must be a list .*not a mapping"),
-    "dependency a list": (lambda d: d.update(jobDependencies=[["left", "right"]]),
-                          r"jobDependencies\[0\]: must be a mapping \({id: JOB, children: \[JOB, ...\]}\), not a list"),
-    "child a list": (lambda d: d["jobDependencies"][0].update(children=[["right"]]),
-                     r"jobDependencies\[0\].children\[0\]: must be a single value, not a list"),
-    "jobs a mapping": (lambda d: d.update(jobs={"left": d["jobs"][0]}),
-                       r"workflow.yml: jobs: must be a list .*not a mapping"),
-    "job id a list": (lambda d: d["jobs"][1].update(id=["x", "y"]),
-                      r"workflow.yml: jobs\[1\].id: must be a single value, not a list"),
-    "arguments a word": (lambda d: d["jobs"][0].update(arguments="-i in"),
-                         r"jobs\[0\].arguments: must be a list .*not '-i in'"),
-    "profiles a list": (lambda d: d["jobs"][0].update(profiles=["pegasus"]),
-                        r"jobs\[0\].profiles: must be a mapping .*not a list"),
-    "profile value a list": (_job_profile(["-t", "3"]),
-                             r"jobs\[0\].profiles.pegasus.pmc_task_arguments: must be a single value, not a list"),
-    "bad runtime": (lambda d: d["jobs"][0].update(profiles={"pegasus": {"runtime": "soon"}}),
-                    r"jobs\[0\].profiles.pegasus.runtime: 'soon' is not a number of seconds"),
-    "bad clusters.num": (lambda d: d["jobs"][0].update(profiles={"pegasus": {"clusters.num": "0"}}),
-                         r"jobs\[0\].profiles.pegasus.clusters.num: '0' must be at least 1"),
-    "namespace that would start a DAG line": (lambda d: d["jobs"][0].update(namespace="a\nTASK evil /bin/touch x"),
-                                              r"jobs\[0\].namespace: .* may use letters, digits"),
-    "version with a space": (lambda d: d["jobs"][0].update(version="1 2"), r"jobs\[0\].version: '1 2': a version may use"),
-    "env value with a newline": (lambda d: d["jobs"][0].update(profiles={"env": {"X": "a\nb"}}),
-                                 r"jobs\[0\].profiles.env.X: an environment value cannot hold a newline or NUL"),
-    "env name not a variable": (lambda d: d["jobs"][0].update(profiles={"env": {"1X": "a"}}),
-                                r"jobs\[0\].profiles.env.1X: '1X' is not an environment variable name"),
-    "name a mapping": (lambda d: d.update(name={"a": "b"}), r"workflow.yml: name: must be a single value, not a mapping"),
+    "dependencies a word": (
+        lambda d: d.update(jobDependencies="all"),
+        r"workflow.yml: jobDependencies: must be a list .*not 'all'",
+    ),
+    "children a word": (
+        lambda d: d["jobDependencies"][0].update(children="right"),
+        r"workflow.yml: jobDependencies\[0\].children: must be a list .*not 'right'",
+    ),
+    "children a mapping": (
+        lambda d: d["jobDependencies"][0].update(children={"right": 1}),
+        r"jobDependencies\[0\].children: must be a list .*not a mapping",
+    ),
+    "dependency a list": (
+        lambda d: d.update(jobDependencies=[["left", "right"]]),
+        r"jobDependencies\[0\]: must be a mapping \({id: JOB, children: \[JOB, ...\]}\), not a list",
+    ),
+    "child a list": (
+        lambda d: d["jobDependencies"][0].update(children=[["right"]]),
+        r"jobDependencies\[0\].children\[0\]: must be a single value, not a list",
+    ),
+    "jobs a mapping": (
+        lambda d: d.update(jobs={"left": d["jobs"][0]}),
+        r"workflow.yml: jobs: must be a list .*not a mapping",
+    ),
+    "job id a list": (
+        lambda d: d["jobs"][1].update(id=["x", "y"]),
+        r"workflow.yml: jobs\[1\].id: must be a single value, not a list",
+    ),
+    "arguments a word": (
+        lambda d: d["jobs"][0].update(arguments="-i in"),
+        r"jobs\[0\].arguments: must be a list .*not '-i in'",
+    ),
+    "profiles a list": (
+        lambda d: d["jobs"][0].update(profiles=["pegasus"]),
+        r"jobs\[0\].profiles: must be a mapping .*not a list",
+    ),
+    "profile value a list": (
+        _job_profile(["-t", "3"]),
+        r"jobs\[0\].profiles.pegasus.pmc_task_arguments: must be a single value, not a list",
+    ),
+    "bad runtime": (
+        lambda d: d["jobs"][0].update(profiles={"pegasus": {"runtime": "soon"}}),
+        r"jobs\[0\].profiles.pegasus.runtime: 'soon' is not a number of seconds",
+    ),
+    "bad clusters.num": (
+        lambda d: d["jobs"][0].update(profiles={"pegasus": {"clusters.num": "0"}}),
+        r"jobs\[0\].profiles.pegasus.clusters.num: '0' must be at least 1",
+    ),
+    "namespace that would start a DAG line": (
+        lambda d: d["jobs"][0].update(namespace="a\nTASK evil /bin/touch x"),
+        r"jobs\[0\].namespace: .* may use letters, digits",
+    ),
+    "version with a space": (
+        lambda d: d["jobs"][0].update(version="1 2"),
+        r"jobs\[0\].version: '1 2': a version may use",
+    ),
+    "env value with a newline": (
+        lambda d: d["jobs"][0].update(profiles={"env": {"X": "a\nb"}}),
+        r"jobs\[0\].profiles.env.X: an environment value cannot hold a newline or NUL",
+    ),
+    "env name not a variable": (
+        lambda d: d["jobs"][0].update(profiles={"env": {"1X": "a"}}),
+        r"jobs\[0\].profiles.env.1X: '1X' is not an environment variable name",
+    ),
+    "name a mapping": (
+        lambda d: d.update(name={"a": "b"}),
+        r"workflow.yml: name: must be a single value, not a mapping",
+    ),
     "jobs a word": (lambda d: d.update(jobs="left right"), r"workflow.yml: jobs: must be a list .*not 'left right'"),
 }
 
@@ -105,18 +143,36 @@ def test_wrong_types_in_the_workflow(tmp_path, capsys, fault):
 
 
 CATALOG_FAULTS = {
-    "transformations a word": ("tc", lambda d: d.update(transformations="T"),
-                               r"transformations.yml: transformations: must be a list .*not 'T'"),
-    "sites a mapping": ("tc", lambda d: d["transformations"][0].update(sites={"name": "local"}),
-                        r"transformations.yml: transformations\[0\].sites: must be a list .*not a mapping"),
-    "pfn a list": ("tc", lambda d: d["transformations"][0]["sites"][0].update(pfn=["/bin/echo"]),
-                   r"transformations.yml: transformations\[0\].sites\[0\].pfn: must be a single value, not a list"),
-    "tc profile": ("tc", lambda d: d["transformations"][0].update(profiles={"pegasus": {"clusters.size": "big"}}),
-                   r"transformations\[0\].profiles.pegasus.clusters.size: 'big' is not a whole number"),
-    "site catalog sites a word": ("sc", lambda d: d.update(sites="local"),
-                                  r"sites.yml: sites: must be a list .*not 'local'"),
-    "site profile namespace a list": ("sc", lambda d: d["sites"][0].update(profiles={"pegasus": ["x"]}),
-                                      r"sites.yml: sites\[0\].profiles.pegasus: must be a mapping .*not a list"),
+    "transformations a word": (
+        "tc",
+        lambda d: d.update(transformations="T"),
+        r"transformations.yml: transformations: must be a list .*not 'T'",
+    ),
+    "sites a mapping": (
+        "tc",
+        lambda d: d["transformations"][0].update(sites={"name": "local"}),
+        r"transformations.yml: transformations\[0\].sites: must be a list .*not a mapping",
+    ),
+    "pfn a list": (
+        "tc",
+        lambda d: d["transformations"][0]["sites"][0].update(pfn=["/bin/echo"]),
+        r"transformations.yml: transformations\[0\].sites\[0\].pfn: must be a single value, not a list",
+    ),
+    "tc profile": (
+        "tc",
+        lambda d: d["transformations"][0].update(profiles={"pegasus": {"clusters.size": "big"}}),
+        r"transformations\[0\].profiles.pegasus.clusters.size: 'big' is not a whole number",
+    ),
+    "site catalog sites a word": (
+        "sc",
+        lambda d: d.update(sites="local"),
+        r"sites.yml: sites: must be a list .*not 'local'",
+    ),
+    "site profile namespace a list": (
+        "sc",
+        lambda d: d["sites"][0].update(profiles={"pegasus": ["x"]}),
+        r"sites.yml: sites\[0\].profiles.pegasus: must be a mapping .*not a list",
+    ),
 }
 
 
@@ -129,14 +185,23 @@ def test_wrong_types_in_the_catalogs(tmp_path, capsys, fault):
     assert code == 2 and re.search(expected, one_line(err)), err
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("pegasus.clusters.size = many", r"pegasus.properties:\d+: pegasus.clusters.size = 'many' is not a whole number"),
-    ("pegasus.clusterer.preference = Runtim", r"pegasus.properties:\d+: pegasus.clusterer.preference = 'Runtim' is not a preference: use Runtime"),
-    ("pegasus.runtime = -5", r"pegasus.properties:\d+: pegasus.runtime = '-5' must not be negative"),
-    ("pegasus.pmc_priority = high", r"pegasus.pmc_priority = 'high' is not an integer"),
-    # checked though the workflow has no file to stage, as when it has
-    ("pegasus.stagein.clusters = two", r"pegasus.stagein.clusters = 'two' is not a whole number"),
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        (
+            "pegasus.clusters.size = many",
+            r"pegasus.properties:\d+: pegasus.clusters.size = 'many' is not a whole number",
+        ),
+        (
+            "pegasus.clusterer.preference = Runtim",
+            r"pegasus.properties:\d+: pegasus.clusterer.preference = 'Runtim' is not a preference: use Runtime",
+        ),
+        ("pegasus.runtime = -5", r"pegasus.properties:\d+: pegasus.runtime = '-5' must not be negative"),
+        ("pegasus.pmc_priority = high", r"pegasus.pmc_priority = 'high' is not an integer"),
+        # checked though the workflow has no file to stage, as when it has
+        ("pegasus.stagein.clusters = two", r"pegasus.stagein.clusters = 'two' is not a whole number"),
+    ],
+)
 def test_wrong_values_in_the_properties(tmp_path, capsys, line, expected):
     paths = diamondish(tmp_path, **{"pegasus.mode": "development"})
     with open(paths["conf"], "a") as fh:
@@ -154,6 +219,7 @@ def test_properties_that_are_not_text(tmp_path, capsys):
 
 
 # -- bounded YAML -------------------------------------------------------------------------------------
+
 
 def laughs(depth: int) -> str:
     """The issue's kind of file: each anchor a list of nine aliases of the one before, used as a profile."""
@@ -195,20 +261,28 @@ def test_aliases_a_generator_writes_still_work(tmp_path):
     """PyYAML writes an anchor and aliases for a dict shared between jobs: that is fine, and planned as written."""
     shared = {"pegasus": {"label": "all"}}
     jobs = [{"type": "job", "name": "T", "id": f"j{i}", "arguments": [], "profiles": shared} for i in range(20)]
-    doc = {"pegasus": "5.0", "name": "gen", "jobs": jobs,
-           "jobDependencies": [{"id": "j0", "children": [f"j{i}" for i in range(1, 20)]}]}
+    doc = {
+        "pegasus": "5.0",
+        "name": "gen",
+        "jobs": jobs,
+        "jobDependencies": [{"id": "j0", "children": [f"j{i}" for i in range(1, 20)]}],
+    }
     text = yaml.safe_dump(doc, sort_keys=False)
     assert "&id001" in text and "*id001" in text
     (tmp_path / "workflow.yml").write_text(text)
     tc = transformations("local", {"T": "/bin/echo"})
     tc.write(str(tmp_path / "transformations.yml"))
-    res = run_plan(tmp_path, {"workflow": str(tmp_path / "workflow.yml"), "tc": str(tmp_path / "transformations.yml")}, "label")
+    res = run_plan(
+        tmp_path, {"workflow": str(tmp_path / "workflow.yml"), "tc": str(tmp_path / "transformations.yml")}, "label"
+    )
     assert [len(e.cluster.jobs) for e in res.emitted if e.cluster.kind != "data"] == [20]
 
 
 def test_deep_nesting_is_a_one_line_error(tmp_path, capsys):
     wf = tmp_path / "workflow.yml"
-    wf.write_text("pegasus: '5.0'\njobs:\n- type: job\n  name: T\n  id: a\n  arguments: " + "[" * 5000 + "]" * 5000 + "\n")
+    wf.write_text(
+        "pegasus: '5.0'\njobs:\n- type: job\n  name: T\n  id: a\n  arguments: " + "[" * 5000 + "]" * 5000 + "\n"
+    )
     code, err = run_cli(capsys, {"workflow": str(wf)}, tmp_path)
     assert code == 2 and one_line(err).startswith(f"{wf}:6: nested deeper than {yamlstream.MAX_DEPTH} levels"), err
 
@@ -220,13 +294,16 @@ def test_nesting_bound_holds_in_catalogs(tmp_path, capsys):
     assert code == 2 and "transformations.yml:1: nested deeper than" in one_line(err), err
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("? [a, b]\n: c\n", r"k.yml:1: a mapping key must be plain text"),
-    ("a: *nowhere\n", r"k.yml:1: alias \*nowhere names no anchor"),
-    ("a: [1, 2\n", r"k.yml:\d+: not valid YAML"),
-    ("jobs: []\nname: x\njobs: []\n", r"k.yml:3: 'jobs' appears twice in one mapping"),
-    ("j:\n  profiles: {}\n  id: a\n  profiles: {}\n", r"k.yml:4: 'profiles' appears twice in one mapping"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("? [a, b]\n: c\n", r"k.yml:1: a mapping key must be plain text"),
+        ("a: *nowhere\n", r"k.yml:1: alias \*nowhere names no anchor"),
+        ("a: [1, 2\n", r"k.yml:\d+: not valid YAML"),
+        ("jobs: []\nname: x\njobs: []\n", r"k.yml:3: 'jobs' appears twice in one mapping"),
+        ("j:\n  profiles: {}\n  id: a\n  profiles: {}\n", r"k.yml:4: 'profiles' appears twice in one mapping"),
+    ],
+)
 def test_yaml_that_is_not_plain_values(tmp_path, text, expected):
     path = tmp_path / "k.yml"
     path.write_text(text)
@@ -273,8 +350,10 @@ def test_any_value_of_any_type_is_planned_or_a_one_line_error(tmp_path, which):
     wf.add_jobs(a, b)
     wf.add_dependency(a, children=[b])
     tc = api.TransformationCatalog().add_transformations(
-        api.Transformation("T", namespace="ns", version="1", site="local", pfn="/bin/echo", is_stageable=False)
-        .add_profiles(api.Namespace.PEGASUS, key="clusters.size", value=2))
+        api.Transformation(
+            "T", namespace="ns", version="1", site="local", pfn="/bin/echo", is_stageable=False
+        ).add_profiles(api.Namespace.PEGASUS, key="clusters.size", value=2)
+    )
     sc = api.SiteCatalog().add_sites(api.Site("local").add_profiles(api.Namespace.PEGASUS, key="pmc_priority", value=1))
     paths = write(tmp_path, wf, tc, sc)
     original = yaml.safe_load(Path(paths[which]).read_text())
@@ -328,17 +407,26 @@ def test_a_jobs_arguments_become_the_one_command_line_pmc_splits(arguments, line
     assert (job.namespace, job.version, job.profiles, job.metadata, job.stdio) == (None, None, {}, {}, None)
 
 
-@pytest.mark.parametrize(("raw", "message"), [
-    ({"type": "job", "name": "step", "id": "ID1", "arguments": ["it's", "x"]}, "jobs[3].arguments: unterminated quote"),
-    ({"type": "job", "name": "step", "id": "ID1", "arguments": ["a\nb"]}, "jobs[3].arguments[0]: an argument cannot"),
-    ({"type": "job", "name": "step", "id": "ID 1", "arguments": []}, "jobs[3].id: 'ID 1': job ids may use"),
-    ({"type": "job", "name": "st ep", "id": "ID1"}, "jobs[3].name: 'st ep': transformation names may use"),
-    ({"type": "job", "name": ["step"], "id": "ID1"}, "jobs[3].name"),
-    ({"type": "job", "name": "step", "id": "\u00e91"}, "jobs[3].id"),
-    ({"type": None, "name": "step", "id": "ID1"}, "jobs[3].type: None: a job's type is job"),
-    ({"type": "job", "name": "step"}, "jobs[3]: missing 'id'"),
-    (["not", "a", "job"], "jobs[3]"),
-])
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (
+            {"type": "job", "name": "step", "id": "ID1", "arguments": ["it's", "x"]},
+            "jobs[3].arguments: unterminated quote",
+        ),
+        (
+            {"type": "job", "name": "step", "id": "ID1", "arguments": ["a\nb"]},
+            "jobs[3].arguments[0]: an argument cannot",
+        ),
+        ({"type": "job", "name": "step", "id": "ID 1", "arguments": []}, "jobs[3].id: 'ID 1': job ids may use"),
+        ({"type": "job", "name": "st ep", "id": "ID1"}, "jobs[3].name: 'st ep': transformation names may use"),
+        ({"type": "job", "name": ["step"], "id": "ID1"}, "jobs[3].name"),
+        ({"type": "job", "name": "step", "id": "\u00e91"}, "jobs[3].id"),
+        ({"type": None, "name": "step", "id": "ID1"}, "jobs[3].type: None: a job's type is job"),
+        ({"type": "job", "name": "step"}, "jobs[3]: missing 'id'"),
+        (["not", "a", "job"], "jobs[3]"),
+    ],
+)
 def test_a_job_the_reader_refuses_is_named_by_its_yaml_path(raw, message):
     """The checks a million plain jobs pass at the cost of a look-up name the field when one fails."""
     from pilot.planner.reader import _read_job

@@ -18,15 +18,43 @@ from pilot.errors import ConfigError
 from pilot.submit.lock import SubmitLock
 from tests.planner.test_user_values import PLAIN, write_inputs
 
-FILES = ["braindump.yml", "uv-0.dag", "monitord.notify", "pegasus.properties", "cat_j1/cat_j1.dag", "cat_j1/cat_j1.sh",
-         "cat_j1/cat_j1.sub", "cat_j1/braindump.yml", "stage_in_local_local_0_0/stage_in_local_local_0_0.in"]
+FILES = [
+    "braindump.yml",
+    "uv-0.dag",
+    "monitord.notify",
+    "pegasus.properties",
+    "cat_j1/cat_j1.dag",
+    "cat_j1/cat_j1.sh",
+    "cat_j1/cat_j1.sub",
+    "cat_j1/braindump.yml",
+    "stage_in_local_local_0_0/stage_in_local_local_0_0.in",
+]
 
 
 def pilot_plan(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     wf, conf = write_inputs(tmp_path, PLAIN)
-    return subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", "--cluster", "none", str(wf),
-                           "--conf", str(conf), "--dir", str(tmp_path / "submit"), *extra],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            "--site",
+            "local",
+            "--cluster",
+            "none",
+            str(wf),
+            "--conf",
+            str(conf),
+            "--dir",
+            str(tmp_path / "submit"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
 
 
 @pytest.fixture

@@ -27,8 +27,9 @@ def test_published_workflow_plans_every_job_once(tmp_path, monkeypatch, capsys, 
 
 
 @pytest.mark.parametrize("name", ["casa-wind", "lung-instance-segmentation"])
-def test_singularity_containers_of_docker_images_plan_on_a_site_with_only_podman(tmp_path, monkeypatch, capsys, caplog,
-                                                                                 name):
+def test_singularity_containers_of_docker_images_plan_on_a_site_with_only_podman(
+    tmp_path, monkeypatch, capsys, caplog, name
+):
     # A laptop's local site finds podman, not apptainer: a singularity container of a docker:// image runs there as
     # a docker container of the same image, said once per plan.
     published = BY_NAME[name]

@@ -48,8 +48,11 @@ def test_two_jobs_whose_task_ids_collide_are_named(tmp_path):
     wf = api.Workflow("er", infer_dependencies=False)
     wf.add_jobs(api.Job("a_b", _id="c"), api.Job("a", _id="b_c"))
     paths = write(tmp_path, wf, transformations("local", {"a_b": "/bin/echo", "a": "/bin/echo"}))
-    with pytest.raises(ConfigError, match=r"workflow.yml: jobs\[1\] \(id b_c\): the PMC task made from this job is "
-                                          r"invalid: duplicate task 'a_b_c' \(the task of job c has that id too\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"workflow.yml: jobs\[1\] \(id b_c\): the PMC task made from this job is "
+        r"invalid: duplicate task 'a_b_c' \(the task of job c has that id too\)",
+    ):
         run_plan(tmp_path, paths, "whole")
 
 
@@ -61,14 +64,19 @@ def test_unknown_transformation(tmp_path):
 
 def test_unknown_site_for_transformation(tmp_path):
     paths = simple(tmp_path)
-    with pytest.raises(ConfigError, match=r"transformation T has no entry for site 'elsewhere' \(it has: local\); add one, "
-                                          r"plan for another --site, or name the catalogs' site with --set pegasus_site=local"):
+    with pytest.raises(
+        ConfigError,
+        match=r"transformation T has no entry for site 'elsewhere' \(it has: local\); add one, "
+        r"plan for another --site, or name the catalogs' site with --set pegasus_site=local",
+    ):
         run_plan(tmp_path, paths, "whole", site=str(site_file(tmp_path, "pegasus_site: elsewhere\n")))
 
 
 def test_bad_profile_value(tmp_path):
     paths = simple(tmp_path, runtime="soon")
-    with pytest.raises(ConfigError, match=r"workflow.yml: jobs\[0\].profiles.pegasus.runtime: 'soon' is not a number of seconds"):
+    with pytest.raises(
+        ConfigError, match=r"workflow.yml: jobs\[0\].profiles.pegasus.runtime: 'soon' is not a number of seconds"
+    ):
         run_plan(tmp_path, paths, "whole")
 
 
@@ -90,9 +98,14 @@ def test_cli_errors_are_one_line(tmp_path):
 
 def test_cli_summary(tmp_path):
     paths = simple(tmp_path)
-    res = pilot_plan(paths["workflow"], "--site", "local", "--cluster", "whole", "--tc", paths["tc"], "--dir", str(tmp_path / "s"))
+    res = pilot_plan(
+        paths["workflow"], "--site", "local", "--cluster", "whole", "--tc", paths["tc"], "--dir", str(tmp_path / "s")
+    )
     assert res.returncode == 0, res.stderr
-    assert re.search(r"^merge_er\s+whole\s+4\s", res.stdout, re.M) and "4 tasks (2 of them data jobs) in 1 cluster," in res.stdout
+    assert (
+        re.search(r"^merge_er\s+whole\s+4\s", res.stdout, re.M)
+        and "4 tasks (2 of them data jobs) in 1 cluster," in res.stdout
+    )
     again = pilot_plan(paths["workflow"], "--site", "local", "--tc", paths["tc"], "--dir", str(tmp_path / "s"))
     assert again.returncode == 2 and "not empty" in again.stderr
 
@@ -109,28 +122,36 @@ def _plan_pmc_dag(tmp_path: Path, text: str) -> tuple[subprocess.CompletedProces
 def test_pmc_dag_input_is_one_cluster(tmp_path):
     res, sub = _plan_pmc_dag(tmp_path, "TASK A -m 5 /bin/echo 'a b'\nTASK B /bin/echo b\nEDGE A B\n")
     text = (tmp_path / "s" / "mine" / "mine.dag").read_text()
-    assert text == "TASK A -m 5 /bin/echo \"a b\"\nTASK B /bin/echo b\nEDGE A B\n"
+    assert text == 'TASK A -m 5 /bin/echo "a b"\nTASK B /bin/echo b\nEDGE A B\n'
     assert re.search(r"^mine\s+whole\s+2\s+2\s", res.stdout, re.M)
     assert "+pegasus_cores = 1\n" in sub and "pegasus_memory_mb" not in sub  # A asks for 5 MB, B for none
 
 
 def test_pmc_dag_input_of_a_planned_cluster_keeps_its_data_jobs_out_of_the_tasks(tmp_path):
     """A cluster's DAG as pilot plan writes it, planned again: its data job (annotated null) is no task."""
-    _plan_pmc_dag(tmp_path, "#@ 1 pegasus::dirmanager null\nTASK create_dir_w_0_local /bin/true\n"
-                            "#@ 2 cp j1\nTASK cp_j1 /bin/cp a b\nEDGE create_dir_w_0_local cp_j1\n")
+    _plan_pmc_dag(
+        tmp_path,
+        "#@ 1 pegasus::dirmanager null\nTASK create_dir_w_0_local /bin/true\n"
+        "#@ 2 cp j1\nTASK cp_j1 /bin/cp a b\nEDGE create_dir_w_0_local cp_j1\n",
+    )
     bp = (tmp_path / "s" / "mine-0.static.bp").read_text()
     assert re.findall(r'event=task.info \S+ task.id="([^"]+)"', bp) == ["j1"] and "event=task.edge" not in bp
     assert re.search(r'job.id="mine" .* task_count="1"', bp)
 
 
 def test_pmc_dag_input_sub_has_the_request_of_each_task(tmp_path):
-    _, sub = _plan_pmc_dag(tmp_path, "TASK A -m 4.5 -c 2 -g 1 /bin/echo a\nTASK B --request-memory 5 -c 2 --request-gpus=1 /bin/echo b\n")
+    _, sub = _plan_pmc_dag(
+        tmp_path, "TASK A -m 4.5 -c 2 -g 1 /bin/echo a\nTASK B --request-memory 5 -c 2 --request-gpus=1 /bin/echo b\n"
+    )
     assert "+pegasus_cores = 2\n+pegasus_memory_mb = 5\n+pegasus_gpus = 1\n" in sub
 
 
 def site_file(tmp_path: Path, extra: str) -> Path:
     p = tmp_path / "site.yaml"
-    p.write_text("scheduler: slurm\nlauncher: srun\nlauncher_options: --mpi=pmi2\npartition: debug\nnodes: 2\nranks_per_node: 4\n" + extra)
+    p.write_text(
+        "scheduler: slurm\nlauncher: srun\nlauncher_options: --mpi=pmi2\npartition: debug\nnodes: 2\nranks_per_node: 4\n"
+        + extra
+    )
     return p
 
 
@@ -152,20 +173,37 @@ def test_site_rejects_unsafe_directive_values(tmp_path):
 
 def test_walltime_parsing_and_pilot_margin():
     assert parse_walltime("01:30:00") == 90 and parse_walltime("2-00:00:00") == 2880 and parse_walltime("45") == 45
-    assert pilot_wall_time(60) == 55 and pilot_wall_time(10) == 9 and pilot_wall_time(2) == 1.5 and pilot_wall_time(0.5) == 0.25
+    assert (
+        pilot_wall_time(60) == 55
+        and pilot_wall_time(10) == 9
+        and pilot_wall_time(2) == 1.5
+        and pilot_wall_time(0.5) == 0.25
+    )
 
 
 def request(**kw):
-    base = dict(name="merge_x", workdir="/scratch/my dir/merge_x", nodes=2, ranks_per_node=4, walltime_minutes=90,
-                pilot_args=["--max-wall-time", "85", "merge_x.dag"], queue="regular", account="m42", launcher="srun",
-                launcher_options="--mpi=pmi2", worker_init=["module load python"])
+    base = dict(
+        name="merge_x",
+        workdir="/scratch/my dir/merge_x",
+        nodes=2,
+        ranks_per_node=4,
+        walltime_minutes=90,
+        pilot_args=["--max-wall-time", "85", "merge_x.dag"],
+        queue="regular",
+        account="m42",
+        launcher="srun",
+        launcher_options="--mpi=pmi2",
+        worker_init=["module load python"],
+    )
     base.update(kw)
     return JobRequest(**base)
 
 
 def test_slurm_script():
-    text = render(SCHEDULERS["slurm"], request(qos="debug", constraint="cpu", exclusive=True,
-                                               scheduler_options=["#SBATCH --gpus-per-node=4"]))
+    text = render(
+        SCHEDULERS["slurm"],
+        request(qos="debug", constraint="cpu", exclusive=True, scheduler_options=["#SBATCH --gpus-per-node=4"]),
+    )
     assert text == (
         "#!/bin/bash\n#SBATCH --job-name=merge_x\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --time=01:30:00\n"
         "#SBATCH --output=merge_x.batch.out\n#SBATCH --error=merge_x.batch.err\n#SBATCH --partition=regular\n"
@@ -181,8 +219,10 @@ def test_slurm_script():
 
 
 def test_pbs_scripts():
-    text = render(SCHEDULERS["pbspro"], request(launcher="mpiexec", launcher_options="", exclusive=True,
-                                                constraint="system=polaris"))
+    text = render(
+        SCHEDULERS["pbspro"],
+        request(launcher="mpiexec", launcher_options="", exclusive=True, constraint="system=polaris"),
+    )
     assert "#PBS -l select=2:ncpus=4:mpiprocs=4:system=polaris\n" in text and "#PBS -q regular\n#PBS -A m42\n" in text
     assert "#PBS -l place=scatter:excl\n" in text
     assert "mpiexec -n 8 -ppn 4 pilot run --max-wall-time 85 merge_x.dag\n" in text

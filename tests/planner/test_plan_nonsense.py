@@ -19,7 +19,9 @@ def test_a_dag_task_bigger_than_any_node_is_said_at_plan_time(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="pilot.plan"):
         plan(PlanRequest(workflow=str(dag), site=load_site("perlmutter-cpu"), submit_dir=str(tmp_path / "s")))
     lines = [r.getMessage() for r in caplog.records]
-    assert f"{dag}:2: task big asks for 500 CPUs, but a node of site perlmutter-cpu has 128 (cores_per_node)" in lines[0]
+    assert (
+        f"{dag}:2: task big asks for 500 CPUs, but a node of site perlmutter-cpu has 128 (cores_per_node)" in lines[0]
+    )
     assert "asks for 1000000 MB" in lines[1] and len(lines) == 2
 
 

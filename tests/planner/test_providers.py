@@ -48,15 +48,29 @@ def make(tmp_path, name, **sets):
 
 def same_but_name(planner: str, parsl: str, workdir: Path) -> None:
     """Every directive and command equal once the submission's job name and output files are put back."""
-    parsl = re.sub(re.escape(str(workdir)) + r"/(parsl\.)?" + re.escape(JOB) + r"\.[0-9.]+\.(stdout|stderr)",
-                   lambda m: f"{workdir}/merge_x.batch.{'out' if m.group(2) == 'stdout' else 'err'}", parsl)
-    parsl = re.sub(r"(parsl\.)?" + re.escape(JOB) + r"\.[0-9]+(\.[0-9]+)?", "merge_x", parsl)  # TorqueProvider adds "parsl."
+    parsl = re.sub(
+        re.escape(str(workdir)) + r"/(parsl\.)?" + re.escape(JOB) + r"\.[0-9.]+\.(stdout|stderr)",
+        lambda m: f"{workdir}/merge_x.batch.{'out' if m.group(2) == 'stdout' else 'err'}",
+        parsl,
+    )
+    parsl = re.sub(
+        r"(parsl\.)?" + re.escape(JOB) + r"\.[0-9]+(\.[0-9]+)?", "merge_x", parsl
+    )  # TorqueProvider adds "parsl."
     assert parsl == planner
 
 
-@pytest.mark.parametrize("name,sets", [("perlmutter-cpu", {"account": "m4242"}), ("perlmutter-gpu", {}),
-                                       ("frontier", {"account": "abc123"}), ("polaris", {"account": "proj42"}),
-                                       ("aurora", {"account": "proj42"}), ("stampede3", {}), ("container", {})])
+@pytest.mark.parametrize(
+    "name,sets",
+    [
+        ("perlmutter-cpu", {"account": "m4242"}),
+        ("perlmutter-gpu", {}),
+        ("frontier", {"account": "abc123"}),
+        ("polaris", {"account": "proj42"}),
+        ("aurora", {"account": "proj42"}),
+        ("stampede3", {}),
+        ("container", {}),
+    ],
+)
 def test_provider_submits_the_planner_script(tmp_path, name, sets):
     site, req = make(tmp_path, name, **sets)
     cmd, parsl_script = submitted(site, req)
@@ -67,9 +81,17 @@ def test_provider_submits_the_planner_script(tmp_path, name, sets):
 def test_every_directive_comes_from_the_request(tmp_path):
     site, req = make(tmp_path, "perlmutter-cpu", account="m4242")
     text = script_for(site, req)[1]
-    for directive in ("--nodes=1", "--ntasks-per-node=64", "--time=00:30:00", "--account=m4242", "--qos=regular",
-                      "--constraint=cpu", f"--chdir={tmp_path}/merge_x", f"--output={tmp_path}/merge_x/merge_x.batch.out",
-                      "--exclusive"):
+    for directive in (
+        "--nodes=1",
+        "--ntasks-per-node=64",
+        "--time=00:30:00",
+        "--account=m4242",
+        "--qos=regular",
+        "--constraint=cpu",
+        f"--chdir={tmp_path}/merge_x",
+        f"--output={tmp_path}/merge_x/merge_x.batch.out",
+        "--exclusive",
+    ):
         assert f"#SBATCH {directive}\n" in text, directive
 
 

@@ -25,16 +25,31 @@ def with_replica(paths: dict, site: str, pfn: str) -> None:
 
 
 def run_plan(tmp_path: Path, paths: dict):
-    return plan(PlanRequest(workflow=paths["workflow"], site=load_site("local"), cluster=["none"],
-                            submit_dir=str(tmp_path / "s"), conf=paths.get("conf")))
+    return plan(
+        PlanRequest(
+            workflow=paths["workflow"],
+            site=load_site("local"),
+            cluster=["none"],
+            submit_dir=str(tmp_path / "s"),
+            conf=paths.get("conf"),
+        )
+    )
 
 
 def entry(submit: Path, lfn: str) -> dict:
     return next(e for p in submit.glob("*/stage_in_*.in") for e in json.loads(p.read_text()) if e["lfn"] == lfn)
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:{port}/montage/2mass-atlas-f.a", "https://127.0.0.1:{port}/f.a",
-                                 "gsiftp://gridftp.example/data/f.a", "s3://bucket/f.a", "scp://host.example/data/f.a"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:{port}/montage/2mass-atlas-f.a",
+        "https://127.0.0.1:{port}/f.a",
+        "gsiftp://gridftp.example/data/f.a",
+        "s3://bucket/f.a",
+        "scp://host.example/data/f.a",
+    ],
+)
 def test_a_url_on_a_site_no_catalog_describes_is_staged_from_that_url_without_being_contacted(tmp_path, url):
     paths = data_workflow(tmp_path)
     with socket.create_server(("127.0.0.1", 0)) as source:  # the http(s) source: listening, never connected to
@@ -51,20 +66,29 @@ def test_a_url_on_a_site_no_catalog_describes_is_staged_from_that_url_without_be
 def test_a_path_on_a_site_no_catalog_describes_is_refused_in_one_line(tmp_path):
     paths = data_workflow(tmp_path)
     with_replica(paths, "ipac", "/data/montage/f.a")
-    with pytest.raises(ConfigError, match=r"replicaCatalog.replicas\[0\].pfns\[0\]: replica 'file:///data/montage/f.a' "
-                                          r"of 'f.a' is a path on site 'ipac', which no catalog knows"):
+    with pytest.raises(
+        ConfigError,
+        match=r"replicaCatalog.replicas\[0\].pfns\[0\]: replica 'file:///data/montage/f.a' "
+        r"of 'f.a' is a path on site 'ipac', which no catalog knows",
+    ):
         run_plan(tmp_path, paths)
 
 
 def test_an_image_on_docker_hub_is_staged_from_docker(tmp_path):
     """Pegasus.api's image_site="docker_hub", which no site catalog describes."""
     box = api.Container("box", api.Container.SINGULARITY, image="docker://alpine:3.18", image_site="docker_hub")
-    tc = api.TransformationCatalog().add_containers(box).add_transformations(
-        api.Transformation("echo", site="local", pfn="/bin/echo", is_stageable=False, container=box))
+    tc = (
+        api.TransformationCatalog()
+        .add_containers(box)
+        .add_transformations(
+            api.Transformation("echo", site="local", pfn="/bin/echo", is_stageable=False, container=box)
+        )
+    )
     wf = api.Workflow("box").add_transformation_catalog(tc).add_jobs(api.Job("echo", _id="j").add_args("hi"))
     wf.write(str(tmp_path / "box.yml"))
     site = load_site("local", {"container_runtimes": "apptainer"})
-    result = plan(PlanRequest(workflow=str(tmp_path / "box.yml"), site=site, cluster=["whole"],
-                              submit_dir=str(tmp_path / "s")))
+    result = plan(
+        PlanRequest(workflow=str(tmp_path / "box.yml"), site=site, cluster=["whole"], submit_dir=str(tmp_path / "s"))
+    )
     image = entry(Path(result.submit_dir), "box.simg")
     assert image["src_urls"][0]["site_label"] == "docker_hub" and image["src_urls"][0]["url"] == "docker://alpine:3.18"

@@ -21,8 +21,11 @@ def resolved_jobs(tmp_path: Path) -> tuple[Resolved, dict[str, int]]:
     wf = api.Workflow("resolve")
     wf.add_jobs(api.Job("tool", _id="a").add_args("a"), api.Job("tool", _id="c").add_args("c"))
     for job_id in ("b", "b2"):
-        wf.add_jobs(api.Job("tool", _id=job_id).add_args(job_id)
-                    .add_profiles(api.Namespace.PEGASUS, key="pmc_request_memory", value=64))
+        wf.add_jobs(
+            api.Job("tool", _id=job_id)
+            .add_args(job_id)
+            .add_profiles(api.Namespace.PEGASUS, key="pmc_request_memory", value=64)
+        )
     wf.add_jobs(api.Job("tool", _id="d").add_args("d").add_env(X="1"), api.Job("other", _id="e").add_args("e"))
     tc = transformations("local", {"tool": "/bin/tool", "other": "/bin/other"}, profiles={"tool": {"runtime": "5"}})
     paths = write(tmp_path, wf, tc)
@@ -38,8 +41,15 @@ def test_jobs_without_profiles_of_their_own_share_their_transformations_template
     resolved, at = resolved_jobs(tmp_path)
     a, c, b, b2, d, e = (resolved.by_index[at[k]] for k in ("a", "c", "b", "b2", "d", "e"))
     assert a is c
-    assert (a.head, a.pfn, a.label, a.runtime, a.request, a.env, a.retry) == \
-        ("/bin/tool", "/bin/tool", "tool", 5.0, (1, 0, 0), None, None)
+    assert (a.head, a.pfn, a.label, a.runtime, a.request, a.env, a.retry) == (
+        "/bin/tool",
+        "/bin/tool",
+        "tool",
+        5.0,
+        (1, 0, 0),
+        None,
+        None,
+    )
     assert b is b2 and b is not a  # equal templates of jobs with profiles are one object
     assert (b.head, b.request) == ("-m 64 /bin/tool", (1, 64, 0))
     assert d.env == (("X", "1"),) and d.head == a.head
@@ -48,12 +58,22 @@ def test_jobs_without_profiles_of_their_own_share_their_transformations_template
 
 def test_a_job_whose_task_the_dag_parser_refuses_is_named_when_it_is_resolved(tmp_path):
     wf = api.Workflow("refused")
-    wf.add_jobs(api.Job("tool", _id="a").add_args("a")
-                .add_profiles(api.Namespace.PEGASUS, key="pmc_task_arguments", value="-q nonsense"))
+    wf.add_jobs(
+        api.Job("tool", _id="a")
+        .add_args("a")
+        .add_profiles(api.Namespace.PEGASUS, key="pmc_task_arguments", value="-q nonsense")
+    )
     paths = write(tmp_path, wf, transformations("local", {"tool": "/bin/tool"}))
     with pytest.raises(ConfigError, match=r"\(id a\): the PMC task made from this job is invalid"):
-        plan(PlanRequest(workflow=paths["workflow"], site=load_site("local"), cluster=["none"],
-                         submit_dir=str(tmp_path / "submit"), tc=paths["tc"]))
+        plan(
+            PlanRequest(
+                workflow=paths["workflow"],
+                site=load_site("local"),
+                cluster=["none"],
+                submit_dir=str(tmp_path / "submit"),
+                tc=paths["tc"],
+            )
+        )
 
 
 def many_clusters(tmp_path: Path, name: str, parallel: emit.Parallelism, monkeypatch) -> Path:
@@ -63,16 +83,28 @@ def many_clusters(tmp_path: Path, name: str, parallel: emit.Parallelism, monkeyp
     paths = write(tmp_path, wf, transformations("local", {"tool": "/bin/tool"}))
     monkeypatch.setattr(emit, "PARALLELISM", parallel)
     submit = tmp_path / name / "submit"  # the same name: the workflow's scratch directory is named after it
-    plan(PlanRequest(workflow=paths["workflow"], site=load_site("local"), cluster=["none"], submit_dir=str(submit),
-                     tc=paths["tc"], cleanup="none", output_site=None))
+    plan(
+        PlanRequest(
+            workflow=paths["workflow"],
+            site=load_site("local"),
+            cluster=["none"],
+            submit_dir=str(submit),
+            tc=paths["tc"],
+            cleanup="none",
+            output_site=None,
+        )
+    )
     return submit
 
 
 def files_of(submit: Path) -> dict[str, str]:
     """The text of clusters.yml and each cluster's DAG and batch script, the path of the submit directory's
     parent (where the scratch directory is too) taken out (its monitoring files carry the run's ids and times)."""
-    return {str(p.relative_to(submit)): p.read_text().replace(str(submit.parent), "HERE")
-            for p in sorted(submit.rglob("*")) if p.suffix in (".dag", ".sh") or p.name == "clusters.yml"}
+    return {
+        str(p.relative_to(submit)): p.read_text().replace(str(submit.parent), "HERE")
+        for p in sorted(submit.rglob("*"))
+        if p.suffix in (".dag", ".sh") or p.name == "clusters.yml"
+    }
 
 
 def test_forked_workers_write_the_clusters_as_the_plans_own_process_does(tmp_path, monkeypatch):
@@ -93,5 +125,15 @@ def test_an_error_in_a_forked_worker_reaches_the_plan(tmp_path, monkeypatch):
     submit.mkdir()
     (submit / "tool_j5").write_text("a file where the cluster's directory goes\n")
     with pytest.raises(ConfigError, match="tool_j5"):
-        plan(PlanRequest(workflow=paths["workflow"], site=load_site("local"), cluster=["none"], submit_dir=str(submit),
-                         tc=paths["tc"], cleanup="none", output_site=None, force=True))
+        plan(
+            PlanRequest(
+                workflow=paths["workflow"],
+                site=load_site("local"),
+                cluster=["none"],
+                submit_dir=str(submit),
+                tc=paths["tc"],
+                cleanup="none",
+                output_site=None,
+                force=True,
+            )
+        )

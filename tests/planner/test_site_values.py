@@ -25,11 +25,43 @@ from pilot.planner.plan import PlanRequest, plan
 from pilot.sites import load_site
 
 SITE = "perlmutter-cpu"  # Slurm, srun, directives of every kind
-KEYS = ("description", "launcher_options", "partition", "queue", "account", "qos", "constraint", "pilot_command",
-        "pilot_options", "pegasus_site", "shared_scratch")
-HOSTILE = ["$(touch PWNED)", "`touch PWNED`", ";touch PWNED;", "'", '"', "\\", "\n", "\r", "\0", "\udcff", " ",
-           "$HOME", "\n#SBATCH --x", "#", "&", "|", "*", "a", "--"]
-_TEXT = st.lists(st.sampled_from(HOSTILE) | st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=5).map("".join)
+KEYS = (
+    "description",
+    "launcher_options",
+    "partition",
+    "queue",
+    "account",
+    "qos",
+    "constraint",
+    "pilot_command",
+    "pilot_options",
+    "pegasus_site",
+    "shared_scratch",
+)
+HOSTILE = [
+    "$(touch PWNED)",
+    "`touch PWNED`",
+    ";touch PWNED;",
+    "'",
+    '"',
+    "\\",
+    "\n",
+    "\r",
+    "\0",
+    "\udcff",
+    " ",
+    "$HOME",
+    "\n#SBATCH --x",
+    "#",
+    "&",
+    "|",
+    "*",
+    "a",
+    "--",
+]
+_TEXT = st.lists(st.sampled_from(HOSTILE) | st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=5).map(
+    "".join
+)
 FUZZ = settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 WORKFLOW = """\
@@ -46,7 +78,7 @@ transformationCatalog:
       sites: [{name: perlmutter-cpu, pfn: /bin/true, type: installed}]
 """
 
-STUB = "#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" >> \"$STUB_LOG\"\nexit 0\n"
+STUB = '#!/bin/sh\nprintf \'%s\\n\' "$0" "$@" >> "$STUB_LOG"\nexit 0\n'
 
 
 def plan_with(tmp: Path, overrides: dict[str, str]) -> Path:
@@ -69,11 +101,18 @@ def run_scripts(submit_dir: Path, tmp: Path) -> None:
         path = stubs / name
         path.write_text(STUB)
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    env = {"PATH": f"{stubs}:/usr/bin:/bin", "HOME": str(tmp), "STUB_LOG": str(tmp / "stub.log"),
-           "SLURM_JOB_ID": "1", "SLURM_NNODES": "1", "SLURM_JOB_NODELIST": "localhost"}
+    env = {
+        "PATH": f"{stubs}:/usr/bin:/bin",
+        "HOME": str(tmp),
+        "STUB_LOG": str(tmp / "stub.log"),
+        "SLURM_JOB_ID": "1",
+        "SLURM_NNODES": "1",
+        "SLURM_JOB_NODELIST": "localhost",
+    }
     for script in scripts(submit_dir):
-        subprocess.run(["bash", str(script)], cwd=script.parent, env=env, capture_output=True, timeout=60,
-                       stdin=subprocess.DEVNULL)
+        subprocess.run(
+            ["bash", str(script)], cwd=script.parent, env=env, capture_output=True, timeout=60, stdin=subprocess.DEVNULL
+        )
 
 
 def line_counts(submit_dir: Path) -> list[tuple[str, int]]:
@@ -83,9 +122,19 @@ def line_counts(submit_dir: Path) -> list[tuple[str, int]]:
 
 
 # A plain value of each key: the plan that a hostile value's must match, line for line.
-PLAIN = {"description": "d", "launcher_options": "-c 2", "partition": "p1", "queue": "q1", "account": "a1", "qos": "q1",
-         "constraint": "c1", "pilot_command": "pilot", "pilot_options": "--keep-affinity", "pegasus_site": SITE,
-         "shared_scratch": "/tmp/scratch"}
+PLAIN = {
+    "description": "d",
+    "launcher_options": "-c 2",
+    "partition": "p1",
+    "queue": "q1",
+    "account": "a1",
+    "qos": "q1",
+    "constraint": "c1",
+    "pilot_command": "pilot",
+    "pilot_options": "--keep-affinity",
+    "pegasus_site": SITE,
+    "shared_scratch": "/tmp/scratch",
+}
 
 
 @pytest.fixture(scope="module")

@@ -53,8 +53,15 @@ def outer(tmp: Path, sub: api.SubWorkflow | None = None, generated: bool = False
 
 
 def run_plan(tmp: Path, workflow: Path, cluster: str = "whole", **kw):
-    return plan(PlanRequest(workflow=str(workflow), site=load_site("local"), cluster=cluster.split(","),
-                            submit_dir=str(tmp / "submit"), **kw))
+    return plan(
+        PlanRequest(
+            workflow=str(workflow),
+            site=load_site("local"),
+            cluster=cluster.split(","),
+            submit_dir=str(tmp / "submit"),
+            **kw,
+        )
+    )
 
 
 @pytest.mark.parametrize("cluster", ["whole", "label", "horizontal", "none"])
@@ -96,8 +103,9 @@ def test_the_sub_workflow_file_may_be_written_by_a_parent_job(tmp_path):
 
 
 def test_the_sub_workflows_own_planner_options_win(tmp_path):
-    sub = api.SubWorkflow(api.File("inner.yml"), False).add_planner_args(cluster=["label"], verbose=3, force=True,
-                                                                           output_sites=["local"], submit=True)
+    sub = api.SubWorkflow(api.File("inner.yml"), False).add_planner_args(
+        cluster=["label"], verbose=3, force=True, output_sites=["local"], submit=True
+    )
     result = run_plan(tmp_path, outer(tmp_path, sub))
     spec = next(s for s in read_clusters(result.submit_dir) if s.subworkflow is not None)
     args = list(spec.subworkflow.plan_args)
@@ -107,10 +115,20 @@ def test_the_sub_workflows_own_planner_options_win(tmp_path):
 
 def test_planner_options_pilot_cannot_honour_are_refused_naming_them():
     where = ("w.yml", "jobs[1]")
-    assert plan_options("s.yml", ["--cluster", "label", "-vvv", "--sites", "local", "--cache=c.yml", "-X-Xmx1g"], *where).options \
-        == ("--cluster", "label", "--cache", "c.yml")
-    for words in (["--relative-submit-dir", "x"], ["-Dpegasus.mode=debug"], ["--force-replan"], ["--input-dir", "i"],
-                  ["--basename", "b"], ["--staging-site", "a=b"], ["--reuse", "r"], ["--random"], ["--cluster"]):
+    assert plan_options(
+        "s.yml", ["--cluster", "label", "-vvv", "--sites", "local", "--cache=c.yml", "-X-Xmx1g"], *where
+    ).options == ("--cluster", "label", "--cache", "c.yml")
+    for words in (
+        ["--relative-submit-dir", "x"],
+        ["-Dpegasus.mode=debug"],
+        ["--force-replan"],
+        ["--input-dir", "i"],
+        ["--basename", "b"],
+        ["--staging-site", "a=b"],
+        ["--reuse", "r"],
+        ["--random"],
+        ["--cluster"],
+    ):
         with pytest.raises(ConfigError) as exc:
             plan_options("s.yml", words, *where)
         assert str(exc.value).startswith("w.yml: jobs[1].arguments: ") and words[0].split("=")[0] in str(exc.value)
@@ -118,29 +136,56 @@ def test_planner_options_pilot_cannot_honour_are_refused_naming_them():
 
 def test_a_sub_workflow_on_another_site_or_written_by_a_job_not_its_parent_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"--sites elsewhere: a sub-workflow runs on its parent's site"):
-        run_plan(tmp_path, outer(tmp_path, api.SubWorkflow(api.File("inner.yml"), False).add_planner_args(sites=["elsewhere"])))
+        run_plan(
+            tmp_path,
+            outer(tmp_path, api.SubWorkflow(api.File("inner.yml"), False).add_planner_args(sites=["elsewhere"])),
+        )
     wf = api.Workflow("w", infer_dependencies=False).add_transformation_catalog(catalog())
-    wf.add_jobs(api.Job("sh", _id="A").add_outputs(api.File("inner.yml"), stage_out=False),
-                api.SubWorkflow(api.File("inner.yml"), False, _id="S"))
+    wf.add_jobs(
+        api.Job("sh", _id="A").add_outputs(api.File("inner.yml"), stage_out=False),
+        api.SubWorkflow(api.File("inner.yml"), False, _id="S"),
+    )
     wf.write(str(tmp_path / "w.yml"))
-    with pytest.raises(ConfigError, match=r"jobs\[1\] \(id S\): its workflow file 'inner.yml' is written by .*not its parent"):
+    with pytest.raises(
+        ConfigError, match=r"jobs\[1\] \(id S\): its workflow file 'inner.yml' is written by .*not its parent"
+    ):
         run_plan(tmp_path, tmp_path / "w.yml")
 
 
 def test_bad_sub_workflows_are_one_line_before_anything_is_submitted(tmp_path):
     """A sub-workflow file that is nowhere, a planned DAGMan DAG (condorWorkflow), an output of the job itself."""
     cases = {
-        "missing": ("- type: pegasusWorkflow\n  file: sub.yml\n  id: s1\n  arguments: []\n",
-                    "jobs[0] (id s1): sub-workflow file 'sub.yml' is not a file here (no replica)"),
-        "condor": ("- type: condorWorkflow\n  file: sub.dag\n  id: s1\n  arguments: []\n",
-                   "jobs[0].type: a condorWorkflow job runs a DAG already planned for HTCondor's DAGMan"),
-        "output": ("- type: pegasusWorkflow\n  file: sub.yml\n  id: s1\n  uses: [{lfn: o, type: output}]\n",
-                   "jobs[0].uses[0]: 'o' is an output of a sub-workflow job"),
+        "missing": (
+            "- type: pegasusWorkflow\n  file: sub.yml\n  id: s1\n  arguments: []\n",
+            "jobs[0] (id s1): sub-workflow file 'sub.yml' is not a file here (no replica)",
+        ),
+        "condor": (
+            "- type: condorWorkflow\n  file: sub.dag\n  id: s1\n  arguments: []\n",
+            "jobs[0].type: a condorWorkflow job runs a DAG already planned for HTCondor's DAGMan",
+        ),
+        "output": (
+            "- type: pegasusWorkflow\n  file: sub.yml\n  id: s1\n  uses: [{lfn: o, type: output}]\n",
+            "jobs[0].uses[0]: 'o' is an output of a sub-workflow job",
+        ),
     }
     for name, (job, message) in cases.items():
         (tmp_path / "w.yml").write_text(f"pegasus: 5.0.4\nname: w\njobs:\n{job}")
-        res = subprocess.run([sys.executable, "-m", "pilot", "submit", "--site", "local", str(tmp_path / "w.yml"),
-                              "--dir", str(tmp_path / name)], capture_output=True, text=True, timeout=120)
+        res = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pilot",
+                "submit",
+                "--site",
+                "local",
+                str(tmp_path / "w.yml"),
+                "--dir",
+                str(tmp_path / name),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
         assert message in res.stderr, res.stderr
         assert not (tmp_path / name / "submit.state.json").exists()

@@ -20,10 +20,24 @@ def jobs() -> list[Job]:
     qualified = Job(id="Q1", name="a", namespace="ns", version="1", args_line="x", metadata={"k": "v"}, index=5)
     versioned = Job(id="Q2", name="a", version="2", index=6)
     profiled = Job(id="P1", name="b", profiles={"pegasus": {"pmc_request_memory": "100"}}, index=7)
-    data = Job(id="create_dir_w_0_local", name="dirmanager", namespace="pegasus", type=JobType.CREATE_DIR,
-               command=["pegasus-transfer", "-f", "a b"], index=8)
-    files = Job(id="F1", name="c", uses=[Use(lfn="f.out", link=Link.OUTPUT), Use(lfn="f.in", link=Link.INPUT, metadata={"size": "3"}),
-                                          Use(lfn="f.tmp", link=Link.OUTPUT, register=False)], index=9)
+    data = Job(
+        id="create_dir_w_0_local",
+        name="dirmanager",
+        namespace="pegasus",
+        type=JobType.CREATE_DIR,
+        command=["pegasus-transfer", "-f", "a b"],
+        index=8,
+    )
+    files = Job(
+        id="F1",
+        name="c",
+        uses=[
+            Use(lfn="f.out", link=Link.OUTPUT),
+            Use(lfn="f.in", link=Link.INPUT, metadata={"size": "3"}),
+            Use(lfn="f.tmp", link=Link.OUTPUT, register=False),
+        ],
+        index=9,
+    )
     out = [data, *plain, qualified, versioned, profiled, files]
     for child in out[1:]:
         data.children.append(child)
@@ -48,12 +62,25 @@ def test_the_columns_hold_each_tasks_record(monkeypatch, chunk):
     monkeypatch.setattr(emitroot, "CHUNK", chunk)
     members = jobs()
     data_ids: set[str] = set()
-    table = emitroot.task_table(Cluster(name="merge_w", jobs=members, kind=ClusterKind.WHOLE, site="local"), list(map(template, members)),
-                           data_ids)
+    table = emitroot.task_table(
+        Cluster(name="merge_w", jobs=members, kind=ClusterKind.WHOLE, site="local"),
+        list(map(template, members)),
+        data_ids,
+    )
     # the data job is no task, as in a Pegasus plan, whose tasks are the workflow's own jobs
     one_by_one = TaskTable.of(
-        RootTask(j.id, j.tx_label, command_text(j), tuple(c.id for c in j.children), *request_of(j),
-                 j.type.value, j.metadata, emitroot._mapped_files(j.uses)) for j in members[1:])
+        RootTask(
+            j.id,
+            j.tx_label,
+            command_text(j),
+            tuple(c.id for c in j.children),
+            *request_of(j),
+            j.type.value,
+            j.metadata,
+            emitroot._mapped_files(j.uses),
+        )
+        for j in members[1:]
+    )
     for column in (f.name for f in dataclasses.fields(TaskTable)):
         if column != "requests":
             assert getattr(table, column) == getattr(one_by_one, column), column

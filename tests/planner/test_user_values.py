@@ -33,14 +33,47 @@ from pilot.util import safetext
 
 FUZZ = settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 # What shells, DAG records, .sub lines and pegasus-transfer's quoting read, and a few of anything.
-HOSTILE = ["$(touch PWNED)", "`touch PWNED`", ";touch PWNED;", "'", '"', "\\", "\n", "\r", "\0", "\udcff", " ",
-           "$HOME", "${X}", "\nTASK x /bin/true", "\n+evil = 1", "#", "&", "|", "*", "a"]
+HOSTILE = [
+    "$(touch PWNED)",
+    "`touch PWNED`",
+    ";touch PWNED;",
+    "'",
+    '"',
+    "\\",
+    "\n",
+    "\r",
+    "\0",
+    "\udcff",
+    " ",
+    "$HOME",
+    "${X}",
+    "\nTASK x /bin/true",
+    "\n+evil = 1",
+    "#",
+    "&",
+    "|",
+    "*",
+    "a",
+]
 _PIECE = st.sampled_from(HOSTILE) | st.characters(blacklist_categories=("Cs",))
 _TEXT = st.lists(_PIECE, min_size=1, max_size=5).map("".join)
 
-PLAIN = {"lfn_in": "f.a", "lfn_out": "f.b", "pfn": "f.a", "scratch": "scratch", "storage": "output",
-         "site": "local", "arg": "-n", "tx": "cat", "tx_pfn": "/bin/cat", "env": "v", "memory": "100",
-         "prop_memory": "100", "threads": "2", "dir": "submit"}
+PLAIN = {
+    "lfn_in": "f.a",
+    "lfn_out": "f.b",
+    "pfn": "f.a",
+    "scratch": "scratch",
+    "storage": "output",
+    "site": "local",
+    "arg": "-n",
+    "tx": "cat",
+    "tx_pfn": "/bin/cat",
+    "env": "v",
+    "memory": "100",
+    "prop_memory": "100",
+    "threads": "2",
+    "dir": "submit",
+}
 FIELDS = tuple(PLAIN)
 
 
@@ -56,34 +89,64 @@ def write_inputs(tmp: Path, v: dict[str, str]) -> tuple[Path, Path]:
     site = v["site"]
     directory = {"sharedScratch": tmp / v["scratch"], "localStorage": tmp / v["storage"]}
     data = {
-        "pegasus": "5.0.4", "name": "uv",
-        "siteCatalog": {"sites": [{"name": site, "directories": [
-            {"type": kind, "path": str(path), "fileServers": [{"url": f"file://{path}", "operation": "all"}]}
-            for kind, path in directory.items()]}]},
+        "pegasus": "5.0.4",
+        "name": "uv",
+        "siteCatalog": {
+            "sites": [
+                {
+                    "name": site,
+                    "directories": [
+                        {
+                            "type": kind,
+                            "path": str(path),
+                            "fileServers": [{"url": f"file://{path}", "operation": "all"}],
+                        }
+                        for kind, path in directory.items()
+                    ],
+                }
+            ]
+        },
         "replicaCatalog": {"replicas": [{"lfn": v["lfn_in"], "pfns": [{"site": site, "pfn": str(pfn)}]}]},
-        "transformationCatalog": {"transformations": [
-            {"name": v["tx"], "sites": [{"name": site, "pfn": v["tx_pfn"], "type": "installed"}]}]},
-        "jobs": [{"type": "job", "name": v["tx"], "id": "j1", "arguments": [v["arg"], v["lfn_in"]],
-                  "stdout": v["lfn_out"],
-                  "uses": [{"lfn": v["lfn_in"], "type": "input"},
-                           {"lfn": v["lfn_out"], "type": "output", "stageOut": True, "registerReplica": True}],
-                  "profiles": {"env": {"UV": v["env"]}, "selector": {"execution.site": site},
-                               **({"condor": {"request_memory": v["memory"]}} if v["memory"] else {})}}],
+        "transformationCatalog": {
+            "transformations": [{"name": v["tx"], "sites": [{"name": site, "pfn": v["tx_pfn"], "type": "installed"}]}]
+        },
+        "jobs": [
+            {
+                "type": "job",
+                "name": v["tx"],
+                "id": "j1",
+                "arguments": [v["arg"], v["lfn_in"]],
+                "stdout": v["lfn_out"],
+                "uses": [
+                    {"lfn": v["lfn_in"], "type": "input"},
+                    {"lfn": v["lfn_out"], "type": "output", "stageOut": True, "registerReplica": True},
+                ],
+                "profiles": {
+                    "env": {"UV": v["env"]},
+                    "selector": {"execution.site": site},
+                    **({"condor": {"request_memory": v["memory"]}} if v["memory"] else {}),
+                },
+            }
+        ],
         "jobDependencies": [],
     }
     wf = tmp / "uv.yml"
     wf.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8", errors="surrogateescape")
     conf = tmp / "pegasus.properties"
-    conf.write_text(f"pegasus.transfer.threads = {v['threads']}\ncondor.request_memory = {v['prop_memory']}\n",
-                    encoding="utf-8", errors="surrogateescape")
+    conf.write_text(
+        f"pegasus.transfer.threads = {v['threads']}\ncondor.request_memory = {v['prop_memory']}\n",
+        encoding="utf-8",
+        errors="surrogateescape",
+    )
     return wf, conf
 
 
 def plan_one(tmp: Path, v: dict[str, str]):
     wf, conf = write_inputs(tmp, v)
     site = load_site("local", {"pegasus_site": v["site"]}) if v["site"] != "local" else load_site("local")
-    return plan(PlanRequest(workflow=str(wf), site=site, cluster=["none"], conf=str(conf),
-                            submit_dir=str(tmp / v["dir"])))
+    return plan(
+        PlanRequest(workflow=str(wf), site=site, cluster=["none"], conf=str(conf), submit_dir=str(tmp / v["dir"]))
+    )
 
 
 GENERATED = (".dag", ".sh", ".sub", ".in")
@@ -164,9 +227,27 @@ REFUSED = [
 def test_the_cli_refuses_in_one_line_naming_the_field(tmp_path, field, value, named):
     v = {**PLAIN, field: value, **({"memory": ""} if field == "prop_memory" else {})}  # the job's own would win
     wf, conf = write_inputs(tmp_path, v)
-    res = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", "--cluster", "none", str(wf),
-                          "--conf", str(conf), "--dir", str(tmp_path / "submit")],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            "--site",
+            "local",
+            "--cluster",
+            "none",
+            str(wf),
+            "--conf",
+            str(conf),
+            "--dir",
+            str(tmp_path / "submit"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert res.returncode == 2, res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr, res.stderr
     assert named in res.stderr
@@ -176,9 +257,25 @@ def test_the_cli_refuses_in_one_line_naming_the_field(tmp_path, field, value, na
 def test_a_submit_directory_with_a_quote_is_refused(tmp_path):
     """The workflow's directory is named after the submit directory, and pegasus-transfer makes it."""
     wf, conf = write_inputs(tmp_path, PLAIN)
-    res = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", str(wf), "--conf", str(conf),
-                          "--dir", str(tmp_path / "sub'$(touch PWNED)'")],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            "--site",
+            "local",
+            str(wf),
+            "--conf",
+            str(conf),
+            "--dir",
+            str(tmp_path / "sub'$(touch PWNED)'"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert "workflow's directory" in res.stderr
     assert not list(tmp_path.rglob("PWNED"))
@@ -189,8 +286,25 @@ def test_a_submit_directory_ending_in_a_blank_is_refused(tmp_path):
     """Every task's ``#pilot cwd=`` line names the workflow's directory, and a line's reader strips its end: the
     tasks would run in another directory."""
     wf, conf = write_inputs(tmp_path, PLAIN)
-    res = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", str(wf), "--conf", str(conf),
-                          "--dir", str(tmp_path / "sd ")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            "--site",
+            "local",
+            str(wf),
+            "--conf",
+            str(conf),
+            "--dir",
+            str(tmp_path / "sd "),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert "ends with a blank" in res.stderr
 
@@ -200,8 +314,13 @@ def test_a_pmc_task_id_with_blanks_at_its_ends_is_refused_where_the_dag_is_read(
     """The rescue log's ``DONE <task>`` line would not give such an id back, and the rerun would fail."""
     dag = tmp_path / "blank.dag"
     dag.write_text(f"TASK {task_id} /bin/true\n")
-    res = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", str(dag),
-                          "--dir", str(tmp_path / "sub")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    res = subprocess.run(
+        [sys.executable, "-m", "pilot", "plan", "--site", "local", str(dag), "--dir", str(tmp_path / "sub")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert res.stderr.startswith(f"{dag}:1: task id")
 
@@ -211,7 +330,21 @@ def test_a_submit_directory_no_line_can_hold_is_refused(tmp_path, name):
     """Its path is a line of every .sub file and batch script (a PMC .dag plan has no workflow directory)."""
     dag = tmp_path / "ok.dag"
     dag.write_text("TASK a /bin/true\n")
-    res = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", str(dag),
-                          "--dir", os.fsencode(str(tmp_path / name))], capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            "--site",
+            "local",
+            str(dag),
+            "--dir",
+            os.fsencode(str(tmp_path / name)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert res.stderr.startswith("pilot plan: --dir ")

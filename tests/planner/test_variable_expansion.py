@@ -17,9 +17,27 @@ from tests.planner.data_wf import data_workflow
 
 
 def plan_cli(tmp_path: Path, paths: dict, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pilot", "plan", paths["workflow"], "--conf", paths["conf"], "--site",
-                           "local", "--dir", str(tmp_path / "s"), "--cluster", "none", *extra], capture_output=True,
-                          text=True, env={**os.environ, **env})
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            paths["workflow"],
+            "--conf",
+            paths["conf"],
+            "--site",
+            "local",
+            "--dir",
+            str(tmp_path / "s"),
+            "--cluster",
+            "none",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+    )
 
 
 def templated(tmp_path: Path, props: dict | None = None) -> dict:
@@ -61,7 +79,9 @@ def test_an_unset_variable_is_one_line_naming_it_and_the_place(tmp_path, where):
         site["profiles"] = {"env": {"X": "${PILOT_TEST_UNSET}"}}
         place = "siteCatalog.sites[0].profiles.env.X"
     else:
-        Path(paths["conf"]).write_text(Path(paths["conf"]).read_text() + "pegasus.transfer.threads = ${PILOT_TEST_UNSET}\n")
+        Path(paths["conf"]).write_text(
+            Path(paths["conf"]).read_text() + "pegasus.transfer.threads = ${PILOT_TEST_UNSET}\n"
+        )
         place = "pegasus.properties:"
     Path(paths["workflow"]).write_text(yaml.safe_dump(doc))
     out = plan_cli(tmp_path, paths, {})
@@ -75,8 +95,10 @@ def test_a_home_scratch_plans_and_a_bare_dollar_name_is_left_as_pegasus_leaves_i
     doc = yaml.safe_load(Path(paths["workflow"]).read_text())
     home = tmp_path / "home"
     doc["siteCatalog"]["sites"][0]["directories"][0] = {
-        "type": "sharedScratch", "path": "${HOME}/scratch",
-        "fileServers": [{"url": "file://${HOME}/scratch", "operation": "all"}]}
+        "type": "sharedScratch",
+        "path": "${HOME}/scratch",
+        "fileServers": [{"url": "file://${HOME}/scratch", "operation": "all"}],
+    }
     Path(paths["workflow"]).write_text(yaml.safe_dump(doc))
     out = plan_cli(tmp_path, paths, {"HOME": str(home)})
     assert out.returncode == 0, out.stderr

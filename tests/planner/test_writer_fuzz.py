@@ -27,21 +27,42 @@ from pilot.sites import load_site
 
 FUZZ = settings(max_examples=100, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 # What breaks lines, quotes, directives and shells, and a few of anything.
-_PIECE = st.sampled_from(list(" \t\n\r\0'\"\\#@$`;=-/.:") + ["\nTASK x /bin/true", "\n#SBATCH --x", "ab"]) \
-    | st.characters(blacklist_categories=("Cs",))
+_PIECE = st.sampled_from(
+    list(" \t\n\r\0'\"\\#@$`;=-/.:") + ["\nTASK x /bin/true", "\n#SBATCH --x", "ab"]
+) | st.characters(blacklist_categories=("Cs",))
 _TEXT = st.lists(_PIECE, max_size=8).map("".join)
 
 
 def workflow(tmp: Path, v: dict[str, str], args: list[str]) -> Path:
     data = {
-        "pegasus": "5.0.4", "name": "fz",
+        "pegasus": "5.0.4",
+        "name": "fz",
         "hooks": {"shell": [{"_on": "end", "cmd": v["hook"]}]},
-        "transformationCatalog": {"transformations": [
-            {"namespace": v["namespace"], "name": v["name"], "version": v["version"],
-             "sites": [{"name": "local", "pfn": v["pfn"], "type": "installed"}]}]},
-        "jobs": [{"type": "job", "namespace": v["namespace"], "name": v["name"], "version": v["version"], "id": v["id"],
-                  "arguments": args, "uses": [], "profiles": {"env": {"FZ": v["env"]}},
-                  "metadata": {v["meta_key"]: v["meta"]}, "stdout": v["stdout"], "stderr": v["stderr"]}],
+        "transformationCatalog": {
+            "transformations": [
+                {
+                    "namespace": v["namespace"],
+                    "name": v["name"],
+                    "version": v["version"],
+                    "sites": [{"name": "local", "pfn": v["pfn"], "type": "installed"}],
+                }
+            ]
+        },
+        "jobs": [
+            {
+                "type": "job",
+                "namespace": v["namespace"],
+                "name": v["name"],
+                "version": v["version"],
+                "id": v["id"],
+                "arguments": args,
+                "uses": [],
+                "profiles": {"env": {"FZ": v["env"]}},
+                "metadata": {v["meta_key"]: v["meta"]},
+                "stdout": v["stdout"],
+                "stderr": v["stderr"],
+            }
+        ],
         "jobDependencies": [],
     }
     path = tmp / "fz.yml"
@@ -54,19 +75,43 @@ def directives(script: str) -> list[str]:
 
 
 # Workflow fields, then site keys (written into the batch script and the .sub).
-PLAIN = {"arg": "-i in.txt", "env": "v", "meta": "m", "meta_key": "k", "stdout": "o.txt", "stderr": "e.txt",
-         "namespace": "ns", "name": "echo", "version": "1.0", "id": "J1", "pfn": "/bin/echo", "hook": "echo done",
-         "account": "m1234", "worker_init": "module load python", "qos": "regular", "constraint": "cpu",
-         "launcher_options": "--cpu-bind=cores", "pilot_options": "--max-wall-time 10",
-         "scheduler_options": "#SBATCH --mail-type=END"}
+PLAIN = {
+    "arg": "-i in.txt",
+    "env": "v",
+    "meta": "m",
+    "meta_key": "k",
+    "stdout": "o.txt",
+    "stderr": "e.txt",
+    "namespace": "ns",
+    "name": "echo",
+    "version": "1.0",
+    "id": "J1",
+    "pfn": "/bin/echo",
+    "hook": "echo done",
+    "account": "m1234",
+    "worker_init": "module load python",
+    "qos": "regular",
+    "constraint": "cpu",
+    "launcher_options": "--cpu-bind=cores",
+    "pilot_options": "--max-wall-time 10",
+    "scheduler_options": "#SBATCH --mail-type=END",
+}
 FIELDS = tuple(PLAIN)
 SITE_KEYS = ("account", "worker_init", "qos", "constraint", "launcher_options", "pilot_options", "scheduler_options")
 
 
 def plan_one(tmp: Path, v: dict[str, str], args: list[str]):
     site = load_site("perlmutter-cpu", {"pegasus_site": "local", **{k: v[k] for k in SITE_KEYS}})
-    return plan(PlanRequest(workflow=str(workflow(tmp, v, args)), site=site, cluster=["none"],
-                            submit_dir=str(tmp / "submit"), output_site=None, cleanup="none"))
+    return plan(
+        PlanRequest(
+            workflow=str(workflow(tmp, v, args)),
+            site=site,
+            cluster=["none"],
+            submit_dir=str(tmp / "submit"),
+            output_site=None,
+            cleanup="none",
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +140,10 @@ def test_any_field_is_one_value_in_the_written_files_or_refused(tmp_path_factory
     tasks = list(dag.tasks.values())
     assert [t.name for t in tasks] == [f"{v['name']}_{v['id']}"]  # nothing became a second task
     task = tasks[0]
-    assert task.argv == [v["pfn"], *split_args(" ".join(args))]  # the words Pegasus passes: the list joined, split as PMC
+    assert task.argv == [
+        v["pfn"],
+        *split_args(" ".join(args)),
+    ]  # the words Pegasus passes: the list joined, split as PMC
     assert dict(task.env or ()) == {"FZ": v["env"]}
     assert (task.stdio[1:] if task.stdio else ("", "")) == (v["stdout"], v["stderr"])  # "" is no file
     script = Path(emitted[0].script).read_text()
@@ -105,14 +153,17 @@ def test_any_field_is_one_value_in_the_written_files_or_refused(tmp_path_factory
     assert sorted(directives(script)) == sorted(expected)
     assert f"#SBATCH --account={v['account']}" in script or f"#SBATCH -A {v['account']}" in script
     lines = script.split("\n")  # as bash reads it
-    assert v["worker_init"].rstrip("\n") in lines  # one line of the script, as written (a YAML block's last newline goes)
+    assert (
+        v["worker_init"].rstrip("\n") in lines
+    )  # one line of the script, as written (a YAML block's last newline goes)
     notify = (Path(result.submit_dir) / "monitord.notify").read_text()
     assert notify.count("\n") == 1 and notify.startswith("WORKFLOW ") and notify.endswith(f" at_end {v['hook']}\n")
     # Lines as their readers see them (a text file's lines: \n, and \r for Python's universal newlines).
     for path in Path(result.submit_dir).rglob("*.sub"):
         text = path.read_text(errors="replace")
-        assert "\r" not in text and all(line.startswith("#") or " = " in line or line == "queue"
-                                        for line in text.rstrip("\n").split("\n"))
+        assert "\r" not in text and all(
+            line.startswith("#") or " = " in line or line == "queue" for line in text.rstrip("\n").split("\n")
+        )
     for path in Path(result.submit_dir).rglob("*.static.bp"):
         text = path.read_text(errors="replace")
         assert "\r" not in text and all(line.startswith("ts=") for line in text.rstrip("\n").split("\n"))

@@ -48,7 +48,9 @@ def jobs(wf, name: str, n: int, **profiles):
     for i in range(n):
         j = api.Job(name, _id=f"{name}{i}").add_args(f"{name}{i}")
         for key, value in profiles.items():
-            j.add_profiles(api.Namespace.PEGASUS, key=key.replace("_", ".") if key.startswith("clusters") else key, value=value)
+            j.add_profiles(
+                api.Namespace.PEGASUS, key=key.replace("_", ".") if key.startswith("clusters") else key, value=value
+            )
         wf.add_jobs(j)
         made.append(j)
     return made

@@ -74,7 +74,9 @@ class FakeQueue:
         job = self._new_job(site.name, req, job_name)
         active = sum(1 for j in self.jobs.values() if j.site == site.name and j.status.state is not QueueState.FINISHED)
         self.max_active[site.name] = max(self.max_active.get(site.name, 0), active)
-        return Submitted(job.job_id, os.path.join(req.workdir, job_name + ".stdout"), os.path.join(req.workdir, job_name + ".stderr"))
+        return Submitted(
+            job.job_id, os.path.join(req.workdir, job_name + ".stdout"), os.path.join(req.workdir, job_name + ".stderr")
+        )
 
     def query(self, site, job_ids):
         if self.query_outages:
@@ -101,8 +103,10 @@ class FakeQueue:
         done = []
         failing = [r.job_id for r in refs if r.job_id and self.jobs[r.job_id].cluster in self.cancel_fails]
         if failing:
-            raise SubmitError(f"scancel: error: Kill job error on job id {failing[0]}: Unable to contact slurm controller",
-                              transient=True)
+            raise SubmitError(
+                f"scancel: error: Kill job error on job id {failing[0]}: Unable to contact slurm controller",
+                transient=True,
+            )
         for ref in refs:
             job_id = ref.job_id or self.find(site, ref.workdir, ref.job_name)
             if job_id:
@@ -152,11 +156,16 @@ class FakeQueue:
         tasks = [line.split()[1] for line in Path(dag).read_text().splitlines() if line.startswith("TASK ")]
         if job.outcome is None:
             return  # vanished: no result
-        with open(os.path.join(job.workdir, "jobstate.log"), "a", encoding="utf-8") as log, open(dag + ".rescue", "a") as rescue:
+        with (
+            open(os.path.join(job.workdir, "jobstate.log"), "a", encoding="utf-8") as log,
+            open(dag + ".rescue", "a") as rescue,
+        ):
             log.write("1.0 INTERNAL *** PMC_STARTED ***\n")
             for n, task in enumerate(tasks):
                 fail = job.outcome is RunOutcome.FAILED and n == 0
-                log.write(f"1.0 {task} SUBMIT {n}.0 - - {n}\n1.0 {task} EXECUTE {n}.0 - - {n}\n1.0 {task} JOB_TERMINATED {n}.0 - - {n}\n")
+                log.write(
+                    f"1.0 {task} SUBMIT {n}.0 - - {n}\n1.0 {task} EXECUTE {n}.0 - - {n}\n1.0 {task} JOB_TERMINATED {n}.0 - - {n}\n"
+                )
                 if fail:
                     log.write(f"1.0 {task} JOB_FAILURE {-9 if job.cluster in self.crash_stopped else 3} - - {n}\n")
                     if self.per_task_stdio:
@@ -169,26 +178,61 @@ class FakeQueue:
                     log.write(f"1.0 {task} JOB_SUCCESS 0 - - {n}\n")
                     rescue.write(f"DONE {task}\n")
             log.write("1.0 INTERNAL *** PMC_FINISHED 1 ***\n")
-        done = len(tasks) - (1 if job.outcome is RunOutcome.FAILED else 0) if job.outcome in (RunOutcome.DONE, RunOutcome.FAILED) else 0
+        done = (
+            len(tasks) - (1 if job.outcome is RunOutcome.FAILED else 0)
+            if job.outcome in (RunOutcome.DONE, RunOutcome.FAILED)
+            else 0
+        )
         failed = 1 if job.outcome is RunOutcome.FAILED else 0
         crashed = {tasks[0]: 2} if failed and job.cluster in self.crash_stopped else {}
-        write_result(result_path(dag), RunResult(job.outcome, len(tasks), done, [], 0 if job.outcome is RunOutcome.DONE else 1,
-                                                 failed=failed, crashed=crashed))
+        write_result(
+            result_path(dag),
+            RunResult(
+                job.outcome,
+                len(tasks),
+                done,
+                [],
+                0 if job.outcome is RunOutcome.DONE else 1,
+                failed=failed,
+                crashed=crashed,
+            ),
+        )
 
 
-def make_plan(root: Path, clusters: dict[str, list[str]], tasks: int = 2, retry: dict[str, int] | None = None,
-              categories: dict[str, tuple[str, int]] | None = None) -> str:
+def make_plan(
+    root: Path,
+    clusters: dict[str, list[str]],
+    tasks: int = 2,
+    retry: dict[str, int] | None = None,
+    categories: dict[str, tuple[str, int]] | None = None,
+) -> str:
     """A submit directory with ``clusters`` (name -> parents, parents first), each a DAG of ``tasks`` tasks;
     ``categories``: name -> (DAGMan category, its maxjobs) of data-job clusters."""
-    lines = ["format: 1", 'workflow: "wf"', 'site: "a"', 'site_file: "/nonexistent/a.yaml"', 'scheduler: "local"', "clusters:"]
+    lines = [
+        "format: 1",
+        'workflow: "wf"',
+        'site: "a"',
+        'site_file: "/nonexistent/a.yaml"',
+        'scheduler: "local"',
+        "clusters:",
+    ]
     for name, parents in clusters.items():
         d = root / name
         d.mkdir(parents=True)
         (d / f"{name}.dag").write_text("".join(f"TASK {name}_t{i} /bin/true\n" for i in range(tasks)))
-        lines += [f"- name: {json.dumps(name)}", '  kind: "horizontal"', f"  dir: {json.dumps(name)}",
-                  f"  dag: {json.dumps(name + '/' + name + '.dag')}", f'  script: "{name}/{name}.sh"', f"  tasks: {tasks}",
-                  "  ranks: 2", "  runtime: null", "  critical_path: null", f"  parents: {json.dumps(parents)}",
-                  f"  retry: {json.dumps((retry or {}).get(name))}"]
+        lines += [
+            f"- name: {json.dumps(name)}",
+            '  kind: "horizontal"',
+            f"  dir: {json.dumps(name)}",
+            f"  dag: {json.dumps(name + '/' + name + '.dag')}",
+            f'  script: "{name}/{name}.sh"',
+            f"  tasks: {tasks}",
+            "  ranks: 2",
+            "  runtime: null",
+            "  critical_path: null",
+            f"  parents: {json.dumps(parents)}",
+            f"  retry: {json.dumps((retry or {}).get(name))}",
+        ]
         if categories and name in categories:
             lines += [f"  category: {json.dumps(categories[name][0])}", f"  maxjobs: {categories[name][1]}"]
     (root / "clusters.yml").write_text("\n".join(lines) + "\n")

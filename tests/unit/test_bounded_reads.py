@@ -29,7 +29,11 @@ from tests.unit.fake_queue import make_plan
 ROOT = Path(__file__).resolve().parents[2]
 
 # A "billion laughs": each level names the one before it nine times.
-BOMB = "[&a [x, x, x, x, x, x, x, x, x], " + ", ".join(f"&{c} [{', '.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")) + "]"
+BOMB = (
+    "[&a [x, x, x, x, x, x, x, x, x], "
+    + ", ".join(f"&{c} [{', '.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi"))
+    + "]"
+)
 
 
 def one_line(exc: pytest.ExceptionInfo, *pieces: str) -> str:
@@ -42,21 +46,25 @@ def one_line(exc: pytest.ExceptionInfo, *pieces: str) -> str:
 
 # -- the reader itself ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("content, says", [
-    (b"b: " + BOMB.encode() + b"\n", "aliases (*"),
-    (b"a: !!python/object/apply:os.system [echo hi]\n", "tag !!python/object/apply:os.system is not allowed"),
-    (b"a: !!binary aGk=\n", "tag !!binary is not allowed"),
-    (b"? [a, b]\n: 1\n", "a mapping key must be plain text"),
-    (b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested deeper than 100 levels"),
-    (b"a: caf\xe9\n", ":1: not UTF-8 text (byte 6)"),
-    (b"a: 1\nb: \x00\x01\x02\n", ":2: binary data (a NUL byte)"),
-    (b"a: \x01\n", "a control character"),
-    (b"a: .inf\n", "'.inf' is not a finite number"),
-    (b"a: " + b"9" * 5000 + b"\n", "a number of 5,000 characters, too long to read"),
-    (b"a: !!int x\n", "'x' is not an integer"),
-    (b"a: 1\na: 2\n", ":2: 'a' appears twice"),
-    (b"a: [\n", "not valid YAML"),
-])
+
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (b"b: " + BOMB.encode() + b"\n", "aliases (*"),
+        (b"a: !!python/object/apply:os.system [echo hi]\n", "tag !!python/object/apply:os.system is not allowed"),
+        (b"a: !!binary aGk=\n", "tag !!binary is not allowed"),
+        (b"? [a, b]\n: 1\n", "a mapping key must be plain text"),
+        (b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested deeper than 100 levels"),
+        (b"a: caf\xe9\n", ":1: not UTF-8 text (byte 6)"),
+        (b"a: 1\nb: \x00\x01\x02\n", ":2: binary data (a NUL byte)"),
+        (b"a: \x01\n", "a control character"),
+        (b"a: .inf\n", "'.inf' is not a finite number"),
+        (b"a: " + b"9" * 5000 + b"\n", "a number of 5,000 characters, too long to read"),
+        (b"a: !!int x\n", "'x' is not an integer"),
+        (b"a: 1\na: 2\n", ":2: 'a' appears twice"),
+        (b"a: [\n", "not valid YAML"),
+    ],
+)
 def test_yaml_is_bounded_and_plain(tmp_path, content, says):
     path = tmp_path / "f.yml"
     path.write_bytes(content)
@@ -73,11 +81,14 @@ def test_yaml_types_scalars_as_safe_load_does(tmp_path):
     assert lines["c"] == 3 and lines["h"] == 8
 
 
-@pytest.mark.parametrize("make, says", [
-    (lambda p: p.mkdir(), "is a directory, not a file"),
-    (lambda p: os.mkfifo(p), "is a FIFO, not a file"),  # opened without blocking: refused, never waited on
-    (lambda p: p.write_bytes(b"a: " + b"x" * 200), "larger than 100 bytes"),
-])
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda p: p.mkdir(), "is a directory, not a file"),
+        (lambda p: os.mkfifo(p), "is a FIFO, not a file"),  # opened without blocking: refused, never waited on
+        (lambda p: p.write_bytes(b"a: " + b"x" * 200), "larger than 100 bytes"),
+    ],
+)
 def test_only_regular_files_of_bounded_size_are_read(tmp_path, make, says):
     path = tmp_path / "f"
     make(path)
@@ -105,15 +116,18 @@ def test_a_device_is_not_read(tmp_path):
     one_line(exc, "/dev/zero: is a device, not a file")
 
 
-@pytest.mark.parametrize("text, says", [
-    ('{"a": Infinity}', "Infinity is not a number pilot reads"),
-    ('{"a": NaN}', "NaN is not a number pilot reads"),
-    ('{"a": 1e400}', "too large for a number"),
-    ("[" * 100_000 + "]" * 100_000, "nested deeper than 100 levels"),
-    ("[" * 500 + "]" * 500, "nested deeper than 100 levels"),  # parses, but whoever reads it would recurse
-    ('{"a": 1,}', ":1: not valid JSON"),
-    ("9" * 5000, "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ('{"a": Infinity}', "Infinity is not a number pilot reads"),
+        ('{"a": NaN}', "NaN is not a number pilot reads"),
+        ('{"a": 1e400}', "too large for a number"),
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than 100 levels"),
+        ("[" * 500 + "]" * 500, "nested deeper than 100 levels"),  # parses, but whoever reads it would recurse
+        ('{"a": 1,}', ":1: not valid JSON"),
+        ("9" * 5000, "not valid JSON"),
+    ],
+)
 def test_json_is_bounded_and_finite(tmp_path, text, says):
     path = tmp_path / "f.json"
     path.write_text(text)
@@ -129,17 +143,21 @@ def test_a_missing_file_is_the_callers_to_name(tmp_path):
 
 # -- each file pilot reads ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, says", [
-    (f"scheduler: local\nworker_init: {BOMB}\n", "site.yaml:2: aliases"),
-    (f"scheduler: local\nnodes: {BOMB}\n", "site.yaml:2: aliases"),
-    ("scheduler: local\nnodes: &n 2\nwalltime: *n\n", None),
-    ("scheduler: !!python/object/apply:os.system ['true']\n", "site.yaml:1: tag !!python/object/apply"),
-    ("? [a, b]\n: 1\n", "site.yaml:1: a mapping key must be plain text"),
-    ("nodes: " + "[" * 5000 + "]" * 5000 + "\n", "site.yaml:1: nested deeper"),
-    ("- a\n- b\n", "site.yaml:1: a site config is a mapping"),
-    ("nodes: 99999999999999999999\n", "is more than 2147483647"),
-    ("walltime: 1e400\n", "is longer than a year"),
-])
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        (f"scheduler: local\nworker_init: {BOMB}\n", "site.yaml:2: aliases"),
+        (f"scheduler: local\nnodes: {BOMB}\n", "site.yaml:2: aliases"),
+        ("scheduler: local\nnodes: &n 2\nwalltime: *n\n", None),
+        ("scheduler: !!python/object/apply:os.system ['true']\n", "site.yaml:1: tag !!python/object/apply"),
+        ("? [a, b]\n: 1\n", "site.yaml:1: a mapping key must be plain text"),
+        ("nodes: " + "[" * 5000 + "]" * 5000 + "\n", "site.yaml:1: nested deeper"),
+        ("- a\n- b\n", "site.yaml:1: a site config is a mapping"),
+        ("nodes: 99999999999999999999\n", "is more than 2147483647"),
+        ("walltime: 1e400\n", "is longer than a year"),
+    ],
+)
 def test_site_files(tmp_path, text, says):
     path = tmp_path / "site.yaml"
     path.write_text(text)
@@ -151,7 +169,9 @@ def test_site_files(tmp_path, text, says):
     one_line(exc, says)
 
 
-@pytest.mark.parametrize("content", [b"\xff\xfebinary\x00", "scheduler: local\ndescription: caf\xe9\n".encode("latin-1")])
+@pytest.mark.parametrize(
+    "content", [b"\xff\xfebinary\x00", "scheduler: local\ndescription: caf\xe9\n".encode("latin-1")]
+)
 def test_a_binary_or_latin1_site_file(tmp_path, content):
     path = tmp_path / "site.yaml"
     path.write_bytes(content)
@@ -162,28 +182,45 @@ def test_a_binary_or_latin1_site_file(tmp_path, content):
 
 def _state(tmp_path: Path, change) -> str:
     sub = make_plan(tmp_path / "sub", {"a": []})
-    data = {"format": 1, "plan_id": "p1", "sites": {"s": {"file": "/x.yaml", "set": {}}},
-            "clusters": [{"name": "a", "state": "queued", "site": "s", "attempts": 1, "job_ids": ["7"],
-                          "job_name": "pilot-p1-a-1"}]}
+    data = {
+        "format": 1,
+        "plan_id": "p1",
+        "sites": {"s": {"file": "/x.yaml", "set": {}}},
+        "clusters": [
+            {"name": "a", "state": "queued", "site": "s", "attempts": 1, "job_ids": ["7"], "job_name": "pilot-p1-a-1"}
+        ],
+    }
     change(data)
     Path(sub, STATE_FILE).write_text(json.dumps(data))
     return sub
 
 
-@pytest.mark.parametrize("change, says", [
-    (lambda d: d["clusters"][0].update(attempts="1"), "clusters[0]: attempts: '1' is not a count"),
-    (lambda d: d["clusters"][0].update(attempts=1.5), "attempts: 1.5 is not a count"),
-    (lambda d: d["clusters"][0].update(job_ids="7"), "job_ids: '7' is not a list of job ids"),
-    (lambda d: d["clusters"][0].update(job_ids=[{"a": 1}]), "job_ids: [{'a': 1}] is not a list of job ids"),
-    (lambda d: d["clusters"][0].update(site=None), "cluster a is queued on no site"),
-    (lambda d: d["clusters"][0].update(job_ids=[], job_name=None), "in a queue with neither a job id nor a job name"),
-    (lambda d: d["clusters"][0].update(state="submitting", job_name=""), "in a queue with neither a job id nor a job name"),
-    (lambda d: d["clusters"].append(7), "clusters[1]: must be a mapping"),
-    (lambda d: d.update(clusters={"a": 1}), "clusters: must be a list"),
-    (lambda d: d.update(plan_id=["x"]), "plan_id: ['x'] is not a plan id"),
-    (lambda d: d.update(sites=[1]), "sites: must be a mapping"),
-    (lambda d: d["clusters"][0].update(queue="busy"), "queue: 'busy' is not a queue state (pending, running, held,"),
-])
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (lambda d: d["clusters"][0].update(attempts="1"), "clusters[0]: attempts: '1' is not a count"),
+        (lambda d: d["clusters"][0].update(attempts=1.5), "attempts: 1.5 is not a count"),
+        (lambda d: d["clusters"][0].update(job_ids="7"), "job_ids: '7' is not a list of job ids"),
+        (lambda d: d["clusters"][0].update(job_ids=[{"a": 1}]), "job_ids: [{'a': 1}] is not a list of job ids"),
+        (lambda d: d["clusters"][0].update(site=None), "cluster a is queued on no site"),
+        (
+            lambda d: d["clusters"][0].update(job_ids=[], job_name=None),
+            "in a queue with neither a job id nor a job name",
+        ),
+        (
+            lambda d: d["clusters"][0].update(state="submitting", job_name=""),
+            "in a queue with neither a job id nor a job name",
+        ),
+        (lambda d: d["clusters"].append(7), "clusters[1]: must be a mapping"),
+        (lambda d: d.update(clusters={"a": 1}), "clusters: must be a list"),
+        (lambda d: d.update(plan_id=["x"]), "plan_id: ['x'] is not a plan id"),
+        (lambda d: d.update(sites=[1]), "sites: must be a mapping"),
+        (
+            lambda d: d["clusters"][0].update(queue="busy"),
+            "queue: 'busy' is not a queue state (pending, running, held,",
+        ),
+    ],
+)
 def test_state_fields_of_the_wrong_type(tmp_path, change, says):
     sub = _state(tmp_path, change)
     with pytest.raises(ConfigError) as exc:
@@ -220,18 +257,24 @@ def test_garbage_state(tmp_path, content):
     one_line(exc, STATE_FILE)
 
 
-@pytest.mark.parametrize("edit, says", [
-    (lambda t: t.replace("clusters:", f"x: {BOMB}\nclusters:"), "aliases"),
-    (lambda t: t + "y: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper"),
-    (lambda t: t.replace('dir: "a"', 'dir: "/etc"'), "dir: '/etc' is not a path inside the submit directory"),
-    (lambda t: t.replace('dir: "a"', 'dir: "../x"'), "dir: '../x' is not a path inside the submit directory"),
-    (lambda t: t.replace('dag: "a/a.dag"', 'dag: "a/../../x.dag"'), "dag: 'a/../../x.dag' is not a path inside"),
-    (lambda t: t.replace("tasks: 2", "tasks: 2.5"), "tasks: '2.5' is not a count"),
-    (lambda t: t.replace("ranks: 2", "ranks: 2\n  nodes: 0"), "nodes: '0' is not a count"),
-    (lambda t: t.replace("ranks: 2", "ranks: 2\n  walltime_minutes: -5"), "walltime_minutes: '-5' is not a number of"),
-    (lambda t: t.replace("runtime: null", "runtime: .nan"), "'.nan' is not a finite number"),
-    (lambda t: t.replace("clusters:", "clusters: 5\nz:"), "clusters: must be a list"),
-])
+@pytest.mark.parametrize(
+    "edit, says",
+    [
+        (lambda t: t.replace("clusters:", f"x: {BOMB}\nclusters:"), "aliases"),
+        (lambda t: t + "y: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper"),
+        (lambda t: t.replace('dir: "a"', 'dir: "/etc"'), "dir: '/etc' is not a path inside the submit directory"),
+        (lambda t: t.replace('dir: "a"', 'dir: "../x"'), "dir: '../x' is not a path inside the submit directory"),
+        (lambda t: t.replace('dag: "a/a.dag"', 'dag: "a/../../x.dag"'), "dag: 'a/../../x.dag' is not a path inside"),
+        (lambda t: t.replace("tasks: 2", "tasks: 2.5"), "tasks: '2.5' is not a count"),
+        (lambda t: t.replace("ranks: 2", "ranks: 2\n  nodes: 0"), "nodes: '0' is not a count"),
+        (
+            lambda t: t.replace("ranks: 2", "ranks: 2\n  walltime_minutes: -5"),
+            "walltime_minutes: '-5' is not a number of",
+        ),
+        (lambda t: t.replace("runtime: null", "runtime: .nan"), "'.nan' is not a finite number"),
+        (lambda t: t.replace("clusters:", "clusters: 5\nz:"), "clusters: must be a list"),
+    ],
+)
 def test_clusters_file(tmp_path, edit, says):
     sub = make_plan(tmp_path / "sub", {"a": []})
     path = Path(sub, "clusters.yml")
@@ -241,14 +284,17 @@ def test_clusters_file(tmp_path, edit, says):
     one_line(exc, "clusters.yml", says)
 
 
-@pytest.mark.parametrize("make, says", [
-    (lambda p: p.write_text("::: [\n"), "not valid YAML"),
-    (lambda p: p.write_bytes(b"\x7fELF\x02\x01\x01\x00"), "binary data"),
-    (lambda p: p.write_text("- a\n- b\n"), "not a braindump"),
-    (lambda p: p.mkdir(), "is a directory, not a file"),
-    (lambda p: p.write_text("dag: /etc/passwd\n"), "names no root DAG that exists in the submit directory"),
-    (lambda p: p.write_text("dag: ../x.dag\n"), "names no root DAG that exists in the submit directory"),
-])
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda p: p.write_text("::: [\n"), "not valid YAML"),
+        (lambda p: p.write_bytes(b"\x7fELF\x02\x01\x01\x00"), "binary data"),
+        (lambda p: p.write_text("- a\n- b\n"), "not a braindump"),
+        (lambda p: p.mkdir(), "is a directory, not a file"),
+        (lambda p: p.write_text("dag: /etc/passwd\n"), "names no root DAG that exists in the submit directory"),
+        (lambda p: p.write_text("dag: ../x.dag\n"), "names no root DAG that exists in the submit directory"),
+    ],
+)
 def test_braindump(tmp_path, make, says):
     make(tmp_path / "braindump.yml")
     with pytest.raises(ConfigError) as exc:
@@ -263,11 +309,42 @@ def test_a_braindump_reads_back(tmp_path):
 
 # -- any bytes -----------------------------------------------------------------------------------------
 
-FUZZ = settings(max_examples=120, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=120, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 # What matters to YAML and JSON, plus a few bytes of anything.
-_PIECES = st.sampled_from([b"&a ", b"*a", b"!!python/name:os.system ", b"!!binary ", b"? ", b"[", b"]", b"{", b"}", b": ",
-                           b"- ", b"\n", b"\n  ", b'"', b"'", b"1e400", b".inf", b"NaN", b"Infinity", b"9" * 50, b"~",
-                           b"format: 1\n", b"clusters:\n", b"nodes: ", b'{"format": 1, ', b'"clusters": [', b"\xff", b"\0"])
+_PIECES = st.sampled_from(
+    [
+        b"&a ",
+        b"*a",
+        b"!!python/name:os.system ",
+        b"!!binary ",
+        b"? ",
+        b"[",
+        b"]",
+        b"{",
+        b"}",
+        b": ",
+        b"- ",
+        b"\n",
+        b"\n  ",
+        b'"',
+        b"'",
+        b"1e400",
+        b".inf",
+        b"NaN",
+        b"Infinity",
+        b"9" * 50,
+        b"~",
+        b"format: 1\n",
+        b"clusters:\n",
+        b"nodes: ",
+        b'{"format": 1, ',
+        b'"clusters": [',
+        b"\xff",
+        b"\0",
+    ]
+)
 _DOCUMENT = st.lists(_PIECES | st.binary(max_size=4), max_size=30).map(b"".join)
 
 
@@ -277,9 +354,13 @@ def test_any_bytes_end_in_a_value_or_one_line(tmp_path, data):
     """The site, state, cluster DAG and result readers answer any file with their values or one ConfigError line."""
     sub = tmp_path / "fuzz"
     sub.mkdir(exist_ok=True)
-    for name, read in (("site.yaml", lambda: load_site(str(sub / "site.yaml"))), (STATE_FILE, lambda: SubmitState.load(str(sub))),
-                       ("clusters.yml", lambda: read_clusters(str(sub))), ("x.dag.result", lambda: read_result(str(sub / "x.dag"))),
-                       ("braindump.yml", lambda: root_braindump(str(sub)))):
+    for name, read in (
+        ("site.yaml", lambda: load_site(str(sub / "site.yaml"))),
+        (STATE_FILE, lambda: SubmitState.load(str(sub))),
+        ("clusters.yml", lambda: read_clusters(str(sub))),
+        ("x.dag.result", lambda: read_result(str(sub / "x.dag"))),
+        ("braindump.yml", lambda: root_braindump(str(sub))),
+    ):
         (sub / name).write_bytes(data)
         try:
             read()
@@ -296,9 +377,28 @@ PARSERS_ALLOWED = {
     # its event reader: the only user of libyaml's loader, which it drives event by event (no safe_load)
     "pilot/util/yamlstream.py",
 }
-_YAML_PARSE = {"load", "safe_load", "full_load", "unsafe_load", "load_all", "safe_load_all", "full_load_all",
-               "unsafe_load_all", "compose", "compose_all", "parse", "scan", "Loader", "SafeLoader", "CSafeLoader",
-               "CLoader", "FullLoader", "UnsafeLoader", "BaseLoader", "CBaseLoader"}
+_YAML_PARSE = {
+    "load",
+    "safe_load",
+    "full_load",
+    "unsafe_load",
+    "load_all",
+    "safe_load_all",
+    "full_load_all",
+    "unsafe_load_all",
+    "compose",
+    "compose_all",
+    "parse",
+    "scan",
+    "Loader",
+    "SafeLoader",
+    "CSafeLoader",
+    "CLoader",
+    "FullLoader",
+    "UnsafeLoader",
+    "BaseLoader",
+    "CBaseLoader",
+}
 _JSON_PARSE = {"load", "loads", "JSONDecoder"}
 
 
@@ -307,7 +407,9 @@ def parses_itself(path: Path) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            if (node.value.id == "yaml" and node.attr in _YAML_PARSE) or (node.value.id == "json" and node.attr in _JSON_PARSE):
+            if (node.value.id == "yaml" and node.attr in _YAML_PARSE) or (
+                node.value.id == "json" and node.attr in _JSON_PARSE
+            ):
                 found.append(f"{node.value.id}.{node.attr} (line {node.lineno})")
         elif isinstance(node, ast.ImportFrom) and node.module in ("yaml", "json"):
             names = _YAML_PARSE if node.module == "yaml" else _JSON_PARSE

@@ -58,5 +58,5 @@ def test_the_options_go_to_the_runtime(monkeypatch):
     monkeypatch.setattr(cli_run.launch, "run", lambda opts, prog, **_: seen.append((opts, prog)) or 7)
     monkeypatch.delenv("PMI_RANK", raising=False)
     assert cli_run.main(["-t", "3", "--max-wall-time", "0", "x.dag"], prog="pilot-mpi-cluster") == 7
-    (opts, prog), = seen
+    ((opts, prog),) = seen
     assert (opts.dag, opts.tries, opts.max_wall_time, prog) == ("x.dag", 3, None, "pilot-mpi-cluster")

@@ -4,25 +4,83 @@ is the task's own, and which lines it leaves alone because it cannot read them w
 from pilot.runtime.containers import Family, parse
 from pilot.runtime.instances import Container
 
-APPTAINER = ["apptainer", "exec", "--no-home", "--nv", "--bind", "/w/j:/srv", "--pwd", "/srv", "--env", "CV=1",
-             "--bind", "/data:/data:ro", "--writable-tmpfs", "box.sif", "./echo", "hi", "--pwd"]
-PODMAN = ["/usr/bin/podman", "run", "--rm", "--network", "none", "--gpus=all", "-v", "/w/j:/srv", "-w", "/srv",
-          "-e", "CV=1", "-v", "/data:/data", "localhost/box:1", "/bin/echo", "-e", "x"]
+APPTAINER = [
+    "apptainer",
+    "exec",
+    "--no-home",
+    "--nv",
+    "--bind",
+    "/w/j:/srv",
+    "--pwd",
+    "/srv",
+    "--env",
+    "CV=1",
+    "--bind",
+    "/data:/data:ro",
+    "--writable-tmpfs",
+    "box.sif",
+    "./echo",
+    "hi",
+    "--pwd",
+]
+PODMAN = [
+    "/usr/bin/podman",
+    "run",
+    "--rm",
+    "--network",
+    "none",
+    "--gpus=all",
+    "-v",
+    "/w/j:/srv",
+    "-w",
+    "/srv",
+    "-e",
+    "CV=1",
+    "-v",
+    "/data:/data",
+    "localhost/box:1",
+    "/bin/echo",
+    "-e",
+    "x",
+]
 
 
 def test_an_apptainer_line_splits_into_its_instance_and_the_tasks_part_relative_image_made_absolute():
     line = parse(APPTAINER, "/w/j")
     assert line.family is Family.APPTAINER
-    assert line.container_options == ("--no-home", "--nv", "--bind", "/w/j:/srv", "--bind", "/data:/data:ro",
-                                      "--writable-tmpfs")
+    assert line.container_options == (
+        "--no-home",
+        "--nv",
+        "--bind",
+        "/w/j:/srv",
+        "--bind",
+        "/data:/data:ro",
+        "--writable-tmpfs",
+    )
     assert line.image == "/w/j/box.sif"
     assert line.exec_options == ("--pwd", "/srv", "--env", "CV=1")
     assert line.command == ("./echo", "hi", "--pwd")  # the task's own words are not options of the runtime
     box = Container(line, "pilot-t-1")
-    assert box.start_argv("m") == ["apptainer", "instance", "start", *line.container_options, "/w/j/box.sif",
-                                   "pilot-t-1"]
-    assert box.exec_argv(line) == ["apptainer", "exec", "--pwd", "/srv", "--env", "CV=1", "instance://pilot-t-1",
-                                   "./echo", "hi", "--pwd"]
+    assert box.start_argv("m") == [
+        "apptainer",
+        "instance",
+        "start",
+        *line.container_options,
+        "/w/j/box.sif",
+        "pilot-t-1",
+    ]
+    assert box.exec_argv(line) == [
+        "apptainer",
+        "exec",
+        "--pwd",
+        "/srv",
+        "--env",
+        "CV=1",
+        "instance://pilot-t-1",
+        "./echo",
+        "hi",
+        "--pwd",
+    ]
     assert box.stop_argv() == ["apptainer", "instance", "stop", "pilot-t-1"]
 
 
@@ -32,11 +90,32 @@ def test_a_podman_line_splits_into_its_container_and_the_tasks_part():
     assert line.container_options == ("--network", "none", "--gpus", "all", "-v", "/w/j:/srv", "-v", "/data:/data")
     assert line.image == "localhost/box:1" and line.command == ("/bin/echo", "-e", "x")
     box = Container(line, "pilot-t-2")
-    assert box.start_argv("m") == ["/usr/bin/podman", "run", "-d", "--rm", "--name", "pilot-t-2",
-                                   *line.container_options, "-e", "PILOT_TASK_MARK=m", "localhost/box:1", "sleep",
-                                   "2147483647"]
-    assert box.exec_argv(line) == ["/usr/bin/podman", "exec", "-w", "/srv", "-e", "CV=1", "pilot-t-2", "/bin/echo",
-                                   "-e", "x"]
+    assert box.start_argv("m") == [
+        "/usr/bin/podman",
+        "run",
+        "-d",
+        "--rm",
+        "--name",
+        "pilot-t-2",
+        *line.container_options,
+        "-e",
+        "PILOT_TASK_MARK=m",
+        "localhost/box:1",
+        "sleep",
+        "2147483647",
+    ]
+    assert box.exec_argv(line) == [
+        "/usr/bin/podman",
+        "exec",
+        "-w",
+        "/srv",
+        "-e",
+        "CV=1",
+        "pilot-t-2",
+        "/bin/echo",
+        "-e",
+        "x",
+    ]
     assert box.stop_argv() == ["/usr/bin/podman", "rm", "-f", "-t", "0", "pilot-t-2"]
     docker = parse(["docker", *PODMAN[1:]], None)
     assert Container(docker, "n").stop_argv() == ["docker", "rm", "-f", "n"]
@@ -79,7 +158,19 @@ def test_a_task_entering_a_container_gets_its_env_then_its_own_then_the_workers_
     assert not set(env) - {"PATH", "HOME", "CV", "PMC_TASK"}  # nothing else of the worker's own environment
     assert entering.task_env(entry, line.exec_options, dict(os.environ))["CV"] == "1"  # the task's -e over the image's
     assert entering.argv("/usr/bin/nsenter", entry, entering.workdir(line.exec_options), line.command) == [
-        "/usr/bin/nsenter", "--target", "4321", "--mount", "--uts", "--ipc", "--net", "--pid", "--wdns=/srv", "--",
-        "/bin/echo", "-e", "x"]
+        "/usr/bin/nsenter",
+        "--target",
+        "4321",
+        "--mount",
+        "--uts",
+        "--ipc",
+        "--net",
+        "--pid",
+        "--wdns=/srv",
+        "--",
+        "/bin/echo",
+        "-e",
+        "x",
+    ]
     assert entering.restricted(line.container_options) is None
     assert entering.restricted(("--memory=2g",)) == "--memory"

@@ -43,17 +43,54 @@ def test_clusters_yml(tmp_path):
     sub = str(tmp_path / "sub")
     os.makedirs(sub)
     specs = [
-        ClusterSpec("create_dir_w_0_local", ClusterKind.DATA, f"{sub}/create_dir_w_0_local",
-                    f"{sub}/create_dir_w_0_local/create_dir_w_0_local.dag", tasks=1, ranks=2, parents=(),
-                    category="cleanup", maxjobs=None, roots=1, script=f"{sub}/create_dir_w_0_local/create_dir_w_0_local.sh"),
-        ClusterSpec("merge_mid", ClusterKind.LABEL, f"{sub}/merge_mid", f"{sub}/merge_mid/merge_mid.dag", tasks=3, ranks=3,
-                    parents=("create_dir_w_0_local",), retry=2, runtime=12.5, critical_path=7.0, roots=2, queue="debug",
-                    account="m1", directives=("#SBATCH --mem=1G",), script=f"{sub}/merge_mid/merge_mid.slurm",
-                    nodes=2, ranks_per_node=4, walltime_minutes=90.0),
-        ClusterSpec("subdax_inner_ID1", ClusterKind.SUBWORKFLOW, f"{sub}/subdax_inner_ID1",
-                    f"{sub}/subdax_inner_ID1/subdax_inner_ID1.dag", tasks=1, ranks=0, parents=("merge_mid",), roots=1,
-                    subworkflow=SubworkflowSpec(str(tmp_path / "inner.yml"), f"{sub}/inner_ID1.000",
-                                                ("--cluster", "whole", "--cache", "subdax_inner_ID1/c.yml"))),
+        ClusterSpec(
+            "create_dir_w_0_local",
+            ClusterKind.DATA,
+            f"{sub}/create_dir_w_0_local",
+            f"{sub}/create_dir_w_0_local/create_dir_w_0_local.dag",
+            tasks=1,
+            ranks=2,
+            parents=(),
+            category="cleanup",
+            maxjobs=None,
+            roots=1,
+            script=f"{sub}/create_dir_w_0_local/create_dir_w_0_local.sh",
+        ),
+        ClusterSpec(
+            "merge_mid",
+            ClusterKind.LABEL,
+            f"{sub}/merge_mid",
+            f"{sub}/merge_mid/merge_mid.dag",
+            tasks=3,
+            ranks=3,
+            parents=("create_dir_w_0_local",),
+            retry=2,
+            runtime=12.5,
+            critical_path=7.0,
+            roots=2,
+            queue="debug",
+            account="m1",
+            directives=("#SBATCH --mem=1G",),
+            script=f"{sub}/merge_mid/merge_mid.slurm",
+            nodes=2,
+            ranks_per_node=4,
+            walltime_minutes=90.0,
+        ),
+        ClusterSpec(
+            "subdax_inner_ID1",
+            ClusterKind.SUBWORKFLOW,
+            f"{sub}/subdax_inner_ID1",
+            f"{sub}/subdax_inner_ID1/subdax_inner_ID1.dag",
+            tasks=1,
+            ranks=0,
+            parents=("merge_mid",),
+            roots=1,
+            subworkflow=SubworkflowSpec(
+                str(tmp_path / "inner.yml"),
+                f"{sub}/inner_ID1.000",
+                ("--cluster", "whole", "--cache", "subdax_inner_ID1/c.yml"),
+            ),
+        ),
     ]
     write_clusters(sub, PlanInfo("w", "local", "/etc/site.yaml", "slurm"), specs)
     assert read_clusters(sub) == specs
@@ -61,21 +98,45 @@ def test_clusters_yml(tmp_path):
 
 
 def test_submit_state(tmp_path):
-    state = SubmitState(state_path(str(tmp_path)), plan_id="1a2b", sites={"s": {"file": "/s.yaml", "set": {"account": "m1"}}})
-    for record in (ClusterRecord("a", ClusterState.DONE, site="s", attempts=2, retries=1, job_ids=["41", "57"],
-                                 job_name="pilot-1a2b-a-2", job_stdout="/o", job_stderr="/e", reason="why"),
-                   ClusterRecord("b", ClusterState.QUEUED, site="s", attempts=1, job_ids=["58"], job_name="pilot-1a2b-b-1",
-                                 queue=QueueState.PENDING, queue_reason="Priority"),
-                   ClusterRecord("c")):
+    state = SubmitState(
+        state_path(str(tmp_path)), plan_id="1a2b", sites={"s": {"file": "/s.yaml", "set": {"account": "m1"}}}
+    )
+    for record in (
+        ClusterRecord(
+            "a",
+            ClusterState.DONE,
+            site="s",
+            attempts=2,
+            retries=1,
+            job_ids=["41", "57"],
+            job_name="pilot-1a2b-a-2",
+            job_stdout="/o",
+            job_stderr="/e",
+            reason="why",
+        ),
+        ClusterRecord(
+            "b",
+            ClusterState.QUEUED,
+            site="s",
+            attempts=1,
+            job_ids=["58"],
+            job_name="pilot-1a2b-b-1",
+            queue=QueueState.PENDING,
+            queue_reason="Priority",
+        ),
+        ClusterRecord("c"),
+    ):
         state.clusters[record.name] = record
     state.save()
     assert SubmitState.load(str(tmp_path)) == state
 
 
 def test_root_dag(tmp_path):
-    jobs = [RootJob("a", "s", [RootTask("ID1", "t", "")], [], ["pilot", "run", "a.dag"]),
-            RootJob("b", "s", [RootTask("ID2", "t", "")], ["a"], ["pilot", "run", "b.dag"]),
-            RootJob("c", "s", [RootTask("ID3", "t", "")], ["a", "b"], ["pilot", "run", "c.dag"])]
+    jobs = [
+        RootJob("a", "s", [RootTask("ID1", "t", "")], [], ["pilot", "run", "a.dag"]),
+        RootJob("b", "s", [RootTask("ID2", "t", "")], ["a"], ["pilot", "run", "b.dag"]),
+        RootJob("c", "s", [RootTask("ID3", "t", "")], ["a", "b"], ["pilot", "run", "c.dag"]),
+    ]
     for job in jobs:
         (tmp_path / job.name).mkdir()
     write_root_files(str(tmp_path), "wf", jobs, "")
@@ -85,8 +146,11 @@ def test_root_dag(tmp_path):
 def test_static_bp_escapes_only_the_values_that_need_it(tmp_path):
     """A column whose values need no escaping is written as it is; one with a quote or a byte that is not
     UTF-8 (a task read from a PMC .dag) is escaped value by value, the others in it left alone."""
-    tasks = [RootTask("ID1", "t", 'say "hi"', ["ID2"], metadata={"k": 'a "b"'}), RootTask("ID2", "ns::t:1", "plain"),
-             RootTask("ID\udcff", "t", "caf\u00e9 \udcff", ["ID1"])]
+    tasks = [
+        RootTask("ID1", "t", 'say "hi"', ["ID2"], metadata={"k": 'a "b"'}),
+        RootTask("ID2", "ns::t:1", "plain"),
+        RootTask("ID\udcff", "t", "caf\u00e9 \udcff", ["ID1"]),
+    ]
     (tmp_path / "a").mkdir()
     write_root_files(str(tmp_path), "wf", [RootJob("a", "s", tasks, [], ["pilot", "run", "a.dag"])], "", wf_uuid="u")
     bp = (tmp_path / "wf-0.static.bp").read_text(encoding="utf-8")
@@ -124,8 +188,13 @@ def test_jobstate_log_read_whole_and_followed(tmp_path):
     writer.event("t1", Event.JOB_FAILURE, "-9", 1)
     writer.internal(Marker.PMC_FINISHED, 1)
     writer.close()
-    expected = [(INTERNAL, "PMC_STARTED", ""), ("t1", "SUBMIT", "1.0"), ("c1", "SUBMIT", "4711"), ("t1", "JOB_FAILURE", "-9"),
-                (INTERNAL, "PMC_FINISHED", "1")]
+    expected = [
+        (INTERNAL, "PMC_STARTED", ""),
+        ("t1", "SUBMIT", "1.0"),
+        ("c1", "SUBMIT", "4711"),
+        ("t1", "JOB_FAILURE", "-9"),
+        (INTERNAL, "PMC_FINISHED", "1"),
+    ]
     lines = list(read_jobstate(path))
     assert [line[1:] for line in lines] == expected
     assert all(isinstance(line, JobstateLine) and line.time > 0 for line in lines)
@@ -134,8 +203,10 @@ def test_jobstate_log_read_whole_and_followed(tmp_path):
 
 
 def test_cluster_task_record():
-    for record in (TaskRecord("t1", 1_700_000_000.25, 1.5, -9, "/bin/echo", "node7", 3, 2, 100, "ID7"),
-                   TaskRecord("a]b", 1_700_000_001.0, 0.0, 0, "/x y/z", "h", 1, 1, 0)):
+    for record in (
+        TaskRecord("t1", 1_700_000_000.25, 1.5, -9, "/bin/echo", "node7", 3, 2, 100, "ID7"),
+        TaskRecord("a]b", 1_700_000_001.0, 0.0, 0, "/x y/z", "h", 1, 1, 0),
+    ):
         line = cluster_task(*record)
         assert read_task_record(line) == record
         assert read_task_record("task output" + line) == record  # a task's stdout without a newline at its end
@@ -145,11 +216,11 @@ def test_a_cluster_task_record_with_fields_added_at_the_end_is_still_read():
     record = TaskRecord("t1", 1_700_000_000.5, 2.0, 0, "/bin/echo", "node7", 3, 2, 100, "ID7")
     line = cluster_task(*record)
     assert line.endswith("memory=100]\n")
-    for added in (', gpus=1]', ', gpus=1, queue="a, b]"]', ', note=]'):
+    for added in (", gpus=1]", ', gpus=1, queue="a, b]"]', ", note=]"):
         assert read_task_record(line.replace("]\n", added + "\n")) == record
     assert read_task_record(line.replace("duration=2.000", "duration=2.0.0")) is None  # no pilot wrote it
     assert read_task_record(line.replace('start="', 'start="x')) is None
-    assert read_task_record("[cluster-summary stat=\"ok\"]") is None
+    assert read_task_record('[cluster-summary stat="ok"]') is None
 
 
 def test_paths_are_beside_the_dag():
@@ -162,21 +233,28 @@ def test_a_clusters_static_bp_makes_its_data_jobs_jobs_of_their_types_with_no_ta
     as Pegasus runs a data job's kickstart with -N null), so its static.bp has a job of the job's Pegasus type
     with no task, as Pegasus writes one; the workflow's job is a task of its own job."""
     dag_file = tmp_path / "c.dag"
-    dag_file.write_text("#@ 1 pegasus::transfer null\nTASK stage_in_local_local_0_0 /bin/true\n"
-                        "#@ 2 cp j1\nTASK cp_j1 /bin/cp a b\n"
-                        "#@ 3 pegasus::cleanup null\nTASK clean_up_local_level_2_0 /bin/true\n"
-                        "EDGE stage_in_local_local_0_0 cp_j1\nEDGE cp_j1 clean_up_local_level_2_0\n")
+    dag_file.write_text(
+        "#@ 1 pegasus::transfer null\nTASK stage_in_local_local_0_0 /bin/true\n"
+        "#@ 2 cp j1\nTASK cp_j1 /bin/cp a b\n"
+        "#@ 3 pegasus::cleanup null\nTASK clean_up_local_level_2_0 /bin/true\n"
+        "EDGE stage_in_local_local_0_0 cp_j1\nEDGE cp_j1 clean_up_local_level_2_0\n"
+    )
     write_static_bp(read_dag(str(dag_file)), str(tmp_path / "c.static.bp"), "u")
     lines = (tmp_path / "c.static.bp").read_text().splitlines()
     assert [line.split(" task.id=")[1] for line in lines if "event=task.info" in line] == [
-        '"j1" type="1" type_desc="compute" transformation="cp" argv="a b"']
+        '"j1" type="1" type_desc="compute" transformation="cp" argv="a b"'
+    ]
     assert not [line for line in lines if "event=task.edge" in line]
     assert [line.split("xwf.id=u ")[1] for line in lines if "event=wf.map.task_job" in line] == [
-        'job.id="cp_j1" task.id="j1"']
+        'job.id="cp_j1" task.id="j1"'
+    ]
     info = re.compile(r'job.id="([^"]+)".* type_desc="([^"]+)".* task_count="(\d)"')
     jobs = {m.group(1): m.group(2, 3) for m in map(info.search, lines) if m}
-    assert jobs == {"stage_in_local_local_0_0": ("stage-in-tx", "0"), "cp_j1": ("compute", "1"),
-                    "clean_up_local_level_2_0": ("cleanup", "0")}
+    assert jobs == {
+        "stage_in_local_local_0_0": ("stage-in-tx", "0"),
+        "cp_j1": ("compute", "1"),
+        "clean_up_local_level_2_0": ("cleanup", "0"),
+    }
     assert len([line for line in lines if "event=job.edge" in line]) == 2
 
 
@@ -184,8 +262,9 @@ def test_inbox_requests_round_trip_and_a_bad_one_is_answered_not_fatal(tmp_path)
     from pilot.contracts import inbox
 
     box = str(tmp_path)
-    req = inbox.Request("c-1.x", str(tmp_path / "c.dag"), ["-t", "2"], str(tmp_path / "c.block.out"),
-                        str(tmp_path / "c.block.err"))
+    req = inbox.Request(
+        "c-1.x", str(tmp_path / "c.dag"), ["-t", "2"], str(tmp_path / "c.block.out"), str(tmp_path / "c.block.err")
+    )
     inbox.write_request(box, req)
     (tmp_path / "bad.request").write_text('{"dag": "relative.dag", "args": []}')
     inbox.write_cancel(box, "other")

@@ -40,8 +40,11 @@ def holding(tmp_path, name: str) -> Iterator[tuple[Path, subprocess.Popen, int]]
     dag.write_text("TASK a /bin/true\n")
     script = tmp_path / name
     script.write_text(HOLDER)
-    holder = subprocess.Popen([sys.executable, str(script), str(dag), MARK_VAR, f"{dag_key(str(dag))}:run:0"],
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, str(script), str(dag), MARK_VAR, f"{dag_key(str(dag))}:run:0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     task = None
     try:
         task = int(holder.stdout.readline())
@@ -60,7 +63,9 @@ def test_a_run_holding_the_dag_lock_is_ended_with_its_tasks(tmp_path):
         run = running(str(dag))
         assert run is not None and run.pid == holder.pid  # found in /proc/locks, without taking the lock
         out = end_runs({"c": str(dag)}, waits=(0.2, 0.5, 5.0))
-        assert out.left == {} and out.ended == [f"cluster c: ended its pilot run ({run.where()}) and 1 task process(es)"]
+        assert out.left == {} and out.ended == [
+            f"cluster c: ended its pilot run ({run.where()}) and 1 task process(es)"
+        ]
         assert not alive(holder.pid) and not alive(task)  # (the sweep of marked tasks reaps our own children too)
         assert running(str(dag)) is None
 
@@ -68,9 +73,11 @@ def test_a_run_holding_the_dag_lock_is_ended_with_its_tasks(tmp_path):
 def test_a_process_that_is_no_pilot_run_is_named_not_signalled(tmp_path):
     with holding(tmp_path, "editor") as (dag, holder, task):
         out = end_runs({"c": str(dag)}, waits=(0.1, 0.1, 0.1))
-        assert out.ended == [] and out.left == {"c": f"cluster c: pid {holder.pid} on {socket.gethostname()} holds "
-                                                     f"{dag} and is not a pilot run: not signalled; see what it is "
-                                                     f"(ps -p {holder.pid} -o args)"}
+        assert out.ended == [] and out.left == {
+            "c": f"cluster c: pid {holder.pid} on {socket.gethostname()} holds "
+            f"{dag} and is not a pilot run: not signalled; see what it is "
+            f"(ps -p {holder.pid} -o args)"
+        }
         assert alive(holder.pid) and alive(task)
 
 

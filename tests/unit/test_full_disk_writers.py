@@ -68,7 +68,10 @@ def test_a_full_stdout_target_keeps_its_files_and_the_other_stream_is_merged(tmp
     # the rerun, with room: everything that was not merged comes
     out_target = tmp_path / "out.txt"
     with open(out_target, "ab") as out, open(err_target, "ab") as err:
-        assert stdio.merge_worker_files(str(dag), [1, 2], out, err, delete=True, offsets=stdio.merged_offsets(str(dag))) == []
+        assert (
+            stdio.merge_worker_files(str(dag), [1, 2], out, err, delete=True, offsets=stdio.merged_offsets(str(dag)))
+            == []
+        )
     assert out_target.read_bytes() == b"out 1\nout 2\n"
 
 
@@ -144,7 +147,8 @@ def test_a_master_whose_stdout_is_full_says_the_summary_was_not_written(dagfile,
     assert code == 1
     assert caplog.records[-1].getMessage() == (
         "All 2 tasks done, but the run could not write the [cluster-summary] record (standard output): free space "
-        "and rerun: the rescue log keeps what is done")
+        "and rerun: the rescue log keeps what is done"
+    )
     assert json.loads(Path(result_path(dag)).read_text())["reason"] == "error"
     assert Path(dag + ".rescue").read_text() == "DONE A\nDONE B\n"
     code, _, _ = simulate(dag)  # the rerun, with room: nothing to run again, the summary written
@@ -159,6 +163,11 @@ def test_a_rescue_log_that_cannot_be_rewritten_at_the_start_is_exit_1_and_stays_
         with pytest.raises(OutOfSpace) as caught:
             RescueLog(str(log), ["a", "b"])
         assert caught.value.exit_code == 1
-        assert str(caught.value) == (f"{log}: cannot write the rescue log: No space left on device; free space and "
-                                     "rerun: the log keeps what is done")
-        assert log.read_text() == "DONE a\nDONE b\n" and sorted(p.name for p in disk.iterdir()) == ["filler", "w.dag.rescue"]
+        assert str(caught.value) == (
+            f"{log}: cannot write the rescue log: No space left on device; free space and "
+            "rerun: the log keeps what is done"
+        )
+        assert log.read_text() == "DONE a\nDONE b\n" and sorted(p.name for p in disk.iterdir()) == [
+            "filler",
+            "w.dag.rescue",
+        ]

@@ -19,7 +19,9 @@ from pilot.runtime.options import RunOptions
 from pilot.runtime.protocol import RunTask, TaskResult, WorkerFailed
 from pilot.runtime.worker import Worker
 
-FUZZ = settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 # Characters that matter to the grammar, plus a few of anything.
 _CHARS = st.sampled_from(list(" \t'\"\\#@=-/.\0\r") + list("ABab01")) | st.characters(blacklist_categories=("Cs",))
@@ -28,8 +30,12 @@ _LINE = st.one_of(
     st.builds(lambda w: " ".join(["TASK", *w]), st.lists(_WORD, max_size=6)),
     st.builds(lambda w: " ".join(["EDGE", *w]), st.lists(_WORD, max_size=4)),
     st.builds(lambda w: "#@ " + " ".join(w), st.lists(_WORD, max_size=4)),
-    st.builds(lambda opt, val, rest: f"TASK t {opt} {val} {rest}", st.sampled_from(["-m", "-c", "-t", "-p", "-f", "-F", "-g", "--tries", "-x"]),
-              _WORD, _WORD),
+    st.builds(
+        lambda opt, val, rest: f"TASK t {opt} {val} {rest}",
+        st.sampled_from(["-m", "-c", "-t", "-p", "-f", "-F", "-g", "--tries", "-x"]),
+        _WORD,
+        _WORD,
+    ),
     _WORD,
 )
 
@@ -71,8 +77,14 @@ _PROGRAM = st.sampled_from(["/bin/true", "/bin/false", "/bin/echo", "no-such-pro
 
 
 @FUZZ
-@given(_NAME, _PROGRAM, st.lists(_ARG, max_size=3), st.lists(st.tuples(_ARG, _ARG), max_size=2),
-       st.lists(st.tuples(_ARG, _ARG), max_size=2), st.booleans())
+@given(
+    _NAME,
+    _PROGRAM,
+    st.lists(_ARG, max_size=3),
+    st.lists(st.tuples(_ARG, _ARG), max_size=2),
+    st.lists(st.tuples(_ARG, _ARG), max_size=2),
+    st.booleans(),
+)
 def test_worker_turns_any_task_into_a_result(tmp_path_factory, name, program, args, pipes, files, per_task):
     where = tmp_path_factory.mktemp("dagdir")
     opts = RunOptions(dag=str(where / "wf.dag"), per_task_stdio=per_task)
@@ -98,4 +110,3 @@ def _stdio_prefixes(name: str) -> tuple[str, ...]:
     from pilot.monitor.stdio import file_name
 
     return (file_name(name) + ".out.", file_name(name) + ".err.")
-

@@ -136,6 +136,7 @@ def test_a_whole_cluster_without_staging_is_ordered_as_the_index_order(seed):
         def edge(p: Job, c: Job) -> None:
             p.children.append(c)
             c.parents.append(p)
+
         for j in [j for j in jobs if not j.parents]:
             edge(mkdir, j)
         for j in [j for j in jobs if not j.children]:

@@ -19,10 +19,23 @@ def test_a_file_image_that_is_not_there_stops_the_job_before_its_transfer(tmp_pa
     assert missing(gone) == f"container image {gone}: no such file: correct the container's image, or create it"
     assert missing("docker://alpine:3.18") is None
     witness = tmp_path / "ran"
-    rc = main(["podman", str(tmp_path / "box"), "localhost/x:1", gone, "--",
-               sys.executable, "-c", f"open({str(witness)!r}, 'w')"])
+    rc = main(
+        [
+            "podman",
+            str(tmp_path / "box"),
+            "localhost/x:1",
+            gone,
+            "--",
+            sys.executable,
+            "-c",
+            f"open({str(witness)!r}, 'w')",
+        ]
+    )
     assert rc == 1 and not witness.exists()
-    assert capsys.readouterr().err == f"container image {gone}: no such file: correct the container's image, or create it\n"
+    assert (
+        capsys.readouterr().err
+        == f"container image {gone}: no such file: correct the container's image, or create it\n"
+    )
 
 
 def test_an_image_used_as_staged_is_not_loaded_and_the_transfers_failure_is_kept(tmp_path):
@@ -36,6 +49,8 @@ def test_an_image_used_as_staged_is_not_loaded_and_the_transfers_failure_is_kept
 def test_an_image_the_failed_transfer_did_not_bring_is_named_below_its_messages(tmp_path, capsys):
     args = ["podman", str(tmp_path / "box"), "localhost/pilot-box:1", "docker://registry.invalid/box:1", "--"]
     assert main([*args, sys.executable, "-c", "raise SystemExit(1)"]) == 1
-    assert capsys.readouterr().err == ("container image docker://registry.invalid/box:1: not staged: the transfer "
-                                       "exited 1 (its messages above say why)\n")
+    assert capsys.readouterr().err == (
+        "container image docker://registry.invalid/box:1: not staged: the transfer "
+        "exited 1 (its messages above say why)\n"
+    )
     assert main(["podman", "--", "true"]) == 2  # each image is four words

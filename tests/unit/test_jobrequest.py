@@ -14,7 +14,15 @@ HERE = os.path.dirname(os.path.abspath(sys.executable))
 
 
 def test_launch_lines_spread_ranks_over_nodes():
-    assert launch_line("srun", "--mpi=pmi2", 2, 4) == ["srun", "--mpi=pmi2", "--kill-on-bad-exit=0", "-n", "8", "--ntasks-per-node", "4"]
+    assert launch_line("srun", "--mpi=pmi2", 2, 4) == [
+        "srun",
+        "--mpi=pmi2",
+        "--kill-on-bad-exit=0",
+        "-n",
+        "8",
+        "--ntasks-per-node",
+        "4",
+    ]
     assert launch_line("/opt/x/bin/mpiexec", "", 3, 2) == ["/opt/x/bin/mpiexec", "-n", "6", "-ppn", "2"]
     assert launch_line("aprun", "", 2, 4) == ["aprun", "-n", "8", "-N", "4"]
     assert launch_line("ibrun", "", 2, 4) == ["ibrun", "-n", "8"]
@@ -31,7 +39,7 @@ def test_pilot_and_mpiexec_come_from_the_planning_environment(tmp_path):
     argv = request_for(site(tmp_path, "launcher: mpiexec\n"), "c", "/w", ["c.dag"]).command()
     wheel = os.path.join(HERE, "mpiexec")
     assert argv[0] == (wheel if os.access(wheel, os.X_OK) else "mpiexec")
-    pilot = argv[argv.index("-ppn") + 2:argv.index("run")]
+    pilot = argv[argv.index("-ppn") + 2 : argv.index("run")]
     assert pilot in ([os.path.join(HERE, "pilot")], [os.path.abspath(sys.executable), "-m", "pilot"])
 
 
@@ -39,7 +47,7 @@ def test_site_mpi_from_the_job_path_and_scheduler_launchers_stay_bare(tmp_path):
     assert request_for(site(tmp_path, "launcher_from: path\n"), "c", "/w", ["c.dag"]).command()[0] == "mpiexec"
     assert request_for(site(tmp_path, "launcher: srun\n", "slurm"), "c", "/w", ["c.dag"]).command()[0] == "srun"
     argv = request_for(site(tmp_path, "pilot_command: /opt/pilot/bin/pilot --quiet\n"), "c", "/w", ["c.dag"]).command()
-    assert argv[argv.index("run") - 2:argv.index("run")] == ["/opt/pilot/bin/pilot", "--quiet"]
+    assert argv[argv.index("run") - 2 : argv.index("run")] == ["/opt/pilot/bin/pilot", "--quiet"]
 
 
 def test_one_worker_per_core_by_default(tmp_path):

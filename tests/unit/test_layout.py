@@ -21,8 +21,15 @@ ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "pilot"
 
 # The part a module belongs to: its package under pilot/, or one of these top-level modules.
-TOP_LEVEL = {"pilot": "base", "pilot.errors": "base", "pilot.yamlerrors": "base", "pilot.__main__": "cli",
-             "pilot.sites": "site", "pilot.siteschema": "site", "pilot.jobrequest": "site"}
+TOP_LEVEL = {
+    "pilot": "base",
+    "pilot.errors": "base",
+    "pilot.yamlerrors": "base",
+    "pilot.__main__": "cli",
+    "pilot.sites": "site",
+    "pilot.siteschema": "site",
+    "pilot.jobrequest": "site",
+}
 
 ALLOWED = {
     "base": set(),
@@ -47,8 +54,19 @@ ALLOWED = {
     "submit": {"base", "util", "dag", "contracts", "monitor", "site", "providers"},
     # The plug-ins say which files of a cluster's directory are batch scripts.
     "report": {"base", "util", "dag", "contracts", "monitor", "providers"},
-    "cli": {"base", "util", "dag", "contracts", "monitor", "runtime", "site", "providers", "planner", "submit",
-            "report"},
+    "cli": {
+        "base",
+        "util",
+        "dag",
+        "contracts",
+        "monitor",
+        "runtime",
+        "site",
+        "providers",
+        "planner",
+        "submit",
+        "report",
+    },
 }
 # The crossings: the planner's makespan estimate runs the real master on simulated workers
 # (pilot.runtime.simulate), so that the estimate and a run schedule alike; pilot cancel ends the task processes
@@ -56,8 +74,11 @@ ALLOWED = {
 # the runtime reads them, never by a second copy that could drift from the one it writes; and a pilot job's
 # long-lived run takes the options of a cluster's pilot run line that the parser of that line (pilot.cli.run)
 # declares the workers', never by a second list that a new option could be left out of.
-EXCEPTIONS = {("pilot/planner/estimate.py", "runtime"), ("pilot/submit/endruns.py", "runtime"),
-              ("pilot/submit/feed.py", "cli")}
+EXCEPTIONS = {
+    ("pilot/planner/estimate.py", "runtime"),
+    ("pilot/submit/endruns.py", "runtime"),
+    ("pilot/submit/feed.py", "cli"),
+}
 
 
 class Imported(NamedTuple):
@@ -86,7 +107,8 @@ def imports_in(source: str) -> Iterator[Imported]:
 def _type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def part_of(module: str) -> str | None:
@@ -162,8 +184,10 @@ def a_cycle(graph: dict[str, set[str]], group: set[str]) -> list[str]:
 
 def test_no_import_cycles():
     graph = import_graph()
-    found = [" -> ".join(a_cycle(graph, group)) + f"  ({len(group)} modules: {', '.join(sorted(group))})"
-             for group in cycles(graph)]
+    found = [
+        " -> ".join(a_cycle(graph, group)) + f"  ({len(group)} modules: {', '.join(sorted(group))})"
+        for group in cycles(graph)
+    ]
     assert not found, "modules that import each other (split the shared part out, or pass it in):\n" + "\n".join(found)
 
 
@@ -177,7 +201,9 @@ def test_the_cycle_finder_finds_cycles():
 
 def test_every_part_has_rules():
     for path, module in source_files():
-        assert part_of(module) in ALLOWED, f"{path.relative_to(ROOT)}: add its package to ALLOWED in {Path(__file__).name}"
+        assert (
+            part_of(module) in ALLOWED
+        ), f"{path.relative_to(ROOT)}: add its package to ALLOWED in {Path(__file__).name}"
 
 
 def test_parts_import_only_what_the_rules_allow():
@@ -195,6 +221,7 @@ def test_parts_import_only_what_the_rules_allow():
 
 def test_parts_form_layers():
     """No part imports, through others, a part that imports it."""
+
     def below(path: tuple[str, ...]) -> None:
         for other in ALLOWED[path[-1]]:
             assert other not in path, f"import cycle in ALLOWED: {' -> '.join([*path, other])}"
@@ -257,13 +284,18 @@ def test_modules_stay_small():
         rel, lines = str(path.relative_to(ROOT)), len(path.read_text().splitlines())
         if lines > HARD_LIMIT or (lines > SOFT_LIMIT and rel not in LONG_MODULES):
             over.append(f"{rel}: {lines} lines")
-    assert not over, (f"over {SOFT_LIMIT} lines: split at a seam, or name the module and its one job in LONG_MODULES "
-                      f"(none may pass {HARD_LIMIT}):\n" + "\n".join(over))
+    assert not over, (
+        f"over {SOFT_LIMIT} lines: split at a seam, or name the module and its one job in LONG_MODULES "
+        f"(none may pass {HARD_LIMIT}):\n" + "\n".join(over)
+    )
 
 
 def test_long_modules_are_long():
-    short = [rel for rel in LONG_MODULES if not (ROOT / rel).exists() or
-             len((ROOT / rel).read_text().splitlines()) <= SOFT_LIMIT]
+    short = [
+        rel
+        for rel in LONG_MODULES
+        if not (ROOT / rel).exists() or len((ROOT / rel).read_text().splitlines()) <= SOFT_LIMIT
+    ]
     assert not short, f"within {SOFT_LIMIT} lines (or gone): delete from LONG_MODULES: {short}"
 
 

@@ -33,8 +33,24 @@ def test_split(text, args):
     assert split_args(text) == args
 
 
-@pytest.mark.parametrize("arg", ["", "plain", "a b", "it's", 'say "hi"', "back\\slash", "tab\tx", "#x", "-m",
-                                 "step_ID0000001", "\u00e9t\u00e9_1", "a\u3000b", "nbsp\u00a0x"])
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "",
+        "plain",
+        "a b",
+        "it's",
+        'say "hi"',
+        "back\\slash",
+        "tab\tx",
+        "#x",
+        "-m",
+        "step_ID0000001",
+        "\u00e9t\u00e9_1",
+        "a\u3000b",
+        "nbsp\u00a0x",
+    ],
+)
 def test_quote_roundtrip(arg):
     assert split_args("X " + quote_arg(arg)) == ["X", arg]
 

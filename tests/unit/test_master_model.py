@@ -70,16 +70,19 @@ def dags(draw) -> list[Spec]:
     specs = []
     for i in range(n):
         parents = tuple(f"t{j}" for j in range(i) if draw(st.floats(0, 1)) < density) if density else ()
-        specs.append(Spec(
-            f"t{i}", parents,
-            fails=draw(st.sampled_from((0, 0, 0, 1, 2, 99))),
-            code=draw(st.sampled_from((1, 3, 127, -9))),
-            tries=draw(st.none() | st.integers(1, 3)),
-            priority=draw(st.integers(-2, 2)),
-            cpus=draw(st.sampled_from((1, 1, 1, 2))),
-            memory=draw(st.sampled_from((0, 0, 100, 700))),
-            duration=draw(st.sampled_from(DURATIONS)),
-        ))
+        specs.append(
+            Spec(
+                f"t{i}",
+                parents,
+                fails=draw(st.sampled_from((0, 0, 0, 1, 2, 99))),
+                code=draw(st.sampled_from((1, 3, 127, -9))),
+                tries=draw(st.none() | st.integers(1, 3)),
+                priority=draw(st.integers(-2, 2)),
+                cpus=draw(st.sampled_from((1, 1, 1, 2))),
+                memory=draw(st.sampled_from((0, 0, 100, 700))),
+                duration=draw(st.sampled_from(DURATIONS)),
+            )
+        )
     return specs
 
 
@@ -119,8 +122,9 @@ class MasterModel(RuleBasedStateMachine):
         shutil.rmtree(self.tmp, ignore_errors=True)
         gc.unfreeze()  # the master freezes its DAG out of collections; a test process runs thousands
 
-    @initialize(specs=dags(), workers=st.integers(1, 4), tries=st.integers(1, 3),
-                max_failures=st.sampled_from((0, 0, 1, 2)))
+    @initialize(
+        specs=dags(), workers=st.integers(1, 4), tries=st.integers(1, 3), max_failures=st.sampled_from((0, 0, 1, 2))
+    )
     def setup(self, specs: list[Spec], workers: int, tries: int, max_failures: int) -> None:
         self.specs = {s.name: s for s in specs}
         self.order = [s.name for s in specs]
@@ -164,8 +168,13 @@ class MasterModel(RuleBasedStateMachine):
                 raise Killed
             return data.draw(st.integers(0, n - 1), label="next event")
 
-        cluster = SimCluster(hosts, duration=lambda name: self.specs[name].duration, status=self.status,
-                             hold_on_failure=self.max_failures > 0, choose=choose)
+        cluster = SimCluster(
+            hosts,
+            duration=lambda name: self.specs[name].duration,
+            status=self.status,
+            hold_on_failure=self.max_failures > 0,
+            choose=choose,
+        )
         ends: list[tuple[str, int, int]] = []  # (task, its exit status, how many starts there were when it ended)
         end_task = cluster._end_task
 
@@ -243,7 +252,9 @@ class MasterModel(RuleBasedStateMachine):
             for parent in self.specs[name].parents:
                 if parent in before:
                     continue
-                assert parent in ok_at and ok_at[parent] <= index, f"{name} started before its parent {parent} succeeded"
+                assert (
+                    parent in ok_at and ok_at[parent] <= index
+                ), f"{name} started before its parent {parent} succeeded"
 
     # -- rules ------------------------------------------------------------------------------------------------
     @rule(data=st.data())

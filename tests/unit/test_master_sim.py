@@ -68,7 +68,9 @@ def test_resources_never_oversubscribed(dagfile):
 
 
 def test_backfill_runs_small_tasks_while_big_waits(dagfile):
-    dag = dagfile("TASK hold x\nTASK gate x\nTASK big -p 10 -c 2 x\nTASK s1 x\nTASK s2 x\nEDGE gate big\nEDGE gate s1\nEDGE gate s2\n")
+    dag = dagfile(
+        "TASK hold x\nTASK gate x\nTASK big -p 10 -c 2 x\nTASK s1 x\nTASK s2 x\nEDGE gate big\nEDGE gate s1\nEDGE gate s2\n"
+    )
     rc, cluster, _ = simulate(dag, [SimHost("h", cpus=2, slots=2)], duration=lambda n: 5.0 if n == "hold" else 1.0)
     assert rc == 0
     start = {name: t for t, name, _ in cluster.started}
@@ -77,7 +79,9 @@ def test_backfill_runs_small_tasks_while_big_waits(dagfile):
 
 def test_host_overrides(dagfile):
     dag = dagfile("TASK a -c 8 -m 100 x\n")
-    with pytest.raises(InfeasibleTask, match=r"wf.dag:1: FATAL ERROR: No host is capable of running task a: it requests 8 CPU\(s\)"):
+    with pytest.raises(
+        InfeasibleTask, match=r"wf.dag:1: FATAL ERROR: No host is capable of running task a: it requests 8 CPU\(s\)"
+    ):
         simulate(dag, [SimHost("h", cpus=4, slots=1)])
     rc, _, _ = simulate(dag, [SimHost("h", cpus=4, slots=1)], host_cpus=8)
     assert rc == 0
@@ -111,9 +115,13 @@ def test_prefetched_task_is_recalled_from_behind_a_long_task(dagfile):
 def test_max_failures_takes_back_work_queued_when_it_is_reached(dagfile):
     """Deep prefetch queues are full when the failure comes: none of their tasks starts after it."""
     text = "TASK bad x\n" + "".join(f"TASK s{i} x\n" for i in range(3000))
-    rc, cluster, master = simulate(dagfile(text), [SimHost("h", cpus=3, slots=3)], max_failures=1,
-                                   duration=lambda n: 0.01 if n == "bad" else 0.0005,
-                                   status=lambda n, a: 1 if n == "bad" else 0)
+    rc, cluster, master = simulate(
+        dagfile(text),
+        [SimHost("h", cpus=3, slots=3)],
+        max_failures=1,
+        duration=lambda n: 0.01 if n == "bad" else 0.0005,
+        status=lambda n, a: 1 if n == "bad" else 0,
+    )
     assert rc == 1 and cluster.recalled  # work was queued behind running tasks, and came back
     assert [name for t, name, _ in cluster.started if t > 0.01] == []
     assert master.engine.running == 0 and not master.slots.recalling and master.slots.queued_total == 0
@@ -137,8 +145,13 @@ def test_jobstate_log(dagfile, tmp_path):
 def test_max_failures_recalls_prefetched_work(dagfile):
     """After -m is reached, tasks already prefetched onto busy workers do not start."""
     text = "TASK bad x\n" + "".join(f"TASK s{i} x\n" for i in range(30))
-    rc, cluster, master = simulate(dagfile(text), [SimHost("h", cpus=2, slots=2)], max_failures=1,
-                                   duration=lambda n: 0.5 if n == "bad" else 0.01, status=lambda n, a: 1 if n == "bad" else 0)
+    rc, cluster, master = simulate(
+        dagfile(text),
+        [SimHost("h", cpus=2, slots=2)],
+        max_failures=1,
+        duration=lambda n: 0.5 if n == "bad" else 0.01,
+        status=lambda n, a: 1 if n == "bad" else 0,
+    )
     assert rc == 1
     started_after_failure = [name for t, name, _ in cluster.started if t > 0.5]
     assert started_after_failure == []
@@ -156,24 +169,36 @@ TASK G -p 10 -c 1 /bin/echo G
 
 def test_pmc_priority_dag_on_one_worker_with_two_cpus(dagfile):
     """PMC's own priority test: the 2-CPU task D (priority 8) runs right after I, not after all narrow tasks."""
-    rc, cluster, _ = simulate(dagfile(PMC_PRIORITY_DAG), [SimHost("h", cpus=2, slots=1)], host_cpus=2,
-                              duration=lambda name: 0.001)
+    rc, cluster, _ = simulate(
+        dagfile(PMC_PRIORITY_DAG), [SimHost("h", cpus=2, slots=1)], host_cpus=2, duration=lambda name: 0.001
+    )
     assert rc == 0 and start_order(cluster) == ["G", "I", "D", "E", "O", "N"]
 
 
 def test_max_failures_with_tries_starts_nothing_after_the_last_try(dagfile, capsys):
     """-m 1 -t 2: A's second failure stops the run; tasks prefetched behind it are taken back unstarted."""
     dag = dagfile("TASK A /bin/false\nTASK B x\nTASK C x\nTASK D x\n")
-    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], max_failures=1, tries=2,
-                              status=lambda name, attempt: 1 if name == "A" else 0, duration=lambda name: 0.001)
+    rc, cluster, _ = simulate(
+        dag,
+        [SimHost("h", cpus=1, slots=1)],
+        max_failures=1,
+        tries=2,
+        status=lambda name, attempt: 1 if name == "A" else 0,
+        duration=lambda name: 0.001,
+    )
     assert rc == 1 and start_order(cluster) == ["A", "A"]
     assert "submitted=2, succeeded=0, failed=1" in capsys.readouterr().out
 
 
 def test_a_failure_that_does_not_stop_the_run_lets_the_worker_go_on(dagfile, capsys):
     dag = dagfile("".join(f"TASK t{i} x\n" for i in range(6)))
-    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], max_failures=3,
-                              status=lambda name, attempt: 1 if name in ("t1", "t2") else 0, duration=lambda name: 0.001)
+    rc, cluster, _ = simulate(
+        dag,
+        [SimHost("h", cpus=1, slots=1)],
+        max_failures=3,
+        status=lambda name, attempt: 1 if name in ("t1", "t2") else 0,
+        duration=lambda name: 0.001,
+    )
     assert rc == 1 and start_order(cluster) == [f"t{i}" for i in range(6)]
     assert "submitted=6, succeeded=4, failed=2" in capsys.readouterr().out
 
@@ -181,16 +206,25 @@ def test_a_failure_that_does_not_stop_the_run_lets_the_worker_go_on(dagfile, cap
 def test_chain_children_follow_on_and_a_failed_parent_keeps_its_child_back(dagfile, capsys):
     """The child of a running short task is sent ahead; when the parent fails it comes back unstarted."""
     dag = dagfile("".join(f"TASK c{i} x\n" for i in range(6)) + "".join(f"EDGE c{i} c{i + 1}\n" for i in range(5)))
-    rc, cluster, master = simulate(dag, [SimHost("h", cpus=1, slots=1)], tries=2, duration=lambda name: 0.001,
-                                   status=lambda name, attempt: 1 if name == "c3" and attempt == 1 else 0)
+    rc, cluster, master = simulate(
+        dag,
+        [SimHost("h", cpus=1, slots=1)],
+        tries=2,
+        duration=lambda name: 0.001,
+        status=lambda name, attempt: 1 if name == "c3" and attempt == 1 else 0,
+    )
     assert rc == 0 and start_order(cluster) == ["c0", "c1", "c2", "c3", "c3", "c4", "c5"]
     assert "submitted=7, succeeded=6, failed=0" in capsys.readouterr().out
 
 
 def test_follow_on_child_is_never_run_after_a_final_failure(dagfile, capsys):
     dag = dagfile("TASK a x\nTASK b x\nTASK c x\nEDGE a b\nEDGE b c\n")
-    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], duration=lambda name: 0.001,
-                              status=lambda name, attempt: 1 if name == "b" else 0)
+    rc, cluster, _ = simulate(
+        dag,
+        [SimHost("h", cpus=1, slots=1)],
+        duration=lambda name: 0.001,
+        status=lambda name, attempt: 1 if name == "b" else 0,
+    )
     assert rc == 1 and start_order(cluster) == ["a", "b"]
     assert "submitted=2, succeeded=1, failed=1" in capsys.readouterr().out
 
@@ -270,8 +304,14 @@ def test_an_attempt_is_queued_when_ready_and_started_when_a_slot_frees(dagfile):
     it waited for a slot. A child is queued when its last parent ends, a retry as a new attempt number."""
     rec = _Order()
     dag = dagfile("TASK a x\nTASK b x\nTASK c x\nTASK d x\nEDGE a d\n")
-    rc, _, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], events=[rec], tries=2,
-                        duration=lambda n: 1.0, status=lambda n, attempt: 1 if n == "c" and attempt == 1 else 0)
+    rc, _, _ = simulate(
+        dag,
+        [SimHost("h", cpus=1, slots=1)],
+        events=[rec],
+        tries=2,
+        duration=lambda n: 1.0,
+        status=lambda n, attempt: 1 if n == "c" and attempt == 1 else 0,
+    )
     assert rc == 0
     seen = rec.seen
     assert seen[:3] == [("queued", "a", 1), ("queued", "b", 2), ("queued", "c", 3)]  # all ready at start
@@ -291,8 +331,14 @@ def test_a_task_sent_ahead_behind_its_parent_is_queued_as_it_starts(dagfile):
     becomes ready only when the parent ends. One given back unstarted after a failure keeps no number."""
     rec = _Order()
     dag = dagfile("".join(f"TASK c{i} x\n" for i in range(6)) + "".join(f"EDGE c{i} c{i + 1}\n" for i in range(5)))
-    rc, cluster, _ = simulate(dag, [SimHost("h", cpus=1, slots=1)], events=[rec], tries=2, duration=lambda n: 0.001,
-                              status=lambda n, attempt: 1 if n == "c3" and attempt == 1 else 0)
+    rc, cluster, _ = simulate(
+        dag,
+        [SimHost("h", cpus=1, slots=1)],
+        events=[rec],
+        tries=2,
+        duration=lambda n: 0.001,
+        status=lambda n, attempt: 1 if n == "c3" and attempt == 1 else 0,
+    )
     assert rc == 0 and start_order(cluster) == ["c0", "c1", "c2", "c3", "c3", "c4", "c5"]
     assert [e for e, _, _ in rec.seen] == ["queued", "started", "ended"] * 7
     assert [t for _, t, _ in rec.seen[::3]] == ["c0", "c1", "c2", "c3", "c3", "c4", "c5"]

@@ -24,14 +24,17 @@ def test_mpich_with_ucx_first_under_slurms_pmi_starts_on_ofi_tcp():
     assert SLURM_PMI_START_ENV == {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"}
 
 
-@pytest.mark.parametrize("library,environ", [
-    (MPICH_WHEEL, HYDRA_IN_SLURM),  # Hydra's PMI server reads whole requests
-    (MPICH_WHEEL, {}),  # a singleton, no process manager
-    (MPICH_WHEEL, {**SRUN_PMI2, "SLURM_MPI_TYPE": "pmix"}),
-    (MPICH_OFI_FIRST, SRUN_PMI2),  # already on OFI
-    (MPICH_UCX_ONLY, SRUN_PMI2),  # nothing to switch to
-    (OPEN_MPI, SRUN_PMI2),
-])
+@pytest.mark.parametrize(
+    "library,environ",
+    [
+        (MPICH_WHEEL, HYDRA_IN_SLURM),  # Hydra's PMI server reads whole requests
+        (MPICH_WHEEL, {}),  # a singleton, no process manager
+        (MPICH_WHEEL, {**SRUN_PMI2, "SLURM_MPI_TYPE": "pmix"}),
+        (MPICH_OFI_FIRST, SRUN_PMI2),  # already on OFI
+        (MPICH_UCX_ONLY, SRUN_PMI2),  # nothing to switch to
+        (OPEN_MPI, SRUN_PMI2),
+    ],
+)
 def test_other_libraries_and_launchers_keep_their_network(library, environ):
     assert network_env(library, environ) == {}
 
@@ -42,16 +45,22 @@ def test_network_settings_the_job_made_win():
     assert network_env(MPICH_WHEEL, {**SRUN_PMI2, "FI_PROVIDER": "verbs"}) == {"MPIR_CVAR_CH4_NETMOD": "ofi"}
 
 
-@pytest.mark.parametrize("environ,one_host", [
-    ({"MPI_LOCALNRANKS": "3", "PMI_SIZE": "3"}, True),  # Hydra, all ranks here
-    ({"MPI_LOCALNRANKS": "2", "PMI_SIZE": "6", "SLURM_STEP_NUM_NODES": "1", "SLURM_STEP_ID": "0"}, False),  # Hydra's proxies in a Slurm step
-    ({"OMPI_COMM_WORLD_LOCAL_SIZE": "4", "OMPI_COMM_WORLD_SIZE": "4"}, True),
-    ({"OMPI_COMM_WORLD_LOCAL_SIZE": "2", "OMPI_COMM_WORLD_SIZE": "4"}, False),
-    ({**SRUN_PMI2, "SLURM_STEP_NUM_NODES": "1", "SLURM_STEP_ID": "0"}, True),
-    ({**SRUN_PMI2, "SLURM_STEP_NUM_NODES": "3", "SLURM_STEP_ID": "0"}, False),
-    ({"SLURM_STEP_NUM_NODES": "1"}, False),  # the batch script's own step, no launcher of ranks
-    ({}, False),
-])
+@pytest.mark.parametrize(
+    "environ,one_host",
+    [
+        ({"MPI_LOCALNRANKS": "3", "PMI_SIZE": "3"}, True),  # Hydra, all ranks here
+        (
+            {"MPI_LOCALNRANKS": "2", "PMI_SIZE": "6", "SLURM_STEP_NUM_NODES": "1", "SLURM_STEP_ID": "0"},
+            False,
+        ),  # Hydra's proxies in a Slurm step
+        ({"OMPI_COMM_WORLD_LOCAL_SIZE": "4", "OMPI_COMM_WORLD_SIZE": "4"}, True),
+        ({"OMPI_COMM_WORLD_LOCAL_SIZE": "2", "OMPI_COMM_WORLD_SIZE": "4"}, False),
+        ({**SRUN_PMI2, "SLURM_STEP_NUM_NODES": "1", "SLURM_STEP_ID": "0"}, True),
+        ({**SRUN_PMI2, "SLURM_STEP_NUM_NODES": "3", "SLURM_STEP_ID": "0"}, False),
+        ({"SLURM_STEP_NUM_NODES": "1"}, False),  # the batch script's own step, no launcher of ranks
+        ({}, False),
+    ],
+)
 def test_ucx_keeps_off_the_network_only_where_the_launcher_says_all_ranks_are_here(environ, one_host):
     assert start_env(environ) == MPI_START_ENV | (ONE_HOST_START_ENV if one_host else {})
 

@@ -20,9 +20,16 @@ def test_only_segments_no_live_process_maps_are_removed():
         with open(path, "wb") as fh:
             fh.write(b"\0" * 4096)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import mmap, sys\nf = open(sys.argv[1], 'r+b')\nm = mmap.mmap(f.fileno(), 4096)\n"
-         "print('ready', flush=True)\nsys.stdin.read()", live],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import mmap, sys\nf = open(sys.argv[1], 'r+b')\nm = mmap.mmap(f.fileno(), 4096)\n"
+            "print('ready', flush=True)\nsys.stdin.read()",
+            live,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"

@@ -28,7 +28,11 @@ from pilot.util.boundedload import parse_json
 ROOT = Path(__file__).resolve().parents[2]
 # Long enough for a loaded machine (each case takes a second or two alone); a hang still fails.
 TIMEOUT = 120
-BOMB = "[&a [x, x, x, x, x, x, x, x, x], " + ", ".join(f"&{c} [{', '.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")) + "]"
+BOMB = (
+    "[&a [x, x, x, x, x, x, x, x, x], "
+    + ", ".join(f"&{c} [{', '.join([f'*{p}'] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi"))
+    + "]"
+)
 
 
 @dataclass
@@ -46,6 +50,7 @@ def put(rel: str, content: bytes | str) -> Callable[[Path], None]:
         if path.is_symlink() or path.is_file():
             path.unlink()
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
+
     return setup
 
 
@@ -55,17 +60,32 @@ def replace_by(rel: str, make: Callable[[Path], None]) -> Callable[[Path], None]
         if path.is_file() or path.is_symlink():
             path.unlink()
         make(path)
+
     return setup
 
 
 def state(change: Callable[[dict], None]) -> Callable[[Path], None]:
     """submit.state.json of a run whose one cluster is queued as job 999999 on the local site."""
+
     def setup(d: Path) -> None:
-        data = {"format": 1, "plan_id": "p1", "sites": {"local": {"file": str(ROOT / "site_configs" / "local.yaml"), "set": {}}},
-                "clusters": [{"name": "d", "state": "queued", "site": "local", "attempts": 1, "job_ids": ["999999"],
-                              "job_name": "pilot-p1-d-1"}]}
+        data = {
+            "format": 1,
+            "plan_id": "p1",
+            "sites": {"local": {"file": str(ROOT / "site_configs" / "local.yaml"), "set": {}}},
+            "clusters": [
+                {
+                    "name": "d",
+                    "state": "queued",
+                    "site": "local",
+                    "attempts": 1,
+                    "job_ids": ["999999"],
+                    "job_name": "pilot-p1-d-1",
+                }
+            ],
+        }
         change(data)
         (d / "sub" / "submit.state.json").write_text(json.dumps(data))
+
     return setup
 
 
@@ -73,6 +93,7 @@ def both(*setups: Callable[[Path], None]) -> Callable[[Path], None]:
     def setup(d: Path) -> None:
         for s in setups:
             s(d)
+
     return setup
 
 
@@ -81,38 +102,77 @@ plan = ["plan", "wf.dag", "--site", "local", "--dir", "out"]
 
 CASES: dict[str, Case] = {
     # 1. YAML and JSON files, read bounded
-    "site: alias bomb": Case(["plan", "wf.dag", "--site", "./s.yaml", "--dir", "out"],
-                             put("s.yaml", f"scheduler: local\nworker_init: {BOMB}\n"), says="s.yaml:2: aliases"),
-    "site: python tag": Case(["plan", "wf.dag", "--site", "./s.yaml", "--dir", "out"],
-                             put("s.yaml", "scheduler: !!python/object/apply:os.system ['true']\n"), says="s.yaml:1: tag"),
-    "site: list as a key": Case(["plan", "wf.dag", "--site", "./s.yaml", "--dir", "out"], put("s.yaml", "? [a]\n: 1\n"),
-                                says="s.yaml:1: a mapping key must be plain text"),
-    "site: 5000 deep": Case(["plan", "wf.dag", "--site", "./s.yaml", "--dir", "out"],
-                            put("s.yaml", "nodes: " + "[" * 5000 + "]" * 5000 + "\n"), says="nested deeper"),
-    "site: binary": Case(["sites", "show", "./s.yaml"], put("s.yaml", b"\x7fELF\x02\x01\x01\x00\x00"), says="binary data"),
-    "site: latin-1": Case(["plan", "wf.dag", "--site", "./s.yaml", "--dir", "out"],
-                          put("s.yaml", b"scheduler: local\ndescription: caf\xe9\n"), says="s.yaml:2: not UTF-8"),
-    "state: garbage": Case(["status", "sub"], put("sub/submit.state.json", b"\x00\xffgarbage"), says="submit.state.json"),
+    "site: alias bomb": Case(
+        ["plan", "wf.dag", "--site", "./s.yaml", "--dir", "out"],
+        put("s.yaml", f"scheduler: local\nworker_init: {BOMB}\n"),
+        says="s.yaml:2: aliases",
+    ),
+    "site: python tag": Case(
+        ["plan", "wf.dag", "--site", "./s.yaml", "--dir", "out"],
+        put("s.yaml", "scheduler: !!python/object/apply:os.system ['true']\n"),
+        says="s.yaml:1: tag",
+    ),
+    "site: list as a key": Case(
+        ["plan", "wf.dag", "--site", "./s.yaml", "--dir", "out"],
+        put("s.yaml", "? [a]\n: 1\n"),
+        says="s.yaml:1: a mapping key must be plain text",
+    ),
+    "site: 5000 deep": Case(
+        ["plan", "wf.dag", "--site", "./s.yaml", "--dir", "out"],
+        put("s.yaml", "nodes: " + "[" * 5000 + "]" * 5000 + "\n"),
+        says="nested deeper",
+    ),
+    "site: binary": Case(
+        ["sites", "show", "./s.yaml"], put("s.yaml", b"\x7fELF\x02\x01\x01\x00\x00"), says="binary data"
+    ),
+    "site: latin-1": Case(
+        ["plan", "wf.dag", "--site", "./s.yaml", "--dir", "out"],
+        put("s.yaml", b"scheduler: local\ndescription: caf\xe9\n"),
+        says="s.yaml:2: not UTF-8",
+    ),
+    "state: garbage": Case(
+        ["status", "sub"], put("sub/submit.state.json", b"\x00\xffgarbage"), says="submit.state.json"
+    ),
     "state: deep": Case(["status", "sub"], put("sub/submit.state.json", "[" * 100_000), says="nested deeper"),
-    "state: attempts a string": Case(["status", "sub"], state(lambda s: s["clusters"][0].update(attempts="1")),
-                                     says="attempts: '1' is not a count"),
-    "state: job ids a string": Case(["cancel", "sub"], state(lambda s: s["clusters"][0].update(job_ids="12")),
-                                    says="job_ids: '12' is not a list"),
-    "state: queued without a job id is in doubt": Case(["status", "sub"], state(lambda s: s["clusters"][0].update(job_ids=[])),
-                                                       code=3),
-    "result: Infinity": Case(["submit", "sub", "--no-monitord"], both(queued, put(
-        "sub/d/d.dag.result", '{"ok": true, "reason": "done", "tasks": Infinity, "done": 4}')), code=1,
-        says="d.dag.result: not a pilot result (not valid JSON: Infinity"),
-    "clusters.yml: alias bomb": Case(["status", "sub"], put("sub/clusters.yml", f"format: 1\nx: {BOMB}\n"), says="aliases"),
-    "clusters.yml: climbs out": Case(["status", "sub"], lambda d: (d / "sub/clusters.yml").write_text(
-        (d / "sub/clusters.yml").read_text().replace('dir: "d"', 'dir: "../.."')), says="is not a path inside"),
-    "braindump: garbage": Case(["submit", "sub"], put("sub/braindump.yml", "::: [\n"), says="braindump.yml:2: not valid YAML"),
+    "state: attempts a string": Case(
+        ["status", "sub"], state(lambda s: s["clusters"][0].update(attempts="1")), says="attempts: '1' is not a count"
+    ),
+    "state: job ids a string": Case(
+        ["cancel", "sub"], state(lambda s: s["clusters"][0].update(job_ids="12")), says="job_ids: '12' is not a list"
+    ),
+    "state: queued without a job id is in doubt": Case(
+        ["status", "sub"], state(lambda s: s["clusters"][0].update(job_ids=[])), code=3
+    ),
+    "result: Infinity": Case(
+        ["submit", "sub", "--no-monitord"],
+        both(queued, put("sub/d/d.dag.result", '{"ok": true, "reason": "done", "tasks": Infinity, "done": 4}')),
+        code=1,
+        says="d.dag.result: not a pilot result (not valid JSON: Infinity",
+    ),
+    "clusters.yml: alias bomb": Case(
+        ["status", "sub"], put("sub/clusters.yml", f"format: 1\nx: {BOMB}\n"), says="aliases"
+    ),
+    "clusters.yml: climbs out": Case(
+        ["status", "sub"],
+        lambda d: (d / "sub/clusters.yml").write_text(
+            (d / "sub/clusters.yml").read_text().replace('dir: "d"', 'dir: "../.."')
+        ),
+        says="is not a path inside",
+    ),
+    "braindump: garbage": Case(
+        ["submit", "sub"], put("sub/braindump.yml", "::: [\n"), says="braindump.yml:2: not valid YAML"
+    ),
     "braindump: binary": Case(["submit", "sub"], put("sub/braindump.yml", b"\x7fELF\x00"), says="binary data"),
     "braindump: a list": Case(["submit", "sub"], put("sub/braindump.yml", "- a\n"), says="not a braindump"),
-    "braindump: a directory": Case(["cancel", "sub"], both(queued, replace_by("sub/braindump.yml", Path.mkdir)), code=0),
+    "braindump: a directory": Case(
+        ["cancel", "sub"], both(queued, replace_by("sub/braindump.yml", Path.mkdir)), code=0
+    ),
     # 2. a DAG that is not a file
-    "dag: a FIFO": Case(["plan", "fifo.dag", "--site", "local", "--dir", "out"], replace_by("fifo.dag", os.mkfifo),
-                        says="fifo.dag: cannot read DAG: is a FIFO"),
+    "dag: a FIFO": Case(
+        ["plan", "fifo.dag", "--site", "local", "--dir", "out"],
+        replace_by("fifo.dag", os.mkfifo),
+        says="fifo.dag: cannot read DAG: is a FIFO",
+    ),
     "dag: /dev/zero": Case(["plan", "/dev/zero", "--site", "local", "--dir", "out"], says="is a device"),
     # 3. numbers
     "--set walltime=inf": Case([*plan, "--set", "walltime=inf"], says="--set: walltime: walltime 'inf'"),
@@ -121,18 +181,27 @@ CASES: dict[str, Case] = {
     "--poll inf": Case(["submit", "sub", "--poll", "inf"], says="argument --poll: 'inf'"),
     "-c 1e300": Case(plan, put("wf.dag", "TASK a -c 1e300 /bin/true\n"), says="wf.dag:1: task 'a': -c '1e300'"),
     # 4. a submit directory pilot cannot write in
-    "submit.lock cannot be created": Case(["submit", "sub"], replace_by("sub/submit.lock", Path.mkdir),
-                                          says="submit.lock: cannot create the lock file"),
+    "submit.lock cannot be created": Case(
+        ["submit", "sub"], replace_by("sub/submit.lock", Path.mkdir), says="submit.lock: cannot create the lock file"
+    ),
     # 5. files pilot status follows that are directories
-    "rescue log a directory": Case(["status", "sub"], both(queued, replace_by("sub/d/d.dag.rescue", Path.mkdir)),
-                                   says="d.dag.rescue: cannot read: is a directory"),
-    "jobstate.log a directory": Case(["status", "sub"], both(queued, replace_by("sub/d/jobstate.log", Path.mkdir)),
-                                     says="jobstate.log: cannot read: is a directory"),
+    "rescue log a directory": Case(
+        ["status", "sub"],
+        both(queued, replace_by("sub/d/d.dag.rescue", Path.mkdir)),
+        says="d.dag.rescue: cannot read: is a directory",
+    ),
+    "jobstate.log a directory": Case(
+        ["status", "sub"],
+        both(queued, replace_by("sub/d/jobstate.log", Path.mkdir)),
+        says="jobstate.log: cannot read: is a directory",
+    ),
     "status needs no braindump": Case(["status", "sub"], put("sub/braindump.yml", b"\x00\x01"), code=3),
     # 6. never written through a symbolic link
-    "root jobstate.log a link": Case(["submit", "sub", "--no-monitord"],
-                                     replace_by("sub/jobstate.log", lambda p: p.symlink_to(p.parent.parent / "elsewhere")),
-                                     says="jobstate.log: cannot write: is a symbolic link"),
+    "root jobstate.log a link": Case(
+        ["submit", "sub", "--no-monitord"],
+        replace_by("sub/jobstate.log", lambda p: p.symlink_to(p.parent.parent / "elsewhere")),
+        says="jobstate.log: cannot write: is a symbolic link",
+    ),
     # 7. bytes that are not UTF-8
     "task id not UTF-8": Case(plan, put("wf.dag", b"TASK caf\xe9 /bin/true\n"), says="has bytes that are not UTF-8"),
     "argument not UTF-8": Case(plan, put("wf.dag", b"TASK a /bin/echo caf\xe9\n"), code=0),
@@ -149,8 +218,16 @@ def _run(base: Path, name: str, case: Case) -> tuple[int, str]:
     case.setup(d)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     try:
-        out = subprocess.run([sys.executable, "-m", "pilot", *case.argv], cwd=d, capture_output=True, text=True,
-                             errors="replace", timeout=TIMEOUT, env=env, stdin=subprocess.DEVNULL)
+        out = subprocess.run(
+            [sys.executable, "-m", "pilot", *case.argv],
+            cwd=d,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=TIMEOUT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
         return -1, f"no answer in {TIMEOUT} s"
     if (d / "elsewhere").read_text() != "precious\n":
@@ -182,8 +259,14 @@ def _run_every_case(tmp_path_factory) -> dict[str, tuple[int, str]]:
     planned.mkdir()
     shutil.copy(ROOT / "examples" / "diamond.dag", planned / "wf.dag")
     shutil.copy(ROOT / "examples" / "diamond.dag", planned / "d.dag")  # the planned cluster: d
-    subprocess.run([sys.executable, "-m", "pilot", "plan", "d.dag", "--site", "local", "--dir", "sub"], cwd=planned,
-                   check=True, capture_output=True, timeout=TIMEOUT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    subprocess.run(
+        [sys.executable, "-m", "pilot", "plan", "d.dag", "--site", "local", "--dir", "sub"],
+        cwd=planned,
+        check=True,
+        capture_output=True,
+        timeout=TIMEOUT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     (planned / "sub" / "d" / "d.dag.rescue").write_text("")  # what a started run leaves; status follows it
     (planned / "sub" / "d" / "jobstate.log").write_text("")
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -191,8 +274,10 @@ def _run_every_case(tmp_path_factory) -> dict[str, tuple[int, str]]:
         return {name: f.result() for name, f in futures.items()}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=PENDING[n], strict=True)) if n in PENDING
-                                  else n for n in CASES])
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.xfail(reason=PENDING[n], strict=True)) if n in PENDING else n for n in CASES],
+)
 def test_bad_input_is_one_line_never_an_internal_error(results, name):
     case = CASES[name]
     code, err = results[name]

@@ -8,10 +8,43 @@ from pilot.errors import UsageError
 
 def test_every_pmc_option():
     o = parse_run_args(
-        ["-v", "-v", "-q", "-s", "-o", "out", "-e", "err", "-m", "3", "-t", "2", "-n", "-r", "r.log",
-         "--host-script", "hs.sh", "--host-memory", "2048", "--host-cpus", "8", "--host-gpus", "2", "--strict-limits",
-         "--max-wall-time", "0.5", "--per-task-stdio", "--jobstate-log", "--monitord-hack", "--no-resource-log",
-         "--no-sleep-on-recv", "--maxfds", "16", "--keep-affinity", "wf.dag"],
+        [
+            "-v",
+            "-v",
+            "-q",
+            "-s",
+            "-o",
+            "out",
+            "-e",
+            "err",
+            "-m",
+            "3",
+            "-t",
+            "2",
+            "-n",
+            "-r",
+            "r.log",
+            "--host-script",
+            "hs.sh",
+            "--host-memory",
+            "2048",
+            "--host-cpus",
+            "8",
+            "--host-gpus",
+            "2",
+            "--strict-limits",
+            "--max-wall-time",
+            "0.5",
+            "--per-task-stdio",
+            "--jobstate-log",
+            "--monitord-hack",
+            "--no-resource-log",
+            "--no-sleep-on-recv",
+            "--maxfds",
+            "16",
+            "--keep-affinity",
+            "wf.dag",
+        ],
         env={},
     )
     assert o.dag == "wf.dag" and o.verbosity == 1 and o.skip_rescue
@@ -22,11 +55,30 @@ def test_every_pmc_option():
 
 
 def test_long_forms_and_defaults():
-    o = parse_run_args(["--verbose", "--skip-rescue", "--stdout", "o", "--stderr", "e", "--max-failures", "1", "--tries", "4",
-                        "--nolock", "--rescue", "x", "wf.dag"], env={})
+    o = parse_run_args(
+        [
+            "--verbose",
+            "--skip-rescue",
+            "--stdout",
+            "o",
+            "--stderr",
+            "e",
+            "--max-failures",
+            "1",
+            "--tries",
+            "4",
+            "--nolock",
+            "--rescue",
+            "x",
+            "wf.dag",
+        ],
+        env={},
+    )
     assert o.verbosity == 1 and o.skip_rescue and o.stdout == "o" and o.tries == 4 and o.rescue_path == "x"
     d = parse_run_args(["wf.dag"], env={})
-    assert d.rescue_path == "wf.dag.rescue" and d.tries == 1 and d.max_failures == 0 and d.resource_log and d.sleep_on_recv
+    assert (
+        d.rescue_path == "wf.dag.rescue" and d.tries == 1 and d.max_failures == 0 and d.resource_log and d.sleep_on_recv
+    )
 
 
 def test_monitord_hack_implies_per_task_stdio():
@@ -34,7 +86,13 @@ def test_monitord_hack_implies_per_task_stdio():
 
 
 def test_environment_aliases_and_precedence():
-    env = {"PMC_HOST_SCRIPT": "/s.sh", "PMC_HOST_MEMORY": "100", "PMC_HOST_CPUS": "3", "PMC_MAX_WALL_TIME": "2.5", "PMC_HOST_GPUS": "1"}
+    env = {
+        "PMC_HOST_SCRIPT": "/s.sh",
+        "PMC_HOST_MEMORY": "100",
+        "PMC_HOST_CPUS": "3",
+        "PMC_MAX_WALL_TIME": "2.5",
+        "PMC_HOST_GPUS": "1",
+    }
     o = parse_run_args(["x.dag"], env=env)
     assert (o.host_script, o.host_memory, o.host_cpus, o.max_wall_time, o.host_gpus) == ("/s.sh", 100, 3, 2.5, 1)
     o = parse_run_args(["--host-cpus", "7", "--max-wall-time", "1", "x.dag"], env=env)
@@ -95,22 +153,25 @@ def test_help_width_follows_columns_as_shutil_does(monkeypatch):
         assert terminal_columns() == shutil.get_terminal_size().columns
 
 
-@pytest.mark.parametrize("argv,env,expected", [
-    # Pegasus' planner writes --max-wall-time 0 for a clustered job of 2-59 s: PMC reads 0 (or less) as no limit
-    (["--max-wall-time", "0"], {}, {"max_wall_time": None}),
-    (["--max-wall-time", "-3"], {}, {"max_wall_time": None}),
-    ([], {"PMC_MAX_WALL_TIME": "0"}, {"max_wall_time": None}),
-    (["--max-wall-time", "2.5min"], {}, {"max_wall_time": 2.5}),  # sscanf's %lf: the number at the start
-    # 0 CPUs or MB: detect the host's own; a fraction or a unit: the whole number at the start (sscanf's %u)
-    (["--host-cpus", "0"], {"PMC_HOST_CPUS": "4"}, {"host_cpus": None}),
-    ([], {"PMC_HOST_CPUS": "0"}, {"host_cpus": None}),
-    (["--host-cpus", "2.5"], {}, {"host_cpus": 2}),
-    ([], {"PMC_HOST_MEMORY": "100MB"}, {"host_memory": 100}),
-    (["--host-memory", "0"], {}, {"host_memory": None}),
-    # -o stdout / -e stderr: PMC's names for its own streams, not files
-    (["-o", "stdout", "-e", "stderr"], {}, {"stdout": None, "stderr": None}),
-    (["-o", "out.txt", "-e", "err.txt"], {}, {"stdout": "out.txt", "stderr": "err.txt"}),
-])
+@pytest.mark.parametrize(
+    "argv,env,expected",
+    [
+        # Pegasus' planner writes --max-wall-time 0 for a clustered job of 2-59 s: PMC reads 0 (or less) as no limit
+        (["--max-wall-time", "0"], {}, {"max_wall_time": None}),
+        (["--max-wall-time", "-3"], {}, {"max_wall_time": None}),
+        ([], {"PMC_MAX_WALL_TIME": "0"}, {"max_wall_time": None}),
+        (["--max-wall-time", "2.5min"], {}, {"max_wall_time": 2.5}),  # sscanf's %lf: the number at the start
+        # 0 CPUs or MB: detect the host's own; a fraction or a unit: the whole number at the start (sscanf's %u)
+        (["--host-cpus", "0"], {"PMC_HOST_CPUS": "4"}, {"host_cpus": None}),
+        ([], {"PMC_HOST_CPUS": "0"}, {"host_cpus": None}),
+        (["--host-cpus", "2.5"], {}, {"host_cpus": 2}),
+        ([], {"PMC_HOST_MEMORY": "100MB"}, {"host_memory": 100}),
+        (["--host-memory", "0"], {}, {"host_memory": None}),
+        # -o stdout / -e stderr: PMC's names for its own streams, not files
+        (["-o", "stdout", "-e", "stderr"], {}, {"stdout": None, "stderr": None}),
+        (["-o", "out.txt", "-e", "err.txt"], {}, {"stdout": "out.txt", "stderr": "err.txt"}),
+    ],
+)
 def test_values_as_pegasus_mpi_cluster_reads_them(argv, env, expected):
     o = parse_run_args([*argv, "x.dag"], env=env)
     assert {k: getattr(o, k) for k in expected} == expected
@@ -129,9 +190,11 @@ def test_every_option_of_the_parser_says_whose_it_is_where_clusters_are_fed_to_a
 
     sides = OptionSides()
     parser = build_parser("pilot run", sides)
-    unclassified = [a.option_strings or [a.dest] for a in parser._actions
-                    if not isinstance(a, argparse._HelpAction)
-                    and not all(n in sides.side for n in a.option_strings or [a.dest])]
+    unclassified = [
+        a.option_strings or [a.dest]
+        for a in parser._actions
+        if not isinstance(a, argparse._HelpAction) and not all(n in sides.side for n in a.option_strings or [a.dest])
+    ]
     assert unclassified == []
     workers = sorted(n for n, s in sides.side.items() if s is OptionSide.WORKER and n.startswith("--"))
     assert "--containers" in workers and "--host-cpus" in workers and "--max-wall-time" not in workers
@@ -141,8 +204,28 @@ def test_every_option_of_the_parser_says_whose_it_is_where_clusters_are_fed_to_a
 def test_the_feed_keeps_a_clusters_worker_options_with_their_values_and_nothing_else():
     from pilot.submit.feed import worker_args
 
-    line = ["-o", "--keep-task-dirs", "--tries=3", "--host-memory=512", "--containers", "once", "-v",
-            "--monitord-hack", "--local-scratch", "/l", "--task-files", "c.taskfiles", "--set-affinity"]
+    line = [
+        "-o",
+        "--keep-task-dirs",
+        "--tries=3",
+        "--host-memory=512",
+        "--containers",
+        "once",
+        "-v",
+        "--monitord-hack",
+        "--local-scratch",
+        "/l",
+        "--task-files",
+        "c.taskfiles",
+        "--set-affinity",
+    ]
     # -o's value is a file name, even one spelled as an option; --monitord-hack gives the workers per-task stdio
-    assert worker_args(line) == ["--host-memory=512", "--containers", "once", "--per-task-stdio",
-                                 "--local-scratch", "/l", "--set-affinity"]
+    assert worker_args(line) == [
+        "--host-memory=512",
+        "--containers",
+        "once",
+        "--per-task-stdio",
+        "--local-scratch",
+        "/l",
+        "--set-affinity",
+    ]

@@ -37,7 +37,9 @@ def test_task_options():
 
 
 def test_long_options_and_equals_form():
-    t = parse("TASK t --request-memory 5 --request-cpus=2 --tries 2 --priority 7 --pipe-forward V=f --file-forward a=b --request-gpus 1 x\n")["t"]
+    t = parse(
+        "TASK t --request-memory 5 --request-cpus=2 --tries 2 --priority 7 --pipe-forward V=f --file-forward a=b --request-gpus 1 x\n"
+    )["t"]
     assert (t.memory, t.cpus, t.tries, t.priority, t.gpus) == (5, 2, 2, 7, 1)
     assert t.pipe_forwards == [("V", "f")] and t.file_forwards == [("a", "b")]
 
@@ -55,7 +57,11 @@ def test_defaults():
 
 def test_comments_blank_and_annotations():
     dag = parse("\n   # a comment\n#@ 7 pegasus::findrange ID0000007\nTASK a x\n  TASK b y # not a comment\n")
-    assert dag["a"].pegasus_id == "7" and dag["a"].transformation == "pegasus::findrange" and dag["a"].dax_id == "ID0000007"
+    assert (
+        dag["a"].pegasus_id == "7"
+        and dag["a"].transformation == "pegasus::findrange"
+        and dag["a"].dax_id == "ID0000007"
+    )
     assert dag["b"].pegasus_id is None
     assert dag["b"].argv == ["y", "#", "not", "a", "comment"]
 
@@ -87,7 +93,7 @@ def test_duplicate_edge_ignored():
         ("TASK a -p x1 x\n", "t.dag:1: task 'a': -p 'x1': not an integer"),
         ("TASK a -c many x\n", "t.dag:1: task 'a': -c 'many': not a number"),
         ("TASK a x\nTASK b /bin/echo 'oops\n", "t.dag:2: unterminated quote"),
-        ("TASK a x\nEDGE a \"b\n", "t.dag:2: unterminated quote"),
+        ('TASK a x\nEDGE a "b\n', "t.dag:2: unterminated quote"),
         ("TASK a /bin/echo a\0b\n", "t.dag:1: NUL byte in the line"),
         ("TASK a -f nonsense x\n", "t.dag:1: task 'a': -f 'nonsense': expected VAR=FILE"),
         ("TASK a -f 1X=f x\n", "not a valid environment variable name"),
@@ -121,9 +127,17 @@ def test_roundtrip_through_writer():
     again = parse(format_dag(dag))
     for name in ("a", "b"):
         x, y = dag[name], again[name]
-        assert (x.argv, x.memory, x.cpus, x.gpus, x.tries, x.priority, x.pipe_forwards, x.file_forwards, x.pegasus_id) == (
-            y.argv, y.memory, y.cpus, y.gpus, y.tries, y.priority, y.pipe_forwards, y.file_forwards, y.pegasus_id
-        )
+        assert (
+            x.argv,
+            x.memory,
+            x.cpus,
+            x.gpus,
+            x.tries,
+            x.priority,
+            x.pipe_forwards,
+            x.file_forwards,
+            x.pegasus_id,
+        ) == (y.argv, y.memory, y.cpus, y.gpus, y.tries, y.priority, y.pipe_forwards, y.file_forwards, y.pegasus_id)
     assert sum(len(t.children) for t in again) == 1
 
 
@@ -136,28 +150,40 @@ def test_numbers_are_read_the_way_pmc_reads_them():
 
 
 def test_cwd_notes_hold_until_the_next_and_stdio_notes_for_one_task():
-    dag = parse("TASK a /bin/true\n#pilot cwd=/scratch/my dir\n#pilot stdout=b.out 'stdin=in put'\nTASK b /bin/cat\n"
-                "TASK c /bin/true\n#pilot cwd=\nTASK d /bin/true\n")
-    assert [(t.name, t.cwd) for t in dag] == [("a", None), ("b", "/scratch/my dir"), ("c", "/scratch/my dir"), ("d", None)]
+    dag = parse(
+        "TASK a /bin/true\n#pilot cwd=/scratch/my dir\n#pilot stdout=b.out 'stdin=in put'\nTASK b /bin/cat\n"
+        "TASK c /bin/true\n#pilot cwd=\nTASK d /bin/true\n"
+    )
+    assert [(t.name, t.cwd) for t in dag] == [
+        ("a", None),
+        ("b", "/scratch/my dir"),
+        ("c", "/scratch/my dir"),
+        ("d", None),
+    ]
     assert dag["b"].stdio == ("in put", "b.out", "") and dag["c"].stdio is None
     again = parse(format_dag(dag))  # written back as read
     assert [(t.name, t.cwd, t.stdio) for t in again] == [(t.name, t.cwd, t.stdio) for t in dag]
 
 
 def test_env_notes_hold_until_the_next_and_are_written_back():
-    dag = parse("TASK a /bin/true\n#pilot env A=1 'B=x y' A=2\nTASK b /bin/true\nTASK c /bin/true\n#pilot env\nTASK d x\n")
+    dag = parse(
+        "TASK a /bin/true\n#pilot env A=1 'B=x y' A=2\nTASK b /bin/true\nTASK c /bin/true\n#pilot env\nTASK d x\n"
+    )
     assert [t.env for t in dag] == [None, (("A", "2"), ("B", "x y")), (("A", "2"), ("B", "x y")), None]
     assert dag["b"].env is dag["c"].env  # one tuple per line, however many tasks follow it
     assert [t.env for t in parse(format_dag(dag))] == [t.env for t in dag]
 
 
-@pytest.mark.parametrize("line,message", [
-    ("#pilot env 1A=x", "t.dag:1: invalid '#pilot env' word '1A=x'"),
-    ("#pilot env A", "t.dag:1: invalid '#pilot env' word 'A'"),
-    ("#pilot cwd=relative/dir", "t.dag:1: '#pilot cwd=relative/dir': the directory must be an absolute path"),
-    ("#pilot stdout=", "t.dag:1: invalid '#pilot' stdio annotation 'stdout='"),
-    ("#pilot stdout=a stdlog=b", "t.dag:1: invalid '#pilot' stdio annotation 'stdlog=b'"),
-])
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("#pilot env 1A=x", "t.dag:1: invalid '#pilot env' word '1A=x'"),
+        ("#pilot env A", "t.dag:1: invalid '#pilot env' word 'A'"),
+        ("#pilot cwd=relative/dir", "t.dag:1: '#pilot cwd=relative/dir': the directory must be an absolute path"),
+        ("#pilot stdout=", "t.dag:1: invalid '#pilot' stdio annotation 'stdout='"),
+        ("#pilot stdout=a stdlog=b", "t.dag:1: invalid '#pilot' stdio annotation 'stdlog=b'"),
+    ],
+)
 def test_bad_pilot_notes_are_one_line(line, message):
     assert error_of(line + "\nTASK a /bin/true\n").startswith(message)
 
@@ -177,9 +203,11 @@ def test_edge_errors_keep_their_order_behind_task_errors():
 
 
 def test_tasks_repeating_an_annotation_value_share_one_object():
-    dag = parse("#@ 1 pegasus::transfer stage_in_1\n#pilot runtime=2.5\nTASK stage_in_1 x\n"
-                "#@ 2 pegasus::transfer ID2\n#pilot runtime=2.5\nTASK job_2 x\n"
-                "#@ 3 other ID3\n#pilot runtime=0\nTASK job_3 x\n#pilot runtime=-0\nTASK job_4 x\n")
+    dag = parse(
+        "#@ 1 pegasus::transfer stage_in_1\n#pilot runtime=2.5\nTASK stage_in_1 x\n"
+        "#@ 2 pegasus::transfer ID2\n#pilot runtime=2.5\nTASK job_2 x\n"
+        "#@ 3 other ID3\n#pilot runtime=0\nTASK job_3 x\n#pilot runtime=-0\nTASK job_4 x\n"
+    )
     one, two, three, four = dag["stage_in_1"], dag["job_2"], dag["job_3"], dag["job_4"]
     assert two.transformation == "pegasus::transfer" and two.transformation is one.transformation
     assert two.runtime == 2.5 and two.runtime is one.runtime

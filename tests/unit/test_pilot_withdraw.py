@@ -22,8 +22,10 @@ from tests.unit.test_pilots import Engine, Queue
 
 def two_sites(limit: int = 60):
     local = load_site("local", {"nodes": "4", "ranks_per_node": "2"})
-    return [dataclasses.replace(local, name="a", pending_limit=limit, max_queued=10),
-            dataclasses.replace(local, name="b", pending_limit=limit, max_queued=10)]
+    return [
+        dataclasses.replace(local, name="a", pending_limit=limit, max_queued=10),
+        dataclasses.replace(local, name="b", pending_limit=limit, max_queued=10),
+    ]
 
 
 @pytest.fixture
@@ -70,11 +72,17 @@ def test_a_cluster_whose_pilot_job_pends_past_the_limit_goes_once_to_another_sit
         driver.step()  # b's pilot job submitted
         driver.step()  # it runs: the cluster is fed to it
     said = withdrawals(caplog)
-    assert len(said) == 1 and "cluster c: the pilot job it waits for pending on a for 61 s (its pending_limit 60 s): " \
-                              "withdrawn and bound to b" in said[0]
+    assert (
+        len(said) == 1
+        and "cluster c: the pilot job it waits for pending on a for 61 s (its pending_limit 60 s): "
+        "withdrawn and bound to b"
+        in said[0]
+    )
     assert engine.ended == ["100"]  # a's pilot job, cancelled through its provider
-    assert any("pilot job 100 pending for 61 s (its pending_limit 60 s) and no cluster waits" in r.getMessage()
-               for r in caplog.records)
+    assert any(
+        "pilot job 100 pending for 61 s (its pending_limit 60 s) and no cluster waits" in r.getMessage()
+        for r in caplog.records
+    )
     c = driver.state.clusters["c"]
     assert (c.site, c.withdrawn_from, c.state.value) == ("b", "a", "queued")
     fed_to = engine.started[1]

@@ -43,9 +43,17 @@ class Engine:
         if self.fail_next:
             self.fail_next -= 1
             raise RuntimeError("sbatch: error: Batch job submission failed")
-        block = blocks.Block(label, site.name, nodes, walltime_minutes * 60, blocks.node_slots(site),
-                             executor=object(), job_id=str(100 + len(self.started)), idle_since=self.clock(),
-                             script_dir=str(Path(run_dir) / label))
+        block = blocks.Block(
+            label,
+            site.name,
+            nodes,
+            walltime_minutes * 60,
+            blocks.node_slots(site),
+            executor=object(),
+            job_id=str(100 + len(self.started)),
+            idle_since=self.clock(),
+            script_dir=str(Path(run_dir) / label),
+        )
         block.max_apps = apps  # type: ignore[attr-defined]  # a stand-in block records what it is given
         self.started.append(block)
         return block
@@ -106,8 +114,16 @@ def env(tmp_path, monkeypatch):
 
 def spec(root: Path, name: str, ranks: int = 2, critical_path: float | None = None) -> ClusterSpec:
     (root / name).mkdir(exist_ok=True)
-    return ClusterSpec(name, ClusterKind.LABEL, str(root / name), str(root / name / f"{name}.dag"), 1, ranks, (),
-                       critical_path=critical_path)
+    return ClusterSpec(
+        name,
+        ClusterKind.LABEL,
+        str(root / name),
+        str(root / name / f"{name}.dag"),
+        1,
+        ranks,
+        (),
+        critical_path=critical_path,
+    )
 
 
 def backend(env, specs, site=None, **opts) -> tuple[pilots.PilotBackend, object]:
@@ -141,7 +157,7 @@ def test_blocks_are_added_while_clusters_wait_never_more_than_asked_and_each_clu
     assert len(placed) == 2 and {p.block.job_id for p in placed} == {"100", "101"}
     # its pilot run gets the block's wall time left, less the batch job's margin, as --max-wall-time
     argv = placed[0].future.args[4]
-    assert argv[argv.index("run") + 1:argv.index("run") + 3] == ["--max-wall-time", "55"]
+    assert argv[argv.index("run") + 1 : argv.index("run") + 3] == ["--max-wall-time", "55"]
     placed[0].future.set_result(0)
     got = states(b, site, ids)
     assert got[placed[0].job_id] is QueueState.FINISHED and len(engine.started) == 2
@@ -262,7 +278,9 @@ def test_a_cluster_its_block_ran_out_on_resumes_in_another_which_replaces_it_whe
     b, site = backend(env, [s], pilots=1, pilot_nodes=1)
     job = submit(b, site, s)
     states(b, site, [job])
-    write_result(result_path(s.dag), RunResult(RunOutcome.WALLTIME, 3, 1, ["t2", "t3"], 0))  # pilot run's --max-wall-time came
+    write_result(
+        result_path(s.dag), RunResult(RunOutcome.WALLTIME, 3, 1, ["t2", "t3"], 0)
+    )  # pilot run's --max-wall-time came
     b.launches[job].future.set_result(0)
     assert states(b, site, [job])[job] is QueueState.FINISHED
     again = submit(b, site, s, 2)
@@ -341,16 +359,29 @@ def test_fed_clusters_share_one_pilot_run_per_block_through_its_inbox(env):
     assert len(engine.started) == 1 and len(engine.agents) == 1  # one pilot job, one pilot run in it
     launcher, _, pilot = engine.agents[0].args
     block = engine.started[0]
-    assert pilot[pilot.index("run") + 1:pilot.index("run") + 3] == ["--inbox", block.inbox]
-    assert pilot[pilot.index("run") + 3:] == ["--max-wall-time", "55"]  # no -o, tries...: those are each cluster's
+    assert pilot[pilot.index("run") + 1 : pilot.index("run") + 3] == ["--inbox", block.inbox]
+    assert pilot[pilot.index("run") + 3 :] == ["--max-wall-time", "55"]  # no -o, tries...: those are each cluster's
     from pilot.submit import feed
 
-    assert feed.worker_args(["--max-wall-time", "5", "--jobstate-log", "--invocation-records", "-o", "c.out", "-t", "2",
-                             "--host-cpus", "4", "--monitord-hack"]) == ["--invocation-records", "--host-cpus", "4",
-                                                                          "--per-task-stdio"]
+    assert feed.worker_args(
+        [
+            "--max-wall-time",
+            "5",
+            "--jobstate-log",
+            "--invocation-records",
+            "-o",
+            "c.out",
+            "-t",
+            "2",
+            "--host-cpus",
+            "4",
+            "--monitord-hack",
+        ]
+    ) == ["--invocation-records", "--host-cpus", "4", "--per-task-stdio"]
     # a worker's own: containers started once and task directories; the DAG's task files stay the cluster's
-    assert feed.worker_args(["--containers", "once", "--task-files", "c.dag.taskfiles", "--local-scratch", "/l",
-                             "--keep-task-dirs"]) == ["--containers", "once", "--local-scratch", "/l", "--keep-task-dirs"]
+    assert feed.worker_args(
+        ["--containers", "once", "--task-files", "c.dag.taskfiles", "--local-scratch", "/l", "--keep-task-dirs"]
+    ) == ["--containers", "once", "--local-scratch", "/l", "--keep-task-dirs"]
     assert launcher[launcher.index("-n") + 1] == "2"  # every slot of the block (its node runs 2 ranks)
     assert set(got.values()) == {QueueState.PENDING}  # fed: each request waits for the run to take it
     requests = sorted(p.name for p in Path(block.inbox).glob("*.request"))

@@ -14,8 +14,9 @@ SAMPLES = [
     protocol.Hello(protocol.PROTOCOL_VERSION, 1, "h", 1024, 4, ("0",), 42, 2, 1),
     protocol.HostSetup("/bin/true", 0, "run", False, "k"),
     protocol.HostReady("h", "failed"),
-    protocol.RunTask("t", ["/bin/echo", "x"], 2, 10, 2, ("1",), "ID1", [("V", "f")], (("a", "b"),), "tr", "ID1", (0, 1),
-                     "p", False),
+    protocol.RunTask(
+        "t", ["/bin/echo", "x"], 2, 10, 2, ("1",), "ID1", [("V", "f")], (("a", "b"),), "tr", "ID1", (0, 1), "p", False
+    ),
     protocol.Resume(),
     protocol.TaskResult("t", -9, 1.5, 0.25, [("d", b"\0data")], "why", "/o", "/e"),
     protocol.Recall("t"),
@@ -49,10 +50,13 @@ def test_every_message_kind_has_its_own_tag():
     assert protocol.KINDS[0] is protocol.Hello  # another version's Hello is still read as a Hello
 
 
-@pytest.mark.parametrize("side, absent", [
-    ("worker", ("dataclasses", "inspect", "hashlib", "psutil", "shutil", "socket")),
-    ("master", ("dataclasses", "inspect", "psutil", "shutil", "socket")),
-])
+@pytest.mark.parametrize(
+    "side, absent",
+    [
+        ("worker", ("dataclasses", "inspect", "hashlib", "psutil", "shutil", "socket")),
+        ("master", ("dataclasses", "inspect", "psutil", "shutil", "socket")),
+    ],
+)
 def test_a_rank_imports_its_side_without_costly_modules(side, absent):
     # Every rank imports its side before MPI_Init, all of them at once: on a host with
     # fewer cores than ranks each of these costs the start 5 to 20 ms of CPU per rank.

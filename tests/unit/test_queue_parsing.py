@@ -49,14 +49,18 @@ def test_squeue_single_unknown_id_is_finished_other_failures_raise():
     gone = parse_squeue(["99999"], out("squeue", 1, "", "slurm_load_jobs error: Invalid job id specified\n"))
     assert gone["99999"].state is QueueState.FINISHED
     with pytest.raises(SubmitError) as err:
-        parse_squeue(["1"], out("squeue", 1, "", "squeue: error: Unable to contact slurm controller (connect failure)\n"))
+        parse_squeue(
+            ["1"], out("squeue", 1, "", "squeue: error: Unable to contact slurm controller (connect failure)\n")
+        )
     assert err.value.transient and "Unable to contact slurm controller" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_qstat_json_pending_running_held_never():
     text = (DATA / "pbs_qstat_pending.json").read_text()
-    got = parse_qstat_json(["0.vm", "1.vm", "2", "3.vm", "99999.vm"],
-                           out("qstat -x -f -F json", 153, text, "qstat: Unknown Job Id 99999.vm\n"))
+    got = parse_qstat_json(
+        ["0.vm", "1.vm", "2", "3.vm", "99999.vm"],
+        out("qstat -x -f -F json", 153, text, "qstat: Unknown Job Id 99999.vm\n"),
+    )
     assert got["0.vm"].state is QueueState.RUNNING
     assert got["1.vm"] == QueueStatus(QueueState.PENDING, "Not Running: Not enough free nodes available", False)
     assert got["2"].state is QueueState.PENDING and got["2"].never_starts  # short id matches 2.vm
@@ -73,11 +77,20 @@ def test_qstat_json_finished_jobs_report_exit_status():
 
 def test_qstat_json_failures_raise_with_stderr():
     with pytest.raises(SubmitError, match="Connection refused"):
-        parse_qstat_json(["1.vm"], out("qstat", 1, "", "Connection refused\nqstat: cannot connect to server vm (errno=15010)\n"))
+        parse_qstat_json(
+            ["1.vm"], out("qstat", 1, "", "Connection refused\nqstat: cannot connect to server vm (errno=15010)\n")
+        )
     with pytest.raises(SubmitError, match="no JSON"):
         parse_qstat_json(["1.vm"], out("qstat", 0, "garbage"))
-    gone = parse_qstat_json(["5.vm"], out("qstat", 153, '{\n"timestamp":1,\n"pbs_version":"23.06.06",\n"pbs_server":"vm"\n}',
-                                          "qstat: Unknown Job Id 5.vm\n"))
+    gone = parse_qstat_json(
+        ["5.vm"],
+        out(
+            "qstat",
+            153,
+            '{\n"timestamp":1,\n"pbs_version":"23.06.06",\n"pbs_server":"vm"\n}',
+            "qstat: Unknown Job Id 5.vm\n",
+        ),
+    )
     assert gone["5.vm"].state is QueueState.FINISHED
 
 
@@ -112,8 +125,15 @@ def test_never_starts_reasons_are_in_each_reason_map():
 
 def test_parsers_judge_by_the_plug_ins_pending_reasons_and_say_what_a_reason_means():
     """The code is found in the reason as printed (details after it), and its entry decides and explains."""
-    slurm = parse_squeue(["4", "10", "12"], out("squeue", 0, (DATA / "slurm_squeue.txt").read_text() +
-                                                 "10|PENDING|ReqNodeNotAvail, UnavailableNodes:node2\n12|PENDING|JobHeldAdmin\n"))
+    slurm = parse_squeue(
+        ["4", "10", "12"],
+        out(
+            "squeue",
+            0,
+            (DATA / "slurm_squeue.txt").read_text()
+            + "10|PENDING|ReqNodeNotAvail, UnavailableNodes:node2\n12|PENDING|JobHeldAdmin\n",
+        ),
+    )
     assert slurm["4"].meaning == "more nodes than the partition allows"
     assert slurm["4"].explained == "PartitionNodeLimit: more nodes than the partition allows"
     assert slurm["10"].meaning.startswith("a node it needs is unavailable") and not slurm["10"].never_starts
@@ -121,8 +141,9 @@ def test_parsers_judge_by_the_plug_ins_pending_reasons_and_say_what_a_reason_mea
     pbs = parse_qstat_json(["1.vm", "2.vm", "3.vm"], out("qstat", 0, (DATA / "pbs_qstat_pending.json").read_text()))
     assert pbs["2.vm"].meaning == SCHEDULERS["pbspro"].pending_reasons["Can Never Run"].meaning
     assert pbs["1.vm"].meaning and pbs["3.vm"].reason == "Job held" and pbs["3.vm"].meaning
-    assert parse_squeue(["1"], out("squeue", 0, "1|PENDING|SomethingNew\n"))["1"] == QueueStatus(QueueState.PENDING,
-                                                                                                 "SomethingNew")
+    assert parse_squeue(["1"], out("squeue", 0, "1|PENDING|SomethingNew\n"))["1"] == QueueStatus(
+        QueueState.PENDING, "SomethingNew"
+    )
 
 
 def test_a_plug_ins_own_reason_table_is_what_its_parser_reads():

@@ -42,13 +42,15 @@ def test_a_process_found_after_the_first_scan_is_counted(tmp_path):
     ready = tmp_path / "ready"
     # Once: the reaper asks again until the grace is over, and may ask while the first answer is still starting
     # its process (so the handler ignores SIGTERM before it starts one, not after).
-    script = ("import signal, subprocess, sys, time\n"
-              "def on_term(*_):\n"
-              "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-              "    subprocess.Popen(['sleep', '300'])\n"
-              "signal.signal(signal.SIGTERM, on_term)\n"
-              f"open({str(ready)!r}, 'w').close()\n"
-              "while True: time.sleep(1)\n")
+    script = (
+        "import signal, subprocess, sys, time\n"
+        "def on_term(*_):\n"
+        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "    subprocess.Popen(['sleep', '300'])\n"
+        "signal.signal(signal.SIGTERM, on_term)\n"
+        f"open({str(ready)!r}, 'w').close()\n"
+        "while True: time.sleep(1)\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", script], env=dict(os.environ, **{reaper.MARK_VAR: f"k:run:{token}"}))
     try:
         wait_for(ready.exists, 10, "the process to be ready", every=0.02)
@@ -103,7 +105,9 @@ def test_a_dag_path_that_is_not_utf8_reads_back_from_a_task_environment_as_its_k
     token = uuid.uuid4().hex
     proc = _marked_sleeper(f"{key}:run:{token}")
     try:
-        wait_for(lambda: len(reaper.marked(lambda v: v.startswith(key + ":"))) == 2, 10, "both marked processes", every=0.02)
+        wait_for(
+            lambda: len(reaper.marked(lambda v: v.startswith(key + ":"))) == 2, 10, "both marked processes", every=0.02
+        )
     finally:
         reaper.end_marked(lambda v: v.endswith(token), grace=0.2)
         proc.wait(timeout=10)
@@ -155,7 +159,9 @@ def test_worker_takes_the_dag_key_from_the_master_and_ends_only_that_dags_stale_
     stale = _marked_sleeper(f"{key}:oldrun:{uuid.uuid4().hex}")
     foreign = _marked_sleeper(f"{other}:oldrun:{uuid.uuid4().hex}")
     try:
-        wait_for(lambda: len(reaper.marked(lambda v: v.startswith(key + ":"))) == 2, 10, "both marked processes", every=0.02)
+        wait_for(
+            lambda: len(reaper.marked(lambda v: v.startswith(key + ":"))) == 2, 10, "both marked processes", every=0.02
+        )
         worker = Worker(RunOptions(dag=str(tmp_path / "wf.dag")), _Master(), token="t0")
         worker.setup_host(HostSetup(None, 0, "r0", True))  # no key: nothing can be told stale
         assert len(reaper.marked(lambda v: v.startswith(key + ":"))) == 2

@@ -21,15 +21,30 @@ from pilot.contracts.taskrecord import cluster_task
 T = 1_800_000_000.0
 
 
-def task(folder: Path, name: str, start: float, duration: float, status: int, slot: int, host: str, cpus: int = 1,
-         app: str = "/bin/sleep", n: int = 0) -> None:
-    (folder / f"{name}.out.{n:03d}").write_text("output\n" + cluster_task(name, T + start, duration, status, app, host, slot, cpus, 0))
+def task(
+    folder: Path,
+    name: str,
+    start: float,
+    duration: float,
+    status: int,
+    slot: int,
+    host: str,
+    cpus: int = 1,
+    app: str = "/bin/sleep",
+    n: int = 0,
+) -> None:
+    (folder / f"{name}.out.{n:03d}").write_text(
+        "output\n" + cluster_task(name, T + start, duration, status, app, host, slot, cpus, 0)
+    )
 
 
 def jobstate(folder: Path, *frames: tuple[float, float, int]) -> None:
     lines = []
     for start, end, code in frames:
-        lines += [f"{T + start:.6f} INTERNAL *** PMC_STARTED ***", f"{T + end:.6f} INTERNAL *** PMC_FINISHED {code} ***"]
+        lines += [
+            f"{T + start:.6f} INTERNAL *** PMC_STARTED ***",
+            f"{T + end:.6f} INTERNAL *** PMC_FINISHED {code} ***",
+        ]
     (folder / "jobstate.log").write_text("\n".join(lines) + "\n")
 
 
@@ -38,12 +53,25 @@ def submit_dir(tmp_path: Path) -> Path:
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()
     second.mkdir()
-    write_clusters(str(tmp_path), PlanInfo("w", "local", "/dev/null", "local"), [
-        ClusterSpec("first", ClusterKind.LABEL, str(first), str(first / "first.dag"), tasks=3, ranks=3, parents=()),
-        ClusterSpec("second", ClusterKind.LABEL, str(second), str(second / "second.dag"), tasks=2, ranks=3, parents=("first",)),
-    ])
-    (first / "first.dag").write_text("#@ 1 pre a\nTASK a /bin/sleep 1\n#@ 2 pre b\nTASK b -c 2 /bin/sleep 2\n"
-                                     "TASK c -t 2 /bin/false\nEDGE a b\n")
+    write_clusters(
+        str(tmp_path),
+        PlanInfo("w", "local", "/dev/null", "local"),
+        [
+            ClusterSpec("first", ClusterKind.LABEL, str(first), str(first / "first.dag"), tasks=3, ranks=3, parents=()),
+            ClusterSpec(
+                "second",
+                ClusterKind.LABEL,
+                str(second),
+                str(second / "second.dag"),
+                tasks=2,
+                ranks=3,
+                parents=("first",),
+            ),
+        ],
+    )
+    (first / "first.dag").write_text(
+        "#@ 1 pre a\nTASK a /bin/sleep 1\n#@ 2 pre b\nTASK b -c 2 /bin/sleep 2\n" "TASK c -t 2 /bin/false\nEDGE a b\n"
+    )
     task(first, "a", 0, 1, 0, 1, "h1")
     task(first, "b", 1, 2, 0, 1, "h1", cpus=2)
     task(first, "c", 0, 0.5, 1, 2, "h1", app="/bin/false")
@@ -61,11 +89,14 @@ def submit_dir(tmp_path: Path) -> Path:
     (second / f"parsl.pilot-abc-second-1.{T + 4}.submit").write_text("")
     # the first job's stderr says why its run ended (its result file was replaced by the second run's)
     (second / f"parsl.pilot-abc-second-1.{T + 4}.submit.stderr").write_text(
-        "[error] Aborting workflow: max wall time of 0.03 minutes reached\n")
+        "[error] Aborting workflow: max wall time of 0.03 minutes reached\n"
+    )
     (second / f"parsl.pilot-abc-second-2.{T + 9}.submit").write_text("")
     state = SubmitState(state_path(str(tmp_path)), plan_id="abc")
-    for record in (ClusterRecord("first", ClusterState.DONE, attempts=1, job_ids=["11"], job_name="pilot-abc-first-1"),
-                   ClusterRecord("second", ClusterState.DONE, attempts=2, job_ids=["12", "13"], job_name="pilot-abc-second-2")):
+    for record in (
+        ClusterRecord("first", ClusterState.DONE, attempts=1, job_ids=["11"], job_name="pilot-abc-first-1"),
+        ClusterRecord("second", ClusterState.DONE, attempts=2, job_ids=["12", "13"], job_name="pilot-abc-second-2"),
+    ):
         state.clusters[record.name] = record
     state.save()
     return tmp_path
@@ -93,7 +124,9 @@ def test_numbers_of_a_submit_directory(submit_dir):
     tx = n["transformations"]
     assert tx["pre"] == pytest.approx({"tasks": 2, "tries": 2, "failures": 0, "mean": 1.5, "p95": 2.0, "total": 3.0})
     assert tx["false"] == pytest.approx({"tasks": 1, "tries": 2, "failures": 1, "mean": 0.5, "p95": 0.5, "total": 1.0})
-    assert tx["sleep"] == pytest.approx({"tasks": 2, "tries": 3, "failures": 1, "mean": 8 / 3, "p95": 5.0, "total": 8.0})
+    assert tx["sleep"] == pytest.approx(
+        {"tasks": 2, "tries": 3, "failures": 1, "mean": 8 / 3, "p95": 5.0, "total": 8.0}
+    )
     second = n["clusters"][1]
     assert [r["queue_wait"] for r in second["runs"]] == pytest.approx([2.0, 1.0])
     assert [r["job_id"] for r in second["runs"]] == ["12", "13"]
@@ -129,13 +162,18 @@ def test_records_from_a_captured_stdout_and_no_matplotlib(tmp_path):
     run.mkdir()
     (run / "w.dag").write_text("TASK a /bin/sleep 1\nTASK b /bin/sleep 1\n")
     captured = tmp_path / "pilot.out"
-    captured.write_text("hello\n" + cluster_task("a", T, 1.0, 0, "/bin/sleep", "h", 1, 1, 0)
-                        + cluster_task("b", T + 0.5, 1.0, 0, "/bin/sleep", "h", 2, 1, 0)
-                        + cluster_task("other", T, 9.0, 0, "/bin/sleep", "h", 2, 1, 0))  # not a task of this DAG
+    captured.write_text(
+        "hello\n"
+        + cluster_task("a", T, 1.0, 0, "/bin/sleep", "h", 1, 1, 0)
+        + cluster_task("b", T + 0.5, 1.0, 0, "/bin/sleep", "h", 2, 1, 0)
+        + cluster_task("other", T, 9.0, 0, "/bin/sleep", "h", 2, 1, 0)
+    )  # not a task of this DAG
     assert report(run / "w.dag").returncode == 2
     # matplotlib made unimportable: the text report still comes, with a one-line hint
-    code = ("import sys; sys.modules['matplotlib'] = None; from pilot.cli.main import main; "
-            f"sys.exit(main(['report', {str(run / 'w.dag')!r}, '--stdout', {str(captured)!r}]))")
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; from pilot.cli.main import main; "
+        f"sys.exit(main(['report', {str(run / 'w.dag')!r}, '--stdout', {str(captured)!r}]))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("makespan: 1.500 s\nutilisation: 66.7% of slot-seconds (2.000 busy / 3.000 available)")
@@ -143,14 +181,20 @@ def test_records_from_a_captured_stdout_and_no_matplotlib(tmp_path):
     assert not list(run.glob("*.png"))
 
 
-@pytest.mark.parametrize("text, says", [
-    ("format: 1\nclusters: 5\n", "clusters.yml: clusters: must be a list of clusters; re-plan with pilot plan"),
-    ("format: 1\nclusters:\n- name: x\n", "clusters.yml: cluster #1: bad or missing field"),
-    ("format: 1\nclusters: [\n", "clusters.yml:3: not valid YAML"),
-    ("format: 1\nclusters: *a\n", "clusters.yml:2: alias *a names no anchor"),
-    ("format: 1\nclusters: !!python/object:os.system x\n", "clusters.yml:2: tag !!python/object:os.system is not allowed"),
-    ("clusters: []\n", "clusters.yml: cluster DAG format None, this pilot reads format 1"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("format: 1\nclusters: 5\n", "clusters.yml: clusters: must be a list of clusters; re-plan with pilot plan"),
+        ("format: 1\nclusters:\n- name: x\n", "clusters.yml: cluster #1: bad or missing field"),
+        ("format: 1\nclusters: [\n", "clusters.yml:3: not valid YAML"),
+        ("format: 1\nclusters: *a\n", "clusters.yml:2: alias *a names no anchor"),
+        (
+            "format: 1\nclusters: !!python/object:os.system x\n",
+            "clusters.yml:2: tag !!python/object:os.system is not allowed",
+        ),
+        ("clusters: []\n", "clusters.yml: cluster DAG format None, this pilot reads format 1"),
+    ],
+)
 def test_a_broken_clusters_file_is_one_line(tmp_path, text, says):
     (tmp_path / "clusters.yml").write_text(text)
     out = report(tmp_path)
@@ -174,7 +218,9 @@ def test_lines_no_pilot_wrote_are_skipped_not_a_crash(submit_dir):
         fh.write("inf INTERNAL *** PMC_STARTED ***\nnan INTERNAL *** PMC_FINISHED 0 ***\n")
     with open(first / "a.out.000", "a") as fh:
         fh.write(cluster_task("a", T, 1, 0, "/bin/sleep", "h1", 3, 1, 0).replace("duration=1.000", "duration=1.2.3"))
-        fh.write(cluster_task("a", T, 1, 0, "/bin/sleep", "h1", 4, 1, 0).replace("duration=1.000", "duration=" + "9" * 400))
+        fh.write(
+            cluster_task("a", T, 1, 0, "/bin/sleep", "h1", 4, 1, 0).replace("duration=1.000", "duration=" + "9" * 400)
+        )
     runs = {c.name: c for c in load(str(submit_dir))}
     assert [(r.start, r.end) for r in runs["first"].runs] == [(T - 1, T + 3.5)]
     assert len(runs["first"].attempts) == 4

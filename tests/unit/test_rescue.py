@@ -82,6 +82,8 @@ def test_stale_temp_files_are_removed_and_a_failed_rewrite_leaves_none(tmp_path)
     RescueLog(str(p), ["a"]).close()
     assert not dead.exists() and live.exists()
     live.unlink()
-    with pytest.raises(DagError, match="cannot write the rescue log: No such file or directory; check that the directory"):
+    with pytest.raises(
+        DagError, match="cannot write the rescue log: No such file or directory; check that the directory"
+    ):
         RescueLog(str(tmp_path / "missing" / "r"), ["a"])
     assert sorted(f.name for f in tmp_path.iterdir()) == ["r"]

@@ -56,14 +56,26 @@ def test_the_run_reports_the_failed_tasks_its_crash_record_stopped(tmp_path):
     assert (r.failed, r.aborted, r.crashed, r.only_crashes) == (2, False, {"A": 2}, False)
 
 
-@pytest.mark.parametrize("text", ["{", '{"reason": "eaten", "tasks": 1, "done": 0}', '{"reason": "done"}', "[]", "",
-                                  '{"reason": "done", "tasks": Infinity, "done": 1}', '{"reason": "done", "tasks": 1e400, "done": 1}',
-                                  '{"reason": "done", "tasks": 2.5, "done": 1}', '{"reason": "done", "tasks": "4", "done": 1}',
-                                  '{"reason": "done", "tasks": 1, "done": 1, "unfinished": 7}', "[" * 100_000,
-                                  '{"reason": "failed", "tasks": 1, "done": 0, "crashed": {"A": -1}}',
-                                  '{"reason": "failed", "tasks": 1, "done": 0, "crashed": ["A"]}',
-                                  '{"reason": "failed", "tasks": 1, "done": 0, "aborted": 1}',
-                                  "\udcff garbage"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{",
+        '{"reason": "eaten", "tasks": 1, "done": 0}',
+        '{"reason": "done"}',
+        "[]",
+        "",
+        '{"reason": "done", "tasks": Infinity, "done": 1}',
+        '{"reason": "done", "tasks": 1e400, "done": 1}',
+        '{"reason": "done", "tasks": 2.5, "done": 1}',
+        '{"reason": "done", "tasks": "4", "done": 1}',
+        '{"reason": "done", "tasks": 1, "done": 1, "unfinished": 7}',
+        "[" * 100_000,
+        '{"reason": "failed", "tasks": 1, "done": 0, "crashed": {"A": -1}}',
+        '{"reason": "failed", "tasks": 1, "done": 0, "crashed": ["A"]}',
+        '{"reason": "failed", "tasks": 1, "done": 0, "aborted": 1}',
+        "\udcff garbage",
+    ],
+)
 def test_an_unreadable_result_is_an_error(tmp_path, text):
     dag = str(tmp_path / "x.dag")
     with open(result_path(dag), "w", errors="surrogateescape") as fh:

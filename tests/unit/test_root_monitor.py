@@ -21,11 +21,20 @@ def make_dir(tmp_path: Path) -> Path:
     """a -> b, a -> c; a has two tasks (one asks for 100 MB), b one (with 2 CPUs, 512 MB, 1 GPU), c one."""
     sub = tmp_path / "sub"
     jobs = [
-        RootJob("a", "siteA", [RootTask("ID1", "ns::t:1", "x 'y z'", ["ID2"], memory=100),
-                               RootTask("ID2", "t", "", ["ID3", "ID4"])],
-                [], ["mpiexec", "-n", "3", "pilot", "run", "a.dag"]),
-        RootJob("b", "siteA", [RootTask("ID3", "t", "3", cpus=2, memory=512, gpus=1)], ["a"],
-                ["mpiexec", "pilot", "run", "b.dag"]),
+        RootJob(
+            "a",
+            "siteA",
+            [RootTask("ID1", "ns::t:1", "x 'y z'", ["ID2"], memory=100), RootTask("ID2", "t", "", ["ID3", "ID4"])],
+            [],
+            ["mpiexec", "-n", "3", "pilot", "run", "a.dag"],
+        ),
+        RootJob(
+            "b",
+            "siteA",
+            [RootTask("ID3", "t", "3", cpus=2, memory=512, gpus=1)],
+            ["a"],
+            ["mpiexec", "pilot", "run", "b.dag"],
+        ),
         RootJob("c", "siteB", [RootTask("ID4", "t", "4")], ["a"], ["mpiexec", "pilot", "run", "c.dag"]),
     ]
     for j in jobs:
@@ -45,9 +54,11 @@ def test_plan_time_files(tmp_path):
     assert 'event=task.edge xwf.id=u-1 parent.task.id="ID2" child.task.id="ID4"' in bp  # edges between clusters too
     assert 'job.id="a" submit_file="a/a.sub"' in bp and 'clustered="1"' in bp and 'task_count="2"' in bp
     assert 'event=job.edge xwf.id=u-1 parent.job.id="a" child.job.id="c"' in bp
-    assert 'argv="x \'y z\'"' in bp and 'transformation="ns::t:1"' in bp
+    assert "argv=\"x 'y z'\"" in bp and 'transformation="ns::t:1"' in bp
     sub_b = (sub / "b" / "b.sub").read_text()
-    assert f"output = {sub}/b/b.out\n" in sub_b and '+pegasus_site = "siteA"' in sub_b and "+pegasus_cores = 2\n" in sub_b
+    assert (
+        f"output = {sub}/b/b.out\n" in sub_b and '+pegasus_site = "siteA"' in sub_b and "+pegasus_cores = 2\n" in sub_b
+    )
     # what each task asks for, as Pegasus' planner writes a job's request (monitord: req_memory_mb, req_gpus)
     assert "+pegasus_memory_mb = 512\n" in sub_b and "+pegasus_gpus = 1\n" in sub_b
     sub_a, sub_c = (sub / "a" / "a.sub").read_text(), (sub / "c" / "c.sub").read_text()
@@ -69,7 +80,10 @@ def test_older_submit_directory_is_one_line_error(tmp_path):
 
 def finish_attempt(sub: Path, name: str, ok: bool, reason: str = "done") -> None:
     (sub / name / f"{name}.out").write_text(xml_invocation("t", "ID", 0.0, 1.0, 0 if ok else 3, ["/bin/true"], "h"))
-    write_result(result_path(str(sub / name / f"{name}.dag")), RunResult(RunOutcome(reason), 1, 1 if ok else 0, [], 0 if ok else 1))
+    write_result(
+        result_path(str(sub / name / f"{name}.dag")),
+        RunResult(RunOutcome(reason), 1, 1 if ok else 0, [], 0 if ok else 1),
+    )
 
 
 def lines(sub: Path) -> list[str]:
@@ -108,7 +122,9 @@ def test_events_write_dagman_out_jobstate_and_job_outputs(tmp_path):
     assert "POST Script of Node c failed with status 1." in out
     assert out[-1].endswith("EXITING WITH STATUS 1")
     assert out[-2].split() == ["2", "0", "0", "0", "0", "0", "1"]  # Done Pre Queued Post Ready Un-Ready Failed
-    assert (sub / "b" / "b.out.000").exists() and (sub / "b" / "b.out.001").exists() and (sub / "b" / "b.err.001").exists()
+    assert (
+        (sub / "b" / "b.out.000").exists() and (sub / "b" / "b.out.001").exists() and (sub / "b" / "b.err.001").exists()
+    )
     assert not (sub / "b" / "b.out").exists()
     js = [line.split()[1:] for line in (sub / "jobstate.log").read_text().splitlines()]
     assert ["a", "SUBMIT", "777", "siteA", "-", "1"] in js
@@ -180,8 +196,9 @@ def test_a_pmc_dag_is_one_cluster_of_the_root_workflow(tmp_path):
     dag.write_text("#@ 1 ns::a:1 ID1\nTASK A -c 2 /bin/echo a\nTASK B /bin/echo 'b c'\nEDGE A B\n")
     result = plan(PlanRequest(workflow=str(dag), site=load_site("local"), submit_dir=str(tmp_path / "sub")))
     sub = Path(result.submit_dir)
-    assert [line.split()[:2] for line in (sub / "wf-0.dag").read_text().splitlines() if line.startswith("JOB")] == \
-        [["JOB", "wf"]]
+    assert [line.split()[:2] for line in (sub / "wf-0.dag").read_text().splitlines() if line.startswith("JOB")] == [
+        ["JOB", "wf"]
+    ]
     bp = (sub / "wf-0.static.bp").read_text()
     assert 'task.id="ID1" type="1" type_desc="compute" transformation="ns::a:1" argv="a"' in bp
     assert 'task.id="B"' in bp
@@ -203,7 +220,9 @@ def test_cancel_logs_the_removed_jobs_as_aborted(tmp_path):
     m.finished(2)
     m.close()
     out = lines(sub)
-    assert [line.split("{")[0] for line in out if "ABORTED" in line] == ["Event: ULOG_JOB_ABORTED for HTCondor Node a (1.0.0) "]
+    assert [line.split("{")[0] for line in out if "ABORTED" in line] == [
+        "Event: ULOG_JOB_ABORTED for HTCondor Node a (1.0.0) "
+    ]
     assert out[-2].split() == ["0", "0", "0", "0", "0", "2", "1"]  # a failed, b and c unready
     assert RootMonitor(str(sub)).nodes["a"].phase == Phase.FAILED  # read back after a restart
 
@@ -219,9 +238,13 @@ def test_root_monitoring_attaches_to_the_driver_and_ends_the_log(tmp_path, monke
     monkeypatch.setattr("pilot.submit.monitord.Monitord.start", lambda self, recover: started.append(recover) or True)
     sub = make_dir(tmp_path)
     clusters = {n: ClusterRecord(n) for n in "abc"}
-    driver = SimpleNamespace(submit_dir=str(sub), state=SimpleNamespace(clusters=clusters), monitor=None,
-                             specs={n: SimpleNamespace(retry=None) for n in "abc"},
-                             opts=SimpleNamespace(retry=1, max_resubmits=3))
+    driver = SimpleNamespace(
+        submit_dir=str(sub),
+        state=SimpleNamespace(clusters=clusters),
+        monitor=None,
+        specs={n: SimpleNamespace(retry=None) for n in "abc"},
+        opts=SimpleNamespace(retry=1, max_resubmits=3),
+    )
     with root_monitoring(driver, run_monitord=False):
         driver.monitor.submitted("a", "5", "siteA")
         clusters["a"].state = ClusterState.QUEUED
@@ -247,9 +270,13 @@ def test_a_restart_logs_what_the_earlier_driver_saved_but_did_not_log(tmp_path):
     sub = make_dir(tmp_path)
     clusters = {n: ClusterRecord(n) for n in "abc"}
     clusters["a"].state, clusters["a"].job_ids, clusters["a"].site = ClusterState.QUEUED, ["41"], "siteA"
-    driver = SimpleNamespace(submit_dir=str(sub), state=SimpleNamespace(clusters=clusters), monitor=None,
-                             specs={n: SimpleNamespace(retry=None) for n in "abc"},
-                             opts=SimpleNamespace(retry=1, max_resubmits=3))
+    driver = SimpleNamespace(
+        submit_dir=str(sub),
+        state=SimpleNamespace(clusters=clusters),
+        monitor=None,
+        specs={n: SimpleNamespace(retry=None) for n in "abc"},
+        opts=SimpleNamespace(retry=1, max_resubmits=3),
+    )
     with root_monitoring(driver, run_monitord=False):
         pass  # a was saved as queued, never logged
     assert "Submitting HTCondor Node a job(s)..." in lines(sub)
@@ -277,9 +304,13 @@ def test_a_rerun_counts_the_failed_cluster_it_tries_again_as_not_failed(tmp_path
     m.finished(1)
     m.close()
     clusters = {n: ClusterRecord(n) for n in "abc"}  # the driver's recovery made the failed cluster waiting again
-    driver = SimpleNamespace(submit_dir=str(sub), state=SimpleNamespace(clusters=clusters), monitor=None,
-                             specs={n: SimpleNamespace(retry=None) for n in "abc"},
-                             opts=SimpleNamespace(retry=1, max_resubmits=3))
+    driver = SimpleNamespace(
+        submit_dir=str(sub),
+        state=SimpleNamespace(clusters=clusters),
+        monitor=None,
+        specs={n: SimpleNamespace(retry=None) for n in "abc"},
+        opts=SimpleNamespace(retry=1, max_resubmits=3),
+    )
     with root_monitoring(driver, run_monitord=False) as again:
         assert again.counts() == {"done": 0, "queued": 0, "ready": 1, "failed": 0, "unready": 2}
         again.submitted("a", "2", "siteA")
@@ -295,13 +326,17 @@ def test_monitord_making_progress_is_never_stopped_and_a_stuck_one_is(tmp_path):
     from pilot.submit.monitord import Monitord
 
     busy = Monitord(str(tmp_path), str(tmp_path / "wf-0.dag.dagman.out"))
-    busy.proc = subprocess.Popen([_sys.executable, "-c", "import time\nend = time.time() + 2.5\nwhile time.time() < end: pass"])
+    busy.proc = subprocess.Popen(
+        [_sys.executable, "-c", "import time\nend = time.time() + 2.5\nwhile time.time() < end: pass"]
+    )
     assert busy.finish(window=0.5) == 0  # five windows of progress: waited for to its own end
     stuck = Monitord(str(tmp_path), str(tmp_path / "wf-0.dag.dagman.out"))
     stuck.proc = subprocess.Popen(["sleep", "30"])
     assert stuck.finish(window=0.5) is None and stuck.proc.returncode is not None  # stopped
-    assert "pegasus-monitord" in stuck.complete_command() and " -r -j monitord-jobstate.log wf-0.dag.dagman.out" in \
-        stuck.complete_command()
+    assert (
+        "pegasus-monitord" in stuck.complete_command()
+        and " -r -j monitord-jobstate.log wf-0.dag.dagman.out" in stuck.complete_command()
+    )
 
 
 def test_an_incomplete_monitoring_db_is_said_by_pilot_status(tmp_path):
@@ -312,7 +347,9 @@ def test_an_incomplete_monitoring_db_is_said_by_pilot_status(tmp_path):
     sub = make_plan(tmp_path / "sub", {"a": []})
     assert incomplete_note(sub) is None and "monitoring DB" not in status(sub).text
     mark_incomplete(sub, "cd x && pegasus-monitord -r wf-0.dag.dagman.out")
-    assert status(sub).text.splitlines()[-1] == ("the monitoring DB is incomplete (pegasus-monitord stopped early); "
-                                                 "complete it with: cd x && pegasus-monitord -r wf-0.dag.dagman.out")
+    assert status(sub).text.splitlines()[-1] == (
+        "the monitoring DB is incomplete (pegasus-monitord stopped early); "
+        "complete it with: cd x && pegasus-monitord -r wf-0.dag.dagman.out"
+    )
     mark_incomplete(sub, None)
     assert not (tmp_path / "sub" / INCOMPLETE).exists()

@@ -11,7 +11,9 @@ def parse(text: str):
 
 
 def test_runtime_applies_to_the_next_task_only():
-    dag = parse("#@ 1 ns::tx:1.0 j1\n#pilot runtime=12.5\nTASK a /bin/true\nTASK b /bin/true\n#pilot runtime=0\nTASK c /bin/true\n")
+    dag = parse(
+        "#@ 1 ns::tx:1.0 j1\n#pilot runtime=12.5\nTASK a /bin/true\nTASK b /bin/true\n#pilot runtime=0\nTASK c /bin/true\n"
+    )
     assert (dag["a"].runtime, dag["b"].runtime, dag["c"].runtime) == (12.5, None, 0.0)
     assert dag["a"].transformation == "ns::tx:1.0"
 

@@ -10,8 +10,9 @@ from pilot.errors import ConfigError
 from pilot.util import safetext
 
 
-@pytest.mark.parametrize("text,named", [("a\nb", "a newline"), ("a\rb", "a carriage return"), ("a\0b", "a NUL"),
-                                        ("a\udcffb", "not UTF-8")])
+@pytest.mark.parametrize(
+    "text,named", [("a\nb", "a newline"), ("a\rb", "a carriage return"), ("a\0b", "a NUL"), ("a\udcffb", "not UTF-8")]
+)
 def test_no_line_holds_a_line_break_a_nul_or_bytes_that_are_not_utf8(text, named):
     assert named in safetext.problem_line(text)
 
@@ -21,15 +22,31 @@ def test_a_dag_record_carries_bytes_that_are_not_utf8_but_no_line_break():
     assert "a newline" in safetext.problem_record("a\nb")
 
 
-@pytest.mark.parametrize("url", ["file:///a/b c", "file:///a/$(touch x)", "file:///a/`x`;\"\\", "symlink:///a b",
-                                 "https://h/x?a=b&c=d", "scp://h/a/b"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///a/b c",
+        "file:///a/$(touch x)",
+        'file:///a/`x`;"\\',
+        "symlink:///a b",
+        "https://h/x?a=b&c=d",
+        "scp://h/a/b",
+    ],
+)
 def test_pegasus_transfer_takes_what_it_quotes_whole(url):
     assert safetext.problem_transfer_url(url) is None
 
 
-@pytest.mark.parametrize("url,named", [("file:///a/in'x", "\"'\""), ("https://h/x'", "\"'\""),
-                                       ("scp://h/a b", "a space"), ("scp://h/a;b", "';'"),
-                                       ("file:///a\nb", "a newline")])
+@pytest.mark.parametrize(
+    "url,named",
+    [
+        ("file:///a/in'x", '"\'"'),
+        ("https://h/x'", '"\'"'),
+        ("scp://h/a b", "a space"),
+        ("scp://h/a;b", "';'"),
+        ("file:///a\nb", "a newline"),
+    ],
+)
 def test_pegasus_transfer_is_not_given_what_would_end_its_quoting(url, named):
     assert named in safetext.problem_transfer_url(url)
 

@@ -19,6 +19,8 @@ def test_the_stand_in_check_names_each_output_missing_or_wrong_and_passes_when_a
     (storage / wanted[0]).unlink()
     (storage / wanted[1]).write_text("something else\n")
     (storage / "stray.txt").write_text("stray.txt\n")
-    assert run.staged_wrong() == [f"{wanted[0]}: not staged out",
-                                  "stray.txt: staged out but not an output marked stageOut",
-                                  f"{wanted[1]}: holds 'something else\\n'"]
+    assert run.staged_wrong() == [
+        f"{wanted[0]}: not staged out",
+        "stray.txt: staged out but not an output marked stageOut",
+        f"{wanted[1]}: holds 'something else\\n'",
+    ]

@@ -18,18 +18,27 @@ def test_submit_help_states_defaults_and_accepts_a_submit_dir(capsys):
     with pytest.raises(SystemExit):
         main(["submit", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for needle in ("(default: 1, Pegasus' default)", "--max-resubmits N", "(default: 3)", "(default: 2)", "whole",
-                   "or a submit directory written by pilot plan"):
+    for needle in (
+        "(default: 1, Pegasus' default)",
+        "--max-resubmits N",
+        "(default: 3)",
+        "(default: 2)",
+        "whole",
+        "or a submit directory written by pilot plan",
+    ):
         assert needle in text
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["submit", "wf.yml"], "--site is required to plan a workflow"),
-    (["submit", "--retry", "-1", "--site", "local", "wf.yml"], "argument --retry: '-1' must be at least 0"),
-    (["submit", "--poll", "0", "--site", "local", "wf.yml"], "argument --poll: '0' must be more than 0"),
-    (["status", "/nonexistent/sub"], "/nonexistent/sub: no clusters.yml"),
-    (["cancel", "/nonexistent/sub"], "/nonexistent/sub: no clusters.yml"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["submit", "wf.yml"], "--site is required to plan a workflow"),
+        (["submit", "--retry", "-1", "--site", "local", "wf.yml"], "argument --retry: '-1' must be at least 0"),
+        (["submit", "--poll", "0", "--site", "local", "wf.yml"], "argument --poll: '0' must be more than 0"),
+        (["status", "/nonexistent/sub"], "/nonexistent/sub: no clusters.yml"),
+        (["cancel", "/nonexistent/sub"], "/nonexistent/sub: no clusters.yml"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     code, _, err = run(capsys, *argv)
     assert code == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err
@@ -46,7 +55,9 @@ def test_corrupt_state_is_one_line_naming_the_file(capsys, tmp_path):
 def test_status_and_cancel_of_a_plan_never_submitted(capsys, tmp_path):
     sub = make_plan(tmp_path / "sub", {"a": [], "b": ["a"]})
     code, out, _ = run(capsys, "status", sub)
-    assert code == 3 and "waiting" in out and out.splitlines()[-1].split() == ["2", "2", "0", "0", "0", "0.0", "Stopped"]
+    assert (
+        code == 3 and "waiting" in out and out.splitlines()[-1].split() == ["2", "2", "0", "0", "0", "0.0", "Stopped"]
+    )
     code, out, _ = run(capsys, "cancel", sub)
     assert code == 0 and "nothing was submitted" in out
 

@@ -90,8 +90,10 @@ def test_a_task_stopped_at_max_crashes_costs_no_retry(tmp_path):
     assert run(driver) is False
     a, b = driver.state.clusters["a"], driver.state.clusters["b"]
     assert (a.state, a.attempts, a.retries) == (ClusterState.FAILED, 1, 0)
-    assert a.reason == ("task a_t0 crashed its worker 2 times (--max-crashes); not retried: a task that crashes its "
-                        "worker does so again (1/2 done)")
+    assert a.reason == (
+        "task a_t0 crashed its worker 2 times (--max-crashes); not retried: a task that crashes its "
+        "worker does so again (1/2 done)"
+    )
     assert (b.state, b.attempts, b.retries) == (ClusterState.DONE, 2, 1)  # an ordinary failure still gets its retry
 
 
@@ -108,7 +110,9 @@ def test_resubmissions_run_out(tmp_path):
     queue.outcomes["a"] = [W, V]
     assert run(driver) is False
     c = driver.state.clusters["a"]
-    assert c.state is ClusterState.FAILED and c.retries == 0 and "vanished" in c.reason and "--max-resubmits 1" in c.reason
+    assert (
+        c.state is ClusterState.FAILED and c.retries == 0 and "vanished" in c.reason and "--max-resubmits 1" in c.reason
+    )
 
 
 def test_a_pilot_that_could_not_start_fails_without_retry(tmp_path):
@@ -140,7 +144,9 @@ def test_pending_reason_is_kept_and_a_never_starting_job_is_cancelled(tmp_path):
     driver.step()
     a, b = driver.state.clusters["a"], driver.state.clusters["b"]
     assert (a.state, a.queue, a.queue_reason) == (ClusterState.QUEUED, QueueState.PENDING, "Resources")
-    assert b.state is ClusterState.FAILED and "can never start on a: PartitionConfig" in b.reason and "\n" not in b.reason
+    assert (
+        b.state is ClusterState.FAILED and "can never start on a: PartitionConfig" in b.reason and "\n" not in b.reason
+    )
     assert queue.cancelled == [b.job_id]
     queue.pin("a", QueueStatus(QueueState.HELD, "JobHeldUser"))
     driver.step()
@@ -183,7 +189,9 @@ def test_failed_submissions_back_off_and_give_up(tmp_path):
     times = [t for t, _, _ in queue.submits]
     assert [b - a for a, b in zip(times, times[1:])] == [2.0, 4.0]  # exponential back-off
     c = driver.state.clusters["a"]
-    assert c.state is ClusterState.FAILED and "failed 3 times" in c.reason and "timed out" in c.reason and c.job_ids == []
+    assert (
+        c.state is ClusterState.FAILED and "failed 3 times" in c.reason and "timed out" in c.reason and c.job_ids == []
+    )
 
 
 def test_a_scheduler_that_does_not_answer_is_asked_once_a_pass_not_once_per_cluster(tmp_path):
@@ -198,8 +206,14 @@ def test_a_scheduler_that_does_not_answer_is_asked_once_a_pass_not_once_per_clus
     assert len(queue.submits) == 1
     tried = queue.submits[0][2]
     others = [c for n, c in driver.state.clusters.items() if n != tried]
-    assert all(c.state is ClusterState.WAITING and c.attempts == 0 and c.job_name is None and c.site is None
-               and c.reason == "waiting for a's scheduler to answer" for c in others)
+    assert all(
+        c.state is ClusterState.WAITING
+        and c.attempts == 0
+        and c.job_name is None
+        and c.site is None
+        and c.reason == "waiting for a's scheduler to answer"
+        for c in others
+    )
     assert driver.state.clusters[tried].state is ClusterState.SUBMITTING
     finds = queue.find_outages
     for _ in range(20):
@@ -337,10 +351,16 @@ def test_a_job_that_could_not_be_cancelled_is_named_and_its_cluster_not_called_c
     cancelled, failed = fresh.cancel_jobs()
     a = queue.latest("a").job_id
     assert cancelled == [queue.latest("b").job_id]  # asked again one by one: b's cancel is not lost with a's
-    assert failed == {"a": f"cluster a: job {a} on a could not be cancelled: scancel: error: Kill job error on job id {a}: "
-                           "Unable to contact slurm controller"}
+    assert failed == {
+        "a": f"cluster a: job {a} on a could not be cancelled: scancel: error: Kill job error on job id {a}: "
+        "Unable to contact slurm controller"
+    }
     fresh.mark_cancelled(failed)
-    assert states(Driver.load(driver.submit_dir, [site()], queue)) == {"a": "queued", "b": "cancelled", "c": "cancelled"}
+    assert states(Driver.load(driver.submit_dir, [site()], queue)) == {
+        "a": "queued",
+        "b": "cancelled",
+        "c": "cancelled",
+    }
 
 
 def test_a_cluster_whose_dag_another_run_holds_waits_for_it_instead_of_vanishing(tmp_path):
@@ -353,8 +373,10 @@ def test_a_cluster_whose_dag_another_run_holds_waits_for_it_instead_of_vanishing
             driver.step()
         c = driver.state.clusters["a"]
         assert queue.submits == [] and c.state is ClusterState.WAITING
-        assert c.reason == (f"a pilot run of this cluster still runs (pid {os.getpid()} on {socket.gethostname()}): "
-                            f"waiting for it to end (pilot cancel {driver.submit_dir} ends it)")
+        assert c.reason == (
+            f"a pilot run of this cluster still runs (pid {os.getpid()} on {socket.gethostname()}): "
+            f"waiting for it to end (pilot cancel {driver.submit_dir} ends it)"
+        )
     finally:
         stray.release()
     assert driver.run() is True and len(queue.submits) == 1 and driver.state.clusters["a"].reason == ""
@@ -374,8 +396,10 @@ def test_a_job_that_left_the_queue_while_its_run_holds_the_dag_is_still_running(
             driver.step()
         c = driver.state.clusters["a"]
         assert c.state is ClusterState.QUEUED and c.resubmits == 0 and "vanished" not in c.reason
-        assert c.queue is QueueState.RUNNING and c.queue_reason == f"pilot run pid {os.getpid()} on " \
-            f"{socket.gethostname()} still holds the DAG lock"
+        assert (
+            c.queue is QueueState.RUNNING
+            and c.queue_reason == f"pilot run pid {os.getpid()} on " f"{socket.gethostname()} still holds the DAG lock"
+        )
         assert len(queue.submits) == 1
     finally:
         run.release()
@@ -393,13 +417,19 @@ def test_restart_needs_every_site_with_jobs(tmp_path):
         again.recover()
 
 
-@pytest.mark.parametrize("text, message", [
-    ('{"format": 99, "plan_id": "x", "clusters": []}', "state format 99, this pilot reads format 1"),
-    ('{"plan_id": "x", "clusters": []}', "state format None"),
-    ("{", ":1: not valid JSON"),
-    ('{"format": 1, "plan_id": "x", "clusters": [{"name": "a", "state": "flying"}]}', "clusters[0]: 'flying' is not a valid"),
-    ('{"format": 1, "plan_id": "x", "clusters": [{"name": "a", "colour": 1}]}', "unknown field 'colour'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"format": 99, "plan_id": "x", "clusters": []}', "state format 99, this pilot reads format 1"),
+        ('{"plan_id": "x", "clusters": []}', "state format None"),
+        ("{", ":1: not valid JSON"),
+        (
+            '{"format": 1, "plan_id": "x", "clusters": [{"name": "a", "state": "flying"}]}',
+            "clusters[0]: 'flying' is not a valid",
+        ),
+        ('{"format": 1, "plan_id": "x", "clusters": [{"name": "a", "colour": 1}]}', "unknown field 'colour'"),
+    ],
+)
 def test_state_file_errors_are_one_line(tmp_path, text, message):
     (tmp_path / STATE_FILE).write_text(text)
     with pytest.raises(ConfigError, match=r"submit\.state\.json(:1)?: ") as err:
@@ -416,12 +446,15 @@ def test_state_file_round_trip(tmp_path):
     assert loaded is not None and loaded.clusters["d"].state is ClusterState.DONE
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda t: t.replace("format: 1", "format: 7"), "cluster DAG format 7, this pilot reads format 1"),
-    (lambda t: t.replace("format: 1\n", ""), "cluster DAG format None"),
-    (lambda t: t.replace('kind: "horizontal"', 'kind: "diagonal"', 1), "cluster #1: bad or missing field"),
-    (lambda t: t.replace("clusters:", "clusters: ["), "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda t: t.replace("format: 1", "format: 7"), "cluster DAG format 7, this pilot reads format 1"),
+        (lambda t: t.replace("format: 1\n", ""), "cluster DAG format None"),
+        (lambda t: t.replace('kind: "horizontal"', 'kind: "diagonal"', 1), "cluster #1: bad or missing field"),
+        (lambda t: t.replace("clusters:", "clusters: ["), "not valid YAML"),
+    ],
+)
 def test_clusters_file_errors_are_one_line(tmp_path, edit, message):
     from pilot.contracts.clusters import read_clusters
 
@@ -439,8 +472,13 @@ def test_every_submission_is_on_disk_before_and_after_it_happens(tmp_path):
 
     def checked(site, req, job_name):
         on_disk = SubmitState.load(driver.submit_dir)
-        seen.append((on_disk.clusters[req.name].state, on_disk.clusters[req.name].job_name == job_name,
-                     [c.job_ids for c in on_disk.clusters.values()]))
+        seen.append(
+            (
+                on_disk.clusters[req.name].state,
+                on_disk.clusters[req.name].job_name == job_name,
+                [c.job_ids for c in on_disk.clusters.values()],
+            )
+        )
         return submit(site, req, job_name)
 
     queue.submit = checked
@@ -455,12 +493,14 @@ def test_records_of_clusters_no_longer_planned(tmp_path):
     driver.recover()
     driver.step()  # a and b queued
     text = Path(driver.submit_dir, "clusters.yml").read_text()
-    Path(driver.submit_dir, "clusters.yml").write_text(text[:text.index('- name: "b"')])  # re-planned without b
+    Path(driver.submit_dir, "clusters.yml").write_text(text[: text.index('- name: "b"')])  # re-planned without b
     again = Driver.load(driver.submit_dir, [site()], queue, Options(), clock)
     assert list(again.state.clusters) == ["a"]
     with pytest.raises(ConfigError, match="batch jobs for cluster\\(s\\) b that clusters.yml no longer has"):
         again.recover()
-    assert sorted(again.cancel_all()) == sorted(j.job_id for j in queue.jobs.values())  # pilot cancel still finds b's job
+    assert sorted(again.cancel_all()) == sorted(
+        j.job_id for j in queue.jobs.values()
+    )  # pilot cancel still finds b's job
 
 
 class Recorder(RootEvents):
@@ -498,9 +538,17 @@ def test_monitor_hears_each_attempt_after_it_is_saved_retries_and_resubmits_alik
     queue.outcomes["a"] = [F, W, F]
     assert run(driver) is False
     a = [c for c in rec.calls if c[1] == "a"]
-    assert a == [("submitted", "a", "queued"), ("running", "a"), ("ended", "a", True, 3),
-                 ("submitted", "a", "queued"), ("running", "a"), ("ended", "a", True, 3),
-                 ("submitted", "a", "queued"), ("running", "a"), ("ended", "a", False, 3)]
+    assert a == [
+        ("submitted", "a", "queued"),
+        ("running", "a"),
+        ("ended", "a", True, 3),
+        ("submitted", "a", "queued"),
+        ("running", "a"),
+        ("ended", "a", True, 3),
+        ("submitted", "a", "queued"),
+        ("running", "a"),
+        ("ended", "a", False, 3),
+    ]
     assert not [c for c in rec.calls if c[1] == "b"]  # not run: nothing to log (pegasus-status counts it unready)
 
 
@@ -544,8 +592,9 @@ def test_an_unreachable_scheduler_fails_the_cluster_after_the_submit_tries(tmp_p
     assert run(driver) is False
     c = driver.state.clusters["a"]
     assert c.state.value == "failed" and c.submit_errors == 1
-    assert re.match(r"a's scheduler could not be reached for \d+ s \(1 failed submission\(s\), \d+ looks for job pilot-",
-                    c.reason), c.reason
+    assert re.match(
+        r"a's scheduler could not be reached for \d+ s \(1 failed submission\(s\), \d+ looks for job pilot-", c.reason
+    ), c.reason
     assert "submitting a failed: timed out" in c.reason and "\n" not in c.reason
     assert UNREACHABLE_LIMIT <= clock.now - start < UNREACHABLE_LIMIT + 600  # looked, with back-off, for the limit
 
@@ -556,9 +605,16 @@ def plan_properties(driver_dir: Path, **props: str) -> None:
     (driver_dir / "pegasus.properties").write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize("props, first, most", [({"maxjobs": "2"}, 2, 2), ({"maxidle": "3"}, 3, 4),
-                                                ({"maxjobs": "0"}, 4, 4), ({"maxjobs": "2", "maxidle": "1"}, 1, 2),
-                                                ({"maxjobs": "9"}, 4, 4)])
+@pytest.mark.parametrize(
+    "props, first, most",
+    [
+        ({"maxjobs": "2"}, 2, 2),
+        ({"maxidle": "3"}, 3, 4),
+        ({"maxjobs": "0"}, 4, 4),
+        ({"maxjobs": "2", "maxidle": "1"}, 1, 2),
+        ({"maxjobs": "9"}, 4, 4),
+    ],
+)
 def test_dagman_maxjobs_and_maxidle_cap_the_jobs_submitted_below_max_queued(tmp_path, props, first, most):
     """Four independent clusters on a site that takes 4 (max_queued): dagman.maxjobs caps the jobs submitted,
     dagman.maxidle those not yet running (each job is pending when submitted, so the first pass submits that

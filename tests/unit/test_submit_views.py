@@ -60,7 +60,9 @@ def test_tasks_line_counts_as_ready_only_tasks_whose_parents_are_done(tmp_path):
     from pilot.submit.pilotfiles import TaskProgress
     from pilot.submit.views import ClusterView
 
-    spec = ClusterSpec("a", ClusterKind.LABEL, str(tmp_path), str(tmp_path / "a.dag"), tasks=10, ranks=3, parents=(), roots=2)
+    spec = ClusterSpec(
+        "a", ClusterKind.LABEL, str(tmp_path), str(tmp_path / "a.dag"), tasks=10, ranks=3, parents=(), roots=2
+    )
 
     def counts(shown, progress):
         t = totals([ClusterView(spec, ClusterRecord("a"), shown, "resubmitting", progress)])
@@ -72,7 +74,9 @@ def test_tasks_line_counts_as_ready_only_tasks_whose_parents_are_done(tmp_path):
     killed = TaskProgress(done=3, running={"t3"}, queued={"t4"}, failed={"t5": 1}, started=True)
     assert counts(Shown.QUEUED, killed) == (4, 2, 0, 3, 1)  # t5 shows as FAILED until the rerun starts it
     assert counts(Shown.WAITING, TaskProgress()) == (8, 2, 0, 0, 0)  # waiting with a reason: released
-    unplanned = ClusterSpec("a", ClusterKind.LABEL, str(tmp_path), str(tmp_path / "a.dag"), tasks=10, ranks=3, parents=())
+    unplanned = ClusterSpec(
+        "a", ClusterKind.LABEL, str(tmp_path), str(tmp_path / "a.dag"), tasks=10, ranks=3, parents=()
+    )
     t = totals([ClusterView(unplanned, ClusterRecord("a"), Shown.QUEUED, "", TaskProgress())])
     assert (t.unready, t.ready) == (0, 10)  # a plan without roots: every task counted ready, as before
 
@@ -93,7 +97,9 @@ def drive_until(tmp_path, clusters, outcomes, retry=None, steps=None):
 
 
 def test_failed_run_report_names_tasks_stderr_batch_output_and_not_run(tmp_path):
-    driver, _ = drive_until(tmp_path, {"a": [], "b": ["a"], "c": ["b"], "x": []}, {"a": [RunOutcome.FAILED]}, retry={"a": 0})
+    driver, _ = drive_until(
+        tmp_path, {"a": [], "b": ["a"], "c": ["b"], "x": []}, {"a": [RunOutcome.FAILED]}, retry={"a": 0}
+    )
     watcher = Watcher(list(driver.specs.values()))
     views = watcher.views(driver.state.clusters)
     assert [v.shown for v in views] == [Shown.FAILED, Shown.NOT_RUN, Shown.NOT_RUN, Shown.DONE]
@@ -109,7 +115,15 @@ def test_failed_run_report_names_tasks_stderr_batch_output_and_not_run(tmp_path)
     t = totals(views)
     assert (t.unready, t.ready, t.running, t.done, t.failed) == (4, 0, 0, 3, 1)
     text = status_text(views, driving=False)
-    assert "not run (a failed)" in text and text.splitlines()[-1].split() == ["4", "0", "0", "3", "1", "37.5", "Failure"]
+    assert "not run (a failed)" in text and text.splitlines()[-1].split() == [
+        "4",
+        "0",
+        "0",
+        "3",
+        "1",
+        "37.5",
+        "Failure",
+    ]
 
 
 def test_a_task_stopped_at_max_crashes_is_named_for_its_crashes_not_a_signal(tmp_path):
@@ -142,7 +156,9 @@ def test_failed_task_without_per_task_files_points_at_the_job_output(tmp_path):
     queue = FakeQueue(clock)
     queue.per_task_stdio = False
     queue.outcomes["a"] = [RunOutcome.FAILED, RunOutcome.FAILED]
-    driver = Driver.load(make_plan(tmp_path / "sub", {"a": []}, retry={"a": 1}), [site()], queue, Options(poll=1.0), clock)
+    driver = Driver.load(
+        make_plan(tmp_path / "sub", {"a": []}, retry={"a": 1}), [site()], queue, Options(poll=1.0), clock
+    )
     driver.monitor = Renaming()
     driver.recover()
     assert driver.run() is False
@@ -162,7 +178,9 @@ def test_live_states_queued_with_reason_running_held(tmp_path):
     assert (views["b"].shown, views["b"].detail) == (Shown.HELD, "JobHeldUser")
     assert (views["c"].shown, views["c"].detail) == (Shown.WAITING, "after a")
     driver.step()  # a: running
-    Path(driver.specs["a"].dir, "jobstate.log").write_text("1.0 INTERNAL *** PMC_STARTED ***\n1.0 a_t0 EXECUTE 1.0 - - 1\n")
+    Path(driver.specs["a"].dir, "jobstate.log").write_text(
+        "1.0 INTERNAL *** PMC_STARTED ***\n1.0 a_t0 EXECUTE 1.0 - - 1\n"
+    )
     Path(driver.specs["a"].dag + ".rescue").write_text("DONE a_t1\n")
     views = Watcher(list(driver.specs.values())).views(driver.state.clusters)
     a = views[0]
@@ -173,7 +191,10 @@ def test_live_states_queued_with_reason_running_held(tmp_path):
     live = LiveProgress(Watcher(list(driver.specs.values())), out, tty=False)
     live.show(driver.state.clusters)
     live.show(driver.state.clusters)  # unchanged: not repeated
-    assert out.getvalue() == "tasks: UNREADY 2 READY 2 RUNNING 1 DONE 1 FAILED 0 %DONE 16.7 STATE Running; 1/6 tasks done\n"
+    assert (
+        out.getvalue()
+        == "tasks: UNREADY 2 READY 2 RUNNING 1 DONE 1 FAILED 0 %DONE 16.7 STATE Running; 1/6 tasks done\n"
+    )
 
 
 def with_runtimes(sub: str, spans: dict[str, tuple[float, float]]) -> None:
@@ -181,9 +202,11 @@ def with_runtimes(sub: str, spans: dict[str, tuple[float, float]]) -> None:
     path = Path(sub) / "clusters.yml"
     text = path.read_text()
     for name, (runtime, critical) in spans.items():
-        head, _, tail = text.partition(f"- name: \"{name}\"")
-        tail = tail.replace("runtime: null\n  critical_path: null", f"runtime: {runtime}\n  critical_path: {critical}", 1)
-        text = f"{head}- name: \"{name}\"{tail}"
+        head, _, tail = text.partition(f'- name: "{name}"')
+        tail = tail.replace(
+            "runtime: null\n  critical_path: null", f"runtime: {runtime}\n  critical_path: {critical}", 1
+        )
+        text = f'{head}- name: "{name}"{tail}'
     path.write_text(text)
 
 
@@ -207,7 +230,9 @@ def test_live_progress_shows_done_of_total_and_the_time_left_from_runtimes(tmp_p
     out = io.StringIO()
     live = LiveProgress(watcher, out, tty=False)
     live.show(driver.state.clusters)
-    assert out.getvalue().endswith("; 1/6 tasks done, about 50s left by the runtime estimates (queue wait not included)\n")
+    assert out.getvalue().endswith(
+        "; 1/6 tasks done, about 50s left by the runtime estimates (queue wait not included)\n"
+    )
     plain = make_plan(tmp_path / "plain", {"a": []})
     views = Watcher(list(Driver.load(plain, [site()], queue, Options(poll=1.0), clock).specs.values())).views({})
     assert time_left(views) is None  # a cluster without runtimes: no estimate
@@ -244,8 +269,12 @@ def test_status_never_calls_a_cluster_cancelled_while_its_run_holds_the_dag(tmp_
         res = status(driver.submit_dir)
     finally:
         run.release()
-    assert re.search(rf"^a +running .* its pilot run \(pid {os.getpid()} on {socket.gethostname()}\) runs with no "
-                     rf"pilot submit: pilot cancel {driver.submit_dir} ends it$", res.text, re.M), res.text
+    assert re.search(
+        rf"^a +running .* its pilot run \(pid {os.getpid()} on {socket.gethostname()}\) runs with no "
+        rf"pilot submit: pilot cancel {driver.submit_dir} ends it$",
+        res.text,
+        re.M,
+    ), res.text
     assert res.code is StatusCode.NOT_FINISHED and "Running" in res.text.splitlines()[-1]
     assert re.search(r"^a +cancelled ", status(driver.submit_dir).text, re.M)  # once it has ended
 
@@ -256,10 +285,12 @@ def test_live_progress_on_a_terminal_redraws_in_place(tmp_path):
     live = LiveProgress(Watcher(list(driver.specs.values())), out, tty=True)
     live.show(driver.state.clusters)
     first = out.getvalue()
-    assert first.startswith("\x1b[J") and "queued (Priority)" in first and "\nb " not in first  # waiting clusters stay off
+    assert (
+        first.startswith("\x1b[J") and "queued (Priority)" in first and "\nb " not in first
+    )  # waiting clusters stay off
     driver.step()
     live.show(driver.state.clusters)
-    redraw = out.getvalue()[len(first):]
+    redraw = out.getvalue()[len(first) :]
     assert redraw.startswith(f"\x1b[{first.count(chr(10))}F\x1b[J") and "running" in redraw
     live.clear()
     assert out.getvalue().endswith("\x1b[J")

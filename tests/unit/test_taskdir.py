@@ -18,8 +18,10 @@ def test_local_scratch_reads_the_nodes_variables_and_refuses_what_it_cannot_plac
     env = {"SLURM_JOB_ID": "42"}
     assert parse_run_args(["--local-scratch", "/local/$SLURM_JOB_ID", "x.dag"], env).local_scratch == "/local/42"
     assert parse_run_args(["x.dag"], env).local_scratch is None
-    with pytest.raises(UsageError, match=r"--local-scratch '/l/\$JOBDIR': \$JOBDIR is not set in this job's "
-                                         r"environment on this node"):
+    with pytest.raises(
+        UsageError,
+        match=r"--local-scratch '/l/\$JOBDIR': \$JOBDIR is not set in this job's " r"environment on this node",
+    ):
         parse_run_args(["--local-scratch", "/l/$JOBDIR", "x.dag"], env)
     with pytest.raises(UsageError, match="is not an absolute path"):
         parse_run_args(["--local-scratch", "scratch", "x.dag"], env)

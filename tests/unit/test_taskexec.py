@@ -138,8 +138,14 @@ def test_spawn_in_runs_in_the_task_directory_with_its_stdio_files(waker, outs, t
     (work / "in.txt").write_text("from stdin\n")
     (work / "job.out").write_text("an earlier attempt's output, replaced\n")
     here = os.getcwd()
-    r = taskexec.spawn_in(str(work), ("in.txt", "job.out", ""), ["sh", "-c", "pwd; cat; echo oops >&2"],
-                          dict(os.environ), outs[0], outs[1])
+    r = taskexec.spawn_in(
+        str(work),
+        ("in.txt", "job.out", ""),
+        ["sh", "-c", "pwd; cat; echo oops >&2"],
+        dict(os.environ),
+        outs[0],
+        outs[1],
+    )
     taskexec.wait(r, waker, lambda: False)
     assert r.status == 0 and os.getcwd() == here  # the worker is back in its own directory
     assert (work / "job.out").read_text() == f"{work}\nfrom stdin\n"
@@ -160,7 +166,7 @@ def test_a_program_named_without_a_slash_is_found_in_the_working_directory_first
     """As pegasus-mpi-cluster's pathfind: ./name when the working directory has it, else PATH."""
     work = tmp_path / "work"
     work.mkdir()
-    (work / "mytool").write_text("#!/bin/sh\necho mine \"$0\"\n")
+    (work / "mytool").write_text('#!/bin/sh\necho mine "$0"\n')
     (work / "mytool").chmod(0o755)
     (work / "echo").write_text("#!/bin/sh\necho not the system echo\n")
     (work / "echo").chmod(0o755)

@@ -34,11 +34,15 @@ def one_line(exc: pytest.ExceptionInfo, *pieces: str) -> None:
 
 # -- 2. a DAG that is not a file, or not a DAG ----------------------------------------------------------
 
-@pytest.mark.parametrize("make, says", [
-    (lambda p: os.mkfifo(p), "is a FIFO, not a file"),  # opened without blocking: refused, never waited on
-    (lambda p: p.mkdir(), "is a directory, not a file"),
-    (lambda p: p.write_bytes(b"\0" * (5 << 20)), ":1: line longer than 4,194,304 characters"),  # not read whole
-])
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda p: os.mkfifo(p), "is a FIFO, not a file"),  # opened without blocking: refused, never waited on
+        (lambda p: p.mkdir(), "is a directory, not a file"),
+        (lambda p: p.write_bytes(b"\0" * (5 << 20)), ":1: line longer than 4,194,304 characters"),  # not read whole
+    ],
+)
 def test_a_dag_that_is_not_a_dag_file(tmp_path, make, says):
     path = tmp_path / "wf.dag"
     make(path)
@@ -62,6 +66,7 @@ def test_a_rescue_log_that_is_a_fifo_is_refused_not_waited_on(tmp_path):
 
 # -- 3. numbers -----------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("text", ["inf", "1e400", "nan", "-1", "0", "99999999999"])
 def test_walltime_is_a_finite_time(text):
     with pytest.raises(ConfigError) as exc:
@@ -83,10 +88,17 @@ def test_retry_counts_are_short_numbers():
     assert count("3") == 3
 
 
-@pytest.mark.parametrize("option, says", [
-    ("-c 1e300", "more than 4294967295"), ("-m 1e300", "more than 4294967295"), ("-g 5e9", "more than 4294967295"),
-    ("-c inf", "not a finite number"), ("-t " + "9" * 5000, "out of range"), ("-p -99999999999", "out of range"),
-])
+@pytest.mark.parametrize(
+    "option, says",
+    [
+        ("-c 1e300", "more than 4294967295"),
+        ("-m 1e300", "more than 4294967295"),
+        ("-g 5e9", "more than 4294967295"),
+        ("-c inf", "not a finite number"),
+        ("-t " + "9" * 5000, "out of range"),
+        ("-p -99999999999", "out of range"),
+    ],
+)
 def test_task_requests_fit_what_pmc_reads(option, says):
     with pytest.raises(DagError) as exc:
         parse_dag([f"TASK a {option} /bin/true\n"], "t.dag")
@@ -94,6 +106,7 @@ def test_task_requests_fit_what_pmc_reads(option, says):
 
 
 # -- 4. a submit directory that cannot be written -------------------------------------------------------
+
 
 def test_submit_lock_that_cannot_be_created_is_one_line(tmp_path):
     (tmp_path / "submit.lock").mkdir()  # what a read-only directory does to root too: the lock cannot be opened
@@ -104,8 +117,10 @@ def test_submit_lock_that_cannot_be_created_is_one_line(tmp_path):
 
 def test_read_only_submit_directory(tmp_path, monkeypatch):
     if os.geteuid() == 0:  # root writes to a read-only directory: have open() answer as it does for a user
+
         def refuse(path, *args, **kwargs):
             raise PermissionError(13, "Permission denied", path)
+
         monkeypatch.setattr("pilot.util.flock.os.open", refuse)
     tmp_path.chmod(0o555)
     try:
@@ -123,6 +138,7 @@ def test_a_lock_that_is_a_fifo_is_held_by_nobody(tmp_path):
 
 # -- 5. a file pilot follows that is a directory --------------------------------------------------------
 
+
 @pytest.mark.parametrize("make", [lambda p: p.mkdir(), lambda p: os.mkfifo(p)])
 def test_a_followed_file_that_is_not_a_file(tmp_path, make):
     make(tmp_path / "jobstate.log")
@@ -132,6 +148,7 @@ def test_a_followed_file_that_is_not_a_file(tmp_path, make):
 
 
 # -- 6. never written through a symbolic link -----------------------------------------------------------
+
 
 @pytest.fixture
 def planted(tmp_path: Path) -> tuple[Path, Path]:
@@ -170,6 +187,7 @@ def test_a_fifo_where_pilot_writes_is_refused_not_waited_on(tmp_path):
 
 
 # -- 7. bytes that are not UTF-8 ------------------------------------------------------------------------
+
 
 def test_arguments_keep_their_bytes_and_task_ids_must_be_text(tmp_path):
     path = tmp_path / "u.dag"

@@ -28,8 +28,25 @@ def planned(tmp_path_factory) -> Path:
     """A submit directory of the bundled diamond, planned for the local site."""
     where = tmp_path_factory.mktemp("planned")
     sub = where / "sub"
-    done = subprocess.run([sys.executable, "-m", "pilot", "plan", "--site", "local", "--cluster", "label",
-                           bundled_workflow(), "--dir", str(sub)], capture_output=True, text=True, cwd=where, timeout=TIMEOUT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "plan",
+            "--site",
+            "local",
+            "--cluster",
+            "label",
+            bundled_workflow(),
+            "--dir",
+            str(sub),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=where,
+        timeout=TIMEOUT,
+    )
     assert done.returncode == 0, done.stderr
     return sub
 
@@ -58,7 +75,19 @@ def commands(planned: Path, where: Path) -> dict[str, list[str]]:
     }
 
 
-NAMES = ["status", "sites", "sites show", "version", "help", "plan --help", "run --version", "plan", "report", "report --json", "demo"]
+NAMES = [
+    "status",
+    "sites",
+    "sites show",
+    "version",
+    "help",
+    "plan --help",
+    "run --version",
+    "plan",
+    "report",
+    "report --json",
+    "demo",
+]
 
 
 @pytest.fixture(params=["buffered", "unbuffered"])
@@ -72,8 +101,15 @@ def buffering(request) -> dict[str, str]:
 
 
 def run_with_stdout(argv: list[str], stdout: int, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pilot", *argv], stdout=stdout, stderr=subprocess.PIPE, text=True,
-                          cwd=cwd, timeout=TIMEOUT, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "pilot", *argv],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        timeout=TIMEOUT,
+        env=env,
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -83,8 +119,10 @@ def test_output_to_a_full_disk_is_one_line_and_exit_1(name, planned, tmp_path, b
         done = run_with_stdout(argv, full.fileno(), tmp_path, buffering)
     assert done.returncode == 1, done.stderr
     lines = done.stderr.splitlines()
-    assert lines[-1].endswith(": cannot write its output (standard output): No space left on device; "
-                              "free space (or write elsewhere) and rerun the command"), done.stderr
+    assert lines[-1].endswith(
+        ": cannot write its output (standard output): No space left on device; "
+        "free space (or write elsewhere) and rerun the command"
+    ), done.stderr
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
 
 
@@ -98,4 +136,3 @@ def test_a_reader_that_closed_the_pipe_ends_the_command_quietly(name, planned, t
     finally:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (141, "")
-

@@ -60,7 +60,6 @@ def test_levels_are_longest_paths_from_a_root():
     assert [level[id(n)] for n in nodes] == [1, 2, 3, 4]
 
 
-
 def test_longest_paths_weigh_each_chain_and_name_its_nodes():
     # 0 -> 1 -> 3, 0 -> 2 -> 3, 4 alone; node 2 is heavier than node 1
     parents = [[], [0], [0], [1, 2], []]
@@ -81,6 +80,7 @@ def test_longest_paths_count_a_parent_numbered_later_as_not_started():
     paths = graphs.longest_paths([2.0, 3.0], [[1], []].__getitem__)
     assert paths.finish == [2.0, 3.0]
 
+
 def test_atomic_file_replaces_whole_or_not_at_all(tmp_path):
     target = tmp_path / "state.json"
     write_atomic(str(target), "old\n")
@@ -100,8 +100,9 @@ def test_file_lock_is_seen_from_another_process(tmp_path):
     assert lock.try_lock()
     with held_elsewhere(path) as fd:
         assert fd is not None  # flock belongs to the open file: another open sees it held, even in this process
-    probe = ("import sys; from pilot.util.flock import FileLock; l = FileLock(sys.argv[1]); l.open(); "
-             "print(l.try_lock())")
+    probe = (
+        "import sys; from pilot.util.flock import FileLock; l = FileLock(sys.argv[1]); l.open(); " "print(l.try_lock())"
+    )
     other = subprocess.run([sys.executable, "-c", probe, path], capture_output=True, text=True, check=True)
     assert other.stdout.strip() == "False"
     lock.release()
@@ -119,7 +120,9 @@ def test_table_aligns_columns():
 def test_parser_errors_are_one_line_usage_errors():
     p = Parser(prog="pilot thing")
     p.add_argument("--n", type=int)
-    with pytest.raises(UsageError, match=r"^pilot thing: argument --n: invalid int value: 'x' \(see pilot thing --help\)$"):
+    with pytest.raises(
+        UsageError, match=r"^pilot thing: argument --n: invalid int value: 'x' \(see pilot thing --help\)$"
+    ):
         p.parse_args(["--n", "x"])
 
 

@@ -41,14 +41,17 @@ def test_a_task_that_cannot_finish_in_the_time_left_waits_for_the_next_run(dagfi
     result = read_result(dag)
     assert result is not None and result.outcome is RunOutcome.WALLTIME and result.unfinished == ["b"]
     assert Path(dag + ".rescue").read_text() == "DONE a\nDONE c\n"
-    rc, cluster, _ = simulate(dag, one_slot(), max_wall_time=0.1, duration=rt.__getitem__, timeouts=True)  # the resubmission
+    rc, cluster, _ = simulate(
+        dag, one_slot(), max_wall_time=0.1, duration=rt.__getitem__, timeouts=True
+    )  # the resubmission
     assert rc == 0 and start_order(cluster) == ["b"]
 
 
 def test_without_the_rule_the_limit_kills_work(dagfile):
     dag = dagfile(dag_text({"a": 4, "b": 3, "c": 1}))
-    rc, cluster, _ = simulate(dag, one_slot(), max_wall_time=0.1, duration=runtimes(dag).__getitem__, timeouts=True,
-                              ignore_runtimes=True)
+    rc, cluster, _ = simulate(
+        dag, one_slot(), max_wall_time=0.1, duration=runtimes(dag).__getitem__, timeouts=True, ignore_runtimes=True
+    )
     assert rc == 1 and start_order(cluster) == ["a", "b"] and cluster.killed == [("b", 2.0)]
     result = read_result(dag)
     assert result is not None and result.outcome is RunOutcome.WALLTIME
@@ -57,12 +60,18 @@ def test_without_the_rule_the_limit_kills_work(dagfile):
 def test_work_sent_ahead_respects_the_time_left(dagfile):
     """Short tasks are prefetched and chained children sent along: none may start past the limit."""
     wide = dagfile(dag_text({f"s{i}": 0.1 for i in range(40)}), name="wide.dag")
-    rc, cluster, master = simulate(wide, one_slot(), max_wall_time=1 / 60, duration=runtimes(wide).__getitem__, timeouts=True)
+    rc, cluster, master = simulate(
+        wide, one_slot(), max_wall_time=1 / 60, duration=runtimes(wide).__getitem__, timeouts=True
+    )
     assert rc == 1 and cluster.killed == [] and 7 <= len(start_order(cluster)) <= 9
     assert master.slots.queued_total == 0
-    chain = dagfile(dag_text({f"c{i}": 0.1 for i in range(40)}, "".join(f"EDGE c{i} c{i + 1}\n" for i in range(39))),
-                    name="chain.dag")
-    rc, cluster, _ = simulate(chain, one_slot(), max_wall_time=1 / 60, duration=runtimes(chain).__getitem__, timeouts=True)
+    chain = dagfile(
+        dag_text({f"c{i}": 0.1 for i in range(40)}, "".join(f"EDGE c{i} c{i + 1}\n" for i in range(39))),
+        name="chain.dag",
+    )
+    rc, cluster, _ = simulate(
+        chain, one_slot(), max_wall_time=1 / 60, duration=runtimes(chain).__getitem__, timeouts=True
+    )
     assert rc == 1 and cluster.killed == [] and 7 <= len(start_order(cluster)) <= 9
     result = read_result(chain)
     assert result is not None and result.outcome is RunOutcome.WALLTIME
@@ -73,7 +82,10 @@ def test_a_task_longer_than_the_whole_limit_still_starts(dagfile, caplog):
     dag = dagfile(dag_text({"huge": 100, "small": 1}))
     rc, cluster, _ = simulate(dag, one_slot(), max_wall_time=0.1, duration=runtimes(dag).__getitem__, timeouts=True)
     assert rc == 1 and start_order(cluster) == ["huge"] and cluster.killed == [("huge", 6.0)]
-    assert "1 task(s) have a runtime longer than the 6.0 s this run has for tasks" in caplog.text and "huge: 100 s" in caplog.text
+    assert (
+        "1 task(s) have a runtime longer than the 6.0 s this run has for tasks" in caplog.text
+        and "huge: 100 s" in caplog.text
+    )
 
 
 def test_a_task_that_a_fresh_run_could_not_start_either_is_not_held(dagfile):
