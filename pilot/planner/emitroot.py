@@ -20,7 +20,7 @@ from pilot.jobrequest import pilot_args, request_for
 from pilot.planner import subworkflow
 from pilot.planner.batchopts import BatchOptions
 from pilot.planner.dagfile import roots_of
-from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Cluster, JobType
+from pilot.planner.model import DEFAULT_MAXJOBS, Catalogs, Cluster, JobType, children_of, uses_of
 from pilot.planner.resolve import Template
 from pilot.sites import SiteConfig
 
@@ -45,8 +45,7 @@ class Templates(Protocol):
 
 # A job's fields read by C-level accessors: a cluster's task table is built a column at a time (a million jobs).
 _id, _name, _namespace, _version = attrgetter("id"), attrgetter("name"), attrgetter("namespace"), attrgetter("version")
-_args_line, _command, _children = attrgetter("args_line"), attrgetter("command"), attrgetter("children")
-_metadata, _uses = attrgetter("metadata"), attrgetter("uses")
+_args_line, _command, _metadata = attrgetter("args_line"), attrgetter("command"), attrgetter("metadata")
 _kind = attrgetter("type._value_")
 _request = attrgetter("request")  # a template's
 
@@ -138,7 +137,7 @@ def task_table(cluster: Cluster, templates: Iterable[Template], data_ids: set[st
         }
         for k in qualified:
             labels[k] = jobs[k].tx_label
-        children = list(map(_children, jobs))
+        children = list(map(children_of, jobs))
         table.ids += ids
         table.transformations += labels
         table.argvs += argvs
@@ -146,7 +145,7 @@ def task_table(cluster: Cluster, templates: Iterable[Template], data_ids: set[st
         table.edge_parents += itertools.chain.from_iterable(map(itertools.repeat, ids, map(len, children)))
         table.edge_children += map(_id, itertools.chain.from_iterable(children))
         metadata.update((k, jobs[k - base].metadata) for k in itertools.compress(places, map(_metadata, jobs)))
-        for k in itertools.compress(places, map(_uses, jobs)):
+        for k in itertools.compress(places, map(uses_of, jobs)):
             mapped = _mapped_files(jobs[k - base].uses)
             if mapped:
                 files[k] = mapped
