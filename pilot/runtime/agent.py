@@ -28,6 +28,7 @@ rescue logs let them resume elsewhere), then the workers are stopped.
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import time
@@ -100,6 +101,9 @@ class Agent:
         self.taken = 0
         self.held: set[str] = set()  # hosts a fed DAG holds whole: the other DAGs start nothing there
         self._inbox_mtime = -2  # its modification time at the last read (none yet)
+        # Requests read and not yet taken: one is taken per turn of the loop, between dispatches and results, so
+        # that of many DAGs fed at once the first starts its tasks while the next are being opened.
+        self._pending: collections.deque[inbox.Request] = collections.deque()
         self._alive = set(self.workers)
         # Ends runs' records off the dispatch path: a run's end (its summary, the merge of its stdio, the fsyncs of
         # its rescue log, result and done file: some 10 ms) would otherwise hold every other run's next task.
@@ -146,6 +150,8 @@ class Agent:
             if now >= next_look:
                 self._look()
                 next_look = now + INBOX_EVERY
+            if self._pending:
+                self._take_next()
             if self.stopping is None:
                 why = limits.stop_reason()
                 if why is not None:
@@ -161,13 +167,13 @@ class Agent:
                 if r.drained and (r.abort_reason or now >= r.settle_at) or (r.abort_reason and now >= r.kill_deadline)
             ]:
                 self._end(run)
-            if self.stopping is not None and not self.runs:
+            if self.stopping is not None and not self.runs and not self._pending:
                 return
             if now >= next_flush:
                 for run in self.runs:
                     run.flush()
                 next_flush = now + FLUSH_EVERY
-            timeout = max(0.0, min(next_look, next_flush) - clock())
+            timeout = 0.0 if self._pending else max(0.0, min(next_look, next_flush) - clock())
             got = self.t.recv(timeout=timeout, wake=limits.interrupted if self.stopping is None else None)
             if got is not None:
                 source, msg = got
@@ -195,14 +201,22 @@ class Agent:
             if not isinstance(req, inbox.Request):  # (id, why it cannot be read)
                 log.error("inbox request %s: %s", *req)
                 inbox.write_done(self.inbox, req[0], 2)
-            elif self.stopping is not None:  # not started: it resumes elsewhere as it is
-                inbox.write_done(self.inbox, req.id, 1)
             else:
-                self._take(req)
+                self._pending.append(req)
         if seen.cancels:
+            while any(req.id in seen.cancels for req in self._pending):  # taken first, to end as a run's cancel
+                self._take_next()
             for run in self.runs:
                 if run.id in seen.cancels:
                     self._abort(run, "cancelled", signalled=True)
+
+    def _take_next(self) -> None:
+        """Take the first request read (a run that stops answers it unstarted: it resumes elsewhere as it is)."""
+        req = self._pending.popleft()
+        if self.stopping is not None:
+            inbox.write_done(self.inbox, req.id, 1)
+        else:
+            self._take(req)
 
     def _take(self, req: inbox.Request) -> None:
         """Start a fed DAG's run; a DAG that cannot start ends at once, its result and done file saying why."""
@@ -290,6 +304,8 @@ class Agent:
     def _stop_all(self, why: str, signalled: bool) -> None:
         log.info("Pilot run stopping: %s", why)
         self.stopping = why
+        while self._pending:  # answered unstarted
+            self._take_next()
         for run in self.runs:
             self._abort(run, why, signalled)
 
