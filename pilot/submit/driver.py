@@ -289,6 +289,14 @@ class Driver:
         self._dirty = True
         return True
 
+    def _backed_out(self) -> set[str]:
+        """Sites a cluster was withdrawn from (pending past the site's pending_limit) where nothing of the run runs
+        now: a new cluster goes to another site first rather than wait out the limit there again."""
+        withdrawn = {c.withdrawn_from for c in self.state.clusters.values() if c.withdrawn_from}
+        if not withdrawn:
+            return set()
+        return withdrawn - {c.site for c in self.state.clusters.values() if c.queue is QueueState.RUNNING}
+
     def _withdraw(self, c: ClusterRecord, site: SiteConfig, status: QueueStatus) -> bool:
         """Back out of binding ``c`` to ``site`` when its job has been pending there for the site's pending_limit
         and another of the run's sites has room: the job is cancelled and the cluster bound to that site, once
@@ -511,9 +519,10 @@ class Driver:
 
     def _release(self) -> bool:
         """Submit every ready cluster that has room on a site. All of them are recorded as SUBMITTING (with
-        their unique job names) in one write before the first submission, and each job id is written as
-        soon as it is known: a restart after a crash anywhere in between looks a job up by name instead of
-        submitting it twice. Other changes (queue states, outcomes) are written once per pass."""
+        their unique job names) in one write before the first submission, and each batch job's id is written
+        as soon as it is known: a restart after a crash anywhere in between looks a job up by name instead of
+        submitting it twice. Other changes (queue states, outcomes, clusters fed to a pilot job's run, which a
+        restart finds by their DAG lock) are written once per pass."""
         now = self.clock.monotonic()
         active = collections.Counter(
             c.site
@@ -524,6 +533,7 @@ class Driver:
             self.specs[c.name].category for c in self.state.clusters.values() if c.state in ACTIVE
         )  # DAGMan categories: active data jobs of each kind
         batch: list[tuple[ClusterRecord, SiteConfig, ClusterRecord]] = []  # (record, site, the record before)
+        backed_out = self._backed_out()
         submitted, idle = self._throttled()
         maxjobs, maxidle = self.throttle.maxjobs, self.throttle.maxidle
         for c in self.state.clusters.values():
@@ -538,7 +548,7 @@ class Driver:
                 continue  # as many of its category run as Pegasus' MAXJOBS allows
             if self._run_elsewhere(c):
                 continue
-            site = self._pick_site(c, active)
+            site = self._pick_site(c, active, backed_out)
             if site is None:
                 continue  # its site is full; another cluster may fit elsewhere
             active[site.name] += spec.subworkflow is None
@@ -599,7 +609,10 @@ class Driver:
             self._dirty = True
         return True
 
-    def _pick_site(self, c: ClusterRecord, active: Mapping[str | None, int]) -> SiteConfig | None:
+    def _pick_site(
+        self, c: ClusterRecord, active: Mapping[str | None, int], backed_out: Collection[str] = ()
+    ) -> SiteConfig | None:
+        """The site with the most room for a new cluster, a site ``backed_out`` of only when none other has any."""
         if c.site is not None:  # further attempts stay where the cluster ran
             site = self.site_by_name[c.site]
             return site if active[site.name] < site.max_queued else None
@@ -607,7 +620,7 @@ class Driver:
         for site in self.sites:
             if active[site.name] >= site.max_queued:
                 continue
-            rank = -active[site.name] / site.max_queued
+            rank = (site.name not in backed_out, -active[site.name] / site.max_queued)
             if best_rank is None or rank > best_rank:
                 best, best_rank = site, rank
         return best

@@ -300,6 +300,27 @@ def test_a_job_pending_past_its_sites_pending_limit_is_withdrawn_once_and_bound_
     assert saved["a"]["withdrawn_from"] == "x"
 
 
+def test_after_a_withdrawal_new_clusters_go_to_another_site_first_until_the_site_runs_one(tmp_path):
+    slow = SiteConfig(name="x", scheduler="local", max_queued=10, pending_limit=60)
+    driver, queue, clock = setup(tmp_path, {"a": [], "b": ["a"], "c": ["b"]}, sites=[slow, site("y", 10)])
+    driver.recover()
+    driver.step()
+    queue.pin("a", QueueStatus(QueueState.PENDING, "Priority"))
+    driver.step()
+    clock.sleep(61)
+    driver.step()  # a withdrawn from x to y
+    assert driver.state.clusters["a"].withdrawn_from == "x"
+    queue.release("a")
+    while driver.state.clusters["b"].site is None:
+        driver.step()
+    assert driver.state.clusters["b"].site == "y"  # x and y both idle: y first, a cluster did not start at x
+    assert driver._backed_out() == {"x"}
+    driver.state.clusters["a"].site, driver.state.clusters["a"].queue = "x", QueueState.RUNNING
+    assert driver._backed_out() == set()  # something of the run runs at x again: it ranks as before
+    driver.state.clusters["a"].site, driver.state.clusters["a"].queue = "y", None
+    assert driver.run() is True and states(driver) == {"a": "done", "b": "done", "c": "done"}
+
+
 def test_without_a_pending_limit_or_another_site_nothing_is_withdrawn(tmp_path):
     alone = SiteConfig(name="x", scheduler="local", max_queued=10, pending_limit=60)
     for sites in ([alone], [site("x"), site("y")]):
