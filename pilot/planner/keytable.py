@@ -71,6 +71,15 @@ _THREADS = (
     "pegasus-transfer's {option} in the data jobs: the execution site's entry, else the workflow's "
     "profiles, else the property pegasus.{key} (planner.staging)"
 )
+# The env keys naming a credential file that pegasus-transfer reads for a site's URLs.
+CREDENTIAL_FILE_KEYS = (
+    "boto_config",
+    "google_pkcs12",
+    "irods_environment_file",
+    "pegasus_credentials",
+    "ssh_private_key",
+    "x509_user_proxy",
+)
 _CREDENTIAL = (
     "on a site's entry: the data jobs' {var}_<site> variable, which pegasus-transfer reads for that "
     "site's URLs (planner.staging)"
@@ -201,17 +210,7 @@ PEGASUS: dict[str, Key] = {
     "collapser": _r("Pegasus has no replacement for this old key either: use job.aggregator"),
     "type": _r("a sub-workflow is a job of type pegasusWorkflow in the workflow: drop it"),
     "tag": _r("pilot keeps no job tags: record it as the job's metadata"),
-    **{
-        key: _h(_CREDENTIAL.format(var=key.upper()))
-        for key in (
-            "boto_config",
-            "google_pkcs12",
-            "irods_environment_file",
-            "pegasus_credentials",
-            "ssh_private_key",
-            "x509_user_proxy",
-        )
-    },
+    **{key: _h(_CREDENTIAL.format(var=key.upper())) for key in CREDENTIAL_FILE_KEYS},
     "s3cfg": _r(_CRED),
 }
 # Keys that act on the data jobs only: on a compute job they act on nothing, as in Pegasus (said once).
@@ -224,15 +223,8 @@ DATA_JOB_KEYS = {
         for key in ("transfer.threads", "transfer.arguments")
     },
     **{
-        key: ("no effect on a compute job: the data jobs get a credential from a site's entry, for that site's " "URLs")
-        for key in (
-            "boto_config",
-            "google_pkcs12",
-            "irods_environment_file",
-            "pegasus_credentials",
-            "ssh_private_key",
-            "x509_user_proxy",
-        )
+        key: "no effect on a compute job: the data jobs get a credential from a site's entry, for that site's URLs"
+        for key in CREDENTIAL_FILE_KEYS
     },
 }
 # The credential keys, and the variable pegasus-transfer reads (NAME_<site label>, NAME; Pegasus' credential
