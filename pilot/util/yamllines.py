@@ -272,7 +272,10 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
         line = ""  # the first entry's line may be a list item's: it is not remembered here (no line is "")
         while True:
             if sep:
-                if _plain(v):
+                # The common value, a plain scalar starting with a letter or digit, is told in line: a sufficient
+                # test of what _plain accepts (a call per value would cost a tenth of a 10^6-job plan); any other
+                # value is read by _scalar, whose _plain is the whole rule.
+                if v[-1:] not in ": " and v[0] in _START and ": " not in v and " #" not in v:
                     value = None if v in NULLS else v
                     if line and len(seen) < CACHE:
                         seen[line] = (key, value)
@@ -280,6 +283,8 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
                     value = []
                     if line and len(seen) < CACHE:
                         seen[line] = (key, _EMPTY)  # each hit makes a list of its own
+                elif v[:1] == "[":  # a list of words (Pegasus.api writes each job's children so)
+                    value = _flow_list(v)
                 else:
                     value = _scalar(v)
                 line = nxt()
@@ -340,7 +345,8 @@ def _reader(source: Iterator[str]) -> Callable[[dict[str, Handler]], dict[str, A
                 value, line = mapping(cut, key, sep, v, depth + 1)
             elif line.startswith(dash):
                 body = line[cut:]
-                if _plain(body):
+                # "- word": in line as above (no ": " in the line when sep is empty), the rest through item()
+                if not sep and body[-1:] not in ": " and body[:1] in _START and " #" not in body:
                     value = None if body in NULLS else body
                     line = nxt()
                 else:
