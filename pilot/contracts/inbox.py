@@ -66,6 +66,11 @@ class Request(NamedTuple):
     hosts: list[str] | None = None  # the hosts it holds whole (None: it shares them all)
 
 
+def _message(path: str, text: str) -> None:
+    """Write one of the inbox's files: whole or not at all, not fsynced (see above)."""
+    write_atomic(path, text, durable=False)
+
+
 def _checked_id(job_id: str) -> str:
     if not job_id or not set(job_id) <= _ID_CHARS or job_id.startswith("."):
         raise ValueError(f"inbox request id {job_id!r}: letters, digits, _, - and . only")
@@ -75,7 +80,7 @@ def _checked_id(job_id: str) -> str:
 def write_request(inbox: str, req: Request) -> str:
     """Feed ``req`` to the run reading ``inbox``; the request's path."""
     path = os.path.join(inbox, _checked_id(req.id) + REQUEST_SUFFIX)
-    write_atomic(
+    _message(
         path,
         json.dumps(
             {
@@ -88,7 +93,6 @@ def write_request(inbox: str, req: Request) -> str:
             }
         )
         + "\n",
-        durable=False,
     )
     return path
 
@@ -144,7 +148,7 @@ def look(inbox: str) -> Look:
 
 
 def write_cancel(inbox: str, job_id: str) -> None:
-    write_atomic(os.path.join(inbox, _checked_id(job_id) + CANCEL_SUFFIX), "", durable=False)
+    _message(os.path.join(inbox, _checked_id(job_id) + CANCEL_SUFFIX), "")
 
 
 def _done_path(inbox: str, job_id: str) -> str:
@@ -153,7 +157,7 @@ def _done_path(inbox: str, job_id: str) -> str:
 
 def write_done(inbox: str, job_id: str, exit_code: int) -> None:
     os.makedirs(os.path.join(inbox, DONE_DIR), exist_ok=True)
-    write_atomic(_done_path(inbox, job_id), f"{exit_code}\n", durable=False)
+    _message(_done_path(inbox, job_id), f"{exit_code}\n")
 
 
 def read_done(inbox: str, job_id: str) -> int | None:
@@ -179,11 +183,11 @@ def clear(inbox: str, job_id: str) -> None:
 
 
 def write_stop(inbox: str) -> None:
-    write_atomic(os.path.join(inbox, STOP_FILE), "", durable=False)
+    _message(os.path.join(inbox, STOP_FILE), "")
 
 
 def write_up(inbox: str) -> None:
-    write_atomic(os.path.join(inbox, UP_FILE), "", durable=False)
+    _message(os.path.join(inbox, UP_FILE), "")
 
 
 def is_up(inbox: str) -> bool:
