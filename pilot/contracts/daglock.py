@@ -28,17 +28,21 @@ class DagRun:
 def running(path: str, try_lock: bool = True) -> DagRun | None:
     """The pilot run that holds the DAG lock of ``path``, or None when none does.
 
-    /proc/locks names a holder on this host without touching the lock; only
-    when it names none, and ``try_lock``, is a shared lock tried without
-    waiting and dropped at once (a holder on another node shows only so).
-    That try could make a ``pilot run`` starting in the same instant find the
+    With ``try_lock``, a shared lock is tried without waiting and dropped at
+    once (a holder on another node of a shared file system shows only so);
+    only when it is held is /proc/locks read, to name the holder when it runs
+    on this host. Reading /proc/locks can cost milliseconds (the kernel lists
+    every lock of the machine), which a driver would pay once per ready cluster.
+    The try could make a ``pilot run`` starting in the same instant find the
     DAG locked: try it only before starting a run of the DAG, or once nothing
-    starts one (pilot cancel), never beside a driver at work (pilot status).
+    starts one (pilot cancel), never beside a driver at work (pilot status),
+    which passes ``try_lock=False`` and reads /proc/locks only, touching no lock.
     """
+    if try_lock:
+        with held_elsewhere(path) as fd:
+            if fd is None:
+                return None
     pid = lock_owner(path)
     if pid is not None:
         return DagRun(pid, socket.gethostname())
-    if not try_lock:
-        return None
-    with held_elsewhere(path) as fd:
-        return None if fd is None else DagRun(None, None)
+    return DagRun(None, None) if try_lock else None

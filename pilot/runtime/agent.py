@@ -108,6 +108,10 @@ class Agent:
         # Ends runs' records off the dispatch path: a run's end (its summary, the merge of its stdio, the fsyncs of
         # its rescue log, result and done file: some 10 ms) would otherwise hold every other run's next task.
         self._closer = ThreadPoolExecutor(1, thread_name_prefix="pilot-end")
+        # Runs ended while fed DAGs wait to be taken: their records are closed once none waits. A cluster waiting
+        # to start holds its workflow's critical path; the close of another (its fsyncs, its summary) would cost
+        # each take of a fan of clusters fed at once several milliseconds of this interpreter and of the disk.
+        self._ended: list[DagRun] = []
         self.run_id = f"{os.uname().nodename}-{os.getpid()}-{time.time_ns():x}"
         self._handlers: dict[type, Callable[[int, Any], None]] = {
             TaskResult: self._result,
@@ -136,6 +140,7 @@ class Agent:
                 for run in list(self.runs):  # an error of the agent itself: every run still ends its record
                     run.abort("the pilot run failed", 0.0, True)
                     self._end(run)
+                self._close_ended()
                 self._closer.shutdown(wait=True)
                 self._stop_workers()
         log.info("Pilot run ends: %d DAG(s) taken (%s)", self.taken, self.stopping or "")
@@ -167,6 +172,8 @@ class Agent:
                 if r.drained and (r.abort_reason or now >= r.settle_at) or (r.abort_reason and now >= r.kill_deadline)
             ]:
                 self._end(run)
+            if self._ended and not self._pending:
+                self._close_ended()
             if self.stopping is not None and not self.runs and not self._pending:
                 return
             if now >= next_flush:
@@ -316,7 +323,12 @@ class Agent:
             del self.running[rank]  # its slot stays taken
         self.runs.remove(run)
         self.held -= run.hosts or set()
-        self._closer.submit(self._close_run, run)  # nothing else touches the run from here on
+        self._ended.append(run)  # nothing but its close touches the run from here on
+
+    def _close_ended(self) -> None:
+        for run in self._ended:
+            self._closer.submit(self._close_run, run)
+        self._ended.clear()
 
     def _close_run(self, run: DagRun) -> None:
         try:

@@ -90,3 +90,27 @@ def test_a_free_dag_lock_ends_nothing_and_is_not_taken(tmp_path):
     lock.acquire()  # nothing of the look was left holding it
     lock.release()
     assert not os.path.exists(str(dag) + ".lock")
+
+
+def test_a_free_dag_lock_is_told_by_the_lock_alone_and_a_held_one_names_its_holder(tmp_path, monkeypatch):
+    """/proc/locks lists every lock of the machine (milliseconds to read where there are many); a driver asks
+    once per ready cluster, and nearly every DAG it asks about is free: the lock tried alone tells it so."""
+    import pilot.contracts.daglock as daglock
+
+    dag = tmp_path / "c.dag"
+    dag.write_text("TASK a /bin/true\n")
+    owner = daglock.lock_owner
+    read: list[str] = []
+    monkeypatch.setattr(daglock, "lock_owner", lambda path: read.append(path) or owner(path))
+    assert running(str(dag)) is None
+    assert read == []
+    lock = DagLock(str(dag))
+    lock.acquire()
+    try:
+        for try_lock in (True, False):
+            run = running(str(dag), try_lock=try_lock)
+            assert run is not None and run.pid == os.getpid() and run.host == socket.gethostname()
+    finally:
+        lock.release()
+    assert read == [str(dag), str(dag)]
+    assert running(str(dag), try_lock=False) is None

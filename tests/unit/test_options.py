@@ -75,10 +75,11 @@ def test_long_forms_and_defaults():
         env={},
     )
     assert o.verbosity == 1 and o.skip_rescue and o.stdout == "o" and o.tries == 4 and o.rescue_path == "x"
-    d = parse_run_args(["wf.dag"], env={})
+    d = parse_run_args(["wf.dag"], env={})  # the parser is built once per program: nothing of the last parse stays
     assert (
         d.rescue_path == "wf.dag.rescue" and d.tries == 1 and d.max_failures == 0 and d.resource_log and d.sleep_on_recv
     )
+    assert d.verbosity == 0 and not d.skip_rescue and not d.nolock and d.stdout is None
 
 
 def test_monitord_hack_implies_per_task_stdio():
