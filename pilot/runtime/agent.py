@@ -48,6 +48,10 @@ from pilot.runtime.startup import Startup
 from pilot.runtime.timeleft import Limits
 from pilot.runtime.transport import Transport
 
+# What reads inbox requests, loaded with this module before MPI_Init: the first look would otherwise import it
+# (yaml and its patterns, some 25 ms) on the first fed cluster's path.
+from pilot.util import boundedload  # noqa: F401 - imported for its load time, above
+
 log = logging.getLogger("pilot.master")
 
 # Seconds between looks at the inbox: the most a fed cluster waits before its tasks are queued (measured in

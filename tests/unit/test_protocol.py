@@ -55,6 +55,7 @@ def test_every_message_kind_has_its_own_tag():
     [
         ("worker", ("dataclasses", "inspect", "hashlib", "psutil", "shutil", "socket")),
         ("master", ("dataclasses", "inspect", "psutil", "shutil", "socket")),
+        ("agent", ("dataclasses", "inspect", "psutil", "shutil", "socket")),
     ],
 )
 def test_a_rank_imports_its_side_without_costly_modules(side, absent):
