@@ -113,7 +113,8 @@ def look(inbox: str) -> Look:
     from pilot.util.boundedload import load_json  # here: the master reads requests, the driver only writes them
 
     try:
-        entries = list(os.scandir(inbox))
+        with os.scandir(inbox) as it:
+            entries = list(it)
     except FileNotFoundError:
         return Look([], set(), False)
     cancels = {e.name[: -len(CANCEL_SUFFIX)] for e in entries if e.name.endswith(CANCEL_SUFFIX)}

@@ -171,10 +171,16 @@ def _cluster(name: str, dag_path: str, extra: list[str]) -> ClusterRun:
 
 def _records(dag: Dag, folder: str, extra: list[str]) -> list[Attempt]:
     files = []
-    for entry in os.scandir(folder):
-        name = entry.name
-        if entry.is_file() and not name.endswith(_NOT_OUTPUT) and not _STDERR.search(name) and name != JOBSTATE_FILE:
-            files.append(entry.path)
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            name = entry.name
+            if (
+                entry.is_file()
+                and not name.endswith(_NOT_OUTPUT)
+                and not _STDERR.search(name)
+                and name != JOBSTATE_FILE
+            ):
+                files.append(entry.path)
     files += extra
     seen: set[tuple[str, float, int]] = set()
     out: list[Attempt] = []
@@ -302,10 +308,11 @@ def _submissions(submit_dir: str, folders: dict[str, str]) -> dict[str, list[Sub
         stem = job_name.rsplit("-", 1)[0]
         pattern = re.compile(re.escape(stem) + r"-(\d+)\.(\d+(?:\.\d+)?)" + _PARSL_SCRIPT)
         found = []
-        for entry in os.scandir(folder):
-            m = pattern.search(entry.name)
-            if m:
-                found.append((int(m.group(1)), float(m.group(2)), entry.path))
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                m = pattern.search(entry.name)
+                if m:
+                    found.append((int(m.group(1)), float(m.group(2)), entry.path))
         found.sort()
         out[name] = [Submission(t, ids[i] if i < len(ids) else "", path) for i, (_, t, path) in enumerate(found)]
     return out
