@@ -60,6 +60,9 @@ INBOX_EVERY = 0.005
 SETTLED_NS = 1_000_000_000  # a directory time older than this, unchanged: nothing new in it
 FLUSH_EVERY = 0.5  # monitoring files of every run are flushed this often (as the single-DAG master's)
 BYE_TIMEOUT = 10.0
+# The longest an ended run's close waits for the fed DAGs read before it to be taken (its done file tells the
+# driver its children may start: a stream of feeds must not hold it back for long).
+CLOSE_WAIT = 0.05
 # What a fed run takes from the agent rather than from its own command line: what the workers do with every
 # task (they read their own options) and how the hosts are set up.
 WORKER_SIDE = (
@@ -116,6 +119,7 @@ class Agent:
         # to start holds its workflow's critical path; the close of another (its fsyncs, its summary) would cost
         # each take of a fan of clusters fed at once several milliseconds of this interpreter and of the disk.
         self._ended: list[DagRun] = []
+        self._ended_at = 0.0  # when the first of them ended: none waits longer than CLOSE_WAIT
         self.run_id = f"{os.uname().nodename}-{os.getpid()}-{time.time_ns():x}"
         self._handlers: dict[type, Callable[[int, Any], None]] = {
             TaskResult: self._result,
@@ -176,7 +180,7 @@ class Agent:
                 if r.drained and (r.abort_reason or now >= r.settle_at) or (r.abort_reason and now >= r.kill_deadline)
             ]:
                 self._end(run)
-            if self._ended and not self._pending:
+            if self._ended and (not self._pending or now - self._ended_at >= CLOSE_WAIT):
                 self._close_ended()
             if self.stopping is not None and not self.runs and not self._pending:
                 return
@@ -327,6 +331,8 @@ class Agent:
             del self.running[rank]  # its slot stays taken
         self.runs.remove(run)
         self.held -= run.hosts or set()
+        if not self._ended:
+            self._ended_at = self.limits.clock()
         self._ended.append(run)  # nothing but its close touches the run from here on
 
     def _close_ended(self) -> None:
