@@ -29,7 +29,7 @@ from Pegasus.api import Job, Transformation, TransformationCatalog, Workflow
 
 tc = TransformationCatalog().add_transformations(Transformation("sleep", site="local", pfn="/bin/sleep",
                                                                 is_stageable=False))
-wf = Workflow("sleeper").add_transformation_catalog(tc).add_jobs(Job("sleep").add_args("300"))
+wf = Workflow("sleeper").add_transformation_catalog(tc).add_jobs(Job("sleep").add_args("{seconds}"))
 wf.plan(sites=["local"], submit=True)
 print("STATUS", json.dumps(wf.status(json=True)["dags"]["root"]))
 wf.status()
@@ -74,9 +74,10 @@ def test_plan_submit_wait_runs_the_diamond_through_pilot(tmp_path):
 
 
 @pytest.mark.mpi
-@pytest.mark.xdist_group("sleep-300")  # it waits until no /bin/sleep 300 of the machine is left
 def test_status_and_remove_of_a_running_workflow(tmp_path):
-    res = _script(tmp_path, SLEEPER, _user_env(tmp_path))
+    # A duration no other test's sleep has: the test waits until no such sleep of the machine is left.
+    seconds = f"300.{os.getpid()}"
+    res = _script(tmp_path, SLEEPER.replace("{seconds}", seconds), _user_env(tmp_path))
     assert res.returncode == 0, res.stdout + res.stderr
     line = next(x for x in res.stdout.splitlines() if x.startswith("STATUS "))
     assert json.loads(line[len("STATUS ") :])["state"] == "Running"
@@ -87,7 +88,7 @@ def test_status_and_remove_of_a_running_workflow(tmp_path):
         what="pilot status says the removed run ended",
     )
     wait_for(
-        lambda: not any(b"/bin/sleep\x00300" in _cmdline(pid) for pid in _pids()),
+        lambda: not any(b"/bin/sleep\x00" + seconds.encode() + b"\x00" in _cmdline(pid) for pid in _pids()),
         timeout=60,
         what="the removed run's job ended",
     )

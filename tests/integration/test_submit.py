@@ -127,7 +127,6 @@ def driver_killed_while_a_task_runs(tmp_path, seconds: int):
 
 
 @pytest.mark.mpi
-@pytest.mark.xdist_group("sleep-300")  # its /bin/sleep 300 would keep the pegasus-shims remove test waiting
 def test_cancel_after_the_driver_was_killed_ends_the_local_run(tmp_path):
     sub = driver_killed_while_a_task_runs(tmp_path, 300)
     assert processes_of(sub)  # the run goes on without its driver
