@@ -20,7 +20,9 @@ must free its slot for any run).
 The inbox is looked at between dispatch rounds, at most every
 ``INBOX_EVERY`` seconds (one stat, and a directory read when it changed),
 and the wait for results never lasts longer than that. A run's end is its own: when its last task ends its
-record is closed and its done file written, while the others go on. The
+record is closed and its done file written, while the others go on (on a
+thread of its own, once no fed DAG waits to be taken, at most ``CLOSE_WAIT``
+later: the DAGs fed at once start first). The
 agent ends when told to (a ``stop`` file), at its own wall time or on
 SIGTERM/SIGINT: the runs still going are ended as after a signal (their
 rescue logs let them resume elsewhere), then the workers are stopped.
