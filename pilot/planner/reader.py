@@ -175,7 +175,12 @@ def _read_job(raw: Any, path: str, index: int, names: dict[str, str], shared: di
         _init_job(job, id=job_id, name=one, args_line=args_line, source=path, index=index, yaml_index=index, uses=uses)
         return job
     ypath = f"jobs[{index}]"
-    stdio = tuple(_stdio_file(raw, key, path, ypath) for key in ("stdin", "stdout", "stderr"))
+    # Three calls, not a generator: one would make raw, path and ypath cells at every call, plain jobs' too
+    stdio = (
+        _stdio_file(raw, "stdin", path, ypath),
+        _stdio_file(raw, "stdout", path, ypath),
+        _stdio_file(raw, "stderr", path, ypath),
+    )
     optional_text(raw, "nodeLabel", path, ypath)  # a description: Pegasus only prints it in its debug dump of a job
     namespace, version = identifier(raw, "namespace", path, ypath), identifier(raw, "version", path, ypath)
     return Job(
@@ -189,7 +194,7 @@ def _read_job(raw: Any, path: str, index: int, names: dict[str, str], shared: di
         index=index,
         yaml_index=index,
         uses=uses,
-        stdio=stdio if any(stdio) else None,  # type: ignore[arg-type]  # three names (stdin, stdout, stderr), a tuple of any length to mypy
+        stdio=stdio if any(stdio) else None,
         metadata=_or_none(raw, "metadata", read_metadata, path, ypath, NO_METADATA),
         hooks=_or_none(raw, "hooks", read_hooks, path, ypath, ()),
     )
@@ -386,7 +391,7 @@ def _args_line(args: list, path: str, index: int) -> str:
     except TypeError:  # an item is no string: a file ({lfn: ...}), a mapping, nothing
         plain = False
     if not plain:
-        items = [_argument(a, path, f"jobs[{index}].arguments[{k}]") for k, a in enumerate(args)]
+        items = _arguments(args, path, index)
         text = " ".join(items)
     if "'" not in text and '"' not in text and "\\" not in text:  # no quote to keep: SPECIAL, as three scans in C
         # In printable text " " is the only space split() splits at: most arguments are already as it joins them
@@ -394,6 +399,12 @@ def _args_line(args: list, path: str, index: int) -> str:
             return text
         return " ".join(text.split())
     return " ".join(quote_arg(w) for w in _words(items, path, f"jobs[{index}]"))
+
+
+def _arguments(args: list, path: str, index: int) -> list[str]:
+    """``jobs[index]``'s arguments checked one by one (apart from _args_line, whose plain jobs would otherwise
+    make path and index cells for this comprehension at every call)."""
+    return [_argument(a, path, f"jobs[{index}].arguments[{k}]") for k, a in enumerate(args)]
 
 
 def _words(items: list[str], path: str, ypath: str) -> list[str]:
