@@ -104,7 +104,28 @@ class Resolved:
         self._layers: dict[tuple, Layers] = {}  # (transformation, site) -> the catalogs' profiles of its jobs
         self._envs: dict[Env, Env] = {}  # equal environments are one tuple: the DAG writer says each once
         self._aggregators: dict[str, Aggregator] = {}
-        self.by_index: list[Template] = [self._first(job, sites[job.index]) for job in wf.jobs]
+        self.by_index: list[Template] = self._resolve_all(wf.jobs, sites)
+
+    def _resolve_all(self, jobs: Sequence[Job], sites: Sequence[str]) -> list[Template]:
+        """Each job's template on its site (``sites`` by Job.index, which is the job's place in ``jobs``). The
+        jobs of a big workflow come in runs of one transformation without profiles: a job of the run of the
+        last plain job takes that job's template, the one _first would find for it, told by the identity of its
+        names (one string per name: the reader shares them) rather than by a key built and hashed per job."""
+        out: list[Template] = []
+        add, first = out.append, self._first
+        last: Template | None = None  # the template of the last plain job, unless it is wrapped (each job is)
+        name = namespace = version = site = None  # that job's
+        for job, handle in zip(jobs, sites):
+            if job.name is name and handle is site and job.namespace is namespace and job.version is version:
+                if last is not None and not job.profiles and job.type is _COMPUTE:
+                    add(last)
+                    continue
+            made = first(job, handle)
+            add(made)
+            if not job.profiles and job.type is _COMPUTE:
+                last = made if made.wrapper is None else None
+                name, namespace, version, site = job.name, job.namespace, job.version, handle
+        return out
 
     def _upper(self, job: Job, handle: str) -> Layers:
         """The catalogs' profiles of the job's transformation on site ``handle``, merged once per pair."""
