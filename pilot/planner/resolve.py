@@ -88,8 +88,8 @@ def _hinted_site(job: Job, default: str) -> str:
 
 
 class Resolved:
-    """The plan's one template cache: each job's Template by Job.index, the shared ones by (transformation,
-    site), and the aggregator's values per site. ``site`` is the site config; ``workdir`` where staged
+    """The plan's one cache: each job's Template by Job.index, the shared ones by (transformation, site) with
+    the catalog entry and the catalogs' profiles they were made of, and the aggregator's values per site. ``site`` is the site config; ``workdir`` where staged
     executables are put; ``sites`` each job's site handle by its index."""
 
     def __init__(
