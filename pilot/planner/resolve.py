@@ -89,8 +89,9 @@ def _hinted_site(job: Job, default: str) -> str:
 
 class Resolved:
     """The plan's one cache: each job's Template by Job.index, the shared ones by (transformation, site) with
-    the catalog entry and the catalogs' profiles they were made of, and the aggregator's values per site. ``site`` is the site config; ``workdir`` where staged
-    executables are put; ``sites`` each job's site handle by its index."""
+    the catalog entry and the catalogs' profiles they were made of, and the aggregator's values per site.
+    ``site`` is the site config; ``workdir`` where staged executables are put; ``sites`` each job's site handle
+    by its index."""
 
     def __init__(
         self, wf: Workflow, resolver: ProfileResolver, site: SiteConfig, workdir: Place, sites: Sequence[str]
@@ -294,10 +295,10 @@ class Resolved:
             pfn=pfn,
             wrapper=tuple(wrapper) if wrapper else None,
             staged=staged,
-            **self._read_elsewhere(profiles),
+            **self._clustering_and_fit(profiles),
         )
 
-    def _read_elsewhere(self, profiles: Mapping[str, str]) -> dict:
+    def _clustering_and_fit(self, profiles: Mapping[str, str]) -> dict:
         """The Template fields that clustering and the node-fit warning read."""
         return {
             "cluster_label": profiles.get(self.resolver.label_key) or None,
@@ -331,7 +332,7 @@ class Resolved:
             request=task_request(profiles),
             retry=self._retry(job, handle),
             batch=None,
-            **self._read_elsewhere(profiles),
+            **self._clustering_and_fit(profiles),
         )
 
     def _data(self, job: Job, handle: str) -> Template:
@@ -348,7 +349,7 @@ class Resolved:
                 retry=self._retry(job, handle),
                 batch=self._batch(job, handle),
                 runtime=runtime,
-                **self._read_elsewhere(profiles),
+                **self._clustering_and_fit(profiles),
             )
 
         return self._plain(job, handle, ("data", runtime), make)
