@@ -40,7 +40,7 @@ from pilot.contracts.clusters import ClusterKind
 from pilot.errors import ConfigError
 from pilot.planner import profilekeys, replaced
 from pilot.planner.model import Cluster, Job
-from pilot.planner.profiles import ProfileResolver
+from pilot.planner.profiles import Layers, ProfileResolver
 from pilot.sites import SiteConfig
 from pilot.siteschema import format_walltime, parse_walltime
 from pilot.util.safetext import is_plain
@@ -316,10 +316,11 @@ def _walltime(runtime: str | None, site: SiteConfig, where: str) -> float | None
     return float(minutes)
 
 
-def job_values(job: Job, resolver: ProfileResolver, site: str) -> tuple:
-    """(queue, project, glite.arguments as directive words, request_memory in MB) of one job, checked."""
+def job_values(job: Job, resolver: ProfileResolver, upper: Layers) -> tuple:
+    """(queue, project, glite.arguments as directive words, request_memory in MB) of one job, checked; ``upper``:
+    the catalogs' profiles of its transformation on its site (ProfileResolver.catalog_layers)."""
     where = job.where if job.command is None else f"{job.where}, from transformation {job.tx_label}'s profiles"
-    return _values(lambda ns: resolver.pegasus(job, site) if ns == "pegasus" else resolver.other(job, site, ns), where)
+    return _values(lambda ns: resolver.pegasus(job, upper) if ns == "pegasus" else resolver.other(job, upper, ns), where)
 
 
 def _values(profiles_of: Callable[[str], dict[str, str]], where: str) -> tuple:

@@ -46,7 +46,7 @@ from typing import TypeVar
 from pilot.contracts.clusters import ClusterKind
 from pilot.errors import ConfigError
 from pilot.planner.model import Cluster, Job, JobType, Workflow, children_of, parents_of, type_of
-from pilot.planner.profiles import ProfileResolver, float_profile, int_profile
+from pilot.planner.resolve import Template
 from pilot.util import graphs
 
 T = TypeVar("T")
@@ -85,11 +85,12 @@ def parse_techniques(words: list[str]) -> list[str]:
 
 
 class Clusterer:
-    def __init__(self, wf: Workflow, resolver: ProfileResolver, site_of, runtime_of, runtime_preference: bool) -> None:
+    """Clusters a workflow's jobs by what their templates (planner.resolve, by Job.index) say: site, label,
+    runtime, clusters.num, clusters.size and clusters.maxruntime; it reads no profile itself."""
+
+    def __init__(self, wf: Workflow, templates: Sequence[Template], runtime_preference: bool) -> None:
         self.wf = wf
-        self.resolver = resolver
-        self.site_of = site_of  # job -> Pegasus site handle
-        self.runtime_of = runtime_of  # job -> its 'runtime' profile (seconds) or None
+        self.templates = templates
         self.runtime_pref = runtime_preference
         self.topo = topological_positions(wf)
         self._names: set[str] = set()
@@ -100,9 +101,9 @@ class Clusterer:
         if techniques == ["whole"] and JobType.DAX not in map(type_of, self.wf.jobs):
             return self._whole_only()
         nodes = [
-            Cluster(name=j.task_id, jobs=[j], kind=ClusterKind.SUBWORKFLOW, site=self.site_of(j))
+            Cluster(name=j.task_id, jobs=[j], kind=ClusterKind.SUBWORKFLOW, site=self.templates[j.index].site)
             if j.type is JobType.DAX
-            else Cluster(name=f"{j.name}_{j.id}", jobs=[j], kind=ClusterKind.SINGLE, site=self.site_of(j))
+            else Cluster(name=f"{j.name}_{j.id}", jobs=[j], kind=ClusterKind.SINGLE, site=self.templates[j.index].site)
             for j in self.wf.jobs
         ]
         self._names = {n.name for n in nodes}
@@ -123,7 +124,7 @@ class Clusterer:
         link(nodes, self._index(nodes))
         check_acyclic(nodes)
         for n in nodes:
-            runtimes = [self.runtime_of(j) for j in n.jobs]
+            runtimes = [self._runtime(j) for j in n.jobs]
             known = [r for r in runtimes if r is not None]
             n.runtime = sum(known) if known else None
         return nodes
@@ -142,11 +143,19 @@ class Clusterer:
         near = {n for n in {j.name for j in jobs} if base.startswith(n) or n.startswith(base)}
         self._names = {f"{j.name}_{j.id}" for j in jobs if j.name in near}  # the single nodes' names it could meet
         cluster = Cluster(
-            name=self._unique(base), jobs=ordered, kind=ClusterKind.WHOLE, site=self.site_of(jobs[0]), in_order=True
+            name=self._unique(base),
+            jobs=ordered,
+            kind=ClusterKind.WHOLE,
+            site=self.templates[jobs[0].index].site,
+            in_order=True,
         )
-        known = [r for r in map(self.runtime_of, ordered) if r is not None]
+        known = [r for r in map(self._runtime, ordered) if r is not None]
         cluster.runtime = sum(known) if known else None
         return [cluster]
+
+    def _runtime(self, job: Job) -> float | None:
+        """The job's runtime profile (seconds), or None."""
+        return self.templates[job.index].runtime
 
     def _index(self, nodes: list[Cluster]) -> list[Cluster]:
         node_of: list[Cluster] = [None] * len(self.wf.jobs)  # type: ignore[list-item]  # every slot is filled before the list is read
@@ -200,25 +209,25 @@ class Clusterer:
         out: list[tuple[ClusterKind, str, list[Cluster]]] = []
         for (level, _, site), members in groups.items():
             job = members[0].jobs[0]
-            prof = self.resolver.pegasus(job, site)
+            template = self.templates[job.index]
             name = f"merge_{job.name}_L{level}"
             if self.runtime_pref:
-                chunks = self._by_runtime(members, prof, job, level, site)
+                chunks = self._by_runtime(members, template, job, level, site)
             else:
-                chunks = split_by_count(members, int_profile(prof, "clusters.num"), int_profile(prof, "clusters.size"))
+                chunks = split_by_count(members, template.clusters_num, template.clusters_size)
             out += [(ClusterKind.HORIZONTAL, f"{name}_{k}", chunk) for k, chunk in enumerate(chunks, 1)]
         return out
 
     def _by_runtime(
-        self, members: list[Cluster], prof: dict[str, str], job: Job, level: int, site: str
+        self, members: list[Cluster], template: Template, job: Job, level: int, site: str
     ) -> list[list[Cluster]]:
-        maxruntime = float_profile(prof, "clusters.maxruntime")
-        num = int_profile(prof, "clusters.num")
+        """``members``' jobs by runtime, clusters.maxruntime and clusters.num as the first job's template says."""
+        maxruntime, num = template.clusters_maxruntime, template.clusters_num
         if len(members) < 2:
             return [members]
         if maxruntime is None and num is None:
             what = f"{self.wf.path}: runtime clustering of the {len(members)} {job.tx_label} jobs on level {level}, site {site}"
-            if (int_profile(prof, "clusters.size") or 1) <= 1:
+            if (template.clusters_size or 1) <= 1:
                 log.info("%s: no clusters.maxruntime, clusters.num or clusters.size: not clustered", what)
                 return [[m] for m in members]
             log.warning(
@@ -229,7 +238,7 @@ class Clusterer:
             num = 1
         timed = []
         for m in members:
-            rt = self.runtime_of(m.jobs[0])
+            rt = self._runtime(m.jobs[0])
             if rt is None:
                 raise ConfigError(
                     f"{m.jobs[0].where}: runtime clustering (pegasus.clusterer.preference=Runtime) needs the "
@@ -261,12 +270,11 @@ class Clusterer:
 
     # -- label ----------------------------------------------------------------
     def _label(self, nodes: list[Cluster]) -> list[tuple[ClusterKind, str, list[Cluster]]]:
-        key = self.resolver.label_key
         groups: dict[str, list[Cluster]] = {}
         for n in nodes:
             if n.kind is not ClusterKind.SINGLE:
                 continue
-            label = self.resolver.pegasus(n.jobs[0], n.site).get(key)
+            label = self.templates[n.jobs[0].index].cluster_label
             if label:
                 groups.setdefault(label, []).append(n)
         return [(ClusterKind.LABEL, f"merge_{safe_name(label)}", members) for label, members in groups.items()]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pilot.contracts.clusters import ClusterKind
@@ -30,7 +30,6 @@ from pilot.planner import (
     yamlstream,
 )
 from pilot.planner.clustering import DEFAULT_CLUSTER, Clusterer, parse_techniques
-from pilot.planner.dagfile import requested
 from pilot.planner.dataclusters import attach_data_jobs, transfer_units
 from pilot.planner.emit import emit
 from pilot.planner.emitroot import Emitted
@@ -208,9 +207,7 @@ def _plan(req: PlanRequest) -> Plan:
     gateways.check(wf.catalogs, site, {site.handle, *sites})  # the site catalog's batch system is the site config's
     resolved = Resolved(wf, resolver, site, lay.workdir, sites)  # fails early on unknown transformations, ...
 
-    clusters: list[Cluster] = Clusterer(wf, resolver, sites_of(sites), resolved.runtime_of, runtime_pref).run(
-        techniques
-    )
+    clusters: list[Cluster] = Clusterer(wf, resolved.by_index, runtime_pref).run(techniques)
     if not clusters and "whole" in techniques:  # data reuse left no job: the data jobs are still one cluster
         clusters = [Cluster(name=f"merge_{wf.name}", jobs=[], kind=ClusterKind.WHOLE, site=site.handle)]
     data = DataJobs(wf, lay, wf.catalogs, resolved.stageable(), reused, resolved.images)
@@ -232,7 +229,7 @@ def _plan(req: PlanRequest) -> Plan:
         req.cluster_static_bp,
         taskdirs.plan_for(lay),
     )
-    for line in node_fit_warnings(emitted, site, resolver):
+    for line in node_fit_warnings(emitted, site, resolved):
         log.warning("%s", line)
     asked = next((e for e in emitted if e.batch.asked), None)
     if asked is not None and scheduler_for(site).single_host:
@@ -245,19 +242,17 @@ def _plan(req: PlanRequest) -> Plan:
     return Plan(submit_dir, wf.name, emitted, pruned=len(reused), data_jobs=len(data.made))
 
 
-def sites_of(sites: list[str]) -> Callable[[Job], str]:
-    """job -> its site handle (``sites`` by Job.index), as clustering asks it."""
-    return lambda job: sites[job.index]
-
-
 MAX_FIT_WARNINGS = 5
 
 
-def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: ProfileResolver | None) -> list[str]:
+def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolved: Resolved) -> list[str]:
     """Clusters that ask for more than the site config says a node has (ranks per node against
     cores_per_node; a task's CPUs and memory, from pmc_request_cpus/cores and pmc_request_memory/memory, against
     cores_per_node/memory_per_node_mb):
-    such a batch job or task may never start, which is better said now than after hours in a queue."""
+    such a batch job or task may never start, which is better said now than after hours in a queue.
+    A task's figures are its template's (Template.cpus_asked, memory_asked): the key and value as the job's
+    profiles write them, which the warning quotes. The jobs of one template ask the same, so a cluster's
+    template is looked at once."""
     from pilot.jobrequest import request_for
 
     cores, memory = site.cores_per_node, site.memory_per_node_mb
@@ -278,12 +273,13 @@ def node_fit_warnings(emitted: list[Emitted], site: SiteConfig, resolver: Profil
                 f"cluster {c.name} asks for {rpn} MPI ranks per node, but a node of site {site.name} has {cores} "
                 f"cores ({where}: cores_per_node): its batch job may never start; lower {fix}"
             )
-        if resolver is None:
-            continue
-        for job in c.jobs:
-            profiles = resolver.pegasus(job, c.site)
-            cpus_key = requested(profiles, ("pmc_request_cpus", "cores")) or ("", "")
-            mem_key = requested(profiles, ("pmc_request_memory", "memory")) or ("", "")
+        seen: set[int] = set()
+        for job, template in zip(c.jobs, resolved.of_cluster(c)):
+            if id(template) in seen:
+                continue
+            seen.add(id(template))
+            cpus_key = template.cpus_asked or ("", "")
+            mem_key = template.memory_asked or ("", "")
             cpus, mem = _number(cpus_key[0]), _number(mem_key[0])
             if cores and cpus and cpus > cores:
                 out.append(

@@ -12,7 +12,7 @@ file and YAML path (or properties line) the value came from.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from pilot.dag.parser import MAX_RUNTIME
 from pilot.dag.taskline import ENV_NAME
@@ -31,6 +31,7 @@ ALIASES = {
     "glite_arguments": "glite.arguments",
 }
 Env = tuple[tuple[str, str], ...]  # a task's variables, in order
+Layers = dict[str, dict[str, str]]  # per namespace, the catalogs' profiles of a transformation on a site
 
 
 def canonical(key: str) -> str:
@@ -98,8 +99,9 @@ def check_value(key: str, raw: str) -> str | None:
 
 
 class ProfileResolver:
-    """A job's profiles on a site, merged in the order of the module doc (the catalogs' layers merged once per
-    transformation and site: clustering asks a job's pegasus profiles job by job)."""
+    """A job's profiles on a site, merged in the order of the module doc. It keeps nothing per job, transformation
+    or site: the resolve step (planner.resolve) asks it once per template and keeps the catalogs' layers of each
+    transformation and site (``catalog_layers``) with its templates, so the plan has one cache, not two."""
 
     def __init__(self, catalogs: Catalogs, label_key: str) -> None:
         self.catalogs = catalogs
@@ -116,29 +118,36 @@ class ProfileResolver:
         profilekeys.fold(layer)  # checked where the properties were read
         self._from_properties = layer["pegasus"]
         self._from_properties.update(catalogs.workflow_profiles.get("pegasus", {}))
-        self._below: dict[str, dict[str, str]] = {}  # per namespace: properties, then the workflow's profiles
-        self._upper: dict[tuple, dict[str, str]] = {}
-        self._shared: dict[tuple, dict[str, str]] = {}  # (transformation, site) -> pegasus() of a job with none
-        self._envs: dict[Env, Env | None] = {}
+        # Per namespace but pegasus: the properties' <ns>.<key>, then the workflow's own profiles.
+        self._below: dict[str, dict[str, str]] = {}
+        for prop, value in catalogs.properties.items():
+            ns, _, key = prop.partition(".")
+            if key:
+                self._below.setdefault(ns, {})[key] = value
+        for ns, profiles in catalogs.workflow_profiles.items():
+            self._below.setdefault(ns, {}).update(profiles)
         self.data_env = credentials_env(catalogs)
 
-    def _catalog_layers(self, job: Job, site: str, ns: str = "pegasus") -> dict[str, str]:
-        key = (job.tx_key, site, ns)
-        merged = self._upper.get(key)
-        if merged is None:
-            merged = {}
-            site_entry = self.catalogs.sites.get(site)
-            if site_entry is not None:
-                self._check_used(site_entry.profiles)
-                merged.update(site_entry.profiles.get(ns, {}))
-            tx = self.catalogs.find_transformation(job.tx_key)
-            if tx is not None:
-                merged.update(tx.profiles.get(ns, {}))
-                tx_site = tx.sites.get(site)
-                if tx_site is not None:
-                    self._check_used(tx_site.profiles)
-                    merged.update(tx_site.profiles.get(ns, {}))
-            self._upper[key] = merged
+    def catalog_layers(self, tx_key: tuple, site: str) -> Layers:
+        """The catalogs' profiles of transformation ``tx_key``'s jobs on ``site`` per namespace: the site's, under
+        the transformation's, under its entry for the site. The entries are in use from now on, so their refused
+        and unknown keys are errors now. The resolve step keeps them per transformation and site."""
+        merged: Layers = {}
+        site_entry = self.catalogs.sites.get(site)
+        layers = []
+        if site_entry is not None:
+            self._check_used(site_entry.profiles)
+            layers.append(site_entry.profiles)
+        tx = self.catalogs.find_transformation(tx_key)
+        if tx is not None:
+            layers.append(tx.profiles)
+            tx_site = tx.sites.get(site)
+            if tx_site is not None:
+                self._check_used(tx_site.profiles)
+                layers.append(tx_site.profiles)
+        for profiles in layers:
+            for ns, values in profiles.items():
+                merged.setdefault(ns, {}).update(values)
         return merged
 
     def transformation_profiles(self, tx: Transformation, site: str, ns: str) -> dict[str, str]:
@@ -157,52 +166,44 @@ class ProfileResolver:
         profilekeys.check_deferred(profiles)
         profilekeys.check_unknown((profiles,), self.label_key)
 
-    def pegasus(self, job: Job, site: str) -> dict[str, str]:
-        """The job's pegasus profiles on ``site``. Jobs without pegasus profiles of their own share one dict per
-        (transformation, site), as a plan asks for each of a million jobs: callers read it, never change it."""
+    def pegasus(self, job: Job, upper: Layers) -> dict[str, str]:
+        """The job's pegasus profiles, ``upper`` the catalog layers of its transformation on its site
+        (``catalog_layers``). A job without pegasus profiles of its own may get ``upper``'s own dict: callers
+        read it, never change it."""
         profiles = job.profiles
+        mine = None
         if profiles:
             if profilekeys.UNKNOWN in profiles:
                 profilekeys.check_unknown((profiles,), self.label_key)
-            job_profiles = profiles.get("pegasus")
-            if job_profiles:
-                out = dict(self._from_properties)
-                out.update(job_profiles)
-                out.update(self._catalog_layers(job, site))
-                return out
-        key = (job.tx_key, site)
-        shared = self._shared.get(key)
-        if shared is None:
-            upper = self._catalog_layers(job, site)
-            shared = self._shared[key] = {**self._from_properties, **upper} if self._from_properties else upper
-        return shared
+            mine = profiles.get("pegasus")
+        catalog = upper.get("pegasus", _NONE)
+        if not mine:
+            return {**self._from_properties, **catalog} if self._from_properties else catalog
+        out = dict(self._from_properties)
+        out.update(mine)
+        out.update(catalog)
+        return out
 
-    def other(self, job: Job, site: str, ns: str) -> dict[str, str]:
-        """The job's profiles of namespace ``ns`` (env, condor, globus, ...), in the order of the module doc."""
+    def other(self, job: Job, upper: Layers, ns: str) -> dict[str, str]:
+        """The job's profiles of namespace ``ns`` (env, condor, globus, ...), in the order of the module doc; it
+        may be ``upper``'s own dict, which callers read, never change."""
         below = self._below.get(ns)
-        if below is None:
-            below = {
-                prop[len(ns) + 1 :]: value
-                for prop, value in self.catalogs.properties.items()
-                if prop.startswith(ns + ".") and len(prop) > len(ns) + 1
-            }
-            below.update(self.catalogs.workflow_profiles.get(ns, {}))
-            self._below[ns] = below
-        upper = self._catalog_layers(job, site, ns)
+        catalog = upper.get(ns, _NONE)
         mine = job.profiles.get(ns)
         if not mine and not below:
-            return upper  # the memoised catalog layers themselves: callers read, never change them
-        merged = dict(below)
+            return catalog
+        merged = dict(below or ())
         if mine:
             merged.update(mine)
-        merged.update(upper)
+        merged.update(catalog)
         return merged
 
-    def env(self, job: Job, site: str) -> Env | None:
-        """The variables the job's task gets (None: none). Equal environments are one tuple, so a DAG of
-        jobs that share one says it once (the resolve step asks once per template)."""
-        key = tuple(self.other(job, site, "env").items())
-        return self._envs.setdefault(key, key or None)
+    def env(self, job: Job, upper: Layers) -> Env | None:
+        """The variables the job's task gets (None: none)."""
+        return tuple(self.other(job, upper, "env").items()) or None
+
+
+_NONE: dict[str, str] = {}  # a namespace no layer sets: read, never changed
 
 
 def credentials_env(catalogs: Catalogs) -> tuple[tuple[str, str], ...] | None:
@@ -237,13 +238,13 @@ def catalog_profiles(catalogs: Catalogs) -> Iterator[dict[str, dict[str, str]]]:
         yield tx.profiles  # a site's entries, and the sites themselves, are checked where a job uses them
 
 
-def int_profile(profiles: dict[str, str], key: str) -> int | None:
+def int_profile(profiles: Mapping[str, str], key: str) -> int | None:
     """A whole-number profile (checked when read), or None when unset."""
     raw = profiles.get(key)
     return None if raw is None or raw == "" else int(float(raw))
 
 
-def float_profile(profiles: dict[str, str], key: str) -> float | None:
+def float_profile(profiles: Mapping[str, str], key: str) -> float | None:
     """A number profile (checked when read), or None when unset."""
     raw = profiles.get(key)
     return None if raw is None or raw == "" else float(raw)

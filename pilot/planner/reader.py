@@ -152,23 +152,35 @@ def _read_job(raw: Any, path: str, index: int, names: dict[str, str], shared: di
     passes with a dict look-up and two str methods: a workflow may list a million."""
     if type(raw) is not dict:
         raw = need_mapping(raw, path, f"jobs[{index}]", "a job: {type: job, id: ..., name: ...}")
-    kind = raw.get("type", "job")
-    if kind != "job":
+    kind = raw.get("type")  # None: no type, a job (or a null one, an error)
+    if kind != "job" and (kind is not None or "type" in raw):
         return _other_kind(raw, kind, path, f"jobs[{index}]", index)
     job_id, name = raw.get("id"), raw.get("name")
     one = names.get(name) if type(name) is str else None
     if one is None or type(job_id) is not str or not (job_id.isalnum() and job_id.isascii()):
         one = _id_and_name(raw, path, f"jobs[{index}]", names, shared)
     args = raw.get("arguments")
+    given = 2 + (kind is not None) + (args is not None)  # keys known to be there: id, name, type, arguments, uses
     if type(args) is not list:
         args = need_list(args, path, f"jobs[{index}].arguments", "of arguments")
     args_line = _args_line(args, path, index)
     uses_raw = raw.get("uses")
     uses: tuple[Use, ...] = () if uses_raw is None or uses_raw == [] else _uses(uses_raw, path, f"jobs[{index}]")
-    if _OPTIONAL.isdisjoint(raw):  # most jobs of a big workflow: nothing more to read
-        return Job(id=job_id, name=one, args_line=args_line, source=path, index=index, yaml_index=index, uses=uses)
+    # Most jobs of a big workflow have nothing more to read: when the keys known to be there are all it has, that
+    # is said without a look at each key.
+    if len(raw) == given + (uses_raw is not None) or _OPTIONAL.isdisjoint(raw):
+        # Job's own __init__, called with the same keywords as Job(...) would pass, but without the dict a call
+        # of the class packs them into for __init__ to unpack: an eighth of the time a plain job takes to read.
+        job = _new_object(Job)
+        _init_job(job, id=job_id, name=one, args_line=args_line, source=path, index=index, yaml_index=index, uses=uses)
+        return job
     ypath = f"jobs[{index}]"
-    stdio = tuple(_stdio_file(raw, key, path, ypath) for key in ("stdin", "stdout", "stderr"))
+    # Three calls, not a generator: one would make raw, path and ypath cells at every call, plain jobs' too
+    stdio = (
+        _stdio_file(raw, "stdin", path, ypath),
+        _stdio_file(raw, "stdout", path, ypath),
+        _stdio_file(raw, "stderr", path, ypath),
+    )
     optional_text(raw, "nodeLabel", path, ypath)  # a description: Pegasus only prints it in its debug dump of a job
     namespace, version = identifier(raw, "namespace", path, ypath), identifier(raw, "version", path, ypath)
     return Job(
@@ -182,7 +194,7 @@ def _read_job(raw: Any, path: str, index: int, names: dict[str, str], shared: di
         index=index,
         yaml_index=index,
         uses=uses,
-        stdio=stdio if any(stdio) else None,  # type: ignore[arg-type]  # three names (stdin, stdout, stderr), a tuple of any length to mypy
+        stdio=stdio if any(stdio) else None,
         metadata=_or_none(raw, "metadata", read_metadata, path, ypath, NO_METADATA),
         hooks=_or_none(raw, "hooks", read_hooks, path, ypath, ()),
     )
@@ -221,6 +233,8 @@ def _id_and_name(raw: dict, path: str, ypath: str, names: dict[str, str], shared
     one = names[name] = shared.setdefault(name, name)
     return one
 
+
+_new_object, _init_job = object.__new__, Job.__init__  # see _read_job
 
 # The keys of a job that most jobs lack; a job with none of them has its defaults at once.
 _OPTIONAL = frozenset(
@@ -377,14 +391,20 @@ def _args_line(args: list, path: str, index: int) -> str:
     except TypeError:  # an item is no string: a file ({lfn: ...}), a mapping, nothing
         plain = False
     if not plain:
-        items = [_argument(a, path, f"jobs[{index}].arguments[{k}]") for k, a in enumerate(args)]
+        items = _arguments(args, path, index)
         text = " ".join(items)
-    if SPECIAL.search(text) is None:
+    if "'" not in text and '"' not in text and "\\" not in text:  # no quote to keep: SPECIAL, as three scans in C
         # In printable text " " is the only space split() splits at: most arguments are already as it joins them
         if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
             return text
         return " ".join(text.split())
     return " ".join(quote_arg(w) for w in _words(items, path, f"jobs[{index}]"))
+
+
+def _arguments(args: list, path: str, index: int) -> list[str]:
+    """``jobs[index]``'s arguments checked one by one (apart from _args_line, whose plain jobs would otherwise
+    make path and index cells for this comprehension at every call)."""
+    return [_argument(a, path, f"jobs[{index}].arguments[{k}]") for k, a in enumerate(args)]
 
 
 def _words(items: list[str], path: str, ypath: str) -> list[str]:

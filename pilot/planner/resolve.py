@@ -18,11 +18,11 @@ from operator import attrgetter
 
 from pilot.errors import ConfigError
 from pilot.planner import batchopts, containers, replicas, sysinfo
-from pilot.planner.dagfile import task_head, task_request, with_credentials
+from pilot.planner.dagfile import requested, task_head, task_request, with_credentials
 from pilot.planner.datalayout import Place
 from pilot.planner.executables import Executable, executable_lfn, required_executables
 from pilot.planner.model import Cluster, Job, JobType, Link, Replica, TransformationSite, Use, Workflow
-from pilot.planner.profiles import Env, ProfileResolver, float_profile
+from pilot.planner.profiles import Env, Layers, ProfileResolver, float_profile, int_profile
 from pilot.planner.staging import expected_runtime
 from pilot.sites import SiteConfig
 from pilot.util import safetext
@@ -48,6 +48,16 @@ class Template:
     pfn: str = ""  # the executable run: the catalog entry's, or the copy staged into the job's directory
     wrapper: tuple[str, ...] | None = None  # the container runtime's words before the executable
     staged: tuple[Executable, ...] | None = None  # executables staged into the job's directory first
+    # What clustering reads: the value of the label key (pegasus.clusterer.label.key), clusters.num,
+    # clusters.size and clusters.maxruntime.
+    cluster_label: str | None = None
+    clusters_num: int | None = None
+    clusters_size: int | None = None
+    clusters_maxruntime: float | None = None
+    # (value, key) of the first of pmc_request_cpus, cores and of pmc_request_memory, memory the job sets, as
+    # written: the warning of a task larger than a node quotes them.
+    cpus_asked: tuple[str, str] | None = None
+    memory_asked: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -78,9 +88,10 @@ def _hinted_site(job: Job, default: str) -> str:
 
 
 class Resolved:
-    """The plan's one template cache: each job's Template by Job.index, the shared ones by (transformation,
-    site), and the aggregator's values per site. ``site`` is the site config; ``workdir`` where staged
-    executables are put; ``sites`` each job's site handle by its index."""
+    """The plan's one cache: each job's Template by Job.index, the shared ones by (transformation, site) with
+    the catalog entry and the catalogs' profiles they were made of, and the aggregator's values per site.
+    ``site`` is the site config; ``workdir`` where staged executables are put; ``sites`` each job's site handle
+    by its index."""
 
     def __init__(
         self, wf: Workflow, resolver: ProfileResolver, site: SiteConfig, workdir: Place, sites: Sequence[str]
@@ -91,12 +102,49 @@ class Resolved:
         self._shared: dict[tuple, Template] = {}  # (transformation, site, kind) -> the template of its plain jobs
         self._equal: dict[Template, Template] = {}  # the templates of jobs with profiles: equal ones are one
         self._entries: dict[tuple, TransformationSite] = {}  # (transformation, site) -> the entry its jobs run
+        self._layers: dict[tuple, Layers] = {}  # (transformation, site) -> the catalogs' profiles of its jobs
+        self._envs: dict[Env, Env] = {}  # equal environments are one tuple: the DAG writer says each once
         self._aggregators: dict[str, Aggregator] = {}
-        self.by_index: list[Template] = [self._first(job, sites[job.index]) for job in wf.jobs]
+        self.by_index: list[Template] = self._resolve_all(wf.jobs, sites)
 
-    def runtime_of(self, job: Job) -> float | None:
-        """The job's runtime (seconds; None: unknown), as clustering asks it."""
-        return self.by_index[job.index].runtime
+    def _resolve_all(self, jobs: Sequence[Job], sites: Sequence[str]) -> list[Template]:
+        """Each job's template on its site (``sites`` by Job.index, which is the job's place in ``jobs``). The
+        jobs of a big workflow come in runs of one transformation without profiles: a job of the run of the
+        last plain job takes that job's template, the one _first would find for it, told by the identity of its
+        names (one string per name: the reader shares them) rather than by a key built and hashed per job."""
+        out: list[Template] = []
+        add, first = out.append, self._first
+        last: Template | None = None  # the template of the last plain job, unless it is wrapped (each job is)
+        name = namespace = version = site = None  # that job's
+        for job, handle in zip(jobs, sites):
+            if job.name is name and handle is site and job.namespace is namespace and job.version is version:
+                if last is not None and not job.profiles and job.type is _COMPUTE:
+                    add(last)
+                    continue
+            made = first(job, handle)
+            add(made)
+            if not job.profiles and job.type is _COMPUTE:
+                last = made if made.wrapper is None else None
+                name, namespace, version, site = job.name, job.namespace, job.version, handle
+        return out
+
+    def _upper(self, job: Job, handle: str) -> Layers:
+        """The catalogs' profiles of the job's transformation on site ``handle``, merged once per pair."""
+        key = (job.tx_key, handle)
+        found = self._layers.get(key)
+        if found is None:
+            found = self._layers[key] = self.resolver.catalog_layers(key[0], handle)
+        return found
+
+    def _pegasus(self, job: Job, handle: str) -> dict[str, str]:
+        return self.resolver.pegasus(job, self._upper(job, handle))
+
+    def _env(self, job: Job, handle: str) -> Env | None:
+        env = self.resolver.env(job, self._upper(job, handle))
+        return None if env is None else self._envs.setdefault(env, env)
+
+    def _batch(self, job: Job, handle: str) -> tuple:
+        return batchopts.job_values(job, self.resolver, self._upper(job, handle))
 
     def stageable(self) -> dict[int, list[Executable]]:
         """Job index -> the executables staged into its directory first (planner.staging); a list per template."""
@@ -194,10 +242,8 @@ class Resolved:
             )
         runtime, spec = containers.runtime_for(job, spec, self.site_config, handle)
         if job.profiles or (job.tx_key, handle, "compute") not in self._shared:  # else its transformation's
-            env_names = tuple(name for name, _ in self.resolver.env(job, handle) or ())
-            job.wrapper = containers.wrapper(
-                spec, runtime, self.workdir.path, self.resolver.pegasus(job, handle), env_names
-            )
+            env_names = tuple(name for name, _ in self._env(job, handle) or ())
+            job.wrapper = containers.wrapper(spec, runtime, self.workdir.path, self._pegasus(job, handle), env_names)
         image = containers.staged_image(spec, runtime, self.workdir.path)
         if image is not None:
             job.uses = [*job.uses, Use(lfn=image.lfn, link=Link.INPUT)]  # a job's uses may be the shared empty tuple
@@ -210,7 +256,7 @@ class Resolved:
         return containers.WORKDIR[spec.kind]
 
     def _compute(self, job: Job, handle: str, entry: TransformationSite, inside: str | None) -> Template:
-        profiles = self.resolver.pegasus(job, handle)
+        profiles = self._pegasus(job, handle)
         staged = None
         pfn = entry.pfn
         if entry.stageable:
@@ -235,22 +281,33 @@ class Resolved:
         wrapper,
         staged: tuple[Executable, ...] | None,
     ) -> Template:
-        env = self.resolver.env(job, handle)
-        batch = batchopts.job_values(job, self.resolver, handle)
-        head = task_head(job, pfn, profiles, wrapper)
+        env, batch = self._env(job, handle), self._batch(job, handle)
+        head = task_head(job, pfn, profiles, wrapper)  # the DAG parser's check, before any other of the request
         return Template(
-            handle,
-            job.tx_label,
-            env,
-            task_request(profiles),
-            self._retry(job, handle),
-            batch,
-            runtime,
-            head,
-            pfn,
-            tuple(wrapper) if wrapper else None,
-            staged,
+            site=handle,
+            label=job.tx_label,
+            env=env,
+            request=task_request(profiles),
+            retry=self._retry(job, handle),
+            batch=batch,
+            runtime=runtime,
+            head=head,
+            pfn=pfn,
+            wrapper=tuple(wrapper) if wrapper else None,
+            staged=staged,
+            **self._clustering_and_fit(profiles),
         )
+
+    def _clustering_and_fit(self, profiles: Mapping[str, str]) -> dict:
+        """The Template fields that clustering and the node-fit warning read."""
+        return {
+            "cluster_label": profiles.get(self.resolver.label_key) or None,
+            "clusters_num": int_profile(profiles, "clusters.num"),
+            "clusters_size": int_profile(profiles, "clusters.size"),
+            "clusters_maxruntime": float_profile(profiles, "clusters.maxruntime"),
+            "cpus_asked": requested(profiles, ("pmc_request_cpus", "cores")),
+            "memory_asked": requested(profiles, ("pmc_request_memory", "memory")),
+        }
 
     def _elsewhere(self, job: Job, own: Template, handle: str) -> Template:
         """A job on a site other than its own: that site's values, with its own executable and runtime."""
@@ -263,14 +320,19 @@ class Resolved:
             if own.staged is not None
             else (self._entries.get((job.tx_key, handle)) or self._entry(job, handle)).pfn
         )
-        made = self._template(
-            job, handle, self.resolver.pegasus(job, handle), own.runtime, pfn, job.wrapper, own.staged
-        )
+        made = self._template(job, handle, self._pegasus(job, handle), own.runtime, pfn, job.wrapper, own.staged)
         return self._equal.setdefault(made, made)
 
     def _dax(self, job: Job, handle: str) -> Template:
+        profiles = self._pegasus(job, handle)
         return Template(
-            handle, job.tx_label, None, task_request(self.resolver.pegasus(job, handle)), self._retry(job, handle), None
+            site=handle,
+            label=job.tx_label,
+            env=None,
+            request=task_request(profiles),
+            retry=self._retry(job, handle),
+            batch=None,
+            **self._clustering_and_fit(profiles),
         )
 
     def _data(self, job: Job, handle: str) -> Template:
@@ -278,15 +340,16 @@ class Resolved:
         runtime = expected_runtime(job)
 
         def make(job: Job, handle: str) -> Template:
-            env = with_credentials(self.resolver.env(job, handle), self.resolver.data_env)
+            profiles = self._pegasus(job, handle)
             return Template(
-                handle,
-                job.tx_label,
-                env,
-                task_request(self.resolver.pegasus(job, handle)),
-                self._retry(job, handle),
-                batchopts.job_values(job, self.resolver, handle),
-                runtime,
+                site=handle,
+                label=job.tx_label,
+                env=with_credentials(self._env(job, handle), self.resolver.data_env),
+                request=task_request(profiles),
+                retry=self._retry(job, handle),
+                batch=self._batch(job, handle),
+                runtime=runtime,
+                **self._clustering_and_fit(profiles),
             )
 
         return self._plain(job, handle, ("data", runtime), make)

@@ -153,6 +153,8 @@ def _flow_list(v: str) -> list[Any]:
     if _FLOW_LIST.fullmatch(v) is None:
         raise NotPlain
     items: list[Any] = v[1:-1].split(", ")
+    if "~" not in v and "ull" not in v and "ULL" not in v:  # no null's text (NULLS), found without hashing each item
+        return items
     return items if NULLS.isdisjoint(items) else [None if x in NULLS else x for x in items]
 
 

@@ -137,3 +137,49 @@ def test_an_error_in_a_forked_worker_reaches_the_plan(tmp_path, monkeypatch):
                 force=True,
             )
         )
+
+
+def test_a_template_carries_what_clustering_and_the_node_fit_warning_read(tmp_path):
+    wf = api.Workflow("clustering-values")
+    wf.add_jobs(
+        api.Job("tool", _id="a").add_args("a"),
+        api.Job("tool", _id="b")
+        .add_args("b")
+        .add_profiles(api.Namespace.PEGASUS, key="label", value="stage1")
+        .add_profiles(api.Namespace.PEGASUS, key="cores", value="2"),
+    )
+    tc = transformations(
+        "local",
+        {"tool": "/bin/tool"},
+        profiles={"tool": {"clusters.size": "3", "clusters.num": "2", "clusters.maxruntime": "60", "memory": "512"}},
+    )
+    paths = write(tmp_path, wf, tc)
+    site = load_site("local")
+    planned = load(PlanRequest(workflow=paths["workflow"], site=site, tc=paths["tc"]))
+    lay = datalayout.layout(planned.catalogs, site, str(tmp_path / "submit"), planned.name, None)
+    resolved = Resolved(planned, ProfileResolver(planned.catalogs, "label"), site, lay.workdir, ["local", "local"])
+    a, b = (resolved.by_index[job.index] for job in planned.jobs)
+    assert (a.cluster_label, b.cluster_label) == (None, "stage1")
+    assert (b.clusters_num, b.clusters_size, b.clusters_maxruntime) == (2, 3, 60.0)
+    assert (a.cpus_asked, b.cpus_asked, b.memory_asked) == (None, ("2", "cores"), ("512", "memory"))
+
+
+def test_a_plain_job_after_other_transformations_jobs_still_gets_its_transformations_template(tmp_path):
+    wf = api.Workflow("runs")
+    wf.add_jobs(
+        api.Job("tool", _id="a").add_args("a"),
+        api.Job("tool", _id="a2").add_args("a2"),
+        api.Job("other", _id="e").add_args("e"),
+        api.Job("tool", _id="b").add_args("b").add_env(X="1"),
+        api.Job("tool", _id="c").add_args("c"),
+        api.Job("other", _id="e2").add_args("e2"),
+    )
+    paths = write(tmp_path, wf, transformations("local", {"tool": "/bin/tool", "other": "/bin/other"}))
+    site = load_site("local")
+    planned = load(PlanRequest(workflow=paths["workflow"], site=site, tc=paths["tc"]))
+    lay = datalayout.layout(planned.catalogs, site, str(tmp_path / "submit"), planned.name, None)
+    sites = job_sites(planned.jobs, site.handle)
+    resolved = Resolved(planned, ProfileResolver(planned.catalogs, "label"), site, lay.workdir, sites)
+    a, a2, e, b, c, e2 = resolved.by_index
+    assert a is a2 is c and e is e2 and a.head == "/bin/tool" and e.head == "/bin/other"
+    assert b is not a and b.env == (("X", "1"),)
