@@ -320,7 +320,9 @@ def job_values(job: Job, resolver: ProfileResolver, upper: Layers) -> tuple:
     """(queue, project, glite.arguments as directive words, request_memory in MB) of one job, checked; ``upper``:
     the catalogs' profiles of its transformation on its site (ProfileResolver.catalog_layers)."""
     where = job.where if job.command is None else f"{job.where}, from transformation {job.tx_label}'s profiles"
-    return _values(lambda ns: resolver.pegasus(job, upper) if ns == "pegasus" else resolver.other(job, upper, ns), where)
+    return _values(
+        lambda ns: resolver.pegasus(job, upper) if ns == "pegasus" else resolver.other(job, upper, ns), where
+    )
 
 
 def _values(profiles_of: Callable[[str], dict[str, str]], where: str) -> tuple:
