@@ -22,7 +22,7 @@ at twice a second; each process's peak RSS is the kernel's high-water mark
 ratio of the two submit walls. ``--plan-in-submit`` has ``pilot submit`` plan
 the workflow itself (``pilot submit --site local --cluster whole --dir DIR
 WORKFLOW``), as a user runs it, so the driver's peak RSS includes the plan
-(issue 25: at most 400 MB for 250,000 jobs). Figures go in notes, not tests.
+(target: at most 400 MB for 250,000 jobs).
 """
 
 from __future__ import annotations

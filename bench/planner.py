@@ -1,12 +1,15 @@
 """Planner scale: ``pilot plan`` of synthetic Pegasus workflows of 10^4..10^6 jobs, each against baselines.
 
-    python bench/planner.py [--max 1000000] [--base /path/to/other/checkout] [--repeat N]
+    python bench/planner.py [--max 1000000] [--base /path/to/other/checkout] [--repeat N] [--files]
 
-Workflow shape (issue 25): four levels of n/4 jobs, each job below the first
+Workflow shape: four levels of n/4 jobs, each job below the first
 with two parents on the level above, as Pegasus.api writes it (jobs, then
 jobDependencies, an inline transformation catalog): about 125 bytes a job,
 125 MB for a million. Planned with ``--cluster whole`` for site local, label
-free, as a PMC user plans a big workflow.
+free, as a PMC user plans a big workflow. ``--files``: each job also reads its
+parents' outputs (the first level a file of the replica catalog) and writes
+one file, kept where it is made: the planner then adds its data jobs to the
+cluster and orders them among the jobs, which the plain shape never asks of it.
 
 Each size is planned in a fresh process, which reports its peak RSS
 (getrusage), the wall time of plan() and the part of it spent in the kernel
@@ -40,19 +43,33 @@ import tempfile
 LEVELS = 4
 
 
-def write_workflow(path: str, n: int) -> None:
-    """n jobs in LEVELS levels; job k of a level has parents k and k-1 (wrapping) of the level above."""
+def write_workflow(path: str, n: int, files: bool = False) -> None:
+    """n jobs in LEVELS levels; job k of a level has parents k and k-1 (wrapping) of the level above. With
+    ``files``, each job reads its parents' outputs (the first level a file of the replica catalog) and writes
+    one file of its own, kept where it is made (no stage-out, no registration), as a Pegasus workflow that
+    moves data through shared scratch does."""
     width = max(1, n // LEVELS)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(
             "pegasus: 5.0.4\nname: synthetic\ntransformationCatalog:\n  transformations:\n"
             "  - name: step\n    sites:\n    - name: local\n      pfn: /bin/true\n      type: installed\n"
         )
+        if files:
+            fh.write("replicaCatalog:\n  replicas:\n")
+            for i in range(width):
+                fh.write(f"  - lfn: f.{i}\n    pfns:\n    - site: local\n      pfn: /data/f.{i}\n")
         fh.write("jobs:\n")
         for i in range(LEVELS * width):
-            fh.write(
-                f"- type: job\n  name: step\n  id: ID{i:07d}\n  arguments: [-i, f.{i}, -o, f.{i}.out]\n  uses: []\n"
-            )
+            if not files:
+                uses = "  uses: []\n"
+            else:
+                level, k = divmod(i, width)
+                inputs = (
+                    [f"f.{k}"] if level == 0 else [f"f.{(level - 1) * width + p}.out" for p in {k, (k - 1) % width}]
+                )
+                uses = "  uses:\n" + "".join(f"  - lfn: {lfn}\n    type: input\n" for lfn in inputs)
+                uses += f"  - lfn: f.{i}.out\n    type: output\n    stageOut: false\n    registerReplica: false\n"
+            fh.write(f"- type: job\n  name: step\n  id: ID{i:07d}\n  arguments: [-i, f.{i}, -o, f.{i}.out]\n{uses}")
         fh.write("jobDependencies:\n")
         for i in range((LEVELS - 1) * width):
             level, k = divmod(i, width)
@@ -110,6 +127,7 @@ def main() -> None:
     ap.add_argument("--max", type=int, default=1_000_000)
     ap.add_argument("--base", help="another checkout of pilot to plan the same workflows with, for comparison")
     ap.add_argument("--repeat", type=int, default=1, help="plans of each workflow by each checkout (median printed)")
+    ap.add_argument("--files", action="store_true", help="jobs read their parents' files and write one each")
     args = ap.parse_args()
     repo = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     sizes = [n for n in (10_000, 100_000, 1_000_000) if n <= args.max]
@@ -119,7 +137,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             wf = os.path.join(tmp, f"wf{n}.yml")
-            write_workflow(wf, n)
+            write_workflow(wf, n, args.files)
             size = os.path.getsize(wf)
             for k in range(args.repeat):
                 for label, checkout in runs:
