@@ -374,7 +374,7 @@ def topological_positions(wf: Workflow) -> list[int]:
     if all_parents_first(wf.jobs):
         return list(range(len(wf.jobs)))
     try:
-        order = graphs.index_order(wf.jobs)
+        order = graphs.topological_order(wf.jobs, parents_of, children_of)
     except graphlib.CycleError as exc:
         raise ConfigError(
             f"{wf.path}: jobDependencies form a cycle: {' -> '.join(j.id for j in exc.args[1])}"

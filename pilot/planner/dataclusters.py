@@ -64,7 +64,9 @@ def attach_data_jobs(wf: Workflow, clusters: list[Cluster], made: list[Job], sit
     if _whole(clusters):
         whole = clusters[0]
         around = _around(whole.jobs, made) if whole.in_order else None
-        whole.jobs = around if around is not None else graphs.index_order([*whole.jobs, *made], ordered=len(whole.jobs))
+        whole.jobs = (
+            around if around is not None else graphs.topological_order([*whole.jobs, *made], parents_of, children_of)
+        )
         return clusters
     names = {c.name for c in clusters}
     out = list(clusters)
@@ -84,7 +86,7 @@ def attach_data_jobs(wf: Workflow, clusters: list[Cluster], made: list[Job], sit
 
 
 def _around(jobs: list[Job], made: list[Job]) -> list[Job] | None:
-    """What graphs.index_order gives for ``jobs``, in topological order, and the data jobs ``made`` after them,
+    """What graphs.topological_order gives for ``jobs``, in topological order, and the data jobs ``made`` after them,
     in the plan of a workflow with no files to stage: one data job before them all (create-dir, the only one
     with children, and every job without a parent of its own its child), the others after them (cleanup, with
     parents, without children). Then each job is ready when the one before it is taken, before any data job

@@ -10,8 +10,8 @@ which is then turned to start at its earliest node so that the message is
 stable. Nodes are compared by identity, so unhashable ones (dataclasses) work.
 
 Nodes that know their own place (``Indexed``: a plan's jobs, by Job.index)
-have ``index_levels`` and ``index_order``: the same answers from tables by
-index rather than by identity, which for a million jobs is much of the cost.
+have ``index_levels``: the same answer from tables by index rather than by
+identity, which for a million jobs is much of the cost.
 
 Longest paths (``longest_paths``) are over nodes numbered in a topological
 order, the form every caller already has its nodes in (a cluster's jobs,
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import graphlib
 import heapq
-import operator
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Protocol, TypeVar
 
@@ -164,61 +163,6 @@ def index_levels(nodes: Sequence[Indexed]) -> list[int]:
     if taken < size:
         topological_order(nodes, _parents, _children)  # raises, naming the cycle
     return level
-
-
-def index_order(nodes: Sequence[Indexed], ordered: int = 0) -> list:
-    """``topological_order`` of Indexed nodes whose indexes are 0 .. len(nodes) - 1 in any order (a plan's jobs,
-    its data jobs among them): the same order, ties by place in ``nodes``, from a table by index instead of one by
-    identity, which for a million jobs saves a quarter of the time. Other nodes get ``topological_order`` itself.
-
-    The first ``ordered`` nodes, when they are in topological order among themselves (a cluster's jobs, before
-    the data jobs added to it), are mostly taken in their order: those ready are flagged in a bitmap read forward
-    from the last one taken (a heap holds only those ready behind it, and the other nodes): the same answer with
-    fewer heap operations, a third less time again."""
-    size = len(nodes)
-    place = [-1] * size
-    for k, n in enumerate(nodes):
-        i = n.index
-        if not 0 <= i < size or place[i] >= 0:
-            return topological_order(nodes, _parents, _children)
-        place[i] = k
-    ordered = min(ordered, size)
-    indeg = [len(n.parents) for n in nodes]
-    flags = bytearray(map(operator.not_, indeg[:ordered]))  # ready, at or after the last one taken
-    behind: list[int] = []  # heap: ready among the first ``ordered``, before the last one taken
-    rest = [k for k in range(ordered, size) if not indeg[k]]  # heap: ready among the others
-    pop, push, find = heapq.heappop, heapq.heappush, flags.find
-    at = 0  # after the last of the first ``ordered`` taken
-    out: list = []
-    while True:
-        k = find(1, at)
-        if behind and (k < 0 or behind[0] < k):
-            k = pop(behind)
-        elif k >= 0:
-            flags[k] = 0
-            at = k + 1
-        elif rest:
-            k = pop(rest)
-        else:
-            break
-        node = nodes[k]
-        out.append(node)
-        for c in node.children:
-            k = place[c.index] if c.index < size else -1
-            if nodes[k] is not c:
-                raise ValueError(f"node {c!r} is a child of {node!r} but not one of the nodes")
-            indeg[k] -= 1
-            if not indeg[k]:
-                if k < ordered:
-                    if k >= at:
-                        flags[k] = 1
-                    else:
-                        push(behind, k)
-                else:
-                    push(rest, k)
-    if len(out) < size:
-        topological_order(nodes, _parents, _children)  # raises, naming the cycle
-    return out
 
 
 def _parents(node: Indexed) -> Sequence[Indexed]:

@@ -38,17 +38,10 @@ def order(jobs: list[Job]) -> list[Job]:
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_index_levels_and_order_agree_with_the_generic_ones(seed):
+def test_index_levels_agree_with_the_generic_ones(seed):
     jobs = random_jobs(seed)
     assert graphs.index_levels(jobs) == by_hand_levels(jobs)
     assert max(graphs.index_levels(jobs)) > 2  # the graph has depth: levels come from parents, not all 1
-    rotated = jobs[7:] + jobs[:7]  # indexes are a permutation of the places, not the places
-    for ordered in (0, 7, 40, len(jobs), len(jobs) + 1):  # how many lead: the answer is the same for any
-        assert graphs.index_order(jobs, ordered) == order(jobs)
-        assert graphs.index_order(rotated, ordered) == order(rotated)
-    first = order(jobs)  # in topological order, then the rest in another order, as a cluster and its data jobs
-    ahead = first[:45] + first[45:][::-1]
-    assert graphs.index_order(ahead, 45) == order(ahead)
 
 
 def test_levels_are_the_longest_path_not_the_first_found():
@@ -60,14 +53,9 @@ def test_levels_are_the_longest_path_not_the_first_found():
     assert graphs.index_levels(jobs) == [1, 2, 3, 4] == by_hand_levels(jobs)
 
 
-def test_index_order_falls_back_when_indexes_are_not_places_and_names_cycles():
-    jobs = random_jobs(3)
-    jobs[0].index = jobs[1].index  # two share an index: the generic order is used
-    assert graphs.index_order(jobs) == order(jobs)
+def test_index_levels_names_cycles_and_refuses_nodes_not_at_their_index():
     a, b = Job(id="a", name="t", index=0), Job(id="b", name="t", index=1)
     a.children, b.parents, b.children, a.parents = [b], [a], [a], [b]
-    with pytest.raises(graphlib.CycleError):
-        graphs.index_order([a, b])
     with pytest.raises(graphlib.CycleError):
         graphs.index_levels([a, b])
     b.index = 5
@@ -122,7 +110,7 @@ def test_a_clusters_shape_is_its_longest_paths(seed):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_a_whole_cluster_without_staging_is_ordered_as_the_index_order(seed):
+def test_a_whole_cluster_without_staging_is_ordered_as_the_topological_order(seed):
     """A whole cluster's jobs with create-dir before them and cleanup after them are placed as the general order
     places them, without it; any other data jobs (a stage-in between, a second first job, a job with no edges)
     go to the general order."""
@@ -155,4 +143,4 @@ def test_a_whole_cluster_without_staging_is_ordered_as_the_index_order(seed):
         fast = _around(jobs, made)
         assert (fast is not None) == (extra in ("", "tail")), extra
         if fast is not None:
-            assert fast == graphs.index_order([*jobs, *made], ordered=len(jobs))
+            assert fast == order([*jobs, *made])
