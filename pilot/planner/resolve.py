@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import Any
 
 from pilot.errors import ConfigError
 from pilot.planner import batchopts, containers, replicas, sysinfo
@@ -284,11 +285,8 @@ class Resolved:
         env, batch = self._env(job, handle), self._batch(job, handle)
         head = task_head(job, pfn, profiles, wrapper)  # the DAG parser's check, before any other of the request
         return Template(
-            site=handle,
-            label=job.tx_label,
+            **self._common(job, handle, profiles),
             env=env,
-            request=task_request(profiles),
-            retry=self._retry(job, handle),
             batch=batch,
             runtime=runtime,
             head=head,
@@ -298,7 +296,16 @@ class Resolved:
             **self._clustering_and_fit(profiles),
         )
 
-    def _clustering_and_fit(self, profiles: Mapping[str, str]) -> dict:
+    def _common(self, job: Job, handle: str, profiles: Mapping[str, str]) -> dict[str, Any]:
+        """The Template fields every kind of job has: its site, label, request and retry (checked in that order)."""
+        return {
+            "site": handle,
+            "label": job.tx_label,
+            "request": task_request(profiles),
+            "retry": self._retry(job, handle),
+        }
+
+    def _clustering_and_fit(self, profiles: Mapping[str, str]) -> dict[str, Any]:
         """The Template fields that clustering and the node-fit warning read."""
         return {
             "cluster_label": profiles.get(self.resolver.label_key) or None,
@@ -326,13 +333,7 @@ class Resolved:
     def _dax(self, job: Job, handle: str) -> Template:
         profiles = self._pegasus(job, handle)
         return Template(
-            site=handle,
-            label=job.tx_label,
-            env=None,
-            request=task_request(profiles),
-            retry=self._retry(job, handle),
-            batch=None,
-            **self._clustering_and_fit(profiles),
+            **self._common(job, handle, profiles), env=None, batch=None, **self._clustering_and_fit(profiles)
         )
 
     def _data(self, job: Job, handle: str) -> Template:
@@ -341,12 +342,10 @@ class Resolved:
 
         def make(job: Job, handle: str) -> Template:
             profiles = self._pegasus(job, handle)
+            env = with_credentials(self._env(job, handle), self.resolver.data_env)
             return Template(
-                site=handle,
-                label=job.tx_label,
-                env=with_credentials(self._env(job, handle), self.resolver.data_env),
-                request=task_request(profiles),
-                retry=self._retry(job, handle),
+                **self._common(job, handle, profiles),
+                env=env,
                 batch=self._batch(job, handle),
                 runtime=runtime,
                 **self._clustering_and_fit(profiles),
