@@ -23,7 +23,7 @@ import math
 from pilot.errors import ConfigError
 from pilot.planner.datainputs import transfer_input
 from pilot.planner.datalayout import DataLayout
-from pilot.planner.model import Job, JobType, Workflow
+from pilot.planner.model import Job, JobType, Workflow, children_of, parents_of
 from pilot.planner.staging import DataJobs
 from pilot.util import graphs
 
@@ -77,16 +77,16 @@ def _in_place(wf: Workflow, jobs: list[Job], lay: DataLayout, data: DataJobs) ->
         for lfn in lfns:
             users.setdefault(lfn, []).append(job)
     owned: dict[int, tuple[Job, list[str]]] = {}
-    # By Job.index (its place in jobs), roots 1; only where a file is to be removed (a workflow may have none).
-    levels = graphs.index_levels(jobs) if users.keys() - kept else []
+    # By id(job), roots 1; only where a file is to be removed (a workflow may have none).
+    levels = graphs.levels(jobs, parents_of, children_of) if users.keys() - kept else {}
     for lfn, who in users.items():
         if lfn in kept:
             continue
-        owner = who[0] if len(who) == 1 else max(who, key=lambda j: levels[j.index])
+        owner = who[0] if len(who) == 1 else max(who, key=lambda j: levels[id(j)])
         owned.setdefault(id(owner), (owner, []))[1].append(lfn)
     by_level: dict[int, list[tuple[Job, list[str]]]] = {}
     for owner, files in owned.values():
-        by_level.setdefault(levels[owner.index], []).append((owner, files))
+        by_level.setdefault(levels[id(owner)], []).append((owner, files))
     out: list[Job] = []
     num = _clusters_num(wf)
     for level in sorted(by_level):

@@ -27,8 +27,10 @@ def transfer_units(wf: Workflow, clusters: list[Cluster]) -> list[Unit]:
     """The nodes transfers are grouped by, each with its level (roots 0)."""
     if _whole(clusters):
         along = _levels_along(clusters[0].jobs, len(wf.jobs))
-        levels = graphs.index_levels(wf.jobs) if along is None else along
-        return [Unit(jobs=(job,), level=levels[job.index] - 1) for job in wf.jobs]
+        if along is None:
+            by_id = graphs.levels(wf.jobs, parents_of, children_of)
+            return [Unit(jobs=(job,), level=by_id[id(job)] - 1) for job in wf.jobs]
+        return [Unit(jobs=(job,), level=along[job.index] - 1) for job in wf.jobs]
     by_node = node_levels(clusters)
     return [Unit(jobs=c.jobs, level=by_node[id(c)] - 1) for c in clusters]
 

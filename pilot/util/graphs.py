@@ -9,10 +9,6 @@ left over there is a cycle; the standard library's ``graphlib`` names one,
 which is then turned to start at its earliest node so that the message is
 stable. Nodes are compared by identity, so unhashable ones (dataclasses) work.
 
-Nodes that know their own place (``Indexed``: a plan's jobs, by Job.index)
-have ``index_levels``: the same answer from tables by index rather than by
-identity, which for a million jobs is much of the cost.
-
 Longest paths (``longest_paths``) are over nodes numbered in a topological
 order, the form every caller already has its nodes in (a cluster's jobs,
 clusters.yml's clusters, a DAG's tasks once ordered): the levels and
@@ -25,7 +21,7 @@ from __future__ import annotations
 import graphlib
 import heapq
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 N = TypeVar("N")
 
@@ -123,54 +119,6 @@ def levels(
     if taken < len(nodes):
         topological_order(nodes, parents, children)  # raises, naming the cycle
     return {id(n): level[i] for i, n in enumerate(nodes)}
-
-
-class Indexed(Protocol):
-    """A node that lists its own parents and children and knows its place among the nodes (a planner's Job)."""
-
-    @property
-    def index(self) -> int: ...
-
-    @property
-    def parents(self) -> Sequence[Indexed]: ...
-
-    @property
-    def children(self) -> Sequence[Indexed]: ...
-
-
-def index_levels(nodes: Sequence[Indexed]) -> list[int]:
-    """``levels`` as a list in the order of ``nodes``, each of which is at its own ``index`` there: no table of
-    identities and no call per node or edge, which for a million jobs are most of the cost. A node that is not
-    at its index is a ValueError."""
-    size = len(nodes)
-    indeg = [len(n.parents) for n in nodes]
-    level = [1] * size
-    ready = [i for i, d in enumerate(indeg) if d == 0]
-    taken = 0
-    while ready:
-        i = ready.pop()
-        taken += 1
-        below = level[i] + 1
-        for c in nodes[i].children:
-            k = c.index
-            if k >= size or nodes[k] is not c:
-                raise ValueError(f"node {c!r} says it is at {k}, where {nodes[k] if k < size else 'no node'!r} is")
-            if level[k] < below:
-                level[k] = below
-            indeg[k] -= 1
-            if not indeg[k]:
-                ready.append(k)
-    if taken < size:
-        topological_order(nodes, _parents, _children)  # raises, naming the cycle
-    return level
-
-
-def _parents(node: Indexed) -> Sequence[Indexed]:
-    return node.parents
-
-
-def _children(node: Indexed) -> Sequence[Indexed]:
-    return node.children
 
 
 class LongestPaths:
