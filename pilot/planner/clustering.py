@@ -147,7 +147,6 @@ class Clusterer:
             jobs=ordered,
             kind=ClusterKind.WHOLE,
             site=self.templates[jobs[0].index].site,
-            in_order=True,
         )
         known = [r for r in map(self._runtime, ordered) if r is not None]
         cluster.runtime = sum(known) if known else None
@@ -367,12 +366,7 @@ def check_acyclic(nodes: list[Cluster]) -> None:
 
 
 def topological_positions(wf: Workflow) -> list[int]:
-    """Position of each job in a topological order (ties in workflow order); a cycle is an error naming its jobs.
-
-    Workflows mostly list parents before their children, and then that order is the answer (the one that
-    graphs.topological_order's ties give): one pass checks it."""
-    if all_parents_first(wf.jobs):
-        return list(range(len(wf.jobs)))
+    """Position of each job in a topological order (ties in workflow order); a cycle is an error naming its jobs."""
     try:
         order = graphs.topological_order(wf.jobs, parents_of, children_of)
     except graphlib.CycleError as exc:
@@ -383,13 +377,3 @@ def topological_positions(wf: Workflow) -> list[int]:
     for k, job in enumerate(order):
         pos[job.index] = k
     return pos
-
-
-def all_parents_first(jobs: list[Job]) -> bool:
-    """Whether every job's parents come before it in ``jobs`` (where each job's Job.index is its place)."""
-    for job in jobs:
-        here = job.index
-        for parent in job.parents:
-            if parent.index >= here:
-                return False
-    return True

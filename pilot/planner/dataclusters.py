@@ -26,37 +26,10 @@ def _whole(clusters: list[Cluster]) -> bool:
 def transfer_units(wf: Workflow, clusters: list[Cluster]) -> list[Unit]:
     """The nodes transfers are grouped by, each with its level (roots 0)."""
     if _whole(clusters):
-        along = _levels_along(clusters[0].jobs, len(wf.jobs))
-        if along is None:
-            by_id = graphs.levels(wf.jobs, parents_of, children_of)
-            return [Unit(jobs=(job,), level=by_id[id(job)] - 1) for job in wf.jobs]
-        return [Unit(jobs=(job,), level=along[job.index] - 1) for job in wf.jobs]
+        level = graphs.levels(wf.jobs, parents_of, children_of)
+        return [Unit(jobs=(job,), level=level[id(job)] - 1) for job in wf.jobs]
     by_node = node_levels(clusters)
     return [Unit(jobs=c.jobs, level=by_node[id(c)] - 1) for c in clusters]
-
-
-def _levels_along(order: list[Job], count: int) -> list[int] | None:
-    """Each job's level by Job.index (roots 1) in one pass over ``order``, the whole cluster's jobs, which
-    clustering put in topological order; None when ``order`` is not all ``count`` jobs or a parent comes after
-    its child."""
-    if len(order) != count:
-        return None
-    level = [0] * count
-    try:
-        for job in order:
-            if level[job.index]:
-                return None  # listed twice
-            top = 0
-            for parent in job.parents:
-                above = level[parent.index]
-                if not above:
-                    return None  # not placed yet
-                if above > top:
-                    top = above
-            level[job.index] = top + 1
-    except IndexError:  # a job of another plan
-        return None
-    return level
 
 
 def attach_data_jobs(wf: Workflow, clusters: list[Cluster], made: list[Job], site: str) -> list[Cluster]:
@@ -65,10 +38,7 @@ def attach_data_jobs(wf: Workflow, clusters: list[Cluster], made: list[Job], sit
         return clusters
     if _whole(clusters):
         whole = clusters[0]
-        around = _around(whole.jobs, made) if whole.in_order else None
-        whole.jobs = (
-            around if around is not None else graphs.topological_order([*whole.jobs, *made], parents_of, children_of)
-        )
+        whole.jobs = graphs.topological_order([*whole.jobs, *made], parents_of, children_of)
         return clusters
     names = {c.name for c in clusters}
     out = list(clusters)
@@ -85,17 +55,3 @@ def attach_data_jobs(wf: Workflow, clusters: list[Cluster], made: list[Job], sit
     link(out, node_of)
     check_acyclic(out)
     return graphs.topological_order(out, parents_of, children_of)  # parents first, as clusters.yml lists them
-
-
-def _around(jobs: list[Job], made: list[Job]) -> list[Job] | None:
-    """What graphs.topological_order gives for ``jobs``, in topological order, and the data jobs ``made`` after them,
-    in the plan of a workflow with no files to stage: one data job before them all (create-dir, the only one
-    with children, and every job without a parent of its own its child), the others after them (cleanup, with
-    parents, without children). Then each job is ready when the one before it is taken, before any data job
-    after it, so the order is that one, those jobs, the others; None for any other plan, without a pass over
-    the jobs' edges (for a million jobs, almost half a second)."""
-    heads = [m for m in made if m.children]
-    tails = [m for m in made if not m.children]
-    if len(heads) != 1 or heads[0].parents or not all(map(parents_of, tails)) or not all(map(parents_of, jobs)):
-        return None
-    return [heads[0], *jobs, *tails]

@@ -350,7 +350,6 @@ class Cluster:
     parents: list[Cluster] = field(default_factory=list)
     children: list[Cluster] = field(default_factory=list)
     runtime: float | None = None  # sum of known job runtimes
-    in_order: bool = False  # its jobs are in topological order (as --cluster whole lists them)
 
     def __repr__(self) -> str:
         return f"Cluster({self.name}, {len(self.jobs)} jobs)"

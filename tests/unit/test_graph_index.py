@@ -1,4 +1,4 @@
-"""The planner's shortcuts over a plan's jobs (which know their place, Job.index) give what the generic graph helpers give."""
+"""The planner's graph questions over a plan's jobs (which know their place, Job.index): levels, positions, shapes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import random
 import pytest
 
 from pilot.planner.clustering import topological_positions
-from pilot.planner.dataclusters import _levels_along
 from pilot.planner.model import Cluster, Job, Workflow
 from pilot.util import graphs
 
@@ -61,16 +60,7 @@ def test_topological_positions_with_or_without_jobs_listed_parents_first(parents
     for k, job in enumerate(order(wf.jobs)):
         expected[job.index] = k
     assert topological_positions(wf) == expected
-    assert (expected == list(range(len(wf.jobs)))) == parents_first  # both paths are taken
-
-
-def test_levels_along_a_topological_order_or_none():
-    jobs = random_jobs(6)
-    ordered = order(jobs)
-    assert _levels_along(ordered, len(jobs)) == by_hand_levels(jobs)
-    assert _levels_along(ordered[::-1], len(jobs)) is None  # children before parents
-    assert _levels_along(ordered[:-1] + ordered[:1], len(jobs)) is None  # one job twice, another missing
-    assert _levels_along(ordered[:-1], len(jobs)) is None
+    assert (expected == list(range(len(wf.jobs)))) == parents_first  # the jobs' own order, only when it is one
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -98,40 +88,3 @@ def test_a_clusters_shape_is_its_longest_paths(seed):
         c = Cluster(name="c", jobs=members, kind=ClusterKind.WHOLE, site="local")
         assert shape(c, runtimes) == (width, max(finish), roots)
         assert shape(c, [None] * len(members)) == (width, None, roots)
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_a_whole_cluster_without_staging_is_ordered_as_the_topological_order(seed):
-    """A whole cluster's jobs with create-dir before them and cleanup after them are placed as the general order
-    places them, without it; any other data jobs (a stage-in between, a second first job, a job with no edges)
-    go to the general order."""
-    from pilot.planner.dataclusters import _around
-
-    def plan(extra: str) -> tuple[list[Job], list[Job]]:
-        jobs = random_jobs(seed, parents_first=True)
-        made = [Job(id=f"d{k}", name="d", index=len(jobs) + k) for k in range(3)]
-        mkdir, cleanup, other = made
-
-        def edge(p: Job, c: Job) -> None:
-            p.children.append(c)
-            c.parents.append(p)
-
-        for j in [j for j in jobs if not j.parents]:
-            edge(mkdir, j)
-        for j in [j for j in jobs if not j.children]:
-            edge(j, cleanup)
-        if extra == "stage-in":
-            edge(mkdir, other)
-            edge(other, jobs[-1])
-        elif extra == "source":
-            edge(other, jobs[3])
-        elif extra == "tail":
-            edge(jobs[5], other)
-        return jobs, (made if extra else made[:2])
-
-    for extra in ("", "tail", "stage-in", "source", "isolated"):
-        jobs, made = plan(extra)
-        fast = _around(jobs, made)
-        assert (fast is not None) == (extra in ("", "tail")), extra
-        if fast is not None:
-            assert fast == order([*jobs, *made])
