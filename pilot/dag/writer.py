@@ -144,16 +144,16 @@ def task_text(context: list[str], note: str | None, more: list[str], record: str
 
 def plain_task_text(pegasus_id: int | str, transformation: str, dax_id: str, record: str) -> str:
     """task_text of a task without notes, its annotation given as ``annotation`` takes it."""
-    return f"#@ {pegasus_id} {transformation} {dax_id}\n{record}\n"
+    return f"{annotation(pegasus_id, transformation, dax_id)}\n{record}\n"
 
 
 def plain_task(pegasus_id: int | str, transformation: str, dax_id: str, name: str, head: str, arguments: str) -> str:
-    """plain_task_text of ``task_record(name, head + " " + arguments)`` (no space without arguments), made as
-    one string: the format of most of the million tasks of a planned cluster. ``head``: the task's options and
-    executable as written, never empty."""
-    if arguments:
-        return f"#@ {pegasus_id} {transformation} {dax_id}\nTASK {name} {head} {arguments}\n"
-    return f"#@ {pegasus_id} {transformation} {dax_id}\nTASK {name} {head}\n"
+    """plain_task_text of ``task_record(name, head + " " + arguments)`` (no space without arguments): the format
+    of most of the million tasks of a planned cluster. ``head``: the task's options and executable as written,
+    never empty."""
+    return plain_task_text(
+        pegasus_id, transformation, dax_id, task_record(name, f"{head} {arguments}" if arguments else head)
+    )
 
 
 def iter_dag_text(tasks: Iterable[Task]) -> Iterator[str]:
