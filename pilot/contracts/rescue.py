@@ -28,7 +28,6 @@ can only be a torn write and is ignored, so that task runs again.
 
 from __future__ import annotations
 
-import glob
 import logging
 import os
 import time
@@ -179,7 +178,14 @@ class RescueTail:
 
 def remove_stale_temps(path: str) -> None:
     """Remove ``<path>.tmp.<pid>`` files whose writer no longer runs on this host."""
-    for tmp in glob.glob(glob.escape(path) + ".tmp.*"):
+    where, prefix = os.path.split(path)
+    prefix += ".tmp."
+    try:
+        with os.scandir(where or ".") as entries:  # not glob: its pattern, a new one per log, costs a compile
+            temps = [os.path.join(where, e.name) for e in entries if e.name.startswith(prefix)]
+    except OSError:
+        return
+    for tmp in temps:
         pid = tmp.rsplit(".", 1)[1]
         if not pid.isdigit() or int(pid) == os.getpid():
             continue

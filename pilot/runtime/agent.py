@@ -19,7 +19,11 @@ must free its slot for any run).
 
 The inbox is looked at between dispatch rounds, at most every
 ``INBOX_EVERY`` seconds (one stat, and a directory read when it changed),
-and the wait for results never lasts longer than that. A run's end is its own: when its last task ends its
+and the wait for results never lasts longer than that. A request read has
+its run's files opened at once on a thread of its own (``DagRun.open_files``),
+in the order the requests came; the run is taken (``DagRun.begin``: its
+tasks queued over the shared hosts) once they are, one per turn of the
+loop, after every result already in has freed its worker. A run's end is its own: when its last task ends its
 record is closed and its done file written, while the others go on (on a
 thread of its own, once no fed DAG waits to be taken, at most ``CLOSE_WAIT``
 later: the DAGs fed at once start first). The
@@ -35,7 +39,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Collection
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from pilot.contracts import inbox
@@ -65,6 +69,9 @@ BYE_TIMEOUT = 10.0
 # The longest an ended run's close waits for the fed DAGs read before it to be taken (its done file tells the
 # driver its children may start: a stream of feeds must not hold it back for long).
 CLOSE_WAIT = 0.05
+# The longest wait for results while the next DAG to take is still being opened: its take comes at most this
+# late after its files are (the opener's thread cannot end the transport's wait).
+OPEN_POLL = 0.0005
 # What a fed run takes from the agent rather than from its own command line: what the workers do with every
 # task (they read their own options) and how the hosts are set up.
 WORKER_SIDE = (
@@ -110,10 +117,18 @@ class Agent:
         self.taken = 0
         self.held: set[str] = set()  # hosts a fed DAG holds whole: the other DAGs start nothing there
         self._inbox_mtime = -2  # its modification time at the last read (none yet)
-        # Requests read and not yet taken: one is taken per turn of the loop, between dispatches and results, so
-        # that of many DAGs fed at once the first starts its tasks while the next are being opened.
-        self._pending: collections.deque[inbox.Request] = collections.deque()
+        # Requests read and not yet taken, each with its run being opened (None: its options could not be read,
+        # the take says why): one is taken per turn of the loop, between dispatches and results, so that of many
+        # DAGs fed at once the first starts its tasks while the next are being opened.
+        self._pending: collections.deque[tuple[inbox.Request, tuple[DagRun, Future[None]] | None]] = collections.deque()
+        # Opens the files of the runs waiting to be taken, in the order they came, while this thread dispatches:
+        # a run's files (its lock, DAG, rescue log, job stderr, task stdio, jobstate.log, resource log) are
+        # milliseconds of file creation where that is slow, which every other run's next task would wait for.
+        self._opener = ThreadPoolExecutor(1, thread_name_prefix="pilot-open")
         self._alive = set(self.workers)
+        # A fed cluster's options by its arguments without the DAG (the clusters of a plan share them): the DAG
+        # is only the command line's operand, so one parse serves them all (a parse costs ~0.4 ms of a take).
+        self._parsed: dict[tuple[str, ...], RunOptions] = {}
         # Ends runs' records off the dispatch path: a run's end (its summary, the merge of its stdio, the fsyncs of
         # its rescue log, result and done file: some 10 ms) would otherwise hold every other run's next task.
         self._closer = ThreadPoolExecutor(1, thread_name_prefix="pilot-end")
@@ -151,6 +166,10 @@ class Agent:
                     run.abort("the pilot run failed", 0.0, True)
                     self._end(run)
                 self._close_ended()
+                for _, prepared in self._pending:  # read and never taken: what was opened is let go
+                    if prepared is not None:
+                        self._discard(*prepared)
+                self._opener.shutdown(wait=True)
                 self._closer.shutdown(wait=True)
                 self._stop_workers()
         log.info("Pilot run ends: %d DAG(s) taken (%s)", self.taken, self.stopping or "")
@@ -165,7 +184,7 @@ class Agent:
             if now >= next_look:
                 self._look()
                 next_look = now + INBOX_EVERY
-            if self._pending:
+            if self._pending and self._head_opened():
                 self._take_next()
             if self.stopping is None:
                 why = limits.stop_reason()
@@ -190,15 +209,23 @@ class Agent:
                 for run in self.runs:
                     run.flush()
                 next_flush = now + FLUSH_EVERY
-            timeout = 0.0 if self._pending else max(0.0, min(next_look, next_flush) - clock())
-            got = self.t.recv(timeout=timeout, wake=limits.interrupted if self.stopping is None else None)
-            if got is not None:
+            patience = 0.0
+            if self._pending:  # the next take as soon as its files are open; results meanwhile
+                # Waiting for the opener's thread: a nap, not a spin, which would hold the interpreter it needs.
+                timeout = patience = 0.0 if self._head_opened() else OPEN_POLL
+            else:
+                timeout = max(0.0, min(next_look, next_flush) - clock())
+            got = self.t.recv(
+                timeout=timeout, wake=limits.interrupted if self.stopping is None else None, patience=patience
+            )
+            while got is not None:  # every message already here: each result frees its slot before the next take
                 source, msg = got
                 handler = handlers.get(type(msg))
                 if handler is not None:
                     handler(source, msg)
                 else:
                     log.error("unexpected %s from worker %d", type(msg).__name__, source)
+                got = self.t.recv(timeout=0.0)
 
     def _look(self) -> None:
         """Take what the inbox holds: new DAGs, cancels, a stop. The directory is read only when it may have
@@ -219,34 +246,94 @@ class Agent:
                 log.error("inbox request %s: %s", *req)
                 inbox.write_done(self.inbox, req[0], 2)
             else:
-                self._pending.append(req)
+                self._pending.append((req, self._prepare(req) if self.stopping is None else None))
         if seen.cancels:
-            while any(req.id in seen.cancels for req in self._pending):  # taken first, to end as a run's cancel
+            while any(req.id in seen.cancels for req, _ in self._pending):  # taken first, to end as a run's cancel
                 self._take_next()
             for run in self.runs:
                 if run.id in seen.cancels:
                     self._abort(run, "cancelled", signalled=True)
 
+    def _head_opened(self) -> bool:
+        """Whether the first request read can be taken without waiting for the opener's thread."""
+        prepared = self._pending[0][1]
+        return prepared is None or prepared[1].done()
+
     def _take_next(self) -> None:
         """Take the first request read (a run that stops answers it unstarted: it resumes elsewhere as it is)."""
-        req = self._pending.popleft()
+        req, prepared = self._pending.popleft()
         if self.stopping is not None:
+            if prepared is not None:
+                self._discard(*prepared)
             inbox.write_done(self.inbox, req.id, 1)
         else:
-            self._take(req)
+            self._take(req, prepared)
 
-    def _take(self, req: inbox.Request) -> None:
+    def _options(self, req: inbox.Request) -> RunOptions:
+        """A fed DAG's options: its own command line, with the agent's worker-side options. PilotError when its
+        command line is refused."""
+        own = self._parsed.get(tuple(req.args))
+        if own is None:
+            own = self.parse([*req.args, req.dag])
+            self._parsed[tuple(req.args)] = own
+        else:
+            own = own._replace(dag=req.dag)
+        return own._replace(**{name: getattr(self.opts, name) for name in WORKER_SIDE}, inbox=None)
+
+    def _prepare(self, req: inbox.Request) -> tuple[DagRun, Future[None]] | None:
+        """The run of a request just read, its files being opened on the opener's thread; None when its options
+        cannot be read (its take says why)."""
+        try:
+            opts = self._options(req)
+        except PilotError:
+            return None
+        run = self._new_run(req, opts)
+        return run, self._opener.submit(run.open_files)
+
+    def _discard(self, run: DagRun, opening: Future[None]) -> None:
+        try:
+            opening.result()
+        except Exception:  # noqa: BLE001 - what it could not open is not held; the rest is let go below
+            pass
+        run.discard()
+
+    def _take(self, req: inbox.Request, prepared: tuple[DagRun, Future[None]] | None) -> None:
         """Start a fed DAG's run; a DAG that cannot start ends at once, its result and done file saying why."""
         self.taken += 1
+        if prepared is None:
+            try:
+                opts = self._options(req)
+            except PilotError as exc:
+                log.error("%s: %s", req.id, exc)
+                inbox.write_done(self.inbox, req.id, 2)
+                return
+            run = self._new_run(req, opts)
+            opening = None
+        else:
+            run, opening = prepared
         try:
-            own = self.parse([*req.args, req.dag])
-        except PilotError as exc:
-            log.error("%s: %s", req.id, exc)
-            inbox.write_done(self.inbox, req.id, 2)
+            if opening is None:
+                run.open_files()
+            else:
+                opening.result()
+            run.begin(len(self.workers))
+        except (PilotError, OSError) as exc:
+            inbox.write_done(self.inbox, req.id, run.fail(exc))
             return
-        opts = own._replace(**{name: getattr(self.opts, name) for name in WORKER_SIDE}, inbox=None)
+        log.info(
+            "%s: %s taken (%d tasks%s)",
+            req.id,
+            run.opts.dag,
+            run.engine.total if run.engine else 0,
+            f", on {', '.join(sorted(run.hosts))} alone" if run.hosts else "",
+            extra=run.tag,
+        )
+        self.held |= run.hosts or set()
+        self.runs.append(run)
+
+    def _new_run(self, req: inbox.Request, opts: RunOptions) -> DagRun:
         hosts = self._hosts(req)
-        run = DagRun(
+        return DagRun(
             req.id,
             opts,
             self.matcher,
@@ -259,21 +346,6 @@ class Agent:
             hosts,
             self.held,
         )
-        try:
-            run.open(len(self.workers))
-        except (PilotError, OSError) as exc:
-            inbox.write_done(self.inbox, req.id, run.fail(exc))
-            return
-        log.info(
-            "%s: %s taken (%d tasks%s)",
-            req.id,
-            run.opts.dag,
-            run.engine.total if run.engine else 0,
-            f", on {', '.join(sorted(hosts))} alone" if hosts else "",
-            extra=run.tag,
-        )
-        self.held |= hosts or set()
-        self.runs.append(run)
 
     def _hosts(self, req: inbox.Request) -> frozenset[str] | None:
         """The workers' names of the hosts a request holds whole; None when it shares (said in one line when it

@@ -151,6 +151,15 @@ class DagRun:
     # -- start ----------------------------------------------------------------
     def open(self, workers: int) -> None:
         """Lock and read the DAG, its rescue log and its writers; queue the tasks ready now (as ``Master._prepare``)."""
+        self.open_files()
+        self.begin(workers)
+
+    def open_files(self) -> None:
+        """What opening does on disk: its job stderr, the DAG's lock, the DAG, the rescue log and the writers.
+        It touches nothing the runs share (the hosts, the transport), so the agent does it on a thread of its
+        own for DAGs waiting to be taken: creating a run's six files costs milliseconds where file creation is
+        slow (a VM's disk, a shared file system's metadata server), which would otherwise hold every other
+        run's dispatch."""
         opts = self.opts
         if self.err is not None:
             try:
@@ -159,7 +168,6 @@ class DagRun:
             except OSError as exc:
                 log.warning("%s: cannot write its job stderr %s: %s", self.id, self.err, exc.strerror or exc)
         self.report.begin()
-        self.limits.start()
         if not opts.nolock:
             self.lock.acquire()
         self.dag = dag = read_dag(opts.dag)
@@ -189,7 +197,14 @@ class DagRun:
                 "use --no-resource-log or fix the directory",
                 lambda: ResourceLog(path, on_error=self.report.lost),
             )
-        self.engine = engine = Engine(dag, opts.tries, opts.max_failures, done)
+        self.engine = Engine(dag, opts.tries, opts.max_failures, done)
+
+    def begin(self, workers: int) -> None:
+        """The run starts over the shared hosts (after ``open_files``, on the agent's thread): its wall time
+        counts from now, its tasks must fit some host, the tasks ready now are queued."""
+        opts, dag, engine = self.opts, self.dag, self.engine
+        assert dag is not None and engine is not None
+        self.limits.start()
         self.events.run_started(opts.dag, len(dag), workers)
         self._started_events = True
         for task in dag:
@@ -391,6 +406,12 @@ class DagRun:
                 f"the rescue log {self.rescue.path} (tasks that ended after it failed run again)"
             )
         self.lock.release()
+
+    def discard(self) -> None:
+        """Opened but never begun (its pilot run stops first): its files closed and its lock released, nothing
+        recorded, so that it resumes elsewhere as it is."""
+        self._close()
+        self.end_log()
 
     def end_log(self) -> None:
         """After its last line: its job stderr takes no more."""

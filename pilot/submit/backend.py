@@ -56,6 +56,12 @@ class Backend(Protocol):
         """Between polls: whether a job may have ended since the last look, learnt without asking the queue
         (True ends the driver's wait early); None when the backend cannot tell (the driver sleeps the poll)."""
 
+    def found_by_name(self, site: SiteConfig, cluster: str) -> bool:
+        """Whether submitting ``cluster`` to ``site`` starts what a restarted driver can only find by the cluster's
+        job name (a batch job, a nested pilot submit): the driver then records the cluster as SUBMITTING, with
+        that name, before it submits. False where the cluster is handed to a running pilot job, whose run a
+        restart finds by the cluster's DAG lock."""
+
 
 class SchedulerBackend:
     """Parsl providers, made on first use per site (SlurmProvider's constructor runs a command)."""
@@ -90,6 +96,10 @@ class SchedulerBackend:
     def ended(self) -> None:
         """A batch job's end is learnt from its queue only (at the next poll)."""
         return None
+
+    def found_by_name(self, site: SiteConfig, cluster: str) -> bool:  # noqa: ARG002 - the Backend's signature
+        """Every cluster is a batch job of its own."""
+        return True
 
     def cancel(self, site: SiteConfig, jobs: Sequence[JobRef]) -> list[str]:
         """Cancel what the queue has of ``jobs``; SubmitError(transient=True) naming what could not be cancelled

@@ -518,11 +518,14 @@ class Driver:
         )
 
     def _release(self) -> bool:
-        """Submit every ready cluster that has room on a site. All of them are recorded as SUBMITTING (with
-        their unique job names) in one write before the first submission, and each batch job's id is written
-        as soon as it is known: a restart after a crash anywhere in between looks a job up by name instead of
-        submitting it twice. Other changes (queue states, outcomes, clusters fed to a pilot job's run, which a
-        restart finds by their DAG lock) are written once per pass."""
+        """Submit every ready cluster that has room on a site. Where one of them starts what a restart could
+        only find by its job name (a batch job), all of them are recorded as SUBMITTING (with their unique job
+        names) in one write before the first submission, and each batch job's id is written as soon as it is
+        known: a restart after a crash anywhere in between looks a job up by name instead of submitting it
+        twice. Other changes (queue states, outcomes, clusters fed to a pilot job's run, which a restart finds
+        by their DAG lock) are written once per pass: a pass that only feeds pilot jobs writes nothing before
+        its feeds, whose clusters wait on that write (some milliseconds, and its fsyncs stall the file
+        system's other writers)."""
         now = self.clock.monotonic()
         active = collections.Counter(
             c.site
@@ -560,7 +563,10 @@ class Driver:
             batch.append((c, site, before))
         if not batch:
             return False
-        self._save()
+        if any(self.backend.found_by_name(site, c.name) for c, site, _ in batch):
+            self._save()
+        else:
+            self._dirty = True
         for c, site, before in batch:
             if site.name in self._silent:
                 self._put_back(c, before, site)

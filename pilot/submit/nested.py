@@ -228,6 +228,10 @@ class Routed:
     def ended(self) -> bool | None:
         return self.batch.ended()  # a sub-workflow's end is seen at the poll
 
+    def found_by_name(self, site: SiteConfig, cluster: str) -> bool:
+        """A sub-workflow's nested pilot submit is recorded before it starts, as a batch job is."""
+        return self.nested.owns(cluster) or self.batch.found_by_name(site, cluster)
+
 
 def routed(
     batch: Backend, submit_dir: str, specs: Sequence[ClusterSpec], sites: dict[str, dict[str, Any]], opts: Options

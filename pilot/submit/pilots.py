@@ -122,6 +122,11 @@ class PilotBackend:
         out, err = (os.path.join(req.workdir, base + suffix) for suffix in (".block.out", ".block.err"))
         return Submitted(job_id, out, err, queued=False)
 
+    def found_by_name(self, site: SiteConfig, cluster: str) -> bool:
+        """A cluster of a site with pilot jobs is fed to one (the pilot jobs themselves are in pilots.json from
+        their submission on); any other is the per-cluster backend's."""
+        return site.name not in self.settings and self.batch.found_by_name(site, cluster)
+
     def ended(self) -> bool | None:
         """Whether a fed cluster's run may have written its done file since the last look (None: none is fed)."""
         return self._done_watch.changed(self.blocks, self.settings, self.clock())

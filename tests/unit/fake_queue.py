@@ -99,6 +99,9 @@ class FakeQueue:
     def ended(self):
         return None  # a batch job's end is learnt at the poll
 
+    def found_by_name(self, site, cluster):
+        return True  # every cluster is a batch job of its own
+
     def cancel(self, site, refs: list[JobRef]):
         done = []
         failing = [r.job_id for r in refs if r.job_id and self.jobs[r.job_id].cluster in self.cancel_fails]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from pilot.cli.run import parse_run_args
 from pilot.contracts import inbox
 from pilot.runtime import agent as agent_module
 from pilot.runtime.agent import Agent
+from pilot.runtime.protocol import RunTask, TaskResult
 from pilot.runtime.simulate import SimCluster, SimHost
 
 
@@ -58,3 +60,115 @@ def test_a_run_that_ends_while_fed_dags_wait_is_closed_once_they_are_taken(tmp_p
         assert any(waiting > 0 for waiting in handed)
     for name in names:
         assert (box / "done" / f"{name}.done").read_text().strip() == "0"
+
+
+def test_every_result_already_in_is_handled_before_the_next_dag_is_taken(tmp_path):
+    """A result frees its worker for the next fed DAG's first task: those already in when a turn of the loop
+    ends are all handled before the next take (one a turn would leave workers idle behind a stream of takes)."""
+    box = tmp_path / "inbox"
+    box.mkdir()
+    names = [f"c{i}" for i in range(6)]
+    for name in names:  # two tasks each: both workers busy after each take
+        dag = box.parent / name / f"{name}.dag"
+        dag.parent.mkdir()
+        dag.write_text("TASK a /bin/true\nTASK b /bin/true\n")
+        inbox.write_request(str(box), inbox.Request(name, str(dag), []))
+    cluster = SimCluster([SimHost("h", cpus=2, slots=2)], duration=lambda name: 0.0)
+    transport = cluster.transport
+    send = transport.send
+
+    def send_and_end(dest, msg, ring=True):  # workers quicker than a take: the result is in at once
+        send(dest, msg, ring)
+        if isinstance(msg, RunTask):
+            cluster._advance(None)
+
+    transport.send = send_and_end
+    waiting_at_take: list[int] = []
+
+    class Watched(Agent):
+        def _take(self, req, prepared):
+            waiting_at_take.append(sum(isinstance(m, TaskResult) for _, m in transport.inbox))
+            super()._take(req, prepared)
+
+        def _close_ended(self):
+            super()._close_ended()
+            if self.taken == len(names) and not self.runs and not self._pending:
+                inbox.write_stop(str(box))
+
+    agent = Watched(parse_run_args(["--inbox", str(box)]), transport, parse_run_args)
+    assert agent.run() == 0
+    assert len(waiting_at_take) == len(names)
+    assert waiting_at_take == [0] * len(names)
+    for name in names:
+        assert (box / "done" / f"{name}.done").read_text().strip() == "0"
+
+
+def test_dags_fed_with_the_same_options_are_parsed_once_each_with_its_own_dag(tmp_path):
+    """The clusters of a plan are fed with the same options: one parse serves them, each run its own DAG."""
+    box = tmp_path / "inbox"
+    box.mkdir()
+    names = ["c0", "c1", "c2"]
+    for k, name in enumerate(names):
+        dag = box.parent / name / f"{name}.dag"
+        dag.parent.mkdir()
+        dag.write_text("TASK t /bin/true\n")
+        args = ["--tries", "3"] if k < 2 else ["--tries", "2"]
+        inbox.write_request(str(box), inbox.Request(name, str(dag), args))
+    cluster = SimCluster([SimHost("h", cpus=1, slots=1)], duration=lambda name: 0.0)
+    parsed: list[list[str]] = []
+    opened: dict[str, tuple[str, int]] = {}
+
+    def parse(argv):
+        parsed.append(list(argv))
+        return parse_run_args(argv)
+
+    class Watched(Agent):
+        def _take(self, req, prepared):
+            super()._take(req, prepared)
+            run = next((r for r in self.runs if r.id == req.id), None)
+            if run is not None:
+                opened[req.id] = (run.opts.dag, run.opts.tries)
+
+        def _close_ended(self):
+            super()._close_ended()
+            if self.taken == len(names) and not self.runs and not self._pending:
+                inbox.write_stop(str(box))
+
+    agent = Watched(parse_run_args(["--inbox", str(box)]), cluster.transport, parse)
+    assert agent.run() == 0
+    assert len(parsed) == 2  # one per set of options
+    for k, name in enumerate(names):
+        assert opened[name] == (str(box.parent / name / f"{name}.dag"), 3 if k < 2 else 2)
+
+
+def test_dags_opened_ahead_and_never_taken_are_let_go_unstarted_when_the_run_stops(tmp_path):
+    """The DAGs read with the first are opened ahead (their locks taken, their files open); a stop before
+    their take lets them go as they are: no result, the lock free, answered unstarted (1) to resume elsewhere."""
+    from pilot.contracts.daglock import running
+    from pilot.contracts.result import result_path
+
+    box = tmp_path / "inbox"
+    box.mkdir()
+    names = ["c0", "c1", "c2"]
+    _feed(box, names)
+    cluster = SimCluster([SimHost("h", cpus=1, slots=1)], duration=lambda name: 0.0)
+    opened_ahead: list[bool] = []
+
+    class Watched(Agent):
+        def _take(self, req, prepared):
+            super()._take(req, prepared)
+            if self.taken == 1:  # the others were read with it and are being opened; then a stop comes
+                opened_ahead.extend(p is not None for _, p in self._pending)
+                inbox.write_stop(str(box))
+                self._inbox_mtime = -2
+                self._look()
+
+    agent = Watched(parse_run_args(["--inbox", str(box)]), cluster.transport, parse_run_args)
+    assert agent.run() == 0
+    assert opened_ahead == [True, True]
+    for name in names[1:]:
+        dag = str(box.parent / name / f"{name}.dag")
+        assert (box / "done" / f"{name}.done").read_text().strip() == "1"
+        assert running(dag) is None
+        assert not os.path.exists(result_path(dag))
+    assert (box / "done" / "c0.done").exists()

@@ -99,6 +99,9 @@ class Queue:
     def find(self, site, workdir, job_name):
         return ""
 
+    def found_by_name(self, site, cluster):
+        return True  # a per-cluster batch job
+
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
@@ -143,6 +146,17 @@ def states(b, site, ids):
     """Two polls, as the driver makes them: blocks submitted at the first are running at the second."""
     b.query(site, ids)
     return {j: s.state for j, s in b.query(site, ids).items()}
+
+
+def test_a_cluster_fed_to_a_pilot_job_is_not_found_by_name_one_of_another_site_is(env):
+    """The driver records a cluster before submitting it only where a restart must find it by name."""
+    root = env[0]
+    specs = [spec(root, "c0")]
+    b, site = backend(env, specs)
+    other = load_site("local", {"nodes": "1"})
+    other = dataclasses.replace(other, name="elsewhere")
+    assert b.found_by_name(site, "c0") is False
+    assert b.found_by_name(other, "c0") is True  # no pilot jobs there: a batch job per cluster
 
 
 def test_blocks_are_added_while_clusters_wait_never_more_than_asked_and_each_cluster_starts_in_one(env):

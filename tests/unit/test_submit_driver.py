@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -507,6 +508,30 @@ def test_every_submission_is_on_disk_before_and_after_it_happens(tmp_path):
     driver.step()
     assert [(s, named) for s, named, _ in seen] == [(ClusterState.SUBMITTING, True)] * 3
     assert [ids for _, _, ids in seen] == [[[], [], []], [["100"], [], []], [["100"], ["101"], []]]
+
+
+def test_clusters_fed_to_pilot_jobs_are_written_once_with_the_pass(tmp_path):
+    """A cluster handed to a running pilot job leaves nothing a restart finds by name (its run holds its DAG
+    lock): the pass writes no record before the feeds, which would hold every fed cluster's start, only one
+    after them."""
+    driver, queue, _ = setup(tmp_path, {f"c{i}": [] for i in range(3)})
+    submit = queue.submit
+    on_disk_then = []
+    writes = []
+
+    def fed(site, req, job_name):
+        on_disk_then.append(SubmitState.load(driver.submit_dir).clusters[req.name].state)
+        return dataclasses.replace(submit(site, req, job_name), queued=False)
+
+    queue.submit = fed
+    queue.found_by_name = lambda site, cluster: False
+    driver.recover()
+    save = driver.state.save
+    driver.state.save = lambda: (writes.append(1), save())[1]
+    driver.step()
+    assert on_disk_then == [ClusterState.WAITING] * 3
+    assert len(writes) == 1
+    assert {c.state for c in SubmitState.load(driver.submit_dir).clusters.values()} == {ClusterState.QUEUED}
 
 
 def test_records_of_clusters_no_longer_planned(tmp_path):
