@@ -34,22 +34,22 @@ rescue logs let them resume elsewhere), then the workers are stopped.
 
 from __future__ import annotations
 
-import collections
 import logging
 import os
 import time
-from collections.abc import Callable, Collection
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pilot.contracts import inbox
 from pilot.dag.model import Task
 from pilot.errors import PilotError, UsageError
 from pilot.monitor.events import RunEvents
+from pilot.runtime.arrivals import Arrival, Arrivals
 from pilot.runtime.dagrun import DagRun
 from pilot.runtime.options import RunOptions
 from pilot.runtime.protocol import KILL_GRACE, Bye, KillTask, Shutdown, TaskResult, WorkerFailed
-from pilot.runtime.slotmatch import Allocation, Matcher
+from pilot.runtime.slotmatch import Allocation, Matcher, whole_hosts
 from pilot.runtime.startup import Startup
 from pilot.runtime.timeleft import Limits
 from pilot.runtime.transport import Transport
@@ -117,14 +117,10 @@ class Agent:
         self.taken = 0
         self.held: set[str] = set()  # hosts a fed DAG holds whole: the other DAGs start nothing there
         self._inbox_mtime = -2  # its modification time at the last read (none yet)
-        # Requests read and not yet taken, each with its run being opened (None: its options could not be read,
-        # the take says why): one is taken per turn of the loop, between dispatches and results, so that of many
-        # DAGs fed at once the first starts its tasks while the next are being opened.
-        self._pending: collections.deque[tuple[inbox.Request, tuple[DagRun, Future[None]] | None]] = collections.deque()
-        # Opens the files of the runs waiting to be taken, in the order they came, while this thread dispatches:
-        # a run's files (its lock, DAG, rescue log, job stderr, task stdio, jobstate.log, resource log) are
-        # milliseconds of file creation where that is slow, which every other run's next task would wait for.
-        self._opener = ThreadPoolExecutor(1, thread_name_prefix="pilot-open")
+        # Requests read and not yet taken, their runs' files opened ahead: one is taken per turn of the loop,
+        # between dispatches and results, so that of many DAGs fed at once the first starts its tasks while the
+        # next are being opened.
+        self._pending = Arrivals()
         self._alive = set(self.workers)
         # A fed cluster's options by its arguments without the DAG (the clusters of a plan share them): the DAG
         # is only the command line's operand, so one parse serves them all (a parse costs ~0.4 ms of a take).
@@ -166,10 +162,7 @@ class Agent:
                     run.abort("the pilot run failed", 0.0, True)
                     self._end(run)
                 self._close_ended()
-                for _, prepared in self._pending:  # read and never taken: what was opened is let go
-                    if prepared is not None:
-                        self._discard(*prepared)
-                self._opener.shutdown(wait=True)
+                self._pending.end()  # read and never taken: what was opened is let go
                 self._closer.shutdown(wait=True)
                 self._stop_workers()
         log.info("Pilot run ends: %d DAG(s) taken (%s)", self.taken, self.stopping or "")
@@ -184,7 +177,7 @@ class Agent:
             if now >= next_look:
                 self._look()
                 next_look = now + INBOX_EVERY
-            if self._pending and self._head_opened():
+            if self._pending and self._pending.first_ready():
                 self._take_next()
             if self.stopping is None:
                 why = limits.stop_reason()
@@ -212,7 +205,7 @@ class Agent:
             patience = 0.0
             if self._pending:  # the next take as soon as its files are open; results meanwhile
                 # Waiting for the opener's thread: a nap, not a spin, which would hold the interpreter it needs.
-                timeout = patience = 0.0 if self._head_opened() else OPEN_POLL
+                timeout = patience = 0.0 if self._pending.first_ready() else OPEN_POLL
             else:
                 timeout = max(0.0, min(next_look, next_flush) - clock())
             got = self.t.recv(
@@ -246,28 +239,22 @@ class Agent:
                 log.error("inbox request %s: %s", *req)
                 inbox.write_done(self.inbox, req[0], 2)
             else:
-                self._pending.append((req, self._prepare(req) if self.stopping is None else None))
+                self._pending.add(req, self._prepare(req) if self.stopping is None else None)
         if seen.cancels:
-            while any(req.id in seen.cancels for req, _ in self._pending):  # taken first, to end as a run's cancel
+            while self._pending.holds_any(seen.cancels):  # taken first, to end as a run's cancel
                 self._take_next()
             for run in self.runs:
                 if run.id in seen.cancels:
                     self._abort(run, "cancelled", signalled=True)
 
-    def _head_opened(self) -> bool:
-        """Whether the first request read can be taken without waiting for the opener's thread."""
-        prepared = self._pending[0][1]
-        return prepared is None or prepared[1].done()
-
     def _take_next(self) -> None:
         """Take the first request read (a run that stops answers it unstarted: it resumes elsewhere as it is)."""
-        req, prepared = self._pending.popleft()
+        arrival = self._pending.pop()
         if self.stopping is not None:
-            if prepared is not None:
-                self._discard(*prepared)
-            inbox.write_done(self.inbox, req.id, 1)
+            arrival.let_go()
+            inbox.write_done(self.inbox, arrival.req.id, 1)
         else:
-            self._take(req, prepared)
+            self._take(arrival)
 
     def _options(self, req: inbox.Request) -> RunOptions:
         """A fed DAG's options: its own command line, with the agent's worker-side options. PilotError when its
@@ -280,42 +267,30 @@ class Agent:
             own = own._replace(dag=req.dag)
         return own._replace(**{name: getattr(self.opts, name) for name in WORKER_SIDE}, inbox=None)
 
-    def _prepare(self, req: inbox.Request) -> tuple[DagRun, Future[None]] | None:
-        """The run of a request just read, its files being opened on the opener's thread; None when its options
-        cannot be read (its take says why)."""
+    def _prepare(self, req: inbox.Request) -> DagRun | None:
+        """The run of a request just read, to be opened ahead; None when its options cannot be read (its take
+        says why)."""
         try:
-            opts = self._options(req)
+            return self._new_run(req, self._options(req))
         except PilotError:
             return None
-        run = self._new_run(req, opts)
-        return run, self._opener.submit(run.open_files)
 
-    def _discard(self, run: DagRun, opening: Future[None]) -> None:
-        try:
-            opening.result()
-        except Exception:  # noqa: BLE001 - what it could not open is not held; the rest is let go below
-            pass
-        run.discard()
-
-    def _take(self, req: inbox.Request, prepared: tuple[DagRun, Future[None]] | None) -> None:
+    def _take(self, arrival: Arrival) -> None:
         """Start a fed DAG's run; a DAG that cannot start ends at once, its result and done file saying why."""
         self.taken += 1
-        if prepared is None:
+        req, run = arrival.req, arrival.run
+        if run is None:
             try:
-                opts = self._options(req)
+                run = self._new_run(req, self._options(req))
             except PilotError as exc:
                 log.error("%s: %s", req.id, exc)
                 inbox.write_done(self.inbox, req.id, 2)
                 return
-            run = self._new_run(req, opts)
-            opening = None
-        else:
-            run, opening = prepared
         try:
-            if opening is None:
+            if arrival.opening is None:
                 run.open_files()
             else:
-                opening.result()
+                arrival.opening.result()
             run.begin(len(self.workers))
         except (PilotError, OSError) as exc:
             inbox.write_done(self.inbox, req.id, run.fail(exc))
@@ -463,20 +438,3 @@ class Agent:
                 self._alive.discard(got[0])
         if self._alive:
             log.warning("worker(s) %s did not confirm shutdown", ", ".join(map(str, sorted(self._alive))))
-
-
-def whole_hosts(asked: list[str], ours: Collection[str]) -> frozenset[str] | None:
-    """The workers' host names of the ``asked`` hosts a fed DAG holds whole, one distinct host each (the
-    scheduler may name a host by its full name, a worker by its short one); None when a name is none of ours, or
-    two names are one host: its nodes are whole only as distinct hosts, so then it shares them all (its nodes
-    are the pilot job's, so only a renamed host can do that)."""
-    by_short: dict[str, list[str]] = {}
-    for name in ours:
-        by_short.setdefault(name.split(".", 1)[0], []).append(name)
-    got: list[str] = []
-    for name in asked:
-        same = [name] if name in ours else by_short.get(name.split(".", 1)[0], [])
-        if len(same) != 1:
-            return None  # not ours, or which of two of ours it is cannot be told
-        got.append(same[0])
-    return frozenset(got) if len(set(got)) == len(got) else None

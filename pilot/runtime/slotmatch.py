@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import heapq
 from array import array
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from pilot.dag.model import Task
 
@@ -413,3 +413,20 @@ class Matcher:
     @property
     def total_cpus(self) -> int:
         return sum(h.cpus for h in self.hosts.values())
+
+
+def whole_hosts(asked: list[str], ours: Collection[str]) -> frozenset[str] | None:
+    """The workers' host names of the ``asked`` hosts a fed DAG holds whole, one distinct host each (the
+    scheduler may name a host by its full name, a worker by its short one); None when a name is none of ours, or
+    two names are one host: its nodes are whole only as distinct hosts, so then it shares them all (its nodes
+    are the pilot job's, so only a renamed host can do that)."""
+    by_short: dict[str, list[str]] = {}
+    for name in ours:
+        by_short.setdefault(name.split(".", 1)[0], []).append(name)
+    got: list[str] = []
+    for name in asked:
+        same = [name] if name in ours else by_short.get(name.split(".", 1)[0], [])
+        if len(same) != 1:
+            return None  # not ours, or which of two of ours it is cannot be told
+        got.append(same[0])
+    return frozenset(got) if len(set(got)) == len(got) else None

@@ -86,9 +86,9 @@ def test_every_result_already_in_is_handled_before_the_next_dag_is_taken(tmp_pat
     waiting_at_take: list[int] = []
 
     class Watched(Agent):
-        def _take(self, req, prepared):
+        def _take(self, arrival):
             waiting_at_take.append(sum(isinstance(m, TaskResult) for _, m in transport.inbox))
-            super()._take(req, prepared)
+            super()._take(arrival)
 
         def _close_ended(self):
             super()._close_ended()
@@ -123,11 +123,11 @@ def test_dags_fed_with_the_same_options_are_parsed_once_each_with_its_own_dag(tm
         return parse_run_args(argv)
 
     class Watched(Agent):
-        def _take(self, req, prepared):
-            super()._take(req, prepared)
-            run = next((r for r in self.runs if r.id == req.id), None)
+        def _take(self, arrival):
+            super()._take(arrival)
+            run = next((r for r in self.runs if r.id == arrival.req.id), None)
             if run is not None:
-                opened[req.id] = (run.opts.dag, run.opts.tries)
+                opened[arrival.req.id] = (run.opts.dag, run.opts.tries)
 
         def _close_ended(self):
             super()._close_ended()
@@ -155,10 +155,12 @@ def test_dags_opened_ahead_and_never_taken_are_let_go_unstarted_when_the_run_sto
     opened_ahead: list[bool] = []
 
     class Watched(Agent):
-        def _take(self, req, prepared):
-            super()._take(req, prepared)
+        def _take(self, arrival):
+            super()._take(arrival)
             if self.taken == 1:  # the others were read with it and are being opened; then a stop comes
-                opened_ahead.extend(p is not None for _, p in self._pending)
+                for waiting in self._pending:
+                    waiting.opening.result()
+                    opened_ahead.append(running(waiting.run.opts.dag).pid == os.getpid())  # its lock is ours
                 inbox.write_stop(str(box))
                 self._inbox_mtime = -2
                 self._look()

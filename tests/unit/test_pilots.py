@@ -526,7 +526,7 @@ def test_a_pilot_job_carries_its_sites_scheduler_options_as_a_clusters_job_does(
 def test_whole_nodes_are_distinct_hosts_on_both_sides_of_the_inbox(tmp_path):
     """A cluster of N nodes holds N distinct hosts, or shares: the driver names no hosts where two of the block's
     names are one host (its full and short name), and the pilot run holds only hosts it can tell apart."""
-    from pilot.runtime.agent import whole_hosts
+    from pilot.runtime.slotmatch import whole_hosts
     from pilot.submit import feed
 
     block = blocks.Block("b", "s", 3, 600.0, 2, script_dir=str(tmp_path))
