@@ -259,38 +259,32 @@ class Agent:
     def _options(self, req: inbox.Request) -> RunOptions:
         """A fed DAG's options: its own command line, with the agent's worker-side options. PilotError when its
         command line is refused."""
-        own = self._parsed.get(tuple(req.args))
-        if own is None:
+        key = tuple(req.args)
+        opts = self._parsed.get(key)
+        if opts is None:
             own = self.parse([*req.args, req.dag])
-            self._parsed[tuple(req.args)] = own
-        else:
-            own = own._replace(dag=req.dag)
-        return own._replace(**{name: getattr(self.opts, name) for name in WORKER_SIDE}, inbox=None)
+            opts = own._replace(**{name: getattr(self.opts, name) for name in WORKER_SIDE}, inbox=None)
+            self._parsed[key] = opts
+            return opts
+        return opts._replace(dag=req.dag)
 
-    def _prepare(self, req: inbox.Request) -> DagRun | None:
-        """The run of a request just read, to be opened ahead; None when its options cannot be read (its take
-        says why)."""
+    def _prepare(self, req: inbox.Request) -> DagRun | PilotError:
+        """The run of a request just read, to be opened ahead; why, when its options are refused."""
         try:
             return self._new_run(req, self._options(req))
-        except PilotError:
-            return None
+        except PilotError as exc:
+            return exc
 
     def _take(self, arrival: Arrival) -> None:
         """Start a fed DAG's run; a DAG that cannot start ends at once, its result and done file saying why."""
         self.taken += 1
         req, run = arrival.req, arrival.run
-        if run is None:
-            try:
-                run = self._new_run(req, self._options(req))
-            except PilotError as exc:
-                log.error("%s: %s", req.id, exc)
-                inbox.write_done(self.inbox, req.id, 2)
-                return
+        if run is None or arrival.opening is None:  # its options were refused when it was read
+            log.error("%s: %s", req.id, arrival.refused)
+            inbox.write_done(self.inbox, req.id, 2)
+            return
         try:
-            if arrival.opening is None:
-                run.open_files()
-            else:
-                arrival.opening.result()
+            arrival.opening.result()
             run.begin(len(self.workers))
         except (PilotError, OSError) as exc:
             inbox.write_done(self.inbox, req.id, run.fail(exc))

@@ -18,19 +18,23 @@ from collections.abc import Collection, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from pilot.contracts.inbox import Request
+from pilot.errors import PilotError
 from pilot.runtime.dagrun import DagRun
 
 
 class Arrival:
-    """A request read: its run (None where its options could not be read: the take says why) and the opening
-    of its files."""
+    """A request read: its run and the opening of its files; or why its options were refused (the take says it,
+    in the order of takes); or neither (read while its pilot run stops: never taken)."""
 
-    __slots__ = ("opening", "req", "run")
+    __slots__ = ("opening", "refused", "req", "run")
 
-    def __init__(self, req: Request, run: DagRun | None, opening: Future[None] | None) -> None:
+    def __init__(
+        self, req: Request, run: DagRun | None, opening: Future[None] | None, refused: PilotError | None
+    ) -> None:
         self.req = req
         self.run = run
         self.opening = opening
+        self.refused = refused
 
     def let_go(self) -> None:
         """Never to be taken (its pilot run stops): what was opened is closed, its lock released, nothing
@@ -58,10 +62,12 @@ class Arrivals:
         """The requests waiting, the first read first."""
         return iter(self._queue)
 
-    def add(self, req: Request, run: DagRun | None) -> None:
-        """``req`` read, with its run to open (None: nothing to open)."""
-        opening = None if run is None else self._opener.submit(run.open_files)
-        self._queue.append(Arrival(req, run, opening))
+    def add(self, req: Request, run: DagRun | PilotError | None) -> None:
+        """``req`` read, with its run to open, why its options were refused, or nothing (see ``Arrival``)."""
+        if isinstance(run, DagRun):
+            self._queue.append(Arrival(req, run, self._opener.submit(run.open_files), None))
+        else:
+            self._queue.append(Arrival(req, None, None, run))
 
     def first_ready(self) -> bool:
         """Whether the first request read can be taken without waiting for its files."""

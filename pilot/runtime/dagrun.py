@@ -149,14 +149,9 @@ class DagRun:
         self._started_events = False
 
     # -- start ----------------------------------------------------------------
-    def open(self, workers: int) -> None:
-        """Lock and read the DAG, its rescue log and its writers; queue the tasks ready now (as ``Master._prepare``)."""
-        self.open_files()
-        self.begin(workers)
-
     def open_files(self) -> None:
-        """What opening does on disk: its job stderr, the DAG's lock, the DAG, the rescue log and the writers.
-        It touches nothing the runs share (the hosts, the transport), so the agent does it on a thread of its
+        """What opening does on disk (as ``Master._prepare``, with ``begin``): its job stderr, the DAG's lock, the
+        DAG, the rescue log and the writers. It touches nothing the runs share (the hosts, the transport), so the agent does it on a thread of its
         own for DAGs waiting to be taken: creating a run's six files costs milliseconds where file creation is
         slow (a VM's disk, a shared file system's metadata server), which would otherwise hold every other
         run's dispatch."""

@@ -565,9 +565,7 @@ class Driver:
             return False
         if any(self.backend.found_by_name(site, c.name) for c, site, _ in batch):
             self._save()
-        else:
-            self._dirty = True
-        for c, site, before in batch:
+        for c, site, before in batch:  # each marks the pass's state to be written (_submit, _put_back)
             if site.name in self._silent:
                 self._put_back(c, before, site)
             elif self._submit(c, site):
