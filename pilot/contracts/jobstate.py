@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from pilot.util.latefile import open_if_late, opened_late
 from pilot.util.safeopen import open_file, open_regular_fd
 from pilot.util.tail import Tail
 
@@ -64,11 +65,17 @@ def jobstate_path(directory: str) -> str:
 class JobstateWriter:
     """Appends lines to one jobstate.log (never through a link: pilot.util.safeopen)."""
 
-    def __init__(self, path: str, flush_interval: float = 1.0) -> None:
+    def __init__(self, path: str, flush_interval: float = 1.0, late: bool = False) -> None:
+        """``late``: opened by ``open_late`` (pilot.util.latefile), what is written before kept."""
         self.path = path
-        self._fh = open_file(path, "a", encoding="utf-8", errors="surrogateescape", buffering=1 << 16)
+        self._fh = opened_late(
+            lambda: open_file(path, "a", encoding="utf-8", errors="surrogateescape", buffering=1 << 16), late
+        )
         self._interval = flush_interval
         self._last = time.monotonic()
+
+    def open_late(self) -> None:
+        open_if_late(self._fh)
 
     def _line(self, text: str) -> None:
         self._fh.write(f"{time.time():.6f} {text}\n")

@@ -31,6 +31,7 @@ import time
 
 from pilot.dag.model import Task
 from pilot.monitor.events import RunEvents
+from pilot.util.latefile import open_if_late, opened_late
 from pilot.util.safeopen import open_file
 
 _HEADER = " Done     Pre   Queued    Post   Ready   Un-Ready   Failed"
@@ -38,10 +39,13 @@ _RULE = "  ===     ===      ===     ===     ===        ===      ==="
 
 
 class DagmanOut(RunEvents):
-    def __init__(self, path: str, dag_path: str, flush_interval: float = 1.0) -> None:
+    def __init__(self, path: str, dag_path: str, flush_interval: float = 1.0, late: bool = False) -> None:
+        """``late``: opened by ``open_late`` (pilot.util.latefile), what is written before kept."""
         self.path = path
         self.dag_name = os.path.basename(dag_path)
-        self._fh = open_file(path, "a", encoding="utf-8", errors="surrogateescape", buffering=1 << 16)
+        self._fh = opened_late(
+            lambda: open_file(path, "a", encoding="utf-8", errors="surrogateescape", buffering=1 << 16), late
+        )
         self._interval = flush_interval
         self._last_flush = time.monotonic()
         self._second = -1
@@ -51,6 +55,9 @@ class DagmanOut(RunEvents):
         self._pending: tuple[int, ...] | None = None
         self._block_at = 0.0
         self.pid = os.getpid()
+
+    def open_late(self) -> None:
+        open_if_late(self._fh)
 
     def _now(self) -> str:
         second = int(time.time())

@@ -35,6 +35,9 @@ class RunEvents:
 
     def close(self) -> None: ...
 
+    def open_late(self) -> None:
+        """Open a file made to be opened later (pilot.util.latefile), on whichever thread calls this."""
+
 
 class Fanout(RunEvents):
     """Every hook to every writer. A writer that cannot write (a full disk) is reported to ``on_error`` once,
@@ -108,6 +111,11 @@ class Fanout(RunEvents):
                 s.flush()
             except OSError as exc:
                 self._failed(s, exc)
+
+    def open_late(self) -> None:
+        """Every writer's file opened (an opening's error is raised by the writer's next write or close)."""
+        for s in list(self.sinks):
+            s.open_late()
 
     def close(self) -> None:
         for s in self.sinks:

@@ -12,19 +12,28 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from pilot.util.latefile import open_if_late, opened_late
 from pilot.util.safeopen import open_file
 
 
 class ResourceLog:
     def __init__(
-        self, path: str, flush_interval: float = 1.0, on_error: Callable[[str, OSError], None] | None = None
+        self,
+        path: str,
+        flush_interval: float = 1.0,
+        on_error: Callable[[str, OSError], None] | None = None,
+        late: bool = False,
     ) -> None:
+        """``late``: opened by ``open_late`` (pilot.util.latefile), what is written before kept."""
         self.path = path
-        self._fh = open_file(path, "a", encoding="utf-8", buffering=1 << 16)
+        self._fh = opened_late(lambda: open_file(path, "a", encoding="utf-8", buffering=1 << 16), late)
         self._flush_interval = flush_interval
         self._last = time.monotonic()
         self.on_error = on_error
         self.failed = False
+
+    def open_late(self) -> None:
+        open_if_late(self._fh)
 
     def record(self, slots_free: int, cpus_free: int, memory_free: int, host: str) -> None:
         if self.failed:

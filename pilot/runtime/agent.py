@@ -299,6 +299,7 @@ class Agent:
         )
         self.held |= run.hosts or set()
         self.runs.append(run)
+        self._pending.open_later(run)
 
     def _new_run(self, req: inbox.Request, opts: RunOptions) -> DagRun:
         hosts = self._hosts(req)

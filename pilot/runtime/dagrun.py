@@ -26,7 +26,7 @@ import threading
 import time
 from array import array
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from pilot.contracts.rescue import RescueLog, read_rescue
 from pilot.contracts.result import RunOutcome
@@ -44,6 +44,7 @@ from pilot.runtime.protocol import RunTask, TaskResult
 from pilot.runtime.report import RunReport
 from pilot.runtime.slotmatch import Allocation, Host, Matcher
 from pilot.runtime.timeleft import Limits
+from pilot.util.latefile import LateFile
 
 log = logging.getLogger("pilot.master")
 # Seconds a run whose task was killed (SIGTERM, SIGKILL) waits before it ends as failed. When a pilot job is
@@ -73,13 +74,15 @@ def in_dag_dir(opts: RunOptions) -> RunOptions:
 
 class RunLog(logging.Handler):
     """A run's log lines, also in its cluster's job stderr, where its own run would have written them: the
-    records logged for it (``extra=run.tag``) and those its end logs (on the thread that ends it)."""
+    records logged for it (``extra=run.tag``) and those its end logs (on the thread that ends it). The file is
+    opened by ``open``, after the run's first tasks (pilot.util.latefile); its lines are kept until then."""
 
     def __init__(self, run_id: str, path: str) -> None:
         super().__init__()
         self.run_id = run_id
+        self.path = path
         self.thread: int | None = None
-        self.stream = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed with the run
+        self.stream: LateFile[str] = LateFile(lambda: open(path, "a", encoding="utf-8"))  # noqa: SIM115 - closed with the run
         main = logging.getLogger("pilot").handlers
         if main:
             self.setFormatter(main[0].formatter)
@@ -92,8 +95,14 @@ class RunLog(logging.Handler):
             except (OSError, ValueError):
                 pass  # its job stderr is a copy: the pilot run's own stderr has every line
 
+    def open(self) -> OSError | None:
+        return self.stream.open()
+
     def close(self) -> None:
-        self.stream.close()
+        try:
+            self.stream.close()
+        except OSError:
+            pass  # said when its opening failed
         super().close()
 
 
@@ -136,8 +145,8 @@ class DagRun:
             str, taskdir.Files
         ] = {}  # --task-files: task -> (inputs, outputs, optional outputs), sent with its RunTask
         self.rescue: RescueLog | None = None
-        self.task_out: BinaryIO | None = None
-        self.task_err: BinaryIO | None = None
+        self.task_out: LateFile[bytes] | None = None
+        self.task_err: LateFile[bytes] | None = None
         self.resource_log: ResourceLog | None = None
         self.seq = 0
         self.queued_seq = array("q")
@@ -150,18 +159,16 @@ class DagRun:
 
     # -- start ----------------------------------------------------------------
     def open_files(self) -> None:
-        """What opening does on disk (as ``Master._prepare``, with ``begin``): its job stderr, the DAG's lock, the
-        DAG, the rescue log and the writers. It touches nothing the runs share (the hosts, the transport), so the agent does it on a thread of its
-        own for DAGs waiting to be taken: creating a run's six files costs milliseconds where file creation is
-        slow (a VM's disk, a shared file system's metadata server), which would otherwise hold every other
-        run's dispatch."""
+        """What its first task needs on disk (as ``Master._prepare``, with ``begin``): the DAG's lock, the DAG, the
+        rescue log; and its other files checked (``-o``/``-e``, the DAG's directory) and made to be opened just
+        after its first tasks (``open_later``). It touches nothing the runs share (the hosts, the transport), so
+        the agent does it on a thread of its own for DAGs waiting to be taken: creating a file costs a
+        millisecond where file creation is slow (a VM's disk, a shared file system's metadata server), and each
+        DAG of a fan fed at once would wait for the creations of all before it."""
         opts = self.opts
         if self.err is not None:
-            try:
-                self.runlog = RunLog(self.id, self.err)
-                logging.getLogger("pilot").addHandler(self.runlog)
-            except OSError as exc:
-                log.warning("%s: cannot write its job stderr %s: %s", self.id, self.err, exc.strerror or exc)
+            self.runlog = RunLog(self.id, self.err)
+            logging.getLogger("pilot").addHandler(self.runlog)
         self.report.begin()
         if not opts.nolock:
             self.lock.acquire()
@@ -169,7 +176,7 @@ class DagRun:
         if opts.task_files:  # its tasks in directories of their own, under the long-lived run's --local-scratch
             self.task_files = taskdir.read_lists(opts.task_files, dag)
         outputs.check_dag_dir(opts)
-        self.task_out, self.task_err = outputs.open_task_output(opts)
+        self.task_out, self.task_err = outputs.late_task_output(opts)
         self.events.sinks.extend(self._make_events(opts))
         done: set[str] = set()
         if not opts.skip_rescue:
@@ -186,13 +193,23 @@ class DagRun:
         self.rescue = RescueLog(opts.rescue_path, sorted(done))
         if opts.resource_log:
             path = opts.dag + ".resource"
-            self.resource_log = outputs.opened(
-                path,
-                "the resource log",
-                "use --no-resource-log or fix the directory",
-                lambda: ResourceLog(path, on_error=self.report.lost),
-            )
+            self.resource_log = ResourceLog(path, on_error=self.report.lost, late=True)
         self.engine = Engine(dag, opts.tries, opts.max_failures, done)
+
+    def open_later(self) -> None:
+        """The files its first tasks did not wait for, opened (on the agent's opening thread, after its take):
+        what was written to them meanwhile goes first. One that cannot be opened is said as a file the run
+        could not write (its writer's next write or close raises why; the tasks go on)."""
+        if self.runlog is not None:
+            exc = self.runlog.open()
+            if exc is not None:
+                log.warning("%s: cannot write its job stderr %s: %s", self.id, self.runlog.path, exc.strerror or exc)
+        for late in (self.task_out, self.task_err):
+            if late is not None:
+                late.open()
+        self.events.open_late()
+        if self.resource_log is not None:
+            self.resource_log.open_late()
 
     def begin(self, workers: int) -> None:
         """The run starts over the shared hosts (after ``open_files``, on the agent's thread): its wall time
@@ -340,7 +357,9 @@ class DagRun:
             if self.rescue is not None:
                 self.rescue.sync()
             with self._job_output():
-                self.report.summary(ok, engine, self.runtime_total, self.task_out, self.task_err)
+                # written and flushed only, as any open file
+                out, err = cast(BinaryIO | None, self.task_out), cast(BinaryIO | None, self.task_err)
+                self.report.summary(ok, engine, self.runtime_total, out, err)
         finally:
             self._close()
             reason = (

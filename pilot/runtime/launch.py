@@ -103,7 +103,9 @@ def run(opts: RunOptions, prog: str, parse: Callable[[list[str]], RunOptions] | 
         from pilot.runtime.agent import Agent
 
         assert parse is not None, "a run with an inbox reads its DAGs' options"
-        code = Agent(opts, transport, parse, app=sys.argv[0], make_events=lambda o: _monitors(o, live=False)).run()
+        code = Agent(
+            opts, transport, parse, app=sys.argv[0], make_events=lambda o: _monitors(o, live=False, late=True)
+        ).run()
     elif transport.rank == 0:
         from pilot.runtime.master import Master
 
@@ -144,8 +146,9 @@ def _leave(transport: MpiTransport, code: int) -> int:
     return code  # not reached
 
 
-def _monitors(opts: RunOptions, live: bool = True) -> list[RunEvents]:
-    """The monitoring writers the options ask for (``live``: with a progress line on a terminal)."""
+def _monitors(opts: RunOptions, live: bool = True, late: bool = False) -> list[RunEvents]:
+    """The monitoring writers the options ask for (``live``: with a progress line on a terminal; ``late``: their
+    files opened by ``open_late``, after the first tasks of a DAG fed to a long-lived run)."""
     from pilot.runtime.outputs import opened
 
     sinks: list[RunEvents] = []
@@ -154,13 +157,20 @@ def _monitors(opts: RunOptions, live: bool = True) -> list[RunEvents]:
         from pilot.monitor.jobstate import JobstateLog
 
         path = jobstate_path(os.path.dirname(os.path.abspath(opts.dag)))
-        sinks.append(opened(path, JOBSTATE_FILE, "make the DAG's directory writable", lambda: JobstateLog(path)))
+        sinks.append(
+            opened(path, JOBSTATE_FILE, "make the DAG's directory writable", lambda: JobstateLog(path, late=late))
+        )
     if opts.monitord_hack:
         from pilot.monitor.dagman_out import DagmanOut
 
         path = opts.dag + ".dagman.out"
         sinks.append(
-            opened(path, "the dagman.out file", "make the DAG's directory writable", lambda: DagmanOut(path, opts.dag))
+            opened(
+                path,
+                "the dagman.out file",
+                "make the DAG's directory writable",
+                lambda: DagmanOut(path, opts.dag, late=late),
+            )
         )
     from pilot.monitor.liveline import LiveLine, stderr_reaches_terminal
 

@@ -4,17 +4,22 @@ A run that can only fail at its end (task stdout to ``-o /nonexistent/x``, a
 DAG directory the per-worker stdio files cannot be created in) would throw
 away all the work its tasks did. So the master opens ``-o``/``-e`` and its
 monitoring files, and checks that the DAG's directory is writable, while it
-starts up; any problem is one line naming the path, exit status 2.
+starts up; any problem is one line naming the path, exit status 2. A DAG fed
+to a long-lived run has them checked before its first task and opened just
+after it (``check_task_output``, pilot.util.latefile): creating them would
+make each DAG of a fan fed at once wait for the creations of all before it.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 from pilot.errors import DagError
 from pilot.runtime.options import RunOptions
+from pilot.util.latefile import LateFile
 
 T = TypeVar("T")
 
@@ -37,6 +42,40 @@ def check_dag_dir(opts: RunOptions) -> None:
             f"cannot write next to the DAG: directory {where} is not writable (task stdio, DAG.resource and "
             "DAG.result go there); make it writable or copy the DAG to a writable directory",
         )
+
+
+def check_task_output(opts: RunOptions) -> None:
+    """The -o and -e files can be appended to, by what the file system says of them (nothing is created): a
+    file that exists must be writable, a file that does not must have a writable directory to be created in."""
+    if opts.per_task_stdio:
+        return
+    effective = os.access in os.supports_effective_ids
+    for path, what in ((opts.stdout, "the task stdout file (-o)"), (opts.stderr, "the task stderr file (-e)")):
+        if path is None:
+            continue
+        there = Path(path)
+        why: str | None
+        if there.is_dir():
+            why = "it is a directory"
+        elif there.exists():
+            why = None if os.access(there, os.W_OK, effective_ids=effective) else "permission denied"
+        elif not there.parent.is_dir():
+            why = "its directory does not exist"
+        else:
+            why = None if os.access(there.parent, os.W_OK | os.X_OK, effective_ids=effective) else "permission denied"
+        if why is not None:
+            raise DagError(path, None, f"cannot open {what}: {why}; create its directory or pick another path")
+
+
+def late_task_output(opts: RunOptions) -> tuple[LateFile[bytes] | None, LateFile[bytes] | None]:
+    """The -o and -e files as ``open_task_output`` opens them, checked now and opened by their ``open``."""
+    check_task_output(opts)
+    if opts.per_task_stdio:
+        return None, None
+    stdout, stderr = opts.stdout, opts.stderr
+    out = None if stdout is None else LateFile(lambda: open(stdout, "ab"), stdout)  # noqa: SIM115 - the run closes it
+    err = out if stderr == stdout else None if stderr is None else LateFile(lambda: open(stderr, "ab"), stderr)  # noqa: SIM115
+    return out, err
 
 
 def open_task_output(opts: RunOptions) -> tuple[BinaryIO | None, BinaryIO | None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,153 @@ def test_dags_opened_ahead_and_never_taken_are_let_go_unstarted_when_the_run_sto
         assert running(dag) is None
         assert not os.path.exists(result_path(dag))
     assert (box / "done" / "c0.done").exists()
+
+
+def _late_files(where: Path, name: str) -> list[Path]:
+    """What a fed run only writes: its jobstate.log, job stderr, -o/-e and resource log."""
+    return [
+        where / "jobstate.log",
+        where / f"{name}.block.err",
+        where / "o.txt",
+        where / "e.txt",
+        where / f"{name}.dag.resource",
+    ]
+
+
+def test_each_fed_dags_first_task_waits_for_no_file_it_only_writes(tmp_path, monkeypatch):
+    """Of DAGs fed at once, each one's first task waits for its lock, DAG and rescue log only: the files it only
+    writes are opened after (creating a file costs milliseconds on a slow file system, and each DAG of a fan
+    would wait for the creations of all before it), and end with every line written before, in order."""
+    from pilot.runtime import launch
+    from pilot.runtime.dagrun import DagRun
+
+    box = tmp_path / "inbox"
+    box.mkdir()
+    names = [f"c{i}" for i in range(4)]
+    for name in names:
+        dag = box.parent / name / f"{name}.dag"
+        dag.parent.mkdir()
+        dag.write_text("TASK a /bin/true\nTASK b /bin/true\nEDGE a b\n")
+        args = ["--jobstate-log", "-o", "o.txt", "-e", "e.txt"]
+        inbox.write_request(str(box), inbox.Request(name, str(dag), args, None, str(dag.parent / f"{name}.block.err")))
+    gate = threading.Event()
+    later = DagRun.open_later
+
+    def held(run):  # the later files of every run wait until each run's first task has started
+        assert gate.wait(30)
+        later(run)
+
+    monkeypatch.setattr(DagRun, "open_later", held)
+    cluster = SimCluster([SimHost("h", cpus=1, slots=1)], duration=lambda name: 0.0)
+    transport = cluster.transport
+    send = transport.send
+    existing_at_first_task: dict[str, list[str]] = {}
+
+    def watched_send(dest, msg, ring=True):
+        if isinstance(msg, RunTask) and msg.name == "a":
+            where = Path(msg.dag).parent
+            existing_at_first_task[where.name] = [p.name for p in _late_files(where, where.name) if p.exists()]
+            if len(existing_at_first_task) == len(names):
+                gate.set()
+        send(dest, msg, ring)
+
+    transport.send = watched_send
+
+    class Watched(Agent):
+        def _close_ended(self):
+            super()._close_ended()
+            if self.taken == len(names) and not self.runs and not self._pending:
+                inbox.write_stop(str(box))
+
+    agent = Watched(
+        parse_run_args(["--inbox", str(box)]),
+        transport,
+        parse_run_args,
+        make_events=lambda o: launch._monitors(o, live=False, late=True),
+    )
+    assert agent.run() == 0
+    assert existing_at_first_task == {name: [] for name in names}
+    for name in names:
+        assert (box / "done" / f"{name}.done").read_text().strip() == "0"
+        where = box.parent / name
+        assert all(p.exists() for p in _late_files(where, name))
+        lines = (where / "jobstate.log").read_text().splitlines()
+        events = [" ".join(line.split()[1:3]) for line in lines]
+        assert events[0] == "INTERNAL ***" and events[-1] == "INTERNAL ***"
+        assert events[1:-1] == [
+            "a SUBMIT",
+            "a EXECUTE",
+            "a JOB_TERMINATED",
+            "a JOB_SUCCESS",
+            "b SUBMIT",
+            "b EXECUTE",
+            "b JOB_TERMINATED",
+            "b JOB_SUCCESS",
+        ]
+        stamps = [float(line.split()[0]) for line in lines]
+        assert stamps == sorted(stamps)
+
+
+def test_a_fed_dag_whose_task_stdout_cannot_be_created_is_refused_before_its_tasks(tmp_path, caplog):
+    """-o in a directory that does not exist: one line naming it, exit status 2, no task run, as for a cluster's
+    own run (the check costs no file creation)."""
+    box = tmp_path / "inbox"
+    box.mkdir()
+    dag = tmp_path / "c0" / "c0.dag"
+    dag.parent.mkdir()
+    dag.write_text("TASK a /bin/true\n")
+    inbox.write_request(str(box), inbox.Request("c0", str(dag), ["-o", "nowhere/o.txt"]))
+    cluster = SimCluster([SimHost("h", cpus=1, slots=1)], duration=lambda name: 0.0)
+    started: list[str] = []
+    send = cluster.transport.send
+
+    def watched_send(dest, msg, ring=True):
+        if isinstance(msg, RunTask):
+            started.append(msg.name)
+        send(dest, msg, ring)
+
+    cluster.transport.send = watched_send
+
+    class Watched(Agent):
+        def _take(self, arrival):
+            super()._take(arrival)
+            inbox.write_stop(str(box))
+
+    assert Watched(parse_run_args(["--inbox", str(box)]), cluster.transport, parse_run_args).run() == 0
+    assert started == []
+    assert (box / "done" / "c0.done").read_text().strip() == "2"
+    assert '"exit": 2' in (tmp_path / "c0" / "c0.dag.result").read_text()
+    assert "nowhere/o.txt: cannot open the task stdout file (-o): its directory does not exist" in caplog.text
+
+
+def test_a_fed_dags_file_that_cannot_be_opened_after_its_first_task_is_said_incomplete(tmp_path, caplog):
+    """Its jobstate.log cannot be created (a directory of that name): its tasks go on and all end, and the run
+    ends saying which file is incomplete (result "error"), as for a monitoring file whose writes fail."""
+    from pilot.runtime import launch
+
+    box = tmp_path / "inbox"
+    box.mkdir()
+    dag = tmp_path / "c0" / "c0.dag"
+    dag.parent.mkdir()
+    dag.write_text("TASK a /bin/true\nTASK b /bin/true\n")
+    (dag.parent / "jobstate.log").mkdir()
+    inbox.write_request(str(box), inbox.Request("c0", str(dag), ["--jobstate-log"]))
+    cluster = SimCluster([SimHost("h", cpus=1, slots=1)], duration=lambda name: 0.0)
+
+    class Watched(Agent):
+        def _close_ended(self):
+            super()._close_ended()
+            if self.taken and not self.runs and not self._pending:
+                inbox.write_stop(str(box))
+
+    agent = Watched(
+        parse_run_args(["--inbox", str(box)]),
+        cluster.transport,
+        parse_run_args,
+        make_events=lambda o: launch._monitors(o, live=False, late=True),
+    )
+    assert agent.run() == 0
+    result = (tmp_path / "c0" / "c0.dag.result").read_text()
+    assert '"reason": "error"' in result and '"done": 2' in result
+    assert (box / "done" / "c0.done").read_text().strip() == "1"
+    assert "jobstate.log" in caplog.text
