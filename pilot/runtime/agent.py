@@ -20,10 +20,11 @@ must free its slot for any run).
 The inbox is looked at between dispatch rounds, at most every
 ``INBOX_EVERY`` seconds (one stat, and a directory read when it changed),
 and the wait for results never lasts longer than that. A request read has
-its run's files opened at once on a thread of its own (``DagRun.open_files``),
-in the order the requests came; the run is taken (``DagRun.begin``: its
-tasks queued over the shared hosts) once they are, one per turn of the
-loop, after every result already in has freed its worker. A run's end is its own: when its last task ends its
+what its run's first task needs on disk opened at once on a thread of its own
+(``DagRun.open_files``), in the order the requests came; the run is taken
+(``DagRun.begin``: its tasks queued over the shared hosts) once it is, one
+per turn of the loop, after every result already in has freed its worker, and
+the files it only writes are opened on that thread after (``DagRun.open_later``). A run's end is its own: when its last task ends its
 record is closed and its done file written, while the others go on (on a
 thread of its own, once no fed DAG waits to be taken, at most ``CLOSE_WAIT``
 later: the DAGs fed at once start first). The
