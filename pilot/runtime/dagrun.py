@@ -26,7 +26,7 @@ import threading
 import time
 from array import array
 from collections.abc import Callable
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO
 
 from pilot.contracts.rescue import RescueLog, read_rescue
 from pilot.contracts.result import RunOutcome
@@ -44,7 +44,7 @@ from pilot.runtime.protocol import RunTask, TaskResult
 from pilot.runtime.report import RunReport
 from pilot.runtime.slotmatch import Allocation, Host, Matcher
 from pilot.runtime.timeleft import Limits
-from pilot.util.latefile import LateFile
+from pilot.util.latefile import LateFile, open_if_late
 
 log = logging.getLogger("pilot.master")
 # Seconds a run whose task was killed (SIGTERM, SIGKILL) waits before it ends as failed. When a pilot job is
@@ -145,8 +145,8 @@ class DagRun:
             str, taskdir.Files
         ] = {}  # --task-files: task -> (inputs, outputs, optional outputs), sent with its RunTask
         self.rescue: RescueLog | None = None
-        self.task_out: LateFile[bytes] | None = None
-        self.task_err: LateFile[bytes] | None = None
+        self.task_out: BinaryIO | None = None
+        self.task_err: BinaryIO | None = None
         self.resource_log: ResourceLog | None = None
         self.seq = 0
         self.queued_seq = array("q")
@@ -176,7 +176,7 @@ class DagRun:
         if opts.task_files:  # its tasks in directories of their own, under the long-lived run's --local-scratch
             self.task_files = taskdir.read_lists(opts.task_files, dag)
         outputs.check_dag_dir(opts)
-        self.task_out, self.task_err = outputs.late_task_output(opts)
+        self.task_out, self.task_err = outputs.open_task_output(opts, late=True)
         self.events.sinks.extend(self._make_events(opts))
         done: set[str] = set()
         if not opts.skip_rescue:
@@ -205,8 +205,7 @@ class DagRun:
             if exc is not None:
                 log.warning("%s: cannot write its job stderr %s: %s", self.id, self.runlog.path, exc.strerror or exc)
         for late in (self.task_out, self.task_err):
-            if late is not None:
-                late.open()
+            open_if_late(late)
         self.events.open_late()
         if self.resource_log is not None:
             self.resource_log.open_late()
@@ -357,9 +356,7 @@ class DagRun:
             if self.rescue is not None:
                 self.rescue.sync()
             with self._job_output():
-                # written and flushed only, as any open file
-                out, err = cast(BinaryIO | None, self.task_out), cast(BinaryIO | None, self.task_err)
-                self.report.summary(ok, engine, self.runtime_total, out, err)
+                self.report.summary(ok, engine, self.runtime_total, self.task_out, self.task_err)
         finally:
             self._close()
             reason = (

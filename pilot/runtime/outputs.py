@@ -19,7 +19,7 @@ from typing import BinaryIO, TypeVar
 
 from pilot.errors import DagError
 from pilot.runtime.options import RunOptions
-from pilot.util.latefile import LateFile
+from pilot.util.latefile import opened_late
 
 T = TypeVar("T")
 
@@ -44,6 +44,9 @@ def check_dag_dir(opts: RunOptions) -> None:
         )
 
 
+_TASK_OUTPUT = "create its directory or pick another path"  # how to mend a -o/-e that cannot be written
+
+
 def check_task_output(opts: RunOptions) -> None:
     """The -o and -e files can be appended to, by what the file system says of them (nothing is created): a
     file that exists must be writable, a file that does not must have a writable directory to be created in."""
@@ -64,44 +67,32 @@ def check_task_output(opts: RunOptions) -> None:
         else:
             why = None if os.access(there.parent, os.W_OK | os.X_OK, effective_ids=effective) else "permission denied"
         if why is not None:
-            raise DagError(path, None, f"cannot open {what}: {why}; create its directory or pick another path")
+            raise DagError(path, None, f"cannot open {what}: {why}; {_TASK_OUTPUT}")
 
 
-def late_task_output(opts: RunOptions) -> tuple[LateFile[bytes] | None, LateFile[bytes] | None]:
-    """The -o and -e files as ``open_task_output`` opens them, checked now and opened by their ``open``."""
-    check_task_output(opts)
-    if opts.per_task_stdio:
-        return None, None
-    stdout, stderr = opts.stdout, opts.stderr
-    out = None if stdout is None else LateFile(lambda: open(stdout, "ab"), stdout)  # noqa: SIM115 - the run closes it
-    err = out if stderr == stdout else None if stderr is None else LateFile(lambda: open(stderr, "ab"), stderr)  # noqa: SIM115
-    return out, err
-
-
-def open_task_output(opts: RunOptions) -> tuple[BinaryIO | None, BinaryIO | None]:
-    """The -o and -e files (appended to), None for the master's own stdout/stderr."""
+def open_task_output(opts: RunOptions, late: bool = False) -> tuple[BinaryIO | None, BinaryIO | None]:
+    """The -o and -e files (appended to), None for the master's own stdout/stderr. ``late``: checked now
+    (``check_task_output``) and opened by ``open_if_late`` (pilot.util.latefile), after a fed DAG's first tasks."""
     if opts.per_task_stdio:
         return None, None  # every task writes its own files instead
+    if late:
+        check_task_output(opts)
+
+    def one(path: str, what: str) -> BinaryIO:
+        """One of them, kept open for the run (the run closes it)."""
+        fh: BinaryIO = opened(path, what, _TASK_OUTPUT, lambda: opened_late(lambda: open(path, "ab"), late, path))  # noqa: SIM115 - the run closes it
+        return fh
+
     out = err = None
     stdout, stderr = opts.stdout, opts.stderr
     if stdout is not None:
-        out = opened(
-            stdout,
-            "the task stdout file (-o)",
-            "create its directory or pick another path",
-            lambda: open(stdout, "ab"),  # noqa: SIM115 - kept open for the run; the run closes it
-        )
+        out = one(stdout, "the task stdout file (-o)")
     if stderr is not None:
         if stderr == stdout:
             err = out
         else:
             try:
-                err = opened(
-                    stderr,
-                    "the task stderr file (-e)",
-                    "create its directory or pick another path",
-                    lambda: open(stderr, "ab"),  # noqa: SIM115 - kept open for the run; the run closes it
-                )
+                err = one(stderr, "the task stderr file (-e)")
             except DagError:
                 if out is not None:
                     out.close()

@@ -78,9 +78,12 @@ class LateFile(Generic[AnyStr]):
     def flush(self) -> None:
         fh = self._fh
         if fh is None:
-            self._raise()
-            self._flush = True  # nothing on disk yet: what is kept is written, and flushed, as it opens
-            return
+            with self._lock:
+                fh = self._fh
+                if fh is None:
+                    self._raise()
+                    self._flush = True  # nothing on disk yet: what is kept is written, and flushed, as it opens
+                    return
         fh.flush()
 
     def close(self) -> None:
@@ -105,9 +108,9 @@ class LateFile(Generic[AnyStr]):
             raise exc
 
 
-def opened_late(opener: Callable[[], IO[Any]], late: bool) -> Any:
-    """The file ``opener`` opens: now, or (``late``) a ``LateFile`` that its owner opens later."""
-    return LateFile(opener) if late else opener()
+def opened_late(opener: Callable[[], IO[Any]], late: bool, name: str = "") -> Any:
+    """The file ``opener`` opens: now, or (``late``) a ``LateFile`` (named ``name``) that its owner opens later."""
+    return LateFile(opener, name) if late else opener()
 
 
 def open_if_late(fh: Any) -> None:
