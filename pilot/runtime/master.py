@@ -117,6 +117,8 @@ class Master:
         self.events.on_error = self.report.lost  # a monitoring file on a full disk: said, and the run goes on
         self._kill_deadline = 0.0
         self._alive = set(self.workers)
+        # Shutdown sent: a worker drops its queue (each task given back) and goes on to nothing after its result.
+        self._shut_down = False
         self._started_events = False
         self._next_flush = 0.0
         # With -m a worker waits after a failed task before it goes on to a prefetched one.
@@ -376,11 +378,11 @@ class Master:
         held = self._hold_on_failure and res.status != 0 if held is None else held
         # A task sent to run only after this one is given back unstarted when this one failed.
         dropped = res.status != 0 and source in self.slots.conditional
-        task, alloc, seq, nxt = self.slots.finish(source, went_on=not held and not dropped)
+        task, alloc, seq, nxt = self.slots.finish(source, went_on=not held and not dropped and not self._shut_down)
         if self.isolation is not None:
             self.isolation.ended(task)
         self._record_result(task, seq, source, res)
-        if held and not engine.stopped:  # go on: a worker holds after every failure under -m, queue or not
+        if held and not engine.stopped and not self._shut_down:  # go on: a worker holds after every failure under -m
             self.t.send(source, Resume())
             if not dropped and self.slots.queued.get(source):
                 nxt = self.slots.resume(source)  # dropped ones come back as Recalled instead
@@ -454,6 +456,7 @@ class Master:
         They go through ``_handlers`` as during the run, except a result from a rank with nothing running
         (the run failed part way) and what a registered worker never sends (start-up was cut short).
         """
+        self._shut_down = True
         for rank in sorted(self._alive):
             self.t.send(rank, Shutdown(self.abort_reason or ""))
         if self.rescue is not None:

@@ -282,3 +282,38 @@ def test_master_agrees_with_the_model():
 @pytest.mark.slow
 def test_master_agrees_with_the_model_at_length():
     run_state_machine_as_test(MasterModel, settings=settings(max_examples=500, **SETTINGS))
+
+
+class _First:
+    """Every event drawn is the first one offered."""
+
+    def draw(self, strategy, label=None):
+        return 0
+
+
+def test_a_run_cut_off_while_a_failed_task_holds_its_worker_takes_back_its_queue_on_shutdown():
+    """Found by the model: a run ends (here cut off) while a worker, holding after a failure under -m, has tasks
+    sent ahead; its failed result comes after the Shutdown. The worker drops its queue on Shutdown and gives
+    each task back: the master must not count it as gone on to the first of them (it then heard of a task given
+    back that it did not think held)."""
+    late = {"t11", "t12", "t13", "t14", "t15", "t16", "t17"}
+    specs = [
+        Spec(
+            f"t{i}",
+            (),
+            fails=1 if i < 2 else 0,
+            code=1,
+            tries=2 if i == 1 else 1 if f"t{i}" in late else None,
+            priority=1 if i in (1, 14, 15) else 0,
+            cpus=1,
+            memory=100 if i == 15 else 0,
+            duration=0.001,
+        )
+        for i in range(18)
+    ]
+    state = MasterModel()
+    try:
+        state.setup(specs=specs, workers=2, tries=1, max_failures=2)
+        state.kill_and_rerun(after=22, data=_First())
+    finally:
+        state.teardown()
