@@ -64,27 +64,28 @@ class LateFile(Generic[AnyStr]):
             return self._error
 
     def write(self, data: AnyStr) -> int:
-        fh = self._fh
-        if fh is None:
-            with self._lock:
-                fh = self._fh
-                if fh is None:
-                    self._raise()
-                    if not self._dead:
-                        self._kept.append(data)
-                    return len(data)
-        return fh.write(data)
+        fh = self._fh or self._unopened(lambda: self._keep(data))
+        return len(data) if fh is None else fh.write(data)
+
+    def _keep(self, data: AnyStr) -> None:
+        if not self._dead:  # one that could not be opened keeps nothing
+            self._kept.append(data)
 
     def flush(self) -> None:
-        fh = self._fh
-        if fh is None:
-            with self._lock:
-                fh = self._fh
-                if fh is None:
-                    self._raise()
-                    self._flush = True  # nothing on disk yet: what is kept is written, and flushed, as it opens
-                    return
-        fh.flush()
+        # Nothing on disk yet: what is kept is written, and flushed, as it opens.
+        fh = self._fh or self._unopened(lambda: setattr(self, "_flush", True))
+        if fh is not None:
+            fh.flush()
+
+    def _unopened(self, keep: Callable[[], object]) -> IO[AnyStr] | None:
+        """The file, once open (the opener thread may publish it meanwhile); else ``keep()`` under the lock, after
+        the opening's error is raised if there is one, and None."""
+        with self._lock:
+            fh = self._fh
+            if fh is None:
+                self._raise()
+                keep()
+            return fh
 
     def close(self) -> None:
         """Close it; a file not yet opened is opened first, so that it exists with all that was written."""
