@@ -10,12 +10,17 @@ the submit directory itself. Files, all in the inbox:
 
 - ``<id>.request``: one JSON object ``{"format": 1, "dag": "/abs/c.dag",
   "args": ["--max-wall-time", "9", "-t", "2", ...], "out": "/abs/c.block.out",
-  "err": "/abs/c.block.err", "hosts": ["n2", "n3"]}``: the cluster's DAG, the ``pilot run`` options
+  "err": "/abs/c.block.err", "hosts": ["n2", "n3"], "sent": 1796000000123456789}``: the cluster's DAG,
+  the ``pilot run`` options
   its own run would get (the run-wide ones: tries, wall time, logs, -o/-e;
   host and worker options are the pilot run's own) and the files its job
   output and its log lines go to, and (``hosts``, or null) the whole nodes
   of the pilot job a cluster of several nodes holds: its tasks run there
-  alone, the other clusters' elsewhere. The run removes it once it took it.
+  alone, the other clusters' elsewhere; ``sent``: when it was written (ns since
+  the epoch), the order the run takes requests in (a file's modification time
+  ticks coarsely, every few milliseconds, and the requests of one pass of the
+  driver would otherwise be taken in the directory's order). The run removes
+  it once it took it.
 - ``<id>.cancel``: (empty) end that cluster's run now (its tasks are killed, its
   result says ``signal``), as a cancel of its own batch job would.
 - ``done/<id>.done``: the cluster's exit status, as its own ``pilot run``
@@ -40,6 +45,7 @@ the rest of the exchange.
 
 import json
 import os
+import time
 from typing import NamedTuple
 
 from pilot.errors import ConfigError
@@ -90,6 +96,7 @@ def write_request(inbox: str, req: Request) -> str:
                 "out": req.out,
                 "err": req.err,
                 "hosts": req.hosts,
+                "sent": time.time_ns(),
             }
         )
         + "\n",
@@ -122,11 +129,11 @@ def look(inbox: str) -> Look:
     waiting = [e for e in entries if e.name.endswith(REQUEST_SUFFIX)]
     if not waiting:
         return Look([], cancels, stop)
-    waiting.sort(key=lambda e: e.stat().st_mtime_ns)
-    requests: list[Request | tuple[str, str]] = []
+    read: list[tuple[int, Request | tuple[str, str]]] = []
     for entry in waiting:
         job_id = entry.name[: -len(REQUEST_SUFFIX)]
         try:
+            sent = entry.stat().st_mtime_ns
             raw = load_json(entry.path, MAX_REQUEST_BYTES)
             dag, args, dest, err, hosts = (raw.get(k) for k in ("dag", "args", "out", "err", "hosts"))
             if (
@@ -138,13 +145,17 @@ def look(inbox: str) -> Look:
                 or not (hosts is None or isinstance(hosts, list) and all(isinstance(h, str) for h in hosts))
             ):
                 raise ConfigError(f"{entry.path}: not an inbox request (dag, args, out, err, hosts)")
-            requests.append(Request(job_id, dag, args, dest, err, hosts))
+            if isinstance(raw.get("sent"), int):  # else (written by hand) its file's time
+                sent = raw["sent"]
+            read.append((sent, Request(job_id, dag, args, dest, err, hosts)))
         except (ConfigError, OSError, AttributeError) as exc:
-            requests.append((job_id, str(exc)))
+            read.append((0, (job_id, str(exc))))
         try:
             os.unlink(entry.path)
         except FileNotFoundError:
             pass
+    read.sort(key=lambda r: r[0])
+    requests = [r for _, r in read]
     return Look(requests, cancels, stop)
 
 

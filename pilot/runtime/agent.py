@@ -27,7 +27,10 @@ per turn of the loop, after every result already in has freed its worker, and
 the files it only writes are opened on that thread after (``DagRun.open_later``). A run's end is its own: when its last task ends its
 record is closed and its done file written, while the others go on (on a
 thread of its own, once no fed DAG waits to be taken, at most ``CLOSE_WAIT``
-later: the DAGs fed at once start first). The
+later: the DAGs fed at once start first). A DAG fed with hosts to hold whole
+(a cluster of several nodes) runs there alone: the others start nothing there
+while it runs, and it starts nothing on one where another's task still runs
+when it is taken, until that task ended (``pilot.runtime.holds``). The
 agent ends when told to (a ``stop`` file), at its own wall time or on
 SIGTERM/SIGINT: the runs still going are ended as after a signal (their
 rescue logs let them resume elsewhere), then the workers are stopped.
@@ -48,9 +51,10 @@ from pilot.errors import PilotError, UsageError
 from pilot.monitor.events import RunEvents
 from pilot.runtime.arrivals import Arrival, Arrivals
 from pilot.runtime.dagrun import DagRun
+from pilot.runtime.holds import Holds
 from pilot.runtime.options import RunOptions
 from pilot.runtime.protocol import KILL_GRACE, Bye, KillTask, Shutdown, TaskResult, WorkerFailed
-from pilot.runtime.slotmatch import Allocation, Matcher, whole_hosts
+from pilot.runtime.slotmatch import Allocation, Matcher
 from pilot.runtime.startup import Startup
 from pilot.runtime.timeleft import Limits
 from pilot.runtime.transport import Transport
@@ -116,7 +120,7 @@ class Agent:
         self.running: dict[int, tuple[DagRun, Task, Allocation, int]] = {}  # rank -> its task's run, task, slot, seq
         self.stopping: str | None = None
         self.taken = 0
-        self.held: set[str] = set()  # hosts a fed DAG holds whole: the other DAGs start nothing there
+        self.holds = Holds(self.matcher)  # the hosts fed DAGs hold whole
         self._inbox_mtime = -2  # its modification time at the last read (none yet)
         # Requests read and not yet taken, their runs' files opened ahead: one is taken per turn of the loop,
         # between dispatches and results, so that of many DAGs fed at once the first starts its tasks while the
@@ -298,12 +302,12 @@ class Agent:
             f", on {', '.join(sorted(run.hosts))} alone" if run.hosts else "",
             extra=run.tag,
         )
-        self.held |= run.hosts or set()
+        self.holds.take(run, self.running)
         self.runs.append(run)
         self._pending.open_later(run)
 
     def _new_run(self, req: inbox.Request, opts: RunOptions) -> DagRun:
-        hosts = self._hosts(req)
+        hosts = self.holds.hosts(req)
         return DagRun(
             req.id,
             opts,
@@ -315,23 +319,9 @@ class Agent:
             self.limits.clock,
             req.err,
             hosts,
-            self.held,
+            self.holds.held,
+            self.holds.draining,
         )
-
-    def _hosts(self, req: inbox.Request) -> frozenset[str] | None:
-        """The workers' names of the hosts a request holds whole; None when it shares (said in one line when it
-        asked for hosts: see ``whole_hosts``)."""
-        if not req.hosts:
-            return None
-        hosts = whole_hosts(req.hosts, self.matcher.hosts)
-        if hosts is None:
-            log.warning(
-                "%s: it holds hosts %s, but this run's workers are on %s: it shares them all",
-                req.id,
-                ", ".join(req.hosts),
-                ", ".join(sorted(self.matcher.hosts)),
-            )
-        return hosts
 
     def _dispatch(self) -> None:
         """Start what fits, one task of each run in turn, the runs that have not started a task first: a run fed
@@ -373,9 +363,10 @@ class Agent:
         """Close a run's record (its last task ended, or it was given up on); its done file for the driver."""
         for rank in [r for r, (owner, *_) in self.running.items() if owner is run]:
             log.error("%s: worker %d did not end its task after the kill; it takes no more tasks", run.id, rank)
-            del self.running[rank]  # its slot stays taken
+            # Its slot stays taken (so do its CPUs); a holder of its host does not wait for it for ever.
+            self.holds.left(self.running.pop(rank)[2].host.name, self.running)
         self.runs.remove(run)
-        self.held -= run.hosts or set()
+        self.holds.end(run)
         if not self._ended:
             self._ended_at = self.limits.clock()
         self._ended.append(run)  # nothing but its close touches the run from here on
@@ -407,6 +398,8 @@ class Agent:
         run, task, alloc, seq = entry
         run.ended(task, seq, res)
         self.matcher.release(alloc)
+        if self.holds.draining:
+            self.holds.left(alloc.host.name, self.running)
         run.log_resources(alloc.host)
 
     def _worker_failed(self, source: int, msg: WorkerFailed) -> None:
@@ -416,8 +409,9 @@ class Agent:
             return
         entry = self.running.pop(source, None)
         if entry is not None:
-            run, task, _, seq = entry
+            run, task, alloc, seq = entry
             run.ended(task, seq, TaskResult(task.name, 1, time.time(), 0.0, error=f"worker {source} failed"))
+            self.holds.left(alloc.host.name, self.running)
 
     def _bye(self, source: int, msg: Bye) -> None:  # noqa: ARG002 - a handler of _handlers
         self._alive.discard(source)

@@ -159,7 +159,9 @@ class Matcher:
         self.full: float = float("inf")  # seconds a whole run gets: a longer task is never held
         self.held: list[Task] = []  # ready tasks too long for the time left: for the next run
         # A fed DAG given whole hosts runs on those alone (``only``); the others start nothing on them (``barred``,
-        # the agent's one set of such hosts, which changes as those DAGs come and go).
+        # the agent's one set of such hosts, which changes as those DAGs come and go). A DAG holding hosts is
+        # barred from those where another DAG's task still runs (the agent's set of them): it starts there once
+        # they drained, not beside them.
         self.only: frozenset[str] | None = None
         self.barred: set[str] | frozenset[str] = frozenset()
 
@@ -177,7 +179,7 @@ class Matcher:
     def sharing(self, only: frozenset[str] | None = None, barred: set[str] | None = None) -> Matcher:
         """A ready queue of its own over these hosts, their slots and free resources (shared, not copied): each DAG
         of a run that holds several (``pilot.runtime.dagrun``) orders its own tasks, and all take the same slots;
-        ``only``: the hosts it runs on alone, ``barred``: the hosts it may not use (see ``only``/``barred``)."""
+        ``only``: the hosts it runs on alone, ``barred``: the hosts it may not use now (see ``only``/``barred``)."""
         other = Matcher()
         other.hosts, other.host_of, other._available = self.hosts, self.host_of, self._available
         other.only = only
@@ -185,8 +187,9 @@ class Matcher:
         return other
 
     def usable(self, host: Host) -> bool:
-        """Whether this queue's tasks may start on ``host`` (its own hosts, or any another DAG does not hold)."""
-        return host.name in self.only if self.only is not None else host.name not in self.barred
+        """Whether this queue's tasks may start on ``host`` now (its own hosts, once no other DAG's task runs there;
+        or any another DAG does not hold)."""
+        return host.name not in self.barred and (self.only is None or host.name in self.only)
 
     # -- hosts and slots ------------------------------------------------------
     def add_slot(

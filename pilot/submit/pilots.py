@@ -277,7 +277,8 @@ class PilotBackend:
             elif self._died.failing(site.name) and block.agent is not None and inbox.is_up(block.inbox):
                 self._died.cleared(site.name)
         waiting = [x for x in self.launches.values() if x.site == site.name and x.block is None]
-        for launch in waiting:
+        # Several nodes first (then as they came): fed so, each is taken before one-node clusters use its nodes.
+        for launch in sorted(waiting, key=lambda x: -x.nodes):
             self._place(launch, now)
         changed |= self._unwanted(site, now)
         changed |= self._scale(site, settings, now)

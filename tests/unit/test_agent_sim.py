@@ -325,3 +325,54 @@ def test_a_fed_dags_file_that_cannot_be_opened_after_its_first_task_is_said_inco
     assert '"reason": "error"' in result and '"done": 2' in result
     assert (box / "done" / "c0.done").read_text().strip() == "1"
     assert "jobstate.log" in caplog.text
+
+
+def test_a_dag_holding_hosts_whole_starts_nothing_beside_a_task_of_another_dag_already_there(tmp_path, caplog):
+    """A DAG of one node fed first has a task running on a host that a DAG fed next holds whole: the holder's
+    tasks start on its other host at once, and on that one only once the other DAG's task ended (never side by
+    side on a node it holds whole)."""
+    box = tmp_path / "inbox"
+    box.mkdir()
+    for name, text, hosts in (
+        ("narrow", "TASK n /bin/true\n", None),
+        ("wide", "".join(f"TASK w{i} /bin/true\n" for i in range(8)), ["h1", "h2"]),
+    ):
+        dag = tmp_path / name / f"{name}.dag"
+        dag.parent.mkdir()
+        dag.write_text(text)
+        inbox.write_request(str(box), inbox.Request(name, str(dag), [], hosts=hosts))
+    cluster = SimCluster(
+        [SimHost("h1", cpus=2, slots=2), SimHost("h2", cpus=2, slots=2)],
+        duration=lambda name: 2.0 if name == "n" else 1.0,
+    )
+    transport = cluster.transport
+    taken_beside: list[list[str]] = []
+
+    class Watched(Agent):
+        def _take(self, arrival):
+            if arrival.req.id == "wide":  # what runs as it is taken
+                taken_beside.append([task.name for _, task, _, _ in self.running.values()])
+            super()._take(arrival)
+
+        def _close_ended(self):
+            super()._close_ended()
+            if self.taken == 2 and not self.runs and not self._pending:
+                inbox.write_stop(str(box))
+
+    agent = Watched(parse_run_args(["--inbox", str(box)]), transport, parse_run_args)
+    # Simulated time stands still until both are taken: the narrow DAG's task still runs when the wide one is.
+    transport.on_idle = lambda timeout: cluster._advance(timeout) if agent.taken >= 2 else None
+    caplog.set_level("INFO", logger="pilot.master")
+    assert agent.run() == 0
+    assert taken_beside == [["n"]]
+    host = {r.rank: r.host.name for r in cluster.ranks}
+    starts = {name: (at, host[rank]) for at, name, rank in cluster.started}
+    n_at, n_host = starts["n"]
+    n_end = n_at + 2.0
+    wide = [starts[f"w{i}"] for i in range(8)]
+    assert all(at >= n_end for at, where in wide if where == n_host)  # none beside n
+    assert any(where == n_host for _, where in wide)  # and the host is its once n ended
+    assert any(at < n_end for at, where in wide if where != n_host)  # the other host at once
+    assert f"it starts nothing on {n_host} until the other DAGs' task(s) there ended (1 on {n_host})" in caplog.text
+    for name in ("narrow", "wide"):
+        assert (box / "done" / f"{name}.done").read_text().strip() == "0"

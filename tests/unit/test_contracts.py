@@ -5,6 +5,7 @@ The run result's round trip is in test_result.py with the rest of that file's te
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -282,3 +283,20 @@ def test_inbox_requests_round_trip_and_a_bad_one_is_answered_not_fatal(tmp_path)
     assert inbox.look(box).stop
     with pytest.raises(ValueError):
         inbox.write_request(box, req._replace(id="../escape"))
+
+
+def test_inbox_requests_written_within_one_tick_of_the_clock_are_taken_in_the_order_written(tmp_path):
+    """A file's modification time ticks every few milliseconds: the requests of one pass of the driver share
+    it, and are taken in the order they were written, not in the directory's."""
+    from pilot.contracts import inbox
+
+    box = str(tmp_path)
+    names = [f"c{i:02d}" for i in (7, 3, 11, 0, 5, 9, 1, 10, 2, 8, 6, 4)]
+    for name in names:
+        path = inbox.write_request(box, inbox.Request(name, str(tmp_path / f"{name}.dag"), []))
+        os.utime(path, ns=(1_000_000_000, 1_000_000_000))  # one tick for all
+    assert [r.id for r in inbox.look(box).requests] == names  # type: ignore[union-attr]  # all readable
+    (tmp_path / "byhand.request").write_text(json.dumps({"dag": str(tmp_path / "h.dag"), "args": []}))
+    os.utime(tmp_path / "byhand.request", ns=(2_000_000_000, 2_000_000_000))
+    inbox.write_request(box, inbox.Request("later", str(tmp_path / "l.dag"), []))
+    assert [r.id for r in inbox.look(box).requests] == ["byhand", "later"]  # type: ignore[union-attr]  # (its file's time)

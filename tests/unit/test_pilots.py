@@ -461,6 +461,22 @@ def test_a_fed_cluster_of_several_nodes_holds_whole_nodes_and_one_node_ones_shar
     assert feed.hosts_at(block, (1, 2)) is None  # one machine's "nodes": no host can be held by name
 
 
+def test_of_the_clusters_fed_in_one_pass_those_of_several_nodes_go_first(env):
+    """A cluster of one node fed before one of two would have its task started on a node the other then holds
+    whole, which waits for it: fed in one pass, the clusters of several nodes come first (the run takes requests
+    in the order written), and the rest in the order they came."""
+    from pilot.contracts import inbox
+
+    root, clock, queue, engine = env
+    site = load_site("local", {"nodes": "3", "ranks_per_node": "2"})
+    specs = [spec(root, "n0"), spec(root, "w0", ranks=4), spec(root, "n1"), spec(root, "w1", ranks=2)]
+    b, _ = backend(env, specs, site=site, pilots=1, pilot_nodes=3, fed=True)
+    ids = [submit(b, site, s) for s in specs]
+    states(b, site, ids)
+    block = engine.started[0]
+    assert [r.id for r in inbox.look(block.inbox).requests] == [feed_id(b, ids[i]) for i in (1, 0, 2, 3)]
+
+
 def test_a_pilot_run_that_dies_at_start_is_replaced_after_a_longer_wait_each_time(env, caplog):
     """A pilot job whose pilot run ends before its workers are up (no ``up`` in its inbox) is replaced after 1, 2,
     4 ... s (one line each); after backoff.TRIES in a row the clusters waiting fail, saying why. One that got up

@@ -155,12 +155,14 @@ def test_assign_cost_does_not_grow_with_workers():
 
 def test_a_dag_holding_hosts_whole_runs_there_alone_and_the_others_elsewhere():
     """Fed DAGs of one pilot run share its hosts, except those a DAG of several nodes holds: its tasks start
-    there only, and the others' never, until it lets them go."""
+    there only (on one where another's task still runs, once it drained), and the others' never, until it lets
+    them go."""
     shared = Matcher()
     for rank, host in enumerate(["h0", "h1", "h1", "h2", "h2"], start=1):
         shared.add_slot(rank, host, 2, 1000)
     held: set[str] = set()
-    wide = shared.sharing(frozenset({"h1", "h2"}), held)
+    draining = {"h2"}
+    wide = shared.sharing(frozenset({"h1", "h2"}), draining)
     narrow = shared.sharing(barred=held)
     held |= {"h1", "h2"}
     for t in dag("".join(f"TASK w{i} x\n" for i in range(6))):
@@ -170,6 +172,10 @@ def test_a_dag_holding_hosts_whole_runs_there_alone_and_the_others_elsewhere():
     got = drain(narrow)
     assert [shared.host_of[rank].name for _, rank in got] == ["h0"]  # not on the held hosts, though they are idle
     allocs = []
+    while (pick := wide.assign()) is not None:
+        allocs.append(pick[1])
+    assert sorted(a.host.name for a in allocs) == ["h1", "h1"]  # h2 not yet, though idle
+    draining.discard("h2")
     while (pick := wide.assign()) is not None:
         allocs.append(pick[1])
     assert sorted(a.host.name for a in allocs) == ["h1", "h1", "h2", "h2"]
