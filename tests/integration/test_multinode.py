@@ -504,7 +504,9 @@ def test_pilot_job_runs_a_two_node_cluster_beside_a_one_node_one_and_a_node_down
     for name, label in (("w0", "wide"), ("w1", "wide"), ("w2", "wide"), ("n0", "narrow")):
         wf.add_jobs(
             api.Job("work", _id=name)
-            .add_args("-c", f"'sleep 12; hostname >> {done / name}'")
+            # "&&": the node's loss signals the task's processes one by one; a shell whose sleep went first would
+            # still write (and the task count as killed, rightly run again)
+            .add_args("-c", f"'sleep 12 && hostname >> {done / name}'")
             .add_profiles(api.Namespace.PEGASUS, key="label", value=label)
         )
     wf.write(str(tmp_path / "wf.yml"))

@@ -355,7 +355,7 @@ def test_a_cluster_longer_than_a_pilot_job_resumes_in_fresh_ones_and_no_task_run
     ran = tmp_path / "ran.txt"
     jobs = [
         api.Job("sh", _id=f"s{i}")
-        .add_args("-c", f"'sleep 20; echo s{i} >> {ran}'")
+        .add_args("-c", f"'sleep 20 && echo s{i} >> {ran}'")  # a killed sleep writes nothing
         .add_profiles(api.Namespace.PEGASUS, key="label", value="long")
         for i in range(3)
     ]
