@@ -24,10 +24,12 @@ what its run's first task needs on disk opened at once on a thread of its own
 (``DagRun.open_files``), in the order the requests came; the run is taken
 (``DagRun.begin``: its tasks queued over the shared hosts) once it is, one
 per turn of the loop, after every result already in has freed its worker, and
-the files it only writes are opened on that thread after (``DagRun.open_later``). A run's end is its own: when its last task ends its
-record is closed and its done file written, while the others go on (on a
-thread of its own, once no fed DAG waits to be taken, at most ``CLOSE_WAIT``
-later: the DAGs fed at once start first). A DAG fed with hosts to hold whole
+the files it only writes are opened on that thread after (``DagRun.open_later``),
+once no fed DAG waits to be taken or to start its first task, at most
+``CLOSE_WAIT`` after its take. A run's end is its own: when its last task
+ends its record is closed and its done file written, while the others go on
+(on a thread of its own, once no fed DAG waits likewise, at most
+``CLOSE_WAIT`` later: the DAGs fed at once start first). A DAG fed with hosts to hold whole
 (a cluster of several nodes) runs there alone: the others start nothing there
 while it runs, and it starts nothing on one where another's task still runs
 when it is taken, until that task ended (``pilot.runtime.holds``). The
@@ -51,6 +53,7 @@ from pilot.errors import PilotError, UsageError
 from pilot.monitor.events import RunEvents
 from pilot.runtime.arrivals import Arrival, Arrivals
 from pilot.runtime.dagrun import DagRun
+from pilot.runtime.deferred import Deferred
 from pilot.runtime.holds import Holds
 from pilot.runtime.options import RunOptions
 from pilot.runtime.protocol import KILL_GRACE, Bye, KillTask, Shutdown, TaskResult, WorkerFailed
@@ -71,8 +74,9 @@ INBOX_EVERY = 0.005
 SETTLED_NS = 1_000_000_000  # a directory time older than this, unchanged: nothing new in it
 FLUSH_EVERY = 0.5  # monitoring files of every run are flushed this often (as the single-DAG master's)
 BYE_TIMEOUT = 10.0
-# The longest an ended run's close waits for the fed DAGs read before it to be taken (its done file tells the
-# driver its children may start: a stream of feeds must not hold it back for long).
+# The longest an ended run's close, or the opening of the files a run taken only writes, waits for the fed DAGs
+# to be taken and start their first tasks (its done file tells the driver its children may start, and a monitor
+# reads those files: a stream of feeds must not hold either back for long).
 CLOSE_WAIT = 0.05
 # The longest wait for results while the next DAG to take is still being opened: its take comes at most this
 # late after its files are (the opener's thread cannot end the transport's wait).
@@ -133,11 +137,13 @@ class Agent:
         # Ends runs' records off the dispatch path: a run's end (its summary, the merge of its stdio, the fsyncs of
         # its rescue log, result and done file: some 10 ms) would otherwise hold every other run's next task.
         self._closer = ThreadPoolExecutor(1, thread_name_prefix="pilot-end")
-        # Runs ended while fed DAGs wait to be taken: their records are closed once none waits. A cluster waiting
-        # to start holds its workflow's critical path; the close of another (its fsyncs, its summary) would cost
-        # each take of a fan of clusters fed at once several milliseconds of this interpreter and of the disk.
-        self._ended: list[DagRun] = []
-        self._ended_at = 0.0  # when the first of them ended: none waits longer than CLOSE_WAIT
+        # Runs ended while fed DAGs wait to be taken or to start: their records are closed once none waits. A
+        # cluster waiting to start holds its workflow's critical path; the close of another (its fsyncs, its
+        # summary) would cost each first task of a fan of clusters fed at once milliseconds of this interpreter
+        # and of the disk. Runs taken whose files they only write are not yet opened are held likewise
+        # (``pilot.runtime.deferred``).
+        self._ended: Deferred[DagRun] = Deferred(CLOSE_WAIT)
+        self._unopened: Deferred[DagRun] = Deferred(CLOSE_WAIT)
         self.run_id = f"{os.uname().nodename}-{os.getpid()}-{time.time_ns():x}"
         self._handlers: dict[type, Callable[[int, Any], None]] = {
             TaskResult: self._result,
@@ -199,8 +205,13 @@ class Agent:
                 if r.drained and (r.abort_reason or now >= r.settle_at) or (r.abort_reason and now >= r.kill_deadline)
             ]:
                 self._end(run)
-            if self._ended and (not self._pending or now - self._ended_at >= CLOSE_WAIT):
-                self._close_ended()
+            if self._ended or self._unopened:
+                waiting = self._waiting()
+                if self._unopened.due(now, waiting):
+                    for run in self._unopened.take():
+                        self._pending.open_later(run)
+                if self._ended.due(now, waiting):
+                    self._close_ended()
             if self.stopping is not None and not self.runs and not self._pending:
                 return
             if now >= next_flush:
@@ -304,7 +315,7 @@ class Agent:
         )
         self.holds.take(run, self.running)
         self.runs.append(run)
-        self._pending.open_later(run)
+        self._unopened.add(run, self.limits.clock())
 
     def _new_run(self, req: inbox.Request, opts: RunOptions) -> DagRun:
         hosts = self.holds.hosts(req)
@@ -366,15 +377,19 @@ class Agent:
             # Its slot stays taken (so do its CPUs); a holder of its host does not wait for it for ever.
             self.holds.left(self.running.pop(rank)[2].host.name, self.running)
         self.runs.remove(run)
+        self._unopened.discard(run)  # its close opens them
         self.holds.end(run)
-        if not self._ended:
-            self._ended_at = self.limits.clock()
-        self._ended.append(run)  # nothing but its close touches the run from here on
+        self._ended.add(run, self.limits.clock())  # nothing but its close touches the run from here on
+
+    def _waiting(self) -> bool:
+        """Whether a fed DAG waits to be taken, or was taken and has not started a task yet."""
+        return bool(self._pending) or any(
+            r.engine is not None and not r.engine.submitted and r.matcher.ready_count for r in self.runs
+        )
 
     def _close_ended(self) -> None:
-        for run in self._ended:
+        for run in self._ended.take():
             self._closer.submit(self._close_run, run)
-        self._ended.clear()
 
     def _close_run(self, run: DagRun) -> None:
         try:

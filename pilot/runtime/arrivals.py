@@ -8,9 +8,11 @@ metadata server is no quicker), and a fan of clusters fed at once would wait
 for each other's: so each run's files are opened on a thread of its own as
 soon as its request is read, in the order the requests came, while the master
 dispatches, and the master takes the first one once they are open
-(``DagRun.begin``, some 0.1 ms). The files a run opens later wait until no
-request read waits for its first ones. That thread touches nothing the runs
-share (both openings are only the run's own files).
+(``DagRun.begin``, some 0.1 ms). The files a run opens later are handed to
+that thread once the fed DAGs started their first tasks (the agent holds
+them: ``pilot.runtime.deferred``), and wait there until no request read waits
+for its first ones. That thread touches nothing the runs share (both openings
+are only the run's own files).
 """
 
 from __future__ import annotations

@@ -376,3 +376,65 @@ def test_a_dag_holding_hosts_whole_starts_nothing_beside_a_task_of_another_dag_a
     assert f"it starts nothing on {n_host} until the other DAGs' task(s) there ended (1 on {n_host})" in caplog.text
     for name in ("narrow", "wide"):
         assert (box / "done" / f"{name}.done").read_text().strip() == "0"
+
+
+@pytest.mark.parametrize("close_wait", [60.0, 0.0])
+def test_the_files_fed_dags_only_write_are_opened_once_every_dag_fed_with_them_started(
+    tmp_path, monkeypatch, close_wait
+):
+    """Opening the files a run only writes costs the first tasks of the DAGs fed with it interpreter time and
+    disk: it waits until every DAG taken started a task and none waits to be taken, at most CLOSE_WAIT, and
+    each file ends whole all the same."""
+    from pilot.runtime import launch
+    from pilot.runtime.arrivals import Arrivals
+
+    monkeypatch.setattr(agent_module, "CLOSE_WAIT", close_wait)
+    box = tmp_path / "inbox"
+    box.mkdir()
+    names = [f"c{i}" for i in range(4)]
+    for name in names:
+        dag = box.parent / name / f"{name}.dag"
+        dag.parent.mkdir()
+        dag.write_text("TASK a /bin/true\nTASK b /bin/true\nEDGE a b\n")
+        inbox.write_request(str(box), inbox.Request(name, str(dag), ["--jobstate-log"]))
+    cluster = SimCluster([SimHost("h", cpus=1, slots=1)], duration=lambda name: 0.0)
+    transport = cluster.transport
+    send = transport.send
+    started: set[str] = set()  # the DAGs whose first task was sent
+
+    def watched_send(dest, msg, ring=True):
+        if isinstance(msg, RunTask):
+            started.add(msg.dag)
+        send(dest, msg, ring)
+
+    transport.send = watched_send
+    started_at_opening: list[int] = []  # at each hand-over of a run's later files to the opening thread
+    later = Arrivals.open_later
+
+    def counted(self, run):
+        started_at_opening.append(len(started))
+        later(self, run)
+
+    monkeypatch.setattr(Arrivals, "open_later", counted)
+
+    class Watched(Agent):
+        def _close_ended(self):
+            super()._close_ended()
+            if self.taken == len(names) and not self.runs and not self._pending:
+                inbox.write_stop(str(box))
+
+    agent = Watched(
+        parse_run_args(["--inbox", str(box)]),
+        transport,
+        parse_run_args,
+        make_events=lambda o: launch._monitors(o, live=False, late=True),
+    )
+    assert agent.run() == 0
+    assert started_at_opening  # (a run that ended before has its files opened by its close)
+    if close_wait:
+        assert all(n == len(names) for n in started_at_opening)
+    else:  # held no longer than that
+        assert started_at_opening[0] < len(names)
+    for name in names:
+        lines = (box.parent / name / "jobstate.log").read_text().splitlines()
+        assert [" ".join(line.split()[1:3]) for line in lines][-2:] == ["b JOB_SUCCESS", "INTERNAL ***"]
