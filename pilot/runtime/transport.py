@@ -268,11 +268,15 @@ class InProcTransport:
         self,
         timeout: float | None = None,
         wake: Callable[[], bool] | None = None,
-        patience: float = 0.0,  # noqa: ARG002 - the transport interface's signature; a local inbox never waits
+        patience: float = 0.0,
         hot: float = 0.0,  # noqa: ARG002 - the transport interface's signature; a local inbox never waits
     ) -> tuple[int, Message] | None:
         if self.inbox:
             return self.inbox.popleft()
+        if patience:
+            # A nap, as MPI's would: the caller waits for one of its own threads (an agent's opening of a fed
+            # DAG's files), which a return at once, called again and again, would starve of the interpreter.
+            time.sleep(patience)
         if self.on_idle is not None:
             self.on_idle(timeout)
             if self.inbox:

@@ -24,6 +24,32 @@ def _feed(box: Path, names: list[str]) -> None:
         inbox.write_request(str(box), inbox.Request(name, str(dag), []))
 
 
+class UntilAllEnded(Agent):
+    """Stops itself once ``expected`` fed DAGs were taken and every run ended (its record closed)."""
+
+    expected = 1
+
+    def _close_ended(self):
+        super()._close_ended()
+        if self.taken == self.expected and not self.runs and not self._pending:
+            inbox.write_stop(self.inbox)
+
+
+def _agent(box: Path, transport, expected: int, cls: type[UntilAllEnded] = UntilAllEnded, late: bool = False):
+    """A pilot run taking DAGs from ``box`` until ``expected`` ended (``late``: with its monitoring files, as
+    fed, opened after its first tasks)."""
+    from pilot.runtime import launch
+
+    agent = cls(
+        parse_run_args(["--inbox", str(box)]),
+        transport,
+        parse_run_args,
+        make_events=(lambda o: launch._monitors(o, live=False, late=True)) if late else None,
+    )
+    agent.expected = expected
+    return agent
+
+
 @pytest.mark.parametrize("close_wait", [60.0, 0.0])
 def test_a_run_that_ends_while_fed_dags_wait_is_closed_once_they_are_taken(tmp_path, monkeypatch, close_wait):
     """Closing a run (its summary, result and done file, their fsyncs) costs the DAGs fed with it their start:
@@ -86,17 +112,12 @@ def test_every_result_already_in_is_handled_before_the_next_dag_is_taken(tmp_pat
     transport.send = send_and_end
     waiting_at_take: list[int] = []
 
-    class Watched(Agent):
+    class Watched(UntilAllEnded):
         def _take(self, arrival):
             waiting_at_take.append(sum(isinstance(m, TaskResult) for _, m in transport.inbox))
             super()._take(arrival)
 
-        def _close_ended(self):
-            super()._close_ended()
-            if self.taken == len(names) and not self.runs and not self._pending:
-                inbox.write_stop(str(box))
-
-    agent = Watched(parse_run_args(["--inbox", str(box)]), transport, parse_run_args)
+    agent = _agent(box, transport, len(names), Watched)
     assert agent.run() == 0
     assert len(waiting_at_take) == len(names)
     assert waiting_at_take == [0] * len(names)
@@ -192,7 +213,6 @@ def test_each_fed_dags_first_task_waits_for_no_file_it_only_writes(tmp_path, mon
     """Of DAGs fed at once, each one's first task waits for its lock, DAG and rescue log only: the files it only
     writes are opened after (creating a file costs milliseconds on a slow file system, and each DAG of a fan
     would wait for the creations of all before it), and end with every line written before, in order."""
-    from pilot.runtime import launch
     from pilot.runtime.dagrun import DagRun
 
     box = tmp_path / "inbox"
@@ -227,18 +247,7 @@ def test_each_fed_dags_first_task_waits_for_no_file_it_only_writes(tmp_path, mon
 
     transport.send = watched_send
 
-    class Watched(Agent):
-        def _close_ended(self):
-            super()._close_ended()
-            if self.taken == len(names) and not self.runs and not self._pending:
-                inbox.write_stop(str(box))
-
-    agent = Watched(
-        parse_run_args(["--inbox", str(box)]),
-        transport,
-        parse_run_args,
-        make_events=lambda o: launch._monitors(o, live=False, late=True),
-    )
+    agent = _agent(box, transport, len(names), late=True)
     assert agent.run() == 0
     assert existing_at_first_task == {name: [] for name in names}
     for name in names:
@@ -297,7 +306,6 @@ def test_a_fed_dag_whose_task_stdout_cannot_be_created_is_refused_before_its_tas
 def test_a_fed_dags_file_that_cannot_be_opened_after_its_first_task_is_said_incomplete(tmp_path, caplog):
     """Its jobstate.log cannot be created (a directory of that name): its tasks go on and all end, and the run
     ends saying which file is incomplete (result "error"), as for a monitoring file whose writes fail."""
-    from pilot.runtime import launch
 
     box = tmp_path / "inbox"
     box.mkdir()
@@ -308,18 +316,7 @@ def test_a_fed_dags_file_that_cannot_be_opened_after_its_first_task_is_said_inco
     inbox.write_request(str(box), inbox.Request("c0", str(dag), ["--jobstate-log"]))
     cluster = SimCluster([SimHost("h", cpus=1, slots=1)], duration=lambda name: 0.0)
 
-    class Watched(Agent):
-        def _close_ended(self):
-            super()._close_ended()
-            if self.taken and not self.runs and not self._pending:
-                inbox.write_stop(str(box))
-
-    agent = Watched(
-        parse_run_args(["--inbox", str(box)]),
-        cluster.transport,
-        parse_run_args,
-        make_events=lambda o: launch._monitors(o, live=False, late=True),
-    )
+    agent = _agent(box, cluster.transport, 1, late=True)
     assert agent.run() == 0
     result = (tmp_path / "c0" / "c0.dag.result").read_text()
     assert '"reason": "error"' in result and '"done": 2' in result
@@ -348,18 +345,13 @@ def test_a_dag_holding_hosts_whole_starts_nothing_beside_a_task_of_another_dag_a
     transport = cluster.transport
     taken_beside: list[list[str]] = []
 
-    class Watched(Agent):
+    class Watched(UntilAllEnded):
         def _take(self, arrival):
             if arrival.req.id == "wide":  # what runs as it is taken
                 taken_beside.append([task.name for _, task, _, _ in self.running.values()])
             super()._take(arrival)
 
-        def _close_ended(self):
-            super()._close_ended()
-            if self.taken == 2 and not self.runs and not self._pending:
-                inbox.write_stop(str(box))
-
-    agent = Watched(parse_run_args(["--inbox", str(box)]), transport, parse_run_args)
+    agent = _agent(box, transport, 2, Watched)
     # Simulated time stands still until both are taken: the narrow DAG's task still runs when the wide one is.
     transport.on_idle = lambda timeout: cluster._advance(timeout) if agent.taken >= 2 else None
     caplog.set_level("INFO", logger="pilot.master")
@@ -385,7 +377,6 @@ def test_the_files_fed_dags_only_write_are_opened_once_every_dag_fed_with_them_s
     """Opening the files a run only writes costs the first tasks of the DAGs fed with it interpreter time and
     disk: it waits until every DAG taken started a task and none waits to be taken, at most CLOSE_WAIT, and
     each file ends whole all the same."""
-    from pilot.runtime import launch
     from pilot.runtime.arrivals import Arrivals
 
     monkeypatch.setattr(agent_module, "CLOSE_WAIT", close_wait)
@@ -417,18 +408,7 @@ def test_the_files_fed_dags_only_write_are_opened_once_every_dag_fed_with_them_s
 
     monkeypatch.setattr(Arrivals, "open_later", counted)
 
-    class Watched(Agent):
-        def _close_ended(self):
-            super()._close_ended()
-            if self.taken == len(names) and not self.runs and not self._pending:
-                inbox.write_stop(str(box))
-
-    agent = Watched(
-        parse_run_args(["--inbox", str(box)]),
-        transport,
-        parse_run_args,
-        make_events=lambda o: launch._monitors(o, live=False, late=True),
-    )
+    agent = _agent(box, transport, len(names), late=True)
     assert agent.run() == 0
     assert started_at_opening  # (a run that ended before has its files opened by its close)
     if close_wait:
