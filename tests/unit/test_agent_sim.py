@@ -15,13 +15,18 @@ from pilot.runtime.agent import Agent
 from pilot.runtime.protocol import RunTask, TaskResult
 from pilot.runtime.simulate import SimCluster, SimHost
 
+CHAIN = "TASK a /bin/true\nTASK b /bin/true\nEDGE a b\n"
 
-def _feed(box: Path, names: list[str]) -> None:
+
+def _feed(box: Path, names: list[str], text: str = "TASK t /bin/true\n", args: list[str] | None = None) -> None:
+    """Feed a DAG of ``text`` per name, each in a directory of its own beside the inbox, with ``args``; a job
+    stderr of its own (``<name>.block.err``) as the driver feeds one."""
     for name in names:
         dag = box.parent / name / f"{name}.dag"
         dag.parent.mkdir()
-        dag.write_text("TASK t /bin/true\n")
-        inbox.write_request(str(box), inbox.Request(name, str(dag), []))
+        dag.write_text(text)
+        err = str(dag.parent / f"{name}.block.err")
+        inbox.write_request(str(box), inbox.Request(name, str(dag), args or [], None, err))
 
 
 class UntilAllEnded(Agent):
@@ -95,11 +100,7 @@ def test_every_result_already_in_is_handled_before_the_next_dag_is_taken(tmp_pat
     box = tmp_path / "inbox"
     box.mkdir()
     names = [f"c{i}" for i in range(6)]
-    for name in names:  # two tasks each: both workers busy after each take
-        dag = box.parent / name / f"{name}.dag"
-        dag.parent.mkdir()
-        dag.write_text("TASK a /bin/true\nTASK b /bin/true\n")
-        inbox.write_request(str(box), inbox.Request(name, str(dag), []))
+    _feed(box, names, "TASK a /bin/true\nTASK b /bin/true\n")  # two tasks each: both workers busy after each take
     cluster = SimCluster([SimHost("h", cpus=2, slots=2)], duration=lambda name: 0.0)
     transport = cluster.transport
     send = transport.send
@@ -218,12 +219,7 @@ def test_each_fed_dags_first_task_waits_for_no_file_it_only_writes(tmp_path, mon
     box = tmp_path / "inbox"
     box.mkdir()
     names = [f"c{i}" for i in range(4)]
-    for name in names:
-        dag = box.parent / name / f"{name}.dag"
-        dag.parent.mkdir()
-        dag.write_text("TASK a /bin/true\nTASK b /bin/true\nEDGE a b\n")
-        args = ["--jobstate-log", "-o", "o.txt", "-e", "e.txt"]
-        inbox.write_request(str(box), inbox.Request(name, str(dag), args, None, str(dag.parent / f"{name}.block.err")))
+    _feed(box, names, CHAIN, ["--jobstate-log", "-o", "o.txt", "-e", "e.txt"])
     gate = threading.Event()
     later = DagRun.open_later
 
@@ -383,11 +379,7 @@ def test_the_files_fed_dags_only_write_are_opened_once_every_dag_fed_with_them_s
     box = tmp_path / "inbox"
     box.mkdir()
     names = [f"c{i}" for i in range(4)]
-    for name in names:
-        dag = box.parent / name / f"{name}.dag"
-        dag.parent.mkdir()
-        dag.write_text("TASK a /bin/true\nTASK b /bin/true\nEDGE a b\n")
-        inbox.write_request(str(box), inbox.Request(name, str(dag), ["--jobstate-log"]))
+    _feed(box, names, CHAIN, ["--jobstate-log"])
     cluster = SimCluster([SimHost("h", cpus=1, slots=1)], duration=lambda name: 0.0)
     transport = cluster.transport
     send = transport.send
