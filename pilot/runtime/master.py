@@ -379,6 +379,8 @@ class Master:
         # A task sent to run only after this one is given back unstarted when this one failed.
         dropped = res.status != 0 and source in self.slots.conditional
         task, alloc, seq, nxt = self.slots.finish(source, went_on=not held and not dropped and not self._shut_down)
+        if dropped:
+            self.slots.given_back(source)
         if self.isolation is not None:
             self.isolation.ended(task)
         self._record_result(task, seq, source, res)

@@ -127,6 +127,17 @@ class Slots:
                 break
         return picked
 
+    def given_back(self, rank: int) -> None:
+        """The rank's running task failed with tasks queued to run only after it: the worker gives them all back
+        unasked. Until they come back they are being recalled, not a queue: nothing is chained or queued behind
+        them, and a result of the rank never went on to one of them."""
+        queue = self.queued.get(rank)
+        if queue:
+            self.queued_total -= len(queue)
+            self.recalling[rank] = collections.deque([*queue, *self.recalling.get(rank, ())])
+            queue.clear()
+            self._emptied(rank, queue)
+
     def recall_all(self) -> list[tuple[int, Task]]:
         """Every queued task, marked as being recalled (the run stops releasing work)."""
         picked: list[tuple[int, Task]] = []

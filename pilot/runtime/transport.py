@@ -242,6 +242,10 @@ class SimulatedWorker(Protocol):
     def handle(self, msg: Message, reply: Callable[[Message], None]) -> None: ...
 
 
+# The longest an in-process wait with patience sleeps: long enough to hand the interpreter to another thread.
+SIM_NAP = 1e-4
+
+
 class InProcTransport:
     """The master's end of an in-process pilot with simulated workers (ranks 1..n)."""
 
@@ -274,9 +278,10 @@ class InProcTransport:
         if self.inbox:
             return self.inbox.popleft()
         if patience:
-            # A nap, as MPI's would: the caller waits for one of its own threads (an agent's opening of a fed
-            # DAG's files), which a return at once, called again and again, would starve of the interpreter.
-            time.sleep(patience)
+            # A nap, as MPI's would, but short (simulated time does not pass while it sleeps): the caller may
+            # wait for one of its own threads (an agent's opening of a fed DAG's files), which a return at once,
+            # called again and again, would starve of the interpreter.
+            time.sleep(min(patience, SIM_NAP))
         if self.on_idle is not None:
             self.on_idle(timeout)
             if self.inbox:

@@ -317,3 +317,36 @@ def test_a_run_cut_off_while_a_failed_task_holds_its_worker_takes_back_its_queue
         state.kill_and_rerun(after=22, data=_First())
     finally:
         state.teardown()
+
+
+class _Drawn:
+    """The events drawn are these, then always the first one offered."""
+
+    def __init__(self, events: list[int]) -> None:
+        self.events = list(events)
+
+    def draw(self, strategy, label=None):
+        return self.events.pop(0) if self.events else 0
+
+
+def test_a_failed_tasks_follow_ons_being_given_back_take_no_chain_behind_them():
+    """Found by the model: t2 fails with t6 queued to follow it (to run only if t2 succeeds); the worker gives
+    t6 back unasked, and the master, sending t2's retry, chained t8 behind t6 as if it would run. The worker
+    gave t8 back too, the master counted t2's success as gone on to t8 (it did not think t8 given back), and the
+    run waited for t8 for ever. Follow-ons of a failed task are being given back, not a queue to chain behind."""
+    spec = dict(code=1, priority=0, cpus=1, memory=0, duration=0.001)
+    specs = [
+        Spec("t0", (), fails=2, tries=3, **spec),
+        Spec("t1", (), fails=0, tries=1, **{**spec, "priority": 2}),
+        Spec("t2", ("t0", "t1"), fails=1, tries=None, **spec),
+        Spec("t4", ("t0", "t1"), fails=0, tries=None, **spec),
+        Spec("t5", ("t1",), fails=0, tries=None, **{**spec, "cpus": 2}),
+        Spec("t6", ("t1", "t2", "t5"), fails=0, tries=None, **spec),
+        Spec("t8", ("t0", "t1", "t5", "t6"), fails=0, tries=None, **spec),
+    ]
+    state = MasterModel()
+    try:
+        state.setup(specs=specs, workers=2, tries=2, max_failures=0)
+        state.run_to_the_end(data=_Drawn([1, 1, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1]))
+    finally:
+        state.teardown()
