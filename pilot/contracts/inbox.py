@@ -133,7 +133,6 @@ def look(inbox: str) -> Look:
     for entry in waiting:
         job_id = entry.name[: -len(REQUEST_SUFFIX)]
         try:
-            sent = entry.stat().st_mtime_ns
             raw = load_json(entry.path, MAX_REQUEST_BYTES)
             dag, args, dest, err, hosts = (raw.get(k) for k in ("dag", "args", "out", "err", "hosts"))
             if (
@@ -145,8 +144,9 @@ def look(inbox: str) -> Look:
                 or not (hosts is None or isinstance(hosts, list) and all(isinstance(h, str) for h in hosts))
             ):
                 raise ConfigError(f"{entry.path}: not an inbox request (dag, args, out, err, hosts)")
-            if isinstance(raw.get("sent"), int):  # else (written by hand) its file's time
-                sent = raw["sent"]
+            sent = raw.get("sent")
+            if not isinstance(sent, int):  # written by hand: its file's time
+                sent = entry.stat().st_mtime_ns
             read.append((sent, Request(job_id, dag, args, dest, err, hosts)))
         except (ConfigError, OSError, AttributeError) as exc:
             read.append((0, (job_id, str(exc))))

@@ -330,8 +330,7 @@ class Agent:
             self.limits.clock,
             req.err,
             hosts,
-            self.holds.held,
-            self.holds.draining,
+            self.holds.barred(hosts),
         )
 
     def _dispatch(self) -> None:

@@ -122,7 +122,6 @@ class DagRun:
         err: str | None = None,
         hosts: frozenset[str] | None = None,
         barred: set[str] | None = None,
-        draining: set[str] | None = None,
     ) -> None:
         self.id = job_id
         self.hosts = hosts  # the hosts it holds whole (its tasks run there alone), None: it shares
@@ -133,8 +132,7 @@ class DagRun:
         self.runlog: RunLog | None = None
         self.where = os.path.dirname(opts.dag)
         self.limits = Limits(opts, clock)
-        # Sharing, it may not use the hosts other DAGs hold; holding hosts, those where others' tasks still run.
-        self.matcher = shared.sharing(hosts, draining if hosts is not None else barred)
+        self.matcher = shared.sharing(hosts, barred)  # barred: what its queue may not use now (pilot.runtime.holds)
         self.events = Fanout([])
         self._make_events = make_events
         self.fdcache = FdCache(opts.maxfds)

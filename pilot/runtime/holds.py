@@ -53,6 +53,11 @@ class Holds:
             )
         return hosts
 
+    def barred(self, hosts: frozenset[str] | None) -> set[str]:
+        """The hosts a run's queue may not use now: sharing (``hosts`` None), those other runs hold; holding
+        ``hosts``, those where other runs' tasks still run."""
+        return self.held if hosts is None else self.draining
+
     def take(self, run: DagRun, running: Running) -> None:
         """``run`` was just taken: the hosts it holds are barred to the others, and those where their tasks
         still run to it, until they ended."""

@@ -386,8 +386,8 @@ class Master:
         self._record_result(task, seq, source, res)
         if held and not engine.stopped and not self._shut_down:  # go on: a worker holds after every failure under -m
             self.t.send(source, Resume())
-            if not dropped and self.slots.queued.get(source):
-                nxt = self.slots.resume(source)  # dropped ones come back as Recalled instead
+            if self.slots.queued.get(source):  # (dropped ones are being given back: no longer queued)
+                nxt = self.slots.resume(source)
         if nxt is not None:
             self._started(nxt, alloc)  # the worker went straight on to its prefetched task
             if self.isolation is None:

@@ -131,24 +131,26 @@ class Slots:
         """The rank's running task failed with tasks queued to run only after it: the worker gives them all back
         unasked. Until they come back they are being recalled, not a queue: nothing is chained or queued behind
         them, and a result of the rank never went on to one of them."""
-        queue = self.queued.get(rank)
-        if queue:
-            self.queued_total -= len(queue)
-            self.recalling[rank] = collections.deque([*queue, *self.recalling.get(rank, ())])
-            queue.clear()
-            self._emptied(rank, queue)
+        self._recalling_all(rank)
 
     def recall_all(self) -> list[tuple[int, Task]]:
         """Every queued task, marked as being recalled (the run stops releasing work)."""
         picked: list[tuple[int, Task]] = []
-        for rank, queue in self.queued.items():
-            if queue:
-                picked.extend((rank, task) for task in queue)
-                self.queued_total -= len(queue)
-                self.recalling[rank] = collections.deque([*queue, *self.recalling.get(rank, ())])
-                queue.clear()
-                self._emptied(rank, queue)
+        for rank in self.queued:
+            picked.extend((rank, task) for task in self._recalling_all(rank))
         return picked
+
+    def _recalling_all(self, rank: int) -> list[Task]:
+        """The rank's whole queue, moved ahead of what it is already giving back (its queue order); that queue."""
+        queue = self.queued.get(rank)
+        if not queue:
+            return []
+        moved = list(queue)
+        self.queued_total -= len(queue)
+        self.recalling[rank] = collections.deque([*queue, *self.recalling.get(rank, ())])
+        queue.clear()
+        self._emptied(rank, queue)
+        return moved
 
     def lose(self, rank: int) -> tuple[tuple[Task, Allocation, int] | None, list[Task]]:
         """A worker is gone: its running attempt (None if idle) and every task it held, queued or recalled."""
